@@ -1,0 +1,49 @@
+# ctensor — a thin front for CMake. `make demo` and `make test` work on a fresh Debian
+# machine: they install what is missing (tools/install-deps.sh), build, and run.
+BUILD ?= build
+BUILD_TYPE ?= Release
+CMAKE_FLAGS ?=
+JOBS ?= $(shell nproc)
+
+.PHONY: all build deps test demo bench sanitize install clean format format-check
+
+all: build
+
+deps:
+	@tools/install-deps.sh
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS)
+
+build: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+test: deps
+	@$(MAKE) --no-print-directory build
+	@tools/run-tests.sh $(BUILD)
+
+demo: deps
+	@$(MAKE) --no-print-directory build
+	$(BUILD)/ctensor_demo
+
+bench: deps
+	@$(MAKE) --no-print-directory build
+	@bench/run.sh $(BUILD)
+
+# The suite under AddressSanitizer and UndefinedBehaviorSanitizer, in its own build folder.
+sanitize: deps
+	@$(MAKE) --no-print-directory build BUILD=$(BUILD)-sanitize BUILD_TYPE=Debug \
+		CMAKE_FLAGS="-DCT_SANITIZE=address,undefined -DCT_BUILD_BENCH=OFF $(CMAKE_FLAGS)"
+	@tools/run-tests.sh $(BUILD)-sanitize
+
+install: build
+	cmake --install $(BUILD)
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+format-check:
+	clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf $(BUILD) $(BUILD)-sanitize

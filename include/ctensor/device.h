@@ -1,0 +1,105 @@
+/* ctensor — devices, discovery and placement.
+ *
+ * A ct_device is a value {type, index}. The default placement for new tensors is the top
+ * of a thread-local stack (ct_device_push/pop, the `with tf.device()` of C), else the
+ * CT_DEVICE environment variable, else "auto" (cuda:0 when CUDA is usable, else cpu).
+ * Logical devices: before a physical device is used, ct_configure_logical_devices() splits
+ * it into N logical devices, each with its own memory pool and limit; cpu:1 is then a
+ * different device from cpu:0 and copies between them count as device-to-device. */
+#ifndef CTENSOR_DEVICE_H
+#define CTENSOR_DEVICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ctensor/export.h"
+#include "ctensor/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum ct_device_type {
+    CT_DEVICE_CPU = 0,
+    CT_DEVICE_CUDA = 1,
+    /* Not a device: "use the default placement", for creation functions. */
+    CT_DEVICE_DEFAULT = -1,
+} ct_device_type;
+
+typedef struct ct_device {
+    ct_device_type type;
+    int index;
+} ct_device;
+
+#define CT_MAX_LOGICAL_DEVICES 16
+
+/* Creation functions take a device; CT_DEFAULT asks for the default placement. */
+#define CT_DEFAULT ((ct_device){CT_DEVICE_DEFAULT, 0})
+#define CT_CPU ((ct_device){CT_DEVICE_CPU, 0})
+
+/* Parse "cpu", "cpu:1", "cuda", "cuda:1", "gpu:0", "/gpu:0", "/device:GPU:1", "/cpu:0"
+ * (any case) and "auto" (the best device present). The device need not exist: ask
+ * ct_device_check() for that. CT_ERR_INVALID_ARG with the accepted spellings otherwise. */
+CT_API ct_status ct_device_parse(const char *text, ct_device *out);
+
+/* Write "cpu:0" or "cuda:1" into buf (always NUL-terminated when size > 0); returns buf. */
+CT_API const char *ct_device_str(ct_device device, char *buf, size_t size);
+
+CT_API bool ct_device_equal(ct_device a, ct_device b);
+
+/* CT_OK when the device exists and can be used; else CT_ERR_DEVICE_UNAVAILABLE with the
+ * reason (for CUDA, ct_cuda_unavailable_reason()). Sets the thread's error on failure. */
+CT_API ct_status ct_device_check(ct_device device);
+
+/* Whether a usable CUDA device is present. Loads the CUDA plugin on first call. */
+CT_API bool ct_cuda_is_available(void);
+
+/* Why CUDA cannot be used, in one line, or "" when it can. Never NULL. */
+CT_API const char *ct_cuda_unavailable_reason(void);
+
+/* Number of (logical) devices of a type: at least 1 for the CPU. */
+CT_API int ct_device_count(ct_device_type type);
+
+typedef struct ct_device_properties {
+    ct_device device;
+    char name[128];
+    size_t memory_total;  /* bytes of the physical device */
+    size_t memory_free;   /* bytes free on the physical device now */
+    size_t memory_limit;  /* this (logical) device's pool limit; 0 = none */
+    int compute_capability_major; /* 0 on the CPU */
+    int compute_capability_minor;
+    int multiprocessors;  /* streaming multiprocessors, or CPU cores online */
+    int physical_index;   /* the physical device a logical device lives on */
+    bool is_logical;      /* true when the physical device was split */
+} ct_device_properties;
+
+CT_API ct_status ct_device_info(ct_device device, ct_device_properties *out);
+
+/* The default placement of this thread now (never CT_DEVICE_DEFAULT). */
+CT_API ct_device ct_default_device(void);
+
+/* Push a device on this thread's placement stack; checks that it is usable (with soft
+ * placement, an unusable device falls back to the CPU with one warning). */
+CT_API ct_status ct_device_push(ct_device device);
+/* ct_device_push of a parsed string: ct_device_push_str("/gpu:0"). */
+CT_API ct_status ct_device_push_str(const char *text);
+/* Pop; CT_ERR_STATE when the stack is empty. */
+CT_API ct_status ct_device_pop(void);
+
+/* Soft placement: asking for an unavailable device gives the CPU and one warning through
+ * the log hook, instead of CT_ERR_DEVICE_UNAVAILABLE. Off unless CT_SOFT_PLACEMENT=1. */
+CT_API void ct_set_soft_placement(bool enabled);
+CT_API bool ct_soft_placement(void);
+
+/* Split physical device (type, physical_index) into n logical devices with the given
+ * memory limits in bytes (memory_limits may be NULL: no limits; a 0 entry: no limit).
+ * Logical device i is then (type, i). CT_ERR_STATE when the device holds memory already,
+ * CT_ERR_INVALID_ARG when n is outside 1..CT_MAX_LOGICAL_DEVICES. */
+CT_API ct_status ct_configure_logical_devices(ct_device_type type, int physical_index, int n,
+                                              const size_t *memory_limits);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,119 @@
+/* ctensor — ops. Each op checks its inputs (NULL, shapes, dtypes, devices), promotes dtypes,
+ * broadcasts (NumPy rules), and runs on the device its inputs share; 0-d CPU tensors join
+ * ops on any device as scalars. A NULL input gives NULL and keeps the first error, so
+ * ct_relu(ct_add(ct_matmul(x, w), b)) can be checked once at the end. Each op returns a new
+ * tensor (a new reference), except ct_fill and ct_copy, which write into their first
+ * argument and return a status. Axes may be negative (counting from the end). */
+#ifndef CTENSOR_OPS_H
+#define CTENSOR_OPS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ctensor/export.h"
+#include "ctensor/op_list.h"
+#include "ctensor/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* "No axis": all axes for ct_argmax/ct_argmin (on the flattened tensor), every size-1 axis
+ * for ct_squeeze. */
+#define CT_AXIS_NONE (-1000)
+
+/* ---- elementwise (op_list.h gives the result dtypes) ---- */
+
+#define CT_DECLARE_UNARY_(name, NAME, kind) CT_API ct_tensor *ct_##name(const ct_tensor *x);
+CT_UNARY_OPS(CT_DECLARE_UNARY_)
+#undef CT_DECLARE_UNARY_
+
+/* ct_add(a, b) and ct_add_scalar(a, 2.0); the scalar is weakly typed (dtype.h). */
+#define CT_DECLARE_BINARY_(name, NAME, kind)                                               \
+    CT_API ct_tensor *ct_##name(const ct_tensor *a, const ct_tensor *b);                   \
+    CT_API ct_tensor *ct_##name##_scalar(const ct_tensor *a, double b);
+CT_BINARY_OPS(CT_DECLARE_BINARY_)
+#undef CT_DECLARE_BINARY_
+
+/* cond ? a : b elementwise; cond is bool, all three broadcast together. */
+CT_API ct_tensor *ct_where(const ct_tensor *cond, const ct_tensor *a, const ct_tensor *b);
+/* min(max(x, lo), hi); pass -INFINITY or INFINITY for no bound. NaN stays NaN. */
+CT_API ct_tensor *ct_clamp(const ct_tensor *x, double lo, double hi);
+
+/* ---- reductions: axes == NULL reduces every axis; otherwise naxes distinct axes ---- */
+
+#define CT_DECLARE_REDUCE_(name, NAME)                                                     \
+    CT_API ct_tensor *ct_##name(const ct_tensor *x, int naxes, const int *axes, bool keepdim);
+CT_REDUCE_OPS(CT_DECLARE_REDUCE_)
+#undef CT_DECLARE_REDUCE_
+
+/* Variance and standard deviation with the given correction (0: population, 1: sample). */
+CT_API ct_tensor *ct_var(const ct_tensor *x, int naxes, const int *axes, double correction,
+                         bool keepdim);
+CT_API ct_tensor *ct_std(const ct_tensor *x, int naxes, const int *axes, double correction,
+                         bool keepdim);
+/* Index (int64) of the first maximum/minimum along axis, or of the flattened tensor for
+ * CT_AXIS_NONE. CT_ERR_SHAPE on an empty axis. */
+CT_API ct_tensor *ct_argmax(const ct_tensor *x, int axis, bool keepdim);
+CT_API ct_tensor *ct_argmin(const ct_tensor *x, int axis, bool keepdim);
+
+/* ---- linear algebra ---- */
+
+/* numpy.matmul: 1-D operands are promoted to matrices and the added axis removed after;
+ * batch axes broadcast. f32 and f64 go through BLAS; other dtypes are computed exactly
+ * (integers) or in f32 (f16, bf16). */
+CT_API ct_tensor *ct_matmul(const ct_tensor *a, const ct_tensor *b);
+
+/* ---- shape and indexing: views where possible ---- */
+
+/* One entry of shape may be -1 (inferred). A view when the strides allow, else a copy. */
+CT_API ct_tensor *ct_reshape(const ct_tensor *x, int ndim, const int64_t *shape);
+/* As ct_reshape, but CT_ERR_SHAPE instead of a copy when a view is impossible. */
+CT_API ct_tensor *ct_view(const ct_tensor *x, int ndim, const int64_t *shape);
+/* Merge axes start..end (inclusive) into one. */
+CT_API ct_tensor *ct_flatten(const ct_tensor *x, int start_axis, int end_axis);
+/* Remove axis (which must have size 1), or every size-1 axis for CT_AXIS_NONE. */
+CT_API ct_tensor *ct_squeeze(const ct_tensor *x, int axis);
+/* Insert a size-1 axis at position axis (-1: at the end). */
+CT_API ct_tensor *ct_unsqueeze(const ct_tensor *x, int axis);
+CT_API ct_tensor *ct_transpose(const ct_tensor *x, int axis0, int axis1);
+CT_API ct_tensor *ct_permute(const ct_tensor *x, int ndim, const int *perm);
+/* Broadcast to shape (size-1 axes stretch with stride 0; -1 keeps an axis). A view. */
+CT_API ct_tensor *ct_expand(const ct_tensor *x, int ndim, const int64_t *shape);
+/* Python slicing x[..., start:stop:step, ...] on one axis; out-of-range bounds are clamped,
+ * negative bounds count from the end, step may be negative but not 0. Use INT64_MAX /
+ * INT64_MIN for an open end. A view. */
+CT_API ct_tensor *ct_slice(const ct_tensor *x, int axis, int64_t start, int64_t stop,
+                           int64_t step);
+/* Rows of x along axis picked by a 1-D integer index tensor (negative indices count from
+ * the end). CT_ERR_INVALID_ARG for an index out of range. */
+CT_API ct_tensor *ct_index_select(const ct_tensor *x, int axis, const ct_tensor *index);
+/* torch.gather: out[i][j] = x[index[i][j]][j] for axis 0, and so on; index has x's rank. */
+CT_API ct_tensor *ct_gather(const ct_tensor *x, int axis, const ct_tensor *index);
+/* Join n tensors along an existing axis / a new axis. Dtypes are promoted. */
+CT_API ct_tensor *ct_concat(int n, const ct_tensor *const *tensors, int axis);
+CT_API ct_tensor *ct_stack(int n, const ct_tensor *const *tensors, int axis);
+/* Views of pieces of split_size along axis (the last may be shorter). Writes at most
+ * capacity tensors to out and their number to *count; CT_ERR_INVALID_ARG when more are
+ * needed (nothing is written then). */
+CT_API ct_status ct_split(const ct_tensor *x, int64_t split_size, int axis, ct_tensor **out,
+                          int capacity, int *count);
+/* x itself (a new reference) when contiguous, else a contiguous copy. */
+CT_API ct_tensor *ct_contiguous(const ct_tensor *x);
+/* A contiguous copy. */
+CT_API ct_tensor *ct_clone(const ct_tensor *x);
+/* Convert to dtype (x itself when it has that dtype already). Float to integer truncates
+ * toward zero; to bool is x != 0. */
+CT_API ct_tensor *ct_cast(const ct_tensor *x, ct_dtype dtype);
+/* Write value into every element of dst. */
+CT_API ct_status ct_fill(ct_tensor *dst, double value);
+/* Copy src into dst (src broadcast to dst's shape, converted to dst's dtype, moved from
+ * src's device: an explicit transfer when they differ). */
+CT_API ct_status ct_copy(ct_tensor *dst, const ct_tensor *src);
+/* x on device (x itself when already there; otherwise an explicit transfer). */
+CT_API ct_tensor *ct_to(const ct_tensor *x, ct_device device);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

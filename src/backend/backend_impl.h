@@ -1,0 +1,152 @@
+/* The backend interface: a struct of function pointers per device type.
+ *
+ * A backend provides discovery, raw memory, copies, synchronisation and a kernel table.
+ * Kernels receive raw pointers already offset to element (0, ..., 0) of each operand and
+ * strides in elements; the op layer has checked shapes, dtypes and devices, so kernels only
+ * fail on what they alone can see (an index out of range, an integer division by zero, a
+ * device error). All "device" arguments are physical device indices. */
+#ifndef CT_BACKEND_IMPL_H
+#define CT_BACKEND_IMPL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ctensor/ctensor.h"
+
+#define CT_EW_MAX_OPERANDS 4
+
+/* Unary op ids: the op_list.h table, then ops that are not in the public unary table. */
+typedef enum ct_unary_op {
+#define CT_UNARY_ENUM_(name, NAME, kind) CT_UOP_##NAME,
+    CT_UNARY_OPS(CT_UNARY_ENUM_)
+#undef CT_UNARY_ENUM_
+    CT_UOP_CLAMP, /* p0 = lo, p1 = hi */
+    CT_UOP_COUNT
+} ct_unary_op;
+
+typedef enum ct_binary_op {
+#define CT_BINARY_ENUM_(name, NAME, kind) CT_BOP_##NAME,
+    CT_BINARY_OPS(CT_BINARY_ENUM_)
+#undef CT_BINARY_ENUM_
+    CT_BOP_COUNT
+} ct_binary_op;
+
+typedef enum ct_reduce_op {
+#define CT_REDUCE_ENUM_(name, NAME) CT_ROP_##NAME,
+    CT_REDUCE_OPS(CT_REDUCE_ENUM_)
+#undef CT_REDUCE_ENUM_
+    CT_ROP_VAR, /* uses correction */
+    CT_ROP_STD,
+    CT_ROP_ARGMAX, /* index into the flattened (C-order) reduced axes */
+    CT_ROP_ARGMIN,
+    CT_ROP_COUNT
+} ct_reduce_op;
+
+typedef enum ct_random_kind { CT_RANDOM_UNIFORM = 0, CT_RANDOM_NORMAL = 1 } ct_random_kind;
+
+/* Elementwise operands over one iteration space of shape `shape`. Operand 0 is the output.
+ * Strides are in elements of each operand's dtype; a stride of 0 broadcasts. The op layer
+ * coalesces axes, so operands that are all contiguous arrive as ndim == 1, stride 1. */
+typedef struct ct_ew_args {
+    int ndim;
+    int nops;
+    int64_t numel;
+    int64_t shape[CT_MAX_DIMS];
+    char *data[CT_EW_MAX_OPERANDS];
+    int64_t strides[CT_EW_MAX_OPERANDS][CT_MAX_DIMS];
+    ct_dtype dtype[CT_EW_MAX_OPERANDS];
+    /* Binary and compare ops: the dtype the inputs are converted to before the op (the
+     * promoted dtype); unary ops: the dtype the op computes in (the output's, or the
+     * input's for BOOL ops). */
+    ct_dtype compute_dtype;
+} ct_ew_args;
+
+/* Reduction of `in` over its inner axes, for every index over its outer axes. The output
+ * has the outer shape (keepdim is the op layer's business). An empty inner space gives the
+ * op's identity (sum 0, prod 1, all true, any false) or NaN (mean, var, std); the op layer
+ * rejects max/min/argmax/argmin over an empty space. */
+typedef struct ct_reduce_args {
+    int outer_ndim;
+    int inner_ndim;
+    int64_t outer_shape[CT_MAX_DIMS];
+    int64_t inner_shape[CT_MAX_DIMS];
+    char *in;
+    ct_dtype in_dtype;
+    int64_t in_outer_strides[CT_MAX_DIMS];
+    int64_t in_inner_strides[CT_MAX_DIMS];
+    char *out;
+    ct_dtype out_dtype;
+    int64_t out_strides[CT_MAX_DIMS];
+    double correction; /* var and std */
+} ct_reduce_args;
+
+/* out[b] (m x n) = a[b] (m x k) @ b[b] (k x n) for every batch index b, with broadcast batch
+ * strides (0 where an operand is broadcast). a, b and out share dtype. out is row-major with
+ * unit column stride. */
+typedef struct ct_matmul_args {
+    ct_dtype dtype;
+    int64_t m, n, k;
+    int batch_ndim;
+    int64_t batch_shape[CT_MAX_DIMS];
+    char *a, *b, *out;
+    int64_t a_batch_strides[CT_MAX_DIMS];
+    int64_t b_batch_strides[CT_MAX_DIMS];
+    int64_t out_batch_strides[CT_MAX_DIMS];
+    int64_t a_row_stride, a_col_stride;
+    int64_t b_row_stride, b_col_stride;
+    int64_t out_row_stride;
+} ct_matmul_args;
+
+/* Gather: iteration over the output's shape with operands out, index (i32 or i64), and
+ * src (the source with its stride along `axis` set to 0). Each element reads
+ * src[... + idx * src_axis_stride], idx < 0 counting from src_axis_size. */
+typedef struct ct_gather_args {
+    ct_ew_args it;
+    int64_t src_axis_stride;
+    int64_t src_axis_size;
+} ct_gather_args;
+
+typedef struct ct_kernels {
+    /* out = op(in); operands out, in. p0, p1: op parameters (clamp bounds). */
+    ct_status (*unary)(int device, ct_unary_op op, const ct_ew_args *args, double p0, double p1);
+    /* out = a op b; operands out, a, b (any dtypes; computed in args->compute_dtype). */
+    ct_status (*binary)(int device, ct_binary_op op, const ct_ew_args *args);
+    /* out = cond ? a : b; operands out, cond (bool), a, b (a, b of out's dtype). */
+    ct_status (*where)(int device, const ct_ew_args *args);
+    /* out = in, converting dtypes; operands out, in. */
+    ct_status (*copy)(int device, const ct_ew_args *args);
+    /* out = value; operand out. */
+    ct_status (*fill)(int device, const ct_ew_args *args, double value);
+    /* out[i] = start + i * step, i the C-order linear index of the iteration; operand out. */
+    ct_status (*iota)(int device, const ct_ew_args *args, double start, double step);
+    /* Philox draws (random.h gives the stream layout); operand out, contiguous. */
+    ct_status (*random)(int device, const ct_ew_args *args, ct_random_kind kind, uint64_t seed,
+                        uint64_t offset);
+    ct_status (*reduce)(int device, ct_reduce_op op, const ct_reduce_args *args);
+    ct_status (*matmul)(int device, const ct_matmul_args *args);
+    ct_status (*gather)(int device, const ct_gather_args *args);
+} ct_kernels;
+
+typedef struct ct_backend {
+    const char *name;
+    ct_device_type type;
+    /* Physical devices present (0 when none); never fails. */
+    int (*device_count)(void);
+    ct_status (*properties)(int device, ct_device_properties *out);
+    ct_status (*raw_alloc)(int device, size_t size, void **out);
+    void (*raw_free)(int device, void *ptr, size_t size);
+    ct_status (*copy_to_host)(int device, void *dst, const void *src, size_t size);
+    ct_status (*copy_from_host)(int device, void *dst, const void *src, size_t size);
+    ct_status (*copy_between)(int dst_device, void *dst, int src_device, const void *src,
+                              size_t size);
+    ct_status (*synchronize)(int device);
+    const ct_kernels *kernels;
+} ct_backend;
+
+/* The registry (src/backend/registry.c): the backend of a device type, or NULL with the
+ * reason recorded as CT_ERR_DEVICE_UNAVAILABLE. */
+const ct_backend *ct__backend(ct_device_type type);
+/* The CPU backend, always present. */
+const ct_backend *ct__cpu_backend(void);
+
+#endif

@@ -1,0 +1,39 @@
+/* The CPU backend's internals: the kernel functions (one file per op family) and the
+ * strided row iterator they share.
+ *
+ * Iteration: an elementwise iteration space is walked in rows along its last axis. A row
+ * function gets each operand's pointer to the row's first element, each operand's byte
+ * stride along the row, and the row's length. ct__cpu_parallel_rows splits the space over
+ * OpenMP threads when it holds at least CT_CPU_PARALLEL_THRESHOLD elements. */
+#ifndef CT_CPU_IMPL_H
+#define CT_CPU_IMPL_H
+
+#include "backend/backend_impl.h"
+
+#define CT_CPU_PARALLEL_THRESHOLD 32768
+
+typedef void (*ct_cpu_row_fn)(char *const *ptrs, const int64_t *byte_strides, int64_t n,
+                              void *ctx);
+
+/* Walk elements [begin, end) (C-order linear indices) of args in rows. */
+void ct__cpu_rows(const ct_ew_args *args, int64_t begin, int64_t end, ct_cpu_row_fn fn,
+                  void *ctx);
+/* Walk every element, in parallel above the threshold. Row functions must be thread-safe
+ * (they may write only their own output elements). */
+void ct__cpu_parallel_rows(const ct_ew_args *args, ct_cpu_row_fn fn, void *ctx);
+/* Number of OpenMP threads kernels use (1 without OpenMP). */
+int ct__cpu_threads(void);
+
+ct_status ct__cpu_unary(int device, ct_unary_op op, const ct_ew_args *args, double p0, double p1);
+ct_status ct__cpu_binary(int device, ct_binary_op op, const ct_ew_args *args);
+ct_status ct__cpu_where(int device, const ct_ew_args *args);
+ct_status ct__cpu_copy(int device, const ct_ew_args *args);
+ct_status ct__cpu_fill(int device, const ct_ew_args *args, double value);
+ct_status ct__cpu_iota(int device, const ct_ew_args *args, double start, double step);
+ct_status ct__cpu_random(int device, const ct_ew_args *args, ct_random_kind kind, uint64_t seed,
+                         uint64_t offset);
+ct_status ct__cpu_reduce(int device, ct_reduce_op op, const ct_reduce_args *args);
+ct_status ct__cpu_matmul(int device, const ct_matmul_args *args);
+ct_status ct__cpu_gather(int device, const ct_gather_args *args);
+
+#endif

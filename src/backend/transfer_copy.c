@@ -1,0 +1,46 @@
+/* The one function every copy between host memory and devices, or between devices, goes
+ * through: it decides whether the copy is a transfer, accounts it, and asks the backends. */
+#include <string.h>
+
+#include "backend/backend_impl.h"
+#include "core/device_impl.h"
+#include "core/error_impl.h"
+#include "core/transfer_impl.h"
+
+static bool is_host_side(const ct_device *device) {
+    return device == NULL || device->type == CT_DEVICE_CPU;
+}
+
+ct_status ct__transfer(const ct_device *dst_device, void *dst, const ct_device *src_device,
+                       const void *src, size_t size, bool implicit, const char *what) {
+    bool dst_host = is_host_side(dst_device), src_host = is_host_side(src_device);
+    bool between_devices = dst_device && src_device && !ct_device_equal(*dst_device, *src_device);
+    if (dst_host && src_host) {
+        /* Host memory and CPU devices share an address space; two logical CPU devices are
+         * still two devices, so that copy is a device-to-device transfer. */
+        if (between_devices &&
+            ct__transfer_account(CT_TRANSFER_D2D, size, implicit, what) != CT_OK)
+            return ct_last_status();
+        if (size) memmove(dst, src, size);
+        return CT_OK;
+    }
+    ct_transfer_direction direction = dst_host   ? CT_TRANSFER_D2H
+                                      : src_host ? CT_TRANSFER_H2D
+                                                 : CT_TRANSFER_D2D;
+    if (ct__transfer_account(direction, size, implicit, what) != CT_OK) return ct_last_status();
+    if (size == 0) return CT_OK;
+    if (direction == CT_TRANSFER_H2D) {
+        const ct_backend *b = ct__backend(dst_device->type);
+        return b ? b->copy_from_host(ct__physical_index(*dst_device), dst, src, size)
+                 : ct_last_status();
+    }
+    if (direction == CT_TRANSFER_D2H) {
+        const ct_backend *b = ct__backend(src_device->type);
+        return b ? b->copy_to_host(ct__physical_index(*src_device), dst, src, size)
+                 : ct_last_status();
+    }
+    const ct_backend *b = ct__backend(dst_device->type);
+    return b ? b->copy_between(ct__physical_index(*dst_device), dst,
+                               ct__physical_index(*src_device), src, size)
+             : ct_last_status();
+}

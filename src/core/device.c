@@ -1,0 +1,269 @@
+/* Devices: parsing, the thread-local placement stack, CT_DEVICE, soft placement and the
+ * logical device table. Discovery of physical devices is the backend registry's. */
+#include <ctype.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/device_impl.h"
+#include "core/error_impl.h"
+
+#define CT_PLACEMENT_STACK_DEPTH 64
+
+static _Thread_local ct_device placement_stack[CT_PLACEMENT_STACK_DEPTH];
+static _Thread_local int placement_depth;
+
+/* Logical devices per type: count and limits. Guarded by config_lock. */
+static pthread_mutex_t config_lock = PTHREAD_MUTEX_INITIALIZER;
+static int logical_counts[2] = {1, 0}; /* CUDA: 0 = not split (one logical per physical) */
+static size_t logical_limits[2][CT_MAX_LOGICAL_DEVICES];
+
+static int soft_placement = -1; /* -1: read CT_SOFT_PLACEMENT on first use */
+
+/* ---- parsing ---- */
+
+static bool equals_ignore_case(const char *a, const char *b, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (tolower((unsigned char)a[i]) != tolower((unsigned char)b[i])) return false;
+    return true;
+}
+
+/* Parses an optional ":N" suffix; true when the rest of the string is valid. */
+static bool parse_index(const char *s, int *index) {
+    if (*s == '\0') {
+        *index = 0;
+        return true;
+    }
+    if (*s != ':' || !isdigit((unsigned char)s[1])) return false;
+    long v = 0;
+    for (s++; isdigit((unsigned char)*s); s++) {
+        v = v * 10 + (*s - '0');
+        if (v >= CT_MAX_LOGICAL_DEVICES) return false;
+    }
+    if (*s != '\0') return false;
+    *index = (int)v;
+    return true;
+}
+
+static bool parse_kind(const char *s, const char *word, ct_device_type type, ct_device *out) {
+    size_t n = strlen(word);
+    if (strlen(s) < n || !equals_ignore_case(s, word, n)) return false;
+    int index;
+    if (!parse_index(s + n, &index)) return false;
+    out->type = type;
+    out->index = index;
+    return true;
+}
+
+ct_status ct_device_parse(const char *text, ct_device *out) {
+    if (!text || !out)
+        return ct__error(CT_ERR_INVALID_ARG, "ct_device_parse: text and out must not be NULL");
+    const char *s = text;
+    if (equals_ignore_case(s, "auto", 5)) {
+        *out = ct_cuda_is_available() ? (ct_device){CT_DEVICE_CUDA, 0} : CT_CPU;
+        return CT_OK;
+    }
+    if (strlen(s) >= 8 && equals_ignore_case(s, "/device:", 8)) s += 8;
+    else if (*s == '/') s += 1;
+    if (parse_kind(s, "cpu", CT_DEVICE_CPU, out) || parse_kind(s, "cuda", CT_DEVICE_CUDA, out) ||
+        parse_kind(s, "gpu", CT_DEVICE_CUDA, out))
+        return CT_OK;
+    return ct__error(CT_ERR_INVALID_ARG,
+                     "ct_device_parse: cannot parse device \"%s\"; expected one of \"cpu\", "
+                     "\"cpu:N\", \"cuda\", \"cuda:N\", \"gpu:N\", \"/gpu:N\", "
+                     "\"/device:GPU:N\", \"/cpu:0\" or \"auto\" (N below %d)",
+                     text, CT_MAX_LOGICAL_DEVICES);
+}
+
+const char *ct_device_str(ct_device device, char *buf, size_t size) {
+    if (!buf || size == 0) return buf;
+    const char *kind = device.type == CT_DEVICE_CPU    ? "cpu"
+                       : device.type == CT_DEVICE_CUDA ? "cuda"
+                                                       : "default";
+    if (device.type == CT_DEVICE_DEFAULT) snprintf(buf, size, "%s", kind);
+    else snprintf(buf, size, "%s:%d", kind, device.index);
+    return buf;
+}
+
+bool ct_device_equal(ct_device a, ct_device b) { return a.type == b.type && a.index == b.index; }
+
+/* ---- logical devices ---- */
+
+int ct__logical_count(ct_device_type type) {
+    if (type != CT_DEVICE_CPU && type != CT_DEVICE_CUDA) return 0;
+    pthread_mutex_lock(&config_lock);
+    int n = logical_counts[type];
+    pthread_mutex_unlock(&config_lock);
+    if (type == CT_DEVICE_CUDA && n == 0) {
+        char reason[8];
+        n = 0;
+        while (n < CT_MAX_LOGICAL_DEVICES &&
+               ct__physical_device_present(CT_DEVICE_CUDA, n, reason, sizeof reason))
+            n++;
+    }
+    return n;
+}
+
+int ct__physical_index(ct_device device) {
+    pthread_mutex_lock(&config_lock);
+    bool split = logical_counts[device.type] > 0 && device.type == CT_DEVICE_CUDA;
+    pthread_mutex_unlock(&config_lock);
+    /* The CPU is one physical device; a split CUDA device is cuda:0. */
+    return device.type == CT_DEVICE_CPU || split ? 0 : device.index;
+}
+
+size_t ct__logical_limit(ct_device device) {
+    if ((unsigned)device.type > CT_DEVICE_CUDA || (unsigned)device.index >= CT_MAX_LOGICAL_DEVICES)
+        return 0;
+    pthread_mutex_lock(&config_lock);
+    size_t limit = logical_limits[device.type][device.index];
+    pthread_mutex_unlock(&config_lock);
+    return limit;
+}
+
+/* Implemented by the memory layer: bytes live on a logical device. */
+size_t ct__pool_live_bytes(ct_device device);
+
+ct_status ct_configure_logical_devices(ct_device_type type, int physical_index, int n,
+                                       const size_t *memory_limits) {
+    if (type != CT_DEVICE_CPU && type != CT_DEVICE_CUDA)
+        return ct__error(CT_ERR_INVALID_ARG,
+                         "ct_configure_logical_devices: device type must be CT_DEVICE_CPU or "
+                         "CT_DEVICE_CUDA");
+    if (n < 1 || n > CT_MAX_LOGICAL_DEVICES)
+        return ct__error(CT_ERR_INVALID_ARG,
+                         "ct_configure_logical_devices: asked for %d logical devices; give 1 to %d",
+                         n, CT_MAX_LOGICAL_DEVICES);
+    if (physical_index != 0)
+        return ct__error(CT_ERR_UNSUPPORTED,
+                         "ct_configure_logical_devices: only physical device 0 can be split, "
+                         "got %d",
+                         physical_index);
+    char reason[256];
+    if (!ct__physical_device_present(type, 0, reason, sizeof reason))
+        return ct__error(CT_ERR_DEVICE_UNAVAILABLE, "ct_configure_logical_devices: %s", reason);
+    int old = ct__logical_count(type);
+    for (int i = 0; i < old; i++) {
+        if (ct__pool_live_bytes((ct_device){type, i}) > 0)
+            return ct__error(CT_ERR_STATE,
+                             "ct_configure_logical_devices: %s:%d holds tensors already; "
+                             "configure logical devices before the first tensor is made there",
+                             type == CT_DEVICE_CPU ? "cpu" : "cuda", i);
+    }
+    pthread_mutex_lock(&config_lock);
+    logical_counts[type] = n;
+    for (int i = 0; i < CT_MAX_LOGICAL_DEVICES; i++)
+        logical_limits[type][i] = memory_limits && i < n ? memory_limits[i] : 0;
+    pthread_mutex_unlock(&config_lock);
+    return CT_OK;
+}
+
+int ct_device_count(ct_device_type type) { return ct__logical_count(type); }
+
+ct_status ct_device_check(ct_device device) {
+    char name[32], reason[512];
+    if (device.type != CT_DEVICE_CPU && device.type != CT_DEVICE_CUDA)
+        return ct__error(CT_ERR_INVALID_ARG, "invalid device type %d; use CT_DEVICE_CPU or "
+                                             "CT_DEVICE_CUDA", (int)device.type);
+    ct_device_str(device, name, sizeof name);
+    if (device.type == CT_DEVICE_CUDA &&
+        !ct__physical_device_present(CT_DEVICE_CUDA, 0, reason, sizeof reason))
+        return ct__error(CT_ERR_DEVICE_UNAVAILABLE,
+                         "device %s is unavailable: %s; use \"cpu\", or \"auto\" to take the best "
+                         "device present, or enable soft placement",
+                         name, reason);
+    int count = ct__logical_count(device.type);
+    if (device.index < 0 || device.index >= count)
+        return ct__error(CT_ERR_DEVICE_UNAVAILABLE,
+                         "device %s does not exist: there %s %d %s device%s (indices 0 to %d)",
+                         name, count == 1 ? "is" : "are", count,
+                         device.type == CT_DEVICE_CPU ? "cpu" : "cuda", count == 1 ? "" : "s",
+                         count - 1);
+    return CT_OK;
+}
+
+/* ---- placement ---- */
+
+bool ct_soft_placement(void) {
+    if (soft_placement < 0) {
+        const char *env = getenv("CT_SOFT_PLACEMENT");
+        soft_placement = env && (strcmp(env, "1") == 0 || strcmp(env, "true") == 0);
+    }
+    return soft_placement == 1;
+}
+
+void ct_set_soft_placement(bool enabled) { soft_placement = enabled ? 1 : 0; }
+
+/* The device to use for `requested`, applying soft placement. */
+static ct_status place(const char *op, ct_device requested, ct_device *out) {
+    if (ct_device_check(requested) == CT_OK) {
+        *out = requested;
+        return CT_OK;
+    }
+    if (!ct_soft_placement()) {
+        char message[1024];
+        snprintf(message, sizeof message, "%s", ct_last_error());
+        return ct__error(ct_last_status(), "%s: %s", op, message);
+    }
+    ct__log(CT_LOG_WARNING, "%s: %s; soft placement puts the work on cpu:0 instead",
+            op, ct_last_error());
+    ct_clear_error();
+    *out = CT_CPU;
+    return CT_OK;
+}
+
+static ct_status environment_device(ct_device *out) {
+    const char *env = getenv("CT_DEVICE");
+    if (!env || !*env) return ct_device_parse("auto", out);
+    if (ct_device_parse(env, out) != CT_OK)
+        return ct__error(CT_ERR_INVALID_ARG, "CT_DEVICE=\"%s\" is not a device: %s", env,
+                         ct_last_error());
+    return CT_OK;
+}
+
+ct_device ct_default_device(void) {
+    if (placement_depth > 0) return placement_stack[placement_depth - 1];
+    ct_device device;
+    if (environment_device(&device) != CT_OK) return CT_CPU;
+    return device;
+}
+
+ct_status ct__resolve_device(const char *op, ct_device requested, ct_device *out) {
+    if (requested.type != CT_DEVICE_DEFAULT) return place(op, requested, out);
+    if (placement_depth > 0) {
+        *out = placement_stack[placement_depth - 1];
+        return CT_OK;
+    }
+    ct_device device;
+    if (environment_device(&device) != CT_OK) return ct_last_status();
+    return place(op, device, out);
+}
+
+ct_status ct_device_push(ct_device device) {
+    if (placement_depth == CT_PLACEMENT_STACK_DEPTH)
+        return ct__error(CT_ERR_STATE, "ct_device_push: placement stack full (%d deep); "
+                                       "pop with ct_device_pop", CT_PLACEMENT_STACK_DEPTH);
+    ct_device placed;
+    if (device.type == CT_DEVICE_DEFAULT) {
+        if (ct__resolve_device("ct_device_push", device, &placed) != CT_OK) return ct_last_status();
+    } else if (place("ct_device_push", device, &placed) != CT_OK) {
+        return ct_last_status();
+    }
+    placement_stack[placement_depth++] = placed;
+    return CT_OK;
+}
+
+ct_status ct_device_push_str(const char *text) {
+    ct_device device;
+    if (ct_device_parse(text, &device) != CT_OK) return ct_last_status();
+    return ct_device_push(device);
+}
+
+ct_status ct_device_pop(void) {
+    if (placement_depth == 0)
+        return ct__error(CT_ERR_STATE, "ct_device_pop: the placement stack is empty; every "
+                                       "ct_device_pop needs a ct_device_push before it");
+    placement_depth--;
+    return CT_OK;
+}

@@ -1,0 +1,33 @@
+/* Internal device helpers: resolving the default placement, logical-to-physical mapping. */
+#ifndef CT_DEVICE_IMPL_H
+#define CT_DEVICE_IMPL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "ctensor/ctensor.h"
+
+/* Resolve CT_DEFAULT to the default placement and check that the device exists (applying
+ * soft placement). `op` names the caller in the message. */
+ct_status ct__resolve_device(const char *op, ct_device requested, ct_device *out);
+
+/* The physical device index behind a (logical) device. */
+int ct__physical_index(ct_device device);
+
+/* Logical device count of a type (1 for the CPU unless split). */
+int ct__logical_count(ct_device_type type);
+
+/* The memory limit configured for a logical device (0 = none). */
+size_t ct__logical_limit(ct_device device);
+
+/* A dense id for (type, index), for per-device tables: 0 .. CT_DEVICE_SLOTS - 1. */
+#define CT_DEVICE_SLOTS (2 * CT_MAX_LOGICAL_DEVICES)
+static inline int ct__device_slot(ct_device device) {
+    return (int)device.type * CT_MAX_LOGICAL_DEVICES + device.index;
+}
+
+#endif
+
+/* Implemented by the backend registry (src/backend/registry.c): whether physical device
+ * (type, index) exists; on false, writes the reason into reason (size bytes). */
+bool ct__physical_device_present(ct_device_type type, int index, char *reason, size_t size);

@@ -1,0 +1,42 @@
+/* Internal error helpers: set the thread-local status and message in one call.
+ * ct__fail returns NULL so tensor-making functions can `return ct__fail(...)`. */
+#ifndef CT_ERROR_IMPL_H
+#define CT_ERROR_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ctensor/status.h"
+
+#if defined(__GNUC__)
+#define CT_PRINTF_(fmt_index, args_index) __attribute__((format(printf, fmt_index, args_index)))
+#else
+#define CT_PRINTF_(fmt_index, args_index)
+#endif
+
+/* Record status and a printf-style message; returns status. */
+ct_status ct__error(ct_status status, const char *fmt, ...) CT_PRINTF_(2, 3);
+/* Record status and message; returns NULL. */
+void *ct__fail(ct_status status, const char *fmt, ...) CT_PRINTF_(2, 3);
+/* Send a warning through the log hook. */
+void ct__log(ct_log_level level, const char *fmt, ...) CT_PRINTF_(2, 3);
+
+/* Host allocation seam: every host allocation of the library goes through these, so tests
+ * can make the Nth one fail (ct__malloc_fail_after). They do not set an error. */
+void *ct__malloc(size_t size);
+void *ct__calloc(size_t count, size_t size);
+void *ct__realloc(void *ptr, size_t size);
+void ct__free_mem(void *ptr);
+/* Make the nth allocation from now fail (n >= 1), and every later one while sticky;
+ * n = 0 switches injection off. For tests. */
+void ct__malloc_fail_after(long n, int sticky);
+
+/* Checked size arithmetic: false on overflow. */
+static inline int ct__mul_overflow_size(size_t a, size_t b, size_t *out) {
+    return __builtin_mul_overflow(a, b, out);
+}
+static inline int ct__mul_overflow_i64(int64_t a, int64_t b, int64_t *out) {
+    return __builtin_mul_overflow(a, b, out);
+}
+
+#endif

@@ -1,0 +1,124 @@
+/* Status codes, the thread-local last error, the log hook and the host allocation seam. */
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "core/error_impl.h"
+
+#define CT_MESSAGE_CAPACITY 1024
+
+static _Thread_local ct_status tls_status = CT_OK;
+static _Thread_local char tls_message[CT_MESSAGE_CAPACITY];
+
+ct_status ct_last_status(void) { return tls_status; }
+
+const char *ct_last_error(void) { return tls_status == CT_OK ? "" : tls_message; }
+
+void ct_clear_error(void) {
+    tls_status = CT_OK;
+    tls_message[0] = '\0';
+}
+
+const char *ct_status_name(ct_status status) {
+    switch (status) {
+#define CT_STATUS_NAME_(code, value, text)                                                 \
+    case code:                                                                             \
+        return #code;
+        CT_STATUS_MAP(CT_STATUS_NAME_)
+#undef CT_STATUS_NAME_
+    }
+    return "CT_UNKNOWN_STATUS";
+}
+
+const char *ct_status_description(ct_status status) {
+    switch (status) {
+#define CT_STATUS_TEXT_(code, value, text)                                                 \
+    case code:                                                                             \
+        return text;
+        CT_STATUS_MAP(CT_STATUS_TEXT_)
+#undef CT_STATUS_TEXT_
+    }
+    return "unknown status";
+}
+
+static void set_error_v(ct_status status, const char *fmt, va_list ap) {
+    tls_status = status;
+    vsnprintf(tls_message, sizeof tls_message, fmt, ap);
+}
+
+ct_status ct__error(ct_status status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    set_error_v(status, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+void *ct__fail(ct_status status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    set_error_v(status, fmt, ap);
+    va_end(ap);
+    return NULL;
+}
+
+/* ---- log hook ---- */
+
+static void default_log(ct_log_level level, const char *message, void *user_data) {
+    (void)user_data;
+    if (level >= CT_LOG_WARNING) fprintf(stderr, "ctensor: warning: %s\n", message);
+}
+
+static ct_log_fn log_fn = default_log;
+static void *log_user_data;
+
+void ct_set_log_hook(ct_log_fn fn, void *user_data) {
+    log_fn = fn ? fn : default_log;
+    log_user_data = fn ? user_data : NULL;
+}
+
+void ct__log(ct_log_level level, const char *fmt, ...) {
+    char message[CT_MESSAGE_CAPACITY];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof message, fmt, ap);
+    va_end(ap);
+    log_fn(level, message, log_user_data);
+}
+
+/* ---- host allocation seam ---- */
+
+static atomic_long fail_countdown; /* 0: off; k: the kth allocation from now fails */
+static atomic_int fail_sticky;
+
+void ct__malloc_fail_after(long n, int sticky) {
+    atomic_store(&fail_countdown, n);
+    atomic_store(&fail_sticky, sticky);
+}
+
+static int injected_failure(void) {
+    long k = atomic_load_explicit(&fail_countdown, memory_order_relaxed);
+    if (k == 0) return 0;
+    if (k == 1) {
+        if (!atomic_load(&fail_sticky)) atomic_store(&fail_countdown, 0);
+        return 1;
+    }
+    atomic_fetch_sub(&fail_countdown, 1);
+    return 0;
+}
+
+void *ct__malloc(size_t size) { return injected_failure() ? NULL : malloc(size ? size : 1); }
+
+void *ct__calloc(size_t count, size_t size) {
+    return injected_failure() ? NULL : calloc(count ? count : 1, size ? size : 1);
+}
+
+void *ct__realloc(void *ptr, size_t size) {
+    return injected_failure() ? NULL : realloc(ptr, size ? size : 1);
+}
+
+void ct__free_mem(void *ptr) { free(ptr); }
+
+void ct_free(void *ptr) { free(ptr); }

@@ -1,0 +1,163 @@
+/* Tensors and storages: construction, views, reference counting and queries. */
+#include <stdatomic.h>
+#include <string.h>
+
+#include "core/error_impl.h"
+#include "core/tensor_impl.h"
+#include "mem/pool_impl.h"
+
+static atomic_long live_tensors;
+
+long ct__live_tensors(void) { return atomic_load(&live_tensors); }
+
+int64_t ct__contiguous_strides(int ndim, const int64_t *shape, int64_t *strides) {
+    int64_t stride = 1;
+    for (int i = ndim - 1; i >= 0; i--) {
+        strides[i] = stride;
+        stride *= shape[i] > 0 ? shape[i] : 1;
+    }
+    int64_t numel = 1;
+    for (int i = 0; i < ndim; i++) numel *= shape[i];
+    return numel;
+}
+
+ct_status ct__check_shape(const char *op, int ndim, const int64_t *shape, int64_t *numel) {
+    if (ndim < 0 || ndim > CT_MAX_DIMS)
+        return ct__error(CT_ERR_SHAPE, "%s: rank %d is outside 0..%d", op, ndim, CT_MAX_DIMS);
+    if (ndim > 0 && !shape)
+        return ct__error(CT_ERR_INVALID_ARG, "%s: shape is NULL for rank %d", op, ndim);
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 0)
+            return ct__error(CT_ERR_SHAPE, "%s: size %lld of axis %d is negative", op,
+                             (long long)shape[i], i);
+        if (ct__mul_overflow_i64(n, shape[i], &n) || n > (INT64_MAX >> 4))
+            return ct__error(CT_ERR_SHAPE, "%s: the shape's element count overflows", op);
+    }
+    *numel = n;
+    return CT_OK;
+}
+
+static ct_storage *storage_new(ct_device device, size_t size) {
+    ct_storage *storage = ct__malloc(sizeof *storage);
+    if (!storage)
+        return ct__fail(CT_ERR_OUT_OF_MEMORY, "out of host memory for a storage header");
+    if (ct__pool_alloc(device, size, &storage->data) != CT_OK) {
+        ct__free_mem(storage);
+        return NULL;
+    }
+    atomic_init(&storage->refcount, 1);
+    storage->device = device;
+    storage->size = size;
+    return storage;
+}
+
+static void storage_release(ct_storage *storage) {
+    if (atomic_fetch_sub_explicit(&storage->refcount, 1, memory_order_acq_rel) != 1) return;
+    ct__pool_free(storage->device, storage->data, storage->size);
+    ct__free_mem(storage);
+}
+
+static ct_tensor *tensor_struct(ct_dtype dtype, int ndim, const int64_t *shape,
+                                const int64_t *strides, int64_t offset, ct_storage *storage) {
+    ct_tensor *t = ct__malloc(sizeof *t);
+    if (!t) return ct__fail(CT_ERR_OUT_OF_MEMORY, "out of host memory for a tensor header");
+    atomic_init(&t->refcount, 1);
+    t->dtype = dtype;
+    t->ndim = ndim;
+    t->numel = 1;
+    for (int i = 0; i < ndim; i++) {
+        t->shape[i] = shape[i];
+        t->strides[i] = strides[i];
+        t->numel *= shape[i];
+    }
+    t->offset = offset;
+    t->storage = storage;
+    t->scope = NULL;
+    t->scope_slot = 0;
+    atomic_fetch_add_explicit(&live_tensors, 1, memory_order_relaxed);
+    ct__scope_adopt(t);
+    return t;
+}
+
+ct_tensor *ct__tensor_new(ct_device device, ct_dtype dtype, int ndim, const int64_t *shape) {
+    int64_t numel, strides[CT_MAX_DIMS];
+    if (!ct_dtype_is_valid(dtype))
+        return ct__fail(CT_ERR_DTYPE, "invalid dtype %d; use one of CT_F32 .. CT_BOOL", dtype);
+    if (ct__check_shape("tensor", ndim, shape, &numel) != CT_OK) return NULL;
+    size_t bytes;
+    if (ct__mul_overflow_size((size_t)numel, ct__dtype_size(dtype), &bytes))
+        return ct__fail(CT_ERR_OUT_OF_MEMORY, "tensor of %lld elements is too large",
+                        (long long)numel);
+    ct_storage *storage = storage_new(device, bytes);
+    if (!storage) return NULL;
+    ct__contiguous_strides(ndim, shape, strides);
+    ct_tensor *t = tensor_struct(dtype, ndim, shape, strides, 0, storage);
+    if (!t) storage_release(storage);
+    return t;
+}
+
+ct_tensor *ct__tensor_view(const ct_tensor *base, ct_dtype dtype, int ndim, const int64_t *shape,
+                           const int64_t *strides, int64_t offset) {
+    atomic_fetch_add_explicit(&base->storage->refcount, 1, memory_order_relaxed);
+    ct_tensor *t = tensor_struct(dtype, ndim, shape, strides, offset, base->storage);
+    if (!t) storage_release(base->storage);
+    return t;
+}
+
+ct_tensor *ct_retain(ct_tensor *t) {
+    if (t) atomic_fetch_add_explicit(&t->refcount, 1, memory_order_relaxed);
+    return t;
+}
+
+/* Drop one reference without touching scopes. */
+static void drop_reference(ct_tensor *t) {
+    if (atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel) != 1) return;
+    storage_release(t->storage);
+    atomic_fetch_sub_explicit(&live_tensors, 1, memory_order_relaxed);
+    ct__free_mem(t);
+}
+
+void ct_release(ct_tensor *t) {
+    if (!t) return;
+    if (t->scope) ct__scope_forget(t);
+    drop_reference(t);
+}
+
+/* Used by the scope to release its references. */
+void ct__tensor_drop(ct_tensor *t);
+void ct__tensor_drop(ct_tensor *t) { drop_reference(t); }
+
+/* ---- queries ---- */
+
+int ct_ndim(const ct_tensor *t) { return t ? t->ndim : 0; }
+const int64_t *ct_shape(const ct_tensor *t) { return t ? t->shape : NULL; }
+const int64_t *ct_strides(const ct_tensor *t) { return t ? t->strides : NULL; }
+int64_t ct_numel(const ct_tensor *t) { return t ? t->numel : 0; }
+ct_dtype ct_dtype_of(const ct_tensor *t) { return t ? t->dtype : (ct_dtype)-1; }
+
+ct_device ct_device_of(const ct_tensor *t) {
+    return t ? t->storage->device : (ct_device){CT_DEVICE_DEFAULT, -1};
+}
+
+int64_t ct_size(const ct_tensor *t, int axis) {
+    if (!t) return 0;
+    if (axis < 0) axis += t->ndim;
+    return axis >= 0 && axis < t->ndim ? t->shape[axis] : 0;
+}
+
+bool ct_is_contiguous(const ct_tensor *t) {
+    if (!t) return false;
+    int64_t expected = 1;
+    for (int i = t->ndim - 1; i >= 0; i--) {
+        if (t->shape[i] == 1) continue;
+        if (t->shape[i] == 0) return true;
+        if (t->strides[i] != expected) return false;
+        expected *= t->shape[i];
+    }
+    return true;
+}
+
+bool ct_shares_storage(const ct_tensor *a, const ct_tensor *b) {
+    return a && b && a->storage == b->storage;
+}

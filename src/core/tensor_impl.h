@@ -1,0 +1,65 @@
+/* The tensor and storage structs, and the constructors the op layer uses.
+ *
+ * A storage is a reference-counted buffer on one (logical) device, taken from that device's
+ * pool. A tensor is a view of a storage: dtype, shape, strides (in elements) and offset. */
+#ifndef CT_TENSOR_IMPL_H
+#define CT_TENSOR_IMPL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/dtype_impl.h"
+#include "ctensor/ctensor.h"
+
+typedef struct ct_storage {
+    atomic_int refcount;
+    ct_device device;
+    void *data;
+    size_t size; /* bytes */
+} ct_storage;
+
+struct ct_scope_frame;
+
+struct ct_tensor {
+    atomic_int refcount;
+    ct_dtype dtype;
+    int ndim;
+    int64_t numel;
+    int64_t shape[CT_MAX_DIMS];
+    int64_t strides[CT_MAX_DIMS];
+    int64_t offset; /* elements from the start of the storage */
+    ct_storage *storage;
+    struct ct_scope_frame *scope; /* the scope holding a reference, or NULL */
+    size_t scope_slot;
+};
+
+/* Address of element (0, ..., 0). */
+static inline char *ct__data(const ct_tensor *t) {
+    return (char *)t->storage->data + t->offset * (int64_t)ct__dtype_size(t->dtype);
+}
+
+/* A new contiguous tensor on device (a concrete device, not CT_DEFAULT), contents
+ * uninitialised. Checks ndim, shape and size overflow; NULL with the error set. */
+ct_tensor *ct__tensor_new(ct_device device, ct_dtype dtype, int ndim, const int64_t *shape);
+
+/* A new view of base's storage. Shape and strides are not checked against the storage
+ * (the op layer computes them). */
+ct_tensor *ct__tensor_view(const ct_tensor *base, ct_dtype dtype, int ndim, const int64_t *shape,
+                           const int64_t *strides, int64_t offset);
+
+/* C-order strides for shape; returns numel. */
+int64_t ct__contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
+
+/* Check a shape (ndim in 0..CT_MAX_DIMS, sizes >= 0, numel fits); error names `op`. */
+ct_status ct__check_shape(const char *op, int ndim, const int64_t *shape, int64_t *numel);
+
+/* Number of tensors alive in the process (for leak checks in tests). */
+long ct__live_tensors(void);
+
+/* Register a new reference with the current scope, if any. */
+void ct__scope_adopt(ct_tensor *t);
+/* Take t out of its scope without releasing it. */
+void ct__scope_forget(ct_tensor *t);
+
+#endif

@@ -1,0 +1,134 @@
+/* Ops that copy or convert whole tensors, within a device or between devices and the host:
+ * ct_to, ct_copy_to_host, ct_item, ct_copy, ct_contiguous, ct_clone, ct_cast, ct_fill. */
+#include <string.h>
+
+#include "core/transfer_impl.h"
+#include "ops/op_impl.h"
+
+ct_tensor *ct_contiguous(const ct_tensor *x) {
+    if (!x) return ct__null_arg("ct_contiguous", 1);
+    if (ct_is_contiguous(x)) return ct_retain((ct_tensor *)x);
+    return ct_clone(x);
+}
+
+/* A contiguous copy of x with dtype, on x's device. */
+static ct_tensor *converted_copy(const ct_tensor *x, ct_dtype dtype, const char *op) {
+    ct_tensor *out = ct__tensor_new(x->storage->device, dtype, x->ndim, x->shape);
+    if (!out) return NULL;
+    if (ct__copy_into(out, x, op) != CT_OK) {
+        ct_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+ct_tensor *ct_clone(const ct_tensor *x) {
+    if (!x) return ct__null_arg("ct_clone", 1);
+    return converted_copy(x, x->dtype, "ct_clone");
+}
+
+ct_tensor *ct_cast(const ct_tensor *x, ct_dtype dtype) {
+    if (!x) return ct__null_arg("ct_cast", 1);
+    if (!ct_dtype_is_valid(dtype))
+        return ct__fail(CT_ERR_DTYPE, "ct_cast: invalid dtype %d; use one of CT_F32 .. CT_BOOL",
+                        (int)dtype);
+    if (dtype == x->dtype) return ct_retain((ct_tensor *)x);
+    return converted_copy(x, dtype, "ct_cast");
+}
+
+ct_status ct_fill(ct_tensor *dst, double value) {
+    if (!dst) {
+        ct__null_arg("ct_fill", 1);
+        return ct_last_status();
+    }
+    if (dst->numel == 0) return CT_OK;
+    int physical;
+    const ct_kernels *k = ct__kernels(dst->storage->device, &physical);
+    if (!k) return ct_last_status();
+    ct_ew_args args;
+    ct__ew_init(&args, dst->ndim, dst->shape);
+    ct__ew_add(&args, dst);
+    ct__ew_coalesce(&args);
+    return k->fill(physical, &args, value);
+}
+
+/* A contiguous tensor on device holding x's values (x's dtype): an explicit or implicit
+ * transfer of x's bytes. */
+static ct_tensor *moved_copy(const ct_tensor *x, ct_device device, bool implicit,
+                             const char *op) {
+    ct_tensor *src = ct_contiguous(x);
+    if (!src) return NULL;
+    ct_tensor *out = ct__tensor_new(device, x->dtype, x->ndim, x->shape);
+    if (out && ct__transfer(&device, out->storage->data, &src->storage->device, ct__data(src),
+                            (size_t)x->numel * ct__dtype_size(x->dtype), implicit,
+                            op) != CT_OK) {
+        ct_release(out);
+        out = NULL;
+    }
+    ct_release(src);
+    return out;
+}
+
+ct_tensor *ct_to(const ct_tensor *x, ct_device device) {
+    if (!x) return ct__null_arg("ct_to", 1);
+    ct_device d;
+    if (ct__resolve_device("ct_to", device, &d) != CT_OK) return NULL;
+    if (ct_device_equal(d, x->storage->device)) return ct_retain((ct_tensor *)x);
+    return moved_copy(x, d, false, "ct_to");
+}
+
+ct_status ct_copy(ct_tensor *dst, const ct_tensor *src) {
+    if (!dst || !src) {
+        ct__null_arg("ct_copy", dst ? 2 : 1);
+        return ct_last_status();
+    }
+    if (ct_device_equal(dst->storage->device, src->storage->device))
+        return ct__copy_into(dst, src, "ct_copy");
+    ct_tensor *here = moved_copy(src, dst->storage->device, false, "ct_copy");
+    if (!here) return ct_last_status();
+    ct_status status = ct__copy_into(dst, here, "ct_copy");
+    ct_release(here);
+    return status;
+}
+
+/* Copy x's elements in C order into host memory: an explicit or implicit transfer. */
+static ct_status to_host(const ct_tensor *x, void *dst, size_t size, bool implicit,
+                         const char *op) {
+    size_t bytes = (size_t)x->numel * ct__dtype_size(x->dtype);
+    if (size < bytes)
+        return ct__error(CT_ERR_INVALID_ARG,
+                         "%s: the destination holds %zu bytes but the tensor needs %zu", op, size,
+                         bytes);
+    ct_tensor *src = ct_contiguous(x);
+    if (!src) return ct_last_status();
+    ct_status status =
+        ct__transfer(NULL, dst, &src->storage->device, ct__data(src), bytes, implicit, op);
+    ct_release(src);
+    return status;
+}
+
+ct_status ct_copy_to_host(const ct_tensor *x, void *dst, size_t size) {
+    if (!x || !dst) {
+        if (!x) ct__null_arg("ct_copy_to_host", 1);
+        else ct__error(CT_ERR_INVALID_ARG, "ct_copy_to_host: dst is NULL");
+        return ct_last_status();
+    }
+    return to_host(x, dst, size, false, "ct_copy_to_host");
+}
+
+ct_status ct_item(const ct_tensor *x, double *out) {
+    if (!x || !out) {
+        if (!x) ct__null_arg("ct_item", 1);
+        else ct__error(CT_ERR_INVALID_ARG, "ct_item: out is NULL");
+        return ct_last_status();
+    }
+    if (x->numel != 1)
+        return ct__error(CT_ERR_SHAPE,
+                         "ct_item: the tensor has %lld elements; ct_item needs exactly one "
+                         "(reduce it first, e.g. with ct_sum)",
+                         (long long)x->numel);
+    unsigned char value[8];
+    if (to_host(x, value, sizeof value, true, "ct_item") != CT_OK) return ct_last_status();
+    *out = ct__load_f64((const char *)value, x->dtype);
+    return CT_OK;
+}

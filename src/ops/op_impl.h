@@ -1,0 +1,50 @@
+/* The op layer's shared front door: argument checks (NULL propagation, devices), shape
+ * broadcasting, building kernel arguments, and finding the kernels of a device. Every op
+ * file uses these, so the checks and their messages are the same everywhere. */
+#ifndef CT_OP_IMPL_H
+#define CT_OP_IMPL_H
+
+#include <stdbool.h>
+
+#include "backend/backend_impl.h"
+#include "core/device_impl.h"
+#include "core/error_impl.h"
+#include "core/tensor_impl.h"
+
+/* Check the tensor arguments of op: a NULL argument gives false, keeping an earlier error
+ * (or recording CT_ERR_INVALID_ARG when there is none); arguments on different devices
+ * give CT_ERR_DEVICE_MISMATCH (0-d CPU tensors are scalars and join any device). Writes
+ * the device the op runs on. */
+bool ct__check_args(const char *op, int n, const ct_tensor *const *args, ct_device *device);
+
+/* The NumPy broadcast of n shapes; CT_ERR_SHAPE naming both sides when they clash. */
+ct_status ct__broadcast_shapes(const char *op, int n, const ct_tensor *const *args, int *ndim,
+                               int64_t *shape);
+
+/* Normalise a possibly negative axis for a rank; CT_ERR_INVALID_ARG when out of range. */
+ct_status ct__normalize_axis(const char *op, int axis, int ndim, int *out);
+
+/* Kernel arguments: start an iteration space, add operands (right-aligned broadcasting:
+ * missing leading axes and size-1 axes get stride 0), then coalesce axes. */
+void ct__ew_init(ct_ew_args *args, int ndim, const int64_t *shape);
+void ct__ew_add(ct_ew_args *args, const ct_tensor *t);
+void ct__ew_coalesce(ct_ew_args *args);
+
+/* The kernels of a device's backend and its physical index (NULL with the error set). */
+const ct_kernels *ct__kernels(ct_device device, int *physical);
+
+/* t as an operand on device: t itself (a new reference) when there already; a 0-d CPU
+ * tensor is copied there as an implicit transfer. */
+ct_tensor *ct__operand_on(const ct_tensor *t, ct_device device, const char *op);
+
+/* A new tensor of the given shape and dtype on device, filled with value. */
+ct_tensor *ct__full_on(ct_device device, int ndim, const int64_t *shape, double value,
+                       ct_dtype dtype);
+
+/* Copy src into dst elementwise (broadcasting src, converting dtypes, same device). */
+ct_status ct__copy_into(ct_tensor *dst, const ct_tensor *src, const char *op);
+
+/* Record that an op's argument was NULL: keeps an earlier error; returns NULL. */
+void *ct__null_arg(const char *op, int position);
+
+#endif

@@ -1,0 +1,113 @@
+/* Test reference helpers (see ct_ref.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/tensor_impl.h"
+#include "ct_ref.h"
+
+int64_t ref_numel(int ndim, const int64_t *shape) {
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= shape[i];
+    return n;
+}
+
+static void *host_buffer(const double *values, int64_t n, ct_dtype dtype) {
+    size_t size = ct_dtype_size(dtype);
+    char *buf = calloc((size_t)(n ? n : 1), size);
+    for (int64_t i = 0; buf && i < n; i++) ct__store_f64(buf + i * (int64_t)size, dtype, values[i]);
+    return buf;
+}
+
+ct_tensor *ref_tensor(const double *values, int ndim, const int64_t *shape, ct_dtype dtype,
+                      ct_device device) {
+    void *buf = host_buffer(values, ref_numel(ndim, shape), dtype);
+    ct_tensor *t = buf ? ct_from_data(buf, ndim, shape, dtype, device) : NULL;
+    free(buf);
+    return t;
+}
+
+ct_tensor *ref_tensor_strided(const double *values, int ndim, const int64_t *shape,
+                              ct_dtype dtype, ct_device device) {
+    if (ndim == 0) return ref_tensor(values, ndim, shape, dtype, device);
+    int64_t n = ref_numel(ndim, shape);
+    int64_t stored_shape[CT_MAX_DIMS], strides[CT_MAX_DIMS], stored_strides[CT_MAX_DIMS];
+    memcpy(stored_shape, shape, sizeof(int64_t) * (size_t)ndim);
+    double *stored = calloc((size_t)(2 * n + 1), sizeof(double));
+    if (!stored) return NULL;
+    if (ndim == 1) {
+        stored_shape[0] = 2 * shape[0];
+        for (int64_t i = 0; i < n; i++) stored[2 * i] = values[i];
+        strides[0] = 2;
+    } else {
+        stored_shape[0] = shape[1];
+        stored_shape[1] = shape[0];
+        ct__contiguous_strides(ndim, stored_shape, stored_strides);
+        memcpy(strides, stored_strides, sizeof(int64_t) * (size_t)ndim);
+        strides[0] = stored_strides[1];
+        strides[1] = stored_strides[0];
+        int64_t index[CT_MAX_DIMS] = {0};
+        for (int64_t i = 0; i < n; i++) {
+            int64_t offset = 0;
+            for (int d = 0; d < ndim; d++) offset += index[d] * strides[d];
+            stored[offset] = values[i];
+            for (int d = ndim - 1; d >= 0; d--) {
+                if (++index[d] < shape[d]) break;
+                index[d] = 0;
+            }
+        }
+    }
+    ct_tensor *base = ref_tensor(stored, ndim, stored_shape, dtype, device);
+    free(stored);
+    if (!base) return NULL;
+    ct_tensor *view = ct__tensor_view(base, dtype, ndim, shape, strides, 0);
+    ct_release(base);
+    return view;
+}
+
+double *ref_read(const ct_tensor *t) {
+    int64_t n = ct_numel(t);
+    ct_tensor *as_f64 = ct_cast(t, CT_F64);
+    if (!as_f64) return NULL;
+    double *out = calloc((size_t)(n ? n : 1), sizeof(double));
+    if (out && ct_copy_to_host(as_f64, out, (size_t)n * sizeof(double)) != CT_OK) {
+        free(out);
+        out = NULL;
+    }
+    ct_release(as_f64);
+    return out;
+}
+
+void ref_random(double *out, int64_t n, uint64_t seed, double lo, double hi) {
+    uint64_t state = seed * 0x9e3779b97f4a7c15ull + 1;
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        z ^= z >> 31;
+        out[i] = lo + (hi - lo) * ((double)(z >> 11) * 0x1p-53);
+    }
+}
+
+double ref_round(double v, ct_dtype dtype) {
+    char buf[8];
+    ct__store_f64(buf, dtype, v);
+    return ct__load_f64(buf, dtype);
+}
+
+double ref_tolerance(ct_dtype dtype) {
+    switch (dtype) {
+    case CT_F64: return 1e-12;
+    case CT_F32: return 2e-6;
+    case CT_F16: return 2e-3;
+    case CT_BF16: return 1.6e-2;
+    default: return 0.0;
+    }
+}
+
+bool ref_close(double actual, double expected, ct_dtype dtype) {
+    if (isnan(expected)) return isnan(actual);
+    if (isinf(expected)) return actual == expected;
+    double tol = ref_tolerance(dtype);
+    return fabs(actual - expected) <= tol * (1.0 + fabs(expected));
+}
