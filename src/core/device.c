@@ -2,6 +2,7 @@
  * logical device table. Discovery of physical devices is the backend registry's. */
 #include <ctype.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,10 +15,10 @@
 static _Thread_local ct_device placement_stack[CT_PLACEMENT_STACK_DEPTH];
 static _Thread_local int placement_depth;
 
-/* Logical devices per type: count and limits. Guarded by config_lock. */
+/* Written under config_lock, read without it (atomics) on every tensor creation. */
 static pthread_mutex_t config_lock = PTHREAD_MUTEX_INITIALIZER;
-static int logical_counts[2] = {1, 0}; /* CUDA: 0 = not split (one logical per physical) */
-static size_t logical_limits[2][CT_MAX_LOGICAL_DEVICES];
+static atomic_int logical_counts[2] = {1, 0}; /* CUDA: 0 = not split (one per physical) */
+static atomic_size_t logical_limits[2][CT_MAX_LOGICAL_DEVICES];
 
 static int soft_placement = -1; /* -1: read CT_SOFT_PLACEMENT on first use */
 
@@ -92,9 +93,7 @@ bool ct_device_equal(ct_device a, ct_device b) { return a.type == b.type && a.in
 
 int ct__logical_count(ct_device_type type) {
     if (type != CT_DEVICE_CPU && type != CT_DEVICE_CUDA) return 0;
-    pthread_mutex_lock(&config_lock);
-    int n = logical_counts[type];
-    pthread_mutex_unlock(&config_lock);
+    int n = atomic_load(&logical_counts[type]);
     if (type == CT_DEVICE_CUDA && n == 0) {
         char reason[8];
         n = 0;
@@ -106,9 +105,7 @@ int ct__logical_count(ct_device_type type) {
 }
 
 int ct__physical_index(ct_device device) {
-    pthread_mutex_lock(&config_lock);
-    bool split = logical_counts[device.type] > 0 && device.type == CT_DEVICE_CUDA;
-    pthread_mutex_unlock(&config_lock);
+    bool split = device.type == CT_DEVICE_CUDA && atomic_load(&logical_counts[CT_DEVICE_CUDA]) > 0;
     /* The CPU is one physical device; a split CUDA device is cuda:0. */
     return device.type == CT_DEVICE_CPU || split ? 0 : device.index;
 }
@@ -116,10 +113,7 @@ int ct__physical_index(ct_device device) {
 size_t ct__logical_limit(ct_device device) {
     if ((unsigned)device.type > CT_DEVICE_CUDA || (unsigned)device.index >= CT_MAX_LOGICAL_DEVICES)
         return 0;
-    pthread_mutex_lock(&config_lock);
-    size_t limit = logical_limits[device.type][device.index];
-    pthread_mutex_unlock(&config_lock);
-    return limit;
+    return atomic_load(&logical_limits[device.type][device.index]);
 }
 
 /* Implemented by the memory layer: bytes live on a logical device. */
@@ -152,9 +146,9 @@ ct_status ct_configure_logical_devices(ct_device_type type, int physical_index, 
                              type == CT_DEVICE_CPU ? "cpu" : "cuda", i);
     }
     pthread_mutex_lock(&config_lock);
-    logical_counts[type] = n;
+    atomic_store(&logical_counts[type], n);
     for (int i = 0; i < CT_MAX_LOGICAL_DEVICES; i++)
-        logical_limits[type][i] = memory_limits && i < n ? memory_limits[i] : 0;
+        atomic_store(&logical_limits[type][i], memory_limits && i < n ? memory_limits[i] : 0);
     pthread_mutex_unlock(&config_lock);
     return CT_OK;
 }
@@ -162,6 +156,9 @@ ct_status ct_configure_logical_devices(ct_device_type type, int physical_index, 
 int ct_device_count(ct_device_type type) { return ct__logical_count(type); }
 
 ct_status ct_device_check(ct_device device) {
+    if (device.type == CT_DEVICE_CPU && device.index >= 0 &&
+        device.index < atomic_load(&logical_counts[CT_DEVICE_CPU]))
+        return CT_OK; /* the common case, without formatting anything */
     char name[32], reason[512];
     if (device.type != CT_DEVICE_CPU && device.type != CT_DEVICE_CUDA)
         return ct__error(CT_ERR_INVALID_ARG, "invalid device type %d; use CT_DEVICE_CPU or "

@@ -38,30 +38,21 @@ ct_status ct__check_shape(const char *op, int ndim, const int64_t *shape, int64_
     return CT_OK;
 }
 
-static ct_storage *storage_new(ct_device device, size_t size) {
-    ct_storage *storage = ct__malloc(sizeof *storage);
-    if (!storage)
-        return ct__fail(CT_ERR_OUT_OF_MEMORY, "out of host memory for a storage header");
-    if (ct__pool_alloc(device, size, &storage->data) != CT_OK) {
-        ct__free_mem(storage);
-        return NULL;
-    }
-    atomic_init(&storage->refcount, 1);
-    storage->device = device;
-    storage->size = size;
-    return storage;
-}
+/* A tensor header and its storage header in one heap block. */
+typedef struct tensor_block {
+    ct_tensor tensor;
+    ct_storage storage;
+} tensor_block;
 
 static void storage_release(ct_storage *storage) {
     if (atomic_fetch_sub_explicit(&storage->refcount, 1, memory_order_acq_rel) != 1) return;
     ct__pool_free(storage->device, storage->data, storage->size);
-    ct__free_mem(storage);
+    ct__free_mem(storage->block);
 }
 
-static ct_tensor *tensor_struct(ct_dtype dtype, int ndim, const int64_t *shape,
-                                const int64_t *strides, int64_t offset, ct_storage *storage) {
-    ct_tensor *t = ct__malloc(sizeof *t);
-    if (!t) return ct__fail(CT_ERR_OUT_OF_MEMORY, "out of host memory for a tensor header");
+/* Fill a tensor header; the caller has taken the storage reference it holds. */
+static void tensor_init(ct_tensor *t, ct_dtype dtype, int ndim, const int64_t *shape,
+                        const int64_t *strides, int64_t offset, ct_storage *storage) {
     atomic_init(&t->refcount, 1);
     t->dtype = dtype;
     t->ndim = ndim;
@@ -77,7 +68,6 @@ static ct_tensor *tensor_struct(ct_dtype dtype, int ndim, const int64_t *shape,
     t->scope_slot = 0;
     atomic_fetch_add_explicit(&live_tensors, 1, memory_order_relaxed);
     ct__scope_adopt(t);
-    return t;
 }
 
 ct_tensor *ct__tensor_new(ct_device device, ct_dtype dtype, int ndim, const int64_t *shape) {
@@ -89,19 +79,28 @@ ct_tensor *ct__tensor_new(ct_device device, ct_dtype dtype, int ndim, const int6
     if (ct__mul_overflow_size((size_t)numel, ct__dtype_size(dtype), &bytes))
         return ct__fail(CT_ERR_OUT_OF_MEMORY, "tensor of %lld elements is too large",
                         (long long)numel);
-    ct_storage *storage = storage_new(device, bytes);
-    if (!storage) return NULL;
+    tensor_block *block = ct__malloc(sizeof *block);
+    if (!block) return ct__fail(CT_ERR_OUT_OF_MEMORY, "out of host memory for a tensor header");
+    ct_storage *storage = &block->storage;
+    if (ct__pool_alloc(device, bytes, &storage->data) != CT_OK) {
+        ct__free_mem(block);
+        return NULL;
+    }
+    atomic_init(&storage->refcount, 1);
+    storage->device = device;
+    storage->size = bytes;
+    storage->block = block;
     ct__contiguous_strides(ndim, shape, strides);
-    ct_tensor *t = tensor_struct(dtype, ndim, shape, strides, 0, storage);
-    if (!t) storage_release(storage);
-    return t;
+    tensor_init(&block->tensor, dtype, ndim, shape, strides, 0, storage);
+    return &block->tensor;
 }
 
 ct_tensor *ct__tensor_view(const ct_tensor *base, ct_dtype dtype, int ndim, const int64_t *shape,
                            const int64_t *strides, int64_t offset) {
+    ct_tensor *t = ct__malloc(sizeof *t);
+    if (!t) return ct__fail(CT_ERR_OUT_OF_MEMORY, "out of host memory for a tensor header");
     atomic_fetch_add_explicit(&base->storage->refcount, 1, memory_order_relaxed);
-    ct_tensor *t = tensor_struct(dtype, ndim, shape, strides, offset, base->storage);
-    if (!t) storage_release(base->storage);
+    tensor_init(t, dtype, ndim, shape, strides, offset, base->storage);
     return t;
 }
 
@@ -113,9 +112,11 @@ ct_tensor *ct_retain(ct_tensor *t) {
 /* Drop one reference without touching scopes. */
 static void drop_reference(ct_tensor *t) {
     if (atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel) != 1) return;
-    storage_release(t->storage);
     atomic_fetch_sub_explicit(&live_tensors, 1, memory_order_relaxed);
-    ct__free_mem(t);
+    /* A tensor that shares its block with its storage goes when the storage goes. */
+    bool shares_block = t->storage->block == (void *)t;
+    storage_release(t->storage);
+    if (!shares_block) ct__free_mem(t);
 }
 
 void ct_release(ct_tensor *t) {

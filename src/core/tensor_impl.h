@@ -17,6 +17,9 @@ typedef struct ct_storage {
     ct_device device;
     void *data;
     size_t size; /* bytes */
+    /* The heap block holding this header: a fresh tensor and its storage header share one
+     * allocation (one malloc per op instead of two), freed when both are dead. */
+    void *block;
 } ct_storage;
 
 struct ct_scope_frame;

@@ -118,7 +118,7 @@ static ct_status new_segment(ct_pool *pool, ct_device device, const ct_backend *
 ct_status ct__pool_alloc(ct_device device, size_t size, void **out) {
     const ct_backend *backend = ct__backend(device.type);
     if (!backend) return ct_last_status();
-    size_t class_index;
+    size_t class_index = 0;
     size_t rounded = round_to_class(size, &class_index);
     ct_pool *pool = pool_of(device);
     pthread_mutex_lock(&pool->lock);
@@ -128,7 +128,8 @@ ct_status ct__pool_alloc(ct_device device, size_t size, void **out) {
         pthread_mutex_unlock(&pool->lock);
         return s;
     }
-    pool->stats.limit = ct__logical_limit(device) ? ct__logical_limit(device) : pool->stats.limit;
+    size_t logical_limit = ct__logical_limit(device);
+    if (logical_limit) pool->stats.limit = logical_limit;
     cached_block *node = pool->classes[class_index];
     if (node) {
         pool->classes[class_index] = node->next;
@@ -160,7 +161,7 @@ ct_status ct__pool_alloc(ct_device device, size_t size, void **out) {
 
 void ct__pool_free(ct_device device, void *ptr, size_t size) {
     if (!ptr) return;
-    size_t class_index;
+    size_t class_index = 0;
     size_t rounded = round_to_class(size, &class_index);
     ct_pool *pool = pool_of(device);
     pthread_mutex_lock(&pool->lock);

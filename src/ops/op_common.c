@@ -90,7 +90,10 @@ ct_status ct__normalize_axis(const char *op, int axis, int ndim, int *out) {
 }
 
 void ct__ew_init(ct_ew_args *args, int ndim, const int64_t *shape) {
-    memset(args, 0, sizeof *args);
+    /* No memset: the struct is large and this runs on every op; kernels read only the
+     * fields set here and by ct__ew_add. */
+    args->nops = 0;
+    args->compute_dtype = CT_F32;
     args->ndim = ndim;
     args->numel = 1;
     for (int d = 0; d < ndim; d++) {
@@ -176,7 +179,7 @@ ct_tensor *ct__full_on(ct_device device, int ndim, const int64_t *shape, double 
 
 ct_status ct__copy_into(ct_tensor *dst, const ct_tensor *src, const char *op) {
     const ct_tensor *pair[2] = {dst, src};
-    int ndim;
+    int ndim = 0;
     int64_t shape[CT_MAX_DIMS];
     if (ct__broadcast_shapes(op, 2, pair, &ndim, shape) != CT_OK) return ct_last_status();
     if (ndim != dst->ndim || memcmp(shape, dst->shape, sizeof(int64_t) * (size_t)ndim) != 0)
