@@ -110,6 +110,11 @@ int ct__physical_index(ct_device device) {
     return device.type == CT_DEVICE_CPU || split ? 0 : device.index;
 }
 
+bool ct__device_is_split(ct_device_type type) {
+    if (type == CT_DEVICE_CPU) return atomic_load(&logical_counts[CT_DEVICE_CPU]) > 1;
+    return type == CT_DEVICE_CUDA && atomic_load(&logical_counts[CT_DEVICE_CUDA]) > 0;
+}
+
 size_t ct__logical_limit(ct_device device) {
     if ((unsigned)device.type > CT_DEVICE_CUDA || (unsigned)device.index >= CT_MAX_LOGICAL_DEVICES)
         return 0;

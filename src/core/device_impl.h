@@ -17,6 +17,9 @@ int ct__physical_index(ct_device device);
 /* Logical device count of a type (1 for the CPU unless split). */
 int ct__logical_count(ct_device_type type);
 
+/* Whether the physical device of this type was split with ct_configure_logical_devices. */
+bool ct__device_is_split(ct_device_type type);
+
 /* The memory limit configured for a logical device (0 = none). */
 size_t ct__logical_limit(ct_device device);
 

@@ -1,0 +1,26 @@
+/* ct_device_info: a (logical) device's properties, from its backend's physical device and
+ * the logical device table. */
+#include <stdio.h>
+
+#include "backend/backend_impl.h"
+#include "core/device_impl.h"
+#include "core/error_impl.h"
+
+ct_status ct_device_info(ct_device device, ct_device_properties *out) {
+    if (!out) return ct__error(CT_ERR_INVALID_ARG, "ct_device_info: out must not be NULL");
+    if (ct_device_check(device) != CT_OK) {
+        char message[900];
+        snprintf(message, sizeof message, "%s", ct_last_error());
+        return ct__error(ct_last_status(), "ct_device_info: %s", message);
+    }
+    const ct_backend *backend = ct__backend(device.type);
+    if (!backend) return ct_last_status();
+    int physical = ct__physical_index(device);
+    ct_status status = backend->properties(physical, out);
+    if (status != CT_OK) return status;
+    out->device = device;
+    out->physical_index = physical;
+    out->is_logical = ct__device_is_split(device.type);
+    out->memory_limit = ct__logical_limit(device);
+    return CT_OK;
+}
