@@ -23,9 +23,12 @@ static int64_t ravel(int ndim, const int64_t *shape, const int64_t *index) {
 static void dtype_values(double *v, int64_t n, ct_dtype dtype, uint64_t seed) {
     ref_random(v, n, seed, -60.0, 60.0);
     for (int64_t i = 0; i < n; i++) {
-        if (dtype == CT_BOOL) v[i] = v[i] > 0;
-        else if (dtype == CT_U8) v[i] = floor(fabs(v[i]) * 2);
-        else if (!ct_dtype_is_floating(dtype)) v[i] = floor(v[i]);
+        if (dtype == CT_BOOL)
+            v[i] = v[i] > 0;
+        else if (dtype == CT_U8)
+            v[i] = floor(fabs(v[i]) * 2);
+        else if (!ct_dtype_is_floating(dtype))
+            v[i] = floor(v[i]);
         v[i] = ref_round(v[i], dtype);
     }
 }
@@ -110,6 +113,26 @@ DEVICE_TEST(test_ops_index_index_select_ranks_and_empty) {
     }
 }
 
+/* An embedding-style lookup big enough for the kernel's OpenMP split. */
+DEVICE_TEST(test_ops_index_index_select_parallel_rows) {
+    int64_t shape[2] = {1000, 64}, n = 700;
+    double *x_values = malloc(64000 * sizeof(double)), index[700];
+    double *expected = malloc(700 * 64 * sizeof(double));
+    CHECK(x_values && expected);
+    dtype_values(x_values, 64000, CT_F32, 77);
+    index_values(index, n, 1000, 78);
+    index_select_reference(x_values, 2, shape, 0, index, n, expected);
+    ct_tensor *x = ref_tensor(x_values, 2, shape, CT_F32, device);
+    ct_tensor *idx = ref_tensor(index, 1, &n, CT_I64, device);
+    ct_tensor *y = ct_index_select(x, 0, idx);
+    CHECK_TENSOR(y, expected);
+    ct_release(y);
+    ct_release(idx);
+    ct_release(x);
+    free(expected);
+    free(x_values);
+}
+
 DEVICE_TEST(test_ops_index_index_select_errors) {
     int64_t shape[2] = {3, 4};
     ct_tensor *x = ct_zeros(2, shape, CT_F32, device);
@@ -123,7 +146,8 @@ DEVICE_TEST(test_ops_index_index_select_errors) {
     CHECK(ct_index_select(x, -2, too_small) == NULL);
     CHECK_ERROR(CT_ERR_INVALID_ARG, "index -4 is out of range for an axis of size 3");
     CHECK(ct_index_select(x, 0, as_float) == NULL);
-    CHECK_ERROR(CT_ERR_DTYPE, "ct_index_select: the index has dtype float32; it must be i32 or i64");
+    CHECK_ERROR(CT_ERR_DTYPE,
+                "ct_index_select: the index has dtype float32; it must be CT_I32 or CT_I64");
     CHECK(ct_index_select(x, 0, two_d) == NULL);
     CHECK_ERROR(CT_ERR_SHAPE, "the index has rank 2; it must be 1-D");
     CHECK(ct_index_select(x, 2, too_small) == NULL);

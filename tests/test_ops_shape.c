@@ -70,8 +70,8 @@ DEVICE_TEST(test_ops_shape_reshape_keeps_c_order) {
         int64_t n = ref_numel(rc->from_ndim, rc->from);
         double *values = iota_values(n);
         for (int strided = 0; strided < 2; strided++) {
-            ct_tensor *x = (strided ? ref_tensor_strided : ref_tensor)(
-                values, rc->from_ndim, rc->from, CT_F32, device);
+            ct_tensor *x = (strided ? ref_tensor_strided : ref_tensor)(values, rc->from_ndim,
+                                                                       rc->from, CT_F32, device);
             CHECK_NOT_NULL(x);
             ct_tensor *y = ct_reshape(x, rc->to_ndim, rc->to);
             CHECK_TENSOR(y, values);
@@ -175,7 +175,7 @@ DEVICE_TEST(test_ops_shape_views_write_through) {
     CHECK_NOT_NULL(x);
     ct_tensor *views[6] = {
         ct_reshape(x, 1, flat), ct_view(x, 2, cols), ct_flatten(x, 0, -1),
-        ct_transpose(x, 0, 2),  ct_unsqueeze(x, 1), NULL,
+        ct_transpose(x, 0, 2),  ct_unsqueeze(x, 1),  NULL,
     };
     int perm[3] = {2, 0, 1};
     views[5] = ct_permute(x, 3, perm);
@@ -234,12 +234,12 @@ DEVICE_TEST(test_ops_shape_flatten) {
         int start, end, ndim;
         int64_t want[4];
     } cases[] = {
-        {0, -1, 1, {120}},      {1, 2, 3, {2, 12, 5}}, {-2, -1, 3, {2, 3, 20}},
+        {0, -1, 1, {120}},       {1, 2, 3, {2, 12, 5}}, {-2, -1, 3, {2, 3, 20}},
         {2, 2, 4, {2, 3, 4, 5}}, {0, 1, 3, {6, 4, 5}},  {-4, 2, 2, {24, 5}},
     };
     for (int strided = 0; strided < 2; strided++) {
-        ct_tensor *x = (strided ? ref_tensor_strided : ref_tensor)(values, 4, shape, CT_F64,
-                                                                    device);
+        ct_tensor *x =
+            (strided ? ref_tensor_strided : ref_tensor)(values, 4, shape, CT_F64, device);
         for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
             ct_tensor *y = ct_flatten(x, cases[c].start, cases[c].end);
             CHECK_TENSOR(y, values);
@@ -330,8 +330,12 @@ DEVICE_TEST(test_ops_shape_transpose_permute) {
         int64_t shape[4];
         int perm[4];
     } cases[] = {
-        {1, {5}, {0}},          {2, {3, 4}, {1, 0}},          {3, {2, 3, 4}, {2, 0, 1}},
-        {3, {2, 0, 4}, {1, 2, 0}}, {4, {2, 3, 1, 4}, {3, 1, 0, 2}}, {4, {2, 3, 4, 5}, {0, 1, 2, 3}},
+        {1, {5}, {0}},
+        {2, {3, 4}, {1, 0}},
+        {3, {2, 3, 4}, {2, 0, 1}},
+        {3, {2, 0, 4}, {1, 2, 0}},
+        {4, {2, 3, 1, 4}, {3, 1, 0, 2}},
+        {4, {2, 3, 4, 5}, {0, 1, 2, 3}},
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         int nd = cases[c].ndim;
@@ -407,8 +411,7 @@ DEVICE_TEST(test_ops_shape_expand) {
         double *values = iota_values(n);
         expanded_reference(values, cases[c].from_ndim, cases[c].from, cases[c].to_ndim,
                            cases[c].resolved, expected);
-        ct_tensor *x = ref_tensor_strided(values, cases[c].from_ndim, cases[c].from, CT_U8,
-                                          device);
+        ct_tensor *x = ref_tensor_strided(values, cases[c].from_ndim, cases[c].from, CT_U8, device);
         ct_tensor *e = ct_expand(x, cases[c].to_ndim, cases[c].to);
         CHECK_TENSOR(e, expected);
         CHECK(same_shape(e, cases[c].to_ndim, cases[c].resolved) && ct_shares_storage(e, x));
@@ -445,8 +448,10 @@ static int64_t slice_reference(int64_t size, int64_t start, int64_t stop, int64_
     int64_t lo = step > 0 ? 0 : -1, hi = step > 0 ? size : size - 1;
     int64_t b[2] = {start, stop};
     for (int k = 0; k < 2; k++) {
-        if (b[k] < 0) b[k] = b[k] + size < lo ? lo : b[k] + size;
-        else if (b[k] > hi) b[k] = hi;
+        if (b[k] < 0)
+            b[k] = b[k] + size < lo ? lo : b[k] + size;
+        else if (b[k] > hi)
+            b[k] = hi;
     }
     int64_t n = 0;
     for (int64_t i = b[0]; step > 0 ? i < b[1] : i > b[1]; i += step) {
@@ -460,11 +465,20 @@ static int64_t slice_reference(int64_t size, int64_t start, int64_t stop, int64_
 /* x is (5, 7) holding 1..35; slice it along each axis and compare with the reference. */
 DEVICE_TEST(test_ops_shape_slice_python_semantics) {
     static const int64_t bounds[][3] = {
-        {INT64_MIN, INT64_MAX, 1}, {INT64_MAX, INT64_MIN, -1}, {-2, INT64_MIN, -2},
-        {10, -10, -1},             {5, 1, -2},                 {1, 100, 3},
-        {-100, 3, 1},              {3, 3, 1},                  {6, 0, -3},
-        {0, 7, INT64_MAX},         {6, -8, INT64_MIN},         {-3, -1, 1},
-        {4, 2, 1},                 {2, 4, -1},
+        {INT64_MIN, INT64_MAX, 1},
+        {INT64_MAX, INT64_MIN, -1},
+        {-2, INT64_MIN, -2},
+        {10, -10, -1},
+        {5, 1, -2},
+        {1, 100, 3},
+        {-100, 3, 1},
+        {3, 3, 1},
+        {6, 0, -3},
+        {0, 7, INT64_MAX},
+        {6, -8, INT64_MIN},
+        {-3, -1, 1},
+        {4, 2, 1},
+        {2, 4, -1},
     };
     int64_t shape[2] = {5, 7}, picked[8], out_shape[2], index[2];
     double *values = iota_values(35), expected[35];
@@ -472,8 +486,7 @@ DEVICE_TEST(test_ops_shape_slice_python_semantics) {
     for (size_t c = 0; c < sizeof bounds / sizeof *bounds; c++) {
         for (int axis = -2; axis < 2; axis++) {
             int a = axis + 2 * (axis < 0);
-            int64_t n = slice_reference(shape[a], bounds[c][0], bounds[c][1], bounds[c][2],
-                                        picked);
+            int64_t n = slice_reference(shape[a], bounds[c][0], bounds[c][1], bounds[c][2], picked);
             out_shape[0] = a == 0 ? n : 5;
             out_shape[1] = a == 1 ? n : 7;
             for (int64_t i = 0; i < out_shape[0] * out_shape[1]; i++) {

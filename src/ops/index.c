@@ -17,8 +17,9 @@ static void ew_add_strided(ct_ew_args *args, char *data, ct_dtype dtype, const i
 
 static bool check_index_dtype(const char *op, const ct_tensor *index) {
     if (index->dtype == CT_I32 || index->dtype == CT_I64) return true;
-    ct__error(CT_ERR_DTYPE, "%s: the index has dtype %s; it must be i32 or i64 (convert it with "
-                            "ct_cast)",
+    ct__error(CT_ERR_DTYPE,
+              "%s: the index has dtype %s; it must be CT_I32 or CT_I64 (convert it "
+              "with ct_cast)",
               op, ct_dtype_name(index->dtype));
     return false;
 }
@@ -91,8 +92,9 @@ ct_tensor *ct_gather(const ct_tensor *x, int axis, const ct_tensor *index) {
     if (ct__normalize_axis(op, axis, x->ndim, &a) != CT_OK) return NULL;
     if (!check_index_dtype(op, index)) return NULL;
     if (index->ndim != x->ndim)
-        return ct__fail(CT_ERR_SHAPE, "%s: the index has rank %d but x has rank %d; they must "
-                                      "match",
+        return ct__fail(CT_ERR_SHAPE,
+                        "%s: the index has rank %d but x has rank %d; they must "
+                        "match",
                         op, index->ndim, x->ndim);
     for (int d = 0; d < x->ndim; d++)
         if (d != a && index->shape[d] > x->shape[d])
@@ -106,8 +108,8 @@ ct_tensor *ct_gather(const ct_tensor *x, int axis, const ct_tensor *index) {
 }
 
 /* Common checks of ct_concat and ct_stack: n, the array, devices; the promoted dtype. */
-static bool check_pieces(const char *op, int n, const ct_tensor *const *tensors,
-                         ct_device *device, ct_dtype *dtype) {
+static bool check_pieces(const char *op, int n, const ct_tensor *const *tensors, ct_device *device,
+                         ct_dtype *dtype) {
     if (n <= 0) {
         ct__error(CT_ERR_INVALID_ARG, "%s: n is %d; give at least one tensor", op, n);
         return false;
@@ -167,8 +169,9 @@ ct_tensor *ct_concat(int n, const ct_tensor *const *tensors, int axis) {
     if (!check_pieces(op, n, tensors, &device, &dtype)) return NULL;
     const ct_tensor *first = tensors[0];
     if (first->ndim == 0)
-        return ct__fail(CT_ERR_SHAPE, "%s: argument 1 is 0-d; concatenation needs an axis (use "
-                                      "ct_stack to join 0-d tensors)",
+        return ct__fail(CT_ERR_SHAPE,
+                        "%s: argument 1 is 0-d; concatenation needs an axis (use "
+                        "ct_stack to join 0-d tensors)",
                         op);
     if (ct__normalize_axis(op, axis, first->ndim, &a) != CT_OK) return NULL;
     int64_t shape[CT_MAX_DIMS];
@@ -176,16 +179,17 @@ ct_tensor *ct_concat(int n, const ct_tensor *const *tensors, int axis) {
     for (int i = 1; i < n; i++) {
         const ct_tensor *t = tensors[i];
         if (t->ndim != first->ndim)
-            return ct__fail(CT_ERR_SHAPE, "%s: argument %d has rank %d but argument 1 has rank "
-                                          "%d; all must have the same rank",
+            return ct__fail(CT_ERR_SHAPE,
+                            "%s: argument %d has rank %d but argument 1 has rank "
+                            "%d; all must have the same rank",
                             op, i + 1, t->ndim, first->ndim);
         for (int d = 0; d < t->ndim; d++)
             if (d != a && t->shape[d] != first->shape[d])
                 return ct__fail(CT_ERR_SHAPE,
                                 "%s: argument %d has size %lld on axis %d but argument 1 has "
                                 "%lld; every axis but the joined one (%d) must match",
-                                op, i + 1, (long long)t->shape[d], d,
-                                (long long)first->shape[d], a);
+                                op, i + 1, (long long)t->shape[d], d, (long long)first->shape[d],
+                                a);
         if (__builtin_add_overflow(shape[a], t->shape[a], &shape[a]))
             return ct__fail(CT_ERR_SHAPE, "%s: the joined size overflows", op);
     }
@@ -214,8 +218,9 @@ ct_tensor *ct_stack(int n, const ct_tensor *const *tensors, int axis) {
         bool same = t->ndim == first->ndim &&
                     memcmp(t->shape, first->shape, sizeof(int64_t) * (size_t)t->ndim) == 0;
         if (!same)
-            return ct__fail(CT_ERR_SHAPE, "%s: argument %d's shape differs from argument 1's; "
-                                          "stacked tensors must all have the same shape",
+            return ct__fail(CT_ERR_SHAPE,
+                            "%s: argument %d's shape differs from argument 1's; "
+                            "stacked tensors must all have the same shape",
                             op, i + 1);
     }
     int64_t shape[CT_MAX_DIMS];
@@ -225,8 +230,8 @@ ct_tensor *ct_stack(int n, const ct_tensor *const *tensors, int axis) {
     return fill_pieces(op, device, n, tensors, out, a, true);
 }
 
-ct_status ct_split(const ct_tensor *x, int64_t split_size, int axis, ct_tensor **out,
-                   int capacity, int *count) {
+ct_status ct_split(const ct_tensor *x, int64_t split_size, int axis, ct_tensor **out, int capacity,
+                   int *count) {
     const char *op = "ct_split";
     ct_device device;
     int a;

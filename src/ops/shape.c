@@ -12,8 +12,8 @@
 static void shape_text(char *buf, size_t size, int ndim, const int64_t *shape) {
     size_t used = (size_t)snprintf(buf, size, "(");
     for (int i = 0; i < ndim && used < size; i++)
-        used += (size_t)snprintf(buf + used, size - used, i ? ", %lld" : "%lld",
-                                 (long long)shape[i]);
+        used +=
+            (size_t)snprintf(buf + used, size - used, i ? ", %lld" : "%lld", (long long)shape[i]);
     if (used < size) snprintf(buf + used, size - used, ndim == 1 ? ",)" : ")");
 }
 
@@ -41,8 +41,10 @@ static ct_status infer_shape(const char *op, const ct_tensor *x, int ndim, const
                                  op, inferred, i);
             inferred = i;
         } else if (shape[i] < 0) {
-            return ct__error(CT_ERR_SHAPE, "%s: size %lld of axis %d is negative (only -1, "
-                             "for an inferred size, is allowed)", op, (long long)shape[i], i);
+            return ct__error(CT_ERR_SHAPE,
+                             "%s: size %lld of axis %d is negative (only -1, "
+                             "for an inferred size, is allowed)",
+                             op, (long long)shape[i], i);
         } else if (ct__mul_overflow_i64(known, shape[i], &known)) {
             return ct__error(CT_ERR_SHAPE, "%s: the shape's element count overflows", op);
         }
@@ -78,8 +80,8 @@ static bool view_strides(const ct_tensor *x, int ndim, const int64_t *shape, int
     int64_t tensor_numel = 1, view_numel = 1;
     for (int d = x->ndim - 1; d >= 0; d--) {
         tensor_numel *= x->shape[d];
-        bool chunk_ends = d == 0 || (x->shape[d - 1] != 1 &&
-                                     x->strides[d - 1] != tensor_numel * chunk_base);
+        bool chunk_ends =
+            d == 0 || (x->shape[d - 1] != 1 && x->strides[d - 1] != tensor_numel * chunk_base);
         if (!chunk_ends) continue;
         while (view_d >= 0 && (view_numel < tensor_numel || shape[view_d] == 1)) {
             strides[view_d] = view_numel * chunk_base;

@@ -26,6 +26,14 @@ static void report_bad(gather_ctx *c, int64_t index) {
     if (atomic_compare_exchange_strong(&c->failed, &expected, 1)) c->bad_index = index;
 }
 
+/* Wrap and check one index; false (and the index reported) when it is out of range. */
+static inline bool resolve(gather_ctx *c, int64_t idx, int64_t *at) {
+    *at = idx < 0 ? idx + c->axis_size : idx;
+    if (*at >= 0 && *at < c->axis_size) return true;
+    report_bad(c, idx);
+    return false;
+}
+
 /* The row loop with a compile-time element size (when inlined with a constant), so the
  * memcpy becomes a single load and store. */
 static inline void gather_row_sized(char *const *ptrs, const int64_t *strides, int64_t n,
@@ -33,12 +41,8 @@ static inline void gather_row_sized(char *const *ptrs, const int64_t *strides, i
     char *out = ptrs[0];
     const char *index = ptrs[1], *src = ptrs[2];
     for (int64_t i = 0; i < n; i++) {
-        int64_t idx = load_index(index + i * strides[1], c->index_dtype);
-        int64_t at = idx < 0 ? idx + c->axis_size : idx;
-        if (at < 0 || at >= c->axis_size) {
-            report_bad(c, idx);
-            return;
-        }
+        int64_t at;
+        if (!resolve(c, load_index(index + i * strides[1], c->index_dtype), &at)) return;
         memcpy(out + i * strides[0], src + i * strides[2] + at * c->axis_stride_bytes, size);
     }
 }
@@ -46,6 +50,14 @@ static inline void gather_row_sized(char *const *ptrs, const int64_t *strides, i
 static void gather_row(char *const *ptrs, const int64_t *strides, int64_t n, void *vctx) {
     gather_ctx *c = vctx;
     if (atomic_load_explicit(&c->failed, memory_order_relaxed)) return;
+    int64_t size = (int64_t)c->elem_size, at;
+    if (strides[1] == 0 && strides[0] == size && strides[2] == size) {
+        /* One index for a dense row (index_select's rows, an embedding lookup): copy it
+         * whole. */
+        if (resolve(c, load_index(ptrs[1], c->index_dtype), &at))
+            memcpy(ptrs[0], ptrs[2] + at * c->axis_stride_bytes, (size_t)(n * size));
+        return;
+    }
     switch (c->elem_size) {
     case 1: gather_row_sized(ptrs, strides, n, c, 1); break;
     case 2: gather_row_sized(ptrs, strides, n, c, 2); break;
@@ -74,6 +86,6 @@ ct_status ct__cpu_gather(int device, const ct_gather_args *args) {
     return ct__error(CT_ERR_INVALID_ARG,
                      "index %lld is out of range for an axis of size %lld (valid indices are "
                      "-%lld to %lld)",
-                     (long long)ctx.bad_index, (long long)ctx.axis_size,
-                     (long long)ctx.axis_size, (long long)ctx.axis_size - 1);
+                     (long long)ctx.bad_index, (long long)ctx.axis_size, (long long)ctx.axis_size,
+                     (long long)ctx.axis_size - 1);
 }
