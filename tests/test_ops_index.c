@@ -4,6 +4,8 @@
  * error with its message. */
 #include <stdlib.h>
 
+#include "core/error_impl.h"
+#include "core/tensor_impl.h"
 #include "ct_ref.h"
 
 static void unravel(int64_t i, int ndim, const int64_t *shape, int64_t *index) {
@@ -516,4 +518,60 @@ TEST(test_ops_index_device_mismatch) {
     ct_release(b);
     ct_release(a);
     CHECK_OK(ct_configure_logical_devices(CT_DEVICE_CPU, 0, 1, NULL));
+}
+
+/* ---- host allocation failures: fail the 1st, 2nd, ... allocation until the op succeeds;
+ * every failure must be CT_ERR_OUT_OF_MEMORY and leave nothing behind ---- */
+
+typedef ct_status (*oom_case)(const ct_tensor *x, const ct_tensor *index);
+
+static ct_status oom_reshape(const ct_tensor *x, const ct_tensor *index) {
+    (void)index;
+    ct_tensor *y = ct_reshape(x, 1, (int64_t[]){-1}); /* x is strided: a copy */
+    ct_release(y);
+    return y ? CT_OK : ct_last_status();
+}
+
+static ct_status oom_concat_index_select(const ct_tensor *x, const ct_tensor *index) {
+    ct_tensor *picked = ct_index_select(x, 1, index);
+    ct_tensor *y = ct_concat(3, (const ct_tensor *[]){x, picked, x}, 1);
+    ct_status status = y ? CT_OK : ct_last_status();
+    ct_release(y);
+    ct_release(picked);
+    return status;
+}
+
+static ct_status oom_split(const ct_tensor *x, const ct_tensor *index) {
+    (void)index;
+    ct_tensor *out[4] = {NULL, NULL, NULL, NULL};
+    int count = 0;
+    ct_status status = ct_split(x, 1, 0, out, 4, &count);
+    for (int i = 0; i < 4; i++) {
+        if (status != CT_OK && out[i]) return CT_ERR_STATE; /* a failed split wrote a tensor */
+        ct_release(out[i]);
+    }
+    return status;
+}
+
+TEST(test_ops_index_allocation_failures_clean_up) {
+    double values[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+    ct_tensor *x = ref_tensor_strided(values, 2, (int64_t[]){3, 4}, CT_F32, CT_CPU);
+    ct_tensor *index = ref_tensor((double[]){1, -1}, 1, (int64_t[]){2}, CT_I64, CT_CPU);
+    const oom_case cases[3] = {oom_reshape, oom_concat_index_select, oom_split};
+    for (int c = 0; c < 3; c++) {
+        ct_status status = CT_ERR_OUT_OF_MEMORY;
+        int attempts = 0;
+        for (long n = 1; status != CT_OK && n < 100; n++, attempts++) {
+            long live = ct__live_tensors();
+            ct__malloc_fail_after(n, 0);
+            status = cases[c](x, index);
+            ct__malloc_fail_after(0, 0);
+            CHECK(status == CT_OK || status == CT_ERR_OUT_OF_MEMORY);
+            CHECK(ct__live_tensors() == live);
+            ct_clear_error();
+        }
+        CHECK(status == CT_OK && attempts > 1);
+    }
+    ct_release(index);
+    ct_release(x);
 }
