@@ -227,7 +227,9 @@ static ct_status int_matmul(const ct_matmul_args *x) {
     int64_t size = (int64_t)ct__dtype_size(x->dtype);
     int64_t rows = batch_count(x) * x->m;
     /* Work per row is n * k multiply-adds; parallelise over all rows of all batches. */
+#ifdef _OPENMP
 #pragma omp parallel for if (rows * x->n * x->k >= CT_CPU_PARALLEL_THRESHOLD) schedule(static)
+#endif
     for (int64_t r = 0; r < rows; r++) {
         int64_t ao, bo, oo, i = r % x->m;
         batch_offsets(x, r / x->m, &ao, &bo, &oo);

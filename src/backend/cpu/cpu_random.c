@@ -43,7 +43,9 @@ ct_status ct__cpu_random(int device, const ct_ew_args *args, ct_random_kind kind
     char *out = args->data[0];
     ct_dtype dtype = args->dtype[0];
     int64_t numel = args->numel, blocks = (numel + 3) / 4;
+#ifdef _OPENMP
 #pragma omp parallel for if (numel >= CT_CPU_PARALLEL_THRESHOLD) schedule(static)
+#endif
     for (int64_t b = 0; b < blocks; b++) {
         uint32_t w[4];
         ct_philox_stream_block(seed, offset + (uint64_t)b, w);
