@@ -38,10 +38,11 @@ CT_API ct_tensor *ct_zeros(int ndim, const int64_t *shape, ct_dtype dtype, ct_de
 CT_API ct_tensor *ct_ones(int ndim, const int64_t *shape, ct_dtype dtype, ct_device device);
 CT_API ct_tensor *ct_full(int ndim, const int64_t *shape, double value, ct_dtype dtype,
                           ct_device device);
-/* [start, stop) in steps of step (step != 0), as numpy.arange. */
+/* [start, stop) in steps of step (step != 0), as numpy.arange (bool: CT_ERR_DTYPE). */
 CT_API ct_tensor *ct_arange(double start, double stop, double step, ct_dtype dtype,
                             ct_device device);
-/* num evenly spaced values from start to stop inclusive, as numpy.linspace. */
+/* num evenly spaced values from start to stop inclusive, as numpy.linspace (integer dtypes
+ * truncate toward zero, as ct_cast does). */
 CT_API ct_tensor *ct_linspace(double start, double stop, int64_t num, ct_dtype dtype,
                               ct_device device);
 /* An n x m matrix with ones on the diagonal. */

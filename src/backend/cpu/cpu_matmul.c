@@ -1,8 +1,248 @@
-/* PLACEHOLDER until the matmul kernels land: replace this whole file. */
+/* CPU matmul kernels (ct_matmul_args in backend_impl.h).
+ *
+ * f32 and f64 go to OpenBLAS GEMM, one call per batch index (OpenBLAS threads each call
+ * itself). An operand whose matrix has a unit stride on either axis is passed as it is,
+ * row-major or transposed, with its other stride as the leading dimension; any other
+ * layout (broadcast rows, negative or doubly strided views) is packed into a contiguous
+ * scratch matrix first. f16 and bf16 are converted to f32, multiplied with sgemm and
+ * rounded back once. Integer dtypes are exact: products and sums wrap modulo 2^bits in
+ * unsigned arithmetic, which is what a wrapping accumulator in the output dtype gives;
+ * bool is logical (OR over k of a AND b), as numpy.matmul does for bool arrays. */
+#include <cblas.h>
+#include <limits.h>
+#include <stdbool.h>
+
 #include "backend/cpu/cpu_impl.h"
+#include "core/dtype_impl.h"
 #include "core/error_impl.h"
 
+/* ---- batch iteration ---- */
+
+/* Element offsets of batch index `linear` (C order over args->batch_shape). */
+static void batch_offsets(const ct_matmul_args *x, int64_t linear, int64_t *a, int64_t *b,
+                          int64_t *out) {
+    *a = *b = *out = 0;
+    for (int d = x->batch_ndim - 1; d >= 0; d--) {
+        int64_t i = linear % x->batch_shape[d];
+        linear /= x->batch_shape[d];
+        *a += i * x->a_batch_strides[d];
+        *b += i * x->b_batch_strides[d];
+        *out += i * x->out_batch_strides[d];
+    }
+}
+
+static int64_t batch_count(const ct_matmul_args *x) {
+    int64_t n = 1;
+    for (int d = 0; d < x->batch_ndim; d++) n *= x->batch_shape[d];
+    return n;
+}
+
+/* ---- BLAS path (f32, f64, and f16/bf16 through f32) ---- */
+
+/* How one operand reaches GEMM: its data, whether it is transposed, its leading dimension,
+ * or NULL data when it must be packed. */
+typedef struct {
+    bool direct;
+    CBLAS_TRANSPOSE trans;
+    int64_t ld;
+} gemm_layout;
+
+/* A rows x cols matrix with strides rs, cs (elements) as a BLAS row-major operand: either
+ * unit column stride (as is) or unit row stride (transposed). The stride of a size-1 axis
+ * never matters, so such an axis fits either way. */
+static gemm_layout blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+    gemm_layout l = {false, CblasNoTrans, 0};
+    int64_t min_rs = cols > 1 ? cols : 1, min_cs = rows > 1 ? rows : 1;
+    if ((cs == 1 || cols == 1) && (rows == 1 || rs >= min_rs)) {
+        l.direct = true;
+        l.ld = rows == 1 ? min_rs : rs;
+    } else if ((rs == 1 || rows == 1) && (cols == 1 || cs >= min_cs)) {
+        l.direct = true;
+        l.trans = CblasTrans;
+        l.ld = cols == 1 ? min_cs : cs;
+    }
+    if (l.ld > INT_MAX) l.direct = false;
+    return l;
+}
+
+/* Copy a strided rows x cols matrix of dtype into a contiguous one of f32 or f64. */
+static void pack(void *dst, bool f64, const char *src, ct_dtype dtype, int64_t rows, int64_t cols,
+                 int64_t rs, int64_t cs) {
+    int64_t size = (int64_t)ct__dtype_size(dtype);
+    for (int64_t i = 0; i < rows; i++) {
+        const char *row = src + i * rs * size;
+        if (f64) {
+            double *d = (double *)dst + i * cols;
+            for (int64_t j = 0; j < cols; j++) d[j] = *(const double *)(row + j * cs * size);
+        } else if (dtype == CT_F32) {
+            float *d = (float *)dst + i * cols;
+            for (int64_t j = 0; j < cols; j++) d[j] = *(const float *)(row + j * cs * size);
+        } else {
+            float *d = (float *)dst + i * cols;
+            for (int64_t j = 0; j < cols; j++)
+                d[j] = (float)ct__load_f64(row + j * cs * size, dtype);
+        }
+    }
+}
+
+/* Round an f32 m x n result into the f16/bf16 output rows. */
+static void unpack(char *out, ct_dtype dtype, int64_t row_stride, const float *c, int64_t m,
+                   int64_t n) {
+    for (int64_t i = 0; i < m; i++) {
+        uint16_t *o = (uint16_t *)out + i * row_stride;
+        const float *r = c + i * n;
+        if (dtype == CT_F16)
+            for (int64_t j = 0; j < n; j++) o[j] = ct__f32_to_f16(r[j]);
+        else
+            for (int64_t j = 0; j < n; j++) o[j] = ct__f32_to_bf16(r[j]);
+    }
+}
+
+typedef struct {
+    bool f64;     /* compute in f64 (else f32) */
+    bool convert; /* f16/bf16: operands and result go through f32 scratch */
+    gemm_layout la, lb;
+    void *a_pack, *b_pack, *c_tmp; /* scratch, NULL where unused */
+} blas_plan;
+
+static void gemm(const blas_plan *p, const ct_matmul_args *x, const void *a, int64_t lda,
+                 const void *b, int64_t ldb, void *c, int64_t ldc) {
+    CBLAS_TRANSPOSE ta = p->la.direct ? p->la.trans : CblasNoTrans;
+    CBLAS_TRANSPOSE tb = p->lb.direct ? p->lb.trans : CblasNoTrans;
+    if (p->f64)
+        cblas_dgemm(CblasRowMajor, ta, tb, (blasint)x->m, (blasint)x->n, (blasint)x->k, 1.0, a,
+                    (blasint)lda, b, (blasint)ldb, 0.0, c, (blasint)ldc);
+    else
+        cblas_sgemm(CblasRowMajor, ta, tb, (blasint)x->m, (blasint)x->n, (blasint)x->k, 1.0f, a,
+                    (blasint)lda, b, (blasint)ldb, 0.0f, c, (blasint)ldc);
+}
+
+/* One batch index: pack what must be packed (skipping a repack of an operand broadcast
+ * over the batch), multiply, convert the result where needed. */
+static void blas_batch(const blas_plan *p, const ct_matmul_args *x, int64_t ao, int64_t bo,
+                       int64_t oo, int64_t *packed_a, int64_t *packed_b) {
+    int64_t size = (int64_t)ct__dtype_size(x->dtype);
+    const char *a = x->a + ao * size, *b = x->b + bo * size;
+    char *out = x->out + oo * size;
+    const void *ga = a, *gb = b;
+    int64_t lda = p->la.ld, ldb = p->lb.ld;
+    if (!p->la.direct) {
+        if (*packed_a != ao)
+            pack(p->a_pack, p->f64, a, x->dtype, x->m, x->k, x->a_row_stride, x->a_col_stride);
+        *packed_a = ao;
+        ga = p->a_pack;
+        lda = x->k;
+    }
+    if (!p->lb.direct) {
+        if (*packed_b != bo)
+            pack(p->b_pack, p->f64, b, x->dtype, x->k, x->n, x->b_row_stride, x->b_col_stride);
+        *packed_b = bo;
+        gb = p->b_pack;
+        ldb = x->n;
+    }
+    if (p->convert) {
+        gemm(p, x, ga, lda, gb, ldb, p->c_tmp, x->n);
+        unpack(out, x->dtype, x->out_row_stride, p->c_tmp, x->m, x->n);
+    } else {
+        gemm(p, x, ga, lda, gb, ldb, out, x->out_row_stride);
+    }
+}
+
+static ct_status blas_matmul(const ct_matmul_args *x) {
+    if (x->m > INT_MAX || x->n > INT_MAX || x->k > INT_MAX || x->out_row_stride > INT_MAX)
+        return ct__error(CT_ERR_UNSUPPORTED,
+                         "ct_matmul: matrix sizes %lld x %lld @ %lld x %lld exceed BLAS's 32-bit "
+                         "sizes; split the product",
+                         (long long)x->m, (long long)x->k, (long long)x->k, (long long)x->n);
+    blas_plan p = {
+        x->dtype == CT_F64, x->dtype == CT_F16 || x->dtype == CT_BF16, {0}, {0}, NULL, NULL, NULL};
+    gemm_layout packed = {false, CblasNoTrans, 0};
+    p.la = p.convert ? packed : blas_layout(x->m, x->k, x->a_row_stride, x->a_col_stride);
+    p.lb = p.convert ? packed : blas_layout(x->k, x->n, x->b_row_stride, x->b_col_stride);
+    size_t esize = p.f64 ? sizeof(double) : sizeof(float);
+    size_t na = p.la.direct ? 0 : (size_t)(x->m * x->k);
+    size_t nb = p.lb.direct ? 0 : (size_t)(x->k * x->n);
+    size_t nc = p.convert ? (size_t)(x->m * x->n) : 0;
+    char *scratch = NULL;
+    if (na + nb + nc) {
+        scratch = ct__malloc((na + nb + nc) * esize);
+        if (!scratch)
+            return ct__error(CT_ERR_OUT_OF_MEMORY,
+                             "ct_matmul: out of host memory for %zu bytes of packing scratch",
+                             (na + nb + nc) * esize);
+        p.a_pack = na ? scratch : NULL;
+        p.b_pack = nb ? scratch + na * esize : NULL;
+        p.c_tmp = nc ? scratch + (na + nb) * esize : NULL;
+    }
+    int64_t packed_a = -1, packed_b = -1, batches = batch_count(x);
+    for (int64_t i = 0; i < batches; i++) {
+        int64_t ao, bo, oo;
+        batch_offsets(x, i, &ao, &bo, &oo);
+        blas_batch(&p, x, ao, bo, oo, &packed_a, &packed_b);
+    }
+    ct__free_mem(scratch);
+    return CT_OK;
+}
+
+/* ---- exact integer path ---- */
+
+/* One output row: out[j] = sum_p a[p] * b[p][j], accumulated in place in the unsigned type
+ * of the output's width (U), so every overflow wraps as the dtype does. */
+#define CT_INT_ROW_(name, T, U)                                                                    \
+    static void name(const ct_matmul_args *x, const char *a, const char *b, char *out) {           \
+        U *o = (U *)out;                                                                           \
+        for (int64_t j = 0; j < x->n; j++) o[j] = 0;                                               \
+        for (int64_t p = 0; p < x->k; p++) {                                                       \
+            U av = (U)(*(const T *)(a + p * x->a_col_stride * (int64_t)sizeof(T)));                \
+            if (av == 0) continue;                                                                 \
+            const T *br = (const T *)b + p * x->b_row_stride;                                      \
+            int64_t cs = x->b_col_stride;                                                          \
+            for (int64_t j = 0; j < x->n; j++) o[j] = (U)(o[j] + av * (U)br[j * cs]);              \
+        }                                                                                          \
+    }
+
+CT_INT_ROW_(row_i32, int32_t, uint32_t)
+CT_INT_ROW_(row_i64, int64_t, uint64_t)
+CT_INT_ROW_(row_u8, uint8_t, uint8_t)
+#undef CT_INT_ROW_
+
+/* bool: out[j] = OR_p (a[p] AND b[p][j]). */
+static void row_bool(const ct_matmul_args *x, const char *a, const char *b, char *out) {
+    uint8_t *o = (uint8_t *)out;
+    for (int64_t j = 0; j < x->n; j++) o[j] = 0;
+    for (int64_t p = 0; p < x->k; p++) {
+        if (!a[p * x->a_col_stride]) continue;
+        const uint8_t *br = (const uint8_t *)b + p * x->b_row_stride;
+        for (int64_t j = 0; j < x->n; j++) o[j] |= br[j * x->b_col_stride] != 0;
+    }
+}
+
+typedef void (*int_row_fn)(const ct_matmul_args *x, const char *a, const char *b, char *out);
+
+static ct_status int_matmul(const ct_matmul_args *x) {
+    int_row_fn row = x->dtype == CT_I32   ? row_i32
+                     : x->dtype == CT_I64 ? row_i64
+                     : x->dtype == CT_U8  ? row_u8
+                                          : row_bool;
+    int64_t size = (int64_t)ct__dtype_size(x->dtype);
+    int64_t rows = batch_count(x) * x->m;
+    /* Work per row is n * k multiply-adds; parallelise over all rows of all batches. */
+#ifdef _OPENMP
+#pragma omp parallel for if (rows * x->n * x->k >= CT_CPU_PARALLEL_THRESHOLD) schedule(static)
+#endif
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t ao, bo, oo, i = r % x->m;
+        batch_offsets(x, r / x->m, &ao, &bo, &oo);
+        row(x, x->a + (ao + i * x->a_row_stride) * size, x->b + bo * size,
+            x->out + (oo + i * x->out_row_stride) * size);
+    }
+    return CT_OK;
+}
+
+/* k == 0 never arrives here: the op layer fills the zeros itself. */
 ct_status ct__cpu_matmul(int device, const ct_matmul_args *args) {
-    (void)device;(void)args;
-    return ct__error(CT_ERR_UNSUPPORTED, "matmul kernels are not implemented yet");
+    (void)device;
+    if (args->m == 0 || args->n == 0 || batch_count(args) == 0) return CT_OK;
+    if (ct__is_float(args->dtype)) return blas_matmul(args);
+    return int_matmul(args);
 }
