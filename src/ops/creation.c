@@ -1,5 +1,5 @@
 /* Creation of tensors from nothing or from host data: empty, zeros, ones, full, scalar,
- * from_data. (arange, linspace, eye, rand and randn live in creation_ranges.c.) */
+ * from_data. (arange, linspace and eye live in creation_ranges.c; rand and randn in random_ops.c.) */
 #include "core/transfer_impl.h"
 #include "ops/op_impl.h"
 
