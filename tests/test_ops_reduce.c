@@ -12,8 +12,8 @@
 #include "ct_ref.h"
 
 enum { R_SUM, R_MEAN, R_PROD, R_MAX, R_MIN, R_ALL, R_ANY, R_VAR, R_STD, R_ARGMAX, R_ARGMIN };
-static const char *const op_names[] = {"sum", "mean", "prod",   "max",   "min",   "all",
-                                       "any", "var",  "std",    "argmax", "argmin"};
+static const char *const op_names[] = {"sum", "mean", "prod", "max",    "min",   "all",
+                                       "any", "var",  "std",  "argmax", "argmin"};
 
 /* One case of the axis sweep: op over the axes in mask of a tensor of shape. */
 typedef struct reduce_case {
@@ -49,11 +49,16 @@ static void make_values(int op, ct_dtype dtype, int64_t n, uint64_t seed, double
     ref_random(v, n, seed, 0.0, 1.0);
     for (int64_t i = 0; i < n; i++) {
         double r = v[i];
-        if (op == R_ALL || op == R_ANY) v[i] = floor(r * 5.0) - 2.0;
-        else if (op == R_ARGMAX || op == R_ARGMIN) v[i] = floor(r * 7.0) - 3.0; /* ties */
-        else if (ct_dtype_is_floating(dtype)) v[i] = op == R_PROD ? 0.5 + r : 2.0 * r - 1.0;
-        else if (op == R_PROD) v[i] = floor(r * 5.0) - 2.0;
-        else v[i] = floor(r * 11.0) - 5.0;
+        if (op == R_ALL || op == R_ANY)
+            v[i] = floor(r * 5.0) - 2.0;
+        else if (op == R_ARGMAX || op == R_ARGMIN)
+            v[i] = floor(r * 7.0) - 3.0; /* ties */
+        else if (ct_dtype_is_floating(dtype))
+            v[i] = op == R_PROD ? 0.5 + r : 2.0 * r - 1.0;
+        else if (op == R_PROD)
+            v[i] = floor(r * 5.0) - 2.0;
+        else
+            v[i] = floor(r * 11.0) - 5.0;
         if (dtype == CT_U8) v[i] = fabs(v[i]);
         if (dtype == CT_BOOL) v[i] = v[i] != 0.0;
         v[i] = ref_round(v[i], dtype);
@@ -68,8 +73,10 @@ static void split_index(int64_t i, int ndim, const int64_t *shape, unsigned mask
     for (int d = ndim - 1; d >= 0; d--) {
         int64_t k = i % shape[d];
         i /= shape[d];
-        if (mask >> d & 1u) r += k * rstride, rstride *= shape[d];
-        else o += k * ostride, ostride *= shape[d];
+        if (mask >> d & 1u)
+            r += k * rstride, rstride *= shape[d];
+        else
+            o += k * ostride, ostride *= shape[d];
     }
     *out = o;
     *red = r;
@@ -121,8 +128,9 @@ static void reference(int op, const double *v, int ndim, const int64_t *shape, u
     }
     for (int64_t o = 0; o < nout; o++) {
         double mean = count ? acc[o] / (double)count : NAN;
-        expected[o] = op == R_MEAN ? mean : op == R_ARGMAX || op == R_ARGMIN ? (double)best[o]
-                                                                              : acc[o];
+        expected[o] = op == R_MEAN                       ? mean
+                      : op == R_ARGMAX || op == R_ARGMIN ? (double)best[o]
+                                                         : acc[o];
         if (op == R_VAR || op == R_STD) acc[o] = mean, expected[o] = 0.0;
     }
     for (int64_t i = 0; i < n && (op == R_VAR || op == R_STD); i++) {
@@ -155,8 +163,8 @@ static ct_tensor *run(const reduce_case *c, const ct_tensor *x, int naxes, const
 }
 
 #define CASE_FMT "%s %s shape rank %d mask 0x%x%s keepdim %d strided %d"
-#define CASE_ARGS(c)                                                                       \
-    op_names[(c)->op], ct_dtype_name((c)->dtype), (c)->ndim, (c)->mask,                    \
+#define CASE_ARGS(c)                                                                               \
+    op_names[(c)->op], ct_dtype_name((c)->dtype), (c)->ndim, (c)->mask,                            \
         (c)->null_axes ? " (axes NULL)" : "", (c)->keepdim, (c)->strided
 
 /* Check the result's dtype, shape and values against the reference. */
@@ -164,8 +172,10 @@ static void check_result(const reduce_case *c, const ct_tensor *y, const double 
     int64_t shape[CT_MAX_DIMS];
     int ndim = 0;
     for (int d = 0; d < c->ndim; d++) {
-        if (!(c->mask >> d & 1u)) shape[ndim++] = c->shape[d];
-        else if (c->keepdim) shape[ndim++] = 1;
+        if (!(c->mask >> d & 1u))
+            shape[ndim++] = c->shape[d];
+        else if (c->keepdim)
+            shape[ndim++] = 1;
     }
     if (ct_dtype_of(y) != expected_dtype(c->op, c->dtype) || ct_ndim(y) != ndim ||
         memcmp(ct_shape(y), shape, sizeof(int64_t) * (size_t)ndim) != 0) {
@@ -192,8 +202,10 @@ static void check_case(const reduce_case *c, const ct_tensor *x, const double *v
         if (c->mask >> d & 1u) axes[naxes++] = (c->mask + c->keepdim) % 2 ? d - c->ndim : d;
     int64_t nout = 1, count = 1;
     for (int d = 0; d < c->ndim; d++) {
-        if (c->mask >> d & 1u) count *= c->shape[d];
-        else nout *= c->shape[d];
+        if (c->mask >> d & 1u)
+            count *= c->shape[d];
+        else
+            nout *= c->shape[d];
     }
     ct_tensor *y = run(c, x, naxes, c->null_axes ? NULL : axes);
     if (count == 0 && (c->op == R_MAX || c->op == R_MIN || c->op >= R_ARGMAX)) {
@@ -217,8 +229,8 @@ static void check_case(const reduce_case *c, const ct_tensor *x, const double *v
 
 /* Every axis subset (and axes == NULL), keepdim on and off (only off for big shapes, which
  * are there for the kernels' parallel paths), contiguous and strided. */
-static void sweep_shape(ct_device device, int op, ct_dtype dtype, int ndim,
-                        const int64_t *shape, double correction, bool big) {
+static void sweep_shape(ct_device device, int op, ct_dtype dtype, int ndim, const int64_t *shape,
+                        double correction, bool big) {
     int64_t n = ref_numel(ndim, shape);
     double *v = calloc((size_t)n + 1, sizeof(double));
     make_values(op, dtype, n, (uint64_t)(n * 31 + op * 7 + dtype), v);
@@ -236,8 +248,8 @@ static void sweep_shape(ct_device device, int op, ct_dtype dtype, int ndim,
             if (arg && m <= all && (m & (m - 1)) != 0) continue;
             if (arg && m == 0) continue;
             for (int keep = 0; keep < 2 - big && !ct_test_failed(); keep++) {
-                reduce_case c = {op,        dtype,    ndim, shape, m > all ? all : m,
-                                 m > all,   keep != 0, strided != 0, correction};
+                reduce_case c = {op,      dtype,     ndim,         shape,     m > all ? all : m,
+                                 m > all, keep != 0, strided != 0, correction};
                 check_case(&c, x, v);
             }
         }
@@ -253,7 +265,7 @@ static const int64_t shape_4d[] = {3, 2, 1, 4};
 static const int64_t shape_4d_b[] = {2, 3, 2, 3};
 static const int64_t shape_empty_1d[] = {0};
 static const int64_t shape_empty_3d[] = {2, 0, 3};
-static const int64_t shape_big[] = {300, 257};     /* parallel over outputs / chunked */
+static const int64_t shape_big[] = {300, 257};      /* parallel over outputs / chunked */
 static const int64_t shape_big_3d[] = {40, 33, 64}; /* 84480 elements */
 
 /* Every shape for every dtype (big shapes for f32 and f64 only). */
@@ -262,8 +274,8 @@ static void sweep(ct_device device, int op, double correction) {
         int ndim;
         const int64_t *shape;
         bool big;
-    } shapes[] = {{0, NULL, false},         {1, shape_1d, false},       {2, shape_2d, false},
-                  {3, shape_3d, false},     {4, shape_4d, false},       {4, shape_4d_b, false},
+    } shapes[] = {{0, NULL, false},           {1, shape_1d, false},       {2, shape_2d, false},
+                  {3, shape_3d, false},       {4, shape_4d, false},       {4, shape_4d_b, false},
                   {1, shape_empty_1d, false}, {3, shape_empty_3d, false}, {2, shape_big, true},
                   {3, shape_big_3d, true}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
@@ -515,4 +527,44 @@ DEVICE_TEST(test_reduce_errors) {
     CHECK_ERROR(CT_ERR_SHAPE, "ct_argmin: the reduced axes are empty");
     ct_release(e);
     ct_release(x);
+}
+
+/* One element decides the result of a big reduction (the chunked parallel path), wherever
+ * it sits: all, any, prod, max, min, argmax and argmin, in the float and integer domains. */
+DEVICE_TEST(test_reduce_big_single_element_decides) {
+    const int64_t n = 200003;
+    double *v = malloc(sizeof(double) * (size_t)n);
+    CHECK_NOT_NULL(v);
+    int64_t positions[3] = {0, n / 2 + 7, n - 1};
+    ct_dtype dtypes[2] = {CT_F32, CT_I32};
+    for (int p = 0; p < 3 && !ct_test_failed(); p++)
+        for (int k = 0; k < 2 && !ct_test_failed(); k++) {
+            int64_t at = positions[p];
+            for (int64_t i = 0; i < n; i++) v[i] = 1.0;
+            v[at] = 0.0;
+            ct_tensor *ones = ref_tensor(v, 1, &n, dtypes[k], device);
+            v[at] = 3.0;
+            ct_tensor *three = ref_tensor(v, 1, &n, dtypes[k], device);
+            for (int64_t i = 0; i < n; i++) v[i] = 0.0;
+            v[at] = -5.0;
+            ct_tensor *low = ref_tensor(v, 1, &n, dtypes[k], device);
+            v[at] = 5.0;
+            ct_tensor *high = ref_tensor(v, 1, &n, dtypes[k], device);
+            if (ones && three && low && high) {
+                CHECK(single(ct_all(ones, 0, NULL, false)) == 0.0);
+                CHECK(single(ct_any(high, 0, NULL, false)) == 1.0);
+                CHECK(single(ct_prod(three, 0, NULL, false)) == 3.0);
+                CHECK(single(ct_max(high, 0, NULL, false)) == 5.0);
+                CHECK(single(ct_min(low, 0, NULL, false)) == -5.0);
+                CHECK(single(ct_argmax(high, CT_AXIS_NONE, false)) == (double)at);
+                CHECK(single(ct_argmin(low, 0, false)) == (double)at);
+            } else {
+                ct_test_fail(__FILE__, __LINE__, "making the inputs failed: %s", ct_last_error());
+            }
+            ct_release(ones);
+            ct_release(three);
+            ct_release(low);
+            ct_release(high);
+        }
+    free(v);
 }

@@ -108,14 +108,14 @@ static void build_args(ct_reduce_op op, const ct_tensor *x, const bool *reduced,
             if (keepdim) out_axis++;
             continue;
         }
-        push_axis(&a->outer_ndim, a->outer_shape, a->in_outer_strides, a->out_strides,
-                  x->shape[d], x->strides[d], out->strides[out_axis++]);
+        push_axis(&a->outer_ndim, a->outer_shape, a->in_outer_strides, a->out_strides, x->shape[d],
+                  x->strides[d], out->strides[out_axis++]);
     }
     int order[CT_MAX_DIMS];
     int n = inner_order(x, reduced, op == CT_ROP_ARGMAX || op == CT_ROP_ARGMIN, order);
     for (int i = 0; i < n; i++)
-        push_axis(&a->inner_ndim, a->inner_shape, a->in_inner_strides, NULL,
-                  x->shape[order[i]], x->strides[order[i]], 0);
+        push_axis(&a->inner_ndim, a->inner_shape, a->in_inner_strides, NULL, x->shape[order[i]],
+                  x->strides[order[i]], 0);
     a->in = ct__data(x);
     a->in_dtype = x->dtype;
     a->out = ct__data(out);
@@ -131,22 +131,23 @@ static int64_t reduced_numel(const ct_tensor *x, const bool *reduced) {
 }
 
 /* The output: x's shape with the reduced axes removed, or kept with size 1. */
-static ct_tensor *make_output(const ct_tensor *x, const bool *reduced, bool keepdim,
-                              ct_dtype dtype, ct_device device) {
+static ct_tensor *make_output(const ct_tensor *x, const bool *reduced, bool keepdim, ct_dtype dtype,
+                              ct_device device) {
     int64_t shape[CT_MAX_DIMS];
     int ndim = 0;
     for (int d = 0; d < x->ndim; d++) {
-        if (!reduced[d]) shape[ndim++] = x->shape[d];
-        else if (keepdim) shape[ndim++] = 1;
+        if (!reduced[d])
+            shape[ndim++] = x->shape[d];
+        else if (keepdim)
+            shape[ndim++] = 1;
     }
     return ct__tensor_new(device, dtype, ndim, shape);
 }
 
-static ct_tensor *reduce(const char *name, ct_reduce_op op, const ct_tensor *x,
-                         const bool *reduced, bool keepdim, double correction,
-                         ct_device device) {
-    bool needs_elements = op == CT_ROP_MAX || op == CT_ROP_MIN || op == CT_ROP_ARGMAX ||
-                          op == CT_ROP_ARGMIN;
+static ct_tensor *reduce(const char *name, ct_reduce_op op, const ct_tensor *x, const bool *reduced,
+                         bool keepdim, double correction, ct_device device) {
+    bool needs_elements =
+        op == CT_ROP_MAX || op == CT_ROP_MIN || op == CT_ROP_ARGMAX || op == CT_ROP_ARGMIN;
     if (needs_elements && reduced_numel(x, reduced) == 0)
         return ct__fail(CT_ERR_SHAPE,
                         "%s: the reduced axes are empty (0 elements) and the op has no "
@@ -174,20 +175,18 @@ static ct_tensor *reduce_axes(const char *name, ct_reduce_op op, const ct_tensor
     return reduce(name, op, x, reduced, keepdim, correction, device);
 }
 
-#define CT_DEFINE_REDUCE_(name, NAME)                                                      \
-    ct_tensor *ct_##name(const ct_tensor *x, int naxes, const int *axes, bool keepdim) {   \
-        return reduce_axes("ct_" #name, CT_ROP_##NAME, x, naxes, axes, keepdim, 0.0);      \
+#define CT_DEFINE_REDUCE_(name, NAME)                                                              \
+    ct_tensor *ct_##name(const ct_tensor *x, int naxes, const int *axes, bool keepdim) {           \
+        return reduce_axes("ct_" #name, CT_ROP_##NAME, x, naxes, axes, keepdim, 0.0);              \
     }
 CT_REDUCE_OPS(CT_DEFINE_REDUCE_)
 #undef CT_DEFINE_REDUCE_
 
-ct_tensor *ct_var(const ct_tensor *x, int naxes, const int *axes, double correction,
-                  bool keepdim) {
+ct_tensor *ct_var(const ct_tensor *x, int naxes, const int *axes, double correction, bool keepdim) {
     return reduce_axes("ct_var", CT_ROP_VAR, x, naxes, axes, keepdim, correction);
 }
 
-ct_tensor *ct_std(const ct_tensor *x, int naxes, const int *axes, double correction,
-                  bool keepdim) {
+ct_tensor *ct_std(const ct_tensor *x, int naxes, const int *axes, double correction, bool keepdim) {
     return reduce_axes("ct_std", CT_ROP_STD, x, naxes, axes, keepdim, correction);
 }
 

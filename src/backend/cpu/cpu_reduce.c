@@ -72,8 +72,8 @@ static void inner_init(const ct_reduce_args *a, inner_space *s) {
 }
 
 /* Feed inner elements [begin, end) (C-order linear indices) at base to acc. */
-static void walk_inner(const reduce_plan *p, ct_reduce_kind kind, const char *base,
-                       int64_t begin, int64_t end, double mean, ct_reduce_acc *acc) {
+static void walk_inner(const reduce_plan *p, ct_reduce_kind kind, const char *base, int64_t begin,
+                       int64_t end, double mean, ct_reduce_acc *acc) {
     const inner_space *s = &p->inner;
     if (begin >= end) return;
     int64_t index[CT_MAX_DIMS];
@@ -86,8 +86,8 @@ static void walk_inner(const reduce_plan *p, ct_reduce_kind kind, const char *ba
         int64_t offset = col * s->row_stride;
         for (int d = 0; d < s->naxes; d++) offset += index[d] * s->stride[d];
         int64_t n = s->row_len - col < end - position ? s->row_len - col : end - position;
-        ct__reduce_acc_row(kind, p->args->in_dtype, base + offset, s->row_stride, n, position,
-                           mean, acc);
+        ct__reduce_acc_row(kind, p->args->in_dtype, base + offset, s->row_stride, n, position, mean,
+                           acc);
         position += n;
         col = 0;
         for (int d = s->naxes - 1; d >= 0; d--) {
@@ -140,27 +140,31 @@ static double variance(double sqdev, int64_t n, double correction) {
 static void store_result(const reduce_plan *p, const ct_reduce_part *r, char *out) {
     ct_dtype dt = p->args->out_dtype;
     bool integer = p->kind == CT_RK_ISUM || p->kind == CT_RK_IPROD;
-    double n = (double)p->inner.numel;
+    int64_t inner = p->inner.numel;
+    double n = (double)inner;
     switch (p->op) {
     case CT_ROP_SUM:
     case CT_ROP_PROD:
-        if (integer) ct__store_i64(out, dt, (int64_t)r->u);
-        else ct__store_f64(out, dt, r->f);
+        if (integer)
+            ct__store_i64(out, dt, (int64_t)r->u);
+        else
+            ct__store_f64(out, dt, r->f);
         break;
     case CT_ROP_MEAN: ct__store_f64(out, dt, n > 0 ? r->f / n : NAN); break;
     case CT_ROP_MAX:
     case CT_ROP_MIN:
         if (p->kind == CT_RK_FMAX || p->kind == CT_RK_FMIN)
             ct__store_f64(out, dt, r->flag ? NAN : r->f);
-        else ct__store_i64(out, dt, r->i);
+        else
+            ct__store_i64(out, dt, r->i);
         break;
     case CT_ROP_ALL:
     case CT_ROP_ANY: *(uint8_t *)out = r->flag; break;
     case CT_ROP_ARGMAX:
     case CT_ROP_ARGMIN: ct__store_i64(out, dt, r->index); break;
-    case CT_ROP_VAR: ct__store_f64(out, dt, variance(r->f, p->inner.numel, p->args->correction)); break;
+    case CT_ROP_VAR: ct__store_f64(out, dt, variance(r->f, inner, p->args->correction)); break;
     case CT_ROP_STD:
-        ct__store_f64(out, dt, sqrt(variance(r->f, p->inner.numel, p->args->correction)));
+        ct__store_f64(out, dt, sqrt(variance(r->f, inner, p->args->correction)));
         break;
     default: break;
     }
@@ -191,6 +195,59 @@ static void outer_offsets(const ct_reduce_args *a, int64_t o, int64_t *in, int64
     *out = out_off * (int64_t)ct__dtype_size(a->out_dtype);
 }
 
+/* Column sums (see ct_reduce_tile): sum, mean, var and std of f32/f64 when the last outer
+ * axis is contiguous in the input and the reduced space is not. */
+static bool tile_applicable(const reduce_plan *p) {
+    const ct_reduce_args *a = p->args;
+    if (p->kind != CT_RK_FSUM && p->kind != CT_RK_SQDEV) return false;
+    if (a->in_dtype != CT_F32 && a->in_dtype != CT_F64) return false;
+    if (a->outer_ndim == 0 || a->in_outer_strides[a->outer_ndim - 1] != 1) return false;
+    return p->inner.numel > 1 && p->inner.row_stride != (int64_t)ct__dtype_size(a->in_dtype);
+}
+
+/* Feed every step of the inner space at base to tile. */
+static void walk_tile(const reduce_plan *p, const char *base, ct_reduce_tile *tile) {
+    const inner_space *s = &p->inner;
+    int64_t index[CT_MAX_DIMS] = {0};
+    for (int64_t rows = s->numel / s->row_len; rows > 0; rows--) {
+        int64_t offset = 0;
+        for (int d = 0; d < s->naxes; d++) offset += index[d] * s->stride[d];
+        ct__reduce_tile_feed(tile, p->args->in_dtype, base + offset, s->row_stride, s->row_len);
+        for (int d = s->naxes - 1; d >= 0; d--) {
+            if (++index[d] < s->shape[d]) break;
+            index[d] = 0;
+        }
+    }
+}
+
+/* Tile t: up to CT_REDUCE_TILE outputs along the last outer axis. */
+static void reduce_tile(const reduce_plan *p, int64_t t) {
+    const ct_reduce_args *a = p->args;
+    int64_t len = a->outer_shape[a->outer_ndim - 1];
+    int64_t per_row = (len + CT_REDUCE_TILE - 1) / CT_REDUCE_TILE;
+    int64_t col = t % per_row * CT_REDUCE_TILE;
+    int w = (int)(len - col < CT_REDUCE_TILE ? len - col : CT_REDUCE_TILE);
+    int64_t in_off, out_off;
+    outer_offsets(a, t / per_row * len + col, &in_off, &out_off);
+    ct_reduce_tile tile;
+    double mean[CT_REDUCE_TILE], totals[CT_REDUCE_TILE];
+    bool two_pass = p->kind == CT_RK_SQDEV;
+    if (two_pass) {
+        ct__reduce_tile_init(&tile, w, NULL);
+        walk_tile(p, a->in + in_off, &tile);
+        ct__reduce_tile_totals(&tile, mean);
+        for (int k = 0; k < w; k++) mean[k] /= (double)p->inner.numel;
+    }
+    ct__reduce_tile_init(&tile, w, two_pass ? mean : NULL);
+    walk_tile(p, a->in + in_off, &tile);
+    ct__reduce_tile_totals(&tile, totals);
+    int64_t out_step = a->out_strides[a->outer_ndim - 1] * (int64_t)ct__dtype_size(a->out_dtype);
+    for (int k = 0; k < w; k++) {
+        ct_reduce_part r = {totals[k], 0, 0, -1, false};
+        store_result(p, &r, a->out + out_off + k * out_step);
+    }
+}
+
 ct_status ct__cpu_reduce(int device, ct_reduce_op op, const ct_reduce_args *args) {
     (void)device;
     reduce_plan plan = {args, op, kind_of(op, args->in_dtype), {0}};
@@ -207,6 +264,13 @@ ct_status ct__cpu_reduce(int device, ct_reduce_op op, const ct_reduce_args *args
         return CT_OK;
     }
     int64_t work = outer * (inner > 0 ? inner : 1);
+    if (tile_applicable(&plan)) {
+        int64_t len = args->outer_shape[args->outer_ndim - 1];
+        int64_t tiles = outer / len * ((len + CT_REDUCE_TILE - 1) / CT_REDUCE_TILE);
+#pragma omp parallel for schedule(static) if (work >= CT_CPU_PARALLEL_THRESHOLD && tiles > 1)
+        for (int64_t t = 0; t < tiles; t++) reduce_tile(&plan, t);
+        return CT_OK;
+    }
 #pragma omp parallel for schedule(static) if (work >= CT_CPU_PARALLEL_THRESHOLD && outer > 1)
     for (int64_t o = 0; o < outer; o++) {
         int64_t in_off, out_off;

@@ -28,15 +28,15 @@ static double pairwise_total(const ct_pairwise *p) {
 }
 
 /* Sum of TERM(x[i]) for i < n (n <= BLOCK) of a contiguous array of T, in double. */
-#define DEFINE_BLOCK_SUM(name, T, TERM)                                                    \
-    static double name(const T *x, int64_t n, double mean) {                               \
-        double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                            \
-        int64_t i = 0;                                                                     \
-        for (; i + 8 <= n; i += 8)                                                         \
-            for (int k = 0; k < 8; k++) s[k] += TERM((double)x[i + k], mean);              \
-        double tail = 0.0;                                                                 \
-        for (; i < n; i++) tail += TERM((double)x[i], mean);                               \
-        return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])) + tail;   \
+#define DEFINE_BLOCK_SUM(name, T, TERM)                                                            \
+    static double name(const T *x, int64_t n, double mean) {                                       \
+        double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                                    \
+        int64_t i = 0;                                                                             \
+        for (; i + 8 <= n; i += 8)                                                                 \
+            for (int k = 0; k < 8; k++) s[k] += TERM((double)x[i + k], mean);                      \
+        double tail = 0.0;                                                                         \
+        for (; i < n; i++) tail += TERM((double)x[i], mean);                                       \
+        return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])) + tail;           \
     }
 
 #define TERM_VALUE(v, mean) (v)
@@ -46,8 +46,8 @@ DEFINE_BLOCK_SUM(block_sum_f64, double, TERM_VALUE)
 DEFINE_BLOCK_SUM(block_sqdev_f32, float, TERM_SQDEV)
 DEFINE_BLOCK_SUM(block_sqdev_f64, double, TERM_SQDEV)
 
-static double block_generic(ct_dtype dtype, const char *p, int64_t stride, int64_t n,
-                            bool sqdev, double mean) {
+static double block_generic(ct_dtype dtype, const char *p, int64_t stride, int64_t n, bool sqdev,
+                            double mean) {
     double s = 0.0;
     for (int64_t i = 0; i < n; i++) {
         double v = ct__load_f64(p + i * stride, dtype);
@@ -77,25 +77,27 @@ static void sum_row(ct_dtype dtype, const char *p, int64_t stride, int64_t n, bo
 
 /* Float extrema: the comparison chain keeps NaN out of `best`, the flag remembers it. The
  * contiguous f32/f64 loops run on eight lanes so they vectorise. */
-#define DEFINE_EXTREMUM(name, T, CMP)                                                      \
-    static void name(const T *x, int64_t n, ct_reduce_part *r) {                           \
-        T lane[8];                                                                         \
-        for (int k = 0; k < 8; k++) lane[k] = (T)r->f;                                     \
-        bool nan = false;                                                                  \
-        int64_t i = 0;                                                                     \
-        for (; i + 8 <= n; i += 8)                                                         \
-            for (int k = 0; k < 8; k++) {                                                  \
-                T v = x[i + k];                                                            \
-                nan |= v != v;                                                             \
-                lane[k] = v CMP lane[k] ? v : lane[k];                                     \
-            }                                                                              \
-        for (; i < n; i++) {                                                               \
-            T v = x[i];                                                                    \
-            nan |= v != v;                                                                 \
-            lane[0] = v CMP lane[0] ? v : lane[0];                                         \
-        }                                                                                  \
-        for (int k = 0; k < 8; k++) r->f = (double)lane[k] CMP r->f ? lane[k] : r->f;      \
-        r->flag |= nan;                                                                    \
+#define DEFINE_EXTREMUM(name, T, CMP)                                                              \
+    static void name(const T *x, int64_t n, ct_reduce_part *r) {                                   \
+        T lane[8];                                                                                 \
+        int nan[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                                     \
+        for (int k = 0; k < 8; k++) lane[k] = (T)r->f;                                             \
+        int64_t i = 0;                                                                             \
+        for (; i + 8 <= n; i += 8)                                                                 \
+            for (int k = 0; k < 8; k++) {                                                          \
+                T v = x[i + k];                                                                    \
+                nan[k] |= v != v;                                                                  \
+                lane[k] = v CMP lane[k] ? v : lane[k];                                             \
+            }                                                                                      \
+        for (; i < n; i++) {                                                                       \
+            T v = x[i];                                                                            \
+            nan[0] |= v != v;                                                                      \
+            lane[0] = v CMP lane[0] ? v : lane[0];                                                 \
+        }                                                                                          \
+        for (int k = 0; k < 8; k++) {                                                              \
+            r->f = (double)lane[k] CMP r->f ? lane[k] : r->f;                                      \
+            r->flag |= nan[k] != 0;                                                                \
+        }                                                                                          \
     }
 
 DEFINE_EXTREMUM(max_f32, float, >)
@@ -121,8 +123,8 @@ static void extremum_row(bool is_max, ct_dtype dtype, const char *p, int64_t str
     }
 }
 
-static void int_extremum_row(bool is_max, ct_dtype dtype, const char *p, int64_t stride,
-                             int64_t n, ct_reduce_part *r) {
+static void int_extremum_row(bool is_max, ct_dtype dtype, const char *p, int64_t stride, int64_t n,
+                             ct_reduce_part *r) {
     for (int64_t i = 0; i < n; i++) {
         int64_t v = ct__load_i64(p + i * stride, dtype);
         if (is_max ? v > r->i : v < r->i) r->i = v;
@@ -248,4 +250,53 @@ void ct__reduce_acc_merge(ct_reduce_kind kind, ct_reduce_acc *acc, const ct_redu
             *r = *next;
         break;
     }
+}
+
+void ct__reduce_tile_init(ct_reduce_tile *tile, int w, const double *mean) {
+    tile->w = w;
+    tile->in_block = 0;
+    tile->mean = mean;
+    for (int k = 0; k < w; k++) {
+        tile->block[k] = 0.0;
+        tile->sum[k].count = 0;
+    }
+}
+
+static void tile_flush(ct_reduce_tile *tile) {
+    for (int k = 0; k < tile->w; k++) {
+        pairwise_push(&tile->sum[k], tile->block[k]);
+        tile->block[k] = 0.0;
+    }
+    tile->in_block = 0;
+}
+
+/* One step: block[k] += TERM(x[k]) for the tile's w outputs. */
+#define DEFINE_TILE_STEP(name, T)                                                                  \
+    static void name(ct_reduce_tile *tile, const T *x) {                                           \
+        int w = tile->w;                                                                           \
+        double *block = tile->block;                                                               \
+        const double *mean = tile->mean;                                                           \
+        if (mean)                                                                                  \
+            for (int k = 0; k < w; k++) block[k] += TERM_SQDEV((double)x[k], mean[k]);             \
+        else                                                                                       \
+            for (int k = 0; k < w; k++) block[k] += (double)x[k];                                  \
+    }
+DEFINE_TILE_STEP(tile_step_f32, float)
+DEFINE_TILE_STEP(tile_step_f64, double)
+
+void ct__reduce_tile_feed(ct_reduce_tile *tile, ct_dtype dtype, const char *p, int64_t stride,
+                          int64_t n) {
+    for (int64_t j = 0; j < n; j++) {
+        const char *q = p + j * stride;
+        if (dtype == CT_F32)
+            tile_step_f32(tile, (const float *)q);
+        else
+            tile_step_f64(tile, (const double *)q);
+        if (++tile->in_block == BLOCK) tile_flush(tile);
+    }
+}
+
+void ct__reduce_tile_totals(ct_reduce_tile *tile, double *totals) {
+    if (tile->in_block) tile_flush(tile);
+    for (int k = 0; k < tile->w; k++) totals[k] = pairwise_total(&tile->sum[k]);
 }

@@ -41,6 +41,27 @@ typedef struct ct_pairwise {
     uint64_t count;
 } ct_pairwise;
 
+/* Column sums: CT_REDUCE_TILE adjacent outputs whose inputs lie next to each other in
+ * memory (a sum over axis 0 of a matrix) are summed together, a group of up to
+ * CT_REDUCE_TILE contiguous elements per step of the reduced space, so memory is read in
+ * order. Each output gets a pairwise sum of blocks, as in the row path. */
+#define CT_REDUCE_TILE 64
+
+typedef struct ct_reduce_tile {
+    int w;              /* outputs in this tile */
+    int in_block;       /* steps summed into block[] so far */
+    const double *mean; /* NULL: plain sums; else sums of (x - mean[k])^2 */
+    double block[CT_REDUCE_TILE];
+    ct_pairwise sum[CT_REDUCE_TILE];
+} ct_reduce_tile;
+
+void ct__reduce_tile_init(ct_reduce_tile *tile, int w, const double *mean);
+/* n steps, stride bytes apart, each a group of w contiguous f32 or f64 elements at p. */
+void ct__reduce_tile_feed(ct_reduce_tile *tile, ct_dtype dtype, const char *p, int64_t stride,
+                          int64_t n);
+/* The w sums. */
+void ct__reduce_tile_totals(ct_reduce_tile *tile, double *totals);
+
 /* The result of a piece of the reduced space, small enough to keep one per chunk. */
 typedef struct ct_reduce_part {
     double f;      /* float sum or product, float extremum */
