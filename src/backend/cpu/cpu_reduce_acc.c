@@ -75,8 +75,9 @@ static void sum_row(ct_dtype dtype, const char *p, int64_t stride, int64_t n, bo
     }
 }
 
-/* Float extrema: the comparison chain keeps NaN out of `best`, the flag remembers it. The
- * contiguous f32/f64 loops run on eight lanes so they vectorise. */
+/* Float extrema: a NaN never wins a comparison, so it stays out of the running extremum and
+ * a flag remembers it instead. The contiguous f32/f64 loops keep eight independent lanes,
+ * which breaks the dependency chain of one running value. */
 #define DEFINE_EXTREMUM(name, T, CMP)                                                              \
     static void name(const T *x, int64_t n, ct_reduce_part *r) {                                   \
         T lane[8];                                                                                 \
