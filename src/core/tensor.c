@@ -75,8 +75,11 @@ static ct_tensor *tensor_struct(ct_dtype dtype, int ndim, const int64_t *shape,
     t->storage = storage;
     t->scope = NULL;
     t->scope_slot = 0;
+    if (ct__scope_adopt(t) != CT_OK) {
+        ct__free_mem(t);
+        return NULL;
+    }
     atomic_fetch_add_explicit(&live_tensors, 1, memory_order_relaxed);
-    ct__scope_adopt(t);
     return t;
 }
 
@@ -108,6 +111,15 @@ ct_tensor *ct__tensor_view(const ct_tensor *base, ct_dtype dtype, int ndim, cons
 ct_tensor *ct_retain(ct_tensor *t) {
     if (t) atomic_fetch_add_explicit(&t->refcount, 1, memory_order_relaxed);
     return t;
+}
+
+ct_tensor *ct__new_ref(const ct_tensor *t) {
+    ct_tensor *ref = ct_retain((ct_tensor *)t);
+    if (ct__scope_adopt(ref) != CT_OK) {
+        atomic_fetch_sub_explicit(&ref->refcount, 1, memory_order_relaxed);
+        return NULL;
+    }
+    return ref;
 }
 
 /* Drop one reference without touching scopes. */

@@ -7,7 +7,7 @@
 
 ct_tensor *ct_contiguous(const ct_tensor *x) {
     if (!x) return ct__null_arg("ct_contiguous", 1);
-    if (ct_is_contiguous(x)) return ct_retain((ct_tensor *)x);
+    if (ct_is_contiguous(x)) return ct__new_ref(x);
     return ct_clone(x);
 }
 
@@ -32,7 +32,7 @@ ct_tensor *ct_cast(const ct_tensor *x, ct_dtype dtype) {
     if (!ct_dtype_is_valid(dtype))
         return ct__fail(CT_ERR_DTYPE, "ct_cast: invalid dtype %d; use one of CT_F32 .. CT_BOOL",
                         (int)dtype);
-    if (dtype == x->dtype) return ct_retain((ct_tensor *)x);
+    if (dtype == x->dtype) return ct__new_ref(x);
     return converted_copy(x, dtype, "ct_cast");
 }
 
@@ -73,7 +73,7 @@ ct_tensor *ct_to(const ct_tensor *x, ct_device device) {
     if (!x) return ct__null_arg("ct_to", 1);
     ct_device d;
     if (ct__resolve_device("ct_to", device, &d) != CT_OK) return NULL;
-    if (ct_device_equal(d, x->storage->device)) return ct_retain((ct_tensor *)x);
+    if (ct_device_equal(d, x->storage->device)) return ct__new_ref(x);
     return moved_copy(x, d, false, "ct_to");
 }
 
