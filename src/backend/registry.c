@@ -105,3 +105,27 @@ const char *ct_cuda_unavailable_reason(void) {
     pthread_once(&cuda_once, load_cuda_plugin);
     return cuda_backend ? "" : cuda_reason;
 }
+
+/* Properties of a (logical) device: the physical device's, with the logical device's
+ * identity and pool limit. */
+ct_status ct_device_info(ct_device device, ct_device_properties *out) {
+    if (!out) return ct__error(CT_ERR_INVALID_ARG, "ct_device_info: out must not be NULL");
+    if (ct_device_check(device) != CT_OK) {
+        char message[900];
+        snprintf(message, sizeof message, "%s", ct_last_error());
+        return ct__error(ct_last_status(), "ct_device_info: %s", message);
+    }
+    const ct_backend *backend = ct__backend(device.type);
+    if (!backend) return ct_last_status();
+    int physical = ct__physical_index(device);
+    if (backend->properties(physical, out) != CT_OK) return ct_last_status();
+    ct_memory_statistics stats;
+    out->device = device;
+    out->memory_limit = ct_memory_stats(device, &stats) == CT_OK ? stats.limit : 0;
+    out->physical_index = physical;
+    /* Split when device 1 of the type maps onto the same physical device as device 0. */
+    out->is_logical = ct__logical_count(device.type) > 1 &&
+                      ct__physical_index((ct_device){device.type, 1}) ==
+                          ct__physical_index((ct_device){device.type, 0});
+    return CT_OK;
+}

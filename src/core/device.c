@@ -161,6 +161,12 @@ ct_status ct_configure_logical_devices(ct_device_type type, int physical_index, 
     for (int i = 0; i < CT_MAX_LOGICAL_DEVICES; i++)
         logical_limits[type][i] = memory_limits && i < n ? memory_limits[i] : 0;
     pthread_mutex_unlock(&config_lock);
+    /* The configured limits become the pools' limits, which ct_set_memory_limit can change
+     * later. The pools hold nothing now, so setting a limit cannot be refused. */
+    for (int i = 0; i < n; i++)
+        if (ct_set_memory_limit((ct_device){type, i}, memory_limits ? memory_limits[i] : 0) !=
+            CT_OK)
+            return ct_last_status();
     return CT_OK;
 }
 
