@@ -6,7 +6,7 @@
 
 /* Huge requests must come back as errors; let AddressSanitizer return NULL for them as the
  * system allocator does, instead of stopping the program. */
-const char *__asan_default_options(void);
+__attribute__((visibility("default"))) const char *__asan_default_options(void);
 const char *__asan_default_options(void) { return "allocator_may_return_null=1"; }
 
 DEVICE_TEST(test_tensor_full_roundtrip_every_dtype) {

@@ -53,11 +53,12 @@ ct_tensor *ct_from_data(const void *data, int ndim, const int64_t *shape, ct_dty
     if (!prepare("ct_from_data", device, dtype, ndim, shape, &d)) return NULL;
     ct_tensor *t = ct__tensor_new(d, dtype, ndim, shape);
     if (!t) return NULL;
-    size_t bytes = (size_t)t->numel * ct__dtype_size(dtype);
+    int64_t numel = t->numel;
+    size_t bytes = (size_t)numel * ct__dtype_size(dtype);
     if (bytes && !data) {
         ct_release(t);
         return ct__fail(CT_ERR_INVALID_ARG, "ct_from_data: data is NULL for %lld elements",
-                        (long long)t->numel);
+                        (long long)numel);
     }
     if (ct__transfer(&d, t->storage->data, NULL, data, bytes, false, "ct_from_data") != CT_OK) {
         ct_release(t);
