@@ -92,19 +92,23 @@ void ct__scope_forget(ct_tensor *t) {
 ct_tensor *ct_keep(ct_tensor *t) {
     if (!t || !top || t->scope != top) return t; /* not held by the current scope */
     ct_scope_frame *parent = top->parent;
-    if (parent && top->items[t->scope_slot].outer_frame != parent && !frame_reserve(parent))
+    if (!parent) {
+        ct__scope_forget(t); /* the outermost scope hands the reference to the caller */
+        return t;
+    }
+    scope_entry *e = &top->items[t->scope_slot];
+    if (e->outer_frame != parent && !frame_reserve(parent))
         return ct__fail(CT_ERR_OUT_OF_MEMORY, "ct_keep: out of host memory for a scope entry; "
                                               "the tensor stays in the current scope");
-    scope_entry *e = &top->items[t->scope_slot];
-    if (parent) {
-        if (e->refs > 1) frame_hold(parent, t, &e->outer_frame, &e->outer_slot);
-        else {
-            ct__scope_forget(t);
-            frame_hold(parent, t, &t->scope, &t->scope_slot);
-            return t;
-        }
+    if (e->refs > 1) {
+        /* One of several references moves; the parent's entry goes between this entry and
+         * the next one out. */
+        e->refs--;
+        frame_hold(parent, t, &e->outer_frame, &e->outer_slot);
+    } else {
+        ct__scope_forget(t);
+        frame_hold(parent, t, &t->scope, &t->scope_slot);
     }
-    ct__scope_forget(t);
     return t;
 }
 
