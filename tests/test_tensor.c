@@ -448,6 +448,25 @@ DEVICE_TEST(test_tensor_copy_into_view) {
     ct_release(base);
 }
 
+DEVICE_TEST(test_tensor_copy_between_overlapping_views) {
+    double values[6] = {1, 2, 3, 4, 5, 6};
+    int64_t shape[1] = {6}, five[1] = {5}, unit[1] = {1};
+    static const double shifted_right[6] = {1, 1, 2, 3, 4, 5}, shifted_left[6] = {2, 3, 4, 5, 6, 6};
+    for (int direction = 0; direction < 2; direction++) {
+        ct_tensor *x = ref_tensor(values, 1, shape, CT_F32, device);
+        CHECK_NOT_NULL(x);
+        ct_tensor *head = ct__tensor_view(x, CT_F32, 1, five, unit, 0);
+        ct_tensor *tail = ct__tensor_view(x, CT_F32, 1, five, unit, 1);
+        ct_status s = direction == 0 ? ct_copy(tail, head) : ct_copy(head, tail);
+        ct_release(head);
+        ct_release(tail);
+        if (s != CT_OK) ct_release(x);
+        CHECK_OK(s);
+        CHECK_TENSOR(x, direction == 0 ? shifted_right : shifted_left);
+        ct_release(x);
+    }
+}
+
 DEVICE_TEST(test_tensor_copy_errors) {
     int64_t shape[2] = {2, 3}, four[1] = {4}, bigger[3] = {2, 2, 3}, empty[2] = {0, 3};
     ct_tensor *dst = ct_zeros(2, shape, CT_F32, device);

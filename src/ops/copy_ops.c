@@ -82,8 +82,15 @@ ct_status ct_copy(ct_tensor *dst, const ct_tensor *src) {
         ct__null_arg("ct_copy", dst ? 2 : 1);
         return ct_last_status();
     }
-    if (ct_device_equal(dst->storage->device, src->storage->device))
-        return ct__copy_into(dst, src, "ct_copy");
+    if (ct_device_equal(dst->storage->device, src->storage->device)) {
+        if (dst == src || !ct_shares_storage(dst, src)) return ct__copy_into(dst, src, "ct_copy");
+        /* Views of one storage may overlap: copy from a snapshot of src, as NumPy does. */
+        ct_tensor *snapshot = ct_clone(src);
+        if (!snapshot) return ct_last_status();
+        ct_status status = ct__copy_into(dst, snapshot, "ct_copy");
+        ct_release(snapshot);
+        return status;
+    }
     ct_tensor *here = moved_copy(src, dst->storage->device, false, "ct_copy");
     if (!here) return ct_last_status();
     ct_status status = ct__copy_into(dst, here, "ct_copy");
