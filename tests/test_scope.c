@@ -207,6 +207,53 @@ TEST(test_scope_same_reference_across_nested_scopes) {
     CHECK(ct__live_tensors() == live);
 }
 
+TEST(test_scope_release_of_same_reference_to_outside_tensor) {
+    long live = ct__live_tensors();
+    ct_tensor *outside = small(5);
+    CHECK_NOT_NULL(outside);
+    CHECK_OK(ct_scope_begin());
+    ct_tensor *same = ct_to(outside, CT_CPU);
+    ct_release(same); /* gives back the scope's reference only */
+    ct_tensor *kept = ct_keep(ct_cast(outside, CT_F32)); /* handed to the caller */
+    CHECK_OK(ct_scope_end());
+    bool alive = kept == outside && ct__live_tensors() == live + 1 && holds(outside, 5);
+    ct_release(kept);
+    bool still_alive = holds(outside, 5);
+    ct_release(outside);
+    CHECK(alive && still_alive);
+    CHECK(ct__live_tensors() == live);
+}
+
+/* Many new references to a tensor shared between threads, each thread in its own scope. */
+static void *use_shared(void *arg) {
+    ct_tensor *shared = arg;
+    for (int i = 0; i < 2000; i++) {
+        if (ct_scope_begin() != CT_OK) return NULL;
+        ct_tensor *a = ct_to(shared, CT_CPU);
+        ct_tensor *b = ct_cast(shared, CT_F32);
+        ct_release(a);
+        (void)b; /* released by the scope */
+        ct_scope_end();
+    }
+    return NULL;
+}
+
+TEST(test_scope_shared_tensor_across_threads) {
+    long live = ct__live_tensors();
+    ct_tensor *shared = small(3);
+    CHECK_NOT_NULL(shared);
+    pthread_t threads[4];
+    int created = 0;
+    for (; created < 4; created++)
+        if (pthread_create(&threads[created], NULL, use_shared, shared) != 0) break;
+    for (int i = 0; i < created; i++) pthread_join(threads[i], NULL);
+    bool alive = holds(shared, 3);
+    ct_release(shared);
+    CHECK(created == 4);
+    CHECK(alive);
+    CHECK(ct__live_tensors() == live);
+}
+
 static void *depth_in_thread(void *arg) {
     *(int *)arg = ct_scope_depth();
     return NULL;

@@ -2,27 +2,27 @@
  * it was the innermost frame. ct_scope_end releases them; ct_keep moves one to the
  * enclosing frame, or hands it to the caller at the outermost frame.
  *
- * A frame holds at most one entry per tensor, with a count of the references it holds: a
- * function that returns its argument as a new reference (ct_to to the same device, ct_cast
- * to the same dtype) adds a reference to the entry, so the scope releases it too, and the
- * ct_release of such a temporary gives back that reference without taking the tensor out
- * of the scope. A tensor's entries in nested frames form a chain from the innermost frame
- * outwards: t->scope/t->scope_slot name the innermost entry and each entry names the next
- * one out, so ct_release always gives back a reference of the innermost scope. */
+ * A frame holds two kinds of references. Each new tensor has one creation entry, in the
+ * frame that was innermost when it was made; the tensor records that frame and slot, so
+ * ct_release and ct_keep find it at once. Functions that return an existing tensor as a new
+ * reference (ct_to to the same device, ct_cast to the same dtype) add an extra reference
+ * instead, kept in the frame's own list and never recorded in the tensor: the tensor may be
+ * shared with other threads, whose scopes must not see this thread's bookkeeping. ct_release
+ * gives back the innermost reference this thread's scopes hold, extra ones first, so the
+ * ct_release of such a temporary leaves the tensor in its scope. */
 #include "core/error_impl.h"
 #include "core/tensor_impl.h"
 
-typedef struct scope_entry {
-    ct_tensor *tensor; /* NULL once the entry is removed */
-    long refs;         /* references this frame holds */
-    struct ct_scope_frame *outer_frame; /* the tensor's entry in an enclosing frame, or NULL */
-    size_t outer_slot;
-} scope_entry;
+typedef struct extra_ref {
+    ct_tensor *tensor;
+    long refs;
+} extra_ref;
 
 typedef struct ct_scope_frame {
-    scope_entry *items;
-    size_t count;
-    size_t capacity;
+    ct_tensor **items; /* creation entries; NULL once released or kept */
+    size_t count, capacity;
+    extra_ref *extras; /* extra references, packed */
+    size_t extra_count, extra_capacity;
     struct ct_scope_frame *parent;
 } ct_scope_frame;
 
@@ -42,73 +42,95 @@ ct_status ct_scope_begin(void) {
     return CT_OK;
 }
 
-/* Room for one more entry in frame; false when the host is out of memory. */
-static bool frame_reserve(ct_scope_frame *frame) {
-    if (frame->count < frame->capacity) return true;
-    size_t capacity = frame->capacity ? frame->capacity * 2 : 64;
-    scope_entry *items = ct__realloc(frame->items, capacity * sizeof *items);
-    if (!items) return false;
-    frame->items = items;
-    frame->capacity = capacity;
+/* Room for one more element in a growable array; false when the host is out of memory. */
+static bool reserve(void **items, size_t count, size_t *capacity, size_t element_size) {
+    if (count < *capacity) return true;
+    size_t grown = *capacity ? *capacity * 2 : 64;
+    void *p = ct__realloc(*items, grown * element_size);
+    if (!p) return false;
+    *items = p;
+    *capacity = grown;
     return true;
 }
 
-static scope_entry *entry_at(ct_scope_frame *frame, size_t slot) {
-    return frame ? &frame->items[slot] : NULL;
+static bool add_creation_entry(ct_scope_frame *frame, ct_tensor *t) {
+    if (!reserve((void **)&frame->items, frame->count, &frame->capacity, sizeof *frame->items))
+        return false;
+    t->scope = frame;
+    t->scope_slot = frame->count;
+    frame->items[frame->count++] = t;
+    return true;
 }
 
-/* Add one reference of t to frame, where (*link_frame, *link_slot) is the link (the tensor's
- * innermost entry, or an entry's outer link) that should lead to frame's entry. The caller
- * has reserved room in frame. */
-static void frame_hold(ct_scope_frame *frame, ct_tensor *t, ct_scope_frame **link_frame,
-                       size_t *link_slot) {
-    if (*link_frame == frame) {
-        frame->items[*link_slot].refs++;
-        return;
+static extra_ref *find_extra(ct_scope_frame *frame, const ct_tensor *t) {
+    for (size_t i = frame->extra_count; i > 0; i--) /* the newest are the likeliest */
+        if (frame->extras[i - 1].tensor == t) return &frame->extras[i - 1];
+    return NULL;
+}
+
+static bool add_extra(ct_scope_frame *frame, ct_tensor *t) {
+    extra_ref *e = find_extra(frame, t);
+    if (e) {
+        e->refs++;
+        return true;
     }
-    size_t slot = frame->count++;
-    frame->items[slot] = (scope_entry){t, 1, *link_frame, *link_slot};
-    *link_frame = frame;
-    *link_slot = slot;
+    if (!reserve((void **)&frame->extras, frame->extra_count, &frame->extra_capacity,
+                 sizeof *frame->extras))
+        return false;
+    frame->extras[frame->extra_count++] = (extra_ref){t, 1};
+    return true;
+}
+
+/* Give back one extra reference (the caller drops it). */
+static void remove_extra(ct_scope_frame *frame, extra_ref *e) {
+    if (--e->refs > 0) return;
+    *e = frame->extras[--frame->extra_count];
 }
 
 ct_status ct__scope_adopt(ct_tensor *t) {
-    if (!top) return CT_OK;
-    if (t->scope != top && !frame_reserve(top))
+    if (top && !add_creation_entry(top, t))
         return ct__error(CT_ERR_OUT_OF_MEMORY, "out of host memory for a scope entry");
-    frame_hold(top, t, &t->scope, &t->scope_slot);
     return CT_OK;
 }
 
-/* Give back one reference of t's innermost entry (the caller drops the reference). */
+ct_tensor *ct__new_ref(const ct_tensor *t) {
+    ct_tensor *ref = ct_retain((ct_tensor *)t);
+    if (top && !add_extra(top, ref)) {
+        atomic_fetch_sub_explicit(&ref->refcount, 1, memory_order_relaxed);
+        return ct__fail(CT_ERR_OUT_OF_MEMORY, "out of host memory for a scope entry");
+    }
+    return ref;
+}
+
+/* Give back the innermost reference this thread's scopes hold on t, if any (the caller
+ * drops it). */
 void ct__scope_forget(ct_tensor *t) {
-    scope_entry *e = entry_at(t->scope, t->scope_slot);
-    if (!e || --e->refs > 0) return;
-    e->tensor = NULL;
-    t->scope = e->outer_frame;
-    t->scope_slot = e->outer_slot;
+    for (ct_scope_frame *frame = top; frame; frame = frame->parent) {
+        extra_ref *e = find_extra(frame, t);
+        if (e) {
+            remove_extra(frame, e);
+            return;
+        }
+        if (t->scope == frame) break;
+    }
+    if (!t->scope) return;
+    t->scope->items[t->scope_slot] = NULL;
+    t->scope = NULL;
 }
 
 ct_tensor *ct_keep(ct_tensor *t) {
-    if (!t || !top || t->scope != top) return t; /* not held by the current scope */
+    if (!t || !top) return t;
+    extra_ref *e = find_extra(top, t);
+    if (!e && t->scope != top) return t; /* not held by the current scope */
     ct_scope_frame *parent = top->parent;
-    if (!parent) {
-        ct__scope_forget(t); /* the outermost scope hands the reference to the caller */
-        return t;
-    }
-    scope_entry *e = &top->items[t->scope_slot];
-    if (e->outer_frame != parent && !frame_reserve(parent))
+    size_t slot = t->scope_slot;
+    bool moved = !parent || (e ? add_extra(parent, t) : add_creation_entry(parent, t));
+    if (!moved)
         return ct__fail(CT_ERR_OUT_OF_MEMORY, "ct_keep: out of host memory for a scope entry; "
                                               "the tensor stays in the current scope");
-    if (e->refs > 1) {
-        /* One of several references moves; the parent's entry goes between this entry and
-         * the next one out. */
-        e->refs--;
-        frame_hold(parent, t, &e->outer_frame, &e->outer_slot);
-    } else {
-        ct__scope_forget(t);
-        frame_hold(parent, t, &t->scope, &t->scope_slot);
-    }
+    if (e) remove_extra(top, e);
+    else if (parent) top->items[slot] = NULL; /* replaced by the parent's entry */
+    else ct__scope_forget(t); /* the outermost scope hands the reference to the caller */
     return t;
 }
 
@@ -119,15 +141,15 @@ ct_status ct_scope_end(void) {
     ct_scope_frame *frame = top;
     top = frame->parent;
     depth--;
+    for (size_t i = 0; i < frame->extra_count; i++)
+        for (long k = frame->extras[i].refs; k > 0; k--) ct__tensor_drop(frame->extras[i].tensor);
     for (size_t i = 0; i < frame->count; i++) {
-        scope_entry *e = &frame->items[i];
-        ct_tensor *t = e->tensor;
+        ct_tensor *t = frame->items[i];
         if (!t) continue;
-        /* This frame was the innermost, so this entry is the tensor's innermost one. */
-        t->scope = e->outer_frame;
-        t->scope_slot = e->outer_slot;
-        for (long k = e->refs; k > 0; k--) ct__tensor_drop(t);
+        t->scope = NULL;
+        ct__tensor_drop(t);
     }
+    ct__free_mem(frame->extras);
     ct__free_mem(frame->items);
     ct__free_mem(frame);
     return CT_OK;

@@ -113,15 +113,6 @@ ct_tensor *ct_retain(ct_tensor *t) {
     return t;
 }
 
-ct_tensor *ct__new_ref(const ct_tensor *t) {
-    ct_tensor *ref = ct_retain((ct_tensor *)t);
-    if (ct__scope_adopt(ref) != CT_OK) {
-        atomic_fetch_sub_explicit(&ref->refcount, 1, memory_order_relaxed);
-        return NULL;
-    }
-    return ref;
-}
-
 /* Drop one reference without touching scopes. */
 static void drop_reference(ct_tensor *t) {
     if (atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel) != 1) return;
@@ -132,7 +123,7 @@ static void drop_reference(ct_tensor *t) {
 
 void ct_release(ct_tensor *t) {
     if (!t) return;
-    if (t->scope) ct__scope_forget(t);
+    ct__scope_forget(t);
     drop_reference(t);
 }
 

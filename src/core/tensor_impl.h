@@ -60,7 +60,7 @@ long ct__live_tensors(void);
 /* Register a new reference with the current scope, if any (CT_ERR_OUT_OF_MEMORY when the
  * scope cannot grow). */
 ct_status ct__scope_adopt(ct_tensor *t);
-/* Give back one reference of t's innermost scope without releasing it. */
+/* Give back the innermost reference this thread's scopes hold on t, without dropping it. */
 void ct__scope_forget(ct_tensor *t);
 
 /* t itself as a new reference, owned like a new tensor (by the current scope when one is
