@@ -101,6 +101,21 @@ TEST(test_device_placement_stack_nesting) {
     CHECK_ERROR(CT_ERR_STATE, "ct_device_pop: the placement stack is empty");
 }
 
+TEST(test_device_placement_stack_full) {
+    int pushed = 0;
+    while (pushed < 1000 && ct_device_push(CT_CPU) == CT_OK) pushed++;
+    ct_status full = ct_last_status();
+    char message[1024];
+    snprintf(message, sizeof message, "%s", ct_last_error());
+    ct_clear_error();
+    for (int i = 0; i < pushed; i++) ct_device_pop();
+    CHECK(pushed >= 16 && pushed < 1000); /* a deep stack, but a bounded one */
+    CHECK(full == CT_ERR_STATE);
+    CHECK(strstr(message, "ct_device_push: placement stack full") == message);
+    CHECK(ct_device_pop() == CT_ERR_STATE); /* every push was popped */
+    ct_clear_error();
+}
+
 TEST(test_device_push_bad_string) {
     CHECK(ct_device_push_str("tpu:0") == CT_ERR_INVALID_ARG);
     CHECK_ERROR(CT_ERR_INVALID_ARG, "\"tpu:0\"");
@@ -153,6 +168,16 @@ TEST(test_device_cuda_unavailable_reason) {
     CHECK(ct_device_count(CT_DEVICE_CUDA) == 0);
     CHECK(ct_device_check((ct_device){CT_DEVICE_CUDA, 0}) == CT_ERR_DEVICE_UNAVAILABLE);
     CHECK_ERROR(CT_ERR_DEVICE_UNAVAILABLE, "libctensor_cuda.so");
+}
+
+TEST(test_device_configure_unavailable_cuda) {
+    if (ct_cuda_is_available()) {
+        ct_test_skip("CUDA is available here");
+        return;
+    }
+    CHECK(ct_configure_logical_devices(CT_DEVICE_CUDA, 0, 2, NULL) == CT_ERR_DEVICE_UNAVAILABLE);
+    CHECK_ERROR(CT_ERR_DEVICE_UNAVAILABLE, "ct_configure_logical_devices: the CUDA plugin");
+    CHECK(ct_device_count(CT_DEVICE_CUDA) == 0);
 }
 
 TEST(test_device_push_unavailable_cuda) {
