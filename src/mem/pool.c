@@ -37,6 +37,7 @@ static pthread_mutex_t pools_init_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Round size up to its class; writes the class index. */
 static size_t round_to_class(size_t size, size_t *class_index) {
+    *class_index = 0; /* also on overflow, where the caller fails before using it */
     if (size == 0) size = 1;
     if (size < SMALL_LIMIT) {
         size_t rounded = (size + SMALL_QUANTUM - 1) / SMALL_QUANTUM * SMALL_QUANTUM;

@@ -176,7 +176,7 @@ ct_tensor *ct__full_on(ct_device device, int ndim, const int64_t *shape, double 
 
 ct_status ct__copy_into(ct_tensor *dst, const ct_tensor *src, const char *op) {
     const ct_tensor *pair[2] = {dst, src};
-    int ndim;
+    int ndim = 0;
     int64_t shape[CT_MAX_DIMS];
     if (ct__broadcast_shapes(op, 2, pair, &ndim, shape) != CT_OK) return ct_last_status();
     if (ndim != dst->ndim || memcmp(shape, dst->shape, sizeof(int64_t) * (size_t)ndim) != 0)
