@@ -40,8 +40,8 @@ TEST(test_device_parse_auto_is_best_present) {
 }
 
 TEST(test_device_parse_rejects_bad_spellings) {
-    const char *bad[] = {"tpu", "cuda:", "cuda:-1", "cpu:x", "", "cpu:0:1", "cpux", " cpu",
-                         "cuda:16", "/device:", "autox", "gpu0", "device:GPU:0"};
+    const char *bad[] = {"tpu",  "cuda:",   "cuda:-1",  "cpu:x", "",     "cpu:0:1",     "cpux",
+                         " cpu", "cuda:16", "/device:", "autox", "gpu0", "device:GPU:0"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ct_device d = {CT_DEVICE_CPU, 5};
         CHECK(ct_device_parse(bad[i], &d) == CT_ERR_INVALID_ARG);
@@ -144,8 +144,10 @@ TEST(test_device_environment_variable) {
     ct_status pushed = ct_device_push(CT_CPU);
     bool stack_first = pushed == CT_OK && default_lands_on(CT_CPU);
     if (pushed == CT_OK) ct_device_pop();
-    if (saved) setenv("CT_DEVICE", saved_copy, 1);
-    else unsetenv("CT_DEVICE");
+    if (saved)
+        setenv("CT_DEVICE", saved_copy, 1);
+    else
+        unsetenv("CT_DEVICE");
     CHECK(cpu_ok);
     CHECK(bad == NULL);
     CHECK(bad_status == CT_ERR_INVALID_ARG);

@@ -13,10 +13,10 @@ TEST(test_dtype_sizes_and_names) {
         const char *name;
         bool floating, integer;
     } expected[CT_DTYPE_COUNT] = {
-        {CT_F32, 4, "float32", true, false},  {CT_F64, 8, "float64", true, false},
-        {CT_F16, 2, "float16", true, false},  {CT_BF16, 2, "bfloat16", true, false},
-        {CT_I32, 4, "int32", false, true},    {CT_I64, 8, "int64", false, true},
-        {CT_U8, 1, "uint8", false, true},     {CT_BOOL, 1, "bool", false, false},
+        {CT_F32, 4, "float32", true, false}, {CT_F64, 8, "float64", true, false},
+        {CT_F16, 2, "float16", true, false}, {CT_BF16, 2, "bfloat16", true, false},
+        {CT_I32, 4, "int32", false, true},   {CT_I64, 8, "int64", false, true},
+        {CT_U8, 1, "uint8", false, true},    {CT_BOOL, 1, "bool", false, false},
     };
     for (int i = 0; i < CT_DTYPE_COUNT; i++) {
         CHECK(ct_dtype_size(expected[i].dtype) == expected[i].size);
@@ -60,8 +60,8 @@ TEST(test_dtype_promotion_matches_numpy) {
             ct_dtype got = ct_promote_types(order[i], order[j]);
             if (got != table[i][j]) {
                 ct_test_fail(__FILE__, __LINE__, "promote(%s, %s) = %s, expected %s",
-                             ct_dtype_name(order[i]), ct_dtype_name(order[j]),
-                             ct_dtype_name(got), ct_dtype_name(table[i][j]));
+                             ct_dtype_name(order[i]), ct_dtype_name(order[j]), ct_dtype_name(got),
+                             ct_dtype_name(table[i][j]));
                 return;
             }
         }
@@ -188,22 +188,22 @@ TEST(test_dtype_f32_to_f16_special_values) {
         {-0.0f, 0x8000},
         {1.0f, 0x3c00},
         {-2.0f, 0xc000},
-        {65504.0f, 0x7bff},           /* the largest half */
-        {65519.0f, 0x7bff},           /* below the halfway point to 65536 */
-        {65520.0f, 0x7c00},           /* halfway: rounds to even, which is 2^16: inf */
+        {65504.0f, 0x7bff}, /* the largest half */
+        {65519.0f, 0x7bff}, /* below the halfway point to 65536 */
+        {65520.0f, 0x7c00}, /* halfway: rounds to even, which is 2^16: inf */
         {-65520.0f, 0xfc00},
         {1e10f, 0x7c00},
         {INFINITY, 0x7c00},
         {-INFINITY, 0xfc00},
-        {1.0f + 0x1p-11f, 0x3c00},    /* halfway between 1 and 1 + 2^-10: even is 1 */
-        {1.0f + 3 * 0x1p-11f, 0x3c02}, /* halfway, the even neighbour is above */
+        {1.0f + 0x1p-11f, 0x3c00},            /* halfway between 1 and 1 + 2^-10: even is 1 */
+        {1.0f + 3 * 0x1p-11f, 0x3c02},        /* halfway, the even neighbour is above */
         {1.0f + 0x1p-11f + 0x1p-23f, 0x3c01}, /* just above halfway */
-        {0x1p-14f, 0x0400},           /* smallest normal */
-        {0x1p-24f, 0x0001},           /* smallest subnormal */
-        {0x1p-25f, 0x0000},           /* halfway to the smallest subnormal: even is 0 */
+        {0x1p-14f, 0x0400},                   /* smallest normal */
+        {0x1p-24f, 0x0001},                   /* smallest subnormal */
+        {0x1p-25f, 0x0000},                   /* halfway to the smallest subnormal: even is 0 */
         {0x1p-25f + 0x1p-40f, 0x0001},
-        {3 * 0x1p-25f, 0x0002},       /* halfway between 1 and 2 units: even is 2 */
-        {-5 * 0x1p-25f, 0x8002},      /* halfway between 2 and 3 units: even is 2 */
+        {3 * 0x1p-25f, 0x0002},        /* halfway between 1 and 2 units: even is 2 */
+        {-5 * 0x1p-25f, 0x8002},       /* halfway between 2 and 3 units: even is 2 */
         {0x1p-14f - 0x1p-25f, 0x0400}, /* subnormal rounding up to the smallest normal */
         {0x1p-30f, 0x0000},
     };
@@ -222,8 +222,8 @@ TEST(test_dtype_f32_to_f16_nan_stays_quiet_nan) {
     for (int i = 0; i < 4; i++) {
         uint16_t h = ct_f32_to_f16(bits_to_float(nans[i]));
         CHECK((h & 0x7c00u) == 0x7c00u && (h & 0x3ffu) != 0); /* a NaN */
-        CHECK(h & 0x200u);                                      /* quiet */
-        CHECK((h & 0x8000u) == ((nans[i] >> 16) & 0x8000u));   /* sign kept */
+        CHECK(h & 0x200u);                                    /* quiet */
+        CHECK((h & 0x8000u) == ((nans[i] >> 16) & 0x8000u));  /* sign kept */
         CHECK(isnan(ct_f16_to_f32(h)));
     }
 }
@@ -276,12 +276,12 @@ TEST(test_dtype_f32_to_bf16_special_values) {
         uint32_t value; /* f32 bits */
         uint16_t bits;
     } cases[] = {
-        {0x00000000u, 0x0000}, {0x80000000u, 0x8000}, {0x3f800000u, 0x3f80},
-        {0x3f808000u, 0x3f80}, /* 1 + 2^-8: halfway, even is 1 */
-        {0x3f818000u, 0x3f82}, /* 1 + 3 * 2^-8: halfway, even is above */
-        {0x3f808001u, 0x3f81}, /* just above halfway */
-        {0x7f7fffffu, 0x7f80}, /* FLT_MAX rounds up to inf */
-        {0x7f7f7fffu, 0x7f7f}, /* below halfway: the largest bfloat16 */
+        {0x00000000u, 0x0000}, {0x80000000u, 0x8000},
+        {0x3f800000u, 0x3f80}, {0x3f808000u, 0x3f80}, /* 1 + 2^-8: halfway, even is 1 */
+        {0x3f818000u, 0x3f82},                        /* 1 + 3 * 2^-8: halfway, even is above */
+        {0x3f808001u, 0x3f81},                        /* just above halfway */
+        {0x7f7fffffu, 0x7f80},                        /* FLT_MAX rounds up to inf */
+        {0x7f7f7fffu, 0x7f7f},                        /* below halfway: the largest bfloat16 */
         {0x7f800000u, 0x7f80}, {0xff800000u, 0xff80},
         {0x00000001u, 0x0000}, /* the smallest f32 subnormal */
         {0x00008000u, 0x0000}, /* halfway to bf16's smallest subnormal: even is 0 */

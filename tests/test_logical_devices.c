@@ -103,8 +103,8 @@ TEST(test_logical_devices_placement_stack_nesting) {
     ct_tensor *d = ct_zeros(1, shape, CT_F32, CT_CPU); /* an explicit device wins */
     CHECK_OK(ct_device_pop());
     bool ok = a && b && c && d && ct_device_equal(ct_device_of(a), CPU1) &&
-              ct_device_equal(ct_device_of(b), CT_CPU) &&
-              ct_device_equal(ct_device_of(c), CPU1) && ct_device_equal(ct_device_of(d), CT_CPU);
+              ct_device_equal(ct_device_of(b), CT_CPU) && ct_device_equal(ct_device_of(c), CPU1) &&
+              ct_device_equal(ct_device_of(d), CT_CPU);
     ct_release(a);
     ct_release(b);
     ct_release(c);

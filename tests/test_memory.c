@@ -40,8 +40,8 @@ TEST(test_memory_pool_reuses_freed_blocks) {
 
 TEST(test_memory_stats_add_up) {
     ct_memory_statistics s0 = cpu_stats();
-    ct_tensor *a = bytes_tensor(1000);             /* 512-byte classes below 1 MiB */
-    ct_tensor *b = bytes_tensor(3 * 1048576 + 1);  /* eight classes per power of two above */
+    ct_tensor *a = bytes_tensor(1000);            /* 512-byte classes below 1 MiB */
+    ct_tensor *b = bytes_tensor(3 * 1048576 + 1); /* eight classes per power of two above */
     CHECK(a && b);
     ct_memory_statistics s1 = cpu_stats();
     ct_release(a);
@@ -225,8 +225,8 @@ TEST(test_memory_fault_injection_fails_cleanly) {
         }
         ct_clear_error();
     }
-    CHECK(n < 64);    /* the workload ends within 64 allocations */
-    CHECK(n > 5);     /* and makes several, each of which was made to fail */
+    CHECK(n < 64); /* the workload ends within 64 allocations */
+    CHECK(n > 5);  /* and makes several, each of which was made to fail */
     CHECK(failures > 0);
     CHECK_OK(workload());
 }

@@ -123,7 +123,7 @@ TEST(test_scope_release_keeps_other_owners) {
     long live = ct__live_tensors();
     CHECK_OK(ct_scope_begin());
     ct_tensor *t = small(4);
-    ct_retain(t); /* another owner, e.g. a module holding it */
+    ct_retain(t);  /* another owner, e.g. a module holding it */
     ct_release(t); /* gives back the scope's reference */
     CHECK_OK(ct_scope_end());
     bool alive = ct__live_tensors() == live + 1 && holds(t, 4);
@@ -213,7 +213,7 @@ TEST(test_scope_release_of_same_reference_to_outside_tensor) {
     CHECK_NOT_NULL(outside);
     CHECK_OK(ct_scope_begin());
     ct_tensor *same = ct_to(outside, CT_CPU);
-    ct_release(same); /* gives back the scope's reference only */
+    ct_release(same);                                    /* gives back the scope's reference only */
     ct_tensor *kept = ct_keep(ct_cast(outside, CT_F32)); /* handed to the caller */
     CHECK_OK(ct_scope_end());
     bool alive = kept == outside && ct__live_tensors() == live + 1 && holds(outside, 5);

@@ -45,8 +45,8 @@ DEVICE_TEST(test_tensor_queries_zero_d_and_empty) {
     ct_tensor *e = ct_zeros(2, empty_shape, CT_F32, device);
     CHECK(s && e);
     bool ok = ct_ndim(s) == 0 && ct_numel(s) == 1 && ct_is_contiguous(s) && ct_size(s, 0) == 0;
-    ok = ok && ct_ndim(e) == 2 && ct_numel(e) == 0 && ct_is_contiguous(e) &&
-         ct_size(e, 0) == 0 && ct_size(e, 1) == 3 && !ct_shares_storage(s, e);
+    ok = ok && ct_ndim(e) == 2 && ct_numel(e) == 0 && ct_is_contiguous(e) && ct_size(e, 0) == 0 &&
+         ct_size(e, 1) == 3 && !ct_shares_storage(s, e);
     ct_release(s);
     ct_release(e);
     CHECK(ok);
@@ -98,7 +98,7 @@ DEVICE_TEST(test_tensor_from_data_roundtrip_every_dtype) {
         ct_release(t);
         CHECK_OK(s);
         CHECK(memcmp(back, data, bytes) == 0); /* bit for bit, NaN payloads included */
-        CHECK(back[bytes] == 0xa5);             /* nothing written past the end */
+        CHECK(back[bytes] == 0xa5);            /* nothing written past the end */
     }
 }
 
@@ -206,16 +206,32 @@ DEVICE_TEST(test_tensor_to_same_device_is_same_tensor) {
 static void ref_convert(double value, ct_dtype dtype, unsigned char *out) {
     double t = trunc(value);
     switch (dtype) {
-    case CT_F32: { float f = (float)value; memcpy(out, &f, 4); break; }
+    case CT_F32: {
+        float f = (float)value;
+        memcpy(out, &f, 4);
+        break;
+    }
     case CT_F64: memcpy(out, &value, 8); break;
-    case CT_F16: { uint16_t h = ct_f32_to_f16((float)value); memcpy(out, &h, 2); break; }
-    case CT_BF16: { uint16_t h = ct_f32_to_bf16((float)value); memcpy(out, &h, 2); break; }
+    case CT_F16: {
+        uint16_t h = ct_f32_to_f16((float)value);
+        memcpy(out, &h, 2);
+        break;
+    }
+    case CT_BF16: {
+        uint16_t h = ct_f32_to_bf16((float)value);
+        memcpy(out, &h, 2);
+        break;
+    }
     case CT_I32: {
         int32_t i = (int32_t)(uint32_t)(uint64_t)(int64_t)t;
         memcpy(out, &i, 4);
         break;
     }
-    case CT_I64: { int64_t i = (int64_t)t; memcpy(out, &i, 8); break; }
+    case CT_I64: {
+        int64_t i = (int64_t)t;
+        memcpy(out, &i, 8);
+        break;
+    }
     case CT_U8: out[0] = (uint8_t)(uint64_t)(int64_t)t; break;
     case CT_BOOL: out[0] = value != 0.0; break;
     }
@@ -223,12 +239,36 @@ static void ref_convert(double value, ct_dtype dtype, unsigned char *out) {
 
 static double decode(const unsigned char *p, ct_dtype dtype) {
     switch (dtype) {
-    case CT_F32: { float f; memcpy(&f, p, 4); return f; }
-    case CT_F64: { double d; memcpy(&d, p, 8); return d; }
-    case CT_F16: { uint16_t h; memcpy(&h, p, 2); return ct_f16_to_f32(h); }
-    case CT_BF16: { uint16_t h; memcpy(&h, p, 2); return ct_bf16_to_f32(h); }
-    case CT_I32: { int32_t i; memcpy(&i, p, 4); return i; }
-    case CT_I64: { int64_t i; memcpy(&i, p, 8); return (double)i; }
+    case CT_F32: {
+        float f;
+        memcpy(&f, p, 4);
+        return f;
+    }
+    case CT_F64: {
+        double d;
+        memcpy(&d, p, 8);
+        return d;
+    }
+    case CT_F16: {
+        uint16_t h;
+        memcpy(&h, p, 2);
+        return ct_f16_to_f32(h);
+    }
+    case CT_BF16: {
+        uint16_t h;
+        memcpy(&h, p, 2);
+        return ct_bf16_to_f32(h);
+    }
+    case CT_I32: {
+        int32_t i;
+        memcpy(&i, p, 4);
+        return i;
+    }
+    case CT_I64: {
+        int64_t i;
+        memcpy(&i, p, 8);
+        return (double)i;
+    }
     case CT_U8: return p[0];
     case CT_BOOL: return p[0];
     }
@@ -248,8 +288,24 @@ static bool defined_cast(double value, ct_dtype from, ct_dtype to) {
 
 #define CAST_N 18
 static const double cast_values[CAST_N] = {
-    0, 1, -1, 2.5, -2.5, 0.75, -0.75, 100.25, 255, 256, 300.75, -129.5, 65504,
-    70000.5, 1048576.5, -3e9, 1099511627776.0 /* 2^40 */, 3.0e5,
+    0,
+    1,
+    -1,
+    2.5,
+    -2.5,
+    0.75,
+    -0.75,
+    100.25,
+    255,
+    256,
+    300.75,
+    -129.5,
+    65504,
+    70000.5,
+    1048576.5,
+    -3e9,
+    1099511627776.0 /* 2^40 */,
+    3.0e5,
 };
 
 /* Check ct_cast(from -> to) of the cast values, as a contiguous or a strided source. */
@@ -299,8 +355,8 @@ DEVICE_TEST(test_tensor_cast_every_pair_strided) {
 DEVICE_TEST(test_tensor_cast_f64_to_16_bit_rounds_once) {
     /* Just above a halfway point of the 16-bit format, by less than float32 can hold:
      * rounding through float32 first would land on the tie and round to even (down). */
-    double values[4] = {1.0 + 0x1p-11 + 0x1p-40, -(1.0 + 0x1p-11 + 0x1p-40),
-                        1.0 + 0x1p-8 + 0x1p-40, 0x1p-25 + 0x1p-60};
+    double values[4] = {1.0 + 0x1p-11 + 0x1p-40, -(1.0 + 0x1p-11 + 0x1p-40), 1.0 + 0x1p-8 + 0x1p-40,
+                        0x1p-25 + 0x1p-60};
     int64_t shape[1] = {4};
     ct_tensor *x = ct_from_data(values, 1, shape, CT_F64, device);
     ct_tensor *h = ct_cast(x, CT_F16), *b = ct_cast(x, CT_BF16);
@@ -412,15 +468,15 @@ DEVICE_TEST(test_tensor_copy_broadcasts_and_converts) {
         ct_dtype dtype;
         double expected[6];
     } cases[4] = {
-        {1, row, CT_I32, {1, -2, 3, 1, -2, 3}},  /* values truncated by the i32 source */
+        {1, row, CT_I32, {1, -2, 3, 1, -2, 3}}, /* values truncated by the i32 source */
         {2, col, CT_F64, {1.5, 1.5, 1.5, -2.5, -2.5, -2.5}},
         {0, NULL, CT_F16, {1.5, 1.5, 1.5, 1.5, 1.5, 1.5}},
         {2, dst_shape, CT_U8, {1, 254, 3, 4, 5, 6}}, /* -2.5 -> -2 -> 254 */
     };
     for (int i = 0; i < 4; i++) {
         ct_tensor *dst = ct_zeros(2, dst_shape, CT_F32, device);
-        ct_tensor *src = ref_tensor(src_values, cases[i].ndim, cases[i].shape, cases[i].dtype,
-                                    device);
+        ct_tensor *src =
+            ref_tensor(src_values, cases[i].ndim, cases[i].shape, cases[i].dtype, device);
         ct_status s = ct_copy(dst, src);
         ct_release(src);
         CHECK_OK(s);

@@ -139,7 +139,7 @@ TEST(test_transfer_guard_disallow_implicit) {
     CHECK(previous == CT_GUARD_ALLOW && now == CT_GUARD_DISALLOW_IMPLICIT);
     CHECK(refused == NULL && status == CT_ERR_TRANSFER_GUARD);
     CHECK(strstr(message, "ct_test_op: implicit device-to-device transfer of 4 bytes") == message);
-    CHECK(strstr(message, "ct_to()") != NULL);                 /* what to do */
+    CHECK(strstr(message, "ct_to()") != NULL); /* what to do */
     CHECK(strstr(message, "ct_set_transfer_guard") != NULL);
     CHECK(explicit_ok);
     CHECK(s.refused == 1);

@@ -128,9 +128,12 @@ ct_tensor *ct_keep(ct_tensor *t) {
     if (!moved)
         return ct__fail(CT_ERR_OUT_OF_MEMORY, "ct_keep: out of host memory for a scope entry; "
                                               "the tensor stays in the current scope");
-    if (e) remove_extra(top, e);
-    else if (parent) top->items[slot] = NULL; /* replaced by the parent's entry */
-    else ct__scope_forget(t); /* the outermost scope hands the reference to the caller */
+    if (e)
+        remove_extra(top, e);
+    else if (parent)
+        top->items[slot] = NULL; /* replaced by the parent's entry */
+    else
+        ct__scope_forget(t); /* the outermost scope hands the reference to the caller */
     return t;
 }
 
