@@ -82,7 +82,9 @@ CT_API ct_status ct_scope_begin(void);
 /* Releases every tensor made since the matching ct_scope_begin and not kept.
  * CT_ERR_STATE when no scope is open. */
 CT_API ct_status ct_scope_end(void);
-/* Move t out of the current scope into the enclosing one (or to the caller). Returns t. */
+/* Move t out of the current scope into the enclosing one (or to the caller). Returns t; t
+ * itself unchanged when the current scope does not hold it; NULL with CT_ERR_OUT_OF_MEMORY
+ * when the enclosing scope cannot grow (t then stays in the current scope). */
 CT_API ct_tensor *ct_keep(ct_tensor *t);
 CT_API int ct_scope_depth(void);
 

@@ -21,6 +21,7 @@ ct_status ct_device_info(ct_device device, ct_device_properties *out) {
     out->device = device;
     out->physical_index = physical;
     out->is_logical = ct__device_is_split(device.type);
-    out->memory_limit = ct__logical_limit(device);
+    ct_memory_statistics stats; /* the pool's limit: configured, or set since */
+    out->memory_limit = ct_memory_stats(device, &stats) == CT_OK ? stats.limit : 0;
     return CT_OK;
 }

@@ -57,9 +57,18 @@ static bool parse_kind(const char *s, const char *word, ct_device_type type, ct_
     return true;
 }
 
+static ct_status parse_error(const char *text) {
+    return ct__error(CT_ERR_INVALID_ARG,
+                     "ct_device_parse: cannot parse device %s%s%s; expected one of \"cpu\", "
+                     "\"cpu:N\", \"cuda\", \"cuda:N\", \"gpu:N\", \"/gpu:N\", "
+                     "\"/device:GPU:N\", \"/cpu:0\" or \"auto\" (N below %d)",
+                     text ? "\"" : "", text ? text : "NULL", text ? "\"" : "",
+                     CT_MAX_LOGICAL_DEVICES);
+}
+
 ct_status ct_device_parse(const char *text, ct_device *out) {
-    if (!text || !out)
-        return ct__error(CT_ERR_INVALID_ARG, "ct_device_parse: text and out must not be NULL");
+    if (!out) return ct__error(CT_ERR_INVALID_ARG, "ct_device_parse: out must not be NULL");
+    if (!text) return parse_error(text);
     const char *s = text;
     if (equals_ignore_case(s, "auto", 5)) {
         *out = ct_cuda_is_available() ? (ct_device){CT_DEVICE_CUDA, 0} : CT_CPU;
@@ -70,11 +79,7 @@ ct_status ct_device_parse(const char *text, ct_device *out) {
     if (parse_kind(s, "cpu", CT_DEVICE_CPU, out) || parse_kind(s, "cuda", CT_DEVICE_CUDA, out) ||
         parse_kind(s, "gpu", CT_DEVICE_CUDA, out))
         return CT_OK;
-    return ct__error(CT_ERR_INVALID_ARG,
-                     "ct_device_parse: cannot parse device \"%s\"; expected one of \"cpu\", "
-                     "\"cpu:N\", \"cuda\", \"cuda:N\", \"gpu:N\", \"/gpu:N\", "
-                     "\"/device:GPU:N\", \"/cpu:0\" or \"auto\" (N below %d)",
-                     text, CT_MAX_LOGICAL_DEVICES);
+    return parse_error(text);
 }
 
 const char *ct_device_str(ct_device device, char *buf, size_t size) {
@@ -155,6 +160,12 @@ ct_status ct_configure_logical_devices(ct_device_type type, int physical_index, 
     for (int i = 0; i < CT_MAX_LOGICAL_DEVICES; i++)
         atomic_store(&logical_limits[type][i], memory_limits && i < n ? memory_limits[i] : 0);
     pthread_mutex_unlock(&config_lock);
+    /* The configured limits become the pools' limits, which ct_set_memory_limit can change
+     * later. The pools hold nothing now, so setting a limit cannot be refused. */
+    for (int i = 0; i < n; i++)
+        if (ct_set_memory_limit((ct_device){type, i}, memory_limits ? memory_limits[i] : 0) !=
+            CT_OK)
+            return ct_last_status();
     return CT_OK;
 }
 
@@ -197,8 +208,12 @@ bool ct_soft_placement(void) {
 
 void ct_set_soft_placement(bool enabled) { soft_placement = enabled ? 1 : 0; }
 
-/* The device to use for `requested`, applying soft placement. */
+/* The device to use for `requested`, applying soft placement. A fallback leaves the
+ * thread's earlier error as it was, so NULL propagation still reports the first failure. */
 static ct_status place(const char *op, ct_device requested, ct_device *out) {
+    ct_status earlier = ct_last_status();
+    char earlier_message[1024];
+    snprintf(earlier_message, sizeof earlier_message, "%s", ct_last_error());
     if (ct_device_check(requested) == CT_OK) {
         *out = requested;
         return CT_OK;
@@ -210,24 +225,30 @@ static ct_status place(const char *op, ct_device requested, ct_device *out) {
     }
     ct__log(CT_LOG_WARNING, "%s: %s; soft placement puts the work on cpu:0 instead",
             op, ct_last_error());
-    ct_clear_error();
+    if (earlier == CT_OK) ct_clear_error();
+    else ct__error(earlier, "%s", earlier_message);
     *out = CT_CPU;
     return CT_OK;
 }
 
-static ct_status environment_device(ct_device *out) {
+static ct_status environment_device(const char *op, ct_device *out) {
     const char *env = getenv("CT_DEVICE");
     if (!env || !*env) return ct_device_parse("auto", out);
-    if (ct_device_parse(env, out) != CT_OK)
-        return ct__error(CT_ERR_INVALID_ARG, "CT_DEVICE=\"%s\" is not a device: %s", env,
-                         ct_last_error());
+    if (ct_device_parse(env, out) != CT_OK) {
+        char message[900];
+        snprintf(message, sizeof message, "%s", ct_last_error());
+        return ct__error(CT_ERR_INVALID_ARG,
+                         "%s: the environment variable CT_DEVICE=\"%s\" is not a device (%s); "
+                         "fix or unset it",
+                         op, env, message);
+    }
     return CT_OK;
 }
 
 ct_device ct_default_device(void) {
     if (placement_depth > 0) return placement_stack[placement_depth - 1];
     ct_device device;
-    if (environment_device(&device) != CT_OK) return CT_CPU;
+    if (environment_device("ct_default_device", &device) != CT_OK) return CT_CPU;
     return device;
 }
 
@@ -238,7 +259,7 @@ ct_status ct__resolve_device(const char *op, ct_device requested, ct_device *out
         return CT_OK;
     }
     ct_device device;
-    if (environment_device(&device) != CT_OK) return ct_last_status();
+    if (environment_device(op, &device) != CT_OK) return ct_last_status();
     return place(op, device, out);
 }
 

@@ -60,6 +60,17 @@ static inline uint16_t ct__f32_to_f16(float f) {
     return (uint16_t)(sign | (uint16_t)(abs_bits >> 13));
 }
 
+/* v rounded to float with round-to-odd (toward zero, then the last bit set when inexact):
+ * rounding that float to nearest even in a narrower format (f16, bf16) gives the correctly
+ * rounded result, which rounding to nearest twice does not. */
+static inline float ct__f64_to_f32_odd(double v) {
+    float f = (float)v;
+    if ((double)f == v || v != v) return f;
+    uint32_t u = ct__f32_bits(f);
+    if (fabs((double)f) > fabs(v)) u -= 1; /* rounded away from zero: step back */
+    return ct__bits_f32(u | 1u);
+}
+
 /* Load element p of dtype as a double (integers above 2^53 lose precision: use the int64
  * domain for integer math). */
 static inline double ct__load_f64(const char *p, ct_dtype dtype) {
@@ -101,8 +112,8 @@ static inline void ct__store_f64(char *p, ct_dtype dtype, double v) {
     switch (dtype) {
     case CT_F32: *(float *)p = (float)v; break;
     case CT_F64: *(double *)p = v; break;
-    case CT_F16: *(uint16_t *)p = ct__f32_to_f16((float)v); break;
-    case CT_BF16: *(uint16_t *)p = ct__f32_to_bf16((float)v); break;
+    case CT_F16: *(uint16_t *)p = ct__f32_to_f16(ct__f64_to_f32_odd(v)); break;
+    case CT_BF16: *(uint16_t *)p = ct__f32_to_bf16(ct__f64_to_f32_odd(v)); break;
     case CT_I32: *(int32_t *)p = (int32_t)(uint32_t)(uint64_t)ct__f64_to_i64(v); break;
     case CT_I64: *(int64_t *)p = ct__f64_to_i64(v); break;
     case CT_U8: *(uint8_t *)p = (uint8_t)(uint64_t)ct__f64_to_i64(v); break;
@@ -117,6 +128,7 @@ static inline void ct__store_i64(char *p, ct_dtype dtype, int64_t v) {
     case CT_I64: *(int64_t *)p = v; break;
     case CT_U8: *(uint8_t *)p = (uint8_t)(uint64_t)v; break;
     case CT_BOOL: *(uint8_t *)p = v != 0; break;
+    case CT_F32: *(float *)p = (float)v; break; /* one rounding, not two through double */
     default: ct__store_f64(p, dtype, (double)v); break;
     }
 }

@@ -50,8 +50,9 @@ static void storage_release(ct_storage *storage) {
     ct__free_mem(storage->block);
 }
 
-/* Fill a tensor header; the caller has taken the storage reference it holds. */
-static void tensor_init(ct_tensor *t, ct_dtype dtype, int ndim, const int64_t *shape,
+/* Fill a tensor header and hand it to the current scope; the caller has taken the storage
+ * reference it holds. On failure (no memory to grow the scope) the caller undoes both. */
+static ct_status tensor_init(ct_tensor *t, ct_dtype dtype, int ndim, const int64_t *shape,
                         const int64_t *strides, int64_t offset, ct_storage *storage) {
     atomic_init(&t->refcount, 1);
     t->dtype = dtype;
@@ -66,8 +67,9 @@ static void tensor_init(ct_tensor *t, ct_dtype dtype, int ndim, const int64_t *s
     t->storage = storage;
     t->scope = NULL;
     t->scope_slot = 0;
+    if (ct__scope_adopt(t) != CT_OK) return ct_last_status();
     atomic_fetch_add_explicit(&live_tensors, 1, memory_order_relaxed);
-    ct__scope_adopt(t);
+    return CT_OK;
 }
 
 ct_tensor *ct__tensor_new(ct_device device, ct_dtype dtype, int ndim, const int64_t *shape) {
@@ -91,7 +93,11 @@ ct_tensor *ct__tensor_new(ct_device device, ct_dtype dtype, int ndim, const int6
     storage->size = bytes;
     storage->block = block;
     ct__contiguous_strides(ndim, shape, strides);
-    tensor_init(&block->tensor, dtype, ndim, shape, strides, 0, storage);
+    if (tensor_init(&block->tensor, dtype, ndim, shape, strides, 0, storage) != CT_OK) {
+        ct__pool_free(device, storage->data, bytes);
+        ct__free_mem(block);
+        return NULL;
+    }
     return &block->tensor;
 }
 
@@ -100,7 +106,11 @@ ct_tensor *ct__tensor_view(const ct_tensor *base, ct_dtype dtype, int ndim, cons
     ct_tensor *t = ct__malloc(sizeof *t);
     if (!t) return ct__fail(CT_ERR_OUT_OF_MEMORY, "out of host memory for a tensor header");
     atomic_fetch_add_explicit(&base->storage->refcount, 1, memory_order_relaxed);
-    tensor_init(t, dtype, ndim, shape, strides, offset, base->storage);
+    if (tensor_init(t, dtype, ndim, shape, strides, offset, base->storage) != CT_OK) {
+        storage_release(base->storage);
+        ct__free_mem(t);
+        return NULL;
+    }
     return t;
 }
 
@@ -121,7 +131,7 @@ static void drop_reference(ct_tensor *t) {
 
 void ct_release(ct_tensor *t) {
     if (!t) return;
-    if (t->scope) ct__scope_forget(t);
+    ct__scope_forget(t);
     drop_reference(t);
 }
 

@@ -60,9 +60,14 @@ ct_status ct__check_shape(const char *op, int ndim, const int64_t *shape, int64_
 /* Number of tensors alive in the process (for leak checks in tests). */
 long ct__live_tensors(void);
 
-/* Register a new reference with the current scope, if any. */
-void ct__scope_adopt(ct_tensor *t);
-/* Take t out of its scope without releasing it. */
+/* Register a new reference with the current scope, if any (CT_ERR_OUT_OF_MEMORY when the
+ * scope cannot grow). */
+ct_status ct__scope_adopt(ct_tensor *t);
+/* Give back the innermost reference this thread's scopes hold on t, without dropping it. */
 void ct__scope_forget(ct_tensor *t);
+
+/* t itself as a new reference, owned like a new tensor (by the current scope when one is
+ * open): what a function returns when its result is its argument. NULL on failure. */
+ct_tensor *ct__new_ref(const ct_tensor *t);
 
 #endif

@@ -37,6 +37,7 @@ static pthread_mutex_t pools_init_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Round size up to its class; writes the class index. */
 static size_t round_to_class(size_t size, size_t *class_index) {
+    *class_index = 0; /* also on overflow, where the caller fails before using it */
     if (size == 0) size = 1;
     if (size < SMALL_LIMIT) {
         size_t rounded = (size + SMALL_QUANTUM - 1) / SMALL_QUANTUM * SMALL_QUANTUM;
@@ -90,17 +91,17 @@ static void release_cache(ct_pool *pool, ct_device device, const ct_backend *bac
 
 static ct_status out_of_memory(ct_device device, const ct_pool *pool, size_t request,
                                const char *cause) {
-    char name[32];
+    char name[32], limit[64];
     ct_device_str(device, name, sizeof name);
     const ct_memory_statistics *s = &pool->stats;
+    if (s->limit) snprintf(limit, sizeof limit, "limit %.2f MiB", s->limit / 1048576.0);
+    else snprintf(limit, sizeof limit, "no limit");
     return ct__error(CT_ERR_OUT_OF_MEMORY,
                      "out of memory on %s: asked for %zu bytes (%.2f MiB) with %.2f MiB "
-                     "allocated, %.2f MiB reserved, limit %s%.2f MiB%s (%s); free tensors you "
-                     "no longer need, use a smaller batch, or raise the limit "
-                     "(ct_set_memory_limit)",
+                     "allocated, %.2f MiB reserved, %s (%s); free tensors you no longer need, "
+                     "use a smaller batch, or raise the limit (ct_set_memory_limit)",
                      name, request, request / 1048576.0, s->allocated / 1048576.0,
-                     s->reserved / 1048576.0, s->limit ? "" : "none (", s->limit / 1048576.0,
-                     s->limit ? "" : ")", cause);
+                     s->reserved / 1048576.0, limit, cause);
 }
 
 /* Ask the backend for a new segment, respecting the limit. Caller holds the lock. */
@@ -118,7 +119,7 @@ static ct_status new_segment(ct_pool *pool, ct_device device, const ct_backend *
 ct_status ct__pool_alloc(ct_device device, size_t size, void **out) {
     const ct_backend *backend = ct__backend(device.type);
     if (!backend) return ct_last_status();
-    size_t class_index = 0;
+    size_t class_index;
     size_t rounded = round_to_class(size, &class_index);
     ct_pool *pool = pool_of(device);
     pthread_mutex_lock(&pool->lock);
@@ -128,8 +129,6 @@ ct_status ct__pool_alloc(ct_device device, size_t size, void **out) {
         pthread_mutex_unlock(&pool->lock);
         return s;
     }
-    size_t logical_limit = ct__logical_limit(device);
-    if (logical_limit) pool->stats.limit = logical_limit;
     cached_block *node = pool->classes[class_index];
     if (node) {
         pool->classes[class_index] = node->next;
@@ -161,7 +160,7 @@ ct_status ct__pool_alloc(ct_device device, size_t size, void **out) {
 
 void ct__pool_free(ct_device device, void *ptr, size_t size) {
     if (!ptr) return;
-    size_t class_index = 0;
+    size_t class_index;
     size_t rounded = round_to_class(size, &class_index);
     ct_pool *pool = pool_of(device);
     pthread_mutex_lock(&pool->lock);
@@ -210,7 +209,6 @@ ct_status ct_memory_stats(ct_device device, ct_memory_statistics *out) {
     ct_pool *pool = pool_of(device);
     pthread_mutex_lock(&pool->lock);
     *out = pool->stats;
-    if (ct__logical_limit(device)) out->limit = ct__logical_limit(device);
     pthread_mutex_unlock(&pool->lock);
     return CT_OK;
 }

@@ -7,7 +7,7 @@
 
 ct_tensor *ct_contiguous(const ct_tensor *x) {
     if (!x) return ct__null_arg("ct_contiguous", 1);
-    if (ct_is_contiguous(x)) return ct_retain((ct_tensor *)x);
+    if (ct_is_contiguous(x)) return ct__new_ref(x);
     return ct_clone(x);
 }
 
@@ -32,7 +32,7 @@ ct_tensor *ct_cast(const ct_tensor *x, ct_dtype dtype) {
     if (!ct_dtype_is_valid(dtype))
         return ct__fail(CT_ERR_DTYPE, "ct_cast: invalid dtype %d; use one of CT_F32 .. CT_BOOL",
                         (int)dtype);
-    if (dtype == x->dtype) return ct_retain((ct_tensor *)x);
+    if (dtype == x->dtype) return ct__new_ref(x);
     return converted_copy(x, dtype, "ct_cast");
 }
 
@@ -73,7 +73,7 @@ ct_tensor *ct_to(const ct_tensor *x, ct_device device) {
     if (!x) return ct__null_arg("ct_to", 1);
     ct_device d;
     if (ct__resolve_device("ct_to", device, &d) != CT_OK) return NULL;
-    if (ct_device_equal(d, x->storage->device)) return ct_retain((ct_tensor *)x);
+    if (ct_device_equal(d, x->storage->device)) return ct__new_ref(x);
     return moved_copy(x, d, false, "ct_to");
 }
 
@@ -82,8 +82,15 @@ ct_status ct_copy(ct_tensor *dst, const ct_tensor *src) {
         ct__null_arg("ct_copy", dst ? 2 : 1);
         return ct_last_status();
     }
-    if (ct_device_equal(dst->storage->device, src->storage->device))
-        return ct__copy_into(dst, src, "ct_copy");
+    if (ct_device_equal(dst->storage->device, src->storage->device)) {
+        if (dst == src || !ct_shares_storage(dst, src)) return ct__copy_into(dst, src, "ct_copy");
+        /* Views of one storage may overlap: copy from a snapshot of src, as NumPy does. */
+        ct_tensor *snapshot = ct_clone(src);
+        if (!snapshot) return ct_last_status();
+        ct_status status = ct__copy_into(dst, snapshot, "ct_copy");
+        ct_release(snapshot);
+        return status;
+    }
     ct_tensor *here = moved_copy(src, dst->storage->device, false, "ct_copy");
     if (!here) return ct_last_status();
     ct_status status = ct__copy_into(dst, here, "ct_copy");

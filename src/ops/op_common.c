@@ -149,7 +149,7 @@ const ct_kernels *ct__kernels(ct_device device, int *physical) {
 }
 
 ct_tensor *ct__operand_on(const ct_tensor *t, ct_device device, const char *op) {
-    if (ct_device_equal(t->storage->device, device)) return ct_retain((ct_tensor *)t);
+    if (ct_device_equal(t->storage->device, device)) return ct__new_ref(t);
     ct_tensor *moved = ct__tensor_new(device, t->dtype, 0, NULL);
     if (!moved) return NULL;
     if (ct__transfer(&device, moved->storage->data, &t->storage->device, ct__data(t),

@@ -22,9 +22,9 @@ static void copy_row(char *const *ptrs, const int64_t *strides, int64_t n, void 
         return;
     }
     bool integer_domain = !ct__is_float(c->out_dtype) && !ct__is_float(c->in_dtype);
-    if (c->out_dtype == CT_F32 && c->in_dtype != CT_F64) {
-        /* Every dtype but f64 and i64 converts to f32 exactly through double, and i64 rounds
-         * once either way. */
+    if (c->out_dtype == CT_F32 && c->in_dtype != CT_F64 && c->in_dtype != CT_I64) {
+        /* Every dtype but f64 and i64 converts to f32 exactly through double (i64 would
+         * round twice that way: it takes ct__store_i64 below). */
         for (int64_t i = 0; i < n; i++)
             *(float *)(out + i * strides[0]) = (float)ct__load_f64(in + i * strides[1], c->in_dtype);
         return;
