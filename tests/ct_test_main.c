@@ -67,6 +67,8 @@ int main(int argc, char **argv) {
     const char *filter = argc > 1 ? argv[1] : NULL;
     int counts[3] = {0, 0, 0};
     char label[256];
+    if (!ct_cuda_is_available())
+        printf("CUDA unavailable, CUDA cases are skipped: %s\n", ct_cuda_unavailable_reason());
     for (int i = 0; i < test_count; i++) {
         const test_case *t = &tests[i];
         if (filter && !strstr(t->name, filter)) continue;
@@ -78,7 +80,7 @@ int main(int argc, char **argv) {
         counts[run_one(t, &CT_CPU, label)]++;
         int cuda = ct_device_count(CT_DEVICE_CUDA);
         if (cuda == 0) {
-            printf("SKIP %s[cuda]: CUDA unavailable: %s\n", t->name, ct_cuda_unavailable_reason());
+            printf("SKIP %s[cuda]: no CUDA device (see the reason above)\n", t->name);
             counts[2]++;
         }
         for (int d = 0; d < cuda; d++) {

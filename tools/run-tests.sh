@@ -5,6 +5,7 @@ build=${1:-build}
 log="$build/test-output.log"
 (cd "$build" && ctest --output-on-failure -V) > "$log" 2>&1
 status=$?
+grep -m1 -E "^[0-9]+: CUDA unavailable" "$log" | sed 's/^[0-9]*: //'
 grep -E "^[0-9]+: (SKIP|FAIL) " "$log" | sed 's/^[0-9]*: //'
 grep -E "^[0-9]+: +[^ ]+:[0-9]+: " "$log" | sed 's/^[0-9]*: //'
 grep -E "tests passed|tests failed" "$log"
