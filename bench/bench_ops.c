@@ -1,0 +1,278 @@
+/* bench_ops: ctensor's ops timed from C, beside OpenBLAS's sgemm called directly.
+ *
+ * Prints one tab-separated line per figure: benchmark, implementation, unit, value (or
+ * "n/a"), note. bench/run.sh joins these lines with NumPy's (bench/peer_numpy.py, which
+ * measures the same things the same way) into one table. An op that fails, or that this
+ * build of the library does not have yet, is reported as n/a with the reason, and the run
+ * carries on.
+ *
+ * Timing: after a warm-up, calls run in batches long enough (>= 1 ms) for the clock to be
+ * exact; a figure is the median batch's time per call (CLOCK_MONOTONIC). Elementwise ops
+ * make a fresh result on every call, as NumPy's `a + b` does: r = ct_add(a, b);
+ * ct_release(r). Bandwidth counts bytes read and written: 12 B per f32 element for add
+ * and mul, 8 for exp, 4 for sum.
+ *
+ * Usage: bench_ops [--quick]   (--quick: small sizes and short runs, to check the harness) */
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ctensor/ctensor.h"
+
+/* The ops reach the library one branch at a time: weak references let this harness build
+ * and run against a library that lacks some of them, and say so in the table. */
+#pragma weak ct_add
+#pragma weak ct_mul
+#pragma weak ct_exp
+#pragma weak ct_sum
+#pragma weak ct_matmul
+
+typedef ct_status (*call_fn)(void *ctx);
+
+static double budget_s = 0.5;  /* timed seconds per figure (after the warm-up) */
+static double warmup_s = 0.05; /* seconds of warm-up calls */
+#define BATCH_S 1e-3           /* a batch lasts at least this long */
+#define MAX_BATCHES 101
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int compare_doubles(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Seconds per call of fn (median over batches), or -1 when a call failed (error set). */
+static double time_calls(call_fn fn, void *ctx) {
+    long calls = 0;
+    double start = now_s(), elapsed = 0.0;
+    while (calls < 2 || elapsed < warmup_s) {
+        if (fn(ctx) != CT_OK) return -1.0;
+        calls++;
+        elapsed = now_s() - start;
+    }
+    double per_call = elapsed / (double)calls;
+    long batch = per_call >= BATCH_S ? 1 : (long)(BATCH_S / per_call) + 1;
+    long batches = (long)(budget_s / (per_call * (double)batch));
+    if (batches < 5) batches = 5;
+    if (batches > MAX_BATCHES) batches = MAX_BATCHES;
+    double times[MAX_BATCHES];
+    for (long b = 0; b < batches; b++) {
+        double t0 = now_s();
+        for (long i = 0; i < batch; i++)
+            if (fn(ctx) != CT_OK) return -1.0;
+        times[b] = (now_s() - t0) / (double)batch;
+    }
+    qsort(times, (size_t)batches, sizeof times[0], compare_doubles);
+    return times[batches / 2];
+}
+
+/* One output line; value < 0 means n/a, with note saying why. */
+static void report(const char *bench, const char *impl, const char *unit, double value,
+                   const char *note) {
+    char clean[512];
+    snprintf(clean, sizeof clean, "%s", note ? note : "");
+    for (char *c = clean; *c; c++)
+        if (*c == '\t' || *c == '\n') *c = ' ';
+    if (value < 0)
+        printf("%s\t%s\t%s\tn/a\t%s\n", bench, impl, unit, clean);
+    else
+        printf("%s\t%s\t%s\t%.6g\t%s\n", bench, impl, unit, value, clean);
+    fflush(stdout);
+}
+
+/* Time fn and report work / seconds-per-call scaled to unit (or the failure). */
+static void measure(const char *bench, const char *impl, const char *unit, double work, call_fn fn,
+                    void *ctx) {
+    ct_clear_error();
+    double seconds = time_calls(fn, ctx);
+    if (seconds < 0) {
+        report(bench, impl, unit, -1.0, ct_last_error());
+        ct_clear_error();
+        return;
+    }
+    report(bench, impl, unit, work > 0 ? work / seconds : seconds * 1e9, NULL);
+}
+
+static void report_missing(const char *bench, const char *unit, const char *op) {
+    char note[128];
+    snprintf(note, sizeof note, "%s is not in this build of the library", op);
+    report(bench, "ctensor", unit, -1.0, note);
+}
+
+/* A 1-D or 2-D f32 tensor of values uniform in [-1, 1) (a fixed LCG: runs compare). */
+static ct_tensor *random_f32(int ndim, const int64_t *shape) {
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++) n *= shape[d];
+    float *values = malloc((size_t)n * sizeof *values);
+    if (!values) return NULL;
+    uint64_t state = 0x9e3779b97f4a7c15ull + (uint64_t)n;
+    for (int64_t i = 0; i < n; i++) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        values[i] = (float)((double)(state >> 40) / (double)(1ull << 24) * 2.0 - 1.0);
+    }
+    ct_tensor *t = ct_from_data(values, ndim, shape, CT_F32, CT_CPU);
+    free(values);
+    return t;
+}
+
+/* ---- the calls being timed ---- */
+
+typedef struct op_ctx {
+    ct_tensor *(*binary)(const ct_tensor *, const ct_tensor *);
+    ct_tensor *(*unary)(const ct_tensor *);
+    const ct_tensor *a, *b;
+} op_ctx;
+
+static ct_status keep_status(ct_tensor *result) {
+    if (!result) return ct_last_status() != CT_OK ? ct_last_status() : CT_ERR_BACKEND;
+    ct_release(result);
+    return CT_OK;
+}
+
+static ct_status call_binary(void *p) {
+    op_ctx *c = p;
+    return keep_status(c->binary(c->a, c->b));
+}
+
+static ct_status call_unary(void *p) {
+    op_ctx *c = p;
+    return keep_status(c->unary(c->a));
+}
+
+static ct_status call_sum(void *p) {
+    op_ctx *c = p;
+    return keep_status(ct_sum(c->a, 0, NULL, false));
+}
+
+typedef struct sgemm_ctx {
+    int n;
+    const float *a, *b;
+    float *c;
+} sgemm_ctx;
+
+static ct_status call_sgemm(void *p) {
+    sgemm_ctx *g = p;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, g->n, g->n, g->n, 1.0f, g->a, g->n, g->b,
+                g->n, 0.0f, g->c, g->n);
+    return CT_OK;
+}
+
+/* ---- the benchmarks ---- */
+
+static void bench_matmul(int n) {
+    char bench[64];
+    snprintf(bench, sizeof bench, "matmul f32 %d", n);
+    int64_t shape[2] = {n, n};
+    ct_tensor *a = random_f32(2, shape), *b = random_f32(2, shape);
+    double flops = 2.0 * n * (double)n * n;
+    size_t bytes = (size_t)n * (size_t)n * sizeof(float);
+    float *ha = malloc(bytes), *hb = malloc(bytes), *hc = malloc(bytes);
+    if (a && b && ha && hb && hc && ct_copy_to_host(a, ha, bytes) == CT_OK &&
+        ct_copy_to_host(b, hb, bytes) == CT_OK) {
+        sgemm_ctx g = {n, ha, hb, hc};
+        measure(bench, "openblas", "GFLOP/s", flops * 1e-9, call_sgemm, &g);
+        if (!ct_matmul)
+            report_missing(bench, "GFLOP/s", "ct_matmul");
+        else
+            measure(bench, "ctensor", "GFLOP/s", flops * 1e-9, call_binary,
+                    &(op_ctx){.binary = ct_matmul, .a = a, .b = b});
+    } else {
+        report(bench, "ctensor", "GFLOP/s", -1.0, "could not make the inputs");
+    }
+    free(ha);
+    free(hb);
+    free(hc);
+    ct_release(a);
+    ct_release(b);
+}
+
+/* "10^7" for 10000000. */
+static void size_label(char *buf, size_t size, int64_t n) {
+    int exponent = 0;
+    for (int64_t m = n; m >= 10 && m % 10 == 0; m /= 10) exponent++;
+    snprintf(buf, size, "10^%d", exponent);
+}
+
+static void bench_elementwise(int64_t n) {
+    char label[16], bench[64];
+    size_label(label, sizeof label, n);
+    ct_tensor *a = random_f32(1, &n), *b = random_f32(1, &n);
+    struct {
+        const char *name;
+        ct_tensor *(*binary)(const ct_tensor *, const ct_tensor *);
+        ct_tensor *(*unary)(const ct_tensor *);
+        double bytes_per_element;
+    } ops[] = {{"add", ct_add, NULL, 12}, {"mul", ct_mul, NULL, 12}, {"exp", NULL, ct_exp, 8}};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        snprintf(bench, sizeof bench, "%s f32 %s", ops[i].name, label);
+        char op[16];
+        snprintf(op, sizeof op, "ct_%s", ops[i].name);
+        op_ctx c = {ops[i].binary, ops[i].unary, a, b};
+        if (!a || !b)
+            report(bench, "ctensor", "GB/s", -1.0, ct_last_error());
+        else if (!c.binary && !c.unary)
+            report_missing(bench, "GB/s", op);
+        else
+            measure(bench, "ctensor", "GB/s", ops[i].bytes_per_element * (double)n * 1e-9,
+                    c.binary ? call_binary : call_unary, &c);
+    }
+    ct_release(a);
+    ct_release(b);
+}
+
+/* Context rows that need no compute kernels: a copy (ct_clone) and a sum. */
+static void bench_copy_and_sum(int64_t n) {
+    char label[16], bench[64];
+    size_label(label, sizeof label, n);
+    ct_tensor *a = random_f32(1, &n);
+    op_ctx c = {NULL, ct_clone, a, NULL};
+    snprintf(bench, sizeof bench, "clone f32 %s", label);
+    if (a) measure(bench, "ctensor", "GB/s", 8.0 * (double)n * 1e-9, call_unary, &c);
+    snprintf(bench, sizeof bench, "sum f32 %s", label);
+    if (!ct_sum)
+        report_missing(bench, "GB/s", "ct_sum");
+    else if (a)
+        measure(bench, "ctensor", "GB/s", 4.0 * (double)n * 1e-9, call_sum, &c);
+    ct_release(a);
+}
+
+/* The fixed cost of one op: ct_add on two 1-element tensors, in ns per call. */
+static void bench_one_element(void) {
+    int64_t one = 1;
+    ct_tensor *a = random_f32(1, &one), *b = random_f32(1, &one);
+    op_ctx c = {ct_add, NULL, a, b};
+    if (!ct_add)
+        report_missing("add 1 element", "ns", "ct_add");
+    else if (a && b)
+        measure("add 1 element", "ctensor", "ns", 0.0, call_binary, &c);
+    ct_release(a);
+    ct_release(b);
+}
+
+int main(int argc, char **argv) {
+    bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    if (argc > 1 && !quick) {
+        fprintf(stderr, "usage: %s [--quick]\n", argv[0]);
+        return 2;
+    }
+    if (quick) {
+        budget_s = 0.02;
+        warmup_s = 0.005;
+    }
+    static const int full_matmul[] = {512, 1024, 2048}, quick_matmul[] = {64, 128, 256};
+    static const int64_t full_sizes[] = {1000, 100000, 10000000}, quick_sizes[] = {1000, 100000};
+    const int *matmul_sizes = quick ? quick_matmul : full_matmul;
+    const int64_t *sizes = quick ? quick_sizes : full_sizes;
+    int n_sizes = quick ? 2 : 3;
+    for (int i = 0; i < 3; i++) bench_matmul(matmul_sizes[i]);
+    for (int i = 0; i < n_sizes; i++) bench_elementwise(sizes[i]);
+    bench_copy_and_sum(sizes[n_sizes - 1]);
+    bench_one_element();
+    return 0;
+}
