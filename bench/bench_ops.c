@@ -7,7 +7,8 @@
  * carries on.
  *
  * Timing: after a warm-up, calls run in batches long enough (>= 1 ms) for the clock to be
- * exact; a figure is the median batch's time per call (CLOCK_MONOTONIC). Elementwise ops
+ * exact; a figure is the median batch's time per call (CLOCK_MONOTONIC). ctensor's matmul
+ * and OpenBLAS's sgemm are timed in alternating batches, so both see the same load. Elementwise ops
  * make a fresh result on every call, as NumPy's `a + b` does: r = ct_add(a, b);
  * ct_release(r). Bandwidth counts bytes read and written: 12 B per f32 element for add
  * and mul, 8 for exp, 4 for sum.
@@ -34,6 +35,7 @@ typedef ct_status (*call_fn)(void *ctx);
 static double budget_s = 0.5;  /* timed seconds per figure (after the warm-up) */
 static double warmup_s = 0.05; /* seconds of warm-up calls */
 #define BATCH_S 1e-3           /* a batch lasts at least this long */
+#define MIN_BATCHES 7
 #define MAX_BATCHES 101
 
 static double now_s(void) {
@@ -47,29 +49,56 @@ static int compare_doubles(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* Seconds per call of fn (median over batches), or -1 when a call failed (error set). */
-static double time_calls(call_fn fn, void *ctx) {
+/* One function being timed: its warm-up estimate, batch size and batch times. */
+typedef struct timing {
+    call_fn fn;
+    void *ctx;
+    double per_call; /* seconds, from the warm-up */
+    long batch;      /* calls per timed batch */
+    double times[MAX_BATCHES];
+    bool failed; /* a call failed: the error is set */
+} timing;
+
+static void warm_up(timing *t) {
     long calls = 0;
     double start = now_s(), elapsed = 0.0;
     while (calls < 2 || elapsed < warmup_s) {
-        if (fn(ctx) != CT_OK) return -1.0;
+        if (t->fn(t->ctx) != CT_OK) {
+            t->failed = true;
+            return;
+        }
         calls++;
         elapsed = now_s() - start;
     }
-    double per_call = elapsed / (double)calls;
-    long batch = per_call >= BATCH_S ? 1 : (long)(BATCH_S / per_call) + 1;
-    long batches = (long)(budget_s / (per_call * (double)batch));
-    if (batches < 5) batches = 5;
-    if (batches > MAX_BATCHES) batches = MAX_BATCHES;
-    double times[MAX_BATCHES];
-    for (long b = 0; b < batches; b++) {
-        double t0 = now_s();
-        for (long i = 0; i < batch; i++)
-            if (fn(ctx) != CT_OK) return -1.0;
-        times[b] = (now_s() - t0) / (double)batch;
+    t->per_call = elapsed / (double)calls;
+    t->batch = t->per_call >= BATCH_S ? 1 : (long)(BATCH_S / t->per_call) + 1;
+}
+
+static void run_batch(timing *t, long b) {
+    double t0 = now_s();
+    for (long i = 0; i < t->batch && !t->failed; i++)
+        if (t->fn(t->ctx) != CT_OK) t->failed = true;
+    t->times[b] = (now_s() - t0) / (double)t->batch;
+}
+
+/* Time n functions in alternating batches, so that a change in the machine's load falls on
+ * all of them alike. Writes each one's median seconds per call, or -1 when it failed. */
+static void time_interleaved(int n, timing *t, double *seconds) {
+    double round_s = 0.0;
+    for (int k = 0; k < n; k++) {
+        warm_up(&t[k]);
+        if (!t[k].failed) round_s += t[k].per_call * (double)t[k].batch;
     }
-    qsort(times, (size_t)batches, sizeof times[0], compare_doubles);
-    return times[batches / 2];
+    long batches = round_s > 0 ? (long)(budget_s / round_s) : MAX_BATCHES;
+    if (batches < MIN_BATCHES) batches = MIN_BATCHES;
+    if (batches > MAX_BATCHES) batches = MAX_BATCHES;
+    for (long b = 0; b < batches; b++)
+        for (int k = 0; k < n; k++)
+            if (!t[k].failed) run_batch(&t[k], b);
+    for (int k = 0; k < n; k++) {
+        qsort(t[k].times, (size_t)batches, sizeof t[k].times[0], compare_doubles);
+        seconds[k] = t[k].failed ? -1.0 : t[k].times[batches / 2];
+    }
 }
 
 /* One output line; value < 0 means n/a, with note saying why. */
@@ -86,17 +115,25 @@ static void report(const char *bench, const char *impl, const char *unit, double
     fflush(stdout);
 }
 
-/* Time fn and report work / seconds-per-call scaled to unit (or the failure). */
-static void measure(const char *bench, const char *impl, const char *unit, double work, call_fn fn,
-                    void *ctx) {
-    ct_clear_error();
-    double seconds = time_calls(fn, ctx);
-    if (seconds < 0) {
+/* Report work / seconds-per-call in unit (ns per call when work is 0), or the failure. */
+static void report_timing(const char *bench, const char *impl, const char *unit, double work,
+                          const timing *t, double seconds) {
+    if (t->failed) {
         report(bench, impl, unit, -1.0, ct_last_error());
         ct_clear_error();
         return;
     }
     report(bench, impl, unit, work > 0 ? work / seconds : seconds * 1e9, NULL);
+}
+
+/* Time fn alone and report it. */
+static void measure(const char *bench, const char *impl, const char *unit, double work, call_fn fn,
+                    void *ctx) {
+    ct_clear_error();
+    timing t = {.fn = fn, .ctx = ctx};
+    double seconds;
+    time_interleaved(1, &t, &seconds);
+    report_timing(bench, impl, unit, work, &t, seconds);
 }
 
 static void report_missing(const char *bench, const char *unit, const char *op) {
@@ -176,12 +213,16 @@ static void bench_matmul(int n) {
     if (a && b && ha && hb && hc && ct_copy_to_host(a, ha, bytes) == CT_OK &&
         ct_copy_to_host(b, hb, bytes) == CT_OK) {
         sgemm_ctx g = {n, ha, hb, hc};
-        measure(bench, "openblas", "GFLOP/s", flops * 1e-9, call_sgemm, &g);
+        op_ctx c = {.binary = ct_matmul, .a = a, .b = b};
+        timing t[2] = {{.fn = call_sgemm, .ctx = &g}, {.fn = call_binary, .ctx = &c}};
+        double seconds[2];
+        ct_clear_error();
+        time_interleaved(ct_matmul ? 2 : 1, t, seconds);
+        report_timing(bench, "openblas", "GFLOP/s", flops * 1e-9, &t[0], seconds[0]);
         if (!ct_matmul)
             report_missing(bench, "GFLOP/s", "ct_matmul");
         else
-            measure(bench, "ctensor", "GFLOP/s", flops * 1e-9, call_binary,
-                    &(op_ctx){.binary = ct_matmul, .a = a, .b = b});
+            report_timing(bench, "ctensor", "GFLOP/s", flops * 1e-9, &t[1], seconds[1]);
     } else {
         report(bench, "ctensor", "GFLOP/s", -1.0, "could not make the inputs");
     }
