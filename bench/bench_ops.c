@@ -1,4 +1,6 @@
-/* bench_ops: ctensor's ops timed from C, beside OpenBLAS's sgemm called directly.
+/* bench_ops: ctensor's ops timed from C, beside the same work done directly in C: OpenBLAS's
+ * cblas_sgemm for matmul, a plain OpenMP loop for add, memcpy for clone. The direct rows
+ * say what this machine allows; the ctensor rows how close the library gets.
  *
  * Prints one tab-separated line per figure: benchmark, implementation, unit, value (or
  * "n/a"), note. bench/run.sh joins these lines with NumPy's (bench/peer_numpy.py, which
@@ -7,11 +9,12 @@
  * carries on.
  *
  * Timing: after a warm-up, calls run in batches long enough (>= 1 ms) for the clock to be
- * exact; a figure is the median batch's time per call (CLOCK_MONOTONIC). ctensor's matmul
- * and OpenBLAS's sgemm are timed in alternating batches, so both see the same load. Elementwise ops
- * make a fresh result on every call, as NumPy's `a + b` does: r = ct_add(a, b);
- * ct_release(r). Bandwidth counts bytes read and written: 12 B per f32 element for add
- * and mul, 8 for exp, 4 for sum.
+ * exact; a figure is the median batch's time per call (CLOCK_MONOTONIC). A ctensor op and
+ * its direct counterpart are timed in alternating batches, so both see the same load.
+ * ctensor's elementwise ops make a fresh result on every call, as NumPy's `a + b` does:
+ * r = ct_add(a, b); ct_release(r) (the pool hands back the cached block); the direct loops
+ * write into one preallocated result. Bandwidth counts bytes read and written: 12 B per f32 element
+ * for add and mul, 8 for exp, 4 for sum.
  *
  * Usage: bench_ops [--quick]   (--quick: small sizes and short runs, to check the harness) */
 #include <cblas.h>
@@ -126,36 +129,43 @@ static void report_timing(const char *bench, const char *impl, const char *unit,
     report(bench, impl, unit, work > 0 ? work / seconds : seconds * 1e9, NULL);
 }
 
-/* Time fn alone and report it. */
-static void measure(const char *bench, const char *impl, const char *unit, double work, call_fn fn,
-                    void *ctx) {
-    ct_clear_error();
-    timing t = {.fn = fn, .ctx = ctx};
-    double seconds;
-    time_interleaved(1, &t, &seconds);
-    report_timing(bench, impl, unit, work, &t, seconds);
-}
-
 static void report_missing(const char *bench, const char *unit, const char *op) {
     char note[128];
     snprintf(note, sizeof note, "%s is not in this build of the library", op);
     report(bench, "ctensor", unit, -1.0, note);
 }
 
-/* A 1-D or 2-D f32 tensor of values uniform in [-1, 1) (a fixed LCG: runs compare). */
-static ct_tensor *random_f32(int ndim, const int64_t *shape) {
-    int64_t n = 1;
-    for (int d = 0; d < ndim; d++) n *= shape[d];
-    float *values = malloc((size_t)n * sizeof *values);
-    if (!values) return NULL;
+/* Time ctensor's call (NULL when the library lacks op) beside a direct C call (NULL: none)
+ * in alternating batches, and report both. work: units of work per call (0: report ns). */
+static void measure_pair(const char *bench, const char *unit, double work, const char *op,
+                         call_fn ct_fn, void *ct_ctx, call_fn direct_fn, void *direct_ctx) {
+    timing t[2] = {{.fn = direct_fn, .ctx = direct_ctx}, {.fn = ct_fn, .ctx = ct_ctx}};
+    timing *first = direct_fn ? &t[0] : &t[1];
+    int n = (direct_fn != NULL) + (ct_fn != NULL);
+    double seconds[2] = {-1.0, -1.0};
+    ct_clear_error();
+    if (n > 0) time_interleaved(n, first, direct_fn ? seconds : seconds + 1);
+    if (direct_fn) report_timing(bench, "direct", unit, work, &t[0], seconds[0]);
+    if (ct_fn)
+        report_timing(bench, "ctensor", unit, work, &t[1], seconds[1]);
+    else
+        report_missing(bench, unit, op);
+}
+
+/* n f32 values uniform in [-1, 1) from a fixed LCG (runs compare); malloc'd. */
+static float *random_values(int64_t n) {
+    float *values = malloc((size_t)(n > 0 ? n : 1) * sizeof *values);
     uint64_t state = 0x9e3779b97f4a7c15ull + (uint64_t)n;
-    for (int64_t i = 0; i < n; i++) {
+    for (int64_t i = 0; values && i < n; i++) {
         state = state * 6364136223846793005ull + 1442695040888963407ull;
         values[i] = (float)((double)(state >> 40) / (double)(1ull << 24) * 2.0 - 1.0);
     }
-    ct_tensor *t = ct_from_data(values, ndim, shape, CT_F32, CT_CPU);
-    free(values);
-    return t;
+    return values;
+}
+
+/* A CPU f32 tensor holding values (NULL values give NULL). */
+static ct_tensor *tensor_of(const float *values, int ndim, const int64_t *shape) {
+    return values ? ct_from_data(values, ndim, shape, CT_F32, CT_CPU) : NULL;
 }
 
 /* ---- the calls being timed ---- */
@@ -193,6 +203,32 @@ typedef struct sgemm_ctx {
     float *c;
 } sgemm_ctx;
 
+/* The direct loops: r = a + b, or a copied into r, over n floats. */
+typedef struct direct_ctx {
+    int64_t n;
+    const float *a, *b;
+    float *r;
+} direct_ctx;
+
+static ct_status call_direct_add(void *p) {
+    direct_ctx *d = p;
+    const float *a = d->a, *b = d->b;
+    float *r = d->r;
+    int64_t n = d->n;
+#ifdef _OPENMP
+    /* the library's CT_CPU_PARALLEL_THRESHOLD */
+#pragma omp parallel for if (n >= 32768) schedule(static)
+#endif
+    for (int64_t i = 0; i < n; i++) r[i] = a[i] + b[i];
+    return CT_OK;
+}
+
+static ct_status call_memcpy(void *p) {
+    direct_ctx *d = p;
+    memcpy(d->r, d->a, (size_t)d->n * sizeof *d->r);
+    return CT_OK;
+}
+
 static ct_status call_sgemm(void *p) {
     sgemm_ctx *g = p;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, g->n, g->n, g->n, 1.0f, g->a, g->n, g->b,
@@ -206,23 +242,14 @@ static void bench_matmul(int n) {
     char bench[64];
     snprintf(bench, sizeof bench, "matmul f32 %d", n);
     int64_t shape[2] = {n, n};
-    ct_tensor *a = random_f32(2, shape), *b = random_f32(2, shape);
-    double flops = 2.0 * n * (double)n * n;
-    size_t bytes = (size_t)n * (size_t)n * sizeof(float);
-    float *ha = malloc(bytes), *hb = malloc(bytes), *hc = malloc(bytes);
-    if (a && b && ha && hb && hc && ct_copy_to_host(a, ha, bytes) == CT_OK &&
-        ct_copy_to_host(b, hb, bytes) == CT_OK) {
+    float *ha = random_values((int64_t)n * n), *hb = random_values((int64_t)n * n + 1);
+    float *hc = malloc((size_t)n * (size_t)n * sizeof(float));
+    ct_tensor *a = tensor_of(ha, 2, shape), *b = tensor_of(hb, 2, shape);
+    if (a && b && hc) {
         sgemm_ctx g = {n, ha, hb, hc};
         op_ctx c = {.binary = ct_matmul, .a = a, .b = b};
-        timing t[2] = {{.fn = call_sgemm, .ctx = &g}, {.fn = call_binary, .ctx = &c}};
-        double seconds[2];
-        ct_clear_error();
-        time_interleaved(ct_matmul ? 2 : 1, t, seconds);
-        report_timing(bench, "openblas", "GFLOP/s", flops * 1e-9, &t[0], seconds[0]);
-        if (!ct_matmul)
-            report_missing(bench, "GFLOP/s", "ct_matmul");
-        else
-            report_timing(bench, "ctensor", "GFLOP/s", flops * 1e-9, &t[1], seconds[1]);
+        measure_pair(bench, "GFLOP/s", 2.0 * n * (double)n * n * 1e-9, "ct_matmul",
+                     ct_matmul ? call_binary : NULL, &c, call_sgemm, &g);
     } else {
         report(bench, "ctensor", "GFLOP/s", -1.0, "could not make the inputs");
     }
@@ -243,55 +270,67 @@ static void size_label(char *buf, size_t size, int64_t n) {
 static void bench_elementwise(int64_t n) {
     char label[16], bench[64];
     size_label(label, sizeof label, n);
-    ct_tensor *a = random_f32(1, &n), *b = random_f32(1, &n);
+    float *ha = random_values(n), *hb = random_values(n + 1), *hr = malloc((size_t)n * 4);
+    ct_tensor *a = tensor_of(ha, 1, &n), *b = tensor_of(hb, 1, &n);
+    direct_ctx d = {n, ha, hb, hr};
     struct {
         const char *name;
         ct_tensor *(*binary)(const ct_tensor *, const ct_tensor *);
         ct_tensor *(*unary)(const ct_tensor *);
         double bytes_per_element;
-    } ops[] = {{"add", ct_add, NULL, 12}, {"mul", ct_mul, NULL, 12}, {"exp", NULL, ct_exp, 8}};
+        call_fn direct; /* the same work in plain C, or NULL */
+    } ops[] = {{"add", ct_add, NULL, 12, call_direct_add},
+               {"mul", ct_mul, NULL, 12, NULL},
+               {"exp", NULL, ct_exp, 8, NULL}};
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
         snprintf(bench, sizeof bench, "%s f32 %s", ops[i].name, label);
         char op[16];
         snprintf(op, sizeof op, "ct_%s", ops[i].name);
         op_ctx c = {ops[i].binary, ops[i].unary, a, b};
-        if (!a || !b)
-            report(bench, "ctensor", "GB/s", -1.0, ct_last_error());
-        else if (!c.binary && !c.unary)
-            report_missing(bench, "GB/s", op);
+        call_fn fn = c.binary ? call_binary : c.unary ? call_unary : NULL;
+        if (!a || !b || !hr)
+            report(bench, "ctensor", "GB/s", -1.0, "could not make the inputs");
         else
-            measure(bench, "ctensor", "GB/s", ops[i].bytes_per_element * (double)n * 1e-9,
-                    c.binary ? call_binary : call_unary, &c);
+            measure_pair(bench, "GB/s", ops[i].bytes_per_element * (double)n * 1e-9, op, fn, &c,
+                         ops[i].direct, &d);
     }
+    free(ha);
+    free(hb);
+    free(hr);
     ct_release(a);
     ct_release(b);
 }
 
-/* Context rows that need no compute kernels: a copy (ct_clone) and a sum. */
+/* Context rows: a copy (ct_clone, beside memcpy) and a sum. */
 static void bench_copy_and_sum(int64_t n) {
     char label[16], bench[64];
     size_label(label, sizeof label, n);
-    ct_tensor *a = random_f32(1, &n);
+    float *ha = random_values(n), *hr = malloc((size_t)n * sizeof *hr);
+    ct_tensor *a = tensor_of(ha, 1, &n);
+    direct_ctx d = {n, ha, NULL, hr};
     op_ctx c = {NULL, ct_clone, a, NULL};
     snprintf(bench, sizeof bench, "clone f32 %s", label);
-    if (a) measure(bench, "ctensor", "GB/s", 8.0 * (double)n * 1e-9, call_unary, &c);
+    if (a && hr)
+        measure_pair(bench, "GB/s", 8.0 * (double)n * 1e-9, "ct_clone", call_unary, &c, call_memcpy,
+                     &d);
     snprintf(bench, sizeof bench, "sum f32 %s", label);
-    if (!ct_sum)
-        report_missing(bench, "GB/s", "ct_sum");
-    else if (a)
-        measure(bench, "ctensor", "GB/s", 4.0 * (double)n * 1e-9, call_sum, &c);
+    if (a)
+        measure_pair(bench, "GB/s", 4.0 * (double)n * 1e-9, "ct_sum", ct_sum ? call_sum : NULL, &c,
+                     NULL, NULL);
+    free(ha);
+    free(hr);
     ct_release(a);
 }
 
 /* The fixed cost of one op: ct_add on two 1-element tensors, in ns per call. */
 static void bench_one_element(void) {
     int64_t one = 1;
-    ct_tensor *a = random_f32(1, &one), *b = random_f32(1, &one);
+    float values[2] = {0.5f, 0.25f};
+    ct_tensor *a = tensor_of(values, 1, &one), *b = tensor_of(values + 1, 1, &one);
     op_ctx c = {ct_add, NULL, a, b};
-    if (!ct_add)
-        report_missing("add 1 element", "ns", "ct_add");
-    else if (a && b)
-        measure("add 1 element", "ctensor", "ns", 0.0, call_binary, &c);
+    if (a && b)
+        measure_pair("add 1 element", "ns", 0.0, "ct_add", ct_add ? call_binary : NULL, &c, NULL,
+                     NULL);
     ct_release(a);
     ct_release(b);
 }
