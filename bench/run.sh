@@ -1,8 +1,8 @@
 #!/bin/sh
 # The ops benchmark: ctensor (bench_ops) against the same work done directly in C (OpenBLAS's
 # cblas_sgemm, a plain OpenMP loop, memcpy) and against NumPy, in one run on one machine with
-# the same threads. Prints one table with ratios and
-# writes it, with the machine and the command, to bench/results/latest.md.
+# the same threads. Prints one table with ratios and writes it, with the machine and the
+# command, to bench/results/latest.md.
 #
 # Usage: bench/run.sh [BUILD_DIR] [--quick]     (`make bench` runs it on ./build)
 # BENCH_THREADS (default 2) sets OMP_NUM_THREADS and OPENBLAS_NUM_THREADS for both sides.
@@ -10,6 +10,7 @@
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
+command="bench/run.sh $*"
 build=build
 case "${1:-}" in --*|"") ;; *) build=$1; shift ;; esac
 bench_ops="$build/bench/bench_ops"
@@ -43,7 +44,7 @@ openblas=$(ldd "$bench_ops" | awk '/libopenblas/ { print $3; exit }')
 openblas=$(readlink -f "$openblas" 2>/dev/null || echo "$openblas")
 footer="Machine: $cpu, $(nproc) cores online, $threads threads (OMP_NUM_THREADS, OPENBLAS_NUM_THREADS).
 NumPy $numpy_version, BLAS $numpy_blas; ctensor's matmul and the direct calls use $openblas.
-Run: bench/run.sh $* (${build_type:-unknown} build) on $(date -u '+%Y-%m-%d %H:%M UTC'), load average before: $load."
+Run: $command (${build_type:-unknown} build) on $(date -u '+%Y-%m-%d %H:%M UTC'), load average before: $load."
 "$python" - "$work/ctensor.tsv" "$work/numpy.tsv" "$footer" > "$here/results/latest.md" <<'EOF'
 import sys
 
