@@ -216,8 +216,13 @@ static ct_status call_direct_add(void *p) {
     float *r = d->r;
     int64_t n = d->n;
 #ifdef _OPENMP
-    /* the library's CT_CPU_PARALLEL_THRESHOLD */
-#pragma omp parallel for if (n >= 32768) schedule(static)
+    /* Threads from the library's CT_CPU_PARALLEL_THRESHOLD on; below it no parallel region
+     * at all (even a serial one costs a call into the OpenMP runtime). */
+    if (n >= 32768) {
+#pragma omp parallel for schedule(static)
+        for (int64_t i = 0; i < n; i++) r[i] = a[i] + b[i];
+        return CT_OK;
+    }
 #endif
     for (int64_t i = 0; i < n; i++) r[i] = a[i] + b[i];
     return CT_OK;
