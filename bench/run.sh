@@ -42,7 +42,7 @@ mkdir -p "$here/results"
 numpy_version=$("$python" -c 'import numpy; print(numpy.__version__)')
 openblas=$(ldd "$bench_ops" | awk '/libopenblas/ { print $3; exit }')
 openblas=$(readlink -f "$openblas" 2>/dev/null || echo "$openblas")
-footer="Machine: $cpu, $(nproc) cores online, $threads threads (OMP_NUM_THREADS, OPENBLAS_NUM_THREADS).
+footer="Machine: $cpu, $(getconf _NPROCESSORS_ONLN) cores online, $threads threads (OMP_NUM_THREADS, OPENBLAS_NUM_THREADS).
 NumPy $numpy_version, BLAS $numpy_blas; ctensor's matmul and the direct calls use $openblas.
 Run: $command (${build_type:-unknown} build) on $(date -u '+%Y-%m-%d %H:%M UTC'), load average before: $load."
 "$python" - "$work/ctensor.tsv" "$work/numpy.tsv" "$footer" > "$here/results/latest.md" <<'EOF'
