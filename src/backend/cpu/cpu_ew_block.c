@@ -1,0 +1,126 @@
+/* Block loads and stores with dtype conversion, and streaming copies, for the CPU
+ * elementwise kernels (see cpu_ew_impl.h). Each function switches on the dtype once and then
+ * runs a plain loop, so the per-element cost is the conversion alone. */
+#include <string.h>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "backend/cpu/cpu_ew_impl.h"
+#include "core/dtype_impl.h"
+
+/* One loop of a load: p walks the source, expr converts *p. */
+#define LOAD_LOOP(expr)                                                                    \
+    for (int64_t i = 0; i < n; i++) {                                                      \
+        const char *p = src + i * stride;                                                  \
+        dst[i] = (expr);                                                                   \
+    }                                                                                      \
+    break
+
+void ct__cpu_load_f32(void *vdst, const char *src, int64_t stride, ct_dtype dtype, int64_t n) {
+    float *dst = vdst;
+    switch (dtype) {
+    case CT_F32: LOAD_LOOP(*(const float *)p);
+    case CT_F16: LOAD_LOOP(ct__f16_to_f32(*(const uint16_t *)p));
+    case CT_BF16: LOAD_LOOP(ct__bf16_to_f32(*(const uint16_t *)p));
+    case CT_I32: LOAD_LOOP((float)*(const int32_t *)p);
+    case CT_U8: LOAD_LOOP((float)*(const uint8_t *)p);
+    case CT_BOOL: LOAD_LOOP((float)(*(const uint8_t *)p != 0));
+    default: LOAD_LOOP((float)ct__load_f64(p, dtype));
+    }
+}
+
+void ct__cpu_load_f64(void *vdst, const char *src, int64_t stride, ct_dtype dtype, int64_t n) {
+    double *dst = vdst;
+    switch (dtype) {
+    case CT_F64: LOAD_LOOP(*(const double *)p);
+    case CT_F32: LOAD_LOOP(*(const float *)p);
+    case CT_I32: LOAD_LOOP(*(const int32_t *)p);
+    case CT_I64: LOAD_LOOP((double)*(const int64_t *)p);
+    default: LOAD_LOOP(ct__load_f64(p, dtype));
+    }
+}
+
+void ct__cpu_load_i64(void *vdst, const char *src, int64_t stride, ct_dtype dtype, int64_t n) {
+    int64_t *dst = vdst;
+    switch (dtype) {
+    case CT_I64: LOAD_LOOP(*(const int64_t *)p);
+    case CT_I32: LOAD_LOOP(*(const int32_t *)p);
+    case CT_U8: LOAD_LOOP(*(const uint8_t *)p);
+    case CT_BOOL: LOAD_LOOP(*(const uint8_t *)p != 0);
+    default: LOAD_LOOP(ct__load_i64(p, dtype));
+    }
+}
+
+/* One loop of a store: p walks the destination, stmt writes src[i] there. */
+#define STORE_LOOP(stmt)                                                                   \
+    for (int64_t i = 0; i < n; i++) {                                                      \
+        char *p = dst + i * stride;                                                        \
+        stmt;                                                                              \
+    }                                                                                      \
+    break
+
+void ct__cpu_store_f32(char *dst, int64_t stride, ct_dtype dtype, const void *vsrc, int64_t n) {
+    const float *src = vsrc;
+    switch (dtype) {
+    case CT_F32: STORE_LOOP(*(float *)p = src[i]);
+    case CT_F16: STORE_LOOP(*(uint16_t *)p = ct__f32_to_f16(src[i]));
+    case CT_BF16: STORE_LOOP(*(uint16_t *)p = ct__f32_to_bf16(src[i]));
+    default: STORE_LOOP(ct__store_f64(p, dtype, src[i]));
+    }
+}
+
+void ct__cpu_store_f64(char *dst, int64_t stride, ct_dtype dtype, const void *vsrc, int64_t n) {
+    const double *src = vsrc;
+    switch (dtype) {
+    case CT_F64: STORE_LOOP(*(double *)p = src[i]);
+    default: STORE_LOOP(ct__store_f64(p, dtype, src[i]));
+    }
+}
+
+void ct__cpu_store_i64(char *dst, int64_t stride, ct_dtype dtype, const void *vsrc, int64_t n) {
+    const int64_t *src = vsrc;
+    switch (dtype) {
+    case CT_I64: STORE_LOOP(*(int64_t *)p = src[i]);
+    case CT_I32: STORE_LOOP(*(int32_t *)p = (int32_t)(uint32_t)(uint64_t)src[i]);
+    case CT_U8: STORE_LOOP(*(uint8_t *)p = (uint8_t)(uint64_t)src[i]);
+    case CT_BOOL: STORE_LOOP(*(uint8_t *)p = src[i] != 0);
+    default: STORE_LOOP(ct__store_i64(p, dtype, src[i]));
+    }
+}
+
+void ct__cpu_store_bool(char *dst, int64_t stride, ct_dtype dtype, const void *vsrc, int64_t n) {
+    (void)dtype;
+    const uint8_t *src = vsrc;
+    if (stride == 1) {
+        memcpy(dst, src, (size_t)n);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) dst[i * stride] = (char)src[i];
+}
+
+void ct__cpu_stream_copy(void *dst, const void *src, size_t bytes) {
+#if defined(__SSE2__)
+    if (((uintptr_t)dst & 15u) == 0 && ((uintptr_t)src & 15u) == 0) {
+        size_t vectors = bytes / 16;
+        __m128i *d = dst;
+        const __m128i *s = src;
+        for (size_t i = 0; i < vectors; i++) _mm_stream_si128(d + i, _mm_load_si128(s + i));
+        memcpy((char *)dst + vectors * 16, (const char *)src + vectors * 16, bytes % 16);
+        return;
+    }
+#endif
+    memcpy(dst, src, bytes);
+}
+
+void ct__cpu_stream_fence(void) {
+#if defined(__SSE2__)
+    _mm_sfence();
+#endif
+}
+
+bool ct__cpu_should_stream(const ct_ew_args *args) {
+    return args->ndim == 1 && args->strides[0][0] == 1 &&
+           args->numel * (int64_t)ct__dtype_size(args->dtype[0]) >= CT_CPU_STREAM_BYTES;
+}

@@ -1,0 +1,56 @@
+/* Branch-free float math for the CPU kernels: written so that GCC vectorizes the loops that
+ * call it (no libm calls, no data-dependent branches, only selects), which libm's expf does
+ * not allow. Used by exp and sigmoid on float32, float16 and bfloat16. */
+#ifndef CT_CPU_MATH_IMPL_H
+#define CT_CPU_MATH_IMPL_H
+
+#include <stdint.h>
+
+#include "core/dtype_impl.h"
+
+/* cond ? a : b through bit masks: GCC keeps a branch for a plain ?: whose result feeds
+ * arithmetic (it specialises the constant arm), and a branch stops vectorization. */
+static inline float ct__select_f32(int cond, float a, float b) {
+    uint32_t mask = 0u - (uint32_t)cond;
+    return ct__bits_f32((ct__f32_bits(a) & mask) | (ct__f32_bits(b) & ~mask));
+}
+
+/* e^x for float, within 2 ulp over the whole range, with IEEE results at the edges:
+ * overflow gives +inf, results below the smallest subnormal give 0, subnormal results are
+ * rounded once, NaN gives NaN.
+ *
+ * x = n ln2 + r with |r| <= ln2/2; e^r = 1 + r + r^2 q(r) with q a degree-4 near-minimax fit
+ * of (e^r - 1 - r) / r^2 (relative error 3e-9, fitted for this file); e^x = e^r 2^n. 2^n is
+ * applied as two factors 2^(n/2) and 2^(n - n/2) so that both stay normal floats for every
+ * n in [-150, 128] and only the last multiplication rounds (into a subnormal or to inf). */
+static inline float ct__expf(float x) {
+    const float shift = 0x1.8p23f; /* adding it rounds a float in [-2^22, 2^22] to an integer */
+    const float log2e = 1.44269504f;
+    const float ln2_hi = 0.693359375f; /* 9 significant bits: n * ln2_hi is exact */
+    const float ln2_lo = -2.12194440e-4f;
+    /* Clamp without touching NaN (comparisons with NaN are false): beyond these bounds the
+     * result is inf or 0 anyway. */
+    x = ct__select_f32(x > 89.0f, 89.0f, x);
+    x = ct__select_f32(x < -104.0f, -104.0f, x);
+    float t = x * log2e + shift;
+    float n = t - shift;
+    /* The integer n from the low mantissa bits of t; unsigned arithmetic keeps a NaN's bits
+     * defined (the result is NaN through r anyway). */
+    int32_t ni = (int32_t)(ct__f32_bits(t) - ct__f32_bits(shift));
+    float r = (x - n * ln2_hi) - n * ln2_lo;
+    float q = 0.00138146128f;
+    q = q * r + 0.00836871006f;
+    q = q * r + 0.0416683890f;
+    q = q * r + 0.166665211f;
+    q = q * r + 0.499999940f;
+    float p = 1.0f + (r + (r * r) * q);
+    int32_t n1 = ni / 2, n2 = ni - n1;
+    float s1 = ct__bits_f32((uint32_t)(n1 + 127) << 23);
+    float s2 = ct__bits_f32((uint32_t)(n2 + 127) << 23);
+    return (p * s1) * s2;
+}
+
+/* 1 / (1 + e^-x): no cancellation, so the relative error stays that of ct__expf. */
+static inline float ct__sigmoidf(float x) { return 1.0f / (1.0f + ct__expf(-x)); }
+
+#endif
