@@ -8,10 +8,10 @@
 #include "ct_ref.h"
 
 /* Run a helper that may fail a check, and leave the test when it did. */
-#define RUN(call)                                                                          \
-    do {                                                                                   \
-        call;                                                                              \
-        if (ct_test_failed()) return;                                                      \
+#define RUN(call)                                                                                  \
+    do {                                                                                           \
+        call;                                                                                      \
+        if (ct_test_failed()) return;                                                              \
     } while (0)
 
 typedef ct_tensor *(*binary_fn)(const ct_tensor *, const ct_tensor *);
@@ -81,25 +81,25 @@ static ct_dtype expected_dtype(int kind, ct_dtype a, ct_dtype b) {
 /* n values for operand `which` (0: a, 1: b) of op in dtype: floats in [-4, 4) with some
  * repeats of a fixed value (so eq and ne see equal pairs) and zeros; small integers. pow
  * gets positive bases and small exponents; remainder never gets a zero integer divisor. */
-static void operand_values(double *v, int64_t n, int op, int which, ct_dtype dtype,
-                           uint64_t seed) {
+static void operand_values(double *v, int64_t n, int op, int which, ct_dtype dtype, uint64_t seed) {
     bool is_float = ct_dtype_is_floating(dtype);
     double lo = dtype == CT_U8 ? 0 : -4, hi = 4;
     if (dtype == CT_BOOL) lo = 0, hi = 2;
     if (op == POW) lo = which == 0 ? (is_float ? 0.5 : 1) : 0, hi = which == 0 ? 3 : 4;
     ref_random(v, n, seed, lo, hi);
     for (int64_t i = 0; i < n; i++) {
-        if (!is_float) v[i] = floor(v[i]);
-        else if (i % 5 == 2 && op != POW) v[i] = 1.5;
+        if (!is_float)
+            v[i] = floor(v[i]);
+        else if (i % 5 == 2 && op != POW)
+            v[i] = 1.5;
         if (op == REMAINDER && which == 1 && v[i] == 0) v[i] = dtype == CT_BOOL ? 1 : 3;
         v[i] = ref_round(v[i], dtype);
     }
 }
 
 /* a op b for operands of the given shapes (broadcast), layouts and dtypes. */
-static void check_op(ct_device device, int op, ct_dtype da, ct_dtype db, int nda,
-                     const int64_t *sa, int ndb, const int64_t *sb, bool strided,
-                     uint64_t seed) {
+static void check_op(ct_device device, int op, ct_dtype da, ct_dtype db, int nda, const int64_t *sa,
+                     int ndb, const int64_t *sb, bool strided, uint64_t seed) {
     int nd = nda > ndb ? nda : ndb;
     int64_t shape[CT_MAX_DIMS];
     for (int d = 0; d < nd; d++) {
@@ -130,8 +130,8 @@ static void check_op(ct_device device, int op, ct_dtype da, ct_dtype db, int nda
             index[d] = 0;
         }
     }
-    ct_tensor *ta = strided ? ref_tensor_strided(a, nda, sa, da, device)
-                            : ref_tensor(a, nda, sa, da, device);
+    ct_tensor *ta =
+        strided ? ref_tensor_strided(a, nda, sa, da, device) : ref_tensor(a, nda, sa, da, device);
     ct_tensor *tb = ref_tensor(b, ndb, sb, db, device);
     CHECK(ta && tb);
     ct_tensor *y = ops[op].fn(ta, tb);
@@ -170,9 +170,8 @@ DEVICE_TEST(test_ops_binary_every_op_every_dtype) {
 /* Mixed dtypes: the result dtype follows ct_promote_types (NumPy's table). */
 DEVICE_TEST(test_ops_binary_mixed_dtypes) {
     static const ct_dtype pairs[][2] = {
-        {CT_I32, CT_F32}, {CT_U8, CT_I32},  {CT_BOOL, CT_F16}, {CT_F16, CT_BF16},
-        {CT_I64, CT_F64}, {CT_U8, CT_BF16}, {CT_BOOL, CT_I64}, {CT_F32, CT_F64},
-        {CT_I32, CT_I64}, {CT_U8, CT_F16},
+        {CT_I32, CT_F32}, {CT_U8, CT_I32},   {CT_BOOL, CT_F16}, {CT_F16, CT_BF16}, {CT_I64, CT_F64},
+        {CT_U8, CT_BF16}, {CT_BOOL, CT_I64}, {CT_F32, CT_F64},  {CT_I32, CT_I64},  {CT_U8, CT_F16},
     };
     static const int64_t shape[1] = {11};
     for (int k = 0; k < OP_COUNT; k++)
@@ -188,10 +187,10 @@ DEVICE_TEST(test_ops_binary_promotion_table) {
     static const struct {
         ct_dtype a, b, add, div;
     } cases[] = {
-        {CT_I32, CT_F32, CT_F64, CT_F64}, {CT_U8, CT_I32, CT_I32, CT_F32},
+        {CT_I32, CT_F32, CT_F64, CT_F64},    {CT_U8, CT_I32, CT_I32, CT_F32},
         {CT_BOOL, CT_BOOL, CT_BOOL, CT_F32}, {CT_F16, CT_BF16, CT_F32, CT_F32},
-        {CT_U8, CT_F16, CT_F16, CT_F16},  {CT_I64, CT_F16, CT_F64, CT_F64},
-        {CT_BOOL, CT_U8, CT_U8, CT_F32},  {CT_I32, CT_I32, CT_I32, CT_F32},
+        {CT_U8, CT_F16, CT_F16, CT_F16},     {CT_I64, CT_F16, CT_F64, CT_F64},
+        {CT_BOOL, CT_U8, CT_U8, CT_F32},     {CT_I32, CT_I32, CT_I32, CT_F32},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ct_tensor *a = ct_ones(1, (const int64_t[]){2}, cases[i].a, device);
@@ -313,9 +312,8 @@ static void check_scalar(ct_device device, int op, ct_dtype dtype, double s, ct_
     ct_tensor *y = ops[op].scalar(t, s);
     CHECK_NOT_NULL(y);
     if (ct_dtype_of(y) != want)
-        ct_test_fail(__FILE__, __LINE__, "ct_%s_scalar(%s, %g) gave %s, expected %s",
-                     ops[op].name, ct_dtype_name(dtype), s, ct_dtype_name(ct_dtype_of(y)),
-                     ct_dtype_name(want));
+        ct_test_fail(__FILE__, __LINE__, "ct_%s_scalar(%s, %g) gave %s, expected %s", ops[op].name,
+                     ct_dtype_name(dtype), s, ct_dtype_name(ct_dtype_of(y)), ct_dtype_name(want));
     CHECK_TENSOR(y, expected);
     ct_release(t);
     ct_release(y);
@@ -327,15 +325,17 @@ DEVICE_TEST(test_ops_binary_scalar_forms) {
         bool boolean = kind == COMPARE || kind == LOGICAL;
         double s = k == POW || k == REMAINDER ? 2.5 : 1.5; /* not integral */
         RUN(check_scalar(device, k, CT_F32, s, boolean ? CT_BOOL : CT_F32, false));
-        RUN(check_scalar(device, k, CT_F64, k == POW ? s : -s, boolean ? CT_BOOL : CT_F64,
-                         true));
+        RUN(check_scalar(device, k, CT_F64, k == POW ? s : -s, boolean ? CT_BOOL : CT_F64, true));
         RUN(check_scalar(device, k, CT_F16, s, boolean ? CT_BOOL : CT_F16, false));
         RUN(check_scalar(device, k, CT_BF16, s, boolean ? CT_BOOL : CT_BF16, false));
         /* An integral scalar keeps an integer dtype; a fractional one gives float32. */
         ct_dtype int_result = boolean ? CT_BOOL : kind == DIV ? CT_F32 : CT_I32;
         RUN(check_scalar(device, k, CT_I32, 2, int_result, true));
         RUN(check_scalar(device, k, CT_I32, s, boolean ? CT_BOOL : CT_F32, false));
-        RUN(check_scalar(device, k, CT_U8, 3, boolean ? CT_BOOL : kind == DIV ? CT_F32 : CT_U8,
+        RUN(check_scalar(device, k, CT_U8, 3,
+                         boolean       ? CT_BOOL
+                         : kind == DIV ? CT_F32
+                                       : CT_U8,
                          false));
         /* bool with an integral scalar computes in int64. */
         ct_dtype bool_result = boolean ? CT_BOOL : kind == DIV ? CT_F32 : CT_I64;

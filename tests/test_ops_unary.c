@@ -8,10 +8,10 @@
 #include "ct_ref.h"
 
 /* Run a helper that may fail a check, and leave the test when it did. */
-#define RUN(call)                                                                          \
-    do {                                                                                   \
-        call;                                                                              \
-        if (ct_test_failed()) return;                                                      \
+#define RUN(call)                                                                                  \
+    do {                                                                                           \
+        call;                                                                                      \
+        if (ct_test_failed()) return;                                                              \
     } while (0)
 
 typedef ct_tensor *(*unary_fn)(const ct_tensor *);
@@ -70,8 +70,7 @@ static ct_dtype expected_dtype(int kind, ct_dtype in) {
 
 /* n input values for dtype: random in the op's range for floats (with some exact zeros and
  * halves, which round and sign care about), small integers otherwise. */
-static void input_values(double *v, int64_t n, const op_case *op, ct_dtype dtype,
-                         uint64_t seed) {
+static void input_values(double *v, int64_t n, const op_case *op, ct_dtype dtype, uint64_t seed) {
     if (dtype == CT_BOOL) {
         ref_random(v, n, seed, 0, 2);
         for (int64_t i = 0; i < n; i++) v[i] = floor(v[i]);
@@ -105,8 +104,9 @@ static void check_op(ct_device device, const op_case *op, ct_dtype dtype, int nd
                            : ref_tensor(in, ndim, shape, dtype, device);
     CHECK_NOT_NULL(x);
     ct_tensor *y = op->fn(x);
-    if (!y) ct_test_fail(__FILE__, __LINE__, "ct_%s on %s: %s", op->name,
-                         ct_dtype_name(dtype), ct_last_error());
+    if (!y)
+        ct_test_fail(__FILE__, __LINE__, "ct_%s on %s: %s", op->name, ct_dtype_name(dtype),
+                     ct_last_error());
     CHECK_NOT_NULL(y);
     CHECK(ct_dtype_of(y) == out_dtype);
     CHECK(ct_ndim(y) == ndim);
@@ -230,8 +230,8 @@ static void check_exp_ulps(ct_device device, const float *x, int64_t n, double m
     for (int64_t i = 0; i < n; i++) {
         double e = ulps(out[i], exp((double)x[i]));
         if (!(e <= max_ulps)) {
-            ct_test_fail(__FILE__, __LINE__, "exp(%a) = %a, expected %a (%.2f ulps)", x[i],
-                         out[i], exp((double)x[i]), e);
+            ct_test_fail(__FILE__, __LINE__, "exp(%a) = %a, expected %a (%.2f ulps)", x[i], out[i],
+                         exp((double)x[i]), e);
             break;
         }
     }
@@ -255,10 +255,10 @@ DEVICE_TEST(test_ops_unary_exp_ulp_error) {
     for (uint32_t b = 0; b <= high_bits && n < cap; b += 509) memcpy(&x[n++], &b, 4);
     CHECK(n < cap);
     RUN(check_exp_ulps(device, x, n, 2.0));
-    static const float edges[] = {88.72283f, 88.72284f, 89.0f, 100.0f, INFINITY, -87.33654f,
-                                  -87.5f,    -103.2789f, -103.9720f, -103.9721f, -104.0f,
-                                  -110.0f,   -INFINITY,  0.0f,       -0.0f,      1e-45f,
-                                  -1e-45f,   NAN,        1.0f,       -1.0f};
+    static const float edges[] = {88.72283f,  88.72284f, 89.0f,      100.0f,     INFINITY,
+                                  -87.33654f, -87.5f,    -103.2789f, -103.9720f, -103.9721f,
+                                  -104.0f,    -110.0f,   -INFINITY,  0.0f,       -0.0f,
+                                  1e-45f,     -1e-45f,   NAN,        1.0f,       -1.0f};
     RUN(check_exp_ulps(device, edges, (int64_t)(sizeof edges / sizeof edges[0]), 1.0));
     free(x);
 }

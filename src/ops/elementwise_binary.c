@@ -89,8 +89,7 @@ static ct_tensor *binary(const char *name, ct_binary_op op, int kind, const ct_t
     /* A 0-d CPU tensor joins an op on another device: copy it there first. */
     ct_tensor *da = ct__operand_on(a, device, name);
     ct_tensor *db = da ? ct__operand_on(b, device, name) : NULL;
-    ct_tensor *out =
-        db ? launch(op, kind, device, ndim, shape, promoted, da, db, NULL) : NULL;
+    ct_tensor *out = db ? launch(op, kind, device, ndim, shape, promoted, da, db, NULL) : NULL;
     ct_release(da);
     ct_release(db);
     return out;
@@ -113,24 +112,26 @@ static ct_tensor *binary_scalar(const char *name, ct_binary_op op, int kind, con
     host_scalar scalar;
     scalar.dtype = promoted == CT_F64 ? CT_F64 : ct__is_float(promoted) ? CT_F32 : CT_I64;
     if (device.type == CT_DEVICE_CPU) {
-        if (scalar.dtype == CT_F64) scalar.value.f64 = s;
-        else if (scalar.dtype == CT_F32) scalar.value.f32 = (float)s;
-        else scalar.value.i64 = ct__f64_to_i64(s);
+        if (scalar.dtype == CT_F64)
+            scalar.value.f64 = s;
+        else if (scalar.dtype == CT_F32)
+            scalar.value.f32 = (float)s;
+        else
+            scalar.value.i64 = ct__f64_to_i64(s);
         return launch(op, kind, device, a->ndim, a->shape, promoted, a, NULL, &scalar);
     }
     ct_tensor *b = ct__full_on(device, 0, NULL, s, scalar.dtype);
-    ct_tensor *out =
-        b ? launch(op, kind, device, a->ndim, a->shape, promoted, a, b, NULL) : NULL;
+    ct_tensor *out = b ? launch(op, kind, device, a->ndim, a->shape, promoted, a, b, NULL) : NULL;
     ct_release(b);
     return out;
 }
 
-#define CT_DEFINE_BINARY_(name, NAME, kind)                                                \
-    ct_tensor *ct_##name(const ct_tensor *a, const ct_tensor *b) {                         \
-        return binary("ct_" #name, CT_BOP_##NAME, KIND_##kind, a, b);                      \
-    }                                                                                      \
-    ct_tensor *ct_##name##_scalar(const ct_tensor *a, double b) {                          \
-        return binary_scalar("ct_" #name "_scalar", CT_BOP_##NAME, KIND_##kind, a, b);     \
+#define CT_DEFINE_BINARY_(name, NAME, kind)                                                        \
+    ct_tensor *ct_##name(const ct_tensor *a, const ct_tensor *b) {                                 \
+        return binary("ct_" #name, CT_BOP_##NAME, KIND_##kind, a, b);                              \
+    }                                                                                              \
+    ct_tensor *ct_##name##_scalar(const ct_tensor *a, double b) {                                  \
+        return binary_scalar("ct_" #name "_scalar", CT_BOP_##NAME, KIND_##kind, a, b);             \
     }
 CT_BINARY_OPS(CT_DEFINE_BINARY_)
 #undef CT_DEFINE_BINARY_

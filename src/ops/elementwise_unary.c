@@ -18,8 +18,8 @@ static ct_dtype result_dtype(int kind, ct_dtype in) {
 }
 
 /* out = op(x) with parameters p0, p1 (clamp's bounds). */
-static ct_tensor *unary(const char *name, ct_unary_op op, int kind, const ct_tensor *x,
-                        double p0, double p1) {
+static ct_tensor *unary(const char *name, ct_unary_op op, int kind, const ct_tensor *x, double p0,
+                        double p1) {
     ct_device device;
     if (!ct__check_args(name, 1, &x, &device)) return NULL;
     if (op == CT_UOP_NEG && x->dtype == CT_BOOL)
@@ -46,9 +46,9 @@ static ct_tensor *unary(const char *name, ct_unary_op op, int kind, const ct_ten
     return out;
 }
 
-#define CT_DEFINE_UNARY_(name, NAME, kind)                                                 \
-    ct_tensor *ct_##name(const ct_tensor *x) {                                             \
-        return unary("ct_" #name, CT_UOP_##NAME, KIND_##kind, x, 0.0, 0.0);                \
+#define CT_DEFINE_UNARY_(name, NAME, kind)                                                         \
+    ct_tensor *ct_##name(const ct_tensor *x) {                                                     \
+        return unary("ct_" #name, CT_UOP_##NAME, KIND_##kind, x, 0.0, 0.0);                        \
     }
 CT_UNARY_OPS(CT_DEFINE_UNARY_)
 #undef CT_DEFINE_UNARY_

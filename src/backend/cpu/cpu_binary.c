@@ -21,39 +21,39 @@
 enum { EW_OK = 0, EW_REMAINDER_BY_ZERO, EW_NEGATIVE_POWER };
 
 /* One loop over the block: o[i] = expr (a[i], b[i]). */
-#define MAP(expr)                                                                          \
-    for (int64_t i = 0; i < n; i++) o[i] = (expr);                                         \
+#define MAP(expr)                                                                                  \
+    for (int64_t i = 0; i < n; i++) o[i] = (expr);                                                 \
     break
 
 /* Python's float %: fmod, moved into the divisor's sign; a zero takes the divisor's sign. */
-#define DEFINE_PY_FMOD(name, T, SUF)                                                       \
-    static inline T name(T a, T b) {                                                       \
-        T r = fmod##SUF(a, b);                                                             \
-        if (r == 0) return copysign##SUF(0, b);                                            \
-        return (r < 0) != (b < 0) ? r + b : r;                                             \
+#define DEFINE_PY_FMOD(name, T, SUF)                                                               \
+    static inline T name(T a, T b) {                                                               \
+        T r = fmod##SUF(a, b);                                                                     \
+        if (r == 0) return copysign##SUF(0, b);                                                    \
+        return (r < 0) != (b < 0) ? r + b : r;                                                     \
     }
 DEFINE_PY_FMOD(py_fmod_f32, float, f)
 DEFINE_PY_FMOD(py_fmod_f64, double, )
 
 /* maximum and minimum select a when it wins or is NaN, so NaN in either operand wins; the
  * bitwise | keeps the select branch-free. */
-#define DEFINE_FLOAT_ARITH(name, T, SUF, FMOD)                                             \
-    CT_CPU_CLONES static int name(ct_binary_op op, void *vo, const void *va,               \
-                                  const void *vb, int64_t n) {                             \
-        T *restrict o = vo;                                                                \
-        const T *restrict a = va, *restrict b = vb;                                        \
-        switch (op) {                                                                      \
-        case CT_BOP_ADD: MAP(a[i] + b[i]);                                                 \
-        case CT_BOP_SUB: MAP(a[i] - b[i]);                                                 \
-        case CT_BOP_MUL: MAP(a[i] * b[i]);                                                 \
-        case CT_BOP_DIV: MAP(a[i] / b[i]);                                                 \
-        case CT_BOP_POW: MAP(pow##SUF(a[i], b[i]));                                        \
-        case CT_BOP_MAXIMUM: MAP(((a[i] > b[i]) | (a[i] != a[i])) ? a[i] : b[i]);          \
-        case CT_BOP_MINIMUM: MAP(((a[i] < b[i]) | (a[i] != a[i])) ? a[i] : b[i]);          \
-        case CT_BOP_REMAINDER: MAP(FMOD(a[i], b[i]));                                     \
-        default: break; /* comparisons have their own loops */                             \
-        }                                                                                  \
-        return EW_OK;                                                                      \
+#define DEFINE_FLOAT_ARITH(name, T, SUF, FMOD)                                                     \
+    CT_CPU_CLONES static int name(ct_binary_op op, void *vo, const void *va, const void *vb,       \
+                                  int64_t n) {                                                     \
+        T *restrict o = vo;                                                                        \
+        const T *restrict a = va, *restrict b = vb;                                                \
+        switch (op) {                                                                              \
+        case CT_BOP_ADD: MAP(a[i] + b[i]);                                                         \
+        case CT_BOP_SUB: MAP(a[i] - b[i]);                                                         \
+        case CT_BOP_MUL: MAP(a[i] * b[i]);                                                         \
+        case CT_BOP_DIV: MAP(a[i] / b[i]);                                                         \
+        case CT_BOP_POW: MAP(pow##SUF(a[i], b[i]));                                                \
+        case CT_BOP_MAXIMUM: MAP(((a[i] > b[i]) | (a[i] != a[i])) ? a[i] : b[i]);                  \
+        case CT_BOP_MINIMUM: MAP(((a[i] < b[i]) | (a[i] != a[i])) ? a[i] : b[i]);                  \
+        case CT_BOP_REMAINDER: MAP(FMOD(a[i], b[i]));                                              \
+        default: break; /* comparisons have their own loops */                                     \
+        }                                                                                          \
+        return EW_OK;                                                                              \
     }
 DEFINE_FLOAT_ARITH(arith_f32, float, f, py_fmod_f32)
 DEFINE_FLOAT_ARITH(arith_f64, double, , py_fmod_f64)
@@ -105,23 +105,23 @@ CT_CPU_CLONES static int arith_i64(ct_binary_op op, void *vo, const void *va, co
 }
 
 /* Comparisons and logical ops write 0/1 bytes; the | and & keep them branch-free. */
-#define DEFINE_COMPARE(name, T)                                                            \
-    CT_CPU_CLONES static int name(ct_binary_op op, void *vo, const void *va,               \
-                                  const void *vb, int64_t n) {                             \
-        uint8_t *restrict o = vo;                                                          \
-        const T *restrict a = va, *restrict b = vb;                                        \
-        switch (op) {                                                                      \
-        case CT_BOP_EQ: MAP(a[i] == b[i]);                                                 \
-        case CT_BOP_NE: MAP(a[i] != b[i]);                                                 \
-        case CT_BOP_LT: MAP(a[i] < b[i]);                                                  \
-        case CT_BOP_LE: MAP(a[i] <= b[i]);                                                 \
-        case CT_BOP_GT: MAP(a[i] > b[i]);                                                  \
-        case CT_BOP_GE: MAP(a[i] >= b[i]);                                                 \
-        case CT_BOP_LOGICAL_AND: MAP((a[i] != 0) & (b[i] != 0));                           \
-        case CT_BOP_LOGICAL_OR: MAP((a[i] != 0) | (b[i] != 0));                            \
-        default: break; /* arithmetic has its own loops */                                 \
-        }                                                                                  \
-        return EW_OK;                                                                      \
+#define DEFINE_COMPARE(name, T)                                                                    \
+    CT_CPU_CLONES static int name(ct_binary_op op, void *vo, const void *va, const void *vb,       \
+                                  int64_t n) {                                                     \
+        uint8_t *restrict o = vo;                                                                  \
+        const T *restrict a = va, *restrict b = vb;                                                \
+        switch (op) {                                                                              \
+        case CT_BOP_EQ: MAP(a[i] == b[i]);                                                         \
+        case CT_BOP_NE: MAP(a[i] != b[i]);                                                         \
+        case CT_BOP_LT: MAP(a[i] < b[i]);                                                          \
+        case CT_BOP_LE: MAP(a[i] <= b[i]);                                                         \
+        case CT_BOP_GT: MAP(a[i] > b[i]);                                                          \
+        case CT_BOP_GE: MAP(a[i] >= b[i]);                                                         \
+        case CT_BOP_LOGICAL_AND: MAP((a[i] != 0) & (b[i] != 0));                                   \
+        case CT_BOP_LOGICAL_OR: MAP((a[i] != 0) | (b[i] != 0));                                    \
+        default: break; /* arithmetic has its own loops */                                         \
+        }                                                                                          \
+        return EW_OK;                                                                              \
     }
 DEFINE_COMPARE(compare_f32, float)
 DEFINE_COMPARE(compare_f64, double)
@@ -156,11 +156,13 @@ typedef struct binary_ctx {
     atomic_int error;
 } binary_ctx;
 
-/* Load operand k's block into buf unless the loop can read it in place. */
+/* Load operand k's block (number `block` of the row) into buf unless the loop can read it in
+ * place. A broadcast operand (stride 0) is loaded once: its first block serves every
+ * block after it. */
 static const char *operand_block(const binary_ctx *c, int k, const char *p, int64_t stride,
-                                 int64_t m, bool direct, char *buf) {
+                                 int64_t m, int64_t block, bool direct, char *buf) {
     if (direct) return p;
-    c->domain->load(buf, p, stride, c->dtype[k], m);
+    if (stride != 0 || block == 0) c->domain->load(buf, p, stride, c->dtype[k], m);
     return buf;
 }
 
@@ -180,15 +182,18 @@ static void binary_row(char *const *ptrs, const int64_t *strides, int64_t n, voi
         _Alignas(64) char abuf[CT_CPU_BLOCK * 8], bbuf[CT_CPU_BLOCK * 8], obuf[CT_CPU_BLOCK * 8];
         for (int64_t i = 0; i < n && error == EW_OK; i += CT_CPU_BLOCK) {
             int64_t m = n - i < CT_CPU_BLOCK ? n - i : CT_CPU_BLOCK;
-            const char *a = operand_block(c, 1, ptrs[1] + i * strides[1], strides[1], m,
-                                          direct_a, abuf);
-            const char *b = operand_block(c, 2, ptrs[2] + i * strides[2], strides[2], m,
-                                          direct_b, bbuf);
+            int64_t block = i / CT_CPU_BLOCK;
+            const char *a =
+                operand_block(c, 1, ptrs[1] + i * strides[1], strides[1], m, block, direct_a, abuf);
+            const char *b =
+                operand_block(c, 2, ptrs[2] + i * strides[2], strides[2], m, block, direct_b, bbuf);
             char *out = ptrs[0] + i * strides[0];
             error = d->run(c->op, write_out ? out : obuf, a, b, m);
             if (write_out) continue;
-            if (direct_out) ct__cpu_stream_copy(out, obuf, (size_t)(m * out_size));
-            else d->store(out, strides[0], c->dtype[0], obuf, m);
+            if (direct_out)
+                ct__cpu_stream_copy(out, obuf, (size_t)(m * out_size));
+            else
+                d->store(out, strides[0], c->dtype[0], obuf, m);
         }
         if (c->stream) ct__cpu_stream_fence();
     }
@@ -221,11 +226,17 @@ ct_status ct__cpu_binary(int device, ct_binary_op op, const ct_ew_args *args) {
         return ct__error(CT_ERR_INVALID_ARG, "cpu binary kernel: unknown op %d", (int)op);
     int index = domain_index(args->compute_dtype);
     const binary_domain *domain = &arith_domains[index];
-    if (op_kind[op] == KIND_LOGICAL) domain = &compare_domains[1];
-    else if (op_kind[op] == KIND_COMPARE) domain = &compare_domains[index];
-    else if (op_kind[op] == KIND_DIV && index == 2) domain = &arith_domains[0];
-    binary_ctx ctx = {op, {args->dtype[0], args->dtype[1], args->dtype[2]}, domain,
-                      ct__cpu_should_stream(args), 0};
+    if (op_kind[op] == KIND_LOGICAL)
+        domain = &compare_domains[1];
+    else if (op_kind[op] == KIND_COMPARE)
+        domain = &compare_domains[index];
+    else if (op_kind[op] == KIND_DIV && index == 2)
+        domain = &arith_domains[0];
+    binary_ctx ctx = {op,
+                      {args->dtype[0], args->dtype[1], args->dtype[2]},
+                      domain,
+                      ct__cpu_should_stream(args),
+                      0};
     ct__cpu_parallel_rows(args, binary_row, &ctx);
     int error = atomic_load(&ctx.error);
     if (error == EW_REMAINDER_BY_ZERO)

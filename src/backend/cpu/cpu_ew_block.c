@@ -11,11 +11,11 @@
 #include "core/dtype_impl.h"
 
 /* One loop of a load: p walks the source, expr converts *p. */
-#define LOAD_LOOP(expr)                                                                    \
-    for (int64_t i = 0; i < n; i++) {                                                      \
-        const char *p = src + i * stride;                                                  \
-        dst[i] = (expr);                                                                   \
-    }                                                                                      \
+#define LOAD_LOOP(expr)                                                                            \
+    for (int64_t i = 0; i < n; i++) {                                                              \
+        const char *p = src + i * stride;                                                          \
+        dst[i] = (expr);                                                                           \
+    }                                                                                              \
     break
 
 void ct__cpu_load_f32(void *vdst, const char *src, int64_t stride, ct_dtype dtype, int64_t n) {
@@ -54,11 +54,11 @@ void ct__cpu_load_i64(void *vdst, const char *src, int64_t stride, ct_dtype dtyp
 }
 
 /* One loop of a store: p walks the destination, stmt writes src[i] there. */
-#define STORE_LOOP(stmt)                                                                   \
-    for (int64_t i = 0; i < n; i++) {                                                      \
-        char *p = dst + i * stride;                                                        \
-        stmt;                                                                              \
-    }                                                                                      \
+#define STORE_LOOP(stmt)                                                                           \
+    for (int64_t i = 0; i < n; i++) {                                                              \
+        char *p = dst + i * stride;                                                                \
+        stmt;                                                                                      \
+    }                                                                                              \
     break
 
 void ct__cpu_store_f32(char *dst, int64_t stride, ct_dtype dtype, const void *vsrc, int64_t n) {

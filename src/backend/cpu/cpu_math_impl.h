@@ -22,33 +22,39 @@ static inline float ct__select_f32(int cond, float a, float b) {
  * x = n ln2 + r with |r| <= ln2/2; e^r = 1 + r + r^2 q(r) with q a degree-4 near-minimax fit
  * of (e^r - 1 - r) / r^2 (relative error 3e-9, fitted for this file); e^x = e^r 2^n. 2^n is
  * applied as two factors 2^(n/2) and 2^(n - n/2) so that both stay normal floats for every
- * n in [-150, 128] and only the last multiplication rounds (into a subnormal or to inf). */
-static inline float ct__expf(float x) {
-    const float shift = 0x1.8p23f; /* adding it rounds a float in [-2^22, 2^22] to an integer */
-    const float log2e = 1.44269504f;
-    const float ln2_hi = 0.693359375f; /* 9 significant bits: n * ln2_hi is exact */
-    const float ln2_lo = -2.12194440e-4f;
-    /* Clamp without touching NaN (comparisons with NaN are false): beyond these bounds the
-     * result is inf or 0 anyway. */
-    x = ct__select_f32(x > 89.0f, 89.0f, x);
-    x = ct__select_f32(x < -104.0f, -104.0f, x);
-    float t = x * log2e + shift;
-    float n = t - shift;
-    /* The integer n from the low mantissa bits of t; unsigned arithmetic keeps a NaN's bits
-     * defined (the result is NaN through r anyway). */
-    int32_t ni = (int32_t)(ct__f32_bits(t) - ct__f32_bits(shift));
-    float r = (x - n * ln2_hi) - n * ln2_lo;
-    float q = 0.00138146128f;
-    q = q * r + 0.00836871006f;
-    q = q * r + 0.0416683890f;
-    q = q * r + 0.166665211f;
-    q = q * r + 0.499999940f;
-    float p = 1.0f + (r + (r * r) * q);
-    int32_t n1 = ni / 2, n2 = ni - n1;
-    float s1 = ct__bits_f32((uint32_t)(n1 + 127) << 23);
-    float s2 = ct__bits_f32((uint32_t)(n2 + 127) << 23);
+ * n in [-150, 128] and only the last multiplication rounds (into a subnormal or to inf).
+ *
+ * MADD(a, b, c) is a * b + c: separate operations in ct__expf, a fused multiply-add in
+ * ct__expf_fma (for code compiled for FMA processors only: elsewhere it is a libm call). */
+#define CT_EXPF_BODY(x, MADD)                                                                      \
+    const float shift = 0x1.8p23f;     /* adding it rounds |v| < 2^22 to an integer */             \
+    const float ln2_hi = 0.693359375f; /* 9 significant bits: n * ln2_hi is exact */               \
+    const float ln2_lo = -2.12194440e-4f;                                                          \
+    /* Clamp without touching NaN: beyond these bounds the result is inf or 0 anyway. */           \
+    x = ct__select_f32(x > 89.0f, 89.0f, x);                                                       \
+    x = ct__select_f32(x < -104.0f, -104.0f, x);                                                   \
+    float t = MADD(x, 1.44269504f, shift);                                                         \
+    float n = t - shift;                                                                           \
+    /* n as an integer from t's low mantissa bits; unsigned arithmetic keeps a NaN's bits          \
+     * defined (the result is NaN through r anyway). */                                            \
+    int32_t ni = (int32_t)(ct__f32_bits(t) - ct__f32_bits(shift));                                 \
+    float r = MADD(n, -ln2_lo, MADD(n, -ln2_hi, x));                                               \
+    float q = MADD(0.00138146128f, r, 0.00836871006f);                                             \
+    q = MADD(q, r, 0.0416683890f);                                                                 \
+    q = MADD(q, r, 0.166665211f);                                                                  \
+    q = MADD(q, r, 0.499999940f);                                                                  \
+    float p = 1.0f + MADD(r * r, q, r);                                                            \
+    int32_t n1 = ni / 2, n2 = ni - n1;                                                             \
+    float s1 = ct__bits_f32((uint32_t)(n1 + 127) << 23);                                           \
+    float s2 = ct__bits_f32((uint32_t)(n2 + 127) << 23);                                           \
     return (p * s1) * s2;
-}
+
+#define CT_MADD_SEPARATE_(a, b, c) ((a) * (b) + (c))
+static inline float ct__expf(float x) { CT_EXPF_BODY(x, CT_MADD_SEPARATE_) }
+
+#if defined(__GNUC__)
+static inline float ct__expf_fma(float x) { CT_EXPF_BODY(x, __builtin_fmaf) }
+#endif
 
 /* 1 / (1 + e^-x): no cancellation, so the relative error stays that of ct__expf. */
 static inline float ct__sigmoidf(float x) { return 1.0f / (1.0f + ct__expf(-x)); }

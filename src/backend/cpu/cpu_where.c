@@ -7,12 +7,12 @@
 #include "core/dtype_impl.h"
 
 /* The contiguous select for one element type. */
-#define DEFINE_SELECT(name, T)                                                             \
-    CT_CPU_CLONES static void name(void *vo, const uint8_t *restrict cond, const void *va,  \
-                                   const void *vb, int64_t n) {                            \
-        T *restrict o = vo;                                                                \
-        const T *restrict a = va, *restrict b = vb;                                        \
-        for (int64_t i = 0; i < n; i++) o[i] = cond[i] ? a[i] : b[i];                      \
+#define DEFINE_SELECT(name, T)                                                                     \
+    CT_CPU_CLONES static void name(void *vo, const uint8_t *restrict cond, const void *va,         \
+                                   const void *vb, int64_t n) {                                    \
+        T *restrict o = vo;                                                                        \
+        const T *restrict a = va, *restrict b = vb;                                                \
+        for (int64_t i = 0; i < n; i++) o[i] = cond[i] ? a[i] : b[i];                              \
     }
 DEFINE_SELECT(select_1, uint8_t)
 DEFINE_SELECT(select_2, uint16_t)
@@ -31,8 +31,8 @@ static void where_row(char *const *ptrs, const int64_t *strides, int64_t n, void
         }
     }
     for (int64_t i = 0; i < n; i++) {
-        const char *from = ptrs[1][i * strides[1]] ? ptrs[2] + i * strides[2]
-                                                    : ptrs[3] + i * strides[3];
+        const char *from =
+            ptrs[1][i * strides[1]] ? ptrs[2] + i * strides[2] : ptrs[3] + i * strides[3];
         memcpy(ptrs[0] + i * strides[0], from, (size_t)size);
     }
 }
