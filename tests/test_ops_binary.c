@@ -431,9 +431,13 @@ DEVICE_TEST(test_ops_binary_integer_errors) {
     CHECK(ct_remainder(ta, tb) == NULL);
     CHECK_ERROR(CT_ERR_INVALID_ARG, "ct_remainder: integer remainder by zero");
     CHECK(ct_remainder_scalar(ta, 0) == NULL);
-    CHECK_ERROR(CT_ERR_INVALID_ARG, "integer remainder by zero");
+    CHECK_ERROR(CT_ERR_INVALID_ARG, "ct_remainder_scalar: integer remainder by zero");
     CHECK(ct_pow_scalar(ta, -1) == NULL);
-    CHECK_ERROR(CT_ERR_INVALID_ARG, "negative integer powers");
+    CHECK_ERROR(CT_ERR_INVALID_ARG, "ct_pow_scalar: integers to negative integer powers");
+    ct_tensor *negative = ct_neg(tb);
+    CHECK(ct_pow(ta, negative) == NULL);
+    CHECK_ERROR(CT_ERR_INVALID_ARG, "ct_pow: integers to negative integer powers");
+    ct_release(negative);
     /* 0.0 is integral, so this is an integer remainder too. */
     CHECK(ct_remainder_scalar(ta, 0.0) == NULL);
     CHECK_ERROR(CT_ERR_INVALID_ARG, "remainder by zero");

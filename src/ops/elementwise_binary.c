@@ -109,6 +109,15 @@ static ct_tensor *binary_scalar(const char *name, ct_binary_op op, int kind, con
     if (!ct__check_args(name, 1, &a, &device)) return NULL;
     ct_dtype promoted = scalar_promote(kind, a->dtype, s);
     if (bool_subtraction(name, op, promoted)) return NULL;
+    /* The kernel would find these too, but only this function knows its own name. */
+    if (!ct__is_float(promoted) &&
+        ((op == CT_BOP_REMAINDER && s == 0) || (op == CT_BOP_POW && s < 0)))
+        return ct__fail(CT_ERR_INVALID_ARG,
+                        "%s: %s for an integer tensor; ct_cast the tensor to a floating "
+                        "dtype first",
+                        name,
+                        s == 0 ? "integer remainder by zero"
+                               : "integers to negative integer powers are not allowed");
     host_scalar scalar;
     scalar.dtype = promoted == CT_F64 ? CT_F64 : ct__is_float(promoted) ? CT_F32 : CT_I64;
     if (device.type == CT_DEVICE_CPU) {
