@@ -295,8 +295,26 @@ DEVICE_TEST(test_ops_unary_clamp) {
     ct_tensor *xu = ref_tensor_strided(uv, 1, (const int64_t[]){3}, CT_U8, device);
     ct_tensor *yu = ct_clamp(xu, 10, 200);
     CHECK_TENSOR(yu, uexp);
-    ct_release(xu);
     ct_release(yu);
+    /* Bounds beyond the dtype's range act as its extremes. */
+    yu = ct_clamp(xu, -5, 300);
+    CHECK_TENSOR(yu, uv);
+    ct_release(yu);
+    static const double u_top[3] = {255, 255, 255};
+    yu = ct_clamp(xu, 300, INFINITY);
+    CHECK_TENSOR(yu, u_top);
+    ct_release(yu);
+    ct_release(xu);
+    static const double wide[3] = {-2147483648.0, 0, 2147483647.0};
+    ct_tensor *xw = ref_tensor(wide, 1, (const int64_t[]){3}, CT_I32, device);
+    ct_tensor *yw = ct_clamp(xw, -INFINITY, INFINITY);
+    CHECK_TENSOR(yw, wide);
+    ct_release(yw);
+    static const double w_top[3] = {2147483647.0, 2147483647.0, 2147483647.0};
+    yw = ct_clamp(xw, 1e10, 2e10);
+    CHECK_TENSOR(yw, w_top);
+    ct_release(yw);
+    ct_release(xw);
 }
 
 DEVICE_TEST(test_ops_unary_clamp_nan_bound_is_an_error) {

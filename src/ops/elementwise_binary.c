@@ -10,8 +10,9 @@
  * tensor's dtype wins, except that a non-integral (or non-finite) scalar with an integer or
  * bool tensor gives float32, and an integral scalar with a bool tensor gives int64 for
  * arithmetic. The scalar joins the computation in the compute domain's own type (float32
- * for f32/f16/bf16, float64, int64), so it is not rounded to a 16-bit or narrow integer
- * dtype first. On the CPU the scalar is read from the stack: no tensor is made for it. */
+ * for f32/f16/bf16, float64, or int32/int64 as it fits), so it is not rounded to a 16-bit or
+ * narrow integer dtype first. On the CPU the scalar is read from the stack: no tensor is made for
+ * it. */
 #include <math.h>
 
 #include "ops/op_impl.h"
@@ -29,6 +30,7 @@ typedef struct host_scalar {
     union {
         float f32;
         double f64;
+        int32_t i32;
         int64_t i64;
     } value;
     ct_dtype dtype;
@@ -103,6 +105,14 @@ static ct_dtype scalar_promote(int kind, ct_dtype t, double s) {
     return t;
 }
 
+/* The scalar's dtype as an operand: float32 (for f32, f16, bf16 results), float64, or an
+ * integer that holds it exactly (it is integral here). */
+static ct_dtype scalar_dtype(ct_dtype promoted, double s) {
+    if (promoted == CT_F64) return CT_F64;
+    if (ct__is_float(promoted)) return CT_F32;
+    return s >= INT32_MIN && s <= INT32_MAX ? CT_I32 : CT_I64;
+}
+
 static ct_tensor *binary_scalar(const char *name, ct_binary_op op, int kind, const ct_tensor *a,
                                 double s) {
     ct_device device;
@@ -119,12 +129,14 @@ static ct_tensor *binary_scalar(const char *name, ct_binary_op op, int kind, con
                         s == 0 ? "integer remainder by zero"
                                : "integers to negative integer powers are not allowed");
     host_scalar scalar;
-    scalar.dtype = promoted == CT_F64 ? CT_F64 : ct__is_float(promoted) ? CT_F32 : CT_I64;
+    scalar.dtype = scalar_dtype(promoted, s);
     if (device.type == CT_DEVICE_CPU) {
         if (scalar.dtype == CT_F64)
             scalar.value.f64 = s;
         else if (scalar.dtype == CT_F32)
             scalar.value.f32 = (float)s;
+        else if (scalar.dtype == CT_I32)
+            scalar.value.i32 = (int32_t)s;
         else
             scalar.value.i64 = ct__f64_to_i64(s);
         return launch(op, kind, device, a->ndim, a->shape, promoted, a, NULL, &scalar);

@@ -53,13 +53,24 @@ static ct_tensor *unary(const char *name, ct_unary_op op, int kind, const ct_ten
 CT_UNARY_OPS(CT_DEFINE_UNARY_)
 #undef CT_DEFINE_UNARY_
 
+/* Saturate a bound to an integer dtype's range (kernels convert bounds to the dtype). */
+static double saturate(double bound, ct_dtype dtype) {
+    double min = 0, max = 1; /* bool */
+    if (dtype == CT_I32) min = INT32_MIN, max = INT32_MAX;
+    if (dtype == CT_I64) min = -0x1p63, max = 0x1p63;
+    if (dtype == CT_U8) max = UINT8_MAX;
+    return bound < min ? min : bound > max ? max : bound;
+}
+
 /* Integer tensors are clamped to the integers inside [lo, hi] (ceil(lo), floor(hi)), so the
- * result keeps the dtype and stays within the bounds. */
+ * result keeps the dtype and stays within the bounds; bounds outside the dtype's range act as
+ * its extremes. */
 ct_tensor *ct_clamp(const ct_tensor *x, double lo, double hi) {
     if (!x) return ct__null_arg("ct_clamp", 1);
     if (isnan(lo) || isnan(hi))
         return ct__fail(CT_ERR_INVALID_ARG,
                         "ct_clamp: bound %s is NaN; pass -INFINITY or INFINITY for no bound",
                         isnan(lo) ? "lo" : "hi");
+    if (!ct__is_float(x->dtype)) lo = saturate(lo, x->dtype), hi = saturate(hi, x->dtype);
     return unary("ct_clamp", CT_UOP_CLAMP, KIND_SAME, x, lo, hi);
 }

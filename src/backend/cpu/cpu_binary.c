@@ -76,33 +76,38 @@ static inline int64_t py_imod(int64_t a, int64_t b) {
     return r != 0 && (r < 0) != (b < 0) ? r + b : r;
 }
 
-/* Integer arithmetic wraps, so it runs on uint64_t (signed overflow is undefined in C). */
-CT_CPU_CLONES static int arith_i64(ct_binary_op op, void *vo, const void *va, const void *vb,
-                                   int64_t n) {
-    int64_t *restrict o = vo;
-    const int64_t *restrict a = va, *restrict b = vb;
-    switch (op) {
-    case CT_BOP_ADD: MAP((int64_t)((uint64_t)a[i] + (uint64_t)b[i]));
-    case CT_BOP_SUB: MAP((int64_t)((uint64_t)a[i] - (uint64_t)b[i]));
-    case CT_BOP_MUL: MAP((int64_t)((uint64_t)a[i] * (uint64_t)b[i]));
-    case CT_BOP_MAXIMUM: MAP(a[i] > b[i] ? a[i] : b[i]);
-    case CT_BOP_MINIMUM: MAP(a[i] < b[i] ? a[i] : b[i]);
-    case CT_BOP_POW:
-        for (int64_t i = 0; i < n; i++) {
-            if (b[i] < 0) return EW_NEGATIVE_POWER;
-            o[i] = ipow(a[i], b[i]);
-        }
-        break;
-    case CT_BOP_REMAINDER:
-        for (int64_t i = 0; i < n; i++) {
-            if (b[i] == 0) return EW_REMAINDER_BY_ZERO;
-            o[i] = py_imod(a[i], b[i]);
-        }
-        break;
-    default: break; /* division computes in float; comparisons have their own loops */
+/* Integer arithmetic wraps, so it runs on the unsigned type UT (signed overflow is undefined
+ * in C); pow and remainder go through int64, which holds every int32 result exactly before
+ * the wrap to T. */
+#define DEFINE_INT_ARITH(name, T, UT)                                                              \
+    CT_CPU_CLONES static int name(ct_binary_op op, void *vo, const void *va, const void *vb,       \
+                                  int64_t n) {                                                     \
+        T *restrict o = vo;                                                                        \
+        const T *restrict a = va, *restrict b = vb;                                                \
+        switch (op) {                                                                              \
+        case CT_BOP_ADD: MAP((T)((UT)a[i] + (UT)b[i]));                                            \
+        case CT_BOP_SUB: MAP((T)((UT)a[i] - (UT)b[i]));                                            \
+        case CT_BOP_MUL: MAP((T)((UT)a[i] * (UT)b[i]));                                            \
+        case CT_BOP_MAXIMUM: MAP(a[i] > b[i] ? a[i] : b[i]);                                       \
+        case CT_BOP_MINIMUM: MAP(a[i] < b[i] ? a[i] : b[i]);                                       \
+        case CT_BOP_POW:                                                                           \
+            for (int64_t i = 0; i < n; i++) {                                                      \
+                if (b[i] < 0) return EW_NEGATIVE_POWER;                                            \
+                o[i] = (T)ipow(a[i], b[i]);                                                        \
+            }                                                                                      \
+            break;                                                                                 \
+        case CT_BOP_REMAINDER:                                                                     \
+            for (int64_t i = 0; i < n; i++) {                                                      \
+                if (b[i] == 0) return EW_REMAINDER_BY_ZERO;                                        \
+                o[i] = (T)py_imod(a[i], b[i]);                                                     \
+            }                                                                                      \
+            break;                                                                                 \
+        default: break; /* division computes in float; comparisons have their own loops */         \
+        }                                                                                          \
+        return EW_OK;                                                                              \
     }
-    return EW_OK;
-}
+DEFINE_INT_ARITH(arith_i32, int32_t, uint32_t)
+DEFINE_INT_ARITH(arith_i64, int64_t, uint64_t)
 
 /* Comparisons and logical ops write 0/1 bytes; the | and & keep them branch-free. */
 #define DEFINE_COMPARE(name, T)                                                                    \
@@ -125,6 +130,7 @@ CT_CPU_CLONES static int arith_i64(ct_binary_op op, void *vo, const void *va, co
     }
 DEFINE_COMPARE(compare_f32, float)
 DEFINE_COMPARE(compare_f64, double)
+DEFINE_COMPARE(compare_i32, int32_t)
 DEFINE_COMPARE(compare_i64, int64_t)
 
 typedef int (*binary_fn)(ct_binary_op op, void *o, const void *a, const void *b, int64_t n);
@@ -137,15 +143,19 @@ typedef struct binary_domain {
     binary_fn run;
 } binary_domain;
 
-static const binary_domain arith_domains[3] = {
+/* Indexed by domain: float, double, int64, int32. */
+enum { DOMAIN_F32, DOMAIN_F64, DOMAIN_I64, DOMAIN_I32 };
+static const binary_domain arith_domains[4] = {
     {CT_F32, CT_F32, ct__cpu_load_f32, ct__cpu_store_f32, arith_f32},
     {CT_F64, CT_F64, ct__cpu_load_f64, ct__cpu_store_f64, arith_f64},
     {CT_I64, CT_I64, ct__cpu_load_i64, ct__cpu_store_i64, arith_i64},
+    {CT_I32, CT_I32, ct__cpu_load_i32, ct__cpu_store_i32, arith_i32},
 };
-static const binary_domain compare_domains[3] = {
+static const binary_domain compare_domains[4] = {
     {CT_F32, CT_BOOL, ct__cpu_load_f32, ct__cpu_store_bool, compare_f32},
     {CT_F64, CT_BOOL, ct__cpu_load_f64, ct__cpu_store_bool, compare_f64},
     {CT_I64, CT_BOOL, ct__cpu_load_i64, ct__cpu_store_bool, compare_i64},
+    {CT_I32, CT_BOOL, ct__cpu_load_i32, ct__cpu_store_bool, compare_i32},
 };
 
 typedef struct binary_ctx {
@@ -214,24 +224,32 @@ static const char *const op_names[CT_BOP_COUNT] = {
 #undef CT_BINARY_NAME_
 };
 
-/* The domain index (float, double, int64) of a compute dtype. */
-static int domain_index(ct_dtype compute) {
-    if (compute == CT_F64) return 1;
-    return ct__is_float(compute) ? 0 : 2;
+static bool fits_i32(ct_dtype dtype) {
+    return dtype == CT_I32 || dtype == CT_U8 || dtype == CT_BOOL;
+}
+
+/* The domain of a compute dtype. Integers compute in int32 when every operand fits, which
+ * is exact (results wrap to the output's width on store) and twice as fast as int64. */
+static int domain_index(ct_dtype compute, const ct_ew_args *args) {
+    if (compute == CT_F64) return DOMAIN_F64;
+    if (ct__is_float(compute)) return DOMAIN_F32;
+    if (fits_i32(compute) && fits_i32(args->dtype[1]) && fits_i32(args->dtype[2]))
+        return DOMAIN_I32;
+    return DOMAIN_I64;
 }
 
 ct_status ct__cpu_binary(int device, ct_binary_op op, const ct_ew_args *args) {
     (void)device;
     if ((unsigned)op >= CT_BOP_COUNT)
         return ct__error(CT_ERR_INVALID_ARG, "cpu binary kernel: unknown op %d", (int)op);
-    int index = domain_index(args->compute_dtype);
+    int index = domain_index(args->compute_dtype, args);
     const binary_domain *domain = &arith_domains[index];
     if (op_kind[op] == KIND_LOGICAL)
-        domain = &compare_domains[1];
+        domain = &compare_domains[DOMAIN_F64];
     else if (op_kind[op] == KIND_COMPARE)
         domain = &compare_domains[index];
-    else if (op_kind[op] == KIND_DIV && index == 2)
-        domain = &arith_domains[0];
+    else if (op_kind[op] == KIND_DIV && index >= DOMAIN_I64)
+        domain = &arith_domains[DOMAIN_F32];
     binary_ctx ctx = {op,
                       {args->dtype[0], args->dtype[1], args->dtype[2]},
                       domain,

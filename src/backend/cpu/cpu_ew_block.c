@@ -53,6 +53,16 @@ void ct__cpu_load_i64(void *vdst, const char *src, int64_t stride, ct_dtype dtyp
     }
 }
 
+void ct__cpu_load_i32(void *vdst, const char *src, int64_t stride, ct_dtype dtype, int64_t n) {
+    int32_t *dst = vdst;
+    switch (dtype) {
+    case CT_I32: LOAD_LOOP(*(const int32_t *)p);
+    case CT_U8: LOAD_LOOP(*(const uint8_t *)p);
+    case CT_BOOL: LOAD_LOOP(*(const uint8_t *)p != 0);
+    default: LOAD_LOOP((int32_t)(uint32_t)(uint64_t)ct__load_i64(p, dtype));
+    }
+}
+
 /* One loop of a store: p walks the destination, stmt writes src[i] there. */
 #define STORE_LOOP(stmt)                                                                           \
     for (int64_t i = 0; i < n; i++) {                                                              \
@@ -85,6 +95,16 @@ void ct__cpu_store_i64(char *dst, int64_t stride, ct_dtype dtype, const void *vs
     case CT_I64: STORE_LOOP(*(int64_t *)p = src[i]);
     case CT_I32: STORE_LOOP(*(int32_t *)p = (int32_t)(uint32_t)(uint64_t)src[i]);
     case CT_U8: STORE_LOOP(*(uint8_t *)p = (uint8_t)(uint64_t)src[i]);
+    case CT_BOOL: STORE_LOOP(*(uint8_t *)p = src[i] != 0);
+    default: STORE_LOOP(ct__store_i64(p, dtype, src[i]));
+    }
+}
+
+void ct__cpu_store_i32(char *dst, int64_t stride, ct_dtype dtype, const void *vsrc, int64_t n) {
+    const int32_t *src = vsrc;
+    switch (dtype) {
+    case CT_I32: STORE_LOOP(*(int32_t *)p = src[i]);
+    case CT_U8: STORE_LOOP(*(uint8_t *)p = (uint8_t)(uint32_t)src[i]);
     case CT_BOOL: STORE_LOOP(*(uint8_t *)p = src[i] != 0);
     default: STORE_LOOP(ct__store_i64(p, dtype, src[i]));
     }

@@ -1,7 +1,8 @@
 /* Shared machinery of the CPU elementwise kernels (unary, binary, where).
  *
- * The kernels compute in one of three domains: float (f32, and f16/bf16 as PyTorch does),
- * double (f64) and int64 (every integer dtype and bool; integer results wrap when stored).
+ * The kernels compute in one of four domains: float (f32, and f16/bf16 as PyTorch does),
+ * double (f64), int64 (every integer dtype and bool; integer results wrap when stored) and
+ * int32 (the same for operands of at most 32 bits, where it is exact and faster).
  * A row of any dtype and stride is processed in blocks of CT_CPU_BLOCK elements: each
  * input is loaded (converted) into a small aligned buffer of the domain's type, the op runs
  * as a plain contiguous loop over buffers (which the compiler vectorizes), and the result is
@@ -33,11 +34,12 @@
 #endif
 
 /* Load n elements of dtype, stride bytes apart (0 repeats one element), into the buffer dst
- * of the domain's type (float, double, int64_t). Bool loads as 0/1; floats load into int64
- * by truncation. */
+ * of the domain's type (float, double, int64_t, int32_t). Bool loads as 0/1; floats load
+ * into integers by truncation. */
 void ct__cpu_load_f32(void *dst, const char *src, int64_t stride, ct_dtype dtype, int64_t n);
 void ct__cpu_load_f64(void *dst, const char *src, int64_t stride, ct_dtype dtype, int64_t n);
 void ct__cpu_load_i64(void *dst, const char *src, int64_t stride, ct_dtype dtype, int64_t n);
+void ct__cpu_load_i32(void *dst, const char *src, int64_t stride, ct_dtype dtype, int64_t n);
 
 /* Store n values of the domain's type from src into elements of dtype stride bytes apart
  * (ct__store_f64 and ct__store_i64 rules: floats round to nearest even, integers wrap, bool
@@ -45,6 +47,7 @@ void ct__cpu_load_i64(void *dst, const char *src, int64_t stride, ct_dtype dtype
 void ct__cpu_store_f32(char *dst, int64_t stride, ct_dtype dtype, const void *src, int64_t n);
 void ct__cpu_store_f64(char *dst, int64_t stride, ct_dtype dtype, const void *src, int64_t n);
 void ct__cpu_store_i64(char *dst, int64_t stride, ct_dtype dtype, const void *src, int64_t n);
+void ct__cpu_store_i32(char *dst, int64_t stride, ct_dtype dtype, const void *src, int64_t n);
 void ct__cpu_store_bool(char *dst, int64_t stride, ct_dtype dtype, const void *src, int64_t n);
 
 /* The loads and stores of one domain, as the kernels' row functions take them. */

@@ -102,28 +102,35 @@ static inline int64_t max_i64(int64_t a, int64_t b) { return a > b ? a : b; }
 static inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 /* Integers wrap (negating the most negative value gives itself, as in NumPy and PyTorch),
- * so negation goes through unsigned arithmetic. clamp keeps the integers inside [lo, hi]:
- * bounds ceil(lo) and floor(hi), saturated to the int64 range. */
-CT_CPU_CLONES static void unary_i64(ct_unary_op op, void *vo, const void *vx, int64_t n, double p0,
-                                    double p1) {
-    int64_t *restrict o = vo;
-    const int64_t *restrict x = vx;
-    switch (op) {
-    case CT_UOP_NEG: MAP((int64_t)(0u - (uint64_t)x[i]));
-    case CT_UOP_ABS: MAP(x[i] < 0 ? (int64_t)(0u - (uint64_t)x[i]) : x[i]);
-    case CT_UOP_SIGN: MAP((x[i] > 0) - (x[i] < 0));
-    case CT_UOP_RELU: MAP(x[i] < 0 ? 0 : x[i]);
-    case CT_UOP_CLAMP: {
-        int64_t lo = ct__f64_to_i64(ceil(p0)), hi = ct__f64_to_i64(floor(p1));
-        MAP(min_i64(max_i64(x[i], lo), hi));
+ * so negation goes through the unsigned type UT. clamp keeps the integers inside [lo, hi]:
+ * bounds ceil(lo) and floor(hi) (the op layer has saturated them to the dtype's range). */
+#define DEFINE_INT_UNARY(name, T, UT)                                                              \
+    CT_CPU_CLONES static void name(ct_unary_op op, void *vo, const void *vx, int64_t n, double p0, \
+                                   double p1) {                                                    \
+        T *restrict o = vo;                                                                        \
+        const T *restrict x = vx;                                                                  \
+        switch (op) {                                                                              \
+        case CT_UOP_NEG: MAP((T)(0u - (UT)x[i]));                                                  \
+        case CT_UOP_ABS: MAP(x[i] < 0 ? (T)(0u - (UT)x[i]) : x[i]);                                \
+        case CT_UOP_SIGN: MAP((T)((x[i] > 0) - (x[i] < 0)));                                       \
+        case CT_UOP_RELU: MAP(x[i] < 0 ? 0 : x[i]);                                                \
+        case CT_UOP_CLAMP: {                                                                       \
+            T lo = (T)ct__f64_to_i64(ceil(p0)), hi = (T)ct__f64_to_i64(floor(p1));                 \
+            for (int64_t i = 0; i < n; i++) {                                                      \
+                T t = x[i] < lo ? lo : x[i];                                                       \
+                o[i] = t > hi ? hi : t;                                                            \
+            }                                                                                      \
+            break;                                                                                 \
+        }                                                                                          \
+        default:                                                                                   \
+            /* floor, ceil and round of an integer are the integer; the FLOAT ops never            \
+             * compute in this domain (the kernel moves them to float). */                         \
+            memcpy(o, x, (size_t)n * sizeof *o);                                                   \
+            break;                                                                                 \
+        }                                                                                          \
     }
-    default:
-        /* floor, ceil and round of an integer are the integer; the FLOAT ops never compute
-         * in this domain (the kernel moves them to float). */
-        memcpy(o, x, (size_t)n * sizeof *o);
-        break;
-    }
-}
+DEFINE_INT_UNARY(unary_i32, int32_t, uint32_t)
+DEFINE_INT_UNARY(unary_i64, int64_t, uint64_t)
 
 static void logical_not_f64(ct_unary_op op, void *vo, const void *vx, int64_t n, double p0,
                             double p1) {
@@ -149,6 +156,8 @@ static const unary_domain domain_f64 = {CT_F64, CT_F64, ct__cpu_load_f64, ct__cp
                                         unary_f64};
 static const unary_domain domain_i64 = {CT_I64, CT_I64, ct__cpu_load_i64, ct__cpu_store_i64,
                                         unary_i64};
+static const unary_domain domain_i32 = {CT_I32, CT_I32, ct__cpu_load_i32, ct__cpu_store_i32,
+                                        unary_i32};
 static const unary_domain domain_not = {CT_F64, CT_BOOL, ct__cpu_load_f64, ct__cpu_store_bool,
                                         logical_not_f64};
 
@@ -194,12 +203,12 @@ static void unary_row(char *const *ptrs, const int64_t *strides, int64_t n, void
 }
 
 /* The domain an op computes in: FLOAT ops in float (double for float64 results), SAME ops
- * in the compute dtype's domain, logical_not in its own. */
+ * in the compute dtype's domain (int32 for int32, uint8 and bool), logical_not in its own. */
 static const unary_domain *pick_domain(ct_unary_op op, ct_dtype compute) {
     if (op_kind[op] == KIND_BOOL) return &domain_not;
     if (compute == CT_F64) return &domain_f64;
     if (op_kind[op] == KIND_FLOAT || ct__is_float(compute)) return &domain_f32;
-    return &domain_i64;
+    return compute == CT_I64 ? &domain_i64 : &domain_i32;
 }
 
 ct_status ct__cpu_unary(int device, ct_unary_op op, const ct_ew_args *args, double p0, double p1) {
