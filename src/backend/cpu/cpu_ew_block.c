@@ -4,7 +4,7 @@
 #include <string.h>
 
 #if defined(__SSE2__)
-#include <emmintrin.h>
+#include <immintrin.h>
 #endif
 
 #include "backend/cpu/cpu_ew_impl.h"
@@ -18,8 +18,53 @@
     }                                                                                              \
     break
 
+/* Contiguous float16 conversions with the F16C instructions (8 at a time; round to nearest
+ * even, NaN kept quiet, as ct__f32_to_f16), picked per processor: the portable conversions
+ * are branchy and cost ten times more. Return false where the processor lacks F16C. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+__attribute__((target("avx,f16c"))) static void f16_to_f32_f16c(float *dst, const uint16_t *src,
+                                                                int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + i))));
+    for (; i < n; i++) dst[i] = ct__f16_to_f32(src[i]);
+}
+
+__attribute__((target("avx,f16c"))) static void f32_to_f16_f16c(uint16_t *dst, const float *src,
+                                                                int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(dst + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; i++) dst[i] = ct__f32_to_f16(src[i]);
+}
+
+static bool f16_load_fast(float *dst, const char *src, int64_t stride, int64_t n) {
+    if (stride != 2 || !__builtin_cpu_supports("f16c")) return false;
+    f16_to_f32_f16c(dst, (const uint16_t *)src, n);
+    return true;
+}
+
+static bool f16_store_fast(char *dst, int64_t stride, const float *src, int64_t n) {
+    if (stride != 2 || !__builtin_cpu_supports("f16c")) return false;
+    f32_to_f16_f16c((uint16_t *)dst, src, n);
+    return true;
+}
+#else
+static bool f16_load_fast(float *dst, const char *src, int64_t stride, int64_t n) {
+    (void)dst, (void)src, (void)stride, (void)n;
+    return false;
+}
+
+static bool f16_store_fast(char *dst, int64_t stride, const float *src, int64_t n) {
+    (void)dst, (void)src, (void)stride, (void)n;
+    return false;
+}
+#endif
+
 void ct__cpu_load_f32(void *vdst, const char *src, int64_t stride, ct_dtype dtype, int64_t n) {
     float *dst = vdst;
+    if (dtype == CT_F16 && f16_load_fast(dst, src, stride, n)) return;
     switch (dtype) {
     case CT_F32: LOAD_LOOP(*(const float *)p);
     case CT_F16: LOAD_LOOP(ct__f16_to_f32(*(const uint16_t *)p));
@@ -73,6 +118,7 @@ void ct__cpu_load_i32(void *vdst, const char *src, int64_t stride, ct_dtype dtyp
 
 void ct__cpu_store_f32(char *dst, int64_t stride, ct_dtype dtype, const void *vsrc, int64_t n) {
     const float *src = vsrc;
+    if (dtype == CT_F16 && f16_store_fast(dst, stride, src, n)) return;
     switch (dtype) {
     case CT_F32: STORE_LOOP(*(float *)p = src[i]);
     case CT_F16: STORE_LOOP(*(uint16_t *)p = ct__f32_to_f16(src[i]));
