@@ -471,36 +471,43 @@ TEST(test_ops_binary_null_propagation) {
     ct_release(b);
 }
 
-/* float16 results are rounded once from float, to nearest even, exactly as the scalar
- * conversion ct_f32_to_f16 does: every float16 value plus a few others, bit for bit. */
-DEVICE_TEST(test_ops_binary_f16_rounding_is_exact) {
+/* 16-bit float results are rounded once from float, to nearest even, exactly as the scalar
+ * conversions (ct_f32_to_f16, ct_f32_to_bf16) do: every value plus a few others, bit for
+ * bit. */
+static void check_16bit_rounding(ct_device device, ct_dtype dtype) {
     static const float addends[4] = {0.0f, 1.0f, -0.000123f, 3.0e4f};
+    float (*to_f32)(uint16_t) = dtype == CT_F16 ? ct_f16_to_f32 : ct_bf16_to_f32;
+    uint16_t (*from_f32)(float) = dtype == CT_F16 ? ct_f32_to_f16 : ct_f32_to_bf16;
     int64_t n = 65536;
     uint16_t *bits = malloc(sizeof(uint16_t) * (size_t)n);
     uint16_t *got = malloc(sizeof(uint16_t) * (size_t)n);
     CHECK(bits && got);
     for (int64_t i = 0; i < n; i++) bits[i] = (uint16_t)i;
-    ct_tensor *x = ct_from_data(bits, 1, &n, CT_F16, device);
+    ct_tensor *x = ct_from_data(bits, 1, &n, dtype, device);
     CHECK_NOT_NULL(x);
-    for (int k = 0; k < 4; k++) {
-        ct_tensor *b = ct_full(0, NULL, addends[k], CT_F16, device);
+    for (int k = 0; k < 4 && !ct_test_failed(); k++) {
+        ct_tensor *b = ct_full(0, NULL, addends[k], dtype, device);
         ct_tensor *y = ct_add(x, b);
         CHECK_NOT_NULL(y);
         CHECK_OK(ct_copy_to_host(y, got, sizeof(uint16_t) * (size_t)n));
-        float addend = ct_f16_to_f32(ct_f32_to_f16(addends[k]));
+        float addend = to_f32(from_f32(addends[k]));
         for (int64_t i = 0; i < n; i++) {
-            uint16_t want = ct_f32_to_f16(ct_f16_to_f32(bits[i]) + addend);
-            if (got[i] != want && !(isnan(ct_f16_to_f32(want)) && isnan(ct_f16_to_f32(got[i])))) {
-                ct_test_fail(__FILE__, __LINE__, "f16 0x%04x + %g gave 0x%04x, expected 0x%04x",
-                             bits[i], (double)addend, got[i], want);
+            uint16_t want = from_f32(to_f32(bits[i]) + addend);
+            if (got[i] != want && !(isnan(to_f32(want)) && isnan(to_f32(got[i])))) {
+                ct_test_fail(__FILE__, __LINE__, "%s 0x%04x + %g gave 0x%04x, expected 0x%04x",
+                             ct_dtype_name(dtype), bits[i], (double)addend, got[i], want);
                 break;
             }
         }
         ct_release(b);
         ct_release(y);
-        if (ct_test_failed()) break;
     }
     ct_release(x);
     free(bits);
     free(got);
+}
+
+DEVICE_TEST(test_ops_binary_16bit_rounding_is_exact) {
+    RUN(check_16bit_rounding(device, CT_F16));
+    RUN(check_16bit_rounding(device, CT_BF16));
 }

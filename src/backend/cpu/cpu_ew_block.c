@@ -10,8 +10,25 @@
 #include "backend/cpu/cpu_ew_impl.h"
 #include "core/dtype_impl.h"
 
-/* One loop of a load: p walks the source, expr converts *p. */
-#define LOAD_LOOP(expr)                                                                            \
+/* One loop of a load: v is one source element of type S, expr converts it. Contiguous sources
+ * get a loop of their own, which the compiler vectorizes. */
+#define LOAD_LOOP(S, expr)                                                                         \
+    if (stride == (int64_t)sizeof(S)) {                                                            \
+        const S *s = (const S *)src;                                                               \
+        for (int64_t i = 0; i < n; i++) {                                                          \
+            S v = s[i];                                                                            \
+            dst[i] = (expr);                                                                       \
+        }                                                                                          \
+    } else {                                                                                       \
+        for (int64_t i = 0; i < n; i++) {                                                          \
+            S v = *(const S *)(src + i * stride);                                                  \
+            dst[i] = (expr);                                                                       \
+        }                                                                                          \
+    }                                                                                              \
+    break
+
+/* The load of the remaining dtypes: p is the element, expr converts it. */
+#define GENERIC_LOAD(expr)                                                                         \
     for (int64_t i = 0; i < n; i++) {                                                              \
         const char *p = src + i * stride;                                                          \
         dst[i] = (expr);                                                                           \
@@ -62,54 +79,75 @@ static bool f16_store_fast(char *dst, int64_t stride, const float *src, int64_t 
 }
 #endif
 
+/* ct__f32_to_bf16 written branch-free (the NaN case as a select) so that loops of it
+ * vectorize. */
+static inline uint16_t bf16_round(float f) {
+    uint32_t u = ct__f32_bits(f);
+    uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16; /* to nearest even */
+    uint32_t quiet_nan = (u >> 16) | 0x40u;
+    return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
+}
+
 void ct__cpu_load_f32(void *vdst, const char *src, int64_t stride, ct_dtype dtype, int64_t n) {
     float *dst = vdst;
     if (dtype == CT_F16 && f16_load_fast(dst, src, stride, n)) return;
     switch (dtype) {
-    case CT_F32: LOAD_LOOP(*(const float *)p);
-    case CT_F16: LOAD_LOOP(ct__f16_to_f32(*(const uint16_t *)p));
-    case CT_BF16: LOAD_LOOP(ct__bf16_to_f32(*(const uint16_t *)p));
-    case CT_I32: LOAD_LOOP((float)*(const int32_t *)p);
-    case CT_U8: LOAD_LOOP((float)*(const uint8_t *)p);
-    case CT_BOOL: LOAD_LOOP((float)(*(const uint8_t *)p != 0));
-    default: LOAD_LOOP((float)ct__load_f64(p, dtype));
+    case CT_F32: LOAD_LOOP(float, v);
+    case CT_F16: LOAD_LOOP(uint16_t, ct__f16_to_f32(v));
+    case CT_BF16: LOAD_LOOP(uint16_t, ct__bits_f32((uint32_t)v << 16));
+    case CT_I32: LOAD_LOOP(int32_t, (float)v);
+    case CT_U8: LOAD_LOOP(uint8_t, (float)v);
+    case CT_BOOL: LOAD_LOOP(uint8_t, (float)(v != 0));
+    default: GENERIC_LOAD((float)ct__load_f64(p, dtype));
     }
 }
 
 void ct__cpu_load_f64(void *vdst, const char *src, int64_t stride, ct_dtype dtype, int64_t n) {
     double *dst = vdst;
     switch (dtype) {
-    case CT_F64: LOAD_LOOP(*(const double *)p);
-    case CT_F32: LOAD_LOOP(*(const float *)p);
-    case CT_I32: LOAD_LOOP(*(const int32_t *)p);
-    case CT_I64: LOAD_LOOP((double)*(const int64_t *)p);
-    default: LOAD_LOOP(ct__load_f64(p, dtype));
+    case CT_F64: LOAD_LOOP(double, v);
+    case CT_F32: LOAD_LOOP(float, v);
+    case CT_I32: LOAD_LOOP(int32_t, v);
+    case CT_I64: LOAD_LOOP(int64_t, (double)v);
+    case CT_U8: LOAD_LOOP(uint8_t, v);
+    default: GENERIC_LOAD(ct__load_f64(p, dtype));
     }
 }
 
 void ct__cpu_load_i64(void *vdst, const char *src, int64_t stride, ct_dtype dtype, int64_t n) {
     int64_t *dst = vdst;
     switch (dtype) {
-    case CT_I64: LOAD_LOOP(*(const int64_t *)p);
-    case CT_I32: LOAD_LOOP(*(const int32_t *)p);
-    case CT_U8: LOAD_LOOP(*(const uint8_t *)p);
-    case CT_BOOL: LOAD_LOOP(*(const uint8_t *)p != 0);
-    default: LOAD_LOOP(ct__load_i64(p, dtype));
+    case CT_I64: LOAD_LOOP(int64_t, v);
+    case CT_I32: LOAD_LOOP(int32_t, v);
+    case CT_U8: LOAD_LOOP(uint8_t, v);
+    case CT_BOOL: LOAD_LOOP(uint8_t, v != 0);
+    default: GENERIC_LOAD(ct__load_i64(p, dtype));
     }
 }
 
 void ct__cpu_load_i32(void *vdst, const char *src, int64_t stride, ct_dtype dtype, int64_t n) {
     int32_t *dst = vdst;
     switch (dtype) {
-    case CT_I32: LOAD_LOOP(*(const int32_t *)p);
-    case CT_U8: LOAD_LOOP(*(const uint8_t *)p);
-    case CT_BOOL: LOAD_LOOP(*(const uint8_t *)p != 0);
-    default: LOAD_LOOP((int32_t)(uint32_t)(uint64_t)ct__load_i64(p, dtype));
+    case CT_I32: LOAD_LOOP(int32_t, v);
+    case CT_U8: LOAD_LOOP(uint8_t, v);
+    case CT_BOOL: LOAD_LOOP(uint8_t, v != 0);
+    default: GENERIC_LOAD((int32_t)(uint32_t)(uint64_t)ct__load_i64(p, dtype));
     }
 }
 
-/* One loop of a store: p walks the destination, stmt writes src[i] there. */
-#define STORE_LOOP(stmt)                                                                           \
+/* One loop of a store: expr converts src[i] to the destination type D. Contiguous
+ * destinations get a loop of their own, which the compiler vectorizes. */
+#define STORE_LOOP(D, expr)                                                                        \
+    if (stride == (int64_t)sizeof(D)) {                                                            \
+        D *d = (D *)dst;                                                                           \
+        for (int64_t i = 0; i < n; i++) d[i] = (expr);                                             \
+    } else {                                                                                       \
+        for (int64_t i = 0; i < n; i++) *(D *)(dst + i * stride) = (expr);                         \
+    }                                                                                              \
+    break
+
+/* The store of the remaining dtypes: p is the element, stmt writes src[i] there. */
+#define GENERIC_STORE(stmt)                                                                        \
     for (int64_t i = 0; i < n; i++) {                                                              \
         char *p = dst + i * stride;                                                                \
         stmt;                                                                                      \
@@ -120,39 +158,39 @@ void ct__cpu_store_f32(char *dst, int64_t stride, ct_dtype dtype, const void *vs
     const float *src = vsrc;
     if (dtype == CT_F16 && f16_store_fast(dst, stride, src, n)) return;
     switch (dtype) {
-    case CT_F32: STORE_LOOP(*(float *)p = src[i]);
-    case CT_F16: STORE_LOOP(*(uint16_t *)p = ct__f32_to_f16(src[i]));
-    case CT_BF16: STORE_LOOP(*(uint16_t *)p = ct__f32_to_bf16(src[i]));
-    default: STORE_LOOP(ct__store_f64(p, dtype, src[i]));
+    case CT_F32: STORE_LOOP(float, src[i]);
+    case CT_F16: STORE_LOOP(uint16_t, ct__f32_to_f16(src[i]));
+    case CT_BF16: STORE_LOOP(uint16_t, bf16_round(src[i]));
+    default: GENERIC_STORE(ct__store_f64(p, dtype, src[i]));
     }
 }
 
 void ct__cpu_store_f64(char *dst, int64_t stride, ct_dtype dtype, const void *vsrc, int64_t n) {
     const double *src = vsrc;
     switch (dtype) {
-    case CT_F64: STORE_LOOP(*(double *)p = src[i]);
-    default: STORE_LOOP(ct__store_f64(p, dtype, src[i]));
+    case CT_F64: STORE_LOOP(double, src[i]);
+    default: GENERIC_STORE(ct__store_f64(p, dtype, src[i]));
     }
 }
 
 void ct__cpu_store_i64(char *dst, int64_t stride, ct_dtype dtype, const void *vsrc, int64_t n) {
     const int64_t *src = vsrc;
     switch (dtype) {
-    case CT_I64: STORE_LOOP(*(int64_t *)p = src[i]);
-    case CT_I32: STORE_LOOP(*(int32_t *)p = (int32_t)(uint32_t)(uint64_t)src[i]);
-    case CT_U8: STORE_LOOP(*(uint8_t *)p = (uint8_t)(uint64_t)src[i]);
-    case CT_BOOL: STORE_LOOP(*(uint8_t *)p = src[i] != 0);
-    default: STORE_LOOP(ct__store_i64(p, dtype, src[i]));
+    case CT_I64: STORE_LOOP(int64_t, src[i]);
+    case CT_I32: STORE_LOOP(int32_t, (int32_t)(uint32_t)(uint64_t)src[i]);
+    case CT_U8: STORE_LOOP(uint8_t, (uint8_t)(uint64_t)src[i]);
+    case CT_BOOL: STORE_LOOP(uint8_t, src[i] != 0);
+    default: GENERIC_STORE(ct__store_i64(p, dtype, src[i]));
     }
 }
 
 void ct__cpu_store_i32(char *dst, int64_t stride, ct_dtype dtype, const void *vsrc, int64_t n) {
     const int32_t *src = vsrc;
     switch (dtype) {
-    case CT_I32: STORE_LOOP(*(int32_t *)p = src[i]);
-    case CT_U8: STORE_LOOP(*(uint8_t *)p = (uint8_t)(uint32_t)src[i]);
-    case CT_BOOL: STORE_LOOP(*(uint8_t *)p = src[i] != 0);
-    default: STORE_LOOP(ct__store_i64(p, dtype, src[i]));
+    case CT_I32: STORE_LOOP(int32_t, src[i]);
+    case CT_U8: STORE_LOOP(uint8_t, (uint8_t)(uint32_t)src[i]);
+    case CT_BOOL: STORE_LOOP(uint8_t, src[i] != 0);
+    default: GENERIC_STORE(ct__store_i64(p, dtype, src[i]));
     }
 }
 
