@@ -11,8 +11,9 @@
  * bool tensor gives float32, and an integral scalar with a bool tensor gives int64 for
  * arithmetic. The scalar joins the computation in the compute domain's own type (float32
  * for f32/f16/bf16, float64, or int32/int64 as it fits), so it is not rounded to a 16-bit or
- * narrow integer dtype first. On the CPU the scalar is read from the stack: no tensor is made for
- * it. */
+ * narrow integer dtype first. On the CPU the scalar is read from the stack: no tensor is made
+ * for it. Integer remainder by zero and integer pow with a negative exponent are
+ * CT_ERR_INVALID_ARG (PyTorch and NumPy raise too). */
 #include <math.h>
 
 #include "ops/op_impl.h"
