@@ -1,0 +1,67 @@
+/* Shared machinery of the CPU elementwise kernels (unary, binary, where).
+ *
+ * The kernels compute in one of four domains: float (f32, and f16/bf16 as PyTorch does),
+ * double (f64), int64 (every integer dtype and bool; integer results wrap when stored) and
+ * int32 (the same for operands of at most 32 bits, where it is exact and faster).
+ * A row of any dtype and stride is processed in blocks of CT_CPU_BLOCK elements: each
+ * input is loaded (converted) into a small aligned buffer of the domain's type, the op runs
+ * as a plain contiguous loop over buffers (which the compiler vectorizes), and the result is
+ * stored (converted) into the output. Operands that already are contiguous and of the
+ * domain's type skip the buffers, so the common case is one vectorized loop.
+ *
+ * Large contiguous outputs are written with non-temporal (streaming) stores: the result
+ * cannot stay in cache anyway, and streaming avoids reading each output line before writing
+ * it, which is a quarter of the memory traffic of a binary op. */
+#ifndef CT_CPU_EW_IMPL_H
+#define CT_CPU_EW_IMPL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend/cpu/cpu_impl.h"
+
+#define CT_CPU_BLOCK 512
+/* Output size from which contiguous results are streamed past the cache. */
+#define CT_CPU_STREAM_BYTES ((int64_t)8 << 20)
+
+/* Hot loops get an AVX2+FMA clone picked at load time, so a generic x86-64 build still
+ * runs them 8 floats at a time where the processor allows. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define CT_CPU_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define CT_CPU_CLONES
+#endif
+
+/* Load n elements of dtype, stride bytes apart (0 repeats one element), into the buffer dst
+ * of the domain's type (float, double, int64_t, int32_t). Bool loads as 0/1; floats load
+ * into integers by truncation. */
+void ct__cpu_load_f32(void *dst, const char *src, int64_t stride, ct_dtype dtype, int64_t n);
+void ct__cpu_load_f64(void *dst, const char *src, int64_t stride, ct_dtype dtype, int64_t n);
+void ct__cpu_load_i64(void *dst, const char *src, int64_t stride, ct_dtype dtype, int64_t n);
+void ct__cpu_load_i32(void *dst, const char *src, int64_t stride, ct_dtype dtype, int64_t n);
+
+/* Store n values of the domain's type from src into elements of dtype stride bytes apart
+ * (ct__store_f64 and ct__store_i64 rules: floats round to nearest even, integers wrap, bool
+ * is v != 0). ct__cpu_store_bool stores 0/1 bytes into a bool output (dtype is CT_BOOL). */
+void ct__cpu_store_f32(char *dst, int64_t stride, ct_dtype dtype, const void *src, int64_t n);
+void ct__cpu_store_f64(char *dst, int64_t stride, ct_dtype dtype, const void *src, int64_t n);
+void ct__cpu_store_i64(char *dst, int64_t stride, ct_dtype dtype, const void *src, int64_t n);
+void ct__cpu_store_i32(char *dst, int64_t stride, ct_dtype dtype, const void *src, int64_t n);
+void ct__cpu_store_bool(char *dst, int64_t stride, ct_dtype dtype, const void *src, int64_t n);
+
+/* The loads and stores of one domain, as the kernels' row functions take them. */
+typedef void (*ct_cpu_load_fn)(void *dst, const char *src, int64_t stride, ct_dtype dtype,
+                               int64_t n);
+typedef void (*ct_cpu_store_fn)(char *dst, int64_t stride, ct_dtype dtype, const void *src,
+                                int64_t n);
+
+/* Copy bytes to dst with streaming stores where dst allows (else memcpy); call
+ * ct__cpu_stream_fence before other threads may read what was streamed. */
+void ct__cpu_stream_copy(void *dst, const void *src, size_t bytes);
+void ct__cpu_stream_fence(void);
+
+/* Whether an op writing args' operand 0 should stream it: contiguous and large. */
+bool ct__cpu_should_stream(const ct_ew_args *args);
+
+#endif

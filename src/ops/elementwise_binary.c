@@ -1,0 +1,209 @@
+/* The binary elementwise ops of op_list.h (ct_add ... ct_logical_or), their *_scalar forms,
+ * and ct_where: NumPy broadcasting, dtype promotion, then one kernel call.
+ *
+ * Dtypes: ARITH ops give ct_promote_types(a, b); DIV gives that when it is floating, else
+ * float32 (true division, computed in float32 as PyTorch does); COMPARE and LOGICAL give
+ * bool. The kernel gets compute_dtype = the promoted dtype (the float result for DIV).
+ * Subtracting two bools is an error, as in PyTorch.
+ *
+ * Scalars (the *_scalar forms) are weak, as Python scalars in NumPy 2 and PyTorch: the
+ * tensor's dtype wins, except that a non-integral (or non-finite) scalar with an integer or
+ * bool tensor gives float32, and an integral scalar with a bool tensor gives int64 for
+ * arithmetic. The scalar joins the computation in the compute domain's own type (float32
+ * for f32/f16/bf16, float64, or int32/int64 as it fits), so it is not rounded to a 16-bit or
+ * narrow integer dtype first. On the CPU the scalar is read from the stack: no tensor is made
+ * for it. Integer remainder by zero and integer pow with a negative exponent are
+ * CT_ERR_INVALID_ARG (PyTorch and NumPy raise too). */
+#include <math.h>
+
+#include "ops/op_impl.h"
+
+enum { KIND_ARITH, KIND_DIV, KIND_COMPARE, KIND_LOGICAL };
+
+static ct_dtype result_dtype(int kind, ct_dtype promoted) {
+    if (kind == KIND_COMPARE || kind == KIND_LOGICAL) return CT_BOOL;
+    if (kind == KIND_DIV && !ct__is_float(promoted)) return CT_F32;
+    return promoted;
+}
+
+/* A scalar operand in host memory (CPU ops only). */
+typedef struct host_scalar {
+    union {
+        float f32;
+        double f64;
+        int32_t i32;
+        int64_t i64;
+    } value;
+    ct_dtype dtype;
+} host_scalar;
+
+/* Make out and run the kernel over (ndim, shape) with operands a and b, or a and the host
+ * scalar s when b is NULL. a and b are on device already. */
+static ct_tensor *launch(ct_binary_op op, int kind, ct_device device, int ndim,
+                         const int64_t *shape, ct_dtype promoted, const ct_tensor *a,
+                         const ct_tensor *b, const host_scalar *s) {
+    int physical;
+    const ct_kernels *kernels = ct__kernels(device, &physical);
+    if (!kernels) return NULL;
+    ct_dtype out_dtype = result_dtype(kind, promoted);
+    ct_tensor *out = ct__tensor_new(device, out_dtype, ndim, shape);
+    if (!out || out->numel == 0) return out;
+    ct_ew_args args;
+    ct__ew_init(&args, ndim, shape);
+    ct__ew_add(&args, out);
+    ct__ew_add(&args, a);
+    if (b) {
+        ct__ew_add(&args, b);
+    } else {
+        /* A broadcast operand: ct__ew_init left its strides 0. */
+        args.data[args.nops] = (char *)&s->value;
+        args.dtype[args.nops++] = s->dtype;
+    }
+    ct__ew_coalesce(&args);
+    args.compute_dtype = kind == KIND_DIV ? out_dtype : promoted;
+    if (kernels->binary(physical, op, &args) != CT_OK) {
+        ct_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static bool bool_subtraction(const char *name, ct_binary_op op, ct_dtype promoted) {
+    if (op != CT_BOP_SUB || promoted != CT_BOOL) return false;
+    ct__error(CT_ERR_DTYPE,
+              "%s: subtracting bool tensors is not supported; combine masks with "
+              "ct_logical_and and ct_logical_not, or ct_cast to an integer dtype first",
+              name);
+    return true;
+}
+
+static ct_tensor *binary(const char *name, ct_binary_op op, int kind, const ct_tensor *a,
+                         const ct_tensor *b) {
+    const ct_tensor *pair[2] = {a, b};
+    ct_device device;
+    if (!ct__check_args(name, 2, pair, &device)) return NULL;
+    int ndim;
+    int64_t shape[CT_MAX_DIMS];
+    if (ct__broadcast_shapes(name, 2, pair, &ndim, shape) != CT_OK) return NULL;
+    ct_dtype promoted = ct_promote_types(a->dtype, b->dtype);
+    if (bool_subtraction(name, op, promoted)) return NULL;
+    if (ct_device_equal(a->storage->device, device) && ct_device_equal(b->storage->device, device))
+        return launch(op, kind, device, ndim, shape, promoted, a, b, NULL);
+    /* A 0-d CPU tensor joins an op on another device: copy it there first. */
+    ct_tensor *da = ct__operand_on(a, device, name);
+    ct_tensor *db = da ? ct__operand_on(b, device, name) : NULL;
+    ct_tensor *out = db ? launch(op, kind, device, ndim, shape, promoted, da, db, NULL) : NULL;
+    ct_release(da);
+    ct_release(db);
+    return out;
+}
+
+/* The weak-scalar promotion described at the top of this file. */
+static ct_dtype scalar_promote(int kind, ct_dtype t, double s) {
+    if (ct__is_float(t)) return t;
+    if (!isfinite(s) || s != floor(s)) return CT_F32;
+    if (t == CT_BOOL && (kind == KIND_ARITH || kind == KIND_DIV)) return CT_I64;
+    return t;
+}
+
+/* The scalar's dtype as an operand: float32 (for f32, f16, bf16 results), float64, or an
+ * integer that holds it exactly (it is integral here). */
+static ct_dtype scalar_dtype(ct_dtype promoted, double s) {
+    if (promoted == CT_F64) return CT_F64;
+    if (ct__is_float(promoted)) return CT_F32;
+    return s >= INT32_MIN && s <= INT32_MAX ? CT_I32 : CT_I64;
+}
+
+static ct_tensor *binary_scalar(const char *name, ct_binary_op op, int kind, const ct_tensor *a,
+                                double s) {
+    ct_device device;
+    if (!ct__check_args(name, 1, &a, &device)) return NULL;
+    ct_dtype promoted = scalar_promote(kind, a->dtype, s);
+    if (bool_subtraction(name, op, promoted)) return NULL;
+    /* The kernel would find these too, but only this function knows its own name. */
+    if (!ct__is_float(promoted) &&
+        ((op == CT_BOP_REMAINDER && s == 0) || (op == CT_BOP_POW && s < 0)))
+        return ct__fail(CT_ERR_INVALID_ARG,
+                        "%s: %s for an integer tensor; ct_cast the tensor to a floating "
+                        "dtype first",
+                        name,
+                        s == 0 ? "integer remainder by zero"
+                               : "integers to negative integer powers are not allowed");
+    host_scalar scalar;
+    scalar.dtype = scalar_dtype(promoted, s);
+    if (device.type == CT_DEVICE_CPU) {
+        if (scalar.dtype == CT_F64)
+            scalar.value.f64 = s;
+        else if (scalar.dtype == CT_F32)
+            scalar.value.f32 = (float)s;
+        else if (scalar.dtype == CT_I32)
+            scalar.value.i32 = (int32_t)s;
+        else
+            scalar.value.i64 = ct__f64_to_i64(s);
+        return launch(op, kind, device, a->ndim, a->shape, promoted, a, NULL, &scalar);
+    }
+    ct_tensor *b = ct__full_on(device, 0, NULL, s, scalar.dtype);
+    ct_tensor *out = b ? launch(op, kind, device, a->ndim, a->shape, promoted, a, b, NULL) : NULL;
+    ct_release(b);
+    return out;
+}
+
+#define CT_DEFINE_BINARY_(name, NAME, kind)                                                        \
+    ct_tensor *ct_##name(const ct_tensor *a, const ct_tensor *b) {                                 \
+        return binary("ct_" #name, CT_BOP_##NAME, KIND_##kind, a, b);                              \
+    }                                                                                              \
+    ct_tensor *ct_##name##_scalar(const ct_tensor *a, double b) {                                  \
+        return binary_scalar("ct_" #name "_scalar", CT_BOP_##NAME, KIND_##kind, a, b);             \
+    }
+CT_BINARY_OPS(CT_DEFINE_BINARY_)
+#undef CT_DEFINE_BINARY_
+
+/* t on device with dtype, as a new reference (copied or converted when needed). */
+static ct_tensor *where_operand(const ct_tensor *t, ct_device device, ct_dtype dtype) {
+    ct_tensor *here = ct__operand_on(t, device, "ct_where");
+    if (!here || here->dtype == dtype) return here;
+    ct_tensor *converted = ct_cast(here, dtype);
+    ct_release(here);
+    return converted;
+}
+
+static ct_tensor *where_launch(ct_device device, int ndim, const int64_t *shape,
+                               ct_tensor *const *ops) {
+    int physical;
+    const ct_kernels *kernels = ct__kernels(device, &physical);
+    if (!kernels) return NULL;
+    ct_tensor *out = ct__tensor_new(device, ops[1]->dtype, ndim, shape);
+    if (!out || out->numel == 0) return out;
+    ct_ew_args args;
+    ct__ew_init(&args, ndim, shape);
+    ct__ew_add(&args, out);
+    for (int i = 0; i < 3; i++) ct__ew_add(&args, ops[i]);
+    ct__ew_coalesce(&args);
+    args.compute_dtype = out->dtype;
+    if (kernels->where(physical, &args) != CT_OK) {
+        ct_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+ct_tensor *ct_where(const ct_tensor *cond, const ct_tensor *a, const ct_tensor *b) {
+    const ct_tensor *in[3] = {cond, a, b};
+    ct_device device;
+    if (!ct__check_args("ct_where", 3, in, &device)) return NULL;
+    if (cond->dtype != CT_BOOL)
+        return ct__fail(CT_ERR_DTYPE,
+                        "ct_where: the condition has dtype %s but must be bool; make it with a "
+                        "comparison (ct_gt, ...) or ct_cast(cond, CT_BOOL)",
+                        ct_dtype_name(cond->dtype));
+    int ndim;
+    int64_t shape[CT_MAX_DIMS];
+    if (ct__broadcast_shapes("ct_where", 3, in, &ndim, shape) != CT_OK) return NULL;
+    ct_dtype dtype = ct_promote_types(a->dtype, b->dtype);
+    ct_tensor *ops[3] = {where_operand(cond, device, CT_BOOL), NULL, NULL};
+    if (ops[0]) ops[1] = where_operand(a, device, dtype);
+    if (ops[1]) ops[2] = where_operand(b, device, dtype);
+    ct_tensor *out = ops[2] ? where_launch(device, ndim, shape, ops) : NULL;
+    for (int i = 0; i < 3; i++) ct_release(ops[i]);
+    return out;
+}

@@ -1,0 +1,76 @@
+/* The unary elementwise ops of op_list.h (ct_neg ... ct_logical_not) and ct_clamp: result
+ * dtype, then one kernel call on the input's device.
+ *
+ * Result dtypes (op_list.h): FLOAT ops give float32 for integer and bool inputs and keep
+ * floating dtypes; SAME ops keep the dtype; BOOL ops give bool. Negating a bool tensor is an
+ * error, as in PyTorch. The success path makes the output and nothing else, so small ops
+ * cost little more than the allocation. */
+#include <math.h>
+
+#include "ops/op_impl.h"
+
+enum { KIND_FLOAT, KIND_SAME, KIND_BOOL };
+
+static ct_dtype result_dtype(int kind, ct_dtype in) {
+    if (kind == KIND_BOOL) return CT_BOOL;
+    if (kind == KIND_FLOAT && !ct__is_float(in)) return CT_F32;
+    return in;
+}
+
+/* out = op(x) with parameters p0, p1 (clamp's bounds). */
+static ct_tensor *unary(const char *name, ct_unary_op op, int kind, const ct_tensor *x, double p0,
+                        double p1) {
+    ct_device device;
+    if (!ct__check_args(name, 1, &x, &device)) return NULL;
+    if (op == CT_UOP_NEG && x->dtype == CT_BOOL)
+        return ct__fail(CT_ERR_DTYPE,
+                        "%s: negation of a bool tensor is not supported; use ct_logical_not "
+                        "to invert a mask, or ct_cast the tensor to an integer dtype first",
+                        name);
+    int physical;
+    const ct_kernels *kernels = ct__kernels(device, &physical);
+    if (!kernels) return NULL;
+    ct_dtype out_dtype = result_dtype(kind, x->dtype);
+    ct_tensor *out = ct__tensor_new(device, out_dtype, x->ndim, x->shape);
+    if (!out || out->numel == 0) return out;
+    ct_ew_args args;
+    ct__ew_init(&args, x->ndim, x->shape);
+    ct__ew_add(&args, out);
+    ct__ew_add(&args, x);
+    ct__ew_coalesce(&args);
+    args.compute_dtype = kind == KIND_BOOL ? x->dtype : out_dtype;
+    if (kernels->unary(physical, op, &args, p0, p1) != CT_OK) {
+        ct_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+#define CT_DEFINE_UNARY_(name, NAME, kind)                                                         \
+    ct_tensor *ct_##name(const ct_tensor *x) {                                                     \
+        return unary("ct_" #name, CT_UOP_##NAME, KIND_##kind, x, 0.0, 0.0);                        \
+    }
+CT_UNARY_OPS(CT_DEFINE_UNARY_)
+#undef CT_DEFINE_UNARY_
+
+/* Saturate a bound to an integer dtype's range (kernels convert bounds to the dtype). */
+static double saturate(double bound, ct_dtype dtype) {
+    double min = 0, max = 1; /* bool */
+    if (dtype == CT_I32) min = INT32_MIN, max = INT32_MAX;
+    if (dtype == CT_I64) min = -0x1p63, max = 0x1p63;
+    if (dtype == CT_U8) max = UINT8_MAX;
+    return bound < min ? min : bound > max ? max : bound;
+}
+
+/* Integer tensors are clamped to the integers inside [lo, hi] (ceil(lo), floor(hi)), so the
+ * result keeps the dtype and stays within the bounds; bounds outside the dtype's range act as
+ * its extremes. */
+ct_tensor *ct_clamp(const ct_tensor *x, double lo, double hi) {
+    if (!x) return ct__null_arg("ct_clamp", 1);
+    if (isnan(lo) || isnan(hi))
+        return ct__fail(CT_ERR_INVALID_ARG,
+                        "ct_clamp: bound %s is NaN; pass -INFINITY or INFINITY for no bound",
+                        isnan(lo) ? "lo" : "hi");
+    if (!ct__is_float(x->dtype)) lo = saturate(lo, x->dtype), hi = saturate(hi, x->dtype);
+    return unary("ct_clamp", CT_UOP_CLAMP, KIND_SAME, x, lo, hi);
+}
