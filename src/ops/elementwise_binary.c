@@ -55,9 +55,7 @@ static ct_tensor *launch(ct_binary_op op, int kind, ct_device device, int ndim,
     if (b) {
         ct__ew_add(&args, b);
     } else {
-        /* A broadcast operand: ct__ew_init left its strides 0. */
-        args.data[args.nops] = (char *)&s->value;
-        args.dtype[args.nops++] = s->dtype;
+        ct__ew_add_strided(&args, (char *)&s->value, s->dtype, NULL);
     }
     ct__ew_coalesce(&args);
     args.compute_dtype = kind == KIND_DIV ? out_dtype : promoted;

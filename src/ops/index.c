@@ -6,15 +6,6 @@
 
 #include "ops/op_impl.h"
 
-/* Add an operand with explicit strides over the iteration space (the space's own shape;
- * no broadcasting rules applied). */
-static void ew_add_strided(ct_ew_args *args, char *data, ct_dtype dtype, const int64_t *strides) {
-    int k = args->nops++;
-    args->data[k] = data;
-    args->dtype[k] = dtype;
-    for (int d = 0; d < args->ndim; d++) args->strides[k][d] = strides[d];
-}
-
 static bool check_index_dtype(const char *op, const ct_tensor *index) {
     if (index->dtype == CT_I32 || index->dtype == CT_I64) return true;
     ct__error(CT_ERR_DTYPE,
@@ -41,11 +32,11 @@ static ct_tensor *run_gather(const char *op, ct_device device, ct_tensor *out,
     ct_gather_args g;
     ct__ew_init(&g.it, out->ndim, out->shape);
     ct__ew_add(&g.it, out);
-    ew_add_strided(&g.it, ct__data(index), index->dtype, index_strides);
+    ct__ew_add_strided(&g.it, ct__data(index), index->dtype, index_strides);
     int64_t src_strides[CT_MAX_DIMS];
     memcpy(src_strides, x->strides, sizeof src_strides);
     src_strides[axis] = 0;
-    ew_add_strided(&g.it, ct__data(x), x->dtype, src_strides);
+    ct__ew_add_strided(&g.it, ct__data(x), x->dtype, src_strides);
     ct__ew_coalesce(&g.it);
     g.src_axis_stride = x->strides[axis];
     g.src_axis_size = x->shape[axis];
@@ -147,7 +138,7 @@ static ct_tensor *fill_pieces(const char *op, ct_device device, int n,
         if (!src) goto fail;
         ct_ew_args args;
         ct__ew_init(&args, piece->ndim, piece->shape);
-        ew_add_strided(&args, ct__data(out) + at * out->strides[axis] * size, out->dtype,
+        ct__ew_add_strided(&args, ct__data(out) + at * out->strides[axis] * size, out->dtype,
                        dst_strides);
         ct__ew_add(&args, src);
         ct__ew_coalesce(&args);

@@ -112,6 +112,13 @@ void ct__ew_add(ct_ew_args *args, const ct_tensor *t) {
     }
 }
 
+void ct__ew_add_strided(ct_ew_args *args, char *data, ct_dtype dtype, const int64_t *strides) {
+    int k = args->nops++;
+    args->data[k] = data;
+    args->dtype[k] = dtype;
+    for (int d = 0; d < args->ndim; d++) args->strides[k][d] = strides ? strides[d] : 0;
+}
+
 static void ew_move_axis(ct_ew_args *args, int to, int from) {
     args->shape[to] = args->shape[from];
     for (int k = 0; k < args->nops; k++) args->strides[k][to] = args->strides[k][from];

@@ -29,6 +29,9 @@ ct_status ct__normalize_axis(const char *op, int axis, int ndim, int *out);
 void ct__ew_init(ct_ew_args *args, int ndim, const int64_t *shape);
 void ct__ew_add(ct_ew_args *args, const ct_tensor *t);
 void ct__ew_coalesce(ct_ew_args *args);
+/* Add an operand with explicit strides over the iteration space (no broadcasting rules);
+ * strides NULL broadcasts one element (all strides 0). */
+void ct__ew_add_strided(ct_ew_args *args, char *data, ct_dtype dtype, const int64_t *strides);
 
 /* The kernels of a device's backend and its physical index (NULL with the error set). */
 const ct_kernels *ct__kernels(ct_device device, int *physical);
