@@ -33,7 +33,7 @@ bench: deps
 # The suite under AddressSanitizer and UndefinedBehaviorSanitizer, in its own build folder.
 sanitize: deps
 	@$(MAKE) --no-print-directory build BUILD=$(BUILD)-sanitize BUILD_TYPE=Debug \
-		CMAKE_FLAGS="-DCT_SANITIZE=address,undefined -DCT_BUILD_BENCH=OFF $(CMAKE_FLAGS)"
+		CMAKE_FLAGS="-DCT_SANITIZE=address,undefined -DCT_BUILD_BENCH=OFF -DCT_CUDA=OFF $(CMAKE_FLAGS)"
 	@tools/run-tests.sh $(BUILD)-sanitize
 
 install: build

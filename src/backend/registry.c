@@ -2,8 +2,9 @@
  * built in; the CUDA backend is the plugin libctensor_cuda.so, loaded with dlopen on first
  * use, so one build runs on machines with and without a GPU, driver or CUDA runtime.
  *
- * The plugin exports `ct_cuda_plugin_entry`, which returns its ct_backend or NULL with a
- * reason. CT_CUDA_PLUGIN names the plugin's path explicitly. */
+ * The plugin exports `ct_cuda_plugin_entry` (backend/plugin_impl.h), which takes the
+ * core's host services and returns its ct_backend or NULL with a reason. CT_CUDA_PLUGIN
+ * names the plugin's path explicitly. */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -11,10 +12,17 @@
 #include <string.h>
 
 #include "backend/backend_impl.h"
+#include "backend/plugin_impl.h"
 #include "core/device_impl.h"
 #include "core/error_impl.h"
 
-typedef const ct_backend *(*ct_cuda_plugin_entry_fn)(char *reason, size_t size);
+static ct_status host_set_error(ct_status status, const char *message) {
+    return ct__error(status, "%s", message);
+}
+
+static void host_log(ct_log_level level, const char *message) { ct__log(level, "%s", message); }
+
+static const ct_plugin_host plugin_host = {CT_PLUGIN_ABI_VERSION, host_set_error, host_log};
 
 static pthread_once_t cuda_once = PTHREAD_ONCE_INIT;
 static const ct_backend *cuda_backend;
@@ -52,8 +60,8 @@ static void load_cuda_plugin(void) {
         why_no_plugin(candidates[0][0] ? candidates[0] : "libctensor_cuda.so");
         return;
     }
-    ct_cuda_plugin_entry_fn entry;
-    *(void **)&entry = dlsym(handle, "ct_cuda_plugin_entry");
+    ct_plugin_entry_fn entry;
+    *(void **)&entry = dlsym(handle, CT_CUDA_PLUGIN_ENTRY);
     if (!entry) {
         snprintf(cuda_reason, sizeof cuda_reason,
                  "the CUDA plugin was found but is not a ctensor plugin (no "
@@ -61,7 +69,7 @@ static void load_cuda_plugin(void) {
         dlclose(handle);
         return;
     }
-    cuda_backend = entry(cuda_reason, sizeof cuda_reason);
+    cuda_backend = entry(&plugin_host, cuda_reason, sizeof cuda_reason);
     if (cuda_backend && cuda_backend->device_count() == 0) {
         cuda_backend = NULL;
         if (!cuda_reason[0]) snprintf(cuda_reason, sizeof cuda_reason, "no CUDA device found");

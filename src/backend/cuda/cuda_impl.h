@@ -1,0 +1,63 @@
+/* The CUDA plugin's internals, shared by its C and CUDA files: the host services, the
+ * checking macro every CUDA call goes through, per-device streams, and the kernel launchers
+ * (one .cu file per op family; C-callable; they take the kernel-table arguments of
+ * backend_impl.h, run on the device's stream and return a status). Names here avoid double
+ * underscores, which C++ reserves. */
+#ifndef CT_CUDA_IMPL_H
+#define CT_CUDA_IMPL_H
+
+#include <cuda_runtime.h>
+
+#include "backend/plugin_impl.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Set by the plugin entry point. */
+extern const ct_plugin_host *ct_cuda_host;
+
+/* Record status with a printf-style message through the host; returns status. */
+ct_status ct_cuda_fail(ct_status status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Turn a CUDA error into a recorded CT_ERR_BACKEND (CT_ERR_OUT_OF_MEMORY for
+ * cudaErrorMemoryAllocation) naming the statement, file:line, device and CUDA's message. */
+ct_status ct_cuda_check_result(cudaError_t result, const char *statement, const char *file,
+                               int line, int device);
+
+#define CT_CUDA_CHECK(device, statement)                                                   \
+    do {                                                                                   \
+        cudaError_t ct_cuda_result_ = (statement);                                         \
+        if (ct_cuda_result_ != cudaSuccess)                                                \
+            return ct_cuda_check_result(ct_cuda_result_, #statement, __FILE__, __LINE__,   \
+                                        (device));                                         \
+    } while (0)
+
+/* The compute stream of a device (created on first use; makes the device current). NULL
+ * with the error recorded on failure. */
+cudaStream_t ct_cuda_stream(int device);
+
+/* Make device current on this thread. */
+ct_status ct_cuda_set_device(int device);
+
+/* Kernel launchers (the ct_kernels table of the CUDA backend). */
+ct_status ct_cuda_unary(int device, ct_unary_op op, const ct_ew_args *args, double p0, double p1);
+ct_status ct_cuda_binary(int device, ct_binary_op op, const ct_ew_args *args);
+ct_status ct_cuda_where(int device, const ct_ew_args *args);
+ct_status ct_cuda_copy(int device, const ct_ew_args *args);
+ct_status ct_cuda_fill(int device, const ct_ew_args *args, double value);
+ct_status ct_cuda_iota(int device, const ct_ew_args *args, double start, double step);
+ct_status ct_cuda_random(int device, const ct_ew_args *args, ct_random_kind kind, uint64_t seed,
+                         uint64_t offset);
+ct_status ct_cuda_reduce(int device, ct_reduce_op op, const ct_reduce_args *args);
+ct_status ct_cuda_matmul(int device, const ct_matmul_args *args);
+ct_status ct_cuda_gather(int device, const ct_gather_args *args);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

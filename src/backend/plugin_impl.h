@@ -1,0 +1,35 @@
+/* The contract between the core library and a backend plugin (libctensor_cuda.so).
+ *
+ * The core's internal functions are hidden, so the plugin cannot call them; instead the
+ * core passes a table of host services to the plugin's entry point. The plugin returns its
+ * backend, or NULL with the reason written into `reason`. */
+#ifndef CT_PLUGIN_IMPL_H
+#define CT_PLUGIN_IMPL_H
+
+#include <stddef.h>
+
+#include "backend/backend_impl.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CT_PLUGIN_ABI_VERSION 1
+
+typedef struct ct_plugin_host {
+    int abi_version;
+    /* Record a failure on the calling thread (ct_last_status / ct_last_error). */
+    ct_status (*set_error)(ct_status status, const char *message);
+    /* Send a message through the library's log hook. */
+    void (*log)(ct_log_level level, const char *message);
+} ct_plugin_host;
+
+typedef const ct_backend *(*ct_plugin_entry_fn)(const ct_plugin_host *host, char *reason,
+                                                size_t reason_size);
+
+#define CT_CUDA_PLUGIN_ENTRY "ct_cuda_plugin_entry"
+
+#ifdef __cplusplus
+}
+#endif
+#endif
