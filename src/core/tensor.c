@@ -38,6 +38,8 @@ ct_status ct__check_shape(const char *op, int ndim, const int64_t *shape, int64_
     return CT_OK;
 }
 
+static bool strides_are_contiguous(const ct_tensor *t);
+
 /* A tensor header and its storage header in one heap block. */
 typedef struct tensor_block {
     ct_tensor tensor;
@@ -64,6 +66,7 @@ static ct_status tensor_init(ct_tensor *t, ct_dtype dtype, int ndim, const int64
         t->numel *= shape[i];
     }
     t->offset = offset;
+    t->contiguous = strides_are_contiguous(t);
     t->storage = storage;
     t->scope = NULL;
     t->scope_slot = 0;
@@ -157,8 +160,9 @@ int64_t ct_size(const ct_tensor *t, int axis) {
     return axis >= 0 && axis < t->ndim ? t->shape[axis] : 0;
 }
 
-bool ct_is_contiguous(const ct_tensor *t) {
-    if (!t) return false;
+bool ct_is_contiguous(const ct_tensor *t) { return t && t->contiguous; }
+
+static bool strides_are_contiguous(const ct_tensor *t) {
     int64_t expected = 1;
     for (int i = t->ndim - 1; i >= 0; i--) {
         if (t->shape[i] == 1) continue;

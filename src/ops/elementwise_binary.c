@@ -15,6 +15,7 @@
  * for it. Integer remainder by zero and integer pow with a negative exponent are
  * CT_ERR_INVALID_ARG (PyTorch and NumPy raise too). */
 #include <math.h>
+#include <string.h>
 
 #include "ops/op_impl.h"
 
@@ -49,15 +50,19 @@ static ct_tensor *launch(ct_binary_op op, int kind, ct_device device, int ndim,
     ct_tensor *out = ct__tensor_new(device, out_dtype, ndim, shape);
     if (!out || out->numel == 0) return out;
     ct_ew_args args;
-    ct__ew_init(&args, ndim, shape);
-    ct__ew_add(&args, out);
-    ct__ew_add(&args, a);
-    if (b) {
-        ct__ew_add(&args, b);
-    } else {
+    const ct_tensor *operands[3] = {out, a, b};
+    if (b && ct__ew_flat(&args, 3, operands)) {
+        /* same shapes, contiguous: no broadcasting to work out */
+    } else if (!b && ct__ew_flat(&args, 2, operands)) {
         ct__ew_add_strided(&args, (char *)&s->value, s->dtype, NULL);
+    } else {
+        ct__ew_init(&args, ndim, shape);
+        ct__ew_add(&args, out);
+        ct__ew_add(&args, a);
+        if (b) ct__ew_add(&args, b);
+        else ct__ew_add_strided(&args, (char *)&s->value, s->dtype, NULL);
+        ct__ew_coalesce(&args);
     }
-    ct__ew_coalesce(&args);
     args.compute_dtype = kind == KIND_DIV ? out_dtype : promoted;
     if (kernels->binary(physical, op, &args) != CT_OK) {
         ct_release(out);
@@ -80,9 +85,12 @@ static ct_tensor *binary(const char *name, ct_binary_op op, int kind, const ct_t
     const ct_tensor *pair[2] = {a, b};
     ct_device device;
     if (!ct__check_args(name, 2, pair, &device)) return NULL;
-    int ndim;
+    int ndim = a->ndim;
     int64_t shape[CT_MAX_DIMS];
-    if (ct__broadcast_shapes(name, 2, pair, &ndim, shape) != CT_OK) return NULL;
+    if (a->ndim == b->ndim && memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim) == 0)
+        memcpy(shape, a->shape, sizeof(int64_t) * (size_t)a->ndim); /* nothing to broadcast */
+    else if (ct__broadcast_shapes(name, 2, pair, &ndim, shape) != CT_OK)
+        return NULL;
     ct_dtype promoted = ct_promote_types(a->dtype, b->dtype);
     if (bool_subtraction(name, op, promoted)) return NULL;
     if (ct_device_equal(a->storage->device, device) && ct_device_equal(b->storage->device, device))

@@ -156,7 +156,7 @@ ct_tensor *ct_matmul(const ct_tensor *a, const ct_tensor *b) {
     const ct_tensor *args[2] = {a, b};
     ct_device device;
     if (!ct__check_args(OP, 2, args, &device)) return NULL;
-    int batch_ndim;
+    int batch_ndim = 0;
     int64_t batch_shape[CT_MAX_DIMS];
     if (check_shapes(a, b, &batch_ndim, batch_shape) != CT_OK) return NULL;
     ct_dtype dtype = ct_promote_types(a->dtype, b->dtype);

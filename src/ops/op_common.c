@@ -112,6 +112,27 @@ void ct__ew_add(ct_ew_args *args, const ct_tensor *t) {
     }
 }
 
+bool ct__ew_flat(ct_ew_args *args, int n, const ct_tensor *const *tensors) {
+    const ct_tensor *first = tensors[0];
+    for (int i = 0; i < n; i++) {
+        const ct_tensor *t = tensors[i];
+        if (t->ndim != first->ndim || !ct_is_contiguous(t)) return false;
+        for (int d = 0; d < t->ndim; d++)
+            if (t->shape[d] != first->shape[d]) return false;
+    }
+    args->nops = n;
+    args->compute_dtype = CT_F32;
+    args->ndim = 1;
+    args->numel = first->numel;
+    args->shape[0] = first->numel;
+    for (int i = 0; i < n; i++) {
+        args->data[i] = ct__data(tensors[i]);
+        args->dtype[i] = tensors[i]->dtype;
+        args->strides[i][0] = 1;
+    }
+    return true;
+}
+
 void ct__ew_add_strided(ct_ew_args *args, char *data, ct_dtype dtype, const int64_t *strides) {
     int k = args->nops++;
     args->data[k] = data;

@@ -29,6 +29,10 @@ ct_status ct__normalize_axis(const char *op, int axis, int ndim, int *out);
 void ct__ew_init(ct_ew_args *args, int ndim, const int64_t *shape);
 void ct__ew_add(ct_ew_args *args, const ct_tensor *t);
 void ct__ew_coalesce(ct_ew_args *args);
+/* When every tensor is contiguous and shaped like the first, start a one-axis iteration
+ * over them all (out first) and return true; else leave args alone and return false. The
+ * common case of an op skips broadcasting and coalescing this way. */
+bool ct__ew_flat(ct_ew_args *args, int n, const ct_tensor *const *tensors);
 /* Add an operand with explicit strides over the iteration space (no broadcasting rules);
  * strides NULL broadcasts one element (all strides 0). */
 void ct__ew_add_strided(ct_ew_args *args, char *data, ct_dtype dtype, const int64_t *strides);

@@ -66,6 +66,18 @@ void ct__cpu_rows(const ct_ew_args *args, int64_t begin, int64_t end, ct_cpu_row
 void ct__cpu_parallel_rows(const ct_ew_args *args, ct_cpu_row_fn fn, void *ctx) {
     int64_t numel = args->numel;
     if (numel == 0) return;
+    if (args->ndim <= 1 && numel < CT_CPU_PARALLEL_THRESHOLD) {
+        /* One row: no index arithmetic, no thread query (the path of small ops). */
+        char *ptrs[CT_EW_MAX_OPERANDS];
+        int64_t byte_strides[CT_EW_MAX_OPERANDS];
+        for (int k = 0; k < args->nops; k++) {
+            ptrs[k] = args->data[k];
+            byte_strides[k] =
+                args->ndim == 0 ? 0 : args->strides[k][0] * (int64_t)ct__dtype_size(args->dtype[k]);
+        }
+        fn(ptrs, byte_strides, numel, ctx);
+        return;
+    }
 #ifdef _OPENMP
     int threads = omp_get_max_threads();
     if (numel >= CT_CPU_PARALLEL_THRESHOLD && threads > 1) {
