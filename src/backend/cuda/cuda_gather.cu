@@ -120,22 +120,22 @@ static ct_status launch(int device, cudaStream_t stream, const gather_geom &g,
 }
 
 // The index value at position (the one the kernel found out of range).
-static ct_status read_index(int device, cudaStream_t stream, const gather_geom &g,
-                            int64_t position, int64_t *index) {
+static ct_status read_index(int device, cudaStream_t stream, const gather_geom &g, int64_t position,
+                            int64_t *index) {
     int64_t off[3];
     gather_offsets(g, position, off);
     int32_t i32 = 0;
     int64_t i64 = 0;
     void *dst = g.index_i32 ? (void *)&i32 : (void *)&i64;
     size_t size = g.index_i32 ? sizeof i32 : sizeof i64;
-    CT_CUDA_CHECK(device, cudaMemcpyAsync(dst, g.index + off[1], size, cudaMemcpyDeviceToHost,
-                                          stream));
+    CT_CUDA_CHECK(device,
+                  cudaMemcpyAsync(dst, g.index + off[1], size, cudaMemcpyDeviceToHost, stream));
     CT_CUDA_CHECK(device, cudaStreamSynchronize(stream));
     *index = g.index_i32 ? i32 : i64;
     return CT_OK;
 }
 
-}  // namespace
+} // namespace
 
 extern "C" ct_status ct_cuda_gather(int device, const ct_gather_args *args) {
     gather_geom g;

@@ -44,12 +44,11 @@ static ct_status cublas_failure(cublasStatus_t result, const char *statement, co
 }
 
 // Like CT_CUDA_CHECK, for cuBLAS calls.
-#define CT_CUBLAS_CHECK(device, statement)                                                  \
-    do {                                                                                    \
-        cublasStatus_t ct_cublas_result_ = (statement);                                     \
-        if (ct_cublas_result_ != CUBLAS_STATUS_SUCCESS)                                     \
-            return cublas_failure(ct_cublas_result_, #statement, __FILE__, __LINE__,        \
-                                  (device));                                                \
+#define CT_CUBLAS_CHECK(device, statement)                                                         \
+    do {                                                                                           \
+        cublasStatus_t ct_cublas_result_ = (statement);                                            \
+        if (ct_cublas_result_ != CUBLAS_STATUS_SUCCESS)                                            \
+            return cublas_failure(ct_cublas_result_, #statement, __FILE__, __LINE__, (device));    \
     } while (0)
 
 // One handle per device, made on first use and kept for the life of the process.
@@ -227,8 +226,7 @@ __global__ void __launch_bounds__(ITILE *ITILE) int_matmul_kernel(int_geom g) {
             __syncthreads();
         }
         if (i < g.m && j < g.n)
-            ct_cuda_store_i64(g.out + (oo + i * g.out_rs + j) * g.elem_size, g.dtype,
-                              (int64_t)acc);
+            ct_cuda_store_i64(g.out + (oo + i * g.out_rs + j) * g.elem_size, g.dtype, (int64_t)acc);
     }
 }
 
@@ -286,8 +284,7 @@ static gemm_layout layout_of(int64_t rows, int64_t cols, int64_t rs, int64_t cs)
 }
 
 // Bytes of packed scratch for op (rows x cols): one matrix per index of its own batch axes.
-static size_t packed_bytes(const ct_matmul_args *x, const operand &op, int64_t rows,
-                           int64_t cols) {
+static size_t packed_bytes(const ct_matmul_args *x, const operand &op, int64_t rows, int64_t cols) {
     int64_t n = rows * cols * ct_cuda_dtype_size(x->dtype);
     for (int d = 0; d < x->batch_ndim; d++)
         if (op.batch_strides[d] != 0) n *= x->batch_shape[d];
@@ -374,12 +371,12 @@ static ct_status run_gemm(int device, cudaStream_t stream, const ct_matmul_args 
                    uniform_batches(x, p.b.batch_strides, &sb) &&
                    uniform_batches(x, x->out_batch_strides, &so);
     if (p.batches == 1 || uniform) {
-        CT_CUBLAS_CHECK(device, cublasGemmStridedBatchedEx(
-                                    p.handle, p.lb.op, p.la.op, m, n, k, alpha, p.b.data, t, lda,
-                                    p.batches == 1 ? 0 : sb, p.a.data, t, ldb,
-                                    p.batches == 1 ? 0 : sa, beta, x->out, t, ldc,
-                                    p.batches == 1 ? 0 : so, (int)p.batches, p.types.compute,
-                                    CUBLAS_GEMM_DEFAULT));
+        CT_CUBLAS_CHECK(
+            device, cublasGemmStridedBatchedEx(p.handle, p.lb.op, p.la.op, m, n, k, alpha, p.b.data,
+                                               t, lda, p.batches == 1 ? 0 : sb, p.a.data, t, ldb,
+                                               p.batches == 1 ? 0 : sa, beta, x->out, t, ldc,
+                                               p.batches == 1 ? 0 : so, (int)p.batches,
+                                               p.types.compute, CUBLAS_GEMM_DEFAULT));
         return CT_OK;
     }
     pointer_geom g = {};
@@ -398,10 +395,10 @@ static ct_status run_gemm(int device, cudaStream_t stream, const ct_matmul_args 
     pointers_kernel<<<grid, PACK_THREADS, 0, stream>>>(g, p.ptrs);
     CT_CUDA_CHECK(device, cudaGetLastError());
     void **ptrs = p.ptrs;
-    CT_CUBLAS_CHECK(device, cublasGemmBatchedEx(p.handle, p.lb.op, p.la.op, m, n, k, alpha,
-                                                ptrs, t, lda, ptrs + p.batches, t, ldb, beta,
-                                                ptrs + 2 * p.batches, t, ldc, (int)p.batches,
-                                                p.types.compute, CUBLAS_GEMM_DEFAULT));
+    CT_CUBLAS_CHECK(device,
+                    cublasGemmBatchedEx(p.handle, p.lb.op, p.la.op, m, n, k, alpha, ptrs, t, lda,
+                                        ptrs + p.batches, t, ldb, beta, ptrs + 2 * p.batches, t,
+                                        ldc, (int)p.batches, p.types.compute, CUBLAS_GEMM_DEFAULT));
     return CT_OK;
 }
 
@@ -431,8 +428,8 @@ static ct_status float_matmul(int device, cudaStream_t stream, const ct_matmul_a
         return ct_cuda_fail(CT_ERR_UNSUPPORTED,
                             "ct_matmul: %lld products of %lld x %lld @ %lld x %lld exceed cuBLAS's "
                             "32-bit sizes; split the product",
-                            (long long)batches, (long long)x->m, (long long)x->k,
-                            (long long)x->k, (long long)x->n);
+                            (long long)batches, (long long)x->m, (long long)x->k, (long long)x->k,
+                            (long long)x->n);
     gemm_plan p = {};
     ct_status status = device_handle(device, stream, &p.handle);
     if (status != CT_OK) return status;
@@ -461,7 +458,7 @@ static ct_status float_matmul(int device, cudaStream_t stream, const ct_matmul_a
     return status;
 }
 
-}  // namespace
+} // namespace
 
 // k == 0 never arrives here: the op layer fills the zeros itself.
 extern "C" ct_status ct_cuda_matmul(int device, const ct_matmul_args *args) {

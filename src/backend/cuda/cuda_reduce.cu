@@ -74,6 +74,7 @@ struct reduce_geom {
     ct_dtype in_dtype, out_dtype;
     ct_reduce_op op;
     int kind;
+    bool fused; // var/std with one chunk per output: both passes in one kernel
     double correction;
 };
 
@@ -112,8 +113,8 @@ static __device__ bool float_same(double v, double best) {
 
 // Feed the element at p, at position pos of the inner space. Within one accumulator the
 // positions increase, so "strictly better" keeps the first index of ties.
-static __device__ void part_feed(int kind, reduce_part &r, const char *p, ct_dtype dt,
-                                 int64_t pos, double mean) {
+static __device__ void part_feed(int kind, reduce_part &r, const char *p, ct_dtype dt, int64_t pos,
+                                 double mean) {
     switch (kind) {
     case RK_FSUM: r.f += ct_cuda_load_f64(p, dt); break;
     case RK_SQDEV: {
@@ -234,12 +235,17 @@ static __device__ double variance(double sqdev, int64_t n, double correction) {
     return sqdev / divisor;
 }
 
+// The mean of a whole inner space from its sum (the first pass of var/std).
+static __device__ double mean_of(const reduce_geom &g, const reduce_part &sum) {
+    return g.inner > 0 ? sum.f / (double)g.inner : 0.0;
+}
+
 // Store output o's result r: into means_out (the first pass of var/std) or the output.
 static __device__ void finish(const reduce_geom &g, const reduce_part &r, int64_t o,
                               double *means_out) {
     double n = (double)g.inner;
     if (means_out) {
-        means_out[o] = g.inner > 0 ? r.f / n : 0.0;
+        means_out[o] = mean_of(g, r);
         return;
     }
     int64_t in_off, out_off;
@@ -283,34 +289,57 @@ static __device__ void emit(const reduce_geom &g, const reduce_part &r, int64_t 
         parts[w] = r;
 }
 
-// One block per work item (output o, chunk c), w = o * nchunks + c.
+// Chunk c of the inner space at base, reduced by the whole block: thread t takes elements
+// t, t + ROW_THREADS, ... and a fixed shared-memory tree combines the threads. Every thread
+// gets the result.
+static __device__ reduce_part block_chunk(const reduce_geom &g, int kind, const char *base,
+                                          int64_t c, double mean, reduce_part *shared) {
+    int t = threadIdx.x;
+    int64_t end = (c + 1) * g.chunk < g.inner ? (c + 1) * g.chunk : g.inner;
+    reduce_part r = part_init(kind);
+    for (int64_t j = c * g.chunk + t; j < end; j += ROW_THREADS)
+        part_feed(kind, r, base + inner_offset(g, j), g.in_dtype, j, mean);
+    shared[t] = r;
+    __syncthreads();
+    for (int s = ROW_THREADS / 2; s > 0; s >>= 1) {
+        if (t < s) part_merge(kind, shared[t], shared[t + s]);
+        __syncthreads();
+    }
+    r = shared[0];
+    __syncthreads(); // every thread has read shared[0] before anyone overwrites it
+    return r;
+}
+
+// Chunk c of the inner space at base, reduced in order by one thread.
+static __device__ reduce_part thread_chunk(const reduce_geom &g, int kind, const char *base,
+                                           int64_t c, double mean) {
+    int64_t end = (c + 1) * g.chunk < g.inner ? (c + 1) * g.chunk : g.inner;
+    reduce_part r = part_init(kind);
+    for (int64_t j = c * g.chunk; j < end; j++)
+        part_feed(kind, r, base + inner_offset(g, j), g.in_dtype, j, mean);
+    return r;
+}
+
+// One block per work item (output o, chunk c), w = o * nchunks + c. With g.fused (var/std,
+// one chunk per output) the block takes both passes itself.
 __global__ void __launch_bounds__(ROW_THREADS)
     reduce_rows_kernel(reduce_geom g, const double *means_in, reduce_part *parts,
                        double *means_out) {
     __shared__ reduce_part shared[ROW_THREADS];
-    int t = threadIdx.x;
     for (int64_t w = blockIdx.x; w < g.outer * g.nchunks; w += gridDim.x) {
         int64_t o = w / g.nchunks, c = w % g.nchunks;
         int64_t in_off, out_off;
         outer_offsets(g, o, &in_off, &out_off);
         const char *base = g.in + in_off;
         double mean = means_in ? means_in[o] : 0.0;
-        int64_t end = (c + 1) * g.chunk < g.inner ? (c + 1) * g.chunk : g.inner;
-        reduce_part r = part_init(g.kind);
-        for (int64_t j = c * g.chunk + t; j < end; j += ROW_THREADS)
-            part_feed(g.kind, r, base + inner_offset(g, j), g.in_dtype, j, mean);
-        shared[t] = r;
-        __syncthreads();
-        for (int s = ROW_THREADS / 2; s > 0; s >>= 1) {
-            if (t < s) part_merge(g.kind, shared[t], shared[t + s]);
-            __syncthreads();
-        }
-        if (t == 0) emit(g, shared[0], w, parts, means_out);
-        __syncthreads(); // shared[0] is read before the next item overwrites it
+        if (g.fused) mean = mean_of(g, block_chunk(g, RK_FSUM, base, c, 0.0, shared));
+        reduce_part r = block_chunk(g, g.kind, base, c, mean, shared);
+        if (threadIdx.x == 0) emit(g, r, w, parts, means_out);
     }
 }
 
 // One thread per work item, w = c * outer + o, so a warp's threads take adjacent outputs.
+// With g.fused the thread takes both passes of var/std itself.
 __global__ void __launch_bounds__(COL_THREADS)
     reduce_cols_kernel(reduce_geom g, const double *means_in, reduce_part *parts,
                        double *means_out) {
@@ -322,11 +351,8 @@ __global__ void __launch_bounds__(COL_THREADS)
         outer_offsets(g, o, &in_off, &out_off);
         const char *base = g.in + in_off;
         double mean = means_in ? means_in[o] : 0.0;
-        int64_t end = (c + 1) * g.chunk < g.inner ? (c + 1) * g.chunk : g.inner;
-        reduce_part r = part_init(g.kind);
-        for (int64_t j = c * g.chunk; j < end; j++)
-            part_feed(g.kind, r, base + inner_offset(g, j), g.in_dtype, j, mean);
-        emit(g, r, o * g.nchunks + c, parts, means_out);
+        if (g.fused) mean = mean_of(g, thread_chunk(g, RK_FSUM, base, c, 0.0));
+        emit(g, thread_chunk(g, g.kind, base, c, mean), o * g.nchunks + c, parts, means_out);
     }
 }
 
@@ -431,7 +457,8 @@ static ct_status run_pass(int device, cudaStream_t stream, const reduce_geom &g,
     return CT_OK;
 }
 
-// Both passes of var/std (mean into `means`, then squared deviations), or the one pass.
+// The passes of var/std (several chunks per output: the means into `means`, then the
+// squared deviations from them; one chunk: fused in one kernel), or the one pass.
 static ct_status run_passes(int device, cudaStream_t stream, reduce_geom g, bool columns,
                             reduce_part *parts, double *means) {
     if (!means) return run_pass(device, stream, g, columns, NULL, parts, NULL);
@@ -442,7 +469,7 @@ static ct_status run_passes(int device, cudaStream_t stream, reduce_geom g, bool
     return run_pass(device, stream, g, columns, means, parts, NULL);
 }
 
-}  // namespace
+} // namespace
 
 extern "C" ct_status ct_cuda_reduce(int device, ct_reduce_op op, const ct_reduce_args *args) {
     reduce_geom g;
@@ -453,11 +480,13 @@ extern "C" ct_status ct_cuda_reduce(int device, ct_reduce_op op, const ct_reduce
     bool columns = use_columns(args, g.outer, g.inner);
     plan_chunks(&g, columns);
     bool two_pass = op == CT_ROP_VAR || op == CT_ROP_STD;
+    g.fused = two_pass && g.nchunks == 1;
     size_t parts_bytes = g.nchunks > 1 ? (size_t)(g.outer * g.nchunks) * sizeof(reduce_part) : 0;
-    size_t means_bytes = two_pass ? (size_t)g.outer * sizeof(double) : 0;
+    size_t means_bytes = two_pass && !g.fused ? (size_t)g.outer * sizeof(double) : 0;
     char *scratch = NULL;
     if (parts_bytes + means_bytes)
-        CT_CUDA_CHECK(device, cudaMallocAsync((void **)&scratch, parts_bytes + means_bytes, stream));
+        CT_CUDA_CHECK(device,
+                      cudaMallocAsync((void **)&scratch, parts_bytes + means_bytes, stream));
     // The parts come first: sizeof(reduce_part) is a multiple of 8, so the means are aligned.
     reduce_part *parts = parts_bytes ? (reduce_part *)scratch : NULL;
     double *means = means_bytes ? (double *)(scratch + parts_bytes) : NULL;
