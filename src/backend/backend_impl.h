@@ -95,6 +95,7 @@ typedef struct ct_matmul_args {
     int64_t a_row_stride, a_col_stride;
     int64_t b_row_stride, b_col_stride;
     int64_t out_row_stride;
+    bool allow_tf32; /* f32 may use TF32 (ct_set_matmul_precision("high")); CPU ignores it */
 } ct_matmul_args;
 
 /* Gather: iteration over the output's shape with operands out, index (i32 or i64), and

@@ -7,6 +7,7 @@
  * rejected, as NumPy does: scaling is ct_mul's job. The kernel gets strided views (no copy
  * here), so transposed operands reach BLAS as they are. */
 #include <stdio.h>
+#include <string.h>
 
 #include "ops/op_impl.h"
 
@@ -123,6 +124,7 @@ static void build_args(ct_matmul_args *x, const ct_tensor *a, const ct_tensor *b
     x->b_row_stride = vb.row_stride;
     x->b_col_stride = vb.col_stride;
     x->out_row_stride = x->n;
+    x->allow_tf32 = strcmp(ct_get_matmul_precision(), "high") == 0;
 }
 
 /* a @ b for operands of the result's dtype, with shapes already checked. */
