@@ -71,11 +71,10 @@ static bool ring_init(ring *r, int count, size_t slot_size) {
     r->count = count;
     r->next = 0;
     r->slot_size = slot_size;
-    if (cudaHostAlloc((void **)&r->base, (size_t)count * slot_size, cudaHostAllocPortable) !=
-        cudaSuccess) {
-        r->base = NULL;
+    void *base = NULL;
+    if (cudaHostAlloc(&base, (size_t)count * slot_size, cudaHostAllocPortable) != cudaSuccess)
         return false;
-    }
+    r->base = base;
     for (int i = 0; i < count; i++)
         if (cudaEventCreateWithFlags(&r->done[i], cudaEventDisableTiming) != cudaSuccess) {
             while (i-- > 0) cudaEventDestroy(r->done[i]);
