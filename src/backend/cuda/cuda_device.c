@@ -81,15 +81,18 @@ static bool count_devices(int *count, char *reason, size_t size) {
                  "version (is the kernel module loaded? nvidia-smi tells)");
         return false;
     }
-    if (err == cudaErrorInsufficientDriver) {
+    if (err == cudaErrorNoDevice || (err == cudaSuccess && *count == 0))
+        return no_device_reason(reason, size, driver);
+    /* A driver of an older major version cannot run this runtime (within a major version,
+     * CUDA's minor version compatibility lets it). */
+    if (err == cudaErrorInsufficientDriver ||
+        (err != cudaSuccess && driver / 1000 < runtime / 1000)) {
         snprintf(reason, size,
                  "the NVIDIA driver supports CUDA %s, the plugin was built with CUDA %s; update "
                  "the NVIDIA driver (or build ctensor with a CUDA toolkit no newer than %s)",
                  dv, rv, dv);
         return false;
     }
-    if (err == cudaErrorNoDevice || (err == cudaSuccess && *count == 0))
-        return no_device_reason(reason, size, driver);
     if (err != cudaSuccess) {
         snprintf(reason, size,
                  "CUDA could not start: %s (%s); the driver supports CUDA %s, the plugin was "
