@@ -76,6 +76,14 @@ typedef struct ct_device_properties {
 
 CT_API ct_status ct_device_info(ct_device device, ct_device_properties *out);
 
+/* Wait until the work queued on a device has finished (torch.cuda.synchronize()). Device
+ * work is asynchronous: an op returns once it is queued, so time device work between two
+ * ct_synchronize calls. Reading a tensor on the host (ct_copy_to_host, ct_item) waits by
+ * itself. CT_OK at once on the CPU, whose work is done when each call returns; CT_DEFAULT
+ * means the default device. CT_ERR_DEVICE_UNAVAILABLE with the reason for a device that is
+ * not present; an error of work queued earlier is reported here (CT_ERR_BACKEND). */
+CT_API ct_status ct_synchronize(ct_device device);
+
 /* The default placement of this thread now (never CT_DEVICE_DEFAULT). */
 CT_API ct_device ct_default_device(void);
 

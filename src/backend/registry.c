@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend/backend_impl.h"
 #include "backend/plugin_impl.h"
@@ -26,7 +27,7 @@ static const ct_plugin_host plugin_host = {CT_PLUGIN_ABI_VERSION, host_set_error
 
 static pthread_once_t cuda_once = PTHREAD_ONCE_INIT;
 static const ct_backend *cuda_backend;
-static char cuda_reason[512];
+static char cuda_reason[2048];
 
 /* The folder of the library holding this code, so the plugin is found beside it. */
 static void plugin_path_beside_library(char *path, size_t size) {
@@ -39,27 +40,66 @@ static void plugin_path_beside_library(char *path, size_t size) {
              info.dli_fname);
 }
 
-static void why_no_plugin(const char *tried) {
+/* Why no plugin could be loaded, with dlerror()'s text: a plugin that exists but does not
+ * load (a missing libcublas.so.13, say) is told apart from no plugin at all. */
+static void why_no_plugin(const char *tried, const char *error, bool exists) {
+    if (exists) {
+        snprintf(cuda_reason, sizeof cuda_reason,
+                 "the CUDA plugin %s could not be loaded: %s; install what it names (the CUDA "
+                 "libraries the plugin was built with) or add their folder to LD_LIBRARY_PATH",
+                 tried, error);
+        return;
+    }
     void *driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
     if (driver) dlclose(driver);
     snprintf(cuda_reason, sizeof cuda_reason,
-             "the CUDA plugin libctensor_cuda.so was not built or not found (tried %s; build "
-             "with -DCT_CUDA=ON or set CT_CUDA_PLUGIN)%s",
-             tried, driver ? "" : "; no NVIDIA driver either: libcuda.so.1 not found");
+             "the CUDA plugin libctensor_cuda.so was not built or not found (tried %s: %s); "
+             "build with -DCT_CUDA=ON or set CT_CUDA_PLUGIN to its path%s",
+             tried, error, driver ? "" : "; no NVIDIA driver either: libcuda.so.1 not found");
+}
+
+static void *try_open(const char *path, char *error, size_t size) {
+    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+        const char *text = dlerror();
+        snprintf(error, size, "%s", text ? text : "unknown error");
+    }
+    return handle;
+}
+
+/* CT_CUDA_PLUGIN, when set, is the only path tried: a plugin the user named is not
+ * replaced silently by another. Otherwise the plugin beside this library, then the
+ * loader's search path. */
+static void *open_plugin(void) {
+    char beside[1024], error[512], tried[1200];
+    const char *env = getenv("CT_CUDA_PLUGIN");
+    void *handle;
+    if (env && *env) {
+        if (!(handle = try_open(env, error, sizeof error)))
+            snprintf(cuda_reason, sizeof cuda_reason,
+                     "CT_CUDA_PLUGIN=\"%s\" names a CUDA plugin that cannot be loaded (%s); "
+                     "point it at the libctensor_cuda.so of this build, or unset it",
+                     env, error);
+        return handle;
+    }
+    plugin_path_beside_library(beside, sizeof beside);
+    if (beside[0] && access(beside, F_OK) == 0) {
+        if (!(handle = try_open(beside, error, sizeof error))) why_no_plugin(beside, error, true);
+        return handle;
+    }
+    if ((handle = try_open("libctensor_cuda.so", error, sizeof error))) return handle;
+    /* dlerror names the plugin when it is not found, else what the plugin lacks. */
+    bool exists = !strstr(error, "libctensor_cuda.so:");
+    snprintf(tried, sizeof tried, "%s%sthe loader's search path", beside,
+             beside[0] ? " and " : "");
+    why_no_plugin(exists ? "libctensor_cuda.so (found on the loader's search path)" : tried,
+                  error, exists);
+    return NULL;
 }
 
 static void load_cuda_plugin(void) {
-    char beside[1024];
-    const char *env = getenv("CT_CUDA_PLUGIN");
-    plugin_path_beside_library(beside, sizeof beside);
-    const char *candidates[2] = {env && *env ? env : beside, "libctensor_cuda.so"};
-    void *handle = NULL;
-    for (int i = 0; i < 2 && !handle; i++)
-        if (candidates[i][0]) handle = dlopen(candidates[i], RTLD_NOW | RTLD_LOCAL);
-    if (!handle) {
-        why_no_plugin(candidates[0][0] ? candidates[0] : "libctensor_cuda.so");
-        return;
-    }
+    void *handle = open_plugin();
+    if (!handle) return;
     ct_plugin_entry_fn entry;
     *(void **)&entry = dlsym(handle, CT_CUDA_PLUGIN_ENTRY);
     if (!entry) {

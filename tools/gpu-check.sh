@@ -1,0 +1,163 @@
+#!/bin/sh
+# gpu-check.sh: build ctensor with the CUDA plugin on a GPU machine, run the whole test suite
+# (tools/run-tests.sh, what `make test` runs) and the GPU benchmark, and fail if anything
+# fails or if any CUDA test is skipped (on a GPU machine none may be).
+#
+# On the machine without a GPU, once per session (no network needed: it copies OpenBLAS's
+# .debs from the apt cache and libgfortran from this system):
+#     tools/gpu-check.sh --prepare
+# which fills .gpu-deps/ in the repository root (ignored by git through .git/info/exclude).
+# Then, in one call of the device tool (the GPU machine has no network and no apt):
+#     run(command="tools/gpu-check.sh", carry=[".gpu-deps"], timeout_s=600)
+# Options: --quick (small benchmark sizes), --no-bench (tests only), --build-type TYPE
+# (default Release). On the GPU machine it uses a system OpenBLAS when there is one, else the
+# carried .debs, unpacked under /tmp/ct-deps (never into /); CT_GPU_CHECK_CARRIED=1 uses the
+# carried ones even where a system OpenBLAS exists (to check that path).
+#
+# Logs go to $OUT when set (the device tool brings them back), else to build-gpu/logs/:
+# summary.txt (the verdict and the reasons), device.txt (nvidia-smi, toolchain), build.log,
+# tests.log (every test's output), gpu-bench.md (ctensor beside PyTorch). The exit status is
+# 0 only when the build, every test and the benchmark succeeded with no CUDA test skipped.
+set -u
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+deps="$root/.gpu-deps"
+quick="" bench=1 build_type=Release prepare=0
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --quick) quick=--quick ;;
+        --no-bench) bench=0 ;;
+        --build-type) build_type=$2; shift ;;
+        --prepare) prepare=1 ;;
+        *) echo "usage: tools/gpu-check.sh [--prepare | --quick | --no-bench | --build-type T]" >&2
+           exit 2 ;;
+    esac
+    shift
+done
+
+# ---- on the machine without a GPU: gather what the GPU machine lacks ----
+prepare_deps() {
+    mkdir -p "$deps/lib"
+    for pkg in libopenblas0-pthread libopenblas-pthread-dev; do
+        deb=$(find /var/cache/apt/archives -name "${pkg}_*_amd64.deb" 2>/dev/null | head -n 1)
+        if [ -z "$deb" ]; then
+            (cd "$deps" && apt-get download "$pkg") || {
+                echo "gpu-check: no .deb of $pkg in the apt cache and apt-get download failed" >&2
+                return 1
+            }
+        else
+            cp "$deb" "$deps/"
+        fi
+    done
+    for lib in libgfortran.so.5 libquadmath.so.0; do
+        path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ { print $NF; exit }')
+        [ -n "$path" ] && cp -L "$path" "$deps/lib/$lib"
+    done
+    exclude="$(git -C "$root" rev-parse --git-common-dir)/info/exclude"
+    case "$exclude" in /*) ;; *) exclude="$root/$exclude" ;; esac
+    grep -qx '/.gpu-deps/' "$exclude" 2>/dev/null || echo '/.gpu-deps/' >> "$exclude"
+    du -sh "$deps"
+    echo "gpu-check: now run tools/gpu-check.sh on the GPU machine with carry=[\".gpu-deps\"]"
+}
+
+if [ "$prepare" = 1 ]; then
+    prepare_deps
+    exit $?
+fi
+
+# ---- on the GPU machine ----
+build="$root/build-gpu"
+out=${OUT:-$build/logs}
+mkdir -p "$out"
+summary="$out/summary.txt"
+: > "$summary"
+verdict=0
+note() { echo "gpu-check: $*" | tee -a "$summary"; }
+fail() { note "FAIL: $*"; verdict=1; }
+
+export PATH="/usr/local/cuda/bin:$PATH"
+if ! command -v cmake > /dev/null; then
+    for dir in /opt/torch/.venv/bin /usr/local/bin "$HOME/.local/bin"; do
+        [ -x "$dir/cmake" ] && PATH="$PATH:$dir" && break
+    done
+fi
+{
+    nvidia-smi 2>&1
+    echo; command -v nvcc && nvcc --version
+    echo; command -v cmake && cmake --version
+    echo; cc --version 2>&1 | head -n 1
+    echo; python3 -c 'import torch; print("torch", torch.__version__)' 2>&1
+} > "$out/device.txt" 2>&1
+
+# OpenBLAS: the system's, else the carried .debs.
+blas_args=""
+system_blas=0
+if ldconfig -p | grep -q 'libopenblas\.so' &&
+   ls /usr/include/cblas.h /usr/include/*/cblas.h /usr/include/*/*/cblas.h > /dev/null 2>&1; then
+    system_blas=1
+fi
+if [ "${CT_GPU_CHECK_CARRIED:-0}" = 1 ] || [ "$system_blas" = 0 ]; then
+    if ! ls "$deps"/*.deb > /dev/null 2>&1; then
+        fail "no OpenBLAS here and no .debs in $deps; run tools/gpu-check.sh --prepare on the machine without a GPU and carry .gpu-deps"
+        exit 1
+    fi
+    rm -rf /tmp/ct-deps && mkdir -p /tmp/ct-deps
+    for deb in "$deps"/*.deb; do dpkg -x "$deb" /tmp/ct-deps; done
+    header=$(find /tmp/ct-deps -name cblas.h | head -n 1)
+    library=$(find /tmp/ct-deps -name 'libopenblas.so' | head -n 1)
+    blas_args="-DCBLAS_INCLUDE_DIR=$(dirname "$header") -DOPENBLAS_LIBRARY=$library"
+    LD_LIBRARY_PATH="$(dirname "$library"):$deps/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    export LD_LIBRARY_PATH
+    note "OpenBLAS from the carried .debs: $library"
+fi
+
+# ---- build ----
+# Without CT_WERROR: CI builds with it; here a warning of another compiler version or build
+# type must not hide the GPU results.
+# shellcheck disable=SC2086 # blas_args is a list of words
+if ! { cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE="$build_type" -DCT_CUDA=ON -DCT_WERROR=OFF \
+        $blas_args &&
+       cmake --build "$build" -j "$(nproc)"; } > "$out/build.log" 2>&1; then
+    fail "the build failed; the end of build.log:"
+    tail -n 30 "$out/build.log" | tee -a "$summary"
+    exit 1
+fi
+note "built $build ($build_type, CUDA plugin $(ls "$build"/libctensor_cuda.so))"
+
+# ---- tests ----
+# Test programs link the static library, so they find the plugin through CT_CUDA_PLUGIN
+# (the plugin is looked for beside libctensor.so, which they do not load).
+export CT_CUDA_PLUGIN="$build/libctensor_cuda.so"
+"$root/tools/run-tests.sh" "$build" > "$out/tests-summary.txt" 2>&1
+tests_status=$?
+cp "$build/test-output.log" "$out/tests.log"
+tail -n 1 "$out/tests-summary.txt" | sed 's/^/gpu-check: tests: /' | tee -a "$summary"
+if [ "$tests_status" != 0 ]; then
+    fail "tests failed (see tests.log):"
+    grep -E "^[0-9]+: FAIL " "$build/test-output.log" | sed 's/^[0-9]*: //' | tee -a "$summary"
+fi
+# A CUDA case skipped: a device test's [cuda] case, or a GPU test of test_cuda_plugin (its
+# no-GPU test skips on a GPU by design; test_cuda_registry hides the plugin on purpose).
+cuda_skips=$(grep -E "^[0-9]+: SKIP ([^ ]*\[cuda|test_cuda_plugin_)" "$build/test-output.log" |
+             grep -v "test_cuda_plugin_reason_without_gpu" | sed 's/^[0-9]*: //')
+if [ -n "$cuda_skips" ]; then
+    fail "$(echo "$cuda_skips" | wc -l) CUDA test case(s) skipped:"
+    echo "$cuda_skips" | head -n 50 | tee -a "$summary"
+fi
+
+# ---- benchmark ----
+if [ "$bench" = 1 ]; then
+    # shellcheck disable=SC2086 # quick is empty or one word
+    if ! "$root/bench/run_gpu.sh" "$build" "$out/gpu-bench.md" $quick > "$out/bench-run.txt" 2>&1; then
+        fail "the GPU benchmark failed:"
+        tail -n 20 "$out/bench-run.txt" | tee -a "$summary"
+    elif grep -q "^no CUDA device" "$out/bench-run.txt"; then
+        fail "bench_gpu found no CUDA device: $(cat "$out/bench-run.txt")"
+    else
+        cat "$out/gpu-bench.md"
+        grep -q "NOT met" "$out/gpu-bench.md" && note "some benchmark targets are not met (gpu-bench.md)"
+    fi
+fi
+
+if [ "$verdict" = 0 ]; then note "PASS"; else note "FAILED (logs in $out)"; fi
+exit "$verdict"
