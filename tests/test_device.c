@@ -166,10 +166,11 @@ TEST(test_device_cuda_unavailable_reason) {
     }
     const char *reason = ct_cuda_unavailable_reason();
     CHECK(reason != NULL && reason[0] != '\0');
-    CHECK(strstr(reason, "libctensor_cuda.so") != NULL);
+    /* Here either the plugin is missing or the driver is. */
+    CHECK(strstr(reason, "libctensor_cuda.so") != NULL || strstr(reason, "libcuda.so.1") != NULL);
     CHECK(ct_device_count(CT_DEVICE_CUDA) == 0);
     CHECK(ct_device_check((ct_device){CT_DEVICE_CUDA, 0}) == CT_ERR_DEVICE_UNAVAILABLE);
-    CHECK_ERROR(CT_ERR_DEVICE_UNAVAILABLE, "libctensor_cuda.so");
+    CHECK_ERROR(CT_ERR_DEVICE_UNAVAILABLE, reason);
 }
 
 TEST(test_device_configure_unavailable_cuda) {
@@ -178,7 +179,8 @@ TEST(test_device_configure_unavailable_cuda) {
         return;
     }
     CHECK(ct_configure_logical_devices(CT_DEVICE_CUDA, 0, 2, NULL) == CT_ERR_DEVICE_UNAVAILABLE);
-    CHECK_ERROR(CT_ERR_DEVICE_UNAVAILABLE, "ct_configure_logical_devices: the CUDA plugin");
+    CHECK(strstr(ct_last_error(), "ct_configure_logical_devices: ") == ct_last_error());
+    CHECK_ERROR(CT_ERR_DEVICE_UNAVAILABLE, ct_cuda_unavailable_reason());
     CHECK(ct_device_count(CT_DEVICE_CUDA) == 0);
 }
 
@@ -190,7 +192,7 @@ TEST(test_device_push_unavailable_cuda) {
     CHECK(!ct_soft_placement());
     CHECK(ct_device_push((ct_device){CT_DEVICE_CUDA, 0}) == CT_ERR_DEVICE_UNAVAILABLE);
     CHECK(strstr(ct_last_error(), "ct_device_push") == ct_last_error());
-    CHECK(strstr(ct_last_error(), "libctensor_cuda.so") != NULL); /* the reason */
+    CHECK(strstr(ct_last_error(), ct_cuda_unavailable_reason()) != NULL); /* the reason */
     CHECK_ERROR(CT_ERR_DEVICE_UNAVAILABLE, "soft placement");
     CHECK(ct_device_push_str("/device:GPU:0") == CT_ERR_DEVICE_UNAVAILABLE);
     CHECK_ERROR(CT_ERR_DEVICE_UNAVAILABLE, "cuda:0");
@@ -237,7 +239,7 @@ TEST(test_device_create_on_unavailable_cuda) {
     int64_t shape[2] = {2, 2};
     CHECK(ct_zeros(2, shape, CT_F32, (ct_device){CT_DEVICE_CUDA, 0}) == NULL);
     CHECK(strstr(ct_last_error(), "ct_zeros") == ct_last_error());
-    CHECK_ERROR(CT_ERR_DEVICE_UNAVAILABLE, "libctensor_cuda.so");
+    CHECK_ERROR(CT_ERR_DEVICE_UNAVAILABLE, ct_cuda_unavailable_reason());
     float data[4] = {1, 2, 3, 4};
     CHECK(ct_from_data(data, 2, shape, CT_F32, (ct_device){CT_DEVICE_CUDA, 1}) == NULL);
     CHECK_ERROR(CT_ERR_DEVICE_UNAVAILABLE, "ct_from_data");
@@ -286,5 +288,5 @@ TEST(test_device_info_errors) {
     if (ct_cuda_is_available()) return;
     CHECK(ct_device_info((ct_device){CT_DEVICE_CUDA, 0}, &p) == CT_ERR_DEVICE_UNAVAILABLE);
     CHECK(strstr(ct_last_error(), "ct_device_info") == ct_last_error());
-    CHECK_ERROR(CT_ERR_DEVICE_UNAVAILABLE, "libctensor_cuda.so");
+    CHECK_ERROR(CT_ERR_DEVICE_UNAVAILABLE, ct_cuda_unavailable_reason());
 }
