@@ -12,6 +12,19 @@ int64_t ref_numel(int ndim, const int64_t *shape) {
     return n;
 }
 
+void ref_unravel(int64_t i, int ndim, const int64_t *shape, int64_t *index) {
+    for (int d = ndim - 1; d >= 0; d--) {
+        index[d] = shape[d] ? i % shape[d] : 0;
+        i = shape[d] ? i / shape[d] : 0;
+    }
+}
+
+int64_t ref_ravel(int ndim, const int64_t *shape, const int64_t *index) {
+    int64_t i = 0;
+    for (int d = 0; d < ndim; d++) i = i * shape[d] + index[d];
+    return i;
+}
+
 static void *host_buffer(const double *values, int64_t n, ct_dtype dtype) {
     size_t size = ct_dtype_size(dtype);
     char *buf = calloc((size_t)(n ? n : 1), size);

@@ -27,6 +27,9 @@ double ref_round(double v, ct_dtype dtype);
 double ref_tolerance(ct_dtype dtype);
 bool ref_close(double actual, double expected, ct_dtype dtype);
 int64_t ref_numel(int ndim, const int64_t *shape);
+/* The multi-index of C-order linear index i in shape, and back. */
+void ref_unravel(int64_t i, int ndim, const int64_t *shape, int64_t *index);
+int64_t ref_ravel(int ndim, const int64_t *shape, const int64_t *index);
 
 /* Every element of t is close to expected[i] for t's dtype (NaN matches NaN). */
 #define CHECK_TENSOR(t, expected)                                                          \

@@ -8,19 +8,6 @@
 #include "core/tensor_impl.h"
 #include "ct_ref.h"
 
-static void unravel(int64_t i, int ndim, const int64_t *shape, int64_t *index) {
-    for (int d = ndim - 1; d >= 0; d--) {
-        index[d] = shape[d] ? i % shape[d] : 0;
-        i = shape[d] ? i / shape[d] : 0;
-    }
-}
-
-static int64_t ravel(int ndim, const int64_t *shape, const int64_t *index) {
-    int64_t i = 0;
-    for (int d = 0; d < ndim; d++) i = i * shape[d] + index[d];
-    return i;
-}
-
 /* n values that dtype holds exactly (integers for integer dtypes, 0/1 for bool). */
 static void dtype_values(double *v, int64_t n, ct_dtype dtype, uint64_t seed) {
     ref_random(v, n, seed, -60.0, 60.0);
@@ -65,9 +52,9 @@ static void index_select_reference(const double *x, int ndim, const int64_t *sha
     int64_t out_shape[8], at[8];
     for (int d = 0; d < ndim; d++) out_shape[d] = d == axis ? n : shape[d];
     for (int64_t i = 0; i < ref_numel(ndim, out_shape); i++) {
-        unravel(i, ndim, out_shape, at);
+        ref_unravel(i, ndim, out_shape, at);
         at[axis] = wrap(index[at[axis]], shape[axis]);
-        out[i] = x[ravel(ndim, shape, at)];
+        out[i] = x[ref_ravel(ndim, shape, at)];
     }
 }
 
@@ -176,9 +163,9 @@ static void gather_reference(const double *x, int ndim, const int64_t *x_shape, 
                              const double *index, const int64_t *index_shape, double *out) {
     int64_t at[8];
     for (int64_t i = 0; i < ref_numel(ndim, index_shape); i++) {
-        unravel(i, ndim, index_shape, at);
+        ref_unravel(i, ndim, index_shape, at);
         at[axis] = wrap(index[i], x_shape[axis]);
-        out[i] = x[ravel(ndim, x_shape, at)];
+        out[i] = x[ref_ravel(ndim, x_shape, at)];
     }
 }
 
@@ -296,10 +283,10 @@ static void concat_reference(int n, const double *const *pieces, int ndim,
     memcpy(out_shape, shapes[0], sizeof out_shape);
     for (int p = 1; p < n; p++) out_shape[axis] += shapes[p][axis];
     for (int64_t i = 0; i < ref_numel(ndim, out_shape); i++) {
-        unravel(i, ndim, out_shape, at);
+        ref_unravel(i, ndim, out_shape, at);
         int p = 0;
         while (at[axis] >= shapes[p][axis]) at[axis] -= shapes[p++][axis];
-        out[i] = pieces[p][ravel(ndim, shapes[p], at)];
+        out[i] = pieces[p][ref_ravel(ndim, shapes[p], at)];
     }
 }
 
@@ -405,10 +392,10 @@ DEVICE_TEST(test_ops_index_stack) {
             int64_t out_shape[4], at[4], src[3];
             for (int d = 0, s = 0; d <= nd; d++) out_shape[d] = d == a ? 3 : cases[c].shape[s++];
             for (int64_t i = 0; i < 3 * n; i++) {
-                unravel(i, nd + 1, out_shape, at);
+                ref_unravel(i, nd + 1, out_shape, at);
                 for (int d = 0, s = 0; d <= nd; d++)
                     if (d != a) src[s++] = at[d];
-                expected[i] = values[at[a]][ravel(nd, cases[c].shape, src)];
+                expected[i] = values[at[a]][ref_ravel(nd, cases[c].shape, src)];
             }
             ct_tensor *y = ct_stack(3, t, axis);
             CHECK_TENSOR(y, expected);

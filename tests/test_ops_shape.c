@@ -12,19 +12,6 @@ static double *iota_values(int64_t n) {
     return v;
 }
 
-static void unravel(int64_t i, int ndim, const int64_t *shape, int64_t *index) {
-    for (int d = ndim - 1; d >= 0; d--) {
-        index[d] = shape[d] ? i % shape[d] : 0;
-        i = shape[d] ? i / shape[d] : 0;
-    }
-}
-
-static int64_t ravel(int ndim, const int64_t *shape, const int64_t *index) {
-    int64_t i = 0;
-    for (int d = 0; d < ndim; d++) i = i * shape[d] + index[d];
-    return i;
-}
-
 static bool same_shape(const ct_tensor *t, int ndim, const int64_t *shape) {
     if (ct_ndim(t) != ndim) return false;
     for (int d = 0; d < ndim; d++)
@@ -318,9 +305,9 @@ static void permuted_reference(const double *x, int ndim, const int64_t *shape, 
     for (int d = 0; d < ndim; d++) out_shape[d] = shape[perm[d]];
     int64_t n = ref_numel(ndim, shape);
     for (int64_t i = 0; i < n; i++) {
-        unravel(i, ndim, out_shape, index);
+        ref_unravel(i, ndim, out_shape, index);
         for (int d = 0; d < ndim; d++) src[perm[d]] = index[d];
-        out[i] = x[ravel(ndim, shape, src)];
+        out[i] = x[ref_ravel(ndim, shape, src)];
     }
 }
 
@@ -387,9 +374,9 @@ static void expanded_reference(const double *x, int from_ndim, const int64_t *fr
     int64_t index[8], src[8];
     int lead = to_ndim - from_ndim;
     for (int64_t i = 0; i < ref_numel(to_ndim, to); i++) {
-        unravel(i, to_ndim, to, index);
+        ref_unravel(i, to_ndim, to, index);
         for (int d = 0; d < from_ndim; d++) src[d] = from[d] == 1 ? 0 : index[d + lead];
-        out[i] = x[ravel(from_ndim, from, src)];
+        out[i] = x[ref_ravel(from_ndim, from, src)];
     }
 }
 
@@ -490,9 +477,9 @@ DEVICE_TEST(test_ops_shape_slice_python_semantics) {
             out_shape[0] = a == 0 ? n : 5;
             out_shape[1] = a == 1 ? n : 7;
             for (int64_t i = 0; i < out_shape[0] * out_shape[1]; i++) {
-                unravel(i, 2, out_shape, index);
+                ref_unravel(i, 2, out_shape, index);
                 index[a] = picked[index[a]];
-                expected[i] = values[ravel(2, shape, index)];
+                expected[i] = values[ref_ravel(2, shape, index)];
             }
             ct_tensor *s = ct_slice(x, axis, bounds[c][0], bounds[c][1], bounds[c][2]);
             CHECK_TENSOR(s, expected);

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 
 #include "backend/cpu/cpu_impl.h"
+#include "backend/gemm_layout_impl.h"
 #include "core/dtype_impl.h"
 #include "core/error_impl.h"
 
@@ -38,32 +39,6 @@ static int64_t batch_count(const ct_matmul_args *x) {
 }
 
 /* ---- BLAS path (f32, f64, and f16/bf16 through f32) ---- */
-
-/* How one operand reaches GEMM: its data, whether it is transposed, its leading dimension,
- * or NULL data when it must be packed. */
-typedef struct {
-    bool direct;
-    CBLAS_TRANSPOSE trans;
-    int64_t ld;
-} gemm_layout;
-
-/* A rows x cols matrix with strides rs, cs (elements) as a BLAS row-major operand: either
- * unit column stride (as is) or unit row stride (transposed). The stride of a size-1 axis
- * never matters, so such an axis fits either way. */
-static gemm_layout blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
-    gemm_layout l = {false, CblasNoTrans, 0};
-    int64_t min_rs = cols > 1 ? cols : 1, min_cs = rows > 1 ? rows : 1;
-    if ((cs == 1 || cols == 1) && (rows == 1 || rs >= min_rs)) {
-        l.direct = true;
-        l.ld = rows == 1 ? min_rs : rs;
-    } else if ((rs == 1 || rows == 1) && (cols == 1 || cs >= min_cs)) {
-        l.direct = true;
-        l.trans = CblasTrans;
-        l.ld = cols == 1 ? min_cs : cs;
-    }
-    if (l.ld > INT_MAX) l.direct = false;
-    return l;
-}
 
 /* Copy a strided rows x cols matrix of dtype into a contiguous one of f32 or f64. */
 static void pack(void *dst, bool f64, const char *src, ct_dtype dtype, int64_t rows, int64_t cols,
@@ -101,14 +76,14 @@ static void unpack(char *out, ct_dtype dtype, int64_t row_stride, const float *c
 typedef struct {
     bool f64;     /* compute in f64 (else f32) */
     bool convert; /* f16/bf16: operands and result go through f32 scratch */
-    gemm_layout la, lb;
+    ct_gemm_layout la, lb;
     void *a_pack, *b_pack, *c_tmp; /* scratch, NULL where unused */
 } blas_plan;
 
 static void gemm(const blas_plan *p, const ct_matmul_args *x, const void *a, int64_t lda,
                  const void *b, int64_t ldb, void *c, int64_t ldc) {
-    CBLAS_TRANSPOSE ta = p->la.direct ? p->la.trans : CblasNoTrans;
-    CBLAS_TRANSPOSE tb = p->lb.direct ? p->lb.trans : CblasNoTrans;
+    CBLAS_TRANSPOSE ta = p->la.direct && p->la.transposed ? CblasTrans : CblasNoTrans;
+    CBLAS_TRANSPOSE tb = p->lb.direct && p->lb.transposed ? CblasTrans : CblasNoTrans;
     if (p->f64)
         cblas_dgemm(CblasRowMajor, ta, tb, (blasint)x->m, (blasint)x->n, (blasint)x->k, 1.0, a,
                     (blasint)lda, b, (blasint)ldb, 0.0, c, (blasint)ldc);
@@ -156,9 +131,9 @@ static ct_status blas_matmul(const ct_matmul_args *x) {
                          (long long)x->m, (long long)x->k, (long long)x->k, (long long)x->n);
     blas_plan p = {
         x->dtype == CT_F64, x->dtype == CT_F16 || x->dtype == CT_BF16, {0}, {0}, NULL, NULL, NULL};
-    gemm_layout packed = {false, CblasNoTrans, 0};
-    p.la = p.convert ? packed : blas_layout(x->m, x->k, x->a_row_stride, x->a_col_stride);
-    p.lb = p.convert ? packed : blas_layout(x->k, x->n, x->b_row_stride, x->b_col_stride);
+    ct_gemm_layout packed = {false, false, 0};
+    p.la = p.convert ? packed : ct_gemm_layout_of(x->m, x->k, x->a_row_stride, x->a_col_stride);
+    p.lb = p.convert ? packed : ct_gemm_layout_of(x->k, x->n, x->b_row_stride, x->b_col_stride);
     size_t esize = p.f64 ? sizeof(double) : sizeof(float);
     size_t na = p.la.direct ? 0 : (size_t)(x->m * x->k);
     size_t nb = p.lb.direct ? 0 : (size_t)(x->k * x->n);

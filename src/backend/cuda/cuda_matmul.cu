@@ -24,6 +24,7 @@
 #include <mutex>
 
 #include "backend/cuda/cuda_impl.h"
+#include "backend/gemm_layout_impl.h"
 #include "backend/cuda/cuda_load_impl.cuh"
 
 namespace {
@@ -262,25 +263,8 @@ static ct_status int_matmul(int device, cudaStream_t stream, const ct_matmul_arg
 // leading dimension `ld`, or packed. In the swapped product out^T = b^T a^T, a row-major
 // matrix (unit column stride) is CUBLAS_OP_N with ld = rs, a column-major one (unit row
 // stride) CUBLAS_OP_T with ld = cs. A size-1 axis's stride never matters.
-struct gemm_layout {
-    bool direct;
-    cublasOperation_t op;
-    int64_t ld;
-};
-
-static gemm_layout layout_of(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
-    gemm_layout l = {false, CUBLAS_OP_N, 0};
-    int64_t min_rs = cols > 1 ? cols : 1, min_cs = rows > 1 ? rows : 1;
-    if ((cs == 1 || cols == 1) && (rows == 1 || rs >= min_rs)) {
-        l.direct = true;
-        l.ld = rows == 1 ? min_rs : rs;
-    } else if ((rs == 1 || rows == 1) && (cols == 1 || cs >= min_cs)) {
-        l.direct = true;
-        l.op = CUBLAS_OP_T;
-        l.ld = cols == 1 ? min_cs : cs;
-    }
-    if (l.ld > INT_MAX) l.direct = false;
-    return l;
+static cublasOperation_t op_of(ct_gemm_layout l) {
+    return l.direct && l.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
 }
 
 // Bytes of packed scratch for op (rows x cols): one matrix per index of its own batch axes.
@@ -351,7 +335,7 @@ struct gemm_plan {
     cublasHandle_t handle;
     gemm_types types;
     operand a, b;
-    gemm_layout la, lb;
+    ct_gemm_layout la, lb;
     int64_t batches;
     void **ptrs; // scratch for 3 * batches pointers (irregular batches only)
 };
@@ -372,7 +356,7 @@ static ct_status run_gemm(int device, cudaStream_t stream, const ct_matmul_args 
                    uniform_batches(x, x->out_batch_strides, &so);
     if (p.batches == 1 || uniform) {
         CT_CUBLAS_CHECK(
-            device, cublasGemmStridedBatchedEx(p.handle, p.lb.op, p.la.op, m, n, k, alpha, p.b.data,
+            device, cublasGemmStridedBatchedEx(p.handle, op_of(p.lb), op_of(p.la), m, n, k, alpha, p.b.data,
                                                t, lda, p.batches == 1 ? 0 : sb, p.a.data, t, ldb,
                                                p.batches == 1 ? 0 : sa, beta, x->out, t, ldc,
                                                p.batches == 1 ? 0 : so, (int)p.batches,
@@ -396,7 +380,7 @@ static ct_status run_gemm(int device, cudaStream_t stream, const ct_matmul_args 
     CT_CUDA_CHECK(device, cudaGetLastError());
     void **ptrs = p.ptrs;
     CT_CUBLAS_CHECK(device,
-                    cublasGemmBatchedEx(p.handle, p.lb.op, p.la.op, m, n, k, alpha, ptrs, t, lda,
+                    cublasGemmBatchedEx(p.handle, op_of(p.lb), op_of(p.la), m, n, k, alpha, ptrs, t, lda,
                                         ptrs + p.batches, t, ldb, beta, ptrs + 2 * p.batches, t,
                                         ldc, (int)p.batches, p.types.compute, CUBLAS_GEMM_DEFAULT));
     return CT_OK;
@@ -408,11 +392,11 @@ static ct_status gemm_with_scratch(int device, cudaStream_t stream, const ct_mat
     ct_status status = CT_OK;
     if (!p->la.direct) {
         status = pack(device, stream, x, &p->a, x->m, x->k, scratch);
-        p->la = layout_of(x->m, x->k, p->a.rs, p->a.cs);
+        p->la = ct_gemm_layout_of(x->m, x->k, p->a.rs, p->a.cs);
     }
     if (status == CT_OK && !p->lb.direct) {
         status = pack(device, stream, x, &p->b, x->k, x->n, scratch + b_at);
-        p->lb = layout_of(x->k, x->n, p->b.rs, p->b.cs);
+        p->lb = ct_gemm_layout_of(x->k, x->n, p->b.rs, p->b.cs);
     }
     if (status != CT_OK) return status;
     p->ptrs = (void **)(scratch + ptrs_at);
@@ -440,8 +424,8 @@ static ct_status float_matmul(int device, cudaStream_t stream, const ct_matmul_a
         p.a.batch_strides[d] = x->a_batch_strides[d];
         p.b.batch_strides[d] = x->b_batch_strides[d];
     }
-    p.la = layout_of(x->m, x->k, p.a.rs, p.a.cs);
-    p.lb = layout_of(x->k, x->n, p.b.rs, p.b.cs);
+    p.la = ct_gemm_layout_of(x->m, x->k, p.a.rs, p.a.cs);
+    p.lb = ct_gemm_layout_of(x->k, x->n, p.b.rs, p.b.cs);
     p.batches = batches;
     size_t a_bytes = p.la.direct ? 0 : align_up(packed_bytes(x, p.a, x->m, x->k));
     size_t b_bytes = p.lb.direct ? 0 : align_up(packed_bytes(x, p.b, x->k, x->n));
