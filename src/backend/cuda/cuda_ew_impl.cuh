@@ -7,7 +7,7 @@
  * from double through an f32 rounded to odd, so they round once), floats to integers
  * truncate toward zero and saturate (NaN gives 0) and then wrap to the integer's width, bool
  * is v != 0. NaN stays NaN, but its bits may differ from the CPU's: the GPU's arithmetic
- * makes 0x7fffffff where x86 makes 0xffc00000, and f64 NaNs narrow to the canonical NaN. */
+ * makes 0x7fffffff where x86 makes 0xffc00000, and f64 NaNs narrow to the canonical NaN.
  *
  * Compute domains (cpu_ew_impl.h): float (f32, f16, bf16), double (f64), int64 and int32
  * (integers and bool of at most 32 bits). ct_ew_domain<T> holds a domain's load (any dtype
