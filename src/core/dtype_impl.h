@@ -9,13 +9,21 @@
 
 #include "ctensor/dtype.h"
 
-static inline uint32_t ct__f32_bits(float f) {
+/* The bit casts are device code too under nvcc, so that float algorithms written with them
+ * (cpu_math_impl.h's exp) also run in the CUDA kernels, bit for bit. */
+#if defined(__CUDACC__)
+#define CT_BITS_FN static inline __host__ __device__
+#else
+#define CT_BITS_FN static inline
+#endif
+
+CT_BITS_FN uint32_t ct__f32_bits(float f) {
     uint32_t u;
     memcpy(&u, &f, sizeof u);
     return u;
 }
 
-static inline float ct__bits_f32(uint32_t u) {
+CT_BITS_FN float ct__bits_f32(uint32_t u) {
     float f;
     memcpy(&f, &u, sizeof f);
     return f;

@@ -10,7 +10,7 @@
 
 /* cond ? a : b through bit masks: GCC keeps a branch for a plain ?: on floats in some
  * contexts (it specialises a constant arm), and a branch stops vectorization. */
-static inline float ct__select_f32(int cond, float a, float b) {
+CT_BITS_FN float ct__select_f32(int cond, float a, float b) {
     uint32_t mask = 0u - (uint32_t)cond;
     return ct__bits_f32((ct__f32_bits(a) & mask) | (ct__f32_bits(b) & ~mask));
 }
@@ -28,7 +28,8 @@ static inline float ct__select_f32(int cond, float a, float b) {
  * rounds (into a subnormal or to inf).
  *
  * MADD(a, b, c) is a * b + c: separate operations in ct__expf, a fused multiply-add in
- * ct__expf_fma (for code compiled for FMA processors only: elsewhere it is a libm call). */
+ * ct__expf_fma (for code compiled for FMA processors only: elsewhere it is a libm call) and
+ * in the CUDA kernels (fmaf), which therefore give ct__expf_fma's results exactly. */
 #define CT_EXPF_BODY(x, MADD)                                                                      \
     const float shift = 0x1.8p23f;     /* adding it rounds |v| < 2^22 to an integer */             \
     const float ln2_hi = 0.693359375f; /* 9 significant bits: n * ln2_hi is exact */               \

@@ -1,7 +1,327 @@
-// PLACEHOLDER until the CUDA binary kernels land: replace this whole file.
-#include "backend/cuda/cuda_impl.h"
+/* CUDA binary kernels: out = a op b for the ops of op_list.h, with broadcast (stride 0)
+ * operands of any dtypes, with the semantics of the CPU kernels (cpu_binary.c).
+ *
+ * Domains as on the CPU: arithmetic in the domain of args->compute_dtype (float for f32,
+ * f16 and bf16; double for f64; int32 when the compute dtype and both inputs have at most
+ * 32 bits, else int64; integer results wrap when stored), true division of integers in
+ * float; comparisons in the same domains, writing bool; logical ops test each operand for
+ * zero in double. Contiguous float32 arithmetic (each input contiguous or a broadcast
+ * scalar) takes a kernel per op with float4 loads and stores when aligned; everything else
+ * runs the generic strided kernel of its domain.
+ *
+ * NumPy semantics: maximum and minimum propagate NaN; remainder has the divisor's sign
+ * (Python's %); comparisons with NaN are false except ne. Integer remainder by zero and
+ * integer pow with a negative exponent are CT_ERR_INVALID_ARG, as on the CPU: the kernel
+ * raises a flag in device memory, which the launcher reads back after synchronising (the
+ * only ops here that wait for the device). */
+#include "backend/cuda/cuda_ew_impl.cuh"
+
+/* Python's float %: fmod, moved into the divisor's sign; a zero takes the divisor's sign. */
+#define DEFINE_FLOAT_ARITH(T, SUF)                                                                 \
+    CT_EW_DEV T py_fmod(T a, T b) {                                                                \
+        T r = fmod##SUF(a, b);                                                                     \
+        if (r == 0) return copysign##SUF((T)0, b);                                                 \
+        return (r < 0) != (b < 0) ? r + b : r;                                                     \
+    }                                                                                              \
+    CT_EW_DEV T arith_value(int op, T a, T b, int *flag) {                                         \
+        (void)flag;                                                                                \
+        switch (op) {                                                                              \
+        case CT_BOP_ADD: return a + b;                                                             \
+        case CT_BOP_SUB: return a - b;                                                             \
+        case CT_BOP_MUL: return a * b;                                                             \
+        case CT_BOP_DIV: return a / b;                                                             \
+        case CT_BOP_POW: return pow##SUF(a, b);                                                    \
+        case CT_BOP_MAXIMUM: return ((a > b) | (a != a)) ? a : b;                                  \
+        case CT_BOP_MINIMUM: return ((a < b) | (a != a)) ? a : b;                                  \
+        case CT_BOP_REMAINDER: return py_fmod(a, b);                                               \
+        default: return 0; /* comparisons have their own kernel */                                 \
+        }                                                                                          \
+    }
+DEFINE_FLOAT_ARITH(float, f)
+DEFINE_FLOAT_ARITH(double, )
+
+/* base^exponent by squaring, wrapping modulo 2^64 (exponent >= 0). */
+CT_EW_DEV int64_t ipow(int64_t base, int64_t exponent) {
+    uint64_t result = 1, square = (uint64_t)base;
+    for (uint64_t e = (uint64_t)exponent; e; e >>= 1) {
+        if (e & 1u) result *= square;
+        square *= square;
+    }
+    return (int64_t)result;
+}
+
+/* Python's integer %: the divisor's sign. b == -1 is special-cased because INT64_MIN % -1
+ * overflows. */
+CT_EW_DEV int64_t py_imod(int64_t a, int64_t b) {
+    if (b == -1) return 0;
+    int64_t r = a % b;
+    return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+}
+
+/* Integer arithmetic wraps, so it runs on the unsigned type UT; pow and remainder go
+ * through int64, which holds every int32 result before the wrap to T. A remainder by zero
+ * or a negative exponent raises *flag and gives 0 (the op fails as a whole). */
+template <typename T, typename UT> CT_EW_DEV T int_arith(int op, T a, T b, int *flag) {
+    switch (op) {
+    case CT_BOP_ADD: return (T)((UT)a + (UT)b);
+    case CT_BOP_SUB: return (T)((UT)a - (UT)b);
+    case CT_BOP_MUL: return (T)((UT)a * (UT)b);
+    case CT_BOP_MAXIMUM: return a > b ? a : b;
+    case CT_BOP_MINIMUM: return a < b ? a : b;
+    case CT_BOP_POW:
+        if (b < 0) break;
+        return (T)(UT)(uint64_t)ipow(a, b);
+    case CT_BOP_REMAINDER:
+        if (b == 0) break;
+        return (T)(UT)(uint64_t)py_imod(a, b);
+    default: return 0; /* division computes in float; comparisons have their own kernel */
+    }
+    if (flag) *flag = 1;
+    return 0;
+}
+
+CT_EW_DEV int32_t arith_value(int op, int32_t a, int32_t b, int *flag) {
+    return int_arith<int32_t, uint32_t>(op, a, b, flag);
+}
+
+CT_EW_DEV int64_t arith_value(int op, int64_t a, int64_t b, int *flag) {
+    return int_arith<int64_t, uint64_t>(op, a, b, flag);
+}
+
+/* Comparisons and logical ops give 0/1. */
+template <typename T> CT_EW_DEV uint8_t compare_value(int op, T a, T b) {
+    switch (op) {
+    case CT_BOP_EQ: return a == b;
+    case CT_BOP_NE: return a != b;
+    case CT_BOP_LT: return a < b;
+    case CT_BOP_LE: return a <= b;
+    case CT_BOP_GT: return a > b;
+    case CT_BOP_GE: return a >= b;
+    case CT_BOP_LOGICAL_AND: return (a != 0) & (b != 0);
+    case CT_BOP_LOGICAL_OR: return (a != 0) | (b != 0);
+    default: return 0; /* arithmetic has its own kernels */
+    }
+}
+
+/* Contiguous float32: o[i] = a[i * sa] OP b[i * sb] for i < n, sa and sb 1 or 0 (a broadcast
+ * scalar); four at a time when vec (o and every stride-1 input 16-byte aligned), the tail of
+ * up to three elements by the first threads. */
+template <int OP>
+CT_EW_DEV void arith_f32_run(float *__restrict__ o, const float *__restrict__ a,
+                             const float *__restrict__ b, int64_t n, int64_t sa, int64_t sb,
+                             bool vec) {
+    int64_t tail = 0;
+    if (vec) {
+        const float4 *a4 = reinterpret_cast<const float4 *>(a);
+        const float4 *b4 = reinterpret_cast<const float4 *>(b);
+        float4 *o4 = reinterpret_cast<float4 *>(o);
+        CT_EW_LOOP(i, n / 4) {
+            float4 x = sa ? a4[i] : make_float4(a[0], a[0], a[0], a[0]);
+            float4 y = sb ? b4[i] : make_float4(b[0], b[0], b[0], b[0]);
+            o4[i] = make_float4(arith_value(OP, x.x, y.x, NULL), arith_value(OP, x.y, y.y, NULL),
+                                arith_value(OP, x.z, y.z, NULL), arith_value(OP, x.w, y.w, NULL));
+        }
+        tail = n / 4 * 4;
+    }
+    CT_EW_LOOP(j, n - tail) {
+        int64_t i = tail + j;
+        o[i] = arith_value(OP, a[i * sa], b[i * sb], NULL);
+    }
+}
+
+/* One kernel for every arithmetic op: the switch sits outside the loops, so each op's loop
+ * is compiled for that op alone. */
+#define CT_ARITH_CASE_(NAME)                                                                       \
+    case CT_BOP_##NAME:                                                                            \
+        arith_f32_run<CT_BOP_##NAME>(o, a, b, n, sa, sb, vec);                                     \
+        break;
+#define CT_ARITH_CASE_ARITH(NAME) CT_ARITH_CASE_(NAME)
+#define CT_ARITH_CASE_DIV(NAME) CT_ARITH_CASE_(NAME)
+#define CT_ARITH_CASE_COMPARE(NAME)
+#define CT_ARITH_CASE_LOGICAL(NAME)
+#define CT_ARITH_CASE_KIND_(name, NAME, kind) CT_ARITH_CASE_##kind(NAME)
+static __global__ void arith_f32_contiguous(float *__restrict__ o, const float *__restrict__ a,
+                                            const float *__restrict__ b, int64_t n, int64_t sa,
+                                            int64_t sb, int op, bool vec) {
+    switch (op) {
+        CT_BINARY_OPS(CT_ARITH_CASE_KIND_)
+    default: break;
+    }
+}
+#undef CT_ARITH_CASE_KIND_
+#undef CT_ARITH_CASE_LOGICAL
+#undef CT_ARITH_CASE_COMPARE
+#undef CT_ARITH_CASE_DIV
+#undef CT_ARITH_CASE_ARITH
+#undef CT_ARITH_CASE_
+
+/* Any layout and dtypes, computing in domain T; flag is NULL unless the op can fail. */
+template <typename T, typename I>
+static __global__ void arith_strided(const __grid_constant__ ct_ew_args args, int op, int *flag) {
+    CT_EW_LOOP(i, args.numel) {
+        int64_t off[3];
+        ct_ew_offsets<3>(args, (I)i, off);
+        T a = ct_ew_domain<T>::load(args.data[1] + off[1], args.dtype[1]);
+        T b = ct_ew_domain<T>::load(args.data[2] + off[2], args.dtype[2]);
+        ct_ew_domain<T>::store(args.data[0] + off[0], args.dtype[0], arith_value(op, a, b, flag));
+    }
+}
+
+template <typename T, typename I>
+static __global__ void compare_strided(const __grid_constant__ ct_ew_args args, int op) {
+    CT_EW_LOOP(i, args.numel) {
+        int64_t off[3];
+        ct_ew_offsets<3>(args, (I)i, off);
+        T a = ct_ew_domain<T>::load(args.data[1] + off[1], args.dtype[1]);
+        T b = ct_ew_domain<T>::load(args.data[2] + off[2], args.dtype[2]);
+        *(uint8_t *)(args.data[0] + off[0]) = compare_value(op, a, b);
+    }
+}
+
+/* ---- launchers ---- */
+
+enum { KIND_ARITH, KIND_DIV, KIND_COMPARE, KIND_LOGICAL };
+
+static const unsigned char op_kind[CT_BOP_COUNT] = {
+#define CT_BINARY_KIND_(name, NAME, kind) KIND_##kind,
+    CT_BINARY_OPS(CT_BINARY_KIND_)
+#undef CT_BINARY_KIND_
+};
+
+static const char *const op_names[CT_BOP_COUNT] = {
+#define CT_BINARY_NAME_(name, NAME, kind) "ct_" #name,
+    CT_BINARY_OPS(CT_BINARY_NAME_)
+#undef CT_BINARY_NAME_
+};
+
+enum { DOMAIN_F32, DOMAIN_F64, DOMAIN_I64, DOMAIN_I32 };
+
+static bool fits_i32(ct_dtype dtype) {
+    return dtype == CT_I32 || dtype == CT_U8 || dtype == CT_BOOL;
+}
+
+/* The CPU's domain of a compute dtype: int32 when every operand fits (exact; results wrap
+ * to the output's width on store). */
+static int domain_index(ct_dtype compute, const ct_ew_args *args) {
+    if (compute == CT_F64) return DOMAIN_F64;
+    if (ct__is_float(compute)) return DOMAIN_F32;
+    if (fits_i32(compute) && fits_i32(args->dtype[1]) && fits_i32(args->dtype[2]))
+        return DOMAIN_I32;
+    return DOMAIN_I64;
+}
+
+template <typename T>
+static ct_status launch_compare(int device, cudaStream_t stream, const ct_ew_args &a, int op) {
+    unsigned blocks = ct_ew_blocks(a.numel);
+    if (ct_ew_small(&a))
+        compare_strided<T, uint32_t><<<blocks, CT_EW_THREADS, 0, stream>>>(a, op);
+    else
+        compare_strided<T, uint64_t><<<blocks, CT_EW_THREADS, 0, stream>>>(a, op);
+    CT_CUDA_CHECK(device, cudaGetLastError());
+    return CT_OK;
+}
+
+template <typename T>
+static ct_status launch_arith(int device, cudaStream_t stream, const ct_ew_args &a, int op,
+                              int *flag) {
+    unsigned blocks = ct_ew_blocks(a.numel);
+    if (ct_ew_small(&a))
+        arith_strided<T, uint32_t><<<blocks, CT_EW_THREADS, 0, stream>>>(a, op, flag);
+    else
+        arith_strided<T, uint64_t><<<blocks, CT_EW_THREADS, 0, stream>>>(a, op, flag);
+    CT_CUDA_CHECK(device, cudaGetLastError());
+    return CT_OK;
+}
+
+/* Whether a (byte strides) is float32 throughout with a contiguous output and each input
+ * contiguous or a broadcast element. */
+static bool contiguous_f32(const ct_ew_args &a) {
+    if (a.ndim != 1 || a.strides[0][0] != 4) return false;
+    for (int k = 0; k < 3; k++)
+        if (a.dtype[k] != CT_F32) return false;
+    for (int k = 1; k < 3; k++)
+        if (a.strides[k][0] != 4 && a.strides[k][0] != 0) return false;
+    return true;
+}
+
+static ct_status launch_f32(int device, cudaStream_t stream, const ct_ew_args &a, int op) {
+    if (!contiguous_f32(a)) return launch_arith<float>(device, stream, a, op, NULL);
+    bool vec = (uintptr_t)a.data[0] % 16 == 0;
+    for (int k = 1; k < 3; k++)
+        if (a.strides[k][0] != 0 && (uintptr_t)a.data[k] % 16 != 0) vec = false;
+    unsigned blocks = ct_ew_blocks(vec ? (a.numel + 3) / 4 : a.numel);
+    arith_f32_contiguous<<<blocks, CT_EW_THREADS, 0, stream>>>(
+        (float *)a.data[0], (const float *)a.data[1], (const float *)a.data[2], a.numel,
+        a.strides[1][0] / 4, a.strides[2][0] / 4, op, vec);
+    CT_CUDA_CHECK(device, cudaGetLastError());
+    return CT_OK;
+}
+
+/* Run the integer op with the device flag *flag and read it back into *raised. */
+template <typename T>
+static ct_status run_flagged(int device, cudaStream_t stream, const ct_ew_args &a, int op,
+                             int *flag, int *raised) {
+    CT_CUDA_CHECK(device, cudaMemsetAsync(flag, 0, sizeof *flag, stream));
+    ct_status status = launch_arith<T>(device, stream, a, op, flag);
+    if (status != CT_OK) return status;
+    CT_CUDA_CHECK(device,
+                  cudaMemcpyAsync(raised, flag, sizeof *raised, cudaMemcpyDeviceToHost, stream));
+    CT_CUDA_CHECK(device, cudaStreamSynchronize(stream));
+    return CT_OK;
+}
+
+/* Integer pow and remainder, which fail on some operands: the flag is a stream-ordered
+ * allocation, freed whatever happens. */
+template <typename T>
+static ct_status launch_checked(int device, cudaStream_t stream, const ct_ew_args &a, int op) {
+    int *flag = NULL, raised = 0;
+    CT_CUDA_CHECK(device, cudaMallocAsync((void **)&flag, sizeof *flag, stream));
+    ct_status status = run_flagged<T>(device, stream, a, op, flag, &raised);
+    cudaError_t freed = cudaFreeAsync(flag, stream);
+    if (status != CT_OK) return status;
+    CT_CUDA_CHECK(device, freed);
+    if (!raised) return CT_OK;
+    if (op == CT_BOP_REMAINDER)
+        return ct_cuda_fail(CT_ERR_INVALID_ARG,
+                            "%s: integer remainder by zero (a divisor element is 0); use a "
+                            "floating dtype to get NaN instead",
+                            op_names[op]);
+    return ct_cuda_fail(CT_ERR_INVALID_ARG,
+                        "%s: integers to negative integer powers are not allowed (an "
+                        "exponent element is negative); use a floating dtype",
+                        op_names[op]);
+}
+
+template <typename T>
+static ct_status launch_int(int device, cudaStream_t stream, const ct_ew_args &a, int op) {
+    if (op == CT_BOP_POW || op == CT_BOP_REMAINDER) return launch_checked<T>(device, stream, a, op);
+    return launch_arith<T>(device, stream, a, op, NULL);
+}
 
 extern "C" ct_status ct_cuda_binary(int device, ct_binary_op op, const ct_ew_args *args) {
-    (void)device;(void)op;(void)args;
-    return ct_cuda_fail(CT_ERR_UNSUPPORTED, "the CUDA binary kernels are not implemented yet");
+    if ((unsigned)op >= CT_BOP_COUNT)
+        return ct_cuda_fail(CT_ERR_INVALID_ARG, "cuda binary kernel: unknown op %d", (int)op);
+    if (args->numel <= 0) return CT_OK;
+    cudaStream_t stream;
+    ct_status status = ct_ew_stream(device, &stream);
+    if (status != CT_OK) return status;
+    ct_ew_args a = *args;
+    ct_ew_byte_strides(&a);
+    int domain = domain_index(args->compute_dtype, args);
+    if (op_kind[op] == KIND_LOGICAL) return launch_compare<double>(device, stream, a, op);
+    if (op_kind[op] == KIND_COMPARE) {
+        switch (domain) {
+        case DOMAIN_F32: return launch_compare<float>(device, stream, a, op);
+        case DOMAIN_F64: return launch_compare<double>(device, stream, a, op);
+        case DOMAIN_I64: return launch_compare<int64_t>(device, stream, a, op);
+        default: return launch_compare<int32_t>(device, stream, a, op);
+        }
+    }
+    if (op_kind[op] == KIND_DIV && domain >= DOMAIN_I64) domain = DOMAIN_F32;
+    switch (domain) {
+    case DOMAIN_F32: return launch_f32(device, stream, a, op);
+    case DOMAIN_F64: return launch_arith<double>(device, stream, a, op, NULL);
+    case DOMAIN_I64: return launch_int<int64_t>(device, stream, a, op);
+    default: return launch_int<int32_t>(device, stream, a, op);
+    }
 }

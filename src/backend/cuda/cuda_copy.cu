@@ -1,7 +1,91 @@
-// PLACEHOLDER until the CUDA copy kernels land: replace this whole file.
-#include "backend/cuda/cuda_impl.h"
+/* CUDA copy kernel: out = in elementwise, converting dtypes, with the CPU's conversion rules
+ * (cpu_copy.c). Same-dtype copies move bits: contiguous ones are one device-to-device
+ * memcpy, strided ones a kernel per element size. Conversions take the CPU's route for each
+ * pair of dtypes, so every value rounds the same way:
+ *   - to float32 from f16, bf16, i32, u8 and bool: exactly, through double;
+ *   - between integers (bool included), and from int64 to anything: through int64
+ *     (integers wrap; int64 to a float rounds once);
+ *   - everything else: through double (floats round to nearest even, f16 and bf16 once;
+ *     floats to integers truncate toward zero, saturate, then wrap). */
+#include "backend/cuda/cuda_ew_impl.cuh"
+
+enum { COPY_TO_F32, COPY_VIA_I64, COPY_VIA_F64 };
+
+template <typename E, typename I>
+static __global__ void copy_bits(const __grid_constant__ ct_ew_args args) {
+    CT_EW_LOOP(i, args.numel) {
+        int64_t off[2];
+        ct_ew_offsets<2>(args, (I)i, off);
+        *(E *)(args.data[0] + off[0]) = *(const E *)(args.data[1] + off[1]);
+    }
+}
+
+template <typename I>
+static __global__ void copy_convert(const __grid_constant__ ct_ew_args args, int route) {
+    ct_dtype out_dtype = args.dtype[0], in_dtype = args.dtype[1];
+    CT_EW_LOOP(i, args.numel) {
+        int64_t off[2];
+        ct_ew_offsets<2>(args, (I)i, off);
+        char *dst = args.data[0] + off[0];
+        const char *src = args.data[1] + off[1];
+        if (route == COPY_TO_F32)
+            *(float *)dst = (float)ct_ew_load_f64(src, in_dtype);
+        else if (route == COPY_VIA_I64)
+            ct_ew_store_i64(dst, out_dtype, ct_ew_load_i64(src, in_dtype));
+        else
+            ct_ew_store_f64(dst, out_dtype, ct_ew_load_f64(src, in_dtype));
+    }
+}
+
+/* The CPU's route for converting in to out (copy_row in cpu_copy.c). */
+static int copy_route(ct_dtype out, ct_dtype in) {
+    if (out == CT_F32 && in != CT_F64 && in != CT_I64) return COPY_TO_F32;
+    bool integer_domain = !ct__is_float(out) && !ct__is_float(in);
+    return integer_domain || in == CT_I64 ? COPY_VIA_I64 : COPY_VIA_F64;
+}
+
+template <typename E>
+static ct_status launch_bits(int device, cudaStream_t stream, const ct_ew_args &a) {
+    unsigned blocks = ct_ew_blocks(a.numel);
+    if (ct_ew_small(&a))
+        copy_bits<E, uint32_t><<<blocks, CT_EW_THREADS, 0, stream>>>(a);
+    else
+        copy_bits<E, uint64_t><<<blocks, CT_EW_THREADS, 0, stream>>>(a);
+    CT_CUDA_CHECK(device, cudaGetLastError());
+    return CT_OK;
+}
+
+static ct_status launch_convert(int device, cudaStream_t stream, const ct_ew_args &a) {
+    unsigned blocks = ct_ew_blocks(a.numel);
+    int route = copy_route(a.dtype[0], a.dtype[1]);
+    if (ct_ew_small(&a))
+        copy_convert<uint32_t><<<blocks, CT_EW_THREADS, 0, stream>>>(a, route);
+    else
+        copy_convert<uint64_t><<<blocks, CT_EW_THREADS, 0, stream>>>(a, route);
+    CT_CUDA_CHECK(device, cudaGetLastError());
+    return CT_OK;
+}
 
 extern "C" ct_status ct_cuda_copy(int device, const ct_ew_args *args) {
-    (void)device;(void)args;
-    return ct_cuda_fail(CT_ERR_UNSUPPORTED, "the CUDA copy kernels are not implemented yet");
+    if (args->numel <= 0) return CT_OK;
+    cudaStream_t stream;
+    ct_status status = ct_ew_stream(device, &stream);
+    if (status != CT_OK) return status;
+    ct_ew_args a = *args;
+    ct_ew_byte_strides(&a);
+    if (a.dtype[0] != a.dtype[1]) return launch_convert(device, stream, a);
+    size_t size = ct__dtype_size(a.dtype[0]);
+    bool contiguous = a.ndim == 0 || (a.ndim == 1 && a.strides[0][0] == (int64_t)size &&
+                                      a.strides[1][0] == (int64_t)size);
+    if (contiguous) {
+        CT_CUDA_CHECK(device, cudaMemcpyAsync(a.data[0], a.data[1], (size_t)a.numel * size,
+                                              cudaMemcpyDeviceToDevice, stream));
+        return CT_OK;
+    }
+    switch (size) {
+    case 1: return launch_bits<uint8_t>(device, stream, a);
+    case 2: return launch_bits<uint16_t>(device, stream, a);
+    case 4: return launch_bits<uint32_t>(device, stream, a);
+    default: return launch_bits<uint64_t>(device, stream, a);
+    }
 }

@@ -1,0 +1,252 @@
+/* Shared device code of the CUDA elementwise kernels (unary, binary, where, copy, fill, iota,
+ * random): element loads and stores of every dtype with the CPU's conversion rules, the
+ * compute domains, strided offsets from a linear index, grid-stride loops and launch sizes.
+ *
+ * The rules are those of core/dtype_impl.h and the CPU's block loads and stores
+ * (cpu_ew_block.c), whose helpers are host-only: floats round to nearest even (f16 and bf16
+ * from double through an f32 rounded to odd, so they round once), floats to integers
+ * truncate toward zero and saturate (NaN gives 0) and then wrap to the integer's width, bool
+ * is v != 0. NaN stays NaN, but its bits may differ from the CPU's: the GPU's arithmetic
+ * makes 0x7fffffff where x86 makes 0xffc00000, and f64 NaNs narrow to the canonical NaN.
+ *
+ * Compute domains (cpu_ew_impl.h): float (f32, f16, bf16), double (f64), int64 and int32
+ * (integers and bool of at most 32 bits). ct_ew_domain<T> holds a domain's load (any dtype
+ * into T) and store (T into any dtype), each the exact mirror of the CPU's.
+ *
+ * Kernels take ct_ew_args by value as a __grid_constant__ parameter (no per-thread copy)
+ * with strides converted to BYTES by ct_ew_byte_strides, and walk their elements in
+ * grid-stride loops over 64-bit linear indices; offsets divide by the shape in the index
+ * type I, 32-bit when the element count fits (cheaper divisions), else 64-bit. */
+#ifndef CT_CUDA_EW_IMPL_CUH
+#define CT_CUDA_EW_IMPL_CUH
+
+#include <stdint.h>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "backend/cuda/cuda_impl.h"
+#include "core/dtype_impl.h"
+
+#define CT_EW_DEV static __device__ __forceinline__
+
+/* Threads per block, and a cap on blocks beyond which threads loop (grid-stride). */
+#define CT_EW_THREADS 256
+#define CT_EW_MAX_BLOCKS 262144
+
+/* The grid-stride loop over [0, n) with a 64-bit index i. */
+#define CT_EW_LOOP(i, n)                                                                           \
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);                      \
+         i += (int64_t)gridDim.x * blockDim.x)
+
+/* Blocks for `work` items of one thread each (at least one block, at most the cap). */
+static inline unsigned ct_ew_blocks(int64_t work) {
+    int64_t blocks = (work + CT_EW_THREADS - 1) / CT_EW_THREADS;
+    if (blocks < 1) return 1;
+    return blocks > CT_EW_MAX_BLOCKS ? CT_EW_MAX_BLOCKS : (unsigned)blocks;
+}
+
+/* Whether linear indices of args fit the 32-bit index type. */
+static inline bool ct_ew_small(const ct_ew_args *args) {
+    return args->numel <= (int64_t)UINT32_MAX;
+}
+
+/* Convert args' element strides to byte strides (the form the kernels take). */
+static inline void ct_ew_byte_strides(ct_ew_args *args) {
+    for (int k = 0; k < args->nops; k++) {
+        int64_t size = (int64_t)ct__dtype_size(args->dtype[k]);
+        for (int d = 0; d < args->ndim; d++) args->strides[k][d] *= size;
+    }
+}
+
+/* The device's compute stream; CT_ERR_BACKEND (its message recorded by ct_cuda_stream)
+ * when there is none. */
+static inline ct_status ct_ew_stream(int device, cudaStream_t *stream) {
+    *stream = ct_cuda_stream(device);
+    return *stream ? CT_OK : CT_ERR_BACKEND;
+}
+
+/* Byte offsets of the element with C-order linear index i (i < a.numel) in the first N
+ * operands of a (byte strides). The outermost coordinate is what is left of i after the
+ * inner divisions, so a one-axis space divides nothing. */
+template <int N, typename I>
+CT_EW_DEV void ct_ew_offsets(const ct_ew_args &a, I i, int64_t off[N]) {
+#pragma unroll
+    for (int k = 0; k < N; k++) off[k] = 0;
+    for (int d = a.ndim - 1; d > 0; d--) {
+        I size = (I)a.shape[d];
+        I c = i % size;
+        i /= size;
+#pragma unroll
+        for (int k = 0; k < N; k++) off[k] += (int64_t)c * a.strides[k][d];
+    }
+    if (a.ndim > 0) {
+#pragma unroll
+        for (int k = 0; k < N; k++) off[k] += (int64_t)i * a.strides[k][0];
+    }
+}
+
+/* ---- scalar conversions (core/dtype_impl.h) ---- */
+
+CT_EW_DEV float ct_ew_bf16_to_f32(uint16_t h) { return __uint_as_float((uint32_t)h << 16); }
+
+/* Exact; written out (not __half2float) so that NaN payloads convert as on the CPU. */
+CT_EW_DEV float ct_ew_f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exponent = (h >> 10) & 0x1fu;
+    uint32_t mantissa = h & 0x3ffu;
+    if (exponent == 0x1f) return __uint_as_float(sign | 0x7f800000u | (mantissa << 13));
+    if (exponent == 0) {
+        float magnitude = (float)mantissa * 5.9604644775390625e-8f; /* 2^-24, exact */
+        return sign ? -magnitude : magnitude;
+    }
+    return __uint_as_float(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+}
+
+/* Round to nearest even in hardware; NaN keeps its sign and top payload bits with the quiet
+ * bit set, as the CPU's conversion does (the intrinsic would give a canonical NaN). */
+CT_EW_DEV uint16_t ct_ew_f32_to_f16(float f) {
+    uint32_t u = __float_as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)(((u >> 16) & 0x8000u) | 0x7e00u | ((u >> 13) & 0x3ffu));
+    return __half_as_ushort(__float2half_rn(f));
+}
+
+CT_EW_DEV uint16_t ct_ew_f32_to_bf16(float f) {
+    uint32_t u = __float_as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x0040u);
+    return __bfloat16_as_ushort(__float2bfloat16_rn(f));
+}
+
+/* v rounded to float with round-to-odd (toward zero, the last bit set when inexact):
+ * rounding it again to f16 or bf16 gives the correctly rounded v. */
+CT_EW_DEV float ct_ew_f64_to_f32_odd(double v) {
+    float f = __double2float_rz(v);
+    if ((double)f == v || v != v) return f;
+    return __uint_as_float(__float_as_uint(f) | 1u);
+}
+
+/* C's cast, defined for every input: NaN gives 0, out-of-range values saturate. */
+CT_EW_DEV int64_t ct_ew_f64_to_i64(double v) {
+    if (v != v) return 0;
+    if (v >= 9223372036854775807.0) return INT64_MAX;
+    if (v <= -9223372036854775808.0) return INT64_MIN;
+    return (int64_t)v;
+}
+
+/* ---- generic loads and stores (ct__load_f64, ct__load_i64, ct__store_f64/i64) ---- */
+
+CT_EW_DEV double ct_ew_load_f64(const char *p, ct_dtype dtype) {
+    switch (dtype) {
+    case CT_F32: return *(const float *)p;
+    case CT_F64: return *(const double *)p;
+    case CT_F16: return ct_ew_f16_to_f32(*(const uint16_t *)p);
+    case CT_BF16: return ct_ew_bf16_to_f32(*(const uint16_t *)p);
+    case CT_I32: return *(const int32_t *)p;
+    case CT_I64: return (double)*(const int64_t *)p;
+    case CT_U8: return *(const uint8_t *)p;
+    case CT_BOOL: return *(const uint8_t *)p != 0;
+    }
+    return 0.0;
+}
+
+CT_EW_DEV int64_t ct_ew_load_i64(const char *p, ct_dtype dtype) {
+    switch (dtype) {
+    case CT_I32: return *(const int32_t *)p;
+    case CT_I64: return *(const int64_t *)p;
+    case CT_U8: return *(const uint8_t *)p;
+    case CT_BOOL: return *(const uint8_t *)p != 0;
+    default: return ct_ew_f64_to_i64(ct_ew_load_f64(p, dtype));
+    }
+}
+
+CT_EW_DEV void ct_ew_store_f64(char *p, ct_dtype dtype, double v) {
+    switch (dtype) {
+    case CT_F32: *(float *)p = (float)v; break;
+    case CT_F64: *(double *)p = v; break;
+    case CT_F16: *(uint16_t *)p = ct_ew_f32_to_f16(ct_ew_f64_to_f32_odd(v)); break;
+    case CT_BF16: *(uint16_t *)p = ct_ew_f32_to_bf16(ct_ew_f64_to_f32_odd(v)); break;
+    case CT_I32: *(int32_t *)p = (int32_t)(uint32_t)(uint64_t)ct_ew_f64_to_i64(v); break;
+    case CT_I64: *(int64_t *)p = ct_ew_f64_to_i64(v); break;
+    case CT_U8: *(uint8_t *)p = (uint8_t)(uint64_t)ct_ew_f64_to_i64(v); break;
+    case CT_BOOL: *(uint8_t *)p = v != 0.0; break;
+    }
+}
+
+CT_EW_DEV void ct_ew_store_i64(char *p, ct_dtype dtype, int64_t v) {
+    switch (dtype) {
+    case CT_I32: *(int32_t *)p = (int32_t)(uint32_t)(uint64_t)v; break;
+    case CT_I64: *(int64_t *)p = v; break;
+    case CT_U8: *(uint8_t *)p = (uint8_t)(uint64_t)v; break;
+    case CT_BOOL: *(uint8_t *)p = v != 0; break;
+    case CT_F32: *(float *)p = (float)v; break; /* one rounding, not two through double */
+    default: ct_ew_store_f64(p, dtype, (double)v); break;
+    }
+}
+
+/* ---- compute domains (ct__cpu_load_* and ct__cpu_store_* of cpu_ew_block.c) ---- */
+
+template <typename T> struct ct_ew_domain;
+
+template <> struct ct_ew_domain<float> {
+    /* Integers and f64 reach float through double, as on the CPU. */
+    static __device__ __forceinline__ float load(const char *p, ct_dtype dtype) {
+        switch (dtype) {
+        case CT_F32: return *(const float *)p;
+        case CT_F16: return ct_ew_f16_to_f32(*(const uint16_t *)p);
+        case CT_BF16: return ct_ew_bf16_to_f32(*(const uint16_t *)p);
+        case CT_I32: return (float)*(const int32_t *)p;
+        case CT_U8: return (float)*(const uint8_t *)p;
+        case CT_BOOL: return (float)(*(const uint8_t *)p != 0);
+        default: return (float)ct_ew_load_f64(p, dtype);
+        }
+    }
+    static __device__ __forceinline__ void store(char *p, ct_dtype dtype, float v) {
+        switch (dtype) {
+        case CT_F32: *(float *)p = v; break;
+        case CT_F16: *(uint16_t *)p = ct_ew_f32_to_f16(v); break;
+        case CT_BF16: *(uint16_t *)p = ct_ew_f32_to_bf16(v); break;
+        default: ct_ew_store_f64(p, dtype, v); break;
+        }
+    }
+};
+
+template <> struct ct_ew_domain<double> {
+    static __device__ __forceinline__ double load(const char *p, ct_dtype dtype) {
+        return ct_ew_load_f64(p, dtype);
+    }
+    static __device__ __forceinline__ void store(char *p, ct_dtype dtype, double v) {
+        ct_ew_store_f64(p, dtype, v);
+    }
+};
+
+template <> struct ct_ew_domain<int64_t> {
+    static __device__ __forceinline__ int64_t load(const char *p, ct_dtype dtype) {
+        return ct_ew_load_i64(p, dtype);
+    }
+    static __device__ __forceinline__ void store(char *p, ct_dtype dtype, int64_t v) {
+        ct_ew_store_i64(p, dtype, v);
+    }
+};
+
+/* Only dtypes of at most 32 bits compute here; the wraps keep any other defined. */
+template <> struct ct_ew_domain<int32_t> {
+    static __device__ __forceinline__ int32_t load(const char *p, ct_dtype dtype) {
+        switch (dtype) {
+        case CT_I32: return *(const int32_t *)p;
+        case CT_U8: return *(const uint8_t *)p;
+        case CT_BOOL: return *(const uint8_t *)p != 0;
+        default: return (int32_t)(uint32_t)(uint64_t)ct_ew_load_i64(p, dtype);
+        }
+    }
+    static __device__ __forceinline__ void store(char *p, ct_dtype dtype, int32_t v) {
+        switch (dtype) {
+        case CT_I32: *(int32_t *)p = v; break;
+        case CT_U8: *(uint8_t *)p = (uint8_t)(uint32_t)v; break;
+        case CT_BOOL: *(uint8_t *)p = v != 0; break;
+        default: ct_ew_store_i64(p, dtype, v); break;
+        }
+    }
+};
+
+#endif
