@@ -16,9 +16,6 @@ int ct_cuda_device_total(void);
  * build), or NULL when it can. */
 const char *ct_cuda_unusable_reason(int device);
 
-/* The device's compute stream into *out, making the device current, without the usability
- * check: copies work on any device, only kernels need the right architecture. */
-ct_status ct_cuda_stream_get(int device, cudaStream_t *out);
 
 ct_status ct_cuda_synchronize(int device);
 

@@ -62,8 +62,7 @@ static inline void ct_ew_byte_strides(ct_ew_args *args) {
 /* The device's compute stream; CT_ERR_BACKEND (its message recorded by ct_cuda_stream)
  * when there is none. */
 static inline ct_status ct_ew_stream(int device, cudaStream_t *stream) {
-    *stream = ct_cuda_stream(device);
-    return *stream ? CT_OK : CT_ERR_BACKEND;
+    return ct_cuda_stream_get(device, stream);
 }
 
 /* Byte offsets of the element with C-order linear index i (i < a.numel) in the first N

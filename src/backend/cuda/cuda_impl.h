@@ -41,6 +41,10 @@ ct_status ct_cuda_check_result(cudaError_t result, const char *statement, const 
  * with the error recorded on failure. */
 cudaStream_t ct_cuda_stream(int device);
 
+/* The compute stream of a device, with the failure's status (CT_ERR_DEVICE_UNAVAILABLE for
+ * a device this build cannot run on, CT_ERR_BACKEND for a CUDA error), recorded. */
+ct_status ct_cuda_stream_get(int device, cudaStream_t *out);
+
 /* Make device current on this thread. */
 ct_status ct_cuda_set_device(int device);
 
