@@ -89,6 +89,18 @@ ct_status ct__parse_memory_limits(const char *text, size_t *limits, size_t count
                      bad);
 }
 
+ct_status ct__parse_memory_growth(const char *text, bool *grow) {
+    if (!strcasecmp(text, "false") || !strcmp(text, "0") || !strcasecmp(text, "true") ||
+        !strcmp(text, "1")) {
+        *grow = !strcasecmp(text, "true") || !strcmp(text, "1");
+        return CT_OK;
+    }
+    return ct__error(CT_ERR_INVALID_ARG,
+                     "CT_MEMORY_GROWTH: cannot read \"%.64s\"; expected true or false (1 or 0); "
+                     "it is ignored and pools grow on demand",
+                     text);
+}
+
 /* Report a malformed variable: the status of this thread and a warning through the log. */
 static void report_env_error(void) {
     ct__log(CT_LOG_WARNING, "%s", ct_last_error());
@@ -103,18 +115,10 @@ static void read_env(void) {
             if (limits[i]) ct__pools[i].stats.limit = limits[i];
     }
     const char *growth = getenv("CT_MEMORY_GROWTH");
-    if (!growth) return;
-    bool off = !strcasecmp(growth, "false") || !strcmp(growth, "0");
-    bool on = !strcasecmp(growth, "true") || !strcmp(growth, "1");
-    if (off)
+    bool grow;
+    if (growth && ct__parse_memory_growth(growth, &grow) != CT_OK) report_env_error();
+    else if (growth && !grow)
         for (int i = 0; i < CT_DEVICE_SLOTS; i++) ct__pools[i].no_growth = true;
-    if (!off && !on) {
-        ct__error(CT_ERR_INVALID_ARG,
-                  "CT_MEMORY_GROWTH: cannot read \"%.64s\"; expected true or false (1 or 0); "
-                  "it is ignored",
-                  growth);
-        report_env_error();
-    }
 }
 
 ct_pool *ct__pool_of_slow(ct_device device) {

@@ -22,6 +22,7 @@
 #ifndef CT_POOL_IMPL_H
 #define CT_POOL_IMPL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "ctensor/ctensor.h"
@@ -60,5 +61,8 @@ ct_status ct__pool_audit(ct_device device, ct__pool_audit_result *out);
  * slot (untouched where the text names no device). CT_OK, or CT_ERR_INVALID_ARG with a
  * message naming the variable and the bad part; the good parts are stored anyway. */
 ct_status ct__parse_memory_limits(const char *text, size_t *limits, size_t count);
+/* Parse a CT_MEMORY_GROWTH value: "true"/"1" or "false"/"0" (any case). CT_OK, or
+ * CT_ERR_INVALID_ARG with a message naming the variable and the value. */
+ct_status ct__parse_memory_growth(const char *text, bool *grow);
 
 #endif
