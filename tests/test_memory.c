@@ -9,8 +9,8 @@
 
 #include "core/error_impl.h"
 #include "core/tensor_impl.h"
-#include "mem/pool_impl.h"
 #include "ct_test.h"
+#include "mem/pool_impl.h"
 
 static ct_memory_statistics cpu_stats(void) {
     ct_memory_statistics s;
@@ -187,7 +187,8 @@ static void check_coalescing(size_t a_size, size_t b_size, size_t c_size) {
     ct_tensor *c = bytes_tensor((int64_t)c_size);
     CHECK(a && b && c);
     char *a_data = ct__data(a);
-    bool tiled = (char *)ct__data(b) == a_data + a_size && (char *)ct__data(c) == a_data + a_size + b_size;
+    bool tiled =
+        (char *)ct__data(b) == a_data + a_size && (char *)ct__data(c) == a_data + a_size + b_size;
     ct_release(b);
     ct_release(a);
     ct_memory_statistics s0 = cpu_stats();
@@ -394,7 +395,8 @@ TEST(test_memory_summary) {
     CHECK_NOT_NULL(text);
     bool ok = strstr(text, "memory of cpu:0: limit 64.00 MiB, growth on demand") == text &&
               strstr(text, "\n  allocated ") && strstr(text, " 3.00 MiB   peak ") &&
-              strstr(text, "\n  reserved ") && strstr(text, " 20.00 MiB   1 segment from the device") &&
+              strstr(text, "\n  reserved ") &&
+              strstr(text, " 20.00 MiB   1 segment from the device") &&
               strstr(text, "largest free block 17.00 MiB") && strstr(text, "out of memory");
     if (!ok) printf("%s", text);
     ct_free(text);

@@ -7,8 +7,8 @@
 
 #include "core/error_impl.h"
 #include "core/tensor_impl.h"
-#include "mem/pool_impl.h"
 #include "ct_test.h"
+#include "mem/pool_impl.h"
 
 /* Temporaries of a nested scope, freed before the outer scope goes on. */
 static ct_status inner(ct_tensor *a) {
@@ -29,7 +29,7 @@ static ct_status outer(void) {
     ct_status s = inner(a);
     if (s != CT_OK) return s;
     if (ct_empty_cache(CT_CPU) != CT_OK) return ct_last_status(); /* later ones start afresh */
-    ct_tensor *b = ct_ones(2, mid, CT_F32, CT_CPU); /* 4 MiB: a 20 MiB segment */
+    ct_tensor *b = ct_ones(2, mid, CT_F32, CT_CPU);               /* 4 MiB: a 20 MiB segment */
     ct_tensor *c = ct_clone(b);
     ct_tensor *d = ct_cast(c, CT_F64);
     ct_tensor *t = ct_add(ct_ones(2, tiny, CT_I32, CT_CPU), ct_zeros(2, tiny, CT_F32, CT_CPU));
@@ -76,8 +76,10 @@ static void check_every_n(int sticky) {
         }
         if (!sticky) {
             if (s != CT_OK) {
-                ct_test_fail(__FILE__, __LINE__, "raw allocation %ld failed once and was not "
-                             "retried: %s", n, ct_last_error());
+                ct_test_fail(__FILE__, __LINE__,
+                             "raw allocation %ld failed once and was not "
+                             "retried: %s",
+                             n, ct_last_error());
                 return;
             }
             continue;
@@ -85,8 +87,8 @@ static void check_every_n(int sticky) {
         failures += s != CT_OK;
         if (s != CT_ERR_OUT_OF_MEMORY || !strstr(ct_last_error(), "out of memory on cpu:0") ||
             !strstr(ct_last_error(), "the device refused the allocation")) {
-            ct_test_fail(__FILE__, __LINE__, "raw allocation %ld: %s: %s", n,
-                         ct_status_name(s), ct_last_error());
+            ct_test_fail(__FILE__, __LINE__, "raw allocation %ld: %s: %s", n, ct_status_name(s),
+                         ct_last_error());
             return;
         }
         ct_clear_error();
@@ -163,8 +165,8 @@ TEST(test_memory_faults_host_failure_in_bookkeeping) {
         }
         if (s != CT_OK &&
             (s != CT_ERR_OUT_OF_MEMORY || !strstr(ct_last_error(), "out of host memory"))) {
-            ct_test_fail(__FILE__, __LINE__, "host allocation %ld: %s: %s", n,
-                         ct_status_name(s), ct_last_error());
+            ct_test_fail(__FILE__, __LINE__, "host allocation %ld: %s: %s", n, ct_status_name(s),
+                         ct_last_error());
             return;
         }
         ct_clear_error();

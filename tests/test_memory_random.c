@@ -6,8 +6,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "mem/pool_impl.h"
 #include "ct_test.h"
+#include "mem/pool_impl.h"
 
 #define SLOTS 64
 #define MIB ((size_t)1 << 20)
@@ -32,7 +32,9 @@ static size_t random_size(workload *w) {
     uint64_t r = next(w);
     switch (r % 16) {
     case 0: return 1 + (size_t)(r >> 8) % (24 * MIB);
-    case 1: case 2: case 3: return 1 + (size_t)(r >> 8) % (4 * MIB);
+    case 1:
+    case 2:
+    case 3: return 1 + (size_t)(r >> 8) % (4 * MIB);
     case 4: return 1 + (size_t)(r >> 8) % 64;
     default: return 1 + (size_t)(r >> 8) % (256 * 1024);
     }
@@ -104,9 +106,9 @@ static void run(uint64_t seed, int steps, size_t limit, bool growth) {
              st.allocated == base.allocated + w.live_rounded &&
              st.reserved == audit.segment_bytes && st.active >= st.allocated &&
              st.reserved >= st.active && st.peak_allocated >= st.allocated &&
-             st.oom_count == base.oom_count + ooms &&
-             (!limit || st.reserved <= limit) &&
-             st.alloc_count - base.alloc_count == st.free_count - base.free_count + (uint64_t)w.live &&
+             st.oom_count == base.oom_count + ooms && (!limit || st.reserved <= limit) &&
+             st.alloc_count - base.alloc_count ==
+                 st.free_count - base.free_count + (uint64_t)w.live &&
              st.largest_free_block <= st.reserved - st.active;
     }
     release_all(&w);

@@ -41,6 +41,7 @@ typedef struct ct_memory_statistics {
     uint64_t free_count;
     uint64_t cache_hits;   /* allocations served from the cache */
     uint64_t oom_count;
+    /* the blocks and the cache */
     size_t active;             /* bytes in blocks handed out: allocated plus unsplit tails */
     size_t inactive_split;     /* free bytes inside segments that hold live blocks */
     size_t largest_free_block; /* the largest request the cache can serve without growing */
@@ -57,8 +58,9 @@ CT_API ct_status ct_set_memory_limit(ct_device device, size_t bytes);
 /* grow = true (the default): segments are made on demand up to the limit. grow = false:
  * the room left under the limit is reserved now as one segment (and again at the next
  * allocation after ct_empty_cache gave it back), and every request is served from it.
- * CT_ERR_STATE when the device has no limit; CT_ERR_OUT_OF_MEMORY when the reservation
- * fails (growth stays on). */
+ * Removing the limit (ct_set_memory_limit(device, 0)) turns growth back on. CT_ERR_STATE
+ * when the device has no limit; CT_ERR_OUT_OF_MEMORY when the reservation fails (growth
+ * stays on). */
 CT_API ct_status ct_set_memory_growth(ct_device device, bool grow);
 /* A readable table of the pool's state (like torch.cuda.memory_summary); a new string to
  * release with ct_free, or NULL on failure. */

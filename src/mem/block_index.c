@@ -56,7 +56,8 @@ void ct__free_index_insert(ct_free_index *index, ct_block *block) {
 
 void ct__free_index_remove(ct_free_index *index, ct_block *block) {
     ct_block **link = &index->root;
-    while (*link && *link != block) link = key_less(block, *link) ? &(*link)->left : &(*link)->right;
+    while (*link && *link != block)
+        link = key_less(block, *link) ? &(*link)->left : &(*link)->right;
     if (*link) *link = merge(block->left, block->right);
     block->left = block->right = NULL;
 }

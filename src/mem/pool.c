@@ -9,12 +9,12 @@
 #include "core/error_impl.h"
 #include "mem/pool_state_impl.h"
 
-#define ROUND 512u                       /* request granularity and minimum split */
-#define SMALL_MAX ((size_t)1 << 20)      /* largest small-pool request */
-#define SMALL_SEGMENT ((size_t)2 << 20)  /* small-pool segment size */
-#define MID_MAX ((size_t)10 << 20)       /* large requests below this share ... */
-#define MID_SEGMENT ((size_t)20 << 20)   /* ... segments of this size */
-#define LARGE_ROUND ((size_t)2 << 20)    /* larger segments are rounded to this */
+#define ROUND 512u                      /* request granularity and minimum split */
+#define SMALL_MAX ((size_t)1 << 20)     /* largest small-pool request */
+#define SMALL_SEGMENT ((size_t)2 << 20) /* small-pool segment size */
+#define MID_MAX ((size_t)10 << 20)      /* large requests below this share ... */
+#define MID_SEGMENT ((size_t)20 << 20)  /* ... segments of this size */
+#define LARGE_ROUND ((size_t)2 << 20)   /* larger segments are rounded to this */
 
 static atomic_long raw_fail_countdown; /* 0: off; k: the kth raw allocation from now fails */
 static atomic_int raw_fail_sticky;
@@ -39,8 +39,10 @@ static bool raw_failure_injected(void) {
 
 static ct_block *node_get(ct_pool *pool) {
     ct_block *node = pool->spare;
-    if (node) pool->spare = node->next;
-    else node = ct__malloc(sizeof *node);
+    if (node)
+        pool->spare = node->next;
+    else
+        node = ct__malloc(sizeof *node);
     if (node) memset(node, 0, sizeof *node);
     return node;
 }
@@ -103,8 +105,10 @@ void ct__pool_release_cache(ct_pool *pool, ct_device device, const ct_backend *b
         ct_block *following = head->seg_next;
         if (!head->allocated && !head->next) { /* one free block spans the segment */
             free_remove(pool, head);
-            if (head->seg_prev) head->seg_prev->seg_next = following;
-            else pool->segments = following;
+            if (head->seg_prev)
+                head->seg_prev->seg_next = following;
+            else
+                pool->segments = following;
             if (following) following->seg_prev = head->seg_prev;
             backend->raw_free(ct__physical_index(device), head->ptr, head->size);
             pool->stats.reserved -= head->size;
@@ -145,12 +149,22 @@ static ct_block *find_free(ct_pool *pool, size_t rounded, int kind) {
     return block;
 }
 
-static void hand_out(ct_pool *pool, ct_block *block, size_t rounded);
+/* Count a block as handed out for a rounded request. */
+static void hand_out(ct_pool *pool, ct_block *block, size_t rounded) {
+    block->requested = rounded;
+    ct_memory_statistics *s = &pool->stats;
+    s->allocated += rounded;
+    s->active += block->size;
+    s->alloc_count++;
+    if (s->allocated > s->peak_allocated) s->peak_allocated = s->allocated;
+}
 
 /* Hand out free block for a rounded request, splitting off a worthwhile rest. */
 static void take_block(ct_pool *pool, ct_block *block, size_t rounded) {
     free_remove(pool, block);
     size_t rest = block->size - rounded;
+    /* A large block keeps a rest of 1 MiB or less (useless to large requests), unless it
+     * serves small requests too, as the reservation does without growth. */
     bool worth = rest >= ROUND && (block->kind == CT_BLOCK_SMALL || pool->no_growth ||
                                    rounded <= SMALL_MAX || rest > SMALL_MAX);
     ct_block *tail = worth ? node_get(pool) : NULL; /* no node: hand out the whole block */
@@ -170,16 +184,6 @@ static void take_block(ct_pool *pool, ct_block *block, size_t rounded) {
     hand_out(pool, block, rounded);
 }
 
-/* Count a block as handed out for a rounded request. */
-static void hand_out(ct_pool *pool, ct_block *block, size_t rounded) {
-    block->requested = rounded;
-    ct_memory_statistics *s = &pool->stats;
-    s->allocated += rounded;
-    s->active += block->size;
-    s->alloc_count++;
-    if (s->allocated > s->peak_allocated) s->peak_allocated = s->allocated;
-}
-
 static void fmt_mib(char *buf, size_t size, size_t bytes) {
     snprintf(buf, size, "%.2f MiB", (double)bytes / 1048576.0);
 }
@@ -194,13 +198,10 @@ static ct_status out_of_memory(ct_pool *pool, ct_device device, const ct_backend
     fmt_mib(req, sizeof req, request);
     fmt_mib(alloc, sizeof alloc, s->allocated);
     fmt_mib(reserved, sizeof reserved, s->reserved);
-    if (s->limit) {
-        fmt_mib(limit, sizeof limit, s->limit);
-        memmove(limit + 6, limit, strlen(limit) + 1);
-        memcpy(limit, "limit ", 6);
-    } else {
+    if (s->limit)
+        snprintf(limit, sizeof limit, "limit %.2f MiB", (double)s->limit / 1048576.0);
+    else
         snprintf(limit, sizeof limit, "no limit");
-    }
     ct_device_properties props;
     if (backend->properties(ct__physical_index(device), &props) == CT_OK && props.memory_free)
         snprintf(free_text, sizeof free_text, "%.2f MiB free on the device",
@@ -215,8 +216,8 @@ static ct_status out_of_memory(ct_pool *pool, ct_device device, const ct_backend
 }
 
 /* Find or make a block for a rounded request (lock held); *why on failure. */
-static ct_block *obtain(ct_pool *pool, ct_device device, const ct_backend *backend,
-                        size_t rounded, const char **why) {
+static ct_block *obtain(ct_pool *pool, ct_device device, const ct_backend *backend, size_t rounded,
+                        const char **why) {
     int kind = rounded <= SMALL_MAX ? CT_BLOCK_SMALL : CT_BLOCK_LARGE;
     ct_block *block = find_free(pool, rounded, kind);
     if (!block && pool->fast_bytes) {

@@ -102,9 +102,7 @@ ct_status ct__parse_memory_growth(const char *text, bool *grow) {
 }
 
 /* Report a malformed variable: the status of this thread and a warning through the log. */
-static void report_env_error(void) {
-    ct__log(CT_LOG_WARNING, "%s", ct_last_error());
-}
+static void report_env_error(void) { ct__log(CT_LOG_WARNING, "%s", ct_last_error()); }
 
 static void read_env(void) {
     const char *text = getenv("CT_MEMORY_LIMIT");
@@ -116,7 +114,8 @@ static void read_env(void) {
     }
     const char *growth = getenv("CT_MEMORY_GROWTH");
     bool grow;
-    if (growth && ct__parse_memory_growth(growth, &grow) != CT_OK) report_env_error();
+    if (growth && ct__parse_memory_growth(growth, &grow) != CT_OK)
+        report_env_error();
     else if (growth && !grow)
         for (int i = 0; i < CT_DEVICE_SLOTS; i++) ct__pools[i].no_growth = true;
 }
@@ -140,7 +139,7 @@ static ct_status check_device(const char *op, ct_device device) {
 }
 
 static ct_status checked_pool(const char *op, ct_device device, const ct_backend **backend,
-                           ct_pool **pool) {
+                              ct_pool **pool) {
     if (check_device(op, device) != CT_OK) return ct_last_status();
     *backend = ct__backend(device.type);
     if (!*backend) return ct_last_status();
@@ -151,8 +150,7 @@ static ct_status checked_pool(const char *op, ct_device device, const ct_backend
 ct_status ct_empty_cache(ct_device device) {
     const ct_backend *backend;
     ct_pool *pool;
-    if (checked_pool("ct_empty_cache", device, &backend, &pool) != CT_OK)
-        return ct_last_status();
+    if (checked_pool("ct_empty_cache", device, &backend, &pool) != CT_OK) return ct_last_status();
     ct__pool_lock(pool);
     ct__pool_release_cache(pool, device, backend);
     ct__pool_unlock(pool);

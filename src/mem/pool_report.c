@@ -59,8 +59,10 @@ static const char *human(char *buf, size_t size, size_t bytes) {
         value /= 1024.0;
         unit++;
     }
-    if (unit == 0) snprintf(buf, size, "%zu B", bytes);
-    else snprintf(buf, size, "%.2f %s", value, names[unit]);
+    if (unit == 0)
+        snprintf(buf, size, "%zu B", bytes);
+    else
+        snprintf(buf, size, "%.2f %s", value, names[unit]);
     return buf;
 }
 
@@ -89,8 +91,7 @@ char *ct_memory_summary(ct_device device) {
              human(b, sizeof b, s.allocated), human(c, sizeof c, s.peak_allocated),
              human(d, sizeof d, s.active), human(e, sizeof e, s.reserved),
              (unsigned long long)s.segments, s.segments == 1 ? "" : "s",
-             human(f, sizeof f, s.reserved - s.active),
-             human(g, sizeof g, s.largest_free_block),
+             human(f, sizeof f, s.reserved - s.active), human(g, sizeof g, s.largest_free_block),
              human(h, sizeof h, s.inactive_split), (unsigned long long)s.alloc_count,
              (unsigned long long)s.cache_hits, (unsigned long long)s.free_count,
              (unsigned long long)s.oom_count);
@@ -107,7 +108,8 @@ static const char *audit_segment(ct_pool *pool, ct_block *head, ct__pool_audit_r
     for (ct_block *b = head; b; b = b->next) {
         r->segment_bytes += b->size;
         if (b->kind != head->kind) return "blocks of one segment differ in kind";
-        if ((size_t)(b->ptr - head->ptr) % 512 != 0) return "a block offset is not a multiple of 512";
+        if ((size_t)(b->ptr - head->ptr) % 512 != 0)
+            return "a block offset is not a multiple of 512";
         if (b->next && (b->next->prev != b || b->next->ptr != b->ptr + b->size))
             return "blocks do not tile their segment";
         if (!b->allocated) {
@@ -119,7 +121,8 @@ static const char *audit_segment(ct_pool *pool, ct_block *head, ct__pool_audit_r
             if (b->prev || b->next) *split_free += b->size;
             continue;
         }
-        if (ct__live_find(&pool->live, b->ptr) != b) return "an allocated block is not in the table";
+        if (ct__live_find(&pool->live, b->ptr) != b)
+            return "an allocated block is not in the table";
         if (b->in_fast) {
             if (b->requested || b->kind != CT_BLOCK_SMALL || b->size > CT_FAST_MAX)
                 return "a parked block is not a free small block";
@@ -127,7 +130,8 @@ static const char *audit_segment(ct_pool *pool, ct_block *head, ct__pool_audit_r
             r->parked_bytes += b->size;
             continue;
         }
-        if (b->requested > b->size || b->requested == 0) return "a block is smaller than its request";
+        if (b->requested > b->size || b->requested == 0)
+            return "a block is smaller than its request";
         r->allocated_blocks++;
         r->requested_bytes += b->requested;
         r->active_bytes += b->size;
@@ -157,8 +161,8 @@ static const char *audit_pool(ct_pool *pool, ct__pool_audit_result *r) {
             parked++;
         }
     if (parked != r->parked_blocks) return "the fast bins hold other blocks";
-    if (r->free_blocks != ct__free_index_count(&pool->free_blocks[0]) +
-                              ct__free_index_count(&pool->free_blocks[1]))
+    if (r->free_blocks !=
+        ct__free_index_count(&pool->free_blocks[0]) + ct__free_index_count(&pool->free_blocks[1]))
         return "the free index holds other blocks";
     if (split_free != pool->inactive_split) return "inactive split differs from its blocks";
     if (s->peak_allocated < s->allocated) return "peak is below allocated";

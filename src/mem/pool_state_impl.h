@@ -20,12 +20,12 @@
 #define CT_FAST_BINS (CT_FAST_MAX / 512u)
 
 typedef struct ct_pool {
-    atomic_int lock;  /* 0 free, 1 held; zero-initialised pools are usable */
-    bool no_growth;   /* reserve the limit up front instead of growing on demand */
+    atomic_int lock;              /* 0 free, 1 held; zero-initialised pools are usable */
+    bool no_growth;               /* reserve the limit up front instead of growing on demand */
     ct_free_index free_blocks[2]; /* by kind: CT_BLOCK_SMALL, CT_BLOCK_LARGE */
     ct_live_table live;
-    ct_block *segments; /* heads of the segments held */
-    ct_block *spare;    /* unused nodes, linked by next */
+    ct_block *segments;           /* heads of the segments held */
+    ct_block *spare;              /* unused nodes, linked by next */
     ct_block *fast[CT_FAST_BINS]; /* parked blocks by size / 512 - 1, linked by left */
     size_t fast_bytes;
     size_t inactive_split; /* free bytes in segments that also hold allocated blocks */
