@@ -383,6 +383,43 @@ TEST(test_memory_growth_errors) {
     CHECK_ERROR(CT_ERR_DEVICE_UNAVAILABLE, "ct_memory_summary");
 }
 
+TEST(test_memory_removing_the_limit_turns_growth_on) {
+    CHECK_OK(ct_empty_cache(CT_CPU));
+    CHECK_OK(ct_set_memory_limit(CT_CPU, 4 * MIB));
+    CHECK_OK(ct_set_memory_growth(CT_CPU, false));
+    CHECK_OK(ct_set_memory_limit(CT_CPU, 0));
+    ct_memory_statistics unlimited = cpu_stats();
+    CHECK_OK(ct_set_memory_limit(CT_CPU, 4 * MIB)); /* a new limit is not reserved */
+    CHECK_OK(ct_empty_cache(CT_CPU));
+    ct_tensor *t = bytes_tensor(10);
+    ct_memory_statistics limited = cpu_stats();
+    ct_release(t);
+    CHECK_OK(ct_set_memory_limit(CT_CPU, 0));
+    CHECK(unlimited.growth == 1 && limited.growth == 1);
+    CHECK(t && limited.reserved == SMALL_SEGMENT);
+}
+
+TEST(test_memory_logical_devices_have_their_own_pools) {
+    size_t limits[2] = {4 * MIB, 8 * MIB};
+    ct_device cpu1 = {CT_DEVICE_CPU, 1};
+    CHECK_OK(ct_configure_logical_devices(CT_DEVICE_CPU, 0, 2, limits));
+    int64_t six[1] = {6 << 20};
+    ct_tensor *on0 = ct_empty(1, six, CT_U8, CT_CPU);
+    ct_status status0 = ct_last_status();
+    ct_clear_error();
+    ct_tensor *on1 = ct_empty(1, six, CT_U8, cpu1);
+    ct_memory_statistics s0 = cpu_stats(), s1;
+    CHECK_OK(ct_memory_stats(cpu1, &s1));
+    ct_release(on1);
+    CHECK_OK(ct_empty_cache(cpu1));
+    CHECK_OK(ct_configure_logical_devices(CT_DEVICE_CPU, 0, 1, NULL));
+    CHECK(!on0 && status0 == CT_ERR_OUT_OF_MEMORY);
+    CHECK(on1 != NULL);
+    CHECK(s0.limit == 4 * MIB && s1.limit == 8 * MIB);
+    CHECK(s1.allocated == 6 * MIB && s0.allocated == 0);
+    CHECK(cpu_stats().limit == 0);
+}
+
 /* ---- the summary ---- */
 
 TEST(test_memory_summary) {

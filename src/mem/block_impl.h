@@ -25,7 +25,9 @@ typedef struct ct_block {
     struct ct_block *left, *right;        /* free index (treap) links */
     struct ct_block *seg_prev, *seg_next; /* the pool's segment list, heads only */
     uint64_t priority;                    /* treap heap key */
-    unsigned char kind;                   /* CT_BLOCK_SMALL or CT_BLOCK_LARGE */
+    int physical;       /* heads: the physical device the segment came from (a later split of the
+                         * device may map the logical device elsewhere) */
+    unsigned char kind; /* CT_BLOCK_SMALL or CT_BLOCK_LARGE */
     bool allocated;     /* handed out, or parked in a fast bin (then requested is 0) */
     bool in_fast;       /* parked in a fast bin, linked by left */
     bool counted_split; /* free and counted in the pool's inactive-split bytes */

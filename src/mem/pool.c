@@ -75,20 +75,21 @@ ct_status ct__pool_new_segment(ct_pool *pool, ct_device device, const ct_backend
         return CT_ERR_OUT_OF_MEMORY;
     }
     void *ptr = NULL;
-    if (raw_failure_injected() ||
-        backend->raw_alloc(ct__physical_index(device), size, &ptr) != CT_OK) {
+    int physical = ct__physical_index(device);
+    if (raw_failure_injected() || backend->raw_alloc(physical, size, &ptr) != CT_OK) {
         *why = "the device refused the allocation";
         return CT_ERR_OUT_OF_MEMORY;
     }
     ct_block *head = node_get(pool);
     if (!head) {
-        backend->raw_free(ct__physical_index(device), ptr, size);
+        backend->raw_free(physical, ptr, size);
         *why = "out of host memory for the pool's bookkeeping";
         return CT_ERR_OUT_OF_MEMORY;
     }
     head->ptr = ptr;
     head->size = size;
     head->kind = (unsigned char)kind;
+    head->physical = physical;
     head->seg_next = pool->segments;
     if (pool->segments) pool->segments->seg_prev = head;
     pool->segments = head;
@@ -98,7 +99,7 @@ ct_status ct__pool_new_segment(ct_pool *pool, ct_device device, const ct_backend
     return CT_OK;
 }
 
-void ct__pool_release_cache(ct_pool *pool, ct_device device, const ct_backend *backend) {
+void ct__pool_release_cache(ct_pool *pool, const ct_backend *backend) {
     ct__pool_flush_fast(pool);
     ct_block *head = pool->segments;
     while (head) {
@@ -110,7 +111,7 @@ void ct__pool_release_cache(ct_pool *pool, ct_device device, const ct_backend *b
             else
                 pool->segments = following;
             if (following) following->seg_prev = head->seg_prev;
-            backend->raw_free(ct__physical_index(device), head->ptr, head->size);
+            backend->raw_free(head->physical, head->ptr, head->size);
             pool->stats.reserved -= head->size;
             pool->stats.segments--;
             ct__free_mem(head);
@@ -230,7 +231,7 @@ static ct_block *obtain(ct_pool *pool, ct_device device, const ct_backend *backe
     }
     int seg_kind = pool->no_growth && pool->stats.limit ? CT_BLOCK_LARGE : kind;
     for (int attempt = 0; attempt < 2; attempt++) {
-        if (attempt == 1) ct__pool_release_cache(pool, device, backend); /* then retry once */
+        if (attempt == 1) ct__pool_release_cache(pool, backend); /* then retry once */
         size_t size = segment_size(pool, rounded, kind);
         if (size == 0) {
             *why = "the size overflows";

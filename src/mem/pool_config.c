@@ -152,7 +152,7 @@ ct_status ct_empty_cache(ct_device device) {
     ct_pool *pool;
     if (checked_pool("ct_empty_cache", device, &backend, &pool) != CT_OK) return ct_last_status();
     ct__pool_lock(pool);
-    ct__pool_release_cache(pool, device, backend);
+    ct__pool_release_cache(pool, backend);
     ct__pool_unlock(pool);
     return CT_OK;
 }
@@ -172,8 +172,9 @@ ct_status ct_set_memory_limit(ct_device device, size_t bytes) {
                          allocated, bytes);
     }
     pool->stats.limit = bytes;
+    if (!bytes) pool->no_growth = false; /* nothing to reserve: growth is back on */
     /* Cached segments beyond the new limit go back; live ones stay until freed. */
-    if (bytes && pool->stats.reserved > bytes) ct__pool_release_cache(pool, device, backend);
+    if (bytes && pool->stats.reserved > bytes) ct__pool_release_cache(pool, backend);
     ct__pool_unlock(pool);
     return CT_OK;
 }
@@ -199,7 +200,7 @@ ct_status ct_set_memory_growth(ct_device device, bool grow) {
     const char *why = NULL;
     size_t room = 0;
     if (!grow) {
-        ct__pool_release_cache(pool, device, backend); /* one segment for all the room */
+        ct__pool_release_cache(pool, backend); /* one segment for all the room */
         room = pool->stats.reserved < limit ? limit - pool->stats.reserved : 0;
         if (room &&
             ct__pool_new_segment(pool, device, backend, room, CT_BLOCK_LARGE, &why) != CT_OK)

@@ -62,7 +62,7 @@ static inline void ct__pool_unlock(ct_pool *pool) {
 /* Merge the parked blocks back into the free index (lock held). */
 void ct__pool_flush_fast(ct_pool *pool);
 /* Give every wholly free segment back to the backend (lock held). */
-void ct__pool_release_cache(ct_pool *pool, ct_device device, const ct_backend *backend);
+void ct__pool_release_cache(ct_pool *pool, const ct_backend *backend);
 /* Make a segment of size bytes of the given kind and put it in the free index (lock held).
  * CT_OK, or CT_ERR_OUT_OF_MEMORY without a message; *why says which resource refused. */
 ct_status ct__pool_new_segment(ct_pool *pool, ct_device device, const ct_backend *backend,
