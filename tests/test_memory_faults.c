@@ -173,3 +173,12 @@ TEST(test_memory_faults_host_failure_in_bookkeeping) {
     }
     CHECK(n > 4 && n < 256);
 }
+
+TEST(test_memory_faults_size_overflow) {
+    void *p = NULL;
+    CHECK(ct__pool_alloc(CT_CPU, SIZE_MAX - 3, &p) == CT_ERR_OUT_OF_MEMORY);
+    CHECK_ERROR(CT_ERR_OUT_OF_MEMORY, "the size overflows");
+    CHECK(ct__pool_alloc(CT_CPU, SIZE_MAX - (1u << 20), &p) == CT_ERR_OUT_OF_MEMORY);
+    CHECK_ERROR(CT_ERR_OUT_OF_MEMORY, "the size overflows");
+    CHECK_OK(ct__pool_audit(CT_CPU, NULL));
+}

@@ -43,7 +43,8 @@ typedef struct ct_memory_statistics {
     uint64_t oom_count;
     /* the blocks and the cache */
     size_t active;             /* bytes in blocks handed out: allocated plus unsplit tails */
-    size_t inactive_split;     /* free bytes inside segments that hold live blocks */
+    size_t inactive_split;     /* free bytes inside segments that hold live blocks (with small
+                                * blocks parked for reuse by requests of their size) */
     size_t largest_free_block; /* the largest request the cache can serve without growing */
     int growth;                /* 1: grows on demand; 0: the limit is reserved up front */
 } ct_memory_statistics;

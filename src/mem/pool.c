@@ -247,10 +247,12 @@ ct_status ct__pool_alloc(ct_device device, size_t size, void **out) {
     const ct_backend *backend = ct__backend(device.type);
     if (!backend) return ct_last_status();
     ct_pool *pool = ct__pool_of(device);
-    size_t rounded = size <= ROUND ? ROUND : (size + ROUND - 1) / ROUND * ROUND;
+    size_t rounded = size <= ROUND             ? ROUND
+                     : size > SIZE_MAX - ROUND ? 0 /* overflows */
+                                               : (size + ROUND - 1) / ROUND * ROUND;
     const char *why = "the size overflows";
     ct__pool_lock(pool);
-    ct_block *block = rounded <= CT_FAST_MAX ? pool->fast[rounded / ROUND - 1] : NULL;
+    ct_block *block = rounded && rounded <= CT_FAST_MAX ? pool->fast[rounded / ROUND - 1] : NULL;
     if (block) { /* a parked block of this size: still in the live table */
         pool->fast[rounded / ROUND - 1] = block->left;
         block->left = NULL;
@@ -262,9 +264,9 @@ ct_status ct__pool_alloc(ct_device device, size_t size, void **out) {
         ct__pool_unlock(pool);
         return CT_OK;
     }
-    if (rounded >= size && !ct__live_reserve(&pool->live))
+    if (rounded && !ct__live_reserve(&pool->live))
         why = "out of host memory for the pool's bookkeeping";
-    else if (rounded >= size)
+    else if (rounded)
         block = obtain(pool, device, backend, rounded, &why);
     if (!block) {
         ct_status status = out_of_memory(pool, device, backend, size, why);
