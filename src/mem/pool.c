@@ -1,251 +1,355 @@
-/* The caching pool (see pool_impl.h). Each class keeps a list of cached blocks; a request
- * takes a cached block of its class or asks the backend for a new one. When the backend or
- * the limit refuses, the pool frees its cache and tries once more before failing. */
-#include <pthread.h>
-#include <stdbool.h>
+/* The caching allocator's core (see pool_impl.h): best-fit allocation with splitting,
+ * freeing with merging, segments from the backend, out-of-memory handling with one retry
+ * after giving the cache back, and the audit used by tests. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "backend/backend_impl.h"
 #include "core/device_impl.h"
 #include "core/error_impl.h"
-#include "mem/pool_impl.h"
+#include "mem/pool_state_impl.h"
 
-#define SMALL_LIMIT (1u << 20)
-#define SMALL_QUANTUM 512u
-#define SMALL_CLASSES (SMALL_LIMIT / SMALL_QUANTUM)
-#define LARGE_CLASSES (8 * 44) /* 1 MiB .. 2^64 */
-#define CLASS_COUNT (SMALL_CLASSES + LARGE_CLASSES)
+#define ROUND 512u                      /* request granularity and minimum split */
+#define SMALL_MAX ((size_t)1 << 20)     /* largest small-pool request */
+#define SMALL_SEGMENT ((size_t)2 << 20) /* small-pool segment size */
+#define MID_MAX ((size_t)10 << 20)      /* large requests below this share ... */
+#define MID_SEGMENT ((size_t)20 << 20)  /* ... segments of this size */
+#define LARGE_ROUND ((size_t)2 << 20)   /* larger segments are rounded to this */
 
-typedef struct cached_block {
-    void *ptr;
-    struct cached_block *next;
-} cached_block;
+static atomic_long raw_fail_countdown; /* 0: off; k: the kth raw allocation from now fails */
+static atomic_int raw_fail_sticky;
 
-typedef struct ct_pool {
-    pthread_mutex_t lock;
-    bool ready;
-    cached_block *classes[CLASS_COUNT];
-    cached_block *spare_nodes;
-    size_t cached_bytes;
-    ct_memory_statistics stats;
-} ct_pool;
+long ct__pool_fail_raw_after(long n, int sticky) {
+    atomic_store(&raw_fail_sticky, sticky);
+    return atomic_exchange(&raw_fail_countdown, n);
+}
 
-static ct_pool pools[CT_DEVICE_SLOTS];
-static pthread_mutex_t pools_init_lock = PTHREAD_MUTEX_INITIALIZER;
-
-/* Round size up to its class; writes the class index. */
-static size_t round_to_class(size_t size, size_t *class_index) {
-    *class_index = 0; /* also on overflow, where the caller fails before using it */
-    if (size == 0) size = 1;
-    if (size < SMALL_LIMIT) {
-        size_t rounded = (size + SMALL_QUANTUM - 1) / SMALL_QUANTUM * SMALL_QUANTUM;
-        *class_index = rounded / SMALL_QUANTUM - 1;
-        return rounded;
+static bool raw_failure_injected(void) {
+    long k = atomic_load_explicit(&raw_fail_countdown, memory_order_relaxed);
+    if (k == 0) return false;
+    if (k == 1) {
+        if (!atomic_load(&raw_fail_sticky)) atomic_store(&raw_fail_countdown, 0);
+        return true;
     }
-    int log2 = 63 - __builtin_clzll((unsigned long long)size);
-    size_t step = (size_t)1 << (log2 - 3); /* eight classes per power of two */
-    size_t rounded = (size + step - 1) / step * step;
-    if (rounded < size) return 0; /* overflow */
-    int rlog2 = 63 - __builtin_clzll((unsigned long long)rounded);
-    size_t sub = (rounded >> (rlog2 - 3)) & 7u;
-    *class_index = SMALL_CLASSES + (size_t)(rlog2 - 20) * 8 + sub;
-    return rounded;
+    atomic_fetch_sub(&raw_fail_countdown, 1);
+    return false;
 }
 
-static ct_pool *pool_of(ct_device device) {
-    ct_pool *pool = &pools[ct__device_slot(device)];
-    if (!__atomic_load_n(&pool->ready, __ATOMIC_ACQUIRE)) {
-        pthread_mutex_lock(&pools_init_lock);
-        if (!pool->ready) {
-            pthread_mutex_init(&pool->lock, NULL);
-            __atomic_store_n(&pool->ready, true, __ATOMIC_RELEASE);
-        }
-        pthread_mutex_unlock(&pools_init_lock);
-    }
-    return pool;
+/* ---- nodes ---- */
+
+static ct_block *node_get(ct_pool *pool) {
+    ct_block *node = pool->spare;
+    if (node)
+        pool->spare = node->next;
+    else
+        node = ct__malloc(sizeof *node);
+    if (node) memset(node, 0, sizeof *node);
+    return node;
 }
 
-/* Give every cached block back to the backend. Caller holds the lock. */
-static void release_cache(ct_pool *pool, ct_device device, const ct_backend *backend) {
-    int physical = ct__physical_index(device);
-    for (size_t c = 0; c < CLASS_COUNT; c++) {
-        while (pool->classes[c]) {
-            cached_block *node = pool->classes[c];
-            pool->classes[c] = node->next;
-            size_t size = c < SMALL_CLASSES ? (c + 1) * SMALL_QUANTUM : 0;
-            if (c >= SMALL_CLASSES) {
-                size_t k = c - SMALL_CLASSES;
-                size = ((size_t)8 + k % 8) << (k / 8 + 20 - 3);
-            }
-            backend->raw_free(physical, node->ptr, size);
-            pool->stats.reserved -= size;
-            pool->stats.segments--;
-            node->next = pool->spare_nodes;
-            pool->spare_nodes = node;
-        }
-    }
-    pool->cached_bytes = 0;
+static void node_put(ct_pool *pool, ct_block *node) {
+    node->next = pool->spare;
+    pool->spare = node;
 }
 
-static ct_status out_of_memory(ct_device device, const ct_pool *pool, size_t request,
-                               const char *cause) {
-    char name[32], limit[64];
-    ct_device_str(device, name, sizeof name);
-    const ct_memory_statistics *s = &pool->stats;
-    if (s->limit) snprintf(limit, sizeof limit, "limit %.2f MiB", s->limit / 1048576.0);
-    else snprintf(limit, sizeof limit, "no limit");
-    return ct__error(CT_ERR_OUT_OF_MEMORY,
-                     "out of memory on %s: asked for %zu bytes (%.2f MiB) with %.2f MiB "
-                     "allocated, %.2f MiB reserved, %s (%s); free tensors you no longer need, "
-                     "use a smaller batch, or raise the limit (ct_set_memory_limit)",
-                     name, request, request / 1048576.0, s->allocated / 1048576.0,
-                     s->reserved / 1048576.0, limit, cause);
+/* Free-index insertion and removal that keep the inactive-split count. */
+static void free_insert(ct_pool *pool, ct_block *block) {
+    block->counted_split = block->prev || block->next;
+    if (block->counted_split) pool->inactive_split += block->size;
+    ct__free_index_insert(&pool->free_blocks[block->kind], block);
 }
 
-/* Ask the backend for a new segment, respecting the limit. Caller holds the lock. */
-static ct_status new_segment(ct_pool *pool, ct_device device, const ct_backend *backend,
-                             size_t rounded, void **out) {
+static void free_remove(ct_pool *pool, ct_block *block) {
+    if (block->counted_split) pool->inactive_split -= block->size;
+    block->counted_split = false;
+    ct__free_index_remove(&pool->free_blocks[block->kind], block);
+}
+
+/* ---- segments ---- */
+
+ct_status ct__pool_new_segment(ct_pool *pool, ct_device device, const ct_backend *backend,
+                               size_t size, int kind, const char **why) {
     size_t limit = pool->stats.limit;
-    if (limit && pool->stats.reserved + rounded > limit) return CT_ERR_OUT_OF_MEMORY;
-    if (backend->raw_alloc(ct__physical_index(device), rounded, out) != CT_OK)
+    if (limit && (pool->stats.reserved > limit || size > limit - pool->stats.reserved)) {
+        *why = "the request would pass the limit";
         return CT_ERR_OUT_OF_MEMORY;
-    pool->stats.reserved += rounded;
+    }
+    void *ptr = NULL;
+    int physical = ct__physical_index(device);
+    if (raw_failure_injected() || backend->raw_alloc(physical, size, &ptr) != CT_OK) {
+        *why = "the device refused the allocation";
+        return CT_ERR_OUT_OF_MEMORY;
+    }
+    ct_block *head = node_get(pool);
+    if (!head) {
+        backend->raw_free(physical, ptr, size);
+        *why = "out of host memory for the pool's bookkeeping";
+        return CT_ERR_OUT_OF_MEMORY;
+    }
+    head->ptr = ptr;
+    head->size = size;
+    head->kind = (unsigned char)kind;
+    head->physical = physical;
+    head->seg_next = pool->segments;
+    if (pool->segments) pool->segments->seg_prev = head;
+    pool->segments = head;
+    pool->stats.reserved += size;
     pool->stats.segments++;
+    free_insert(pool, head);
     return CT_OK;
+}
+
+void ct__pool_release_cache(ct_pool *pool, const ct_backend *backend) {
+    ct__pool_flush_fast(pool);
+    ct_block *head = pool->segments;
+    while (head) {
+        ct_block *following = head->seg_next;
+        if (!head->allocated && !head->next) { /* one free block spans the segment */
+            free_remove(pool, head);
+            if (head->seg_prev)
+                head->seg_prev->seg_next = following;
+            else
+                pool->segments = following;
+            if (following) following->seg_prev = head->seg_prev;
+            backend->raw_free(head->physical, head->ptr, head->size);
+            pool->stats.reserved -= head->size;
+            pool->stats.segments--;
+            ct__free_mem(head);
+        }
+        head = following;
+    }
+    while (pool->spare) { /* spare nodes are host memory the cache holds too */
+        ct_block *node = pool->spare;
+        pool->spare = node->next;
+        ct__free_mem(node);
+    }
+}
+
+/* The segment size for a request that no free block fits, or 0 on overflow. */
+static size_t segment_size(const ct_pool *pool, size_t rounded, int kind) {
+    size_t limit = pool->stats.limit, reserved = pool->stats.reserved;
+    if (pool->no_growth && limit)
+        return reserved < limit && limit - reserved >= rounded ? limit - reserved : rounded;
+    size_t size = kind == CT_BLOCK_SMALL ? SMALL_SEGMENT
+                  : rounded < MID_MAX    ? MID_SEGMENT
+                                         : (rounded + LARGE_ROUND - 1) / LARGE_ROUND * LARGE_ROUND;
+    if (size < rounded) return 0;
+    /* Near the limit, a segment of just the request may still fit where the usual size
+     * would not. */
+    if (limit && (reserved > limit || size > limit - reserved)) size = rounded;
+    return size;
+}
+
+/* ---- allocation ---- */
+
+static ct_block *find_free(ct_pool *pool, size_t rounded, int kind) {
+    ct_block *block = ct__free_index_best_fit(&pool->free_blocks[kind], rounded);
+    /* Without growth, the reservation (a large segment) serves small requests too. */
+    if (!block && kind == CT_BLOCK_SMALL && pool->no_growth)
+        block = ct__free_index_best_fit(&pool->free_blocks[CT_BLOCK_LARGE], rounded);
+    return block;
+}
+
+/* Count a block as handed out for a rounded request. */
+static void hand_out(ct_pool *pool, ct_block *block, size_t rounded) {
+    block->requested = rounded;
+    ct_memory_statistics *s = &pool->stats;
+    s->allocated += rounded;
+    s->active += block->size;
+    s->alloc_count++;
+    if (s->allocated > s->peak_allocated) s->peak_allocated = s->allocated;
+}
+
+/* Hand out free block for a rounded request, splitting off a worthwhile rest. */
+static void take_block(ct_pool *pool, ct_block *block, size_t rounded) {
+    free_remove(pool, block);
+    size_t rest = block->size - rounded;
+    /* A large block keeps a rest of 1 MiB or less (useless to large requests), unless it
+     * serves small requests too, as the reservation does without growth. */
+    bool worth = rest >= ROUND && (block->kind == CT_BLOCK_SMALL || pool->no_growth ||
+                                   rounded <= SMALL_MAX || rest > SMALL_MAX);
+    ct_block *tail = worth ? node_get(pool) : NULL; /* no node: hand out the whole block */
+    if (tail) {
+        tail->ptr = block->ptr + rounded;
+        tail->size = rest;
+        tail->kind = block->kind;
+        tail->prev = block;
+        tail->next = block->next;
+        if (block->next) block->next->prev = tail;
+        block->next = tail;
+        block->size = rounded;
+        free_insert(pool, tail);
+    }
+    block->allocated = true;
+    ct__live_insert(&pool->live, block);
+    hand_out(pool, block, rounded);
+}
+
+static void fmt_mib(char *buf, size_t size, size_t bytes) {
+    snprintf(buf, size, "%.2f MiB", (double)bytes / 1048576.0);
+}
+
+/* Record the out-of-memory error (lock held). */
+static ct_status out_of_memory(ct_pool *pool, ct_device device, const ct_backend *backend,
+                               size_t request, const char *why) {
+    char name[32], alloc[32], reserved[32], limit[48], free_text[64], req[32];
+    const ct_memory_statistics *s = &pool->stats;
+    pool->stats.oom_count++;
+    ct_device_str(device, name, sizeof name);
+    fmt_mib(req, sizeof req, request);
+    fmt_mib(alloc, sizeof alloc, s->allocated);
+    fmt_mib(reserved, sizeof reserved, s->reserved);
+    if (s->limit)
+        snprintf(limit, sizeof limit, "limit %.2f MiB", (double)s->limit / 1048576.0);
+    else
+        snprintf(limit, sizeof limit, "no limit");
+    ct_device_properties props;
+    if (backend->properties(ct__physical_index(device), &props) == CT_OK && props.memory_free)
+        snprintf(free_text, sizeof free_text, "%.2f MiB free on the device",
+                 (double)props.memory_free / 1048576.0);
+    else
+        snprintf(free_text, sizeof free_text, "free memory on the device unknown");
+    return ct__error(CT_ERR_OUT_OF_MEMORY,
+                     "out of memory on %s: asked for %zu bytes (%s) with %s allocated, %s "
+                     "reserved, %s, %s (%s); free tensors you no longer need, use a smaller "
+                     "batch, or raise the limit with ct_set_memory_limit",
+                     name, request, req, alloc, reserved, limit, free_text, why);
+}
+
+/* Find or make a block for a rounded request (lock held); *why on failure. */
+static ct_block *obtain(ct_pool *pool, ct_device device, const ct_backend *backend, size_t rounded,
+                        const char **why) {
+    int kind = rounded <= SMALL_MAX ? CT_BLOCK_SMALL : CT_BLOCK_LARGE;
+    ct_block *block = find_free(pool, rounded, kind);
+    if (!block && pool->fast_bytes) {
+        ct__pool_flush_fast(pool); /* merging the parked blocks may make room */
+        block = find_free(pool, rounded, kind);
+    }
+    if (block) {
+        pool->stats.cache_hits++;
+        return block;
+    }
+    int seg_kind = pool->no_growth && pool->stats.limit ? CT_BLOCK_LARGE : kind;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (attempt == 1) ct__pool_release_cache(pool, backend); /* then retry once */
+        size_t size = segment_size(pool, rounded, kind);
+        if (size == 0) {
+            *why = "the size overflows";
+            return NULL;
+        }
+        if (ct__pool_new_segment(pool, device, backend, size, seg_kind, why) == CT_OK)
+            return find_free(pool, rounded, kind);
+    }
+    return NULL;
 }
 
 ct_status ct__pool_alloc(ct_device device, size_t size, void **out) {
     const ct_backend *backend = ct__backend(device.type);
     if (!backend) return ct_last_status();
-    size_t class_index;
-    size_t rounded = round_to_class(size, &class_index);
-    ct_pool *pool = pool_of(device);
-    pthread_mutex_lock(&pool->lock);
-    if (rounded == 0) {
-        pool->stats.oom_count++;
-        ct_status s = out_of_memory(device, pool, size, "the size overflows");
-        pthread_mutex_unlock(&pool->lock);
-        return s;
-    }
-    cached_block *node = pool->classes[class_index];
-    if (node) {
-        pool->classes[class_index] = node->next;
-        *out = node->ptr;
-        node->next = pool->spare_nodes;
-        pool->spare_nodes = node;
-        pool->cached_bytes -= rounded;
+    ct_pool *pool = ct__pool_of(device);
+    size_t rounded = size <= ROUND             ? ROUND
+                     : size > SIZE_MAX - ROUND ? 0 /* overflows */
+                                               : (size + ROUND - 1) / ROUND * ROUND;
+    const char *why = "the size overflows";
+    ct__pool_lock(pool);
+    ct_block *block = rounded && rounded <= CT_FAST_MAX ? pool->fast[rounded / ROUND - 1] : NULL;
+    if (block) { /* a parked block of this size: still in the live table */
+        pool->fast[rounded / ROUND - 1] = block->left;
+        block->left = NULL;
+        block->in_fast = false;
+        pool->fast_bytes -= block->size;
         pool->stats.cache_hits++;
-    } else if (new_segment(pool, device, backend, rounded, out) != CT_OK) {
-        release_cache(pool, device, backend); /* free the cache and retry once */
-        if (new_segment(pool, device, backend, rounded, out) != CT_OK) {
-            pool->stats.oom_count++;
-            ct_status s = out_of_memory(device, pool, size,
-                                        pool->stats.limit &&
-                                                pool->stats.reserved + rounded > pool->stats.limit
-                                            ? "the request would pass the limit"
-                                            : "the device refused the allocation");
-            pthread_mutex_unlock(&pool->lock);
-            return s;
-        }
+        hand_out(pool, block, rounded);
+        *out = block->ptr;
+        ct__pool_unlock(pool);
+        return CT_OK;
     }
-    pool->stats.allocated += rounded;
-    pool->stats.alloc_count++;
-    if (pool->stats.allocated > pool->stats.peak_allocated)
-        pool->stats.peak_allocated = pool->stats.allocated;
-    pthread_mutex_unlock(&pool->lock);
+    if (rounded && !ct__live_reserve(&pool->live))
+        why = "out of host memory for the pool's bookkeeping";
+    else if (rounded)
+        block = obtain(pool, device, backend, rounded, &why);
+    if (!block) {
+        ct_status status = out_of_memory(pool, device, backend, size, why);
+        ct__pool_unlock(pool);
+        return status;
+    }
+    take_block(pool, block, rounded);
+    *out = block->ptr;
+    ct__pool_unlock(pool);
     return CT_OK;
 }
 
-void ct__pool_free(ct_device device, void *ptr, size_t size) {
-    if (!ptr) return;
-    size_t class_index;
-    size_t rounded = round_to_class(size, &class_index);
-    ct_pool *pool = pool_of(device);
-    pthread_mutex_lock(&pool->lock);
-    cached_block *node = pool->spare_nodes;
-    if (node) pool->spare_nodes = node->next;
-    else node = ct__malloc(sizeof *node);
-    pool->stats.allocated -= rounded;
-    pool->stats.free_count++;
-    if (node) {
-        node->ptr = ptr;
-        node->next = pool->classes[class_index];
-        pool->classes[class_index] = node;
-        pool->cached_bytes += rounded;
-    } else {
-        /* No memory for bookkeeping: give the block back rather than lose it. */
-        const ct_backend *backend = ct__backend(device.type);
-        if (backend) backend->raw_free(ct__physical_index(device), ptr, rounded);
-        pool->stats.reserved -= rounded;
-        pool->stats.segments--;
+/* ---- freeing ---- */
+
+/* Join right, a block just after left, into left; neither is in a free index. */
+static void join(ct_pool *pool, ct_block *left, ct_block *right) {
+    left->size += right->size;
+    left->next = right->next;
+    if (right->next) right->next->prev = left;
+    node_put(pool, right);
+}
+
+/* Make a block that left the live table free: merge it with free neighbours and index it. */
+static void release_block(ct_pool *pool, ct_block *block) {
+    block->allocated = false;
+    ct_block *next = block->next, *prev = block->prev;
+    if (next && !next->allocated) {
+        free_remove(pool, next);
+        join(pool, block, next);
     }
-    pthread_mutex_unlock(&pool->lock);
+    if (prev && !prev->allocated) {
+        free_remove(pool, prev);
+        join(pool, prev, block);
+        block = prev;
+    }
+    free_insert(pool, block);
+}
+
+void ct__pool_flush_fast(ct_pool *pool) {
+    for (unsigned bin = 0; bin < CT_FAST_BINS; bin++) {
+        while (pool->fast[bin]) {
+            ct_block *block = pool->fast[bin];
+            pool->fast[bin] = block->left;
+            block->left = NULL;
+            block->in_fast = false;
+            ct__live_take(&pool->live, block->ptr);
+            release_block(pool, block);
+        }
+    }
+    pool->fast_bytes = 0;
+}
+
+void ct__pool_free(ct_device device, void *ptr, size_t size) {
+    (void)size; /* the block knows its size */
+    if (!ptr) return;
+    ct_pool *pool = ct__pool_of(device);
+    ct__pool_lock(pool);
+    ct_block *block = ct__live_find(&pool->live, ptr);
+    if (block && !block->in_fast) {
+        pool->stats.allocated -= block->requested;
+        pool->stats.active -= block->size;
+        pool->stats.free_count++;
+        block->requested = 0;
+        if (block->kind == CT_BLOCK_SMALL && block->size <= CT_FAST_MAX) {
+            unsigned bin = (unsigned)(block->size / ROUND - 1);
+            block->in_fast = true;
+            block->left = pool->fast[bin];
+            pool->fast[bin] = block;
+            pool->fast_bytes += block->size;
+        } else {
+            ct__live_take(&pool->live, ptr);
+            release_block(pool, block);
+        }
+    }
+    ct__pool_unlock(pool);
 }
 
 size_t ct__pool_live_bytes(ct_device device) {
     if ((unsigned)device.type > CT_DEVICE_CUDA || (unsigned)device.index >= CT_MAX_LOGICAL_DEVICES)
         return 0;
-    ct_pool *pool = pool_of(device);
-    pthread_mutex_lock(&pool->lock);
+    ct_pool *pool = ct__pool_of(device);
+    ct__pool_lock(pool);
     size_t live = pool->stats.allocated;
-    pthread_mutex_unlock(&pool->lock);
+    ct__pool_unlock(pool);
     return live;
-}
-
-static ct_status check_device(const char *op, ct_device device) {
-    if (ct_device_check(device) != CT_OK) {
-        char message[900];
-        snprintf(message, sizeof message, "%s", ct_last_error());
-        return ct__error(ct_last_status(), "%s: %s", op, message);
-    }
-    return CT_OK;
-}
-
-ct_status ct_memory_stats(ct_device device, ct_memory_statistics *out) {
-    if (!out) return ct__error(CT_ERR_INVALID_ARG, "ct_memory_stats: out must not be NULL");
-    if (check_device("ct_memory_stats", device) != CT_OK) return ct_last_status();
-    ct_pool *pool = pool_of(device);
-    pthread_mutex_lock(&pool->lock);
-    *out = pool->stats;
-    pthread_mutex_unlock(&pool->lock);
-    return CT_OK;
-}
-
-ct_status ct_reset_peak_memory(ct_device device) {
-    if (check_device("ct_reset_peak_memory", device) != CT_OK) return ct_last_status();
-    ct_pool *pool = pool_of(device);
-    pthread_mutex_lock(&pool->lock);
-    pool->stats.peak_allocated = pool->stats.allocated;
-    pthread_mutex_unlock(&pool->lock);
-    return CT_OK;
-}
-
-ct_status ct_empty_cache(ct_device device) {
-    if (check_device("ct_empty_cache", device) != CT_OK) return ct_last_status();
-    const ct_backend *backend = ct__backend(device.type);
-    if (!backend) return ct_last_status();
-    ct_pool *pool = pool_of(device);
-    pthread_mutex_lock(&pool->lock);
-    release_cache(pool, device, backend);
-    pthread_mutex_unlock(&pool->lock);
-    return CT_OK;
-}
-
-ct_status ct_set_memory_limit(ct_device device, size_t bytes) {
-    if (check_device("ct_set_memory_limit", device) != CT_OK) return ct_last_status();
-    ct_pool *pool = pool_of(device);
-    pthread_mutex_lock(&pool->lock);
-    if (bytes && pool->stats.allocated > bytes) {
-        size_t allocated = pool->stats.allocated;
-        pthread_mutex_unlock(&pool->lock);
-        return ct__error(CT_ERR_STATE,
-                         "ct_set_memory_limit: %zu bytes are allocated already, more than the "
-                         "limit of %zu; free tensors first or choose a larger limit",
-                         allocated, bytes);
-    }
-    pool->stats.limit = bytes;
-    pthread_mutex_unlock(&pool->lock);
-    return CT_OK;
 }
