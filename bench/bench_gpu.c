@@ -171,9 +171,12 @@ static ct_status download(void *p) {
 }
 
 static void size_text(size_t size, char *buf, size_t n) {
-    if (size >= (1u << 30)) snprintf(buf, n, "%zu GiB", size >> 30);
-    else if (size >= (1u << 20)) snprintf(buf, n, "%zu MiB", size >> 20);
-    else snprintf(buf, n, "%zu KiB", size >> 10);
+    if (size >= (1u << 30))
+        snprintf(buf, n, "%zu GiB", size >> 30);
+    else if (size >= (1u << 20))
+        snprintf(buf, n, "%zu MiB", size >> 20);
+    else
+        snprintf(buf, n, "%zu KiB", size >> 10);
 }
 
 static void bench_transfer(size_t size) {

@@ -14,8 +14,8 @@ static void list_devices(void) {
             char name[32];
             printf("  %-8s %s, %.1f GiB memory (%.1f GiB free), %d %s\n",
                    ct_device_str(p.device, name, sizeof name), p.name,
-                   p.memory_total / 1073741824.0, p.memory_free / 1073741824.0,
-                   p.multiprocessors, type == CT_DEVICE_CUDA ? "multiprocessors" : "cores");
+                   p.memory_total / 1073741824.0, p.memory_free / 1073741824.0, p.multiprocessors,
+                   type == CT_DEVICE_CUDA ? "multiprocessors" : "cores");
         }
     }
     if (!ct_cuda_is_available()) printf("  (no GPU: %s)\n", ct_cuda_unavailable_reason());
@@ -27,17 +27,15 @@ static int compute(ct_device device) {
     ct_manual_seed(42);
     ct_scope_begin();
     ct_tensor *x = ct_randn(2, (int64_t[]){batch, features}, CT_F32, device);
-    ct_tensor *w1 = ct_mul_scalar(ct_randn(2, (int64_t[]){features, hidden}, CT_F32, device),
-                                  0.044);
-    ct_tensor *w2 = ct_mul_scalar(ct_randn(2, (int64_t[]){hidden, classes}, CT_F32, device),
-                                  0.031);
+    ct_tensor *w1 =
+        ct_mul_scalar(ct_randn(2, (int64_t[]){features, hidden}, CT_F32, device), 0.044);
+    ct_tensor *w2 = ct_mul_scalar(ct_randn(2, (int64_t[]){hidden, classes}, CT_F32, device), 0.031);
     ct_tensor *logits = ct_matmul(ct_relu(ct_matmul(x, w1)), w2);
     ct_tensor *per_class = ct_mean(logits, 1, (int[]){0}, false);
     double mean = 0.0;
     ct_status status = ct_item(ct_mean(logits, 0, NULL, false), &mean);
     if (!per_class || status != CT_OK) {
-        fprintf(stderr, "demo failed: %s: %s\n", ct_status_name(ct_last_status()),
-                ct_last_error());
+        fprintf(stderr, "demo failed: %s: %s\n", ct_status_name(ct_last_status()), ct_last_error());
         ct_scope_end();
         return 1;
     }
@@ -57,11 +55,10 @@ static void report_counters(ct_device device) {
     static const char *const directions[3] = {"host->device", "device->host", "device->device"};
     printf("\ntransfers (explicit / implicit):\n");
     for (int d = 0; d < 3; d++)
-        printf("  %-15s %llu / %llu copies, %llu / %llu bytes\n", directions[d],
-               (unsigned long long)t.counters[d][0].count,
-               (unsigned long long)t.counters[d][1].count,
-               (unsigned long long)t.counters[d][0].bytes,
-               (unsigned long long)t.counters[d][1].bytes);
+        printf(
+            "  %-15s %llu / %llu copies, %llu / %llu bytes\n", directions[d],
+            (unsigned long long)t.counters[d][0].count, (unsigned long long)t.counters[d][1].count,
+            (unsigned long long)t.counters[d][0].bytes, (unsigned long long)t.counters[d][1].bytes);
     ct_memory_statistics m;
     char name[32];
     if (ct_memory_stats(device, &m) == CT_OK)

@@ -40,8 +40,8 @@ ct_tensor *ref_tensor(const double *values, int ndim, const int64_t *shape, ct_d
     return t;
 }
 
-ct_tensor *ref_tensor_strided(const double *values, int ndim, const int64_t *shape,
-                              ct_dtype dtype, ct_device device) {
+ct_tensor *ref_tensor_strided(const double *values, int ndim, const int64_t *shape, ct_dtype dtype,
+                              ct_device device) {
     if (ndim == 0) return ref_tensor(values, ndim, shape, dtype, device);
     int64_t n = ref_numel(ndim, shape);
     int64_t stored_shape[CT_MAX_DIMS], strides[CT_MAX_DIMS], stored_strides[CT_MAX_DIMS];

@@ -14,8 +14,8 @@ ct_tensor *ref_tensor(const double *values, int ndim, const int64_t *shape, ct_d
                       ct_device device);
 /* The same values as a non-contiguous view: stored with the first two axes swapped
  * (rank >= 2) or with stride 2 (rank 1). A 0-d shape gives a plain tensor. */
-ct_tensor *ref_tensor_strided(const double *values, int ndim, const int64_t *shape,
-                              ct_dtype dtype, ct_device device);
+ct_tensor *ref_tensor_strided(const double *values, int ndim, const int64_t *shape, ct_dtype dtype,
+                              ct_device device);
 /* The elements of t in C order as doubles (malloc'd; free()); NULL on failure. */
 double *ref_read(const ct_tensor *t);
 /* n deterministic values uniform in [lo, hi) from seed (splitmix64; test-only). */
@@ -32,23 +32,23 @@ void ref_unravel(int64_t i, int ndim, const int64_t *shape, int64_t *index);
 int64_t ref_ravel(int ndim, const int64_t *shape, const int64_t *index);
 
 /* Every element of t is close to expected[i] for t's dtype (NaN matches NaN). */
-#define CHECK_TENSOR(t, expected)                                                          \
-    do {                                                                                   \
-        const ct_tensor *check_t_ = (t);                                                   \
-        CHECK_NOT_NULL(check_t_);                                                          \
-        double *check_v_ = ref_read(check_t_);                                             \
-        CHECK_NOT_NULL(check_v_);                                                          \
-        int64_t check_n_ = ct_numel(check_t_);                                             \
-        for (int64_t check_i_ = 0; check_i_ < check_n_; check_i_++) {                      \
-            if (!ref_close(check_v_[check_i_], (expected)[check_i_], ct_dtype_of(check_t_))) { \
-                ct_test_fail(__FILE__, __LINE__, "%s[%lld] = %.9g, expected %.9g (%s)", #t, \
-                             (long long)check_i_, check_v_[check_i_], (expected)[check_i_], \
-                             ct_dtype_name(ct_dtype_of(check_t_)));                        \
-                free(check_v_);                                                            \
-                return;                                                                    \
-            }                                                                              \
-        }                                                                                  \
-        free(check_v_);                                                                    \
+#define CHECK_TENSOR(t, expected)                                                                  \
+    do {                                                                                           \
+        const ct_tensor *check_t_ = (t);                                                           \
+        CHECK_NOT_NULL(check_t_);                                                                  \
+        double *check_v_ = ref_read(check_t_);                                                     \
+        CHECK_NOT_NULL(check_v_);                                                                  \
+        int64_t check_n_ = ct_numel(check_t_);                                                     \
+        for (int64_t check_i_ = 0; check_i_ < check_n_; check_i_++) {                              \
+            if (!ref_close(check_v_[check_i_], (expected)[check_i_], ct_dtype_of(check_t_))) {     \
+                ct_test_fail(__FILE__, __LINE__, "%s[%lld] = %.9g, expected %.9g (%s)", #t,        \
+                             (long long)check_i_, check_v_[check_i_], (expected)[check_i_],        \
+                             ct_dtype_name(ct_dtype_of(check_t_)));                                \
+                free(check_v_);                                                                    \
+                return;                                                                            \
+            }                                                                                      \
+        }                                                                                          \
+        free(check_v_);                                                                            \
     } while (0)
 
 #endif

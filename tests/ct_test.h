@@ -22,70 +22,70 @@ bool ct_test_failed(void);
 /* Mark the running test skipped with a reason (a test that cannot run here). */
 void ct_test_skip(const char *reason);
 
-#define TEST(name)                                                                         \
-    static void name(void);                                                                \
-    __attribute__((constructor)) static void register_##name(void) {                       \
-        ct_test_register(#name, name, NULL);                                               \
-    }                                                                                      \
+#define TEST(name)                                                                                 \
+    static void name(void);                                                                        \
+    __attribute__((constructor)) static void register_##name(void) {                               \
+        ct_test_register(#name, name, NULL);                                                       \
+    }                                                                                              \
     static void name(void)
 
-#define DEVICE_TEST(name)                                                                  \
-    static void name(ct_device device);                                                    \
-    __attribute__((constructor)) static void register_##name(void) {                       \
-        ct_test_register(#name, NULL, name);                                               \
-    }                                                                                      \
+#define DEVICE_TEST(name)                                                                          \
+    static void name(ct_device device);                                                            \
+    __attribute__((constructor)) static void register_##name(void) {                               \
+        ct_test_register(#name, NULL, name);                                                       \
+    }                                                                                              \
     static void name(ct_device device)
 
-#define CHECK(cond)                                                                        \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            ct_test_fail(__FILE__, __LINE__, "CHECK(%s) failed; last error: %s %s", #cond,  \
-                         ct_status_name(ct_last_status()), ct_last_error());                \
-            return;                                                                        \
-        }                                                                                  \
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            ct_test_fail(__FILE__, __LINE__, "CHECK(%s) failed; last error: %s %s", #cond,         \
+                         ct_status_name(ct_last_status()), ct_last_error());                       \
+            return;                                                                                \
+        }                                                                                          \
     } while (0)
 
 /* A call that must succeed (CT_OK), or a tensor that must not be NULL. */
-#define CHECK_OK(expr)                                                                     \
-    do {                                                                                   \
-        ct_status check_ok_status_ = (expr);                                               \
-        if (check_ok_status_ != CT_OK) {                                                   \
-            ct_test_fail(__FILE__, __LINE__, "%s returned %s: %s", #expr,                   \
-                         ct_status_name(check_ok_status_), ct_last_error());               \
-            return;                                                                        \
-        }                                                                                  \
+#define CHECK_OK(expr)                                                                             \
+    do {                                                                                           \
+        ct_status check_ok_status_ = (expr);                                                       \
+        if (check_ok_status_ != CT_OK) {                                                           \
+            ct_test_fail(__FILE__, __LINE__, "%s returned %s: %s", #expr,                          \
+                         ct_status_name(check_ok_status_), ct_last_error());                       \
+            return;                                                                                \
+        }                                                                                          \
     } while (0)
 
-#define CHECK_NOT_NULL(expr)                                                               \
-    do {                                                                                   \
-        if ((expr) == NULL) {                                                              \
-            ct_test_fail(__FILE__, __LINE__, "%s is NULL: %s %s", #expr,                    \
-                         ct_status_name(ct_last_status()), ct_last_error());               \
-            return;                                                                        \
-        }                                                                                  \
+#define CHECK_NOT_NULL(expr)                                                                       \
+    do {                                                                                           \
+        if ((expr) == NULL) {                                                                      \
+            ct_test_fail(__FILE__, __LINE__, "%s is NULL: %s %s", #expr,                           \
+                         ct_status_name(ct_last_status()), ct_last_error());                       \
+            return;                                                                                \
+        }                                                                                          \
     } while (0)
 
 /* The last call failed with `status` and its message contains `needle`. Clears the error. */
-#define CHECK_ERROR(status, needle)                                                        \
-    do {                                                                                   \
-        if (ct_last_status() != (status) || !strstr(ct_last_error(), (needle))) {          \
-            ct_test_fail(__FILE__, __LINE__, "expected %s with \"%s\", got %s: \"%s\"",     \
-                         ct_status_name(status), (needle),                                  \
-                         ct_status_name(ct_last_status()), ct_last_error());               \
-            return;                                                                        \
-        }                                                                                  \
-        ct_clear_error();                                                                  \
+#define CHECK_ERROR(status, needle)                                                                \
+    do {                                                                                           \
+        if (ct_last_status() != (status) || !strstr(ct_last_error(), (needle))) {                  \
+            ct_test_fail(__FILE__, __LINE__, "expected %s with \"%s\", got %s: \"%s\"",            \
+                         ct_status_name(status), (needle), ct_status_name(ct_last_status()),       \
+                         ct_last_error());                                                         \
+            return;                                                                                \
+        }                                                                                          \
+        ct_clear_error();                                                                          \
     } while (0)
 
-#define CHECK_NEAR(actual, expected, tol)                                                  \
-    do {                                                                                   \
-        double check_a_ = (actual), check_e_ = (expected);                                 \
-        if (!(fabs(check_a_ - check_e_) <= (tol)) &&                                       \
-            !(isnan(check_a_) && isnan(check_e_)) && !(check_a_ == check_e_)) {            \
-            ct_test_fail(__FILE__, __LINE__, "%s = %.17g, expected %.17g (tolerance %g)",   \
-                         #actual, check_a_, check_e_, (double)(tol));                      \
-            return;                                                                        \
-        }                                                                                  \
+#define CHECK_NEAR(actual, expected, tol)                                                          \
+    do {                                                                                           \
+        double check_a_ = (actual), check_e_ = (expected);                                         \
+        if (!(fabs(check_a_ - check_e_) <= (tol)) && !(isnan(check_a_) && isnan(check_e_)) &&      \
+            !(check_a_ == check_e_)) {                                                             \
+            ct_test_fail(__FILE__, __LINE__, "%s = %.17g, expected %.17g (tolerance %g)", #actual, \
+                         check_a_, check_e_, (double)(tol));                                       \
+            return;                                                                                \
+        }                                                                                          \
     } while (0)
 
 #endif

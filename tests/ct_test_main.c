@@ -45,8 +45,10 @@ static int run_one(const test_case *t, const ct_device *device, const char *labe
     current_failed = current_skipped = false;
     ct_clear_error();
     long live_before = ct__live_tensors();
-    if (device) t->device_fn(*device);
-    else t->fn();
+    if (device)
+        t->device_fn(*device);
+    else
+        t->fn();
     while (ct_scope_depth() > 0) {
         ct_scope_end();
         if (!current_failed) ct_test_fail(__FILE__, __LINE__, "the test left a scope open");

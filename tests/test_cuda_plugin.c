@@ -28,8 +28,10 @@ __attribute__((constructor)) static void point_at_built_plugin(void) {
 
 /* True when the test can run on a GPU; otherwise marks it skipped. */
 static bool need_gpu(void) {
-    if (!plugin_built) ct_test_skip("built without the CUDA plugin");
-    else if (!ct_cuda_is_available()) ct_test_skip(ct_cuda_unavailable_reason());
+    if (!plugin_built)
+        ct_test_skip("built without the CUDA plugin");
+    else if (!ct_cuda_is_available())
+        ct_test_skip(ct_cuda_unavailable_reason());
     return plugin_built && ct_cuda_is_available();
 }
 
@@ -94,8 +96,8 @@ static bool round_trip(ct_device device, size_t size) {
 
 TEST(test_cuda_plugin_copy_round_trip) {
     if (!need_gpu()) return;
-    const size_t sizes[] = {1, 1000, (64 << 10) - 1, 64 << 10, (3 << 20) + 5, (8 << 20),
-                            (20 << 20) + 12};
+    const size_t sizes[] = {1,         1000,           (64 << 10) - 1, 64 << 10, (3 << 20) + 5,
+                            (8 << 20), (20 << 20) + 12};
     ct_device cuda0 = {CT_DEVICE_CUDA, 0};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) CHECK(round_trip(cuda0, sizes[i]));
     /* many small copies in flight reuse every small slot */

@@ -64,14 +64,14 @@ CT_API int ct_device_count(ct_device_type type);
 typedef struct ct_device_properties {
     ct_device device;
     char name[128];
-    size_t memory_total;  /* bytes of the physical device */
-    size_t memory_free;   /* bytes free on the physical device now */
-    size_t memory_limit;  /* this (logical) device's pool limit; 0 = none */
+    size_t memory_total;          /* bytes of the physical device */
+    size_t memory_free;           /* bytes free on the physical device now */
+    size_t memory_limit;          /* this (logical) device's pool limit; 0 = none */
     int compute_capability_major; /* 0 on the CPU */
     int compute_capability_minor;
-    int multiprocessors;  /* streaming multiprocessors, or CPU cores online */
-    int physical_index;   /* the physical device a logical device lives on */
-    bool is_logical;      /* true when the physical device was split */
+    int multiprocessors; /* streaming multiprocessors, or CPU cores online */
+    int physical_index;  /* the physical device a logical device lives on */
+    bool is_logical;     /* true when the physical device was split */
 } ct_device_properties;
 
 CT_API ct_status ct_device_info(ct_device device, ct_device_properties *out);

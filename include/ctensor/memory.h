@@ -39,7 +39,7 @@ typedef struct ct_memory_statistics {
     uint64_t segments;     /* raw allocations held */
     uint64_t alloc_count;
     uint64_t free_count;
-    uint64_t cache_hits;   /* allocations served from the cache */
+    uint64_t cache_hits; /* allocations served from the cache */
     uint64_t oom_count;
     /* the blocks and the cache */
     size_t active;             /* bytes in blocks handed out: allocated plus unsplit tails */

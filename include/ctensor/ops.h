@@ -29,8 +29,8 @@ CT_UNARY_OPS(CT_DECLARE_UNARY_)
 #undef CT_DECLARE_UNARY_
 
 /* ct_add(a, b) and ct_add_scalar(a, 2.0); the scalar is weakly typed (dtype.h). */
-#define CT_DECLARE_BINARY_(name, NAME, kind)                                               \
-    CT_API ct_tensor *ct_##name(const ct_tensor *a, const ct_tensor *b);                   \
+#define CT_DECLARE_BINARY_(name, NAME, kind)                                                       \
+    CT_API ct_tensor *ct_##name(const ct_tensor *a, const ct_tensor *b);                           \
     CT_API ct_tensor *ct_##name##_scalar(const ct_tensor *a, double b);
 CT_BINARY_OPS(CT_DECLARE_BINARY_)
 #undef CT_DECLARE_BINARY_
@@ -42,7 +42,7 @@ CT_API ct_tensor *ct_clamp(const ct_tensor *x, double lo, double hi);
 
 /* ---- reductions: axes == NULL reduces every axis; otherwise naxes distinct axes ---- */
 
-#define CT_DECLARE_REDUCE_(name, NAME)                                                     \
+#define CT_DECLARE_REDUCE_(name, NAME)                                                             \
     CT_API ct_tensor *ct_##name(const ct_tensor *x, int naxes, const int *axes, bool keepdim);
 CT_REDUCE_OPS(CT_DECLARE_REDUCE_)
 #undef CT_DECLARE_REDUCE_
@@ -92,8 +92,7 @@ CT_API ct_tensor *ct_expand(const ct_tensor *x, int ndim, const int64_t *shape);
 /* Python slicing x[..., start:stop:step, ...] on one axis; out-of-range bounds are clamped,
  * negative bounds count from the end, step may be negative but not 0. Use INT64_MAX /
  * INT64_MIN for an open end. A view. */
-CT_API ct_tensor *ct_slice(const ct_tensor *x, int axis, int64_t start, int64_t stop,
-                           int64_t step);
+CT_API ct_tensor *ct_slice(const ct_tensor *x, int axis, int64_t start, int64_t stop, int64_t step);
 /* Rows of x along axis picked by a 1-D integer index tensor (negative indices count from
  * the end). CT_ERR_INVALID_ARG for an index out of range. */
 CT_API ct_tensor *ct_index_select(const ct_tensor *x, int axis, const ct_tensor *index);

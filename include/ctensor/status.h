@@ -14,20 +14,20 @@ extern "C" {
 #endif
 
 /* The table of codes: X(code, value, short description). */
-#define CT_STATUS_MAP(X)                                                                   \
-    X(CT_OK, 0, "no error")                                                                \
-    X(CT_ERR_INVALID_ARG, 1, "invalid argument")                                           \
-    X(CT_ERR_SHAPE, 2, "shape mismatch")                                                   \
-    X(CT_ERR_DTYPE, 3, "unsupported or mismatched dtype")                                  \
-    X(CT_ERR_DEVICE_MISMATCH, 4, "tensors on different devices")                           \
-    X(CT_ERR_DEVICE_UNAVAILABLE, 5, "device unavailable")                                  \
-    X(CT_ERR_OUT_OF_MEMORY, 6, "out of memory")                                            \
-    X(CT_ERR_TRANSFER_GUARD, 7, "transfer refused by the transfer guard")                  \
-    X(CT_ERR_IO, 8, "input/output error")                                                  \
-    X(CT_ERR_FORMAT, 9, "malformed data")                                                  \
-    X(CT_ERR_BACKEND, 10, "backend failure")                                               \
-    X(CT_ERR_UNSUPPORTED, 11, "unsupported operation")                                     \
-    X(CT_ERR_STATE, 12, "call not allowed in the current state")                           \
+#define CT_STATUS_MAP(X)                                                                           \
+    X(CT_OK, 0, "no error")                                                                        \
+    X(CT_ERR_INVALID_ARG, 1, "invalid argument")                                                   \
+    X(CT_ERR_SHAPE, 2, "shape mismatch")                                                           \
+    X(CT_ERR_DTYPE, 3, "unsupported or mismatched dtype")                                          \
+    X(CT_ERR_DEVICE_MISMATCH, 4, "tensors on different devices")                                   \
+    X(CT_ERR_DEVICE_UNAVAILABLE, 5, "device unavailable")                                          \
+    X(CT_ERR_OUT_OF_MEMORY, 6, "out of memory")                                                    \
+    X(CT_ERR_TRANSFER_GUARD, 7, "transfer refused by the transfer guard")                          \
+    X(CT_ERR_IO, 8, "input/output error")                                                          \
+    X(CT_ERR_FORMAT, 9, "malformed data")                                                          \
+    X(CT_ERR_BACKEND, 10, "backend failure")                                                       \
+    X(CT_ERR_UNSUPPORTED, 11, "unsupported operation")                                             \
+    X(CT_ERR_STATE, 12, "call not allowed in the current state")                                   \
     X(CT_ERR_COMM, 13, "communication failure")
 
 typedef enum ct_status {

@@ -20,7 +20,7 @@ typedef enum ct_unary_op {
 #define CT_UNARY_ENUM_(name, NAME, kind) CT_UOP_##NAME,
     CT_UNARY_OPS(CT_UNARY_ENUM_)
 #undef CT_UNARY_ENUM_
-    CT_UOP_CLAMP, /* p0 = lo, p1 = hi */
+        CT_UOP_CLAMP, /* p0 = lo, p1 = hi */
     CT_UOP_COUNT
 } ct_unary_op;
 
@@ -28,14 +28,14 @@ typedef enum ct_binary_op {
 #define CT_BINARY_ENUM_(name, NAME, kind) CT_BOP_##NAME,
     CT_BINARY_OPS(CT_BINARY_ENUM_)
 #undef CT_BINARY_ENUM_
-    CT_BOP_COUNT
+        CT_BOP_COUNT
 } ct_binary_op;
 
 typedef enum ct_reduce_op {
 #define CT_REDUCE_ENUM_(name, NAME) CT_ROP_##NAME,
     CT_REDUCE_OPS(CT_REDUCE_ENUM_)
 #undef CT_REDUCE_ENUM_
-    CT_ROP_VAR, /* uses correction */
+        CT_ROP_VAR, /* uses correction */
     CT_ROP_STD,
     CT_ROP_ARGMAX, /* index into the flattened (C-order) reduced axes */
     CT_ROP_ARGMIN,

@@ -36,8 +36,7 @@ static void plugin_path_beside_library(char *path, size_t size) {
     if (!dladdr((void *)plugin_path_beside_library, &info) || !info.dli_fname) return;
     const char *slash = strrchr(info.dli_fname, '/');
     if (!slash) return;
-    snprintf(path, size, "%.*s/libctensor_cuda.so", (int)(slash - info.dli_fname),
-             info.dli_fname);
+    snprintf(path, size, "%.*s/libctensor_cuda.so", (int)(slash - info.dli_fname), info.dli_fname);
 }
 
 /* Why no plugin could be loaded, with dlerror()'s text: a plugin that exists but does not
@@ -90,10 +89,9 @@ static void *open_plugin(void) {
     if ((handle = try_open("libctensor_cuda.so", error, sizeof error))) return handle;
     /* dlerror names the plugin when it is not found, else what the plugin lacks. */
     bool exists = !strstr(error, "libctensor_cuda.so:");
-    snprintf(tried, sizeof tried, "%s%sthe loader's search path", beside,
-             beside[0] ? " and " : "");
-    why_no_plugin(exists ? "libctensor_cuda.so (found on the loader's search path)" : tried,
-                  error, exists);
+    snprintf(tried, sizeof tried, "%s%sthe loader's search path", beside, beside[0] ? " and " : "");
+    why_no_plugin(exists ? "libctensor_cuda.so (found on the loader's search path)" : tried, error,
+                  exists);
     return NULL;
 }
 

@@ -18,8 +18,7 @@ ct_status ct__transfer(const ct_device *dst_device, void *dst, const ct_device *
     if (dst_host && src_host) {
         /* Host memory and CPU devices share an address space; two logical CPU devices are
          * still two devices, so that copy is a device-to-device transfer. */
-        if (between_devices &&
-            ct__transfer_account(CT_TRANSFER_D2D, size, implicit, what) != CT_OK)
+        if (between_devices && ct__transfer_account(CT_TRANSFER_D2D, size, implicit, what) != CT_OK)
             return ct_last_status();
         if (size) memmove(dst, src, size);
         return CT_OK;

@@ -74,8 +74,10 @@ ct_status ct_device_parse(const char *text, ct_device *out) {
         *out = ct_cuda_is_available() ? (ct_device){CT_DEVICE_CUDA, 0} : CT_CPU;
         return CT_OK;
     }
-    if (strlen(s) >= 8 && equals_ignore_case(s, "/device:", 8)) s += 8;
-    else if (*s == '/') s += 1;
+    if (strlen(s) >= 8 && equals_ignore_case(s, "/device:", 8))
+        s += 8;
+    else if (*s == '/')
+        s += 1;
     if (parse_kind(s, "cpu", CT_DEVICE_CPU, out) || parse_kind(s, "cuda", CT_DEVICE_CUDA, out) ||
         parse_kind(s, "gpu", CT_DEVICE_CUDA, out))
         return CT_OK;
@@ -87,8 +89,10 @@ const char *ct_device_str(ct_device device, char *buf, size_t size) {
     const char *kind = device.type == CT_DEVICE_CPU    ? "cpu"
                        : device.type == CT_DEVICE_CUDA ? "cuda"
                                                        : "default";
-    if (device.type == CT_DEVICE_DEFAULT) snprintf(buf, size, "%s", kind);
-    else snprintf(buf, size, "%s:%d", kind, device.index);
+    if (device.type == CT_DEVICE_DEFAULT)
+        snprintf(buf, size, "%s", kind);
+    else
+        snprintf(buf, size, "%s:%d", kind, device.index);
     return buf;
 }
 
@@ -177,8 +181,10 @@ ct_status ct_device_check(ct_device device) {
         return CT_OK; /* the common case, without formatting anything */
     char name[32], reason[512];
     if (device.type != CT_DEVICE_CPU && device.type != CT_DEVICE_CUDA)
-        return ct__error(CT_ERR_INVALID_ARG, "invalid device type %d; use CT_DEVICE_CPU or "
-                                             "CT_DEVICE_CUDA", (int)device.type);
+        return ct__error(CT_ERR_INVALID_ARG,
+                         "invalid device type %d; use CT_DEVICE_CPU or "
+                         "CT_DEVICE_CUDA",
+                         (int)device.type);
     ct_device_str(device, name, sizeof name);
     if (device.type == CT_DEVICE_CUDA &&
         !ct__physical_device_present(CT_DEVICE_CUDA, 0, reason, sizeof reason))
@@ -223,10 +229,12 @@ static ct_status place(const char *op, ct_device requested, ct_device *out) {
         snprintf(message, sizeof message, "%s", ct_last_error());
         return ct__error(ct_last_status(), "%s: %s", op, message);
     }
-    ct__log(CT_LOG_WARNING, "%s: %s; soft placement puts the work on cpu:0 instead",
-            op, ct_last_error());
-    if (earlier == CT_OK) ct_clear_error();
-    else ct__error(earlier, "%s", earlier_message);
+    ct__log(CT_LOG_WARNING, "%s: %s; soft placement puts the work on cpu:0 instead", op,
+            ct_last_error());
+    if (earlier == CT_OK)
+        ct_clear_error();
+    else
+        ct__error(earlier, "%s", earlier_message);
     *out = CT_CPU;
     return CT_OK;
 }
@@ -265,8 +273,10 @@ ct_status ct__resolve_device(const char *op, ct_device requested, ct_device *out
 
 ct_status ct_device_push(ct_device device) {
     if (placement_depth == CT_PLACEMENT_STACK_DEPTH)
-        return ct__error(CT_ERR_STATE, "ct_device_push: placement stack full (%d deep); "
-                                       "pop with ct_device_pop", CT_PLACEMENT_STACK_DEPTH);
+        return ct__error(CT_ERR_STATE,
+                         "ct_device_push: placement stack full (%d deep); "
+                         "pop with ct_device_pop",
+                         CT_PLACEMENT_STACK_DEPTH);
     ct_device placed;
     if (device.type == CT_DEVICE_DEFAULT) {
         if (ct__resolve_device("ct_device_push", device, &placed) != CT_OK) return ct_last_status();

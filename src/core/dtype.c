@@ -4,9 +4,8 @@
 size_t ct_dtype_size(ct_dtype dtype) { return ct__dtype_size(dtype); }
 
 const char *ct_dtype_name(ct_dtype dtype) {
-    static const char *const names[CT_DTYPE_COUNT] = {"float32", "float64", "float16",
-                                                      "bfloat16", "int32",  "int64",
-                                                      "uint8",    "bool"};
+    static const char *const names[CT_DTYPE_COUNT] = {"float32", "float64", "float16", "bfloat16",
+                                                      "int32",   "int64",   "uint8",   "bool"};
     return (unsigned)dtype < CT_DTYPE_COUNT ? names[dtype] : "invalid";
 }
 
@@ -19,8 +18,16 @@ bool ct_dtype_is_integer(ct_dtype dtype) {
 /* NumPy's promote_types restricted to ctensor's dtypes, with bf16 beside f16. Rows and
  * columns in enum order: f32 f64 f16 bf16 i32 i64 u8 bool. */
 ct_dtype ct_promote_types(ct_dtype a, ct_dtype b) {
-    enum { F32 = CT_F32, F64 = CT_F64, F16 = CT_F16, B16 = CT_BF16,
-           I32 = CT_I32, I64 = CT_I64, U8 = CT_U8, BO = CT_BOOL };
+    enum {
+        F32 = CT_F32,
+        F64 = CT_F64,
+        F16 = CT_F16,
+        B16 = CT_BF16,
+        I32 = CT_I32,
+        I64 = CT_I64,
+        U8 = CT_U8,
+        BO = CT_BOOL
+    };
     static const unsigned char table[CT_DTYPE_COUNT][CT_DTYPE_COUNT] = {
         /* f32  */ {F32, F64, F32, F32, F64, F64, F32, F32},
         /* f64  */ {F64, F64, F64, F64, F64, F64, F64, F64},

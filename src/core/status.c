@@ -23,9 +23,8 @@ void ct_clear_error(void) {
 
 const char *ct_status_name(ct_status status) {
     switch (status) {
-#define CT_STATUS_NAME_(code, value, text)                                                 \
-    case code:                                                                             \
-        return #code;
+#define CT_STATUS_NAME_(code, value, text)                                                         \
+    case code: return #code;
         CT_STATUS_MAP(CT_STATUS_NAME_)
 #undef CT_STATUS_NAME_
     }
@@ -34,9 +33,8 @@ const char *ct_status_name(ct_status status) {
 
 const char *ct_status_description(ct_status status) {
     switch (status) {
-#define CT_STATUS_TEXT_(code, value, text)                                                 \
-    case code:                                                                             \
-        return text;
+#define CT_STATUS_TEXT_(code, value, text)                                                         \
+    case code: return text;
         CT_STATUS_MAP(CT_STATUS_TEXT_)
 #undef CT_STATUS_TEXT_
     }

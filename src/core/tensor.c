@@ -55,7 +55,7 @@ static void storage_release(ct_storage *storage) {
 /* Fill a tensor header and hand it to the current scope; the caller has taken the storage
  * reference it holds. On failure (no memory to grow the scope) the caller undoes both. */
 static ct_status tensor_init(ct_tensor *t, ct_dtype dtype, int ndim, const int64_t *shape,
-                        const int64_t *strides, int64_t offset, ct_storage *storage) {
+                             const int64_t *strides, int64_t offset, ct_storage *storage) {
     atomic_init(&t->refcount, 1);
     t->dtype = dtype;
     t->ndim = ndim;

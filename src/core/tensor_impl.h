@@ -31,7 +31,7 @@ struct ct_tensor {
     int64_t numel;
     int64_t shape[CT_MAX_DIMS];
     int64_t strides[CT_MAX_DIMS];
-    int64_t offset; /* elements from the start of the storage */
+    int64_t offset;  /* elements from the start of the storage */
     bool contiguous; /* C-contiguous; computed once, since shape and strides never change */
     ct_storage *storage;
     struct ct_scope_frame *scope; /* the scope holding a reference, or NULL */

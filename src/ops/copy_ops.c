@@ -54,14 +54,12 @@ ct_status ct_fill(ct_tensor *dst, double value) {
 
 /* A contiguous tensor on device holding x's values (x's dtype): an explicit or implicit
  * transfer of x's bytes. */
-static ct_tensor *moved_copy(const ct_tensor *x, ct_device device, bool implicit,
-                             const char *op) {
+static ct_tensor *moved_copy(const ct_tensor *x, ct_device device, bool implicit, const char *op) {
     ct_tensor *src = ct_contiguous(x);
     if (!src) return NULL;
     ct_tensor *out = ct__tensor_new(device, x->dtype, x->ndim, x->shape);
     if (out && ct__transfer(&device, out->storage->data, &src->storage->device, ct__data(src),
-                            (size_t)x->numel * ct__dtype_size(x->dtype), implicit,
-                            op) != CT_OK) {
+                            (size_t)x->numel * ct__dtype_size(x->dtype), implicit, op) != CT_OK) {
         ct_release(out);
         out = NULL;
     }
@@ -116,8 +114,10 @@ static ct_status to_host(const ct_tensor *x, void *dst, size_t size, bool implic
 
 ct_status ct_copy_to_host(const ct_tensor *x, void *dst, size_t size) {
     if (!x || !dst) {
-        if (!x) ct__null_arg("ct_copy_to_host", 1);
-        else ct__error(CT_ERR_INVALID_ARG, "ct_copy_to_host: dst is NULL");
+        if (!x)
+            ct__null_arg("ct_copy_to_host", 1);
+        else
+            ct__error(CT_ERR_INVALID_ARG, "ct_copy_to_host: dst is NULL");
         return ct_last_status();
     }
     return to_host(x, dst, size, false, "ct_copy_to_host");
@@ -125,8 +125,10 @@ ct_status ct_copy_to_host(const ct_tensor *x, void *dst, size_t size) {
 
 ct_status ct_item(const ct_tensor *x, double *out) {
     if (!x || !out) {
-        if (!x) ct__null_arg("ct_item", 1);
-        else ct__error(CT_ERR_INVALID_ARG, "ct_item: out is NULL");
+        if (!x)
+            ct__null_arg("ct_item", 1);
+        else
+            ct__error(CT_ERR_INVALID_ARG, "ct_item: out is NULL");
         return ct_last_status();
     }
     if (x->numel != 1)

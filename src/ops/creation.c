@@ -1,5 +1,6 @@
 /* Creation of tensors from nothing or from host data: empty, zeros, ones, full, scalar,
- * from_data. (arange, linspace and eye live in creation_ranges.c; rand and randn in random_ops.c.) */
+ * from_data. (arange, linspace and eye live in creation_ranges.c; rand and randn in random_ops.c.)
+ */
 #include "core/transfer_impl.h"
 #include "ops/op_impl.h"
 
@@ -30,8 +31,7 @@ static ct_tensor *full_named(const char *op, int ndim, const int64_t *shape, dou
     return ct__full_on(d, ndim, shape, value, dtype);
 }
 
-ct_tensor *ct_full(int ndim, const int64_t *shape, double value, ct_dtype dtype,
-                   ct_device device) {
+ct_tensor *ct_full(int ndim, const int64_t *shape, double value, ct_dtype dtype, ct_device device) {
     return full_named("ct_full", ndim, shape, value, dtype, device);
 }
 

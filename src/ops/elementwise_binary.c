@@ -59,8 +59,10 @@ static ct_tensor *launch(ct_binary_op op, int kind, ct_device device, int ndim,
         ct__ew_init(&args, ndim, shape);
         ct__ew_add(&args, out);
         ct__ew_add(&args, a);
-        if (b) ct__ew_add(&args, b);
-        else ct__ew_add_strided(&args, (char *)&s->value, s->dtype, NULL);
+        if (b)
+            ct__ew_add(&args, b);
+        else
+            ct__ew_add_strided(&args, (char *)&s->value, s->dtype, NULL);
         ct__ew_coalesce(&args);
     }
     args.compute_dtype = kind == KIND_DIV ? out_dtype : promoted;

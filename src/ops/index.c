@@ -139,7 +139,7 @@ static ct_tensor *fill_pieces(const char *op, ct_device device, int n,
         ct_ew_args args;
         ct__ew_init(&args, piece->ndim, piece->shape);
         ct__ew_add_strided(&args, ct__data(out) + at * out->strides[axis] * size, out->dtype,
-                       dst_strides);
+                           dst_strides);
         ct__ew_add(&args, src);
         ct__ew_coalesce(&args);
         ct_status status = k->copy(physical, &args);

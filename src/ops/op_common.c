@@ -44,8 +44,8 @@ bool ct__check_args(const char *op, int n, const ct_tensor *const *args, ct_devi
 static void format_shape(char *buf, size_t size, int ndim, const int64_t *shape) {
     size_t used = (size_t)snprintf(buf, size, "(");
     for (int i = 0; i < ndim && used < size; i++)
-        used += (size_t)snprintf(buf + used, size - used, i ? ", %lld" : "%lld",
-                                 (long long)shape[i]);
+        used +=
+            (size_t)snprintf(buf + used, size - used, i ? ", %lld" : "%lld", (long long)shape[i]);
     if (used < size) snprintf(buf + used, size - used, ndim == 1 ? ",)" : ")");
 }
 
@@ -83,8 +83,8 @@ ct_status ct__normalize_axis(const char *op, int axis, int ndim, int *out) {
     int a = axis < 0 ? axis + ndim : axis;
     if (a < 0 || a >= ndim || ndim == 0)
         return ct__error(CT_ERR_INVALID_ARG,
-                         "%s: axis %d is out of range for a tensor of rank %d (use -%d to %d)",
-                         op, axis, ndim, ndim, ndim - 1);
+                         "%s: axis %d is out of range for a tensor of rank %d (use -%d to %d)", op,
+                         axis, ndim, ndim, ndim - 1);
     *out = a;
     return CT_OK;
 }
@@ -211,8 +211,10 @@ ct_status ct__copy_into(ct_tensor *dst, const ct_tensor *src, const char *op) {
     int64_t shape[CT_MAX_DIMS];
     if (ct__broadcast_shapes(op, 2, pair, &ndim, shape) != CT_OK) return ct_last_status();
     if (ndim != dst->ndim || memcmp(shape, dst->shape, sizeof(int64_t) * (size_t)ndim) != 0)
-        return ct__error(CT_ERR_SHAPE, "%s: the source does not broadcast to the destination's "
-                                       "shape", op);
+        return ct__error(CT_ERR_SHAPE,
+                         "%s: the source does not broadcast to the destination's "
+                         "shape",
+                         op);
     if (dst->numel == 0) return CT_OK;
     int physical;
     const ct_kernels *k = ct__kernels(dst->storage->device, &physical);

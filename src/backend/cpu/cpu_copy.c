@@ -26,14 +26,17 @@ static void copy_row(char *const *ptrs, const int64_t *strides, int64_t n, void 
         /* Every dtype but f64 and i64 converts to f32 exactly through double (i64 would
          * round twice that way: it takes ct__store_i64 below). */
         for (int64_t i = 0; i < n; i++)
-            *(float *)(out + i * strides[0]) = (float)ct__load_f64(in + i * strides[1], c->in_dtype);
+            *(float *)(out + i * strides[0]) =
+                (float)ct__load_f64(in + i * strides[1], c->in_dtype);
         return;
     }
     for (int64_t i = 0; i < n; i++) {
         const char *src = in + i * strides[1];
         char *dst = out + i * strides[0];
-        if (integer_domain || c->in_dtype == CT_I64) ct__store_i64(dst, c->out_dtype, ct__load_i64(src, c->in_dtype));
-        else ct__store_f64(dst, c->out_dtype, ct__load_f64(src, c->in_dtype));
+        if (integer_domain || c->in_dtype == CT_I64)
+            ct__store_i64(dst, c->out_dtype, ct__load_i64(src, c->in_dtype));
+        else
+            ct__store_f64(dst, c->out_dtype, ct__load_f64(src, c->in_dtype));
     }
 }
 

@@ -12,12 +12,10 @@
 
 #define CT_CPU_PARALLEL_THRESHOLD 32768
 
-typedef void (*ct_cpu_row_fn)(char *const *ptrs, const int64_t *byte_strides, int64_t n,
-                              void *ctx);
+typedef void (*ct_cpu_row_fn)(char *const *ptrs, const int64_t *byte_strides, int64_t n, void *ctx);
 
 /* Walk elements [begin, end) (C-order linear indices) of args in rows. */
-void ct__cpu_rows(const ct_ew_args *args, int64_t begin, int64_t end, ct_cpu_row_fn fn,
-                  void *ctx);
+void ct__cpu_rows(const ct_ew_args *args, int64_t begin, int64_t end, ct_cpu_row_fn fn, void *ctx);
 /* Walk every element, in parallel above the threshold. Row functions must be thread-safe
  * (they may write only their own output elements). */
 void ct__cpu_parallel_rows(const ct_ew_args *args, ct_cpu_row_fn fn, void *ctx);

@@ -16,8 +16,7 @@ int ct__cpu_threads(void) {
 #endif
 }
 
-void ct__cpu_rows(const ct_ew_args *args, int64_t begin, int64_t end, ct_cpu_row_fn fn,
-                  void *ctx) {
+void ct__cpu_rows(const ct_ew_args *args, int64_t begin, int64_t end, ct_cpu_row_fn fn, void *ctx) {
     if (begin >= end) return;
     int nops = args->nops, ndim = args->ndim;
     char *ptrs[CT_EW_MAX_OPERANDS];

@@ -16,7 +16,6 @@ int ct_cuda_device_total(void);
  * build), or NULL when it can. */
 const char *ct_cuda_unusable_reason(int device);
 
-
 ct_status ct_cuda_synchronize(int device);
 
 ct_status ct_cuda_raw_alloc(int device, size_t size, void **out);

@@ -144,8 +144,8 @@ static void check_architecture(int device) {
              "cuda:%d has compute capability %d.%d, which this build cannot run (native code "
              "for sm_%s, PTX for compute_%s); rebuild with "
              "-DCT_CUDA_ARCHITECTURES=\"%d%d-real\" added",
-             device, major, minor, CT_CUDA_REAL_ARCHS, CT_CUDA_PTX_ARCHS[0] ? CT_CUDA_PTX_ARCHS : "none",
-             major, minor);
+             device, major, minor, CT_CUDA_REAL_ARCHS,
+             CT_CUDA_PTX_ARCHS[0] ? CT_CUDA_PTX_ARCHS : "none", major, minor);
 }
 
 /* Checks every device; false with the reason when none can run the kernels. Devices that
@@ -154,8 +154,10 @@ static bool check_architectures(char *reason, size_t size) {
     int usable = 0;
     for (int d = 0; d < device_total; d++) {
         check_architecture(d);
-        if (!unusable[d][0]) usable++;
-        else ct_cuda_host->log(CT_LOG_WARNING, unusable[d]);
+        if (!unusable[d][0])
+            usable++;
+        else
+            ct_cuda_host->log(CT_LOG_WARNING, unusable[d]);
     }
     if (usable > 0) return true;
     snprintf(reason, size, "no usable CUDA device: %s", unusable[0]);

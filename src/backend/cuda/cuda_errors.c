@@ -22,8 +22,7 @@ ct_status ct_cuda_check_result(cudaError_t result, const char *statement, const 
     /* Reset the runtime's last error (a non-sticky one), so a later check of
      * cudaGetLastError() after a kernel launch does not report this one again. */
     (void)cudaGetLastError();
-    ct_status status =
-        result == cudaErrorMemoryAllocation ? CT_ERR_OUT_OF_MEMORY : CT_ERR_BACKEND;
-    return ct_cuda_fail(status, "CUDA error on cuda:%d at %s:%d in %s: %s (%s)", device, file,
-                        line, statement, cudaGetErrorString(result), cudaGetErrorName(result));
+    ct_status status = result == cudaErrorMemoryAllocation ? CT_ERR_OUT_OF_MEMORY : CT_ERR_BACKEND;
+    return ct_cuda_fail(status, "CUDA error on cuda:%d at %s:%d in %s: %s (%s)", device, file, line,
+                        statement, cudaGetErrorString(result), cudaGetErrorName(result));
 }

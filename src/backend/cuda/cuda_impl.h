@@ -29,12 +29,12 @@ ct_status ct_cuda_fail(ct_status status, const char *fmt, ...)
 ct_status ct_cuda_check_result(cudaError_t result, const char *statement, const char *file,
                                int line, int device);
 
-#define CT_CUDA_CHECK(device, statement)                                                   \
-    do {                                                                                   \
-        cudaError_t ct_cuda_result_ = (statement);                                         \
-        if (ct_cuda_result_ != cudaSuccess)                                                \
-            return ct_cuda_check_result(ct_cuda_result_, #statement, __FILE__, __LINE__,   \
-                                        (device));                                         \
+#define CT_CUDA_CHECK(device, statement)                                                           \
+    do {                                                                                           \
+        cudaError_t ct_cuda_result_ = (statement);                                                 \
+        if (ct_cuda_result_ != cudaSuccess)                                                        \
+            return ct_cuda_check_result(ct_cuda_result_, #statement, __FILE__, __LINE__,           \
+                                        (device));                                                 \
     } while (0)
 
 /* The compute stream of a device (created on first use; makes the device current). NULL

@@ -356,10 +356,10 @@ static ct_status run_gemm(int device, cudaStream_t stream, const ct_matmul_args 
                    uniform_batches(x, x->out_batch_strides, &so);
     if (p.batches == 1 || uniform) {
         CT_CUBLAS_CHECK(
-            device, cublasGemmStridedBatchedEx(p.handle, op_of(p.lb), op_of(p.la), m, n, k, alpha, p.b.data,
-                                               t, lda, p.batches == 1 ? 0 : sb, p.a.data, t, ldb,
-                                               p.batches == 1 ? 0 : sa, beta, x->out, t, ldc,
-                                               p.batches == 1 ? 0 : so, (int)p.batches,
+            device, cublasGemmStridedBatchedEx(p.handle, op_of(p.lb), op_of(p.la), m, n, k, alpha,
+                                               p.b.data, t, lda, p.batches == 1 ? 0 : sb, p.a.data,
+                                               t, ldb, p.batches == 1 ? 0 : sa, beta, x->out, t,
+                                               ldc, p.batches == 1 ? 0 : so, (int)p.batches,
                                                p.types.compute, CUBLAS_GEMM_DEFAULT));
         return CT_OK;
     }
@@ -379,10 +379,10 @@ static ct_status run_gemm(int device, cudaStream_t stream, const ct_matmul_args 
     pointers_kernel<<<grid, PACK_THREADS, 0, stream>>>(g, p.ptrs);
     CT_CUDA_CHECK(device, cudaGetLastError());
     void **ptrs = p.ptrs;
-    CT_CUBLAS_CHECK(device,
-                    cublasGemmBatchedEx(p.handle, op_of(p.lb), op_of(p.la), m, n, k, alpha, ptrs, t, lda,
-                                        ptrs + p.batches, t, ldb, beta, ptrs + 2 * p.batches, t,
-                                        ldc, (int)p.batches, p.types.compute, CUBLAS_GEMM_DEFAULT));
+    CT_CUBLAS_CHECK(device, cublasGemmBatchedEx(p.handle, op_of(p.lb), op_of(p.la), m, n, k, alpha,
+                                                ptrs, t, lda, ptrs + p.batches, t, ldb, beta,
+                                                ptrs + 2 * p.batches, t, ldc, (int)p.batches,
+                                                p.types.compute, CUBLAS_GEMM_DEFAULT));
     return CT_OK;
 }
 

@@ -108,8 +108,8 @@ static bool staging_ready(int device, staging *st) {
     return st->ready;
 }
 
-static ct_status ring_upload(int device, cudaStream_t stream, ring *r, char *dst,
-                             const char *src, size_t size) {
+static ct_status ring_upload(int device, cudaStream_t stream, ring *r, char *dst, const char *src,
+                             size_t size) {
     for (size_t off = 0; off < size;) {
         size_t n = size - off < r->slot_size ? size - off : r->slot_size;
         int slot = r->next;
@@ -139,8 +139,8 @@ static ct_status download_issue(int device, cudaStream_t stream, ring *r, const 
 /* Keeps every slot busy with a DMA while the host copies the oldest finished chunk out.
  * A slot is refilled (chunk j + count) only after chunk j left it. Returns when the last
  * chunk has arrived, which is after everything queued before it on the stream. */
-static ct_status ring_download(int device, cudaStream_t stream, ring *r, char *dst,
-                               const char *src, size_t size) {
+static ct_status ring_download(int device, cudaStream_t stream, ring *r, char *dst, const char *src,
+                               size_t size) {
     size_t chunks = (size + r->slot_size - 1) / r->slot_size, issued = 0;
     for (size_t j = 0; j < chunks; j++) {
         for (; issued < chunks && issued < j + (size_t)r->count; issued++) {
@@ -175,8 +175,8 @@ ct_status ct_cuda_copy_from_host(int device, void *dst, const void *src, size_t 
     staging *st = &stagings[device];
     pthread_mutex_lock(&st->lock);
     if (staging_ready(device, st))
-        status = ring_upload(device, stream, size < SMALL_COPY ? &st->small : &st->large, dst,
-                             src, size);
+        status = ring_upload(device, stream, size < SMALL_COPY ? &st->small : &st->large, dst, src,
+                             size);
     else
         status = pageable_copy(device, stream, dst, src, size, cudaMemcpyHostToDevice);
     pthread_mutex_unlock(&st->lock);
@@ -203,8 +203,8 @@ ct_status ct_cuda_copy_to_host(int device, void *dst, const void *src, size_t si
 /* The peer copy runs on the destination's stream after the source's queued work (which may
  * still be writing the source), and the source's stream waits for the copy before anything
  * queued later there (which may reuse the source's memory). */
-static ct_status peer_copy(int dst_device, void *dst, int src_device, const void *src,
-                           size_t size, cudaEvent_t src_ready, cudaEvent_t copied) {
+static ct_status peer_copy(int dst_device, void *dst, int src_device, const void *src, size_t size,
+                           cudaEvent_t src_ready, cudaEvent_t copied) {
     cudaStream_t src_stream, dst_stream;
     ct_status status = ct_cuda_stream_get(dst_device, &dst_stream);
     if (status == CT_OK) status = ct_cuda_stream_get(src_device, &src_stream);

@@ -28,9 +28,10 @@ static const unsigned char op_kind[CT_UOP_COUNT] = {
  * multiply-adds, as the CPU computes it on FMA processors; sigmoid with separately rounded
  * ones (__fmul_rn and __fadd_rn, which nvcc does not fuse), as the CPU always computes it. */
 #define CT_EW_MADD_RN(a, b, c) __fadd_rn(__fmul_rn(a, b), c)
-CT_EW_DEV float exp_f32(float x) { CT_EXPF_BODY(x, fmaf) }
-CT_EW_DEV float exp_f32_rn(float x) { CT_EXPF_BODY(x, CT_EW_MADD_RN) }
-CT_EW_DEV float sigmoid_f32(float x) { return 1.0f / (1.0f + exp_f32_rn(-x)); }
+CT_EW_DEV float exp_f32(float x){CT_EXPF_BODY(x, fmaf)} CT_EW_DEV
+    float exp_f32_rn(float x){CT_EXPF_BODY(x, CT_EW_MADD_RN)} CT_EW_DEV float sigmoid_f32(float x) {
+    return 1.0f / (1.0f + exp_f32_rn(-x));
+}
 CT_EW_DEV double sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }
 
 /* op(x) in float or double; lo and hi are clamp's bounds. Integer results of floor, ceil
