@@ -80,7 +80,7 @@ TEST(test_cuda_plugin_synchronize) {
 /* Uploads `size` bytes, overwrites the source at once (the copy must have read it before
  * returning), and reads the tensor back. */
 static bool round_trip(ct_device device, size_t size) {
-    uint8_t *src = malloc(size), *back = malloc(size);
+    uint8_t *src = calloc(size, 1), *back = calloc(size, 1);
     bool ok = src && back;
     for (size_t i = 0; ok && i < size; i++) src[i] = (uint8_t)(i * 2654435761u >> 13);
     ct_tensor *t = ok ? ct_from_data(src, 1, (int64_t[]){(int64_t)size}, CT_U8, device) : NULL;

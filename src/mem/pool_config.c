@@ -148,8 +148,8 @@ static ct_status checked_pool(const char *op, ct_device device, const ct_backend
 }
 
 ct_status ct_empty_cache(ct_device device) {
-    const ct_backend *backend;
-    ct_pool *pool;
+    const ct_backend *backend = NULL;
+    ct_pool *pool = NULL;
     if (checked_pool("ct_empty_cache", device, &backend, &pool) != CT_OK) return ct_last_status();
     ct__pool_lock(pool);
     ct__pool_release_cache(pool, backend);
@@ -158,8 +158,8 @@ ct_status ct_empty_cache(ct_device device) {
 }
 
 ct_status ct_set_memory_limit(ct_device device, size_t bytes) {
-    const ct_backend *backend;
-    ct_pool *pool;
+    const ct_backend *backend = NULL;
+    ct_pool *pool = NULL;
     if (checked_pool("ct_set_memory_limit", device, &backend, &pool) != CT_OK)
         return ct_last_status();
     ct__pool_lock(pool);
@@ -180,8 +180,8 @@ ct_status ct_set_memory_limit(ct_device device, size_t bytes) {
 }
 
 ct_status ct_set_memory_growth(ct_device device, bool grow) {
-    const ct_backend *backend;
-    ct_pool *pool;
+    const ct_backend *backend = NULL;
+    ct_pool *pool = NULL;
     if (checked_pool("ct_set_memory_growth", device, &backend, &pool) != CT_OK)
         return ct_last_status();
     char name[32];

@@ -150,7 +150,7 @@ extern "C" ct_status ct_cuda_gather(int device, const ct_gather_args *args) {
     if (status != CT_OK) return status;
     CT_CUDA_CHECK(device, freed);
     if (first_bad == NO_BAD_POSITION) return CT_OK;
-    int64_t index;
+    int64_t index = 0;
     status = read_index(device, stream, g, (int64_t)first_bad, &index);
     if (status != CT_OK) return status;
     return bad_index_error(index, g.axis_size);
