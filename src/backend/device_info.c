@@ -9,7 +9,7 @@
 ct_status ct_device_info(ct_device device, ct_device_properties *out) {
     if (!out) return ct__error(CT_ERR_INVALID_ARG, "ct_device_info: out must not be NULL");
     if (ct_device_check(device) != CT_OK) {
-        char message[900];
+        char message[2048];
         snprintf(message, sizeof message, "%s", ct_last_error());
         return ct__error(ct_last_status(), "ct_device_info: %s", message);
     }

@@ -8,7 +8,7 @@
 ct_status ct_synchronize(ct_device device) {
     if (device.type == CT_DEVICE_DEFAULT) device = ct_default_device();
     if (ct_device_check(device) != CT_OK) {
-        char message[900];
+        char message[2048];
         snprintf(message, sizeof message, "%s", ct_last_error());
         return ct__error(ct_last_status(), "ct_synchronize: %s", message);
     }

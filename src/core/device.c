@@ -148,7 +148,7 @@ ct_status ct_configure_logical_devices(ct_device_type type, int physical_index, 
                          "ct_configure_logical_devices: only physical device 0 can be split, "
                          "got %d",
                          physical_index);
-    char reason[256];
+    char reason[1024];
     if (!ct__physical_device_present(type, 0, reason, sizeof reason))
         return ct__error(CT_ERR_DEVICE_UNAVAILABLE, "ct_configure_logical_devices: %s", reason);
     int old = ct__logical_count(type);
@@ -179,7 +179,7 @@ ct_status ct_device_check(ct_device device) {
     if (device.type == CT_DEVICE_CPU && device.index >= 0 &&
         device.index < atomic_load(&logical_counts[CT_DEVICE_CPU]))
         return CT_OK; /* the common case, without formatting anything */
-    char name[32], reason[512];
+    char name[32], reason[1024];
     if (device.type != CT_DEVICE_CPU && device.type != CT_DEVICE_CUDA)
         return ct__error(CT_ERR_INVALID_ARG,
                          "invalid device type %d; use CT_DEVICE_CPU or "
@@ -218,14 +218,14 @@ void ct_set_soft_placement(bool enabled) { soft_placement = enabled ? 1 : 0; }
  * thread's earlier error as it was, so NULL propagation still reports the first failure. */
 static ct_status place(const char *op, ct_device requested, ct_device *out) {
     ct_status earlier = ct_last_status();
-    char earlier_message[1024];
+    char earlier_message[2048];
     snprintf(earlier_message, sizeof earlier_message, "%s", ct_last_error());
     if (ct_device_check(requested) == CT_OK) {
         *out = requested;
         return CT_OK;
     }
     if (!ct_soft_placement()) {
-        char message[1024];
+        char message[2048];
         snprintf(message, sizeof message, "%s", ct_last_error());
         return ct__error(ct_last_status(), "%s: %s", op, message);
     }
@@ -243,7 +243,7 @@ static ct_status environment_device(const char *op, ct_device *out) {
     const char *env = getenv("CT_DEVICE");
     if (!env || !*env) return ct_device_parse("auto", out);
     if (ct_device_parse(env, out) != CT_OK) {
-        char message[900];
+        char message[2048];
         snprintf(message, sizeof message, "%s", ct_last_error());
         return ct__error(CT_ERR_INVALID_ARG,
                          "%s: the environment variable CT_DEVICE=\"%s\" is not a device (%s); "

@@ -7,7 +7,7 @@
 
 #include "core/error_impl.h"
 
-#define CT_MESSAGE_CAPACITY 1024
+#define CT_MESSAGE_CAPACITY 2048
 
 static CT_HOT_THREAD_LOCAL ct_status tls_status = CT_OK;
 static _Thread_local char tls_message[CT_MESSAGE_CAPACITY];

@@ -131,7 +131,7 @@ ct_pool *ct__pool_of_slow(ct_device device) {
 /* The device's validity, with op's name in front of the message. */
 static ct_status check_device(const char *op, ct_device device) {
     if (ct_device_check(device) != CT_OK) {
-        char message[900];
+        char message[2048];
         snprintf(message, sizeof message, "%s", ct_last_error());
         return ct__error(ct_last_status(), "%s: %s", op, message);
     }
