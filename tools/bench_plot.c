@@ -3,6 +3,7 @@
  * size on log-log axes, one line per device, dashed with the copies. The terminal follows
  * the file's extension: svg, or pngcairo for .png. The data goes inline as gnuplot data
  * blocks, so no temporary file is left behind. */
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -160,6 +161,8 @@ static void write_script(const bench_results *r, const char *path, FILE *gp) {
 }
 
 bool bench_plot(const bench_results *r, const char *path) {
+    /* A gnuplot that stops reading must give its error, not kill this process with SIGPIPE. */
+    signal(SIGPIPE, SIG_IGN);
     FILE *gp = popen("gnuplot", "w");
     if (!gp) {
         fprintf(stderr, "ctensor bench: --plot: cannot run gnuplot (Debian package gnuplot-nox)\n");
