@@ -1,0 +1,142 @@
+#!/bin/sh
+# `ctensor bench` end to end: a --quick run with --csv and --plot (the CSV's rows, the chart,
+# the table's statements about absent GPUs and conv2d), --json, and the bad options (one line
+# on stderr, exit status 2). Prints PASS/FAIL/SKIP per case and the closing line
+# "N passed, N failed, N skipped" that tools/run-tests.sh sums.
+#
+# Usage: cli_bench.sh CTENSOR_BINARY WORK_DIR
+cli=$1
+work=$2
+passed=0 failed=0 skipped=0
+mkdir -p "$work" || exit 1
+rm -f "$work"/*
+
+pass() { echo "PASS $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
+skip() { echo "SKIP $1: $2"; skipped=$((skipped + 1)); }
+
+have_gnuplot=no
+command -v gnuplot >/dev/null 2>&1 && have_gnuplot=yes
+
+# The main run: with the chart when gnuplot is there.
+if [ $have_gnuplot = yes ]; then
+    "$cli" bench --quick --csv "$work/bench.csv" --plot "$work/bench.svg" >"$work/out" 2>"$work/err"
+else
+    "$cli" bench --quick --csv "$work/bench.csv" >"$work/out" 2>"$work/err"
+fi
+status=$?
+if [ $status -eq 0 ]; then pass test_cli_bench_quick_run; else
+    fail test_cli_bench_quick_run "exit status $status: $(cat "$work/err")"; fi
+
+# Header, then device,op,size,seconds,with_copies rows with sane values.
+csv_check() {
+    awk -F, '
+        NR == 1 { if ($0 != "device,op,size,seconds,with_copies") { print "bad header: " $0; bad = 1 }; next }
+        NF != 5 { print "row " NR " has " NF " fields: " $0; bad = 1; next }
+        $2 !~ /^(matmul|add|sum|copy_h2d|copy_d2h)$/ { print "row " NR ": unknown op " $2; bad = 1 }
+        $3 !~ /^[0-9]+$/ || $3 + 0 <= 0 { print "row " NR ": bad size " $3; bad = 1 }
+        !($4 + 0 > 0 && $4 + 0 < 1000) { print "row " NR ": bad seconds " $4; bad = 1 }
+        $5 !~ /^[01]$/ { print "row " NR ": bad with_copies " $5; bad = 1 }
+        $1 == "cpu:0" && $5 == 0 { cpu[$2 "," $3] = 1 }
+        END {
+            for (n = 16; n <= 256; n *= 2) if (!(("matmul," n) in cpu)) { print "no cpu:0 matmul n=" n; bad = 1 }
+            for (e = 6; e <= 20; e += 2) {
+                s = 2 ^ e
+                if (!(("add," s) in cpu)) { print "no cpu:0 add at " s; bad = 1 }
+                if (!(("sum," s) in cpu)) { print "no cpu:0 sum at " s; bad = 1 }
+            }
+            exit bad
+        }' "$work/bench.csv"
+}
+if [ ! -s "$work/bench.csv" ]; then fail test_cli_bench_csv_rows "no CSV written"
+elif why=$(csv_check); then pass test_cli_bench_csv_rows
+else fail test_cli_bench_csv_rows "$why"; fi
+
+# Without a CUDA device measured, the table says the GPU columns are absent and why; with
+# one, the CSV has its rows with the copies. conv2d is named as not available either way.
+if grep -q '^cuda:[0-9]*,.*,1$' "$work/bench.csv"; then
+    pass test_cli_bench_gpu_columns
+elif grep -q '^GPU columns absent: no CUDA device measured: .' "$work/out" &&
+    grep -q '^  matmul  no GPU measured$' "$work/out"; then
+    pass test_cli_bench_gpu_columns
+else
+    fail test_cli_bench_gpu_columns "neither CUDA rows nor the absent-GPU statement"
+fi
+if grep -q 'conv2d: not available in this build (no convolution op yet)' "$work/out" &&
+    grep -q '^where the GPU (or logical device) starts to win' "$work/out"; then
+    pass test_cli_bench_conv2d_and_crossover
+else
+    fail test_cli_bench_conv2d_and_crossover "table lacks the conv2d line or the crossover section"
+fi
+
+# Logical CPU devices are measured as a GPU is: with the copies, and compared with cpu:0.
+"$cli" bench --quick --logical-cpus 2 --csv "$work/logical.csv" >"$work/out2" 2>"$work/err"
+status=$?
+if [ $status -ne 0 ]; then
+    fail test_cli_bench_logical_cpus "exit status $status: $(cat "$work/err")"
+elif [ "$(grep -c '^cpu:1,\(matmul\|add\|sum\),[0-9]*,[0-9.e+-]*,1$' "$work/logical.csv")" -ne 21 ] ||
+    [ "$(grep -c '^  [a-z]* *cpu:1: data on the device: .*; with the copies: ' "$work/out2")" -ne 3 ]; then
+    fail test_cli_bench_logical_cpus "cpu:1 lacks its 21 rows with copies or its crossover lines"
+else
+    pass test_cli_bench_logical_cpus
+fi
+
+# The chart: an SVG of some substance naming the panels and the CPU's line.
+if [ $have_gnuplot = no ]; then
+    skip test_cli_bench_plot_svg "gnuplot is not installed (Debian package gnuplot-nox)"
+elif [ "$(wc -c <"$work/bench.svg" 2>/dev/null || echo 0)" -gt 10000 ] &&
+    grep -q '<svg' "$work/bench.svg" && grep -q 'elementwise add' "$work/bench.svg" &&
+    grep -q 'cpu:0' "$work/bench.svg"; then
+    pass test_cli_bench_plot_svg
+else
+    fail test_cli_bench_plot_svg "$work/bench.svg missing, small, or without the panels"
+fi
+
+# --json: one object with the measurements (checked with Python's json when it is there).
+if ! command -v python3 >/dev/null 2>&1; then
+    skip test_cli_bench_json "python3 is not installed to parse the JSON"
+elif "$cli" bench --quick --device cpu --json 2>"$work/err" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+ops = {m["op"] for m in d["measurements"] if m["device"] == "cpu:0"}
+assert ops == {"matmul", "add", "sum"}, ops
+assert d["gpu_absent"] and "conv2d" in d["unavailable"][0]["reason"]
+' 2>>"$work/err"; then
+    pass test_cli_bench_json
+else
+    fail test_cli_bench_json "$(tail -n 3 "$work/err")"
+fi
+
+# A bad option: exit status 2 and exactly one line on stderr containing $2.
+expect_error() {
+    name=$1 needle=$2
+    shift 2
+    "$@" >"$work/out" 2>"$work/err"
+    status=$?
+    lines=$(wc -l <"$work/err")
+    if [ $status -eq 2 ] && [ "$lines" -eq 1 ] && grep -q -- "$needle" "$work/err"; then
+        pass "$name"
+    else
+        fail "$name" "exit $status, $lines lines on stderr: $(cat "$work/err")"
+    fi
+}
+expect_error test_cli_bench_unknown_option "--bogus" "$cli" bench --bogus
+expect_error test_cli_bench_bad_device "bogus" "$cli" bench --device bogus
+expect_error test_cli_bench_bad_logical_cpus "from 2 to 16" "$cli" bench --logical-cpus 99
+expect_error test_cli_bench_missing_value "needs a value" "$cli" bench --csv
+expect_error test_cli_bench_unwritable_csv "cannot write" \
+    "$cli" bench --quick --csv "$work/no-such-dir/bench.csv"
+expect_error test_cli_bench_plot_extension ".svg or .png" "$cli" bench --plot "$work/bench.txt"
+expect_error test_cli_bench_plot_without_gnuplot "gnuplot-nox" \
+    env PATH=/nonexistent "$cli" bench --quick --plot "$work/bench2.svg"
+if ! grep -q '^cuda:' "$work/bench.csv"; then
+    expect_error test_cli_bench_absent_gpu_device "cuda" "$cli" bench --device cuda:0
+else
+    skip test_cli_bench_absent_gpu_device "a CUDA device is present"
+fi
+
+if "$cli" bench --help | grep -q '^usage: ctensor bench'; then pass test_cli_bench_help; else
+    fail test_cli_bench_help "--help printed no usage"; fi
+
+echo "$passed passed, $failed failed, $skipped skipped"
+[ $failed -eq 0 ]
