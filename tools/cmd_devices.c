@@ -11,7 +11,8 @@ static const char devices_help[] =
     "usage: ctensor devices [--json]\n\n"
     "Lists the physical and logical devices: name, type, index, total and free memory, the\n"
     "memory limit, compute capability and multiprocessors (GPU), cores, SIMD features and\n"
-    "BLAS (CPU), and the device \"auto\" picks. Without a usable GPU it says why.\n\n"
+    "BLAS (CPU), and the device \"auto\" picks. Without a usable GPU it says why.\n"
+    "Exit status 0, or 1 when a device's properties cannot be read.\n\n"
     "  --json   one JSON object instead of the table\n"
     "  --help   this text\n";
 
@@ -66,27 +67,37 @@ static void json_row(const ct_device_properties *p, const ct_cli_cpu *cpu, const
     printf(", \"blas_threads\": %d, \"openmp_threads\": %d}", blas->threads, blas->omp_threads);
 }
 
-/* Every device of both types, the table's rows or the JSON array's entries. */
+/* Every device of both types, the table's rows or the JSON array's entries; 1 when a
+ * device's properties could not be read. */
 static int list_devices(bool json, const ct_cli_cpu *cpu, const ct_cli_blas *blas) {
     static const ct_device_type types[] = {CT_DEVICE_CPU, CT_DEVICE_CUDA};
-    int listed = 0;
+    int listed = 0, status = 0;
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
         if (types[t] == CT_DEVICE_CUDA && !ct_cuda_is_available()) break;
         int count = ct_device_count(types[t]);
         for (int i = 0; i < count; i++) {
             ct_device_properties p;
-            if (ct_device_info((ct_device){types[t], i}, &p) != CT_OK) {
-                fprintf(stderr, "ctensor devices: %s\n", ct_last_error());
-                return 2;
-            }
-            if (json)
+            ct_device device = {types[t], i};
+            char dev[32];
+            /* A device whose properties cannot be read is still listed, with the reason. */
+            if (ct_device_info(device, &p) != CT_OK) {
+                ct_device_str(device, dev, sizeof dev);
+                if (json) {
+                    printf("%s\n    {\"device\": \"%s\", \"error\": ", listed ? "," : "", dev);
+                    ct_cli_json_string(stdout, ct_last_error());
+                    printf("}");
+                } else {
+                    printf("%-8s %s\n", dev, ct_last_error());
+                }
+                status = 1;
+            } else if (json)
                 json_row(&p, cpu, blas, listed == 0);
             else
                 print_row(&p);
             listed++;
         }
     }
-    return 0;
+    return status;
 }
 
 int ct_cli_devices(int argc, char **argv) {
@@ -106,7 +117,7 @@ int ct_cli_devices(int argc, char **argv) {
     else
         printf("%-8s %-4s %5s %-8s %-36s %10s %10s %10s %4s %5s\n", "DEVICE", "TYPE", "INDEX",
                "KIND", "NAME", "TOTAL", "FREE", "LIMIT", "CC", "SM/CORES");
-    if ((status = list_devices(json, &cpu, &blas)) != 0) return status;
+    status = list_devices(json, &cpu, &blas);
     const char *reason = ct_cuda_unavailable_reason();
     if (json) {
         printf("\n  ],\n  \"auto\": \"%s\",\n  \"cuda_available\": %s,\n  "
@@ -114,11 +125,11 @@ int ct_cli_devices(int argc, char **argv) {
                picked, reason[0] ? "false" : "true");
         ct_cli_json_string(stdout, reason[0] ? reason : NULL);
         printf("\n}\n");
-        return 0;
+        return status;
     }
     printf("\nCPU: %d cores, SIMD %s; BLAS %s (%d threads); %d OpenMP threads\n", cpu.cores,
            cpu.features, blas.config, blas.threads, blas.omp_threads);
     if (reason[0]) printf("CUDA: unavailable: %s\n", reason);
     printf("auto picks %s\n", picked);
-    return 0;
+    return status;
 }

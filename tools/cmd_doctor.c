@@ -70,7 +70,8 @@ static void check_driver(doctor_report *r) {
                    "libcuda.so.1 loaded; the driver supports CUDA %s",
                    doctor_version_text(version, text, sizeof text));
     r->driver = version;
-    dlclose(lib);
+    /* lib stays loaded, as the libraries below do: CUDA's libraries are not all made to be
+     * unloaded from a running process, and this one ends soon. */
 }
 
 /* A plugin that exists but does not load is a broken install; none at all, or
@@ -171,7 +172,6 @@ static void check_library(doctor_report *r, const char *name, const char *soname
     }
     library_version(lib, soname, version, sizeof version);
     doctor_add(r, name, CHECK_PASS, DOCTOR_OK, NULL, "%s loaded, %s", soname, version);
-    dlclose(lib);
 }
 
 static void check_visible(doctor_report *r) {
