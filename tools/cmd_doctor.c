@@ -41,7 +41,8 @@ void doctor_add(doctor_report *r, const char *name, check_state state, int fail_
     }
 }
 
-const char *doctor_version_text(int version, char *buf, size_t size) {
+/* "13.0" from CUDA's 13000. */
+static const char *doctor_version_text(int version, char *buf, size_t size) {
     snprintf(buf, size, "%d.%d", version / 1000, version % 1000 / 10);
     return buf;
 }

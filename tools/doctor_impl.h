@@ -33,9 +33,6 @@ typedef struct {
 void doctor_add(doctor_report *r, const char *name, check_state state, int fail_status,
                 const char *fix, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
-/* "13.0" from CUDA's 13000. */
-const char *doctor_version_text(int version, char *buf, size_t size);
-
 /* Each CUDA device's architecture and self-test (doctor_gpu.c). */
 void doctor_check_gpus(doctor_report *r, const ct_cuda_build_info *info);
 
