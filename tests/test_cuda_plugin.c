@@ -55,6 +55,20 @@ TEST(test_cuda_plugin_reason_without_gpu) {
     CHECK_ERROR(CT_ERR_DEVICE_UNAVAILABLE, "libcuda.so.1");
 }
 
+/* The build facts come from the plugin's second export, which needs no driver. */
+TEST(test_cuda_plugin_build_info) {
+    if (!plugin_built) {
+        ct_test_skip("built without the CUDA plugin");
+        return;
+    }
+    ct_cuda_build_info info;
+    CHECK_OK(ct_cuda_get_build_info(&info));
+    CHECK(info.plugin_loaded);
+    CHECK(strcmp(info.plugin_path, plugin_path) == 0);
+    CHECK(info.runtime_version >= 11000 && info.runtime_version % 10 == 0);
+    CHECK(!ct_cuda_is_available() || info.driver_version > 0);
+}
+
 TEST(test_cuda_plugin_device_info) {
     if (!need_gpu()) return;
     CHECK(strcmp(ct_cuda_unavailable_reason(), "") == 0);

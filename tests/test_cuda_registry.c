@@ -22,6 +22,20 @@ TEST(test_cuda_registry_missing_plugin_reason) {
     CHECK(ct_device_count(CT_DEVICE_CUDA) == 0);
 }
 
+TEST(test_cuda_registry_missing_plugin_build_info) {
+    ct_cuda_build_info info;
+    CHECK_OK(ct_cuda_get_build_info(&info));
+    CHECK(!info.plugin_loaded);
+    CHECK(strcmp(info.plugin_path, MISSING_PLUGIN) == 0);
+    CHECK(info.runtime_version == 0 && info.driver_version == 0);
+    CHECK(info.real_archs[0] == '\0' && info.ptx_archs[0] == '\0');
+}
+
+TEST(test_cuda_registry_build_info_null) {
+    CHECK(ct_cuda_get_build_info(NULL) == CT_ERR_INVALID_ARG);
+    CHECK_ERROR(CT_ERR_INVALID_ARG, "ct_cuda_get_build_info: out is NULL");
+}
+
 TEST(test_cuda_registry_missing_plugin_device_check) {
     CHECK(ct_device_check((ct_device){CT_DEVICE_CUDA, 0}) == CT_ERR_DEVICE_UNAVAILABLE);
     CHECK_ERROR(CT_ERR_DEVICE_UNAVAILABLE, MISSING_PLUGIN);

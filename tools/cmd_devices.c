@@ -1,11 +1,135 @@
-/* PLACEHOLDER until `ctensor devices` lands: replace this whole file. */
+/* `ctensor devices`: every physical and logical device with its memory and capability, the
+ * CPU's SIMD features and BLAS, and the device "auto" picks; why CUDA is absent if it is. */
+#include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cli_impl.h"
+#include "ctensor/ctensor.h"
+
+static const char devices_help[] =
+    "usage: ctensor devices [--json]\n\n"
+    "Lists the physical and logical devices: name, type, index, total and free memory, the\n"
+    "memory limit, compute capability and multiprocessors (GPU), cores, SIMD features and\n"
+    "BLAS (CPU), and the device \"auto\" picks. Without a usable GPU it says why.\n"
+    "Exit status 0, or 1 when a device's properties cannot be read.\n\n"
+    "  --json   one JSON object instead of the table\n"
+    "  --help   this text\n";
+
+/* "12.3 GiB", or "-" for 0 (unknown or no limit). */
+static const char *bytes_text(size_t bytes, char *buf, size_t size) {
+    if (bytes == 0)
+        snprintf(buf, size, "-");
+    else
+        snprintf(buf, size, "%.1f GiB", (double)bytes / (1024.0 * 1024.0 * 1024.0));
+    return buf;
+}
+
+static void print_row(const ct_device_properties *p) {
+    char dev[32], total[32], free_text[32], limit[32], cc[16];
+    ct_device_str(p->device, dev, sizeof dev);
+    bool gpu = p->device.type == CT_DEVICE_CUDA;
+    if (gpu)
+        snprintf(cc, sizeof cc, "%d.%d", p->compute_capability_major, p->compute_capability_minor);
+    else
+        snprintf(cc, sizeof cc, "-");
+    printf("%-8s %-4s %5d %-8s %-36.36s %10s %10s %10s %4s %5d\n", dev, gpu ? "cuda" : "cpu",
+           p->device.index, p->is_logical ? "logical" : "physical", p->name,
+           bytes_text(p->memory_total, total, sizeof total),
+           bytes_text(p->memory_free, free_text, sizeof free_text),
+           bytes_text(p->memory_limit, limit, sizeof limit), cc, p->multiprocessors);
+}
+
+static void json_row(const ct_device_properties *p, const ct_cli_cpu *cpu, const ct_cli_blas *blas,
+                     bool first) {
+    char dev[32];
+    bool gpu = p->device.type == CT_DEVICE_CUDA;
+    printf("%s\n    {\"device\": ", first ? "" : ",");
+    ct_cli_json_string(stdout, ct_device_str(p->device, dev, sizeof dev));
+    printf(", \"type\": \"%s\", \"index\": %d, \"physical_index\": %d, \"logical\": %s, "
+           "\"name\": ",
+           gpu ? "cuda" : "cpu", p->device.index, p->physical_index,
+           p->is_logical ? "true" : "false");
+    ct_cli_json_string(stdout, p->name);
+    printf(", \"memory_total\": %zu, \"memory_free\": %zu, \"memory_limit\": %zu", p->memory_total,
+           p->memory_free, p->memory_limit);
+    if (gpu) {
+        printf(", \"compute_capability\": \"%d.%d\", \"multiprocessors\": %d}",
+               p->compute_capability_major, p->compute_capability_minor, p->multiprocessors);
+        return;
+    }
+    printf(", \"cores\": %d, \"simd\": {\"avx2\": %s, \"avx512f\": %s, \"avx512_bf16\": %s, "
+           "\"f16c\": %s, \"fma\": %s}, \"blas\": ",
+           cpu->cores, cpu->avx2 ? "true" : "false", cpu->avx512f ? "true" : "false",
+           cpu->avx512_bf16 ? "true" : "false", cpu->f16c ? "true" : "false",
+           cpu->fma ? "true" : "false");
+    ct_cli_json_string(stdout, blas->config);
+    printf(", \"blas_threads\": %d, \"openmp_threads\": %d}", blas->threads, blas->omp_threads);
+}
+
+/* Every device of both types, the table's rows or the JSON array's entries; 1 when a
+ * device's properties could not be read. */
+static int list_devices(bool json, const ct_cli_cpu *cpu, const ct_cli_blas *blas) {
+    static const ct_device_type types[] = {CT_DEVICE_CPU, CT_DEVICE_CUDA};
+    int listed = 0, status = 0;
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        if (types[t] == CT_DEVICE_CUDA && !ct_cuda_is_available()) break;
+        int count = ct_device_count(types[t]);
+        for (int i = 0; i < count; i++) {
+            ct_device_properties p;
+            ct_device device = {types[t], i};
+            char dev[32];
+            /* A device whose properties cannot be read is still listed, with the reason. */
+            if (ct_device_info(device, &p) != CT_OK) {
+                ct_device_str(device, dev, sizeof dev);
+                if (json) {
+                    printf("%s\n    {\"device\": \"%s\", \"error\": ", listed ? "," : "", dev);
+                    ct_cli_json_string(stdout, ct_last_error());
+                    printf("}");
+                } else {
+                    printf("%-8s %s\n", dev, ct_last_error());
+                }
+                status = 1;
+            } else if (json)
+                json_row(&p, cpu, blas, listed == 0);
+            else
+                print_row(&p);
+            listed++;
+        }
+    }
+    return status;
+}
 
 int ct_cli_devices(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "ctensor devices: not implemented yet\n");
-    return 2;
+    bool json;
+    int status = ct_cli_parse_flags(argc, argv, &json, devices_help);
+    if (status >= 0) return status;
+    ct_cli_cpu cpu;
+    ct_cli_blas blas;
+    ct_cli_cpu_info(&cpu);
+    ct_cli_blas_info(&blas);
+    ct_device chosen = CT_CPU;
+    char picked[32];
+    if (ct_device_parse("auto", &chosen) != CT_OK) chosen = CT_CPU;
+    ct_device_str(chosen, picked, sizeof picked);
+    if (json)
+        printf("{\"devices\": [");
+    else
+        printf("%-8s %-4s %5s %-8s %-36s %10s %10s %10s %4s %5s\n", "DEVICE", "TYPE", "INDEX",
+               "KIND", "NAME", "TOTAL", "FREE", "LIMIT", "CC", "SM/CORES");
+    status = list_devices(json, &cpu, &blas);
+    const char *reason = ct_cuda_unavailable_reason();
+    if (json) {
+        printf("\n  ],\n  \"auto\": \"%s\",\n  \"cuda_available\": %s,\n  "
+               "\"cuda_unavailable_reason\": ",
+               picked, reason[0] ? "false" : "true");
+        ct_cli_json_string(stdout, reason[0] ? reason : NULL);
+        printf("\n}\n");
+        return status;
+    }
+    printf("\nCPU: %d cores, SIMD %s; BLAS %s (%d threads); %d OpenMP threads\n", cpu.cores,
+           cpu.features, blas.config, blas.threads, blas.omp_threads);
+    if (reason[0]) printf("CUDA: unavailable: %s\n", reason);
+    printf("auto picks %s\n", picked);
+    return status;
 }

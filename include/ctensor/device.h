@@ -58,6 +58,22 @@ CT_API bool ct_cuda_is_available(void);
 /* Why CUDA cannot be used, in one line, or "" when it can. Never NULL. */
 CT_API const char *ct_cuda_unavailable_reason(void);
 
+/* What the CUDA plugin was built with and where it was found, for diagnosis (`ctensor
+ * doctor`). Filled even when CUDA is unusable, as far as the plugin could be loaded: a
+ * plugin that loads but finds no driver still tells its CUDA runtime version. */
+typedef struct ct_cuda_build_info {
+    bool plugin_loaded;     /* the plugin library was found and loaded */
+    char plugin_path[1024]; /* the library loaded, or the path tried when none loaded */
+    int runtime_version;    /* CUDA runtime built in, e.g. 13000 for 13.0; 0 unknown */
+    int driver_version;     /* CUDA version the driver supports, as the plugin saw it; 0 none */
+    char real_archs[64];    /* native code in the build, e.g. "80,90"; "" unknown */
+    char ptx_archs[64];     /* PTX in the build, e.g. "90" */
+} ct_cuda_build_info;
+
+/* Loads the plugin on first call like ct_cuda_is_available(); CT_OK even when there is no
+ * plugin (plugin_loaded false), CT_ERR_INVALID_ARG for a NULL out. */
+CT_API ct_status ct_cuda_get_build_info(ct_cuda_build_info *out);
+
 /* Number of (logical) devices of a type: at least 1 for the CPU. */
 CT_API int ct_device_count(ct_device_type type);
 

@@ -29,6 +29,13 @@ typedef const ct_backend *(*ct_plugin_entry_fn)(const ct_plugin_host *host, char
 
 #define CT_CUDA_PLUGIN_ENTRY "ct_cuda_plugin_entry"
 
+/* A second export that needs no driver: the plugin's build facts (runtime version,
+ * architectures) and the driver version it sees, for ct_cuda_get_build_info. Optional: a
+ * plugin without it leaves those fields zero. */
+typedef void (*ct_plugin_info_fn)(ct_cuda_build_info *out);
+
+#define CT_CUDA_PLUGIN_INFO "ct_cuda_plugin_info"
+
 #ifdef __cplusplus
 }
 #endif

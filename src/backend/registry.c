@@ -28,6 +28,7 @@ static const ct_plugin_host plugin_host = {CT_PLUGIN_ABI_VERSION, host_set_error
 static pthread_once_t cuda_once = PTHREAD_ONCE_INIT;
 static const ct_backend *cuda_backend;
 static char cuda_reason[2048];
+static ct_cuda_build_info cuda_build; /* what the plugin said of itself, and its path */
 
 /* The folder of the library holding this code, so the plugin is found beside it. */
 static void plugin_path_beside_library(char *path, size_t size) {
@@ -74,6 +75,7 @@ static void *open_plugin(void) {
     const char *env = getenv("CT_CUDA_PLUGIN");
     void *handle;
     if (env && *env) {
+        snprintf(cuda_build.plugin_path, sizeof cuda_build.plugin_path, "%s", env);
         if (!(handle = try_open(env, error, sizeof error)))
             snprintf(cuda_reason, sizeof cuda_reason,
                      "CT_CUDA_PLUGIN=\"%s\" names a CUDA plugin that cannot be loaded (%s); "
@@ -82,6 +84,8 @@ static void *open_plugin(void) {
         return handle;
     }
     plugin_path_beside_library(beside, sizeof beside);
+    snprintf(cuda_build.plugin_path, sizeof cuda_build.plugin_path, "%s",
+             beside[0] ? beside : "libctensor_cuda.so");
     if (beside[0] && access(beside, F_OK) == 0) {
         if (!(handle = try_open(beside, error, sizeof error))) why_no_plugin(beside, error, true);
         return handle;
@@ -93,6 +97,17 @@ static void *open_plugin(void) {
     why_no_plugin(exists ? "libctensor_cuda.so (found on the loader's search path)" : tried, error,
                   exists);
     return NULL;
+}
+
+/* The plugin's own account of its build, which it gives without a driver. */
+static void read_build_info(void *handle, ct_plugin_entry_fn entry) {
+    ct_plugin_info_fn info;
+    Dl_info where;
+    cuda_build.plugin_loaded = true;
+    if (dladdr(*(void **)&entry, &where) && where.dli_fname)
+        snprintf(cuda_build.plugin_path, sizeof cuda_build.plugin_path, "%s", where.dli_fname);
+    *(void **)&info = dlsym(handle, CT_CUDA_PLUGIN_INFO);
+    if (info) info(&cuda_build);
 }
 
 static void load_cuda_plugin(void) {
@@ -108,6 +123,7 @@ static void load_cuda_plugin(void) {
         return;
     }
     cuda_backend = entry(&plugin_host, cuda_reason, sizeof cuda_reason);
+    read_build_info(handle, entry);
     if (cuda_backend && cuda_backend->device_count() == 0) {
         cuda_backend = NULL;
         if (!cuda_reason[0]) snprintf(cuda_reason, sizeof cuda_reason, "no CUDA device found");
@@ -150,4 +166,11 @@ bool ct_cuda_is_available(void) {
 const char *ct_cuda_unavailable_reason(void) {
     pthread_once(&cuda_once, load_cuda_plugin);
     return cuda_backend ? "" : cuda_reason;
+}
+
+ct_status ct_cuda_get_build_info(ct_cuda_build_info *out) {
+    if (!out) return ct__error(CT_ERR_INVALID_ARG, "ct_cuda_get_build_info: out is NULL");
+    pthread_once(&cuda_once, load_cuda_plugin);
+    *out = cuda_build;
+    return CT_OK;
 }

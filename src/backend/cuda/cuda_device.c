@@ -237,3 +237,15 @@ ct_cuda_plugin_entry(const ct_plugin_host *host, char *reason, size_t reason_siz
     if (!check_architectures(reason, reason_size)) return NULL;
     return &cuda_backend;
 }
+
+/* Needs no driver: the runtime version is fixed when the plugin is built, and
+ * cudaDriverGetVersion gives 0 when there is no driver. Leaves the path fields alone. */
+__attribute__((visibility("default"))) void ct_cuda_plugin_info(ct_cuda_build_info *out) {
+    int driver = 0;
+    if (cudaDriverGetVersion(&driver) != cudaSuccess) driver = 0;
+    (void)cudaGetLastError();
+    out->runtime_version = CUDART_VERSION;
+    out->driver_version = driver;
+    snprintf(out->real_archs, sizeof out->real_archs, "%s", CT_CUDA_REAL_ARCHS);
+    snprintf(out->ptx_archs, sizeof out->ptx_archs, "%s", CT_CUDA_PTX_ARCHS);
+}
