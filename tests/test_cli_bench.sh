@@ -4,7 +4,7 @@
 # on stderr, exit status 2). Prints PASS/FAIL/SKIP per case and the closing line
 # "N passed, N failed, N skipped" that tools/run-tests.sh sums.
 #
-# Usage: cli_bench.sh CTENSOR_BINARY WORK_DIR
+# Usage: test_cli_bench.sh CTENSOR_BINARY WORK_DIR
 cli=$1
 work=$2
 passed=0 failed=0 skipped=0
