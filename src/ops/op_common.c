@@ -116,7 +116,7 @@ bool ct__ew_flat(ct_ew_args *args, int n, const ct_tensor *const *tensors) {
     const ct_tensor *first = tensors[0];
     for (int i = 0; i < n; i++) {
         const ct_tensor *t = tensors[i];
-        if (t->ndim != first->ndim || !ct_is_contiguous(t)) return false;
+        if (t->ndim != first->ndim || !t->contiguous) return false;
         for (int d = 0; d < t->ndim; d++)
             if (t->shape[d] != first->shape[d]) return false;
     }
