@@ -25,14 +25,6 @@
 
 #include "ctensor/ctensor.h"
 
-/* The ops reach the library one branch at a time: weak references let this harness build
- * and run against a library that lacks some of them, and say so in the table. */
-#pragma weak ct_add
-#pragma weak ct_mul
-#pragma weak ct_exp
-#pragma weak ct_sum
-#pragma weak ct_matmul
-
 typedef ct_status (*call_fn)(void *ctx);
 
 static double budget_s = 0.5;  /* timed seconds per figure (after the warm-up) */
@@ -129,27 +121,18 @@ static void report_timing(const char *bench, const char *impl, const char *unit,
     report(bench, impl, unit, work > 0 ? work / seconds : seconds * 1e9, NULL);
 }
 
-static void report_missing(const char *bench, const char *unit, const char *op) {
-    char note[128];
-    snprintf(note, sizeof note, "%s is not in this build of the library", op);
-    report(bench, "ctensor", unit, -1.0, note);
-}
-
-/* Time ctensor's call (NULL when the library lacks op) beside a direct C call (NULL: none)
- * in alternating batches, and report both. work: units of work per call (0: report ns). */
-static void measure_pair(const char *bench, const char *unit, double work, const char *op,
-                         call_fn ct_fn, void *ct_ctx, call_fn direct_fn, void *direct_ctx) {
+/* Time ctensor's call beside a direct C call (NULL: none) in alternating batches, and
+ * report both. work: units of work per call (0: report ns). */
+static void measure_pair(const char *bench, const char *unit, double work, call_fn ct_fn,
+                         void *ct_ctx, call_fn direct_fn, void *direct_ctx) {
     timing t[2] = {{.fn = direct_fn, .ctx = direct_ctx}, {.fn = ct_fn, .ctx = ct_ctx}};
     timing *first = direct_fn ? &t[0] : &t[1];
-    int n = (direct_fn != NULL) + (ct_fn != NULL);
+    int n = direct_fn ? 2 : 1;
     double seconds[2] = {-1.0, -1.0};
     ct_clear_error();
-    if (n > 0) time_interleaved(n, first, direct_fn ? seconds : seconds + 1);
+    time_interleaved(n, first, direct_fn ? seconds : seconds + 1);
     if (direct_fn) report_timing(bench, "direct", unit, work, &t[0], seconds[0]);
-    if (ct_fn)
-        report_timing(bench, "ctensor", unit, work, &t[1], seconds[1]);
-    else
-        report_missing(bench, unit, op);
+    report_timing(bench, "ctensor", unit, work, &t[1], seconds[1]);
 }
 
 /* n f32 values uniform in [-1, 1) from a fixed LCG (runs compare); malloc'd. */
@@ -253,8 +236,8 @@ static void bench_matmul(int n) {
     if (a && b && hc) {
         sgemm_ctx g = {n, ha, hb, hc};
         op_ctx c = {.binary = ct_matmul, .a = a, .b = b};
-        measure_pair(bench, "GFLOP/s", 2.0 * n * (double)n * n * 1e-9, "ct_matmul",
-                     ct_matmul ? call_binary : NULL, &c, call_sgemm, &g);
+        measure_pair(bench, "GFLOP/s", 2.0 * n * (double)n * n * 1e-9, call_binary, &c, call_sgemm,
+                     &g);
     } else {
         report(bench, "ctensor", "GFLOP/s", -1.0, "could not make the inputs");
     }
@@ -289,14 +272,12 @@ static void bench_elementwise(int64_t n) {
                {"exp", NULL, ct_exp, 8, NULL}};
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
         snprintf(bench, sizeof bench, "%s f32 %s", ops[i].name, label);
-        char op[16];
-        snprintf(op, sizeof op, "ct_%s", ops[i].name);
         op_ctx c = {ops[i].binary, ops[i].unary, a, b};
-        call_fn fn = c.binary ? call_binary : c.unary ? call_unary : NULL;
+        call_fn fn = c.binary ? call_binary : call_unary;
         if (!a || !b || !hr)
             report(bench, "ctensor", "GB/s", -1.0, "could not make the inputs");
         else
-            measure_pair(bench, "GB/s", ops[i].bytes_per_element * (double)n * 1e-9, op, fn, &c,
+            measure_pair(bench, "GB/s", ops[i].bytes_per_element * (double)n * 1e-9, fn, &c,
                          ops[i].direct, &d);
     }
     free(ha);
@@ -316,12 +297,9 @@ static void bench_copy_and_sum(int64_t n) {
     op_ctx c = {NULL, ct_clone, a, NULL};
     snprintf(bench, sizeof bench, "clone f32 %s", label);
     if (a && hr)
-        measure_pair(bench, "GB/s", 8.0 * (double)n * 1e-9, "ct_clone", call_unary, &c, call_memcpy,
-                     &d);
+        measure_pair(bench, "GB/s", 8.0 * (double)n * 1e-9, call_unary, &c, call_memcpy, &d);
     snprintf(bench, sizeof bench, "sum f32 %s", label);
-    if (a)
-        measure_pair(bench, "GB/s", 4.0 * (double)n * 1e-9, "ct_sum", ct_sum ? call_sum : NULL, &c,
-                     NULL, NULL);
+    if (a) measure_pair(bench, "GB/s", 4.0 * (double)n * 1e-9, call_sum, &c, NULL, NULL);
     free(ha);
     free(hr);
     ct_release(a);
@@ -333,9 +311,7 @@ static void bench_one_element(void) {
     float values[2] = {0.5f, 0.25f};
     ct_tensor *a = tensor_of(values, 1, &one), *b = tensor_of(values + 1, 1, &one);
     op_ctx c = {ct_add, NULL, a, b};
-    if (a && b)
-        measure_pair("add 1 element", "ns", 0.0, "ct_add", ct_add ? call_binary : NULL, &c, NULL,
-                     NULL);
+    if (a && b) measure_pair("add 1 element", "ns", 0.0, call_binary, &c, NULL, NULL);
     ct_release(a);
     ct_release(b);
 }

@@ -23,6 +23,11 @@ bool ct__device_is_split(ct_device_type type);
 /* The memory limit configured for a logical device (0 = none). */
 size_t ct__logical_limit(ct_device device);
 
+/* ct_device_equal for the library's hot paths (inlined). */
+static inline bool ct__same_device(ct_device a, ct_device b) {
+    return a.type == b.type && a.index == b.index;
+}
+
 /* A dense id for (type, index), for per-device tables: 0 .. CT_DEVICE_SLOTS - 1. */
 #define CT_DEVICE_SLOTS (2 * CT_MAX_LOGICAL_DEVICES)
 static inline int ct__device_slot(ct_device device) {

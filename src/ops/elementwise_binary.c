@@ -95,7 +95,7 @@ static ct_tensor *binary(const char *name, ct_binary_op op, int kind, const ct_t
         return NULL;
     ct_dtype promoted = ct_promote_types(a->dtype, b->dtype);
     if (bool_subtraction(name, op, promoted)) return NULL;
-    if (ct_device_equal(a->storage->device, device) && ct_device_equal(b->storage->device, device))
+    if (ct__same_device(a->storage->device, device) && ct__same_device(b->storage->device, device))
         return launch(op, kind, device, ndim, shape, promoted, a, b, NULL);
     /* A 0-d CPU tensor joins an op on another device: copy it there first. */
     ct_tensor *da = ct__operand_on(a, device, name);

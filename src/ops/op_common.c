@@ -16,6 +16,11 @@ static bool is_scalar_on_cpu(const ct_tensor *t) {
 }
 
 bool ct__check_args(const char *op, int n, const ct_tensor *const *args, ct_device *device) {
+    if (n == 2 && args[0] && args[1] &&
+        ct__same_device(args[0]->storage->device, args[1]->storage->device)) {
+        *device = args[0]->storage->device; /* the common case: both on one device */
+        return true;
+    }
     for (int i = 0; i < n; i++)
         if (!args[i]) return ct__null_arg(op, i + 1), false;
     int anchor = 0; /* the first argument that is not a CPU scalar decides the device */
@@ -27,7 +32,7 @@ bool ct__check_args(const char *op, int n, const ct_tensor *const *args, ct_devi
     ct_device d = args[anchor]->storage->device;
     for (int i = 0; i < n; i++) {
         ct_device di = args[i]->storage->device;
-        if (ct_device_equal(di, d) || is_scalar_on_cpu(args[i])) continue;
+        if (ct__same_device(di, d) || is_scalar_on_cpu(args[i])) continue;
         char a[32], b[32];
         ct_device_str(di, a, sizeof a);
         ct_device_str(d, b, sizeof b);
@@ -177,7 +182,7 @@ const ct_kernels *ct__kernels(ct_device device, int *physical) {
 }
 
 ct_tensor *ct__operand_on(const ct_tensor *t, ct_device device, const char *op) {
-    if (ct_device_equal(t->storage->device, device)) return ct__new_ref(t);
+    if (ct__same_device(t->storage->device, device)) return ct__new_ref(t);
     ct_tensor *moved = ct__tensor_new(device, t->dtype, 0, NULL);
     if (!moved) return NULL;
     if (ct__transfer(&device, moved->storage->data, &t->storage->device, ct__data(t),
