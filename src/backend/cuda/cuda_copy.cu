@@ -29,11 +29,11 @@ static __global__ void copy_convert(const __grid_constant__ ct_ew_args args, int
         char *dst = args.data[0] + off[0];
         const char *src = args.data[1] + off[1];
         if (route == COPY_TO_F32)
-            *(float *)dst = (float)ct_ew_load_f64(src, in_dtype);
+            *(float *)dst = (float)ct_cuda_load_f64(src, in_dtype);
         else if (route == COPY_VIA_I64)
-            ct_ew_store_i64(dst, out_dtype, ct_ew_load_i64(src, in_dtype));
+            ct_cuda_store_i64(dst, out_dtype, ct_cuda_load_i64(src, in_dtype));
         else
-            ct_ew_store_f64(dst, out_dtype, ct_ew_load_f64(src, in_dtype));
+            ct_cuda_store_f64(dst, out_dtype, ct_cuda_load_f64(src, in_dtype));
     }
 }
 

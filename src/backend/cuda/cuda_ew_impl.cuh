@@ -26,6 +26,7 @@
 #include <cuda_fp16.h>
 
 #include "backend/cuda/cuda_impl.h"
+#include "backend/cuda/cuda_load_impl.cuh"
 #include "core/dtype_impl.h"
 
 #define CT_EW_DEV static __device__ __forceinline__
@@ -85,103 +86,8 @@ CT_EW_DEV void ct_ew_offsets(const ct_ew_args &a, I i, int64_t off[N]) {
     }
 }
 
-/* ---- scalar conversions (core/dtype_impl.h) ---- */
-
-CT_EW_DEV float ct_ew_bf16_to_f32(uint16_t h) { return __uint_as_float((uint32_t)h << 16); }
-
-/* Exact; written out (not __half2float) so that NaN payloads convert as on the CPU. */
-CT_EW_DEV float ct_ew_f16_to_f32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t exponent = (h >> 10) & 0x1fu;
-    uint32_t mantissa = h & 0x3ffu;
-    if (exponent == 0x1f) return __uint_as_float(sign | 0x7f800000u | (mantissa << 13));
-    if (exponent == 0) {
-        float magnitude = (float)mantissa * 5.9604644775390625e-8f; /* 2^-24, exact */
-        return sign ? -magnitude : magnitude;
-    }
-    return __uint_as_float(sign | ((exponent + 112u) << 23) | (mantissa << 13));
-}
-
-/* Round to nearest even in hardware; NaN keeps its sign and top payload bits with the quiet
- * bit set, as the CPU's conversion does (the intrinsic would give a canonical NaN). */
-CT_EW_DEV uint16_t ct_ew_f32_to_f16(float f) {
-    uint32_t u = __float_as_uint(f);
-    if ((u & 0x7fffffffu) > 0x7f800000u)
-        return (uint16_t)(((u >> 16) & 0x8000u) | 0x7e00u | ((u >> 13) & 0x3ffu));
-    return __half_as_ushort(__float2half_rn(f));
-}
-
-CT_EW_DEV uint16_t ct_ew_f32_to_bf16(float f) {
-    uint32_t u = __float_as_uint(f);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x0040u);
-    return __bfloat16_as_ushort(__float2bfloat16_rn(f));
-}
-
-/* v rounded to float with round-to-odd (toward zero, the last bit set when inexact):
- * rounding it again to f16 or bf16 gives the correctly rounded v. */
-CT_EW_DEV float ct_ew_f64_to_f32_odd(double v) {
-    float f = __double2float_rz(v);
-    if ((double)f == v || v != v) return f;
-    return __uint_as_float(__float_as_uint(f) | 1u);
-}
-
-/* C's cast, defined for every input: NaN gives 0, out-of-range values saturate. */
-CT_EW_DEV int64_t ct_ew_f64_to_i64(double v) {
-    if (v != v) return 0;
-    if (v >= 9223372036854775807.0) return INT64_MAX;
-    if (v <= -9223372036854775808.0) return INT64_MIN;
-    return (int64_t)v;
-}
-
-/* ---- generic loads and stores (ct__load_f64, ct__load_i64, ct__store_f64/i64) ---- */
-
-CT_EW_DEV double ct_ew_load_f64(const char *p, ct_dtype dtype) {
-    switch (dtype) {
-    case CT_F32: return *(const float *)p;
-    case CT_F64: return *(const double *)p;
-    case CT_F16: return ct_ew_f16_to_f32(*(const uint16_t *)p);
-    case CT_BF16: return ct_ew_bf16_to_f32(*(const uint16_t *)p);
-    case CT_I32: return *(const int32_t *)p;
-    case CT_I64: return (double)*(const int64_t *)p;
-    case CT_U8: return *(const uint8_t *)p;
-    case CT_BOOL: return *(const uint8_t *)p != 0;
-    }
-    return 0.0;
-}
-
-CT_EW_DEV int64_t ct_ew_load_i64(const char *p, ct_dtype dtype) {
-    switch (dtype) {
-    case CT_I32: return *(const int32_t *)p;
-    case CT_I64: return *(const int64_t *)p;
-    case CT_U8: return *(const uint8_t *)p;
-    case CT_BOOL: return *(const uint8_t *)p != 0;
-    default: return ct_ew_f64_to_i64(ct_ew_load_f64(p, dtype));
-    }
-}
-
-CT_EW_DEV void ct_ew_store_f64(char *p, ct_dtype dtype, double v) {
-    switch (dtype) {
-    case CT_F32: *(float *)p = (float)v; break;
-    case CT_F64: *(double *)p = v; break;
-    case CT_F16: *(uint16_t *)p = ct_ew_f32_to_f16(ct_ew_f64_to_f32_odd(v)); break;
-    case CT_BF16: *(uint16_t *)p = ct_ew_f32_to_bf16(ct_ew_f64_to_f32_odd(v)); break;
-    case CT_I32: *(int32_t *)p = (int32_t)(uint32_t)(uint64_t)ct_ew_f64_to_i64(v); break;
-    case CT_I64: *(int64_t *)p = ct_ew_f64_to_i64(v); break;
-    case CT_U8: *(uint8_t *)p = (uint8_t)(uint64_t)ct_ew_f64_to_i64(v); break;
-    case CT_BOOL: *(uint8_t *)p = v != 0.0; break;
-    }
-}
-
-CT_EW_DEV void ct_ew_store_i64(char *p, ct_dtype dtype, int64_t v) {
-    switch (dtype) {
-    case CT_I32: *(int32_t *)p = (int32_t)(uint32_t)(uint64_t)v; break;
-    case CT_I64: *(int64_t *)p = v; break;
-    case CT_U8: *(uint8_t *)p = (uint8_t)(uint64_t)v; break;
-    case CT_BOOL: *(uint8_t *)p = v != 0; break;
-    case CT_F32: *(float *)p = (float)v; break; /* one rounding, not two through double */
-    default: ct_ew_store_f64(p, dtype, (double)v); break;
-    }
-}
+/* Scalar conversions and the generic loads and stores (ct_cuda_load_f64, ...) are in
+ * cuda_load_impl.cuh, shared with the reduce, gather and matmul kernels. */
 
 /* ---- compute domains (ct__cpu_load_* and ct__cpu_store_* of cpu_ew_block.c) ---- */
 
@@ -192,39 +98,39 @@ template <> struct ct_ew_domain<float> {
     static __device__ __forceinline__ float load(const char *p, ct_dtype dtype) {
         switch (dtype) {
         case CT_F32: return *(const float *)p;
-        case CT_F16: return ct_ew_f16_to_f32(*(const uint16_t *)p);
-        case CT_BF16: return ct_ew_bf16_to_f32(*(const uint16_t *)p);
+        case CT_F16: return ct_cuda_f16_to_f32(*(const uint16_t *)p);
+        case CT_BF16: return ct_cuda_bf16_to_f32(*(const uint16_t *)p);
         case CT_I32: return (float)*(const int32_t *)p;
         case CT_U8: return (float)*(const uint8_t *)p;
         case CT_BOOL: return (float)(*(const uint8_t *)p != 0);
-        default: return (float)ct_ew_load_f64(p, dtype);
+        default: return (float)ct_cuda_load_f64(p, dtype);
         }
     }
     static __device__ __forceinline__ void store(char *p, ct_dtype dtype, float v) {
         switch (dtype) {
         case CT_F32: *(float *)p = v; break;
-        case CT_F16: *(uint16_t *)p = ct_ew_f32_to_f16(v); break;
-        case CT_BF16: *(uint16_t *)p = ct_ew_f32_to_bf16(v); break;
-        default: ct_ew_store_f64(p, dtype, v); break;
+        case CT_F16: *(uint16_t *)p = ct_cuda_f32_to_f16(v); break;
+        case CT_BF16: *(uint16_t *)p = ct_cuda_f32_to_bf16(v); break;
+        default: ct_cuda_store_f64(p, dtype, v); break;
         }
     }
 };
 
 template <> struct ct_ew_domain<double> {
     static __device__ __forceinline__ double load(const char *p, ct_dtype dtype) {
-        return ct_ew_load_f64(p, dtype);
+        return ct_cuda_load_f64(p, dtype);
     }
     static __device__ __forceinline__ void store(char *p, ct_dtype dtype, double v) {
-        ct_ew_store_f64(p, dtype, v);
+        ct_cuda_store_f64(p, dtype, v);
     }
 };
 
 template <> struct ct_ew_domain<int64_t> {
     static __device__ __forceinline__ int64_t load(const char *p, ct_dtype dtype) {
-        return ct_ew_load_i64(p, dtype);
+        return ct_cuda_load_i64(p, dtype);
     }
     static __device__ __forceinline__ void store(char *p, ct_dtype dtype, int64_t v) {
-        ct_ew_store_i64(p, dtype, v);
+        ct_cuda_store_i64(p, dtype, v);
     }
 };
 
@@ -235,7 +141,7 @@ template <> struct ct_ew_domain<int32_t> {
         case CT_I32: return *(const int32_t *)p;
         case CT_U8: return *(const uint8_t *)p;
         case CT_BOOL: return *(const uint8_t *)p != 0;
-        default: return (int32_t)(uint32_t)(uint64_t)ct_ew_load_i64(p, dtype);
+        default: return (int32_t)(uint32_t)(uint64_t)ct_cuda_load_i64(p, dtype);
         }
     }
     static __device__ __forceinline__ void store(char *p, ct_dtype dtype, int32_t v) {
@@ -243,7 +149,7 @@ template <> struct ct_ew_domain<int32_t> {
         case CT_I32: *(int32_t *)p = v; break;
         case CT_U8: *(uint8_t *)p = (uint8_t)(uint32_t)v; break;
         case CT_BOOL: *(uint8_t *)p = v != 0; break;
-        default: ct_ew_store_i64(p, dtype, v); break;
+        default: ct_cuda_store_i64(p, dtype, v); break;
         }
     }
 };

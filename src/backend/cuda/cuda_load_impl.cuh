@@ -2,8 +2,7 @@
 // domains, with the rounding rules of the CPU's core/dtype_impl.h (whose helpers are host
 // only): floats round to nearest even, f16/bf16 from double round once (through an f32
 // rounded to odd), integers from floats truncate toward zero and saturate (NaN gives 0),
-// integers wrap modulo 2^bits, bool is v != 0. Used by the reduce, gather and matmul
-// kernels.
+// integers wrap modulo 2^bits, bool is v != 0. Used by every CUDA kernel file.
 #ifndef CT_CUDA_LOAD_IMPL_CUH
 #define CT_CUDA_LOAD_IMPL_CUH
 
@@ -30,8 +29,17 @@ static __host__ __device__ inline bool ct_cuda_is_float(ct_dtype dtype) {
     return dtype == CT_F32 || dtype == CT_F64 || dtype == CT_F16 || dtype == CT_BF16;
 }
 
+// Exact; written out (not __half2float) so that NaN payloads convert as on the CPU.
 static __device__ inline float ct_cuda_f16_to_f32(uint16_t h) {
-    return __half2float(__ushort_as_half(h));
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exponent = (h >> 10) & 0x1fu;
+    uint32_t mantissa = h & 0x3ffu;
+    if (exponent == 0x1f) return __uint_as_float(sign | 0x7f800000u | (mantissa << 13));
+    if (exponent == 0) {
+        float magnitude = (float)mantissa * 5.9604644775390625e-8f; // 2^-24, exact
+        return sign ? -magnitude : magnitude;
+    }
+    return __uint_as_float(sign | ((exponent + 112u) << 23) | (mantissa << 13));
 }
 
 static __device__ inline float ct_cuda_bf16_to_f32(uint16_t h) {

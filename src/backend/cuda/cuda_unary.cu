@@ -156,7 +156,7 @@ static __global__ void logical_not_strided(const __grid_constant__ ct_ew_args a)
     CT_EW_LOOP(i, a.numel) {
         int64_t off[2];
         ct_ew_offsets<2>(a, (I)i, off);
-        *(uint8_t *)(a.data[0] + off[0]) = ct_ew_load_f64(a.data[1] + off[1], a.dtype[1]) == 0.0;
+        *(uint8_t *)(a.data[0] + off[0]) = ct_cuda_load_f64(a.data[1] + off[1], a.dtype[1]) == 0.0;
     }
 }
 
