@@ -303,10 +303,9 @@ extern "C" ct_status ct_cuda_binary(int device, ct_binary_op op, const ct_ew_arg
         return ct_cuda_fail(CT_ERR_INVALID_ARG, "cuda binary kernel: unknown op %d", (int)op);
     if (args->numel <= 0) return CT_OK;
     cudaStream_t stream;
-    ct_status status = ct_ew_stream(device, &stream);
+    ct_ew_args a;
+    ct_status status = ct_ew_begin(device, args, &stream, &a);
     if (status != CT_OK) return status;
-    ct_ew_args a = *args;
-    ct_ew_byte_strides(&a);
     int domain = domain_index(args->compute_dtype, args);
     if (op_kind[op] == KIND_LOGICAL) return launch_compare<double>(device, stream, a, op);
     if (op_kind[op] == KIND_COMPARE) {

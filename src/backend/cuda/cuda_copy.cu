@@ -69,10 +69,9 @@ static ct_status launch_convert(int device, cudaStream_t stream, const ct_ew_arg
 extern "C" ct_status ct_cuda_copy(int device, const ct_ew_args *args) {
     if (args->numel <= 0) return CT_OK;
     cudaStream_t stream;
-    ct_status status = ct_ew_stream(device, &stream);
+    ct_ew_args a;
+    ct_status status = ct_ew_begin(device, args, &stream, &a);
     if (status != CT_OK) return status;
-    ct_ew_args a = *args;
-    ct_ew_byte_strides(&a);
     if (a.dtype[0] != a.dtype[1]) return launch_convert(device, stream, a);
     size_t size = ct__dtype_size(a.dtype[0]);
     bool contiguous = a.ndim == 0 || (a.ndim == 1 && a.strides[0][0] == (int64_t)size &&

@@ -14,7 +14,7 @@
  * into T) and store (T into any dtype), each the exact mirror of the CPU's.
  *
  * Kernels take ct_ew_args by value as a __grid_constant__ parameter (no per-thread copy)
- * with strides converted to BYTES by ct_ew_byte_strides, and walk their elements in
+ * with strides converted to BYTES by ct_ew_begin, and walk their elements in
  * grid-stride loops over 64-bit linear indices; offsets divide by the shape in the index
  * type I, 32-bit when the element count fits (cheaper divisions), else 64-bit. */
 #ifndef CT_CUDA_EW_IMPL_CUH
@@ -52,18 +52,19 @@ static inline bool ct_ew_small(const ct_ew_args *args) {
     return args->numel <= (int64_t)UINT32_MAX;
 }
 
-/* Convert args' element strides to byte strides (the form the kernels take). */
-static inline void ct_ew_byte_strides(ct_ew_args *args) {
-    for (int k = 0; k < args->nops; k++) {
-        int64_t size = (int64_t)ct__dtype_size(args->dtype[k]);
-        for (int d = 0; d < args->ndim; d++) args->strides[k][d] *= size;
+/* The start of every elementwise launcher: the device's compute stream (a failure's status
+ * is recorded by ct_cuda_stream_get) and a copy of args with its element strides converted
+ * to byte strides, the form the kernels take. */
+static inline ct_status ct_ew_begin(int device, const ct_ew_args *args, cudaStream_t *stream,
+                                    ct_ew_args *a) {
+    ct_status status = ct_cuda_stream_get(device, stream);
+    if (status != CT_OK) return status;
+    *a = *args;
+    for (int k = 0; k < a->nops; k++) {
+        int64_t size = (int64_t)ct__dtype_size(a->dtype[k]);
+        for (int d = 0; d < a->ndim; d++) a->strides[k][d] *= size;
     }
-}
-
-/* The device's compute stream; CT_ERR_BACKEND (its message recorded by ct_cuda_stream)
- * when there is none. */
-static inline ct_status ct_ew_stream(int device, cudaStream_t *stream) {
-    return ct_cuda_stream_get(device, stream);
+    return CT_OK;
 }
 
 /* Byte offsets of the element with C-order linear index i (i < a.numel) in the first N

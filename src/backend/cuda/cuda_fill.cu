@@ -39,10 +39,9 @@ static bool one_byte(const unsigned char *pattern, size_t size) {
 extern "C" ct_status ct_cuda_fill(int device, const ct_ew_args *args, double value) {
     if (args->numel <= 0) return CT_OK;
     cudaStream_t stream;
-    ct_status status = ct_ew_stream(device, &stream);
+    ct_ew_args a;
+    ct_status status = ct_ew_begin(device, args, &stream, &a);
     if (status != CT_OK) return status;
-    ct_ew_args a = *args;
-    ct_ew_byte_strides(&a);
     size_t size = ct__dtype_size(a.dtype[0]);
     unsigned char pattern[8] = {0};
     ct__store_f64((char *)pattern, a.dtype[0], value);

@@ -18,10 +18,9 @@ static __global__ void iota_strided(const __grid_constant__ ct_ew_args args, dou
 extern "C" ct_status ct_cuda_iota(int device, const ct_ew_args *args, double start, double step) {
     if (args->numel <= 0) return CT_OK;
     cudaStream_t stream;
-    ct_status status = ct_ew_stream(device, &stream);
+    ct_ew_args a;
+    ct_status status = ct_ew_begin(device, args, &stream, &a);
     if (status != CT_OK) return status;
-    ct_ew_args a = *args;
-    ct_ew_byte_strides(&a);
     unsigned blocks = ct_ew_blocks(a.numel);
     if (ct_ew_small(&a))
         iota_strided<uint32_t><<<blocks, CT_EW_THREADS, 0, stream>>>(a, start, step);

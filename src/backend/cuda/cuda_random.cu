@@ -44,7 +44,7 @@ extern "C" ct_status ct_cuda_random(int device, const ct_ew_args *args, ct_rando
     int64_t numel = args->numel;
     if (numel <= 0) return CT_OK;
     cudaStream_t stream;
-    ct_status status = ct_ew_stream(device, &stream);
+    ct_status status = ct_cuda_stream_get(device, &stream);
     if (status != CT_OK) return status;
     ct_dtype dtype = args->dtype[0];
     random_blocks<<<ct_ew_blocks((numel + 3) / 4), CT_EW_THREADS, 0, stream>>>(

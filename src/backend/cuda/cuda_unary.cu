@@ -218,10 +218,9 @@ extern "C" ct_status ct_cuda_unary(int device, ct_unary_op op, const ct_ew_args 
         return ct_cuda_fail(CT_ERR_INVALID_ARG, "cuda unary kernel: unknown op %d", (int)op);
     if (args->numel <= 0) return CT_OK;
     cudaStream_t stream;
-    ct_status status = ct_ew_stream(device, &stream);
+    ct_ew_args a;
+    ct_status status = ct_ew_begin(device, args, &stream, &a);
     if (status != CT_OK) return status;
-    ct_ew_args a = *args;
-    ct_ew_byte_strides(&a);
     ct_dtype compute = args->compute_dtype;
     if (op_kind[op] == KIND_BOOL) return launch_logical_not(device, stream, a);
     if (compute == CT_F64) return launch_strided<double>(device, stream, a, op, p0, p1);

@@ -29,10 +29,9 @@ static ct_status launch_where(int device, cudaStream_t stream, const ct_ew_args 
 extern "C" ct_status ct_cuda_where(int device, const ct_ew_args *args) {
     if (args->numel <= 0) return CT_OK;
     cudaStream_t stream;
-    ct_status status = ct_ew_stream(device, &stream);
+    ct_ew_args a;
+    ct_status status = ct_ew_begin(device, args, &stream, &a);
     if (status != CT_OK) return status;
-    ct_ew_args a = *args;
-    ct_ew_byte_strides(&a);
     switch (ct__dtype_size(args->dtype[0])) {
     case 1: return launch_where<uint8_t>(device, stream, a);
     case 2: return launch_where<uint16_t>(device, stream, a);
