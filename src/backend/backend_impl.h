@@ -107,6 +107,32 @@ typedef struct ct_gather_args {
     int64_t src_axis_size;
 } ct_gather_args;
 
+/* The arithmetic domain a binary kernel computes in, chosen alike on every backend so that
+ * results match bit for bit: f64, f32 (also for f16 and bf16), or for integers int32 when
+ * the promoted dtype and both inputs fit in 32 bits (exact: results wrap to the output's
+ * width on store) and int64 otherwise. The order indexes the backends' kernel tables. */
+typedef enum ct_compute_domain {
+    CT_DOMAIN_F32,
+    CT_DOMAIN_F64,
+    CT_DOMAIN_I64,
+    CT_DOMAIN_I32
+} ct_compute_domain;
+
+static inline bool ct_fits_i32_domain(ct_dtype dtype) {
+    return dtype == CT_I32 || dtype == CT_U8 || dtype == CT_BOOL;
+}
+
+/* The domain of a binary op's arguments (out, a, b) with its compute dtype. */
+static inline ct_compute_domain ct_binary_domain(const ct_ew_args *args) {
+    ct_dtype compute = args->compute_dtype;
+    if (compute == CT_F64) return CT_DOMAIN_F64;
+    if (compute == CT_F32 || compute == CT_F16 || compute == CT_BF16) return CT_DOMAIN_F32;
+    if (ct_fits_i32_domain(compute) && ct_fits_i32_domain(args->dtype[1]) &&
+        ct_fits_i32_domain(args->dtype[2]))
+        return CT_DOMAIN_I32;
+    return CT_DOMAIN_I64;
+}
+
 typedef struct ct_kernels {
     /* out = op(in); operands out, in. p0, p1: op parameters (clamp bounds). */
     ct_status (*unary)(int device, ct_unary_op op, const ct_ew_args *args, double p0, double p1);

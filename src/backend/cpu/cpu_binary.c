@@ -143,19 +143,18 @@ typedef struct binary_domain {
     binary_fn run;
 } binary_domain;
 
-/* Indexed by domain: float, double, int64, int32. */
-enum { DOMAIN_F32, DOMAIN_F64, DOMAIN_I64, DOMAIN_I32 };
+/* Indexed by ct_compute_domain. */
 static const binary_domain arith_domains[4] = {
-    {CT_F32, CT_F32, ct__cpu_load_f32, ct__cpu_store_f32, arith_f32},
-    {CT_F64, CT_F64, ct__cpu_load_f64, ct__cpu_store_f64, arith_f64},
-    {CT_I64, CT_I64, ct__cpu_load_i64, ct__cpu_store_i64, arith_i64},
-    {CT_I32, CT_I32, ct__cpu_load_i32, ct__cpu_store_i32, arith_i32},
+    [CT_DOMAIN_F32] = {CT_F32, CT_F32, ct__cpu_load_f32, ct__cpu_store_f32, arith_f32},
+    [CT_DOMAIN_F64] = {CT_F64, CT_F64, ct__cpu_load_f64, ct__cpu_store_f64, arith_f64},
+    [CT_DOMAIN_I64] = {CT_I64, CT_I64, ct__cpu_load_i64, ct__cpu_store_i64, arith_i64},
+    [CT_DOMAIN_I32] = {CT_I32, CT_I32, ct__cpu_load_i32, ct__cpu_store_i32, arith_i32},
 };
 static const binary_domain compare_domains[4] = {
-    {CT_F32, CT_BOOL, ct__cpu_load_f32, ct__cpu_store_bool, compare_f32},
-    {CT_F64, CT_BOOL, ct__cpu_load_f64, ct__cpu_store_bool, compare_f64},
-    {CT_I64, CT_BOOL, ct__cpu_load_i64, ct__cpu_store_bool, compare_i64},
-    {CT_I32, CT_BOOL, ct__cpu_load_i32, ct__cpu_store_bool, compare_i32},
+    [CT_DOMAIN_F32] = {CT_F32, CT_BOOL, ct__cpu_load_f32, ct__cpu_store_bool, compare_f32},
+    [CT_DOMAIN_F64] = {CT_F64, CT_BOOL, ct__cpu_load_f64, ct__cpu_store_bool, compare_f64},
+    [CT_DOMAIN_I64] = {CT_I64, CT_BOOL, ct__cpu_load_i64, ct__cpu_store_bool, compare_i64},
+    [CT_DOMAIN_I32] = {CT_I32, CT_BOOL, ct__cpu_load_i32, ct__cpu_store_bool, compare_i32},
 };
 
 typedef struct binary_ctx {
@@ -224,32 +223,18 @@ static const char *const op_names[CT_BOP_COUNT] = {
 #undef CT_BINARY_NAME_
 };
 
-static bool fits_i32(ct_dtype dtype) {
-    return dtype == CT_I32 || dtype == CT_U8 || dtype == CT_BOOL;
-}
-
-/* The domain of a compute dtype. Integers compute in int32 when every operand fits, which
- * is exact (results wrap to the output's width on store) and twice as fast as int64. */
-static int domain_index(ct_dtype compute, const ct_ew_args *args) {
-    if (compute == CT_F64) return DOMAIN_F64;
-    if (ct__is_float(compute)) return DOMAIN_F32;
-    if (fits_i32(compute) && fits_i32(args->dtype[1]) && fits_i32(args->dtype[2]))
-        return DOMAIN_I32;
-    return DOMAIN_I64;
-}
-
 ct_status ct__cpu_binary(int device, ct_binary_op op, const ct_ew_args *args) {
     (void)device;
     if ((unsigned)op >= CT_BOP_COUNT)
         return ct__error(CT_ERR_INVALID_ARG, "cpu binary kernel: unknown op %d", (int)op);
-    int index = domain_index(args->compute_dtype, args);
+    int index = ct_binary_domain(args);
     const binary_domain *domain = &arith_domains[index];
     if (op_kind[op] == KIND_LOGICAL)
-        domain = &compare_domains[DOMAIN_F64];
+        domain = &compare_domains[CT_DOMAIN_F64];
     else if (op_kind[op] == KIND_COMPARE)
         domain = &compare_domains[index];
-    else if (op_kind[op] == KIND_DIV && index >= DOMAIN_I64)
-        domain = &arith_domains[DOMAIN_F32];
+    else if (op_kind[op] == KIND_DIV && index >= CT_DOMAIN_I64)
+        domain = &arith_domains[CT_DOMAIN_F32];
     binary_ctx ctx = {op,
                       {args->dtype[0], args->dtype[1], args->dtype[2]},
                       domain,

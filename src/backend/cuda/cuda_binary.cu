@@ -194,22 +194,6 @@ static const char *const op_names[CT_BOP_COUNT] = {
 #undef CT_BINARY_NAME_
 };
 
-enum { DOMAIN_F32, DOMAIN_F64, DOMAIN_I64, DOMAIN_I32 };
-
-static bool fits_i32(ct_dtype dtype) {
-    return dtype == CT_I32 || dtype == CT_U8 || dtype == CT_BOOL;
-}
-
-/* The CPU's domain of a compute dtype: int32 when every operand fits (exact; results wrap
- * to the output's width on store). */
-static int domain_index(ct_dtype compute, const ct_ew_args *args) {
-    if (compute == CT_F64) return DOMAIN_F64;
-    if (ct__is_float(compute)) return DOMAIN_F32;
-    if (fits_i32(compute) && fits_i32(args->dtype[1]) && fits_i32(args->dtype[2]))
-        return DOMAIN_I32;
-    return DOMAIN_I64;
-}
-
 template <typename T>
 static ct_status launch_compare(int device, cudaStream_t stream, const ct_ew_args &a, int op) {
     unsigned blocks = ct_ew_blocks(a.numel);
@@ -306,21 +290,21 @@ extern "C" ct_status ct_cuda_binary(int device, ct_binary_op op, const ct_ew_arg
     ct_ew_args a;
     ct_status status = ct_ew_begin(device, args, &stream, &a);
     if (status != CT_OK) return status;
-    int domain = domain_index(args->compute_dtype, args);
+    int domain = ct_binary_domain(args);
     if (op_kind[op] == KIND_LOGICAL) return launch_compare<double>(device, stream, a, op);
     if (op_kind[op] == KIND_COMPARE) {
         switch (domain) {
-        case DOMAIN_F32: return launch_compare<float>(device, stream, a, op);
-        case DOMAIN_F64: return launch_compare<double>(device, stream, a, op);
-        case DOMAIN_I64: return launch_compare<int64_t>(device, stream, a, op);
+        case CT_DOMAIN_F32: return launch_compare<float>(device, stream, a, op);
+        case CT_DOMAIN_F64: return launch_compare<double>(device, stream, a, op);
+        case CT_DOMAIN_I64: return launch_compare<int64_t>(device, stream, a, op);
         default: return launch_compare<int32_t>(device, stream, a, op);
         }
     }
-    if (op_kind[op] == KIND_DIV && domain >= DOMAIN_I64) domain = DOMAIN_F32;
+    if (op_kind[op] == KIND_DIV && domain >= CT_DOMAIN_I64) domain = CT_DOMAIN_F32;
     switch (domain) {
-    case DOMAIN_F32: return launch_f32(device, stream, a, op);
-    case DOMAIN_F64: return launch_arith<double>(device, stream, a, op, NULL);
-    case DOMAIN_I64: return launch_int<int64_t>(device, stream, a, op);
+    case CT_DOMAIN_F32: return launch_f32(device, stream, a, op);
+    case CT_DOMAIN_F64: return launch_arith<double>(device, stream, a, op, NULL);
+    case CT_DOMAIN_I64: return launch_int<int64_t>(device, stream, a, op);
     default: return launch_int<int32_t>(device, stream, a, op);
     }
 }
