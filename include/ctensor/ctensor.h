@@ -13,6 +13,8 @@
 #include "ctensor/transfer.h"
 #include "ctensor/memory.h"
 #include "ctensor/random.h"
+#include "ctensor/autograd.h"
+#include "ctensor/nn_functional.h"
 
 #define CT_VERSION_MAJOR 0
 #define CT_VERSION_MINOR 1

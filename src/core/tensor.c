@@ -70,6 +70,9 @@ static ct_status tensor_init(ct_tensor *t, ct_dtype dtype, int ndim, const int64
     t->storage = storage;
     t->scope = NULL;
     t->scope_slot = 0;
+    t->requires_grad = false;
+    t->grad_fn = NULL;
+    t->grad = NULL;
     if (ct__scope_adopt(t) != CT_OK) return ct_last_status();
     atomic_fetch_add_explicit(&live_tensors, 1, memory_order_relaxed);
     return CT_OK;
@@ -126,6 +129,7 @@ ct_tensor *ct_retain(ct_tensor *t) {
 static void drop_reference(ct_tensor *t) {
     if (atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel) != 1) return;
     atomic_fetch_sub_explicit(&live_tensors, 1, memory_order_relaxed);
+    if (t->grad_fn || t->grad) ct__autograd_tensor_dead(t);
     /* A tensor that shares its block with its storage goes when the storage goes. */
     bool shares_block = t->storage->block == (void *)t;
     storage_release(t->storage);
@@ -138,8 +142,6 @@ void ct_release(ct_tensor *t) {
     drop_reference(t);
 }
 
-/* Used by the scope to release its references. */
-void ct__tensor_drop(ct_tensor *t);
 void ct__tensor_drop(ct_tensor *t) { drop_reference(t); }
 
 /* ---- queries ---- */

@@ -23,6 +23,7 @@ typedef struct ct_storage {
 } ct_storage;
 
 struct ct_scope_frame;
+struct ct_node;
 
 struct ct_tensor {
     atomic_int refcount;
@@ -36,6 +37,11 @@ struct ct_tensor {
     ct_storage *storage;
     struct ct_scope_frame *scope; /* the scope holding a reference, or NULL */
     size_t scope_slot;
+    /* Autograd (src/autograd): whether gradients flow to this tensor, the node that made it
+     * (NULL for leaves), and a leaf's accumulated gradient (an unscoped reference). */
+    bool requires_grad;
+    struct ct_node *grad_fn;
+    struct ct_tensor *grad;
 };
 
 /* Address of element (0, ..., 0). */
@@ -58,12 +64,18 @@ int64_t ct__contiguous_strides(int ndim, const int64_t *shape, int64_t *strides)
 /* Check a shape (ndim in 0..CT_MAX_DIMS, sizes >= 0, numel fits); error names `op`. */
 ct_status ct__check_shape(const char *op, int ndim, const int64_t *shape, int64_t *numel);
 
+/* Called as a tensor with a grad_fn or gradient dies, to drop them (src/autograd/tape.c). */
+void ct__autograd_tensor_dead(ct_tensor *t);
+
 /* Number of tensors alive in the process (for leak checks in tests). */
 long ct__live_tensors(void);
 
 /* Register a new reference with the current scope, if any (CT_ERR_OUT_OF_MEMORY when the
  * scope cannot grow). */
 ct_status ct__scope_adopt(ct_tensor *t);
+/* Drop one reference without touching scopes: for references a scope never held (those
+ * ct_retain took for a struct that keeps a tensor). */
+void ct__tensor_drop(ct_tensor *t);
 /* Give back the innermost reference this thread's scopes hold on t, without dropping it. */
 void ct__scope_forget(ct_tensor *t);
 

@@ -1,0 +1,97 @@
+/* The tape: grad mode, nodes and their recording (tape_impl.h gives the contract). */
+#include "autograd/tape_impl.h"
+
+static CT_HOT_THREAD_LOCAL int no_grad_depth;
+
+ct_status ct_no_grad_push(void) {
+    no_grad_depth++;
+    return CT_OK;
+}
+
+ct_status ct_no_grad_pop(void) {
+    if (no_grad_depth == 0)
+        return ct__error(CT_ERR_STATE,
+                         "ct_no_grad_pop: no no-grad region is open on this thread; each "
+                         "ct_no_grad_pop must follow a ct_no_grad_push");
+    no_grad_depth--;
+    return CT_OK;
+}
+
+bool ct_grad_enabled(void) { return no_grad_depth == 0; }
+
+bool ct__grad_needed(int n, const ct_tensor *const *inputs) {
+    if (no_grad_depth) return false;
+    for (int i = 0; i < n; i++)
+        if (inputs[i] && inputs[i]->requires_grad) return true;
+    return false;
+}
+
+ct_node *ct__node_new(const char *name, ct_backward_fn backward, int n,
+                      const ct_tensor *const *inputs) {
+    ct_node *node = ct__calloc(1, sizeof *node + (size_t)n * sizeof(ct_tensor *));
+    if (!node)
+        return ct__fail(CT_ERR_OUT_OF_MEMORY, "%s: out of host memory for its autograd node", name);
+    atomic_init(&node->refcount, 1);
+    node->name = name;
+    node->backward = backward;
+    node->ninputs = n;
+    node->inputs = (ct_tensor **)(node + 1);
+    for (int i = 0; i < n; i++)
+        if (inputs[i] && inputs[i]->requires_grad)
+            node->inputs[i] = ct_retain((ct_tensor *)inputs[i]);
+    return node;
+}
+
+void ct__node_save(ct_node *node, int slot, const ct_tensor *t) {
+    ct_release(node->saved[slot]);
+    node->saved[slot] = ct_retain((ct_tensor *)t);
+}
+
+ct_tensor *ct__record(ct_tensor *out, ct_node *node) {
+    if (!out || !node) {
+        ct_release(out);
+        if (node) ct__node_release(node);
+        return NULL;
+    }
+    out->requires_grad = true;
+    out->grad_fn = node;
+    return out;
+}
+
+ct_node *ct__node_retain(ct_node *node) {
+    atomic_fetch_add_explicit(&node->refcount, 1, memory_order_relaxed);
+    return node;
+}
+
+/* The unscoped references a node holds are dropped with ct__tensor_drop's counterpart:
+ * ct_release would look for them in this thread's scopes, which never held them. */
+void ct__node_free_graph_state(ct_node *node) {
+    for (int i = 0; i < node->ninputs; i++) {
+        ct_tensor *input = node->inputs[i];
+        node->inputs[i] = NULL;
+        if (input) ct__tensor_drop(input);
+    }
+    for (int i = 0; i < CT_NODE_MAX_SAVED; i++) {
+        ct_tensor *saved = node->saved[i];
+        node->saved[i] = NULL;
+        if (saved) ct__tensor_drop(saved);
+    }
+    if (node->context && node->context_free) node->context_free(node->context);
+    node->context = NULL;
+    if (node->grad) ct__tensor_drop(node->grad);
+    node->grad = NULL;
+    node->released = true;
+}
+
+void ct__node_release(ct_node *node) {
+    if (atomic_fetch_sub_explicit(&node->refcount, 1, memory_order_acq_rel) != 1) return;
+    ct__node_free_graph_state(node);
+    ct__free_mem(node);
+}
+
+void ct__autograd_tensor_dead(ct_tensor *t) {
+    if (t->grad_fn) ct__node_release(t->grad_fn);
+    if (t->grad) ct__tensor_drop(t->grad);
+    t->grad_fn = NULL;
+    t->grad = NULL;
+}
