@@ -16,6 +16,7 @@
 #include "ctensor/autograd.h"
 #include "ctensor/nn_functional.h"
 #include "ctensor/nn.h"
+#include "ctensor/loader.h"
 
 #define CT_VERSION_MAJOR 0
 #define CT_VERSION_MINOR 1
