@@ -251,10 +251,12 @@ static ct_status parse_uint_array(parser *p, const char *what, uint64_t *values,
         p->pos++;
         return CT_OK;
     }
+    char context[32];
+    snprintf(context, sizeof context, "in %s", what);
     for (bool done = false; !done;) {
         if (*count == max) return fail_at(p, p->pos, "%s has more than %d entries", what, max);
         if (parse_uint(p, what, &values[(*count)++]) != CT_OK) return ct_last_status();
-        if (next_item(p, ']', what, &done) != CT_OK) return ct_last_status();
+        if (next_item(p, ']', context, &done) != CT_OK) return ct_last_status();
     }
     return CT_OK;
 }
