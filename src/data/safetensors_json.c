@@ -141,12 +141,12 @@ static size_t encode_utf8(unsigned cp, char *out) {
 /* A \u escape at p->pos (the backslash), with a surrogate pair taken whole. */
 static ct_status decode_unicode(parser *p, size_t end, char *buf, size_t *len) {
     size_t at = p->pos;
-    unsigned cp;
+    unsigned cp = 0;
     if (hex4(p, at + 2, end, &cp) != CT_OK) return ct_last_status();
     p->pos = at + 6;
     if (cp >= 0xdc00 && cp <= 0xdfff) return fail_at(p, at, "unpaired low surrogate \\u%04x", cp);
     if (cp >= 0xd800 && cp <= 0xdbff) {
-        unsigned low;
+        unsigned low = 0;
         if (p->pos + 2 > end || p->s[p->pos] != '\\' || p->s[p->pos + 1] != 'u')
             return fail_at(p, at, "unpaired high surrogate \\u%04x", cp);
         if (hex4(p, p->pos + 2, end, &low) != CT_OK) return ct_last_status();
