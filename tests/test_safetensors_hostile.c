@@ -30,8 +30,8 @@ typedef struct hostile_case {
 
 static const hostile_case cases[] = {
     /* offsets and sizes */
-    {"{\"a\":" F32x2("[0,100]") "}", 8, "outside the 8-byte buffer"},
-    {"{\"a\":" F32x2("[8,0]") "}", 8, "data_offsets [8, 0]"},
+    {"{\"a\":" F32x2("[0,100]") "}", 8, "[0, 100] past the end of the 8-byte buffer"},
+    {"{\"a\":" F32x2("[8,0]") "}", 8, "reversed data_offsets [8, 0]"},
     {"{\"a\":" F32x2("[0,8]") ",\"b\":" F32x2("[4,12]") "}", 12, "overlap"},
     {"{\"a\":" F32x2("[0,8]") ",\"b\":" F32x2("[0,8]") "}", 8, "overlap"},
     {"{\"a\":" F32x2("[0,8]") ",\"b\":" F32x2("[12,20]") "}", 20, "belong to no tensor"},

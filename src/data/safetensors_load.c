@@ -104,10 +104,17 @@ static ct_status check_entry(const reader *r, const ct_st_entry *e) {
     if (__builtin_mul_overflow((uint64_t)numel, (uint64_t)ct_dtype_size(e->dtype), &bytes))
         return format_error(r, "tensor \"%.64s\" (at byte %zu) is larger than 2^64 bytes", e->name,
                             e->at + 8);
-    if (e->begin > e->end || e->end > r->buffer_size)
+    if (e->begin > e->end)
+        return format_error(r,
+                            "tensor \"%.64s\" (at byte %zu) has reversed data_offsets [%llu, "
+                            "%llu]; expected [begin, end] with begin <= end",
+                            e->name, e->at + 8, (unsigned long long)e->begin,
+                            (unsigned long long)e->end);
+    if (e->end > r->buffer_size)
         return format_error(r,
                             "tensor \"%.64s\" (at byte %zu) has data_offsets [%llu, %llu] "
-                            "outside the %llu-byte buffer, or reversed",
+                            "past the end of the %llu-byte buffer (the file is truncated or "
+                            "damaged)",
                             e->name, e->at + 8, (unsigned long long)e->begin,
                             (unsigned long long)e->end, (unsigned long long)r->buffer_size);
     if (e->end - e->begin != bytes)
