@@ -17,6 +17,7 @@
 #include "ctensor/nn_functional.h"
 #include "ctensor/nn.h"
 #include "ctensor/loader.h"
+#include "ctensor/state_dict.h"
 
 #define CT_VERSION_MAJOR 0
 #define CT_VERSION_MINOR 1
