@@ -18,6 +18,7 @@
 #include "ctensor/nn.h"
 #include "ctensor/loader.h"
 #include "ctensor/state_dict.h"
+#include "ctensor/optim.h"
 
 #define CT_VERSION_MAJOR 0
 #define CT_VERSION_MINOR 1

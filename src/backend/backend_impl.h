@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "backend/optim_args_impl.h"
 #include "ctensor/ctensor.h"
 
 #define CT_EW_MAX_OPERANDS 4
@@ -152,6 +153,15 @@ typedef struct ct_kernels {
     ct_status (*reduce)(int device, ct_reduce_op op, const ct_reduce_args *args);
     ct_status (*matmul)(int device, const ct_matmul_args *args);
     ct_status (*gather)(int device, const ct_gather_args *args);
+
+    /* Optimisers (src/optim; arguments in backend/optim_args_impl.h). */
+    /* One fused update of every tensor of the list (SGD, Adam or AdamW). */
+    ct_status (*optim_step)(int device, const ct_optim_args *args);
+    /* *out = sum of |x|^p over every element of the list (p finite), or the largest |x|
+     * (p infinite), NaN when an element is NaN; waits for the result. */
+    ct_status (*list_norm)(int device, const ct_list_args *args, double p, double *out);
+    /* x *= factor for every element of the list. */
+    ct_status (*list_scale)(int device, const ct_list_args *args, double factor);
 } ct_kernels;
 
 typedef struct ct_backend {

@@ -73,6 +73,9 @@ static const ct_kernels cpu_kernels = {
     .reduce = ct__cpu_reduce,
     .matmul = ct__cpu_matmul,
     .gather = ct__cpu_gather,
+    .optim_step = ct__cpu_optim_step,
+    .list_norm = ct__cpu_list_norm,
+    .list_scale = ct__cpu_list_scale,
 };
 
 static const ct_backend cpu_backend = {

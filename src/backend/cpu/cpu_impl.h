@@ -34,4 +34,9 @@ ct_status ct__cpu_reduce(int device, ct_reduce_op op, const ct_reduce_args *args
 ct_status ct__cpu_matmul(int device, const ct_matmul_args *args);
 ct_status ct__cpu_gather(int device, const ct_gather_args *args);
 
+/* Optimisers (cpu_optim.c). */
+ct_status ct__cpu_optim_step(int device, const ct_optim_args *args);
+ct_status ct__cpu_list_norm(int device, const ct_list_args *args, double p, double *out);
+ct_status ct__cpu_list_scale(int device, const ct_list_args *args, double factor);
+
 #endif

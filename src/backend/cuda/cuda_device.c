@@ -195,6 +195,9 @@ static const ct_kernels cuda_kernels = {
     .reduce = ct_cuda_reduce,
     .matmul = ct_cuda_matmul,
     .gather = ct_cuda_gather,
+    .optim_step = ct_cuda_optim_step,
+    .list_norm = ct_cuda_list_norm,
+    .list_scale = ct_cuda_list_scale,
 };
 
 static const ct_backend cuda_backend = {
