@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "backend/cpu/cpu_impl.h"
+#include "backend/cpu/cpu_norm_impl.h"
 #include "core/error_impl.h"
 
 static int cpu_device_count(void) { return 1; }
@@ -73,6 +74,16 @@ static const ct_kernels cpu_kernels = {
     .reduce = ct__cpu_reduce,
     .matmul = ct__cpu_matmul,
     .gather = ct__cpu_gather,
+    .softmax = ct__cpu_softmax,
+    .softmax_backward = ct__cpu_softmax_backward,
+    .cross_entropy = ct__cpu_cross_entropy,
+    .cross_entropy_backward = ct__cpu_cross_entropy_backward,
+    .batch_norm = ct__cpu_batch_norm,
+    .batch_norm_backward = ct__cpu_batch_norm_backward,
+    .layer_norm = ct__cpu_layer_norm,
+    .layer_norm_backward = ct__cpu_layer_norm_backward,
+    .dropout = ct__cpu_dropout,
+    .index_add = ct__cpu_index_add,
 };
 
 static const ct_backend cpu_backend = {
