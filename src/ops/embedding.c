@@ -54,7 +54,7 @@ ct_tensor *ct_embedding(const ct_tensor *indices, const ct_tensor *weight) {
     const ct_tensor *args[2] = {indices, weight};
     ct_device device;
     if (!ct__check_args(op, 2, args, &device)) return NULL;
-    if (!ct__nn_check_index(op, indices, "indices") || !ct__nn_check_float(op, weight, 2))
+    if (!ct__nn_check_index(op, indices, "index tensor") || !ct__nn_check_float(op, weight, 2))
         return NULL;
     if (weight->ndim != 2)
         return ct__fail(CT_ERR_SHAPE,
