@@ -134,6 +134,14 @@ static inline ct_compute_domain ct_binary_domain(const ct_ew_args *args) {
     return CT_DOMAIN_I64;
 }
 
+/* The nn family's argument structs (backend/norm_args_impl.h). */
+typedef struct ct_softmax_args ct_softmax_args;
+typedef struct ct_cross_entropy_args ct_cross_entropy_args;
+typedef struct ct_batch_norm_args ct_batch_norm_args;
+typedef struct ct_layer_norm_args ct_layer_norm_args;
+typedef struct ct_dropout_args ct_dropout_args;
+typedef struct ct_index_add_args ct_index_add_args;
+
 typedef struct ct_kernels {
     /* out = op(in); operands out, in. p0, p1: op parameters (clamp bounds). */
     ct_status (*unary)(int device, ct_unary_op op, const ct_ew_args *args, double p0, double p1);
@@ -162,6 +170,18 @@ typedef struct ct_kernels {
     ct_status (*list_norm)(int device, const ct_list_args *args, double p, double *out);
     /* x *= factor for every element of the list. */
     ct_status (*list_scale)(int device, const ct_list_args *args, double factor);
+    /* ---- nn family: softmax, cross-entropy, batch and layer norm, dropout, index_add
+     * (contracts in backend/norm_args_impl.h) ---- */
+    ct_status (*softmax)(int device, const ct_softmax_args *args);
+    ct_status (*softmax_backward)(int device, const ct_softmax_args *args);
+    ct_status (*cross_entropy)(int device, const ct_cross_entropy_args *args);
+    ct_status (*cross_entropy_backward)(int device, const ct_cross_entropy_args *args);
+    ct_status (*batch_norm)(int device, const ct_batch_norm_args *args);
+    ct_status (*batch_norm_backward)(int device, const ct_batch_norm_args *args);
+    ct_status (*layer_norm)(int device, const ct_layer_norm_args *args);
+    ct_status (*layer_norm_backward)(int device, const ct_layer_norm_args *args);
+    ct_status (*dropout)(int device, const ct_dropout_args *args);
+    ct_status (*index_add)(int device, const ct_index_add_args *args);
 } ct_kernels;
 
 typedef struct ct_backend {
