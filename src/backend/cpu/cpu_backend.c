@@ -73,6 +73,11 @@ static const ct_kernels cpu_kernels = {
     .reduce = ct__cpu_reduce,
     .matmul = ct__cpu_matmul,
     .gather = ct__cpu_gather,
+    .conv2d_workspace = ct__cpu_conv2d_workspace,
+    .conv2d_forward = ct__cpu_conv2d_forward,
+    .conv2d_backward = ct__cpu_conv2d_backward,
+    .pool2d_forward = ct__cpu_pool2d_forward,
+    .pool2d_backward = ct__cpu_pool2d_backward,
 };
 
 static const ct_backend cpu_backend = {
