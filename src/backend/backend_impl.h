@@ -16,6 +16,9 @@
 
 #define CT_EW_MAX_OPERANDS 4
 
+struct ct_conv2d_args;
+struct ct_pool2d_args;
+
 /* Unary op ids: the op_list.h table, then ops that are not in the public unary table. */
 typedef enum ct_unary_op {
 #define CT_UNARY_ENUM_(name, NAME, kind) CT_UOP_##NAME,
@@ -182,6 +185,15 @@ typedef struct ct_kernels {
     ct_status (*layer_norm_backward)(int device, const ct_layer_norm_args *args);
     ct_status (*dropout)(int device, const ct_dropout_args *args);
     ct_status (*index_add)(int device, const ct_index_add_args *args);
+    /* ---- convolution and pooling (arguments in backend/conv_args_impl.h) ---- */
+    /* Bytes of scratch conv2d_forward (backward false) or conv2d_backward needs for args
+     * (whose pointers may still be NULL); the op layer allocates it from the device pool. */
+    ct_status (*conv2d_workspace)(int device, const struct ct_conv2d_args *args, bool backward,
+                                  size_t *bytes);
+    ct_status (*conv2d_forward)(int device, const struct ct_conv2d_args *args);
+    ct_status (*conv2d_backward)(int device, const struct ct_conv2d_args *args);
+    ct_status (*pool2d_forward)(int device, const struct ct_pool2d_args *args);
+    ct_status (*pool2d_backward)(int device, const struct ct_pool2d_args *args);
 } ct_kernels;
 
 typedef struct ct_backend {

@@ -87,6 +87,11 @@ static const ct_kernels cpu_kernels = {
     .layer_norm_backward = ct__cpu_layer_norm_backward,
     .dropout = ct__cpu_dropout,
     .index_add = ct__cpu_index_add,
+    .conv2d_workspace = ct__cpu_conv2d_workspace,
+    .conv2d_forward = ct__cpu_conv2d_forward,
+    .conv2d_backward = ct__cpu_conv2d_backward,
+    .pool2d_forward = ct__cpu_pool2d_forward,
+    .pool2d_backward = ct__cpu_pool2d_backward,
 };
 
 static const ct_backend cpu_backend = {
