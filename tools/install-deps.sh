@@ -2,7 +2,8 @@
 # Install the Debian packages ctensor needs, if any is missing: with apt-get when run as
 # root, else print the exact command to run.
 set -e
-packages="build-essential cmake pkg-config libopenblas-dev python3-numpy gnuplot-nox"
+packages="build-essential cmake pkg-config libopenblas-dev zlib1g-dev python3-numpy gnuplot-nox
+          dataset-fashion-mnist"
 missing=""
 for p in $packages; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -15,6 +15,7 @@
 #include "ctensor/random.h"
 #include "ctensor/autograd.h"
 #include "ctensor/nn_functional.h"
+#include "ctensor/data.h"
 
 #define CT_VERSION_MAJOR 0
 #define CT_VERSION_MINOR 1
