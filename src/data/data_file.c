@@ -78,7 +78,15 @@ static ct_status read_gzip(ct__data_file *f, void *dst, size_t n, size_t *got) {
             if (code == Z_ERRNO) return io_error(f->fn, f->path, "read", errno);
             return ct__data_format_error(f, f->offset + done, "corrupt gzip data (%s)", msg);
         }
-        if (r == 0) break;
+        if (r == 0) {
+            /* zlib reports a stream cut short as a clean end with Z_BUF_ERROR. */
+            int code;
+            const char *msg = gzerror((gzFile)f->gz, &code);
+            if (code == Z_BUF_ERROR)
+                return ct__data_format_error(f, f->offset + done, "the gzip data is cut short (%s)",
+                                             msg);
+            break;
+        }
         done += (size_t)r;
     }
     *got = done;

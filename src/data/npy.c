@@ -57,12 +57,11 @@ static ct_status parse_string(npy_parser *p, const char **start, size_t *n) {
     char quote = p->pos < p->len ? p->text[p->pos] : 0;
     if (quote != '\'' && quote != '"') return parse_error(p, "expected a quoted string");
     size_t begin = ++p->pos;
-    while (p->pos < p->len && p->text[p->pos] != quote) {
-        if (p->text[p->pos] == '\\' || p->text[p->pos] == '\n')
-            return parse_error(p, "escapes and line breaks are not allowed in strings");
+    while (p->pos < p->len && p->text[p->pos] != quote && p->text[p->pos] != '\n') {
+        if (p->text[p->pos] == '\\') return parse_error(p, "escapes are not allowed in strings");
         p->pos++;
     }
-    if (p->pos >= p->len) return parse_error(p, "unterminated string");
+    if (p->pos >= p->len || p->text[p->pos] != quote) return parse_error(p, "unterminated string");
     *start = p->text + begin;
     *n = p->pos - begin;
     p->pos++;
