@@ -208,7 +208,7 @@ static bool write_idx_u8(const char *path, bool gz, uint32_t n, uint32_t rows, u
 /* A folder in the MNIST layout: train 5 images and test 3, of 4x3 pixels. Train files are
  * gzipped, test files plain, as folders in the wild mix them. */
 static bool write_mnist_dir(const char *dir) {
-    char p[512];
+    char p[640];
     mkdir(dir, 0700);
     snprintf(p, sizeof p, "%s/train-images-idx3-ubyte.gz", dir);
     bool ok = write_idx_u8(p, true, 5, 4, 3, 1);
@@ -223,7 +223,7 @@ static bool write_mnist_dir(const char *dir) {
 static void remove_mnist_dir(const char *dir) {
     static const char *const names[] = {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
                                         "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
-    char p[512];
+    char p[640];
     for (int i = 0; i < 4; i++) {
         snprintf(p, sizeof p, "%s/%s", dir, names[i]);
         remove(p);
@@ -260,7 +260,7 @@ TEST(test_data_mnist_dir_loads_both_splits) {
 /* Replace one file of a valid folder, load it, and check the failure. */
 static bool mnist_failure(const char *name, bool rows, uint32_t n, unsigned seed, int label,
                           ct_status status, const char *needle) {
-    char dir[512], p[600];
+    char dir[512], p[640];
     snprintf(dir, sizeof dir, "%s", tmp_path("bad-mnist"));
     if (!write_mnist_dir(dir)) return false;
     snprintf(p, sizeof p, "%s/%s", dir, name);
@@ -298,7 +298,7 @@ TEST(test_data_mnist_dir_errors) {
     CHECK(mnist_failure("train-images-idx3-ubyte.gz", false, 0, 0, -1, CT_ERR_IO,
                         "train-images-idx3-ubyte not found (nor train-images-idx3-ubyte.gz)"));
     /* A corrupt file keeps the reader's message, after the dataset function's name. */
-    char dir[512], p[600];
+    char dir[512], p[640];
     snprintf(dir, sizeof dir, "%s", tmp_path("cut-mnist"));
     CHECK(write_mnist_dir(dir));
     snprintf(p, sizeof p, "%s/t10k-images-idx3-ubyte", dir);

@@ -86,8 +86,8 @@ static ct_tensor *read_data(ct__data_file *f, const idx_type *type, int ndim,
 ct_tensor *ct_read_idx(const char *path) {
     ct__data_file f;
     if (ct__data_open(&f, FN, path) != CT_OK) return NULL;
-    const idx_type *type;
-    int ndim;
+    const idx_type *type = NULL;
+    int ndim = 0;
     int64_t shape[CT_MAX_DIMS];
     ct_tensor *t = NULL;
     if (read_header(&f, &type, &ndim, shape) == CT_OK) t = read_data(&f, type, ndim, shape);
