@@ -86,6 +86,53 @@ CT_API ct_status ct_load_fashion_mnist(ct_mnist *out);
 /* Release the four tensors and set them to NULL. NULL is ignored. */
 CT_API void ct_mnist_release(ct_mnist *data);
 
+/* ---- the data loader ---- */
+
+/* Batches of a dataset held in memory: each epoch's order is a shuffle drawn from (seed,
+ * epoch) alone, and batch b of an epoch holds the same samples, normalised the same way,
+ * whatever the number of workers, so a run is reproducible and resumable at an epoch. Worker
+ * threads assemble batches ahead into a bounded queue while the caller trains. */
+typedef struct ct_dataloader ct_dataloader;
+
+typedef struct ct_dataloader_params {
+    int64_t batch_size; /* samples per batch, > 0; 64 by default */
+    bool shuffle;       /* a new order every epoch; true by default */
+    uint64_t seed;      /* the shuffle's seed; 0 by default */
+    bool drop_last;     /* drop a last batch smaller than batch_size; false by default */
+    int workers;        /* threads assembling batches, 0..64; 0 assembles each batch in
+                         * ct_dataloader_next on the calling thread. 2 by default */
+    int prefetch;       /* batches the workers may have ready ahead, >= 1; 4 by default */
+    ct_dtype dtype;     /* the input batches' dtype; CT_F32 by default */
+    /* Normalisation of the inputs, x -> (x * scale - mean) / std computed in double (std
+     * != 0); identity by default. For u8 images: scale 1/255, then the data's mean and std. */
+    double scale, mean, std;
+} ct_dataloader_params;
+
+CT_API ct_dataloader_params ct_dataloader_params_default(void);
+
+/* A loader over inputs (N, ...) and targets (N, ...) or NULL, both CPU tensors with the same
+ * N > 0 (a view is copied to contiguous memory once). The loader keeps its own references;
+ * params NULL means the defaults. Starts the worker threads. NULL on failure. */
+CT_API ct_dataloader *ct_dataloader_new(const ct_tensor *inputs, const ct_tensor *targets,
+                                        const ct_dataloader_params *params);
+
+/* Stop the workers and release everything. NULL is ignored. */
+CT_API void ct_dataloader_free(ct_dataloader *loader);
+
+/* Batches per epoch (N / batch_size, rounded up unless drop_last); 0 for NULL. */
+CT_API int64_t ct_dataloader_num_batches(const ct_dataloader *loader);
+
+/* Begin epoch `epoch` (>= 0): its order is drawn, batches of an unfinished epoch are
+ * dropped, and the workers start on it. */
+CT_API ct_status ct_dataloader_start_epoch(ct_dataloader *loader, int64_t epoch);
+
+/* The next batch of the epoch, in order: *inputs (B, ...) of params.dtype and *targets
+ * (B, ...) of the targets' dtype (NULL without targets), new references. At the end of the
+ * epoch: CT_OK with *inputs and *targets NULL. CT_ERR_STATE before ct_dataloader_start_epoch;
+ * a failure assembling the batch (out of memory) is returned here, with its message. Call
+ * from one thread at a time. */
+CT_API ct_status ct_dataloader_next(ct_dataloader *loader, ct_tensor **inputs, ct_tensor **targets);
+
 #ifdef __cplusplus
 }
 #endif

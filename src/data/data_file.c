@@ -38,11 +38,15 @@ ct_status ct__data_open(ct__data_file *f, const char *fn, const char *path) {
     if (!path) return ct__error(CT_ERR_INVALID_ARG, "%s: path is NULL", fn);
     FILE *fp = fopen(path, "rb");
     if (!fp) return io_error(fn, path, "open", errno);
+    /* A folder opens for reading on Linux: say what it is instead of failing later. */
     struct stat st;
-    if (fstat(fileno(fp), &st) != 0 || !S_ISREG(st.st_mode)) {
-        int err = S_ISDIR(st.st_mode) ? EISDIR : errno;
+    int err = fstat(fileno(fp), &st) != 0 ? errno
+              : S_ISDIR(st.st_mode)       ? EISDIR
+              : S_ISREG(st.st_mode)       ? 0
+                                          : EINVAL;
+    if (err) {
         fclose(fp);
-        return io_error(fn, path, "read", err ? err : EINVAL);
+        return io_error(fn, path, "read", err);
     }
     f->size = (uint64_t)st.st_size;
     unsigned char magic[2];
