@@ -5,8 +5,11 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include "core/error_impl.h"
+#include "core/tensor_impl.h"
 #include "ct_test.h"
 #include "data_test_files.h"
+#include "mem/pool_impl.h"
 
 /* ---------------------------------------------------------------- CSV ---- */
 
@@ -353,4 +356,83 @@ TEST(test_data_fashion_mnist_real) {
     free(labels);
     ct_mnist_release(&m);
     CHECK(ok);
+}
+
+/* ------------------------------------------------- allocation failures ---- */
+
+static const char *fault_dir;
+
+/* Every reader and the loader, on small files; CT_OK or the first failure's status. */
+static ct_status fault_workload(void) {
+    char p[640];
+    snprintf(p, sizeof p, "%s/train-images-idx3-ubyte.gz", fault_dir);
+    ct_tensor *t = ct_read_idx(p);
+    if (!t) return ct_last_status();
+    ct_release(t);
+    snprintf(p, sizeof p, "%s/f.npy", fault_dir);
+    t = ct_read_npy(p);
+    if (!t) return ct_last_status();
+    ct_release(t);
+    snprintf(p, sizeof p, "%s/c.csv", fault_dir);
+    ct_tensor *x, *y;
+    if (ct_read_csv(p, NULL, &x, &y) != CT_OK) return ct_last_status();
+    ct_dataloader_params params = ct_dataloader_params_default();
+    params.workers = 0;
+    params.batch_size = 2;
+    ct_dataloader *l = ct_dataloader_new(x, y, &params);
+    ct_release(x);
+    ct_release(y);
+    ct_status st = l ? ct_dataloader_start_epoch(l, 1) : ct_last_status();
+    ct_tensor *bx = NULL, *by = NULL;
+    if (st == CT_OK) st = ct_dataloader_next(l, &bx, &by);
+    ct_release(bx);
+    ct_release(by);
+    ct_dataloader_free(l);
+    if (st != CT_OK) return st;
+    ct_mnist m;
+    st = ct_load_mnist_dir(fault_dir, &m);
+    ct_mnist_release(&m);
+    return st;
+}
+
+/* Make the nth host allocation fail (or the nth pool segment, when raw is set), for every n
+ * the workload reaches: each run ends in success or CT_ERR_OUT_OF_MEMORY, leaking nothing. */
+TEST(test_data_readers_allocation_failures) {
+    char dir[512], p[640];
+    snprintf(dir, sizeof dir, "%s", tmp_path("faults"));
+    CHECK(write_mnist_dir(dir));
+    byte_buf b = {0};
+    npy_preamble(&b, 1, "{'descr': '>f4', 'fortran_order': True, 'shape': (2, 3), }", true);
+    for (int i = 0; i < 6; i++) buf_float(&b, i, CT_F32, true);
+    snprintf(p, sizeof p, "%s/f.npy", dir);
+    CHECK(write_file(p, b.data, b.n));
+    snprintf(p, sizeof p, "%s/c.csv", dir);
+    CHECK(write_text(p, "1,2,0\n3,4,1\n5,6,1\n"));
+    fault_dir = dir;
+    CHECK_OK(fault_workload());
+    long live = ct__live_tensors();
+    int failures = 0;
+    for (int raw = 0; raw < 2; raw++)
+        for (long n = 1; n <= 80; n++) {
+            ct_empty_cache(CT_CPU);
+            if (raw)
+                ct__pool_fail_raw_after(n, 0);
+            else
+                ct__malloc_fail_after(n, 0);
+            ct_status st = fault_workload();
+            ct__malloc_fail_after(0, 0);
+            ct__pool_fail_raw_after(0, 0);
+            failures += st != CT_OK;
+            if ((st != CT_OK && st != CT_ERR_OUT_OF_MEMORY) || ct__live_tensors() != live)
+                ct_test_fail(__FILE__, __LINE__, "%s allocation %ld: %s: %s (%ld tensors leaked)",
+                             raw ? "pool" : "host", n, ct_status_name(st), ct_last_error(),
+                             ct__live_tensors() - live);
+            ct_clear_error();
+        }
+    snprintf(p, sizeof p, "%s/f.npy", dir);
+    remove(p);
+    snprintf(p, sizeof p, "%s/c.csv", dir);
+    remove(p);
+    remove_mnist_dir(dir);
+    CHECK(failures > 20); /* the injected failures did reach the readers */
 }

@@ -145,7 +145,9 @@ static ct_status check_room(ct__data_file *f, uint64_t need, const char *what) {
                                          what, (unsigned long long)need, (unsigned long long)left);
         return CT_OK;
     }
-    uint64_t most = f->size * CT_GZIP_MAX_RATIO + CT_GZIP_SLACK;
+    uint64_t most = f->size > (UINT64_MAX - CT_GZIP_SLACK) / CT_GZIP_MAX_RATIO
+                        ? UINT64_MAX
+                        : f->size * CT_GZIP_MAX_RATIO + CT_GZIP_SLACK;
     if (need > most || f->offset > most - need)
         return ct__data_format_error(f, f->offset,
                                      "%s needs %llu bytes, more than a gzip file of %llu bytes "
@@ -157,9 +159,12 @@ static ct_status check_room(ct__data_file *f, uint64_t need, const char *what) {
 /* gzip: the data's length is unknown until it is read, so grow a buffer as it arrives. */
 static void *read_growing(ct__data_file *f, size_t need, const char *what) {
     size_t cap = need < CT_GROW_START ? need : CT_GROW_START, have = 0;
-    char *buf = ct__malloc(cap ? cap : 1);
     uint64_t start = f->offset;
-    while (buf) {
+    char *buf = ct__malloc(cap ? cap : 1);
+    for (;;) {
+        if (!buf)
+            return ct__fail(CT_ERR_OUT_OF_MEMORY, "%s: out of host memory reading %s of %s", f->fn,
+                            what, f->path);
         size_t got;
         if (ct__data_read_some(f, buf + have, cap - have, &got) != CT_OK) break;
         have += got;
@@ -172,17 +177,10 @@ static void *read_growing(ct__data_file *f, size_t need, const char *what) {
         }
         size_t next = cap > need / 2 ? need : cap * 2;
         char *grown = ct__realloc(buf, next);
-        if (!grown) {
-            ct__free_mem(buf);
-            return ct__fail(CT_ERR_OUT_OF_MEMORY, "%s: out of host memory reading %s of %s", f->fn,
-                            what, f->path);
-        }
+        if (!grown) ct__free_mem(buf);
         buf = grown;
         cap = next;
     }
-    if (!buf)
-        return ct__fail(CT_ERR_OUT_OF_MEMORY, "%s: out of host memory reading %s of %s", f->fn,
-                        what, f->path);
     ct__free_mem(buf);
     return NULL;
 }
