@@ -56,7 +56,8 @@ static ct_status accumulate(trainer *t, const ct_tensor *logits, const ct_tensor
 }
 
 static ct_status step(trainer *t, const ct_tensor *x, const ct_tensor *y) {
-    ct_tensor *images = ct_ndim(x) == 4 ? NULL : ct_reshape(x, 4, (int64_t[]){ct_size(x, 0), 1, 28, 28});
+    ct_tensor *images =
+        ct_ndim(x) == 4 ? NULL : ct_reshape(x, 4, (int64_t[]){ct_size(x, 0), 1, 28, 28});
     ct_tensor *logits = ct_module_forward(t->model, images ? images : x);
     ct_tensor *loss = ct_cross_entropy(logits, y, NULL);
     if (!loss) return ct_last_status();
@@ -127,7 +128,8 @@ static ct_status evaluate(trainer *t, double *accuracy) {
         status = ct_loader_next(t->test, &x, &y);
         bool more = status == CT_OK && x;
         if (more) {
-            ct_tensor *images = ct_ndim(x) == 4 ? x : ct_reshape(x, 4, (int64_t[]){ct_size(x, 0), 1, 28, 28});
+            ct_tensor *images =
+                ct_ndim(x) == 4 ? x : ct_reshape(x, 4, (int64_t[]){ct_size(x, 0), 1, 28, 28});
             ct_tensor *predicted = ct_argmax(ct_module_forward(t->model, images), 1, false);
             double batch_hits = 0;
             status = ct_item(ct_sum(ct_eq(predicted, y), 0, NULL, false), &batch_hits);
@@ -144,9 +146,14 @@ static ct_status evaluate(trainer *t, double *accuracy) {
 
 static ct_loader *make_loader(const trainer *t, const ct_tensor *images, const ct_tensor *labels,
                               int64_t batch, bool training) {
-    ct_loader_options options = {.batch_size = batch, .shuffle = training, .seed = t->o->seed,
-                                 .workers = t->o->workers, .device = t->o->device,
-                                 .scale = 1.0 / 255, .mean = {PIXEL_MEAN}, .std = {PIXEL_STD}};
+    ct_loader_options options = {.batch_size = batch,
+                                 .shuffle = training,
+                                 .seed = t->o->seed,
+                                 .workers = t->o->workers,
+                                 .device = t->o->device,
+                                 .scale = 1.0 / 255,
+                                 .mean = {PIXEL_MEAN},
+                                 .std = {PIXEL_STD}};
     return ct_loader_new(images, labels, &options);
 }
 
@@ -155,9 +162,11 @@ static ct_optimizer *make_optimizer(const train_options *o, ct_module *model) {
     int n = ct_module_parameters(model, params, 32);
     if (strcmp(o->optimizer, "sgd") == 0)
         return ct_sgd(n, params, &(ct_sgd_options){.lr = o->lr, .momentum = 0.9});
-    ct_adam_options adam = strcmp(o->optimizer, "adamw") == 0 ? ct_adamw_defaults() : ct_adam_defaults();
+    ct_adam_options adam =
+        strcmp(o->optimizer, "adamw") == 0 ? ct_adamw_defaults() : ct_adam_defaults();
     adam.lr = o->lr;
-    return strcmp(o->optimizer, "adamw") == 0 ? ct_adamw(n, params, &adam) : ct_adam(n, params, &adam);
+    return strcmp(o->optimizer, "adamw") == 0 ? ct_adamw(n, params, &adam)
+                                              : ct_adam(n, params, &adam);
 }
 
 /* Whether a training step at batch b fits in the device's memory: forward and backward on
@@ -228,8 +237,7 @@ static int set_up(trainer *t, int *first_epoch, int64_t *batch) {
         if (status != CT_OK) return failed("--batch-size auto");
     }
     t->train = make_loader(t, t->data.train_images, t->data.train_labels, *batch, true);
-    t->test = t->train ? make_loader(t, t->data.test_images, t->data.test_labels, EVAL_BATCH,
-                                     false)
+    t->test = t->train ? make_loader(t, t->data.test_images, t->data.test_labels, EVAL_BATCH, false)
                        : NULL;
     return t->test ? 0 : failed("data loader");
 }

@@ -5,7 +5,8 @@
 # Quick when everything is there already.
 set -e
 cd "$(dirname "$0")/.."
-packages="build-essential cmake pkg-config libopenblas-dev python3-numpy python3-venv gnuplot-nox"
+packages="build-essential cmake pkg-config libopenblas-dev zlib1g-dev python3-numpy python3-venv
+          gnuplot-nox dataset-fashion-mnist"
 missing=""
 for p in $packages; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

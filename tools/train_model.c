@@ -12,10 +12,10 @@ ct_module *train_model(const char *name) {
                                                    ct_nn_relu(), ct_nn_linear(128, 10, true)});
     ct_conv2d_options pad = {.padding = {1, 1}};
     ct_pool2d_options pool = {.kernel = {2, 2}};
-    return ct_nn_sequential(
-        10, (ct_module *[]){ct_nn_conv2d(1, 32, 3, &pad, true), ct_nn_relu(),
-                            ct_nn_max_pool2d(&pool), ct_nn_conv2d(32, 64, 3, &pad, true),
-                            ct_nn_relu(), ct_nn_max_pool2d(&pool), ct_nn_flatten(),
-                            ct_nn_linear(3136, 128, true), ct_nn_relu(),
-                            ct_nn_linear(128, 10, true)});
+    return ct_nn_sequential(10, (ct_module *[]){ct_nn_conv2d(1, 32, 3, &pad, true), ct_nn_relu(),
+                                                ct_nn_max_pool2d(&pool),
+                                                ct_nn_conv2d(32, 64, 3, &pad, true), ct_nn_relu(),
+                                                ct_nn_max_pool2d(&pool), ct_nn_flatten(),
+                                                ct_nn_linear(3136, 128, true), ct_nn_relu(),
+                                                ct_nn_linear(128, 10, true)});
 }

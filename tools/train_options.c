@@ -71,7 +71,8 @@ static int parse_value(const char *option, const char *value, train_options *o) 
     } else if (strcmp(option, "--lr") == 0) {
         char *end;
         double lr = strtod(value, &end);
-        if (end == value || *end || !(lr > 0 && lr < 1e3)) return bad(option, value, "a number > 0");
+        if (end == value || *end || !(lr > 0 && lr < 1e3))
+            return bad(option, value, "a number > 0");
         o->lr = lr;
     } else if (strcmp(option, "--optimizer") == 0) {
         if (strcmp(value, "sgd") && strcmp(value, "adam") && strcmp(value, "adamw"))
@@ -89,15 +90,21 @@ static int parse_value(const char *option, const char *value, train_options *o) 
     } else if (strcmp(option, "--checkpoint") == 0) {
         o->checkpoint = value;
     } else {
-        fprintf(stderr, "ctensor train: unknown option \"%s\" (see ctensor train --help)\n", option);
+        fprintf(stderr, "ctensor train: unknown option \"%s\" (see ctensor train --help)\n",
+                option);
         return 2;
     }
     return -1;
 }
 
 int train_parse(int argc, char **argv, train_options *o) {
-    *o = (train_options){.model = "cnn", .dataset = "fashion-mnist", .epochs = 3,
-                         .batch_size = 128, .lr = 1e-3, .optimizer = "adam", .workers = 2};
+    *o = (train_options){.model = "cnn",
+                         .dataset = "fashion-mnist",
+                         .epochs = 3,
+                         .batch_size = 128,
+                         .lr = 1e-3,
+                         .optimizer = "adam",
+                         .workers = 2};
     ct_device_parse("auto", &o->device);
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
