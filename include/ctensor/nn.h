@@ -20,6 +20,7 @@
 
 #include "ctensor/export.h"
 #include "ctensor/nn_functional.h"
+#include "ctensor/state_dict.h"
 #include "ctensor/tensor.h"
 
 #ifdef __cplusplus
@@ -81,6 +82,19 @@ CT_API ct_status ct_module_zero_grad(ct_module *m);
 /* Each parameter and buffer by its state-dict name, in order: a borrowed reference, or
  * NULL past the end. buffer says whether it is a buffer (running statistics). */
 CT_API const char *ct_module_state_at(const ct_module *m, int i, ct_tensor **tensor, bool *buffer);
+
+/* Add every parameter and buffer to sd under prefix + its state-dict name (prefix may be
+ * NULL); sd keeps references to the module's own tensors. */
+CT_API ct_status ct_module_state_dict(const ct_module *m, ct_state_dict *sd, const char *prefix);
+/* Copy the entries prefix + name of sd into the module's tensors (any device: an explicit
+ * transfer when it differs). Every entry the module has must be there with its shape and
+ * dtype, else CT_ERR_FORMAT naming it, and nothing changes; other entries are ignored. */
+CT_API ct_status ct_module_load_state_dict(ct_module *m, const ct_state_dict *sd,
+                                           const char *prefix);
+/* model.state_dict() to a safetensors file (written atomically), and back. Names as
+ * PyTorch's, so torch's safetensors.torch.load_file gives a state dict its model loads. */
+CT_API ct_status ct_module_save(const ct_module *m, const char *path);
+CT_API ct_status ct_module_load(ct_module *m, const char *path);
 
 /* A one-line description per module, as print(model) does, into buf (truncated to size);
  * returns the length it needed. */
