@@ -196,7 +196,7 @@ ct_tensor *ct__data_read_tensor(ct__data_file *f, ct_dtype dtype, int ndim, cons
         return ct__data_format_error(f, f->offset, "the size of %s overflows", what), NULL;
     if (check_room(f, bytes, what) != CT_OK) return NULL;
     if (f->plain) {
-        ct_tensor *t = ct__tensor_new(CT_CPU, dtype, ndim, shape);
+        ct_tensor *t = ct__host_tensor_new(dtype, ndim, shape);
         if (!t) return NULL;
         if (ct__data_read_exact(f, ct__data(t), bytes, what) != CT_OK) {
             ct_release(t);
@@ -206,7 +206,7 @@ ct_tensor *ct__data_read_tensor(ct__data_file *f, ct_dtype dtype, int ndim, cons
     }
     void *buf = read_growing(f, bytes, what);
     if (!buf) return NULL;
-    ct_tensor *t = ct__tensor_new(CT_CPU, dtype, ndim, shape);
+    ct_tensor *t = ct__host_tensor_new(dtype, ndim, shape);
     if (t && bytes) memcpy(ct__data(t), buf, bytes);
     ct__free_mem(buf);
     return t;

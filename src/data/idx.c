@@ -75,7 +75,7 @@ static ct_tensor *read_data(ct__data_file *f, const idx_type *type, int ndim,
     if (ndim == 0) raw_shape[0] = (int64_t)type->width;
     ct_tensor *raw = ct__data_read_tensor(f, CT_U8, raw_ndim, raw_shape, "the IDX data");
     if (!raw) return NULL;
-    ct_tensor *t = ct__tensor_new(CT_CPU, type->dtype, ndim, shape);
+    ct_tensor *t = ct__host_tensor_new(type->dtype, ndim, shape);
     if (t)
         widen_to_i32((const unsigned char *)ct__data(raw), (int32_t *)ct__data(t), t->numel,
                      type->width);
