@@ -306,7 +306,13 @@ static ct_status step_device(ct_optimizer *opt, int first, param_work *w,
     args.tensors = entries;
     int physical;
     const ct_kernels *k = ct__kernels(device, &physical);
-    ct_status status = k ? k->optim_step(physical, &args) : ct_last_status();
+    if (!k) return ct_last_status();
+    if (!k->optim_step)
+        return ct__error(CT_ERR_UNSUPPORTED,
+                         "ct_optimizer_step: the %s backend has no "
+                         "optimiser kernel",
+                         device.type == CT_DEVICE_CPU ? "cpu" : "cuda");
+    ct_status status = k->optim_step(physical, &args);
     if (status != CT_OK) return status;
     for (int i = first; i < opt->n; i++) {
         if (!w[i].grad || !ct__same_device(opt->params[i]->storage->device, device)) continue;
