@@ -108,6 +108,48 @@ static void ref_step(const opt_case *c, ref_param *r) {
         ref_adam(&c->adam, c->kind == KIND_ADAMW, r);
 }
 
+/* Parameters on two devices (the CPU split into cpu:0 and cpu:1): each device's are updated
+ * by its own kernel, and clipping takes the norm over both. First in the file: the split
+ * must happen before any CPU memory is used. */
+TEST(test_optim_two_devices) {
+    CHECK_OK(ct_configure_logical_devices(CT_DEVICE_CPU, 0, 2, NULL));
+    const ct_device devices[2] = {CT_CPU, {CT_DEVICE_CPU, 1}};
+    const ct_dtype dtypes[2] = {CT_F32, CT_F64};
+    ct_sgd_options o = {.lr = 0.1, .momentum = 0.9};
+    ref_param r[2];
+    for (int k = 0; k < 2; k++) CHECK(ref_param_init(&r[k], 0, dtypes[k], devices[k], 300u + k));
+    ct_tensor *params[2] = {r[0].t, r[1].t};
+    ct_optimizer *opt = ct_sgd(2, params, &o);
+    CHECK_NOT_NULL(opt);
+    for (int step = 0; step < 2; step++) {
+        for (int k = 0; k < 2; k++) {
+            random_values(r[k].g, r[k].n, 310u + (uint64_t)(2 * step + k), -1.0, 1.0, dtypes[k]);
+            CHECK(set_grad(params[k], r[k].g, dtypes[k]));
+        }
+        CHECK_OK(ct_optimizer_step(opt));
+        for (int k = 0; k < 2; k++) {
+            ref_sgd(&o, &r[k]);
+            CHECK_TENSOR(params[k], r[k].p);
+        }
+    }
+    double sum = 0.0, total = 0.0;
+    for (int k = 0; k < 2; k++)
+        for (int64_t i = 0; i < r[k].n; i++) sum += r[k].g[i] * r[k].g[i];
+    CHECK_OK(ct_clip_grad_norm(2, params, 1e9, 2.0, &total));
+    CHECK_NEAR(total, sqrt(sum), 1e-12);
+    /* A gradient on another device than its parameter. */
+    ct_tensor *moved = ct_to(params[0]->grad, devices[1]);
+    CHECK_NOT_NULL(moved);
+    ct__scope_forget(moved);
+    ct__tensor_drop(params[0]->grad);
+    params[0]->grad = moved;
+    CHECK(ct_optimizer_step(opt) == CT_ERR_DEVICE_MISMATCH);
+    CHECK_ERROR(CT_ERR_DEVICE_MISMATCH, "the gradient of parameter 0 is on cpu:1, the "
+                                        "parameter on cpu:0");
+    ct_optimizer_free(opt);
+    for (int k = 0; k < 2; k++) ref_param_free(&r[k]);
+}
+
 static ct_optimizer *make_opt(const opt_case *c, int n, ct_tensor *const *params) {
     if (c->kind == KIND_SGD) return ct_sgd(n, params, &c->sgd);
     return c->kind == KIND_ADAM ? ct_adam(n, params, &c->adam) : ct_adamw(n, params, &c->adam);
