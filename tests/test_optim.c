@@ -792,3 +792,38 @@ TEST(test_optim_clip_grad_norm_edges_and_errors) {
     CHECK_ERROR(CT_ERR_DTYPE, "the gradient of parameter 0 is int32");
     ct_release(p);
 }
+
+/* Every host allocation of a step failing in turn: the step reports CT_ERR_OUT_OF_MEMORY,
+ * changes nothing and leaks nothing; the step after succeeds. */
+TEST(test_optim_step_allocation_failures) {
+    bool succeeded = false;
+    for (long fail = 1; fail < 40 && !succeeded; fail++) {
+        ref_param r[2];
+        for (int k = 0; k < 2; k++) {
+            CHECK(ref_param_init(&r[k], 0, CT_F32, CT_CPU, 400u + (uint64_t)k));
+            random_values(r[k].g, r[k].n, 410u + (uint64_t)k, -1.0, 1.0, CT_F32);
+            CHECK(set_grad(r[k].t, r[k].g, CT_F64)); /* converted: temporaries to release */
+        }
+        ct_tensor *params[2] = {r[0].t, r[1].t};
+        ct_adam_options o = ct_adam_defaults();
+        o.amsgrad = true;
+        ct_optimizer *opt = ct_adam(2, params, &o);
+        CHECK_NOT_NULL(opt);
+        ct__malloc_fail_after(fail, 0);
+        ct_status status = ct_optimizer_step(opt);
+        ct__malloc_fail_after(0, 0);
+        if (status == CT_OK) {
+            succeeded = true;
+        } else {
+            CHECK_ERROR(CT_ERR_OUT_OF_MEMORY, "out of host memory");
+            CHECK(ct_optimizer_state_count(opt) == 0);
+            for (int k = 0; k < 2; k++) CHECK_TENSOR(r[k].t, r[k].p);
+            CHECK_OK(ct_optimizer_step(opt));
+        }
+        for (int k = 0; k < 2; k++) ref_adam(&o, false, &r[k]);
+        for (int k = 0; k < 2; k++) CHECK_TENSOR(r[k].t, r[k].p);
+        ct_optimizer_free(opt);
+        for (int k = 0; k < 2; k++) ref_param_free(&r[k]);
+    }
+    CHECK(succeeded);
+}
