@@ -827,3 +827,43 @@ TEST(test_optim_step_allocation_failures) {
     }
     CHECK(succeeded);
 }
+
+/* A training loop with the autograd engine: loss = sum((w * x - y)^2), whose gradient
+ * 2 x (w x - y) the reference computes by hand, zero_grad, backward and an AdamW step. */
+DEVICE_TEST(test_optim_trains_with_backward) {
+    enum { N = 6 };
+    int64_t shape[1] = {N};
+    double x[N], y[N];
+    ref_random(x, N, 500, -1.0, 1.0);
+    ref_random(y, N, 501, -1.0, 1.0);
+    ref_param r;
+    CHECK(ref_param_init(&r, 0, CT_F64, device, 502)); /* shape (7): use the first N */
+    ct_release(r.t);
+    r.n = N;
+    r.t = ref_tensor(r.p, 1, shape, CT_F64, device);
+    ct_tensor *xt = ref_tensor(x, 1, shape, CT_F64, device);
+    ct_tensor *yt = ref_tensor(y, 1, shape, CT_F64, device);
+    CHECK(r.t && xt && yt);
+    CHECK_OK(ct_set_requires_grad(r.t, true));
+    ct_adam_options o = ct_adamw_defaults();
+    o.lr = 0.05;
+    ct_optimizer *opt = ct_adamw(1, &r.t, &o);
+    CHECK_NOT_NULL(opt);
+    for (int step = 0; step < 3; step++) {
+        CHECK_OK(ct_scope_begin());
+        CHECK_OK(ct_optimizer_zero_grad(opt));
+        CHECK(r.t->grad == NULL);
+        ct_tensor *d = ct_sub(ct_mul(r.t, xt), yt);
+        ct_tensor *loss = ct_sum(ct_mul(d, d), 0, NULL, false);
+        CHECK_NOT_NULL(loss);
+        CHECK_OK(ct_backward(loss));
+        CHECK_OK(ct_optimizer_step(opt));
+        CHECK_OK(ct_scope_end());
+        for (int i = 0; i < N; i++) r.g[i] = 2.0 * x[i] * (r.p[i] * x[i] - y[i]);
+        ref_adam(&o, true, &r);
+        CHECK_TENSOR(r.t, r.p);
+    }
+    ct_optimizer_free(opt);
+    ct_release(xt), ct_release(yt);
+    ref_param_free(&r);
+}

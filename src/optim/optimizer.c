@@ -186,11 +186,7 @@ ct_status ct_optimizer_set_lr(ct_optimizer *opt, double lr) {
 
 ct_status ct_optimizer_zero_grad(ct_optimizer *opt) {
     if (!opt) return ct__error(CT_ERR_INVALID_ARG, "ct_optimizer_zero_grad: opt is NULL");
-    for (int i = 0; i < opt->n; i++) {
-        ct_tensor *grad = opt->params[i]->grad;
-        opt->params[i]->grad = NULL;
-        if (grad) ct__tensor_drop(grad);
-    }
+    for (int i = 0; i < opt->n; i++) ct_zero_grad(opt->params[i]);
     return CT_OK;
 }
 
