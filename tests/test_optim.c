@@ -3,7 +3,8 @@
  * dampening, Nesterov, weight decay, amsgrad, decoupled decay), over f32, f64 and mixed
  * parameter lists that hold a large tensor (the parallel path), an empty one and a 0-d one;
  * parameters without a gradient skipped; gradients converted; state export and import;
- * learning-rate schedules against their closed forms; gradient clipping; error paths. */
+ * gradient clipping; a training loop with the autograd engine; error paths. Schedules are in
+ * test_optim_schedule.c. */
 #include <stdlib.h>
 
 #include "autograd/tape_impl.h"
@@ -106,6 +107,48 @@ static void ref_step(const opt_case *c, ref_param *r) {
         ref_sgd(&c->sgd, r);
     else
         ref_adam(&c->adam, c->kind == KIND_ADAMW, r);
+}
+
+/* Parameters on two devices (the CPU split into cpu:0 and cpu:1): each device's are updated
+ * by its own kernel, and clipping takes the norm over both. First in the file: the split
+ * must happen before any CPU memory is used. */
+TEST(test_optim_two_devices) {
+    CHECK_OK(ct_configure_logical_devices(CT_DEVICE_CPU, 0, 2, NULL));
+    const ct_device devices[2] = {CT_CPU, {CT_DEVICE_CPU, 1}};
+    const ct_dtype dtypes[2] = {CT_F32, CT_F64};
+    ct_sgd_options o = {.lr = 0.1, .momentum = 0.9};
+    ref_param r[2];
+    for (int k = 0; k < 2; k++) CHECK(ref_param_init(&r[k], 0, dtypes[k], devices[k], 300u + k));
+    ct_tensor *params[2] = {r[0].t, r[1].t};
+    ct_optimizer *opt = ct_sgd(2, params, &o);
+    CHECK_NOT_NULL(opt);
+    for (int step = 0; step < 2; step++) {
+        for (int k = 0; k < 2; k++) {
+            random_values(r[k].g, r[k].n, 310u + (uint64_t)(2 * step + k), -1.0, 1.0, dtypes[k]);
+            CHECK(set_grad(params[k], r[k].g, dtypes[k]));
+        }
+        CHECK_OK(ct_optimizer_step(opt));
+        for (int k = 0; k < 2; k++) {
+            ref_sgd(&o, &r[k]);
+            CHECK_TENSOR(params[k], r[k].p);
+        }
+    }
+    double sum = 0.0, total = 0.0;
+    for (int k = 0; k < 2; k++)
+        for (int64_t i = 0; i < r[k].n; i++) sum += r[k].g[i] * r[k].g[i];
+    CHECK_OK(ct_clip_grad_norm(2, params, 1e9, 2.0, &total));
+    CHECK_NEAR(total, sqrt(sum), 1e-12);
+    /* A gradient on another device than its parameter. */
+    ct_tensor *moved = ct_to(params[0]->grad, devices[1]);
+    CHECK_NOT_NULL(moved);
+    ct__scope_forget(moved);
+    ct__tensor_drop(params[0]->grad);
+    params[0]->grad = moved;
+    CHECK(ct_optimizer_step(opt) == CT_ERR_DEVICE_MISMATCH);
+    CHECK_ERROR(CT_ERR_DEVICE_MISMATCH, "the gradient of parameter 0 is on cpu:1, the "
+                                        "parameter on cpu:0");
+    ct_optimizer_free(opt);
+    for (int k = 0; k < 2; k++) ref_param_free(&r[k]);
 }
 
 static ct_optimizer *make_opt(const opt_case *c, int n, ct_tensor *const *params) {
@@ -591,82 +634,6 @@ TEST(test_optim_lr_get_set) {
     ct_release(p);
 }
 
-/* ---- schedules ---- */
-
-static double cosine_lr(double base, double eta_min, int t, int t_max) {
-    return eta_min + (base - eta_min) * (1.0 + cos(acos(-1.0) * t / t_max)) / 2.0;
-}
-
-/* The schedule gives expected(t) for t = 0 .. 24 (warmup: its length, 0 for none). */
-static void check_schedule(ct_lr_schedule *s, ct_optimizer *opt, bool cosine, int warmup,
-                           double start_factor) {
-    const double base = 0.1;
-    for (int t = 0; t < 25; t++) {
-        double expected;
-        if (t < warmup)
-            expected = base * (start_factor + (1.0 - start_factor) * t / warmup);
-        else if (cosine)
-            expected = cosine_lr(base, 0.001, t - warmup, 10);
-        else
-            expected = base * pow(0.5, (t - warmup) / 3);
-        CHECK(ct_lr_schedule_epoch(s) == t);
-        CHECK_NEAR(ct_optimizer_get_lr(opt), expected, 1e-15);
-        CHECK_OK(ct_lr_schedule_advance(s));
-    }
-}
-
-TEST(test_optim_schedules_closed_forms) {
-    ct_tensor *p = ct_zeros(0, NULL, CT_F32, CT_CPU);
-    for (int i = 0; i < 4; i++) {
-        bool cosine = i & 1, warm = i & 2;
-        ct_sgd_options o = {.lr = 0.1};
-        ct_optimizer *opt = ct_sgd(1, &p, &o);
-        CHECK_NOT_NULL(opt);
-        ct_lr_schedule *s =
-            cosine ? ct_lr_schedule_cosine(opt, 10, 0.001) : ct_lr_schedule_step(opt, 3, 0.5);
-        CHECK_NOT_NULL(s);
-        if (warm) CHECK_OK(ct_lr_schedule_warmup(s, 4, 0.25));
-        check_schedule(s, opt, cosine, warm ? 4 : 0, 0.25);
-        if (ct_test_failed()) return;
-        ct_lr_schedule_free(s);
-        ct_optimizer_free(opt);
-    }
-    ct_release(p);
-}
-
-TEST(test_optim_schedule_errors) {
-    ct_tensor *p = ct_zeros(0, NULL, CT_F32, CT_CPU);
-    ct_sgd_options o = {.lr = 0.1};
-    ct_optimizer *opt = ct_sgd(1, &p, &o);
-    CHECK_NOT_NULL(opt);
-    CHECK(!ct_lr_schedule_step(opt, 0, 0.5));
-    CHECK_ERROR(CT_ERR_INVALID_ARG, "ct_lr_schedule_step: step_size is 0");
-    CHECK(!ct_lr_schedule_step(opt, 2, NAN));
-    CHECK_ERROR(CT_ERR_INVALID_ARG, "gamma is nan");
-    CHECK(!ct_lr_schedule_step(NULL, 2, 0.5));
-    CHECK_ERROR(CT_ERR_INVALID_ARG, "opt is NULL");
-    CHECK(!ct_lr_schedule_cosine(opt, 0, 0.0));
-    CHECK_ERROR(CT_ERR_INVALID_ARG, "ct_lr_schedule_cosine: t_max is 0");
-    CHECK(!ct_lr_schedule_cosine(opt, 5, -1.0));
-    CHECK_ERROR(CT_ERR_INVALID_ARG, "eta_min is -1");
-    ct_lr_schedule *s = ct_lr_schedule_cosine(opt, 5, 0.0);
-    CHECK_NOT_NULL(s);
-    CHECK(ct_lr_schedule_warmup(s, 0, 0.5) == CT_ERR_INVALID_ARG);
-    CHECK_ERROR(CT_ERR_INVALID_ARG, "warmup_steps is 0");
-    CHECK(ct_lr_schedule_warmup(s, 2, 0.0) == CT_ERR_INVALID_ARG);
-    CHECK_ERROR(CT_ERR_INVALID_ARG, "start_factor is 0");
-    CHECK_OK(ct_lr_schedule_advance(s));
-    CHECK(ct_lr_schedule_warmup(s, 2, 0.5) == CT_ERR_STATE);
-    CHECK_ERROR(CT_ERR_STATE, "add the warm-up right after making it");
-    CHECK(ct_lr_schedule_advance(NULL) == CT_ERR_INVALID_ARG);
-    CHECK_ERROR(CT_ERR_INVALID_ARG, "s is NULL");
-    CHECK(ct_lr_schedule_epoch(NULL) == -1);
-    ct_lr_schedule_free(s);
-    ct_lr_schedule_free(NULL);
-    ct_optimizer_free(opt);
-    ct_release(p);
-}
-
 /* ---- gradient clipping ---- */
 
 #define CLIP_N 3
@@ -749,4 +716,79 @@ TEST(test_optim_clip_grad_norm_edges_and_errors) {
     CHECK(ct_clip_grad_norm(1, &p, 1.0, 2.0, &total) == CT_ERR_DTYPE);
     CHECK_ERROR(CT_ERR_DTYPE, "the gradient of parameter 0 is int32");
     ct_release(p);
+}
+
+/* Every host allocation of a step failing in turn: the step reports CT_ERR_OUT_OF_MEMORY,
+ * changes nothing and leaks nothing; the step after succeeds. */
+TEST(test_optim_step_allocation_failures) {
+    bool succeeded = false;
+    for (long fail = 1; fail < 40 && !succeeded; fail++) {
+        ref_param r[2];
+        for (int k = 0; k < 2; k++) {
+            CHECK(ref_param_init(&r[k], 0, CT_F32, CT_CPU, 400u + (uint64_t)k));
+            random_values(r[k].g, r[k].n, 410u + (uint64_t)k, -1.0, 1.0, CT_F32);
+            CHECK(set_grad(r[k].t, r[k].g, CT_F64)); /* converted: temporaries to release */
+        }
+        ct_tensor *params[2] = {r[0].t, r[1].t};
+        ct_adam_options o = ct_adam_defaults();
+        o.amsgrad = true;
+        ct_optimizer *opt = ct_adam(2, params, &o);
+        CHECK_NOT_NULL(opt);
+        ct__malloc_fail_after(fail, 0);
+        ct_status status = ct_optimizer_step(opt);
+        ct__malloc_fail_after(0, 0);
+        if (status == CT_OK) {
+            succeeded = true;
+        } else {
+            CHECK_ERROR(CT_ERR_OUT_OF_MEMORY, "out of host memory");
+            CHECK(ct_optimizer_state_count(opt) == 0);
+            for (int k = 0; k < 2; k++) CHECK_TENSOR(r[k].t, r[k].p);
+            CHECK_OK(ct_optimizer_step(opt));
+        }
+        for (int k = 0; k < 2; k++) ref_adam(&o, false, &r[k]);
+        for (int k = 0; k < 2; k++) CHECK_TENSOR(r[k].t, r[k].p);
+        ct_optimizer_free(opt);
+        for (int k = 0; k < 2; k++) ref_param_free(&r[k]);
+    }
+    CHECK(succeeded);
+}
+
+/* A training loop with the autograd engine: loss = sum((w * x - y)^2), whose gradient
+ * 2 x (w x - y) the reference computes by hand, zero_grad, backward and an AdamW step. */
+DEVICE_TEST(test_optim_trains_with_backward) {
+    enum { N = 6 };
+    int64_t shape[1] = {N};
+    double x[N], y[N];
+    ref_random(x, N, 500, -1.0, 1.0);
+    ref_random(y, N, 501, -1.0, 1.0);
+    ref_param r;
+    CHECK(ref_param_init(&r, 0, CT_F64, device, 502)); /* shape (7): use the first N */
+    ct_release(r.t);
+    r.n = N;
+    r.t = ref_tensor(r.p, 1, shape, CT_F64, device);
+    ct_tensor *xt = ref_tensor(x, 1, shape, CT_F64, device);
+    ct_tensor *yt = ref_tensor(y, 1, shape, CT_F64, device);
+    CHECK(r.t && xt && yt);
+    CHECK_OK(ct_set_requires_grad(r.t, true));
+    ct_adam_options o = ct_adamw_defaults();
+    o.lr = 0.05;
+    ct_optimizer *opt = ct_adamw(1, &r.t, &o);
+    CHECK_NOT_NULL(opt);
+    for (int step = 0; step < 3; step++) {
+        CHECK_OK(ct_scope_begin());
+        CHECK_OK(ct_optimizer_zero_grad(opt));
+        CHECK(r.t->grad == NULL);
+        ct_tensor *d = ct_sub(ct_mul(r.t, xt), yt);
+        ct_tensor *loss = ct_sum(ct_mul(d, d), 0, NULL, false);
+        CHECK_NOT_NULL(loss);
+        CHECK_OK(ct_backward(loss));
+        CHECK_OK(ct_optimizer_step(opt));
+        CHECK_OK(ct_scope_end());
+        for (int i = 0; i < N; i++) r.g[i] = 2.0 * x[i] * (r.p[i] * x[i] - y[i]);
+        ref_adam(&o, true, &r);
+        CHECK_TENSOR(r.t, r.p);
+    }
+    ct_optimizer_free(opt);
+    ct_release(xt), ct_release(yt);
+    ref_param_free(&r);
 }

@@ -78,9 +78,9 @@ CT_API ct_status ct_optimizer_set_lr(ct_optimizer *opt, double lr);
  * dots: "state.<parameter index>.<key>", keys "step" (a 0-d f32 CPU tensor), "exp_avg",
  * "exp_avg_sq", "max_exp_avg_sq" (Adam, AdamW; amsgrad) and "momentum_buffer" (SGD with
  * momentum), each like its parameter. Only parameters that have taken a step have state.
- * state_at gives entry i (0 <= i < count): its name (valid until the next step, load or
- * free) and a new reference to the tensor (the state itself, not a copy; the step is a new
- * tensor). */
+ * state_at gives entry i (0 <= i < count): its name (valid until the next state_at call
+ * on this thread) and a new reference to the tensor (the state itself, not a copy; the step
+ * is a new tensor). */
 CT_API int ct_optimizer_state_count(const ct_optimizer *opt);
 CT_API ct_status ct_optimizer_state_at(const ct_optimizer *opt, int i, const char **name,
                                        ct_tensor **tensor);

@@ -55,6 +55,11 @@ static ct_status per_device(int n, clip_item *items, ct_list_tensor *entries, bo
         int physical;
         const ct_kernels *k = ct__kernels(device, &physical);
         if (!k) return ct_last_status();
+        if (!k->list_norm || !k->list_scale)
+            return ct__error(CT_ERR_UNSUPPORTED,
+                             OP ": the %s backend has no gradient-norm "
+                                "kernels",
+                             device.type == CT_DEVICE_CPU ? "cpu" : "cuda");
         double part = 0.0;
         ct_status s = scale ? k->list_scale(physical, &args, factor)
                             : k->list_norm(physical, &args, p, &part);

@@ -186,11 +186,7 @@ ct_status ct_optimizer_set_lr(ct_optimizer *opt, double lr) {
 
 ct_status ct_optimizer_zero_grad(ct_optimizer *opt) {
     if (!opt) return ct__error(CT_ERR_INVALID_ARG, "ct_optimizer_zero_grad: opt is NULL");
-    for (int i = 0; i < opt->n; i++) {
-        ct_tensor *grad = opt->params[i]->grad;
-        opt->params[i]->grad = NULL;
-        if (grad) ct__tensor_drop(grad);
-    }
+    for (int i = 0; i < opt->n; i++) ct_zero_grad(opt->params[i]);
     return CT_OK;
 }
 
@@ -306,7 +302,13 @@ static ct_status step_device(ct_optimizer *opt, int first, param_work *w,
     args.tensors = entries;
     int physical;
     const ct_kernels *k = ct__kernels(device, &physical);
-    ct_status status = k ? k->optim_step(physical, &args) : ct_last_status();
+    if (!k) return ct_last_status();
+    if (!k->optim_step)
+        return ct__error(CT_ERR_UNSUPPORTED,
+                         "ct_optimizer_step: the %s backend has no "
+                         "optimiser kernel",
+                         device.type == CT_DEVICE_CPU ? "cpu" : "cuda");
+    ct_status status = k->optim_step(physical, &args);
     if (status != CT_OK) return status;
     for (int i = first; i < opt->n; i++) {
         if (!w[i].grad || !ct__same_device(opt->params[i]->storage->device, device)) continue;
