@@ -7,7 +7,7 @@
 #include <ctensor/ctensor.h>
 #include <ctensor/optim.h>
 
-enum { N = 1024, STEPS = 1500 };
+enum { N = 1024, STEPS = 1000 };
 
 /* Two spirals, one per class: point i of class c at angle t, radius t, rotated by pi * c. */
 static void make_spirals(float *x, int64_t *y) {
