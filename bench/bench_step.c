@@ -26,12 +26,12 @@ static ct_module *model_for(const char *name) {
     if (strcmp(name, "cnn") == 0) {
         ct_conv2d_options pad = {.padding = {1, 1}};
         ct_pool2d_options pool = {.kernel = {2, 2}};
-        return ct_nn_sequential(
-            10, (ct_module *[]){ct_nn_conv2d(1, 32, 3, &pad, true), ct_nn_relu(),
-                                ct_nn_max_pool2d(&pool), ct_nn_conv2d(32, 64, 3, &pad, true),
-                                ct_nn_relu(), ct_nn_max_pool2d(&pool), ct_nn_flatten(),
-                                ct_nn_linear(3136, 128, true), ct_nn_relu(),
-                                ct_nn_linear(128, 10, true)});
+        return ct_nn_sequential(10, (ct_module *[]){ct_nn_conv2d(1, 32, 3, &pad, true),
+                                                    ct_nn_relu(), ct_nn_max_pool2d(&pool),
+                                                    ct_nn_conv2d(32, 64, 3, &pad, true),
+                                                    ct_nn_relu(), ct_nn_max_pool2d(&pool),
+                                                    ct_nn_flatten(), ct_nn_linear(3136, 128, true),
+                                                    ct_nn_relu(), ct_nn_linear(128, 10, true)});
     }
     return ct_nn_sequential(6, (ct_module *[]){ct_nn_flatten(), ct_nn_linear(784, 256, true),
                                                ct_nn_relu(), ct_nn_linear(256, 128, true),

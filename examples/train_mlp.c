@@ -39,9 +39,9 @@ int main(void) {
     if (!x || !y) return fail("data");
 
     ct_manual_seed(0);
-    ct_module *model = ct_nn_sequential(
-        5, (ct_module *[]){ct_nn_linear(2, 64, true), ct_nn_tanh(), ct_nn_linear(64, 64, true),
-                           ct_nn_tanh(), ct_nn_linear(64, 2, true)});
+    ct_module *model = ct_nn_sequential(5, (ct_module *[]){ct_nn_linear(2, 64, true), ct_nn_tanh(),
+                                                           ct_nn_linear(64, 64, true), ct_nn_tanh(),
+                                                           ct_nn_linear(64, 2, true)});
     if (!model || ct_module_to(model, device) != CT_OK) return fail("model");
     ct_tensor *params[8];
     int nparams = ct_module_parameters(model, params, 8);
