@@ -5,8 +5,10 @@
 # Quick when everything is there already.
 set -e
 cd "$(dirname "$0")/.."
+# python3-torch: the checkpoint test loads ctensor's files in PyTorch and back, and the
+# training benchmarks run it as the peer.
 packages="build-essential cmake pkg-config libopenblas-dev zlib1g-dev python3-numpy python3-venv
-          gnuplot-nox dataset-fashion-mnist"
+          python3-torch gnuplot-nox dataset-fashion-mnist"
 missing=""
 for p in $packages; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
