@@ -151,3 +151,75 @@ TEST(test_nn_module_errors) {
     ct_release(wrong);
     ct_module_free(m);
 }
+
+/* Dropout drops in training mode only; batch norm normalises with the batch's statistics
+ * in training (and moves its running statistics), with the running ones in evaluation. */
+DEVICE_TEST(test_nn_module_train_and_eval_differ) {
+    ct_manual_seed(1);
+    ct_module *drop = ct_nn_dropout(0.5);
+    ct_module *bn = ct_nn_batch_norm2d(2, 0, 0);
+    CHECK(drop && bn);
+    CHECK_OK(ct_module_to(bn, device));
+    double values[16];
+    ref_random(values, 16, 3, 1, 3);
+    ct_tensor *x = ref_tensor(values, 4, (int64_t[]){2, 2, 2, 2}, CT_F32, device);
+    CHECK_NOT_NULL(x);
+    CHECK_OK(ct_scope_begin());
+    /* dropout: zeros and doubled values in training, x itself in evaluation */
+    double *dropped = ref_read(ct_module_forward(drop, x));
+    int zeros = 0;
+    for (int i = 0; i < 16; i++) {
+        zeros += dropped[i] == 0;
+        CHECK(dropped[i] == 0 || fabs(dropped[i] - 2 * (float)values[i]) < 1e-5);
+    }
+    free(dropped);
+    CHECK(zeros > 0 && zeros < 16);
+    ct_module_eval(drop);
+    CHECK_TENSOR(ct_module_forward(drop, x), values);
+    /* batch norm: per-channel mean 0 over the batch in training */
+    ct_tensor *trained = ct_module_forward(bn, x);
+    ct_tensor *channel_mean = ct_mean(trained, 3, (const int[]){0, 2, 3}, false);
+    double zero[2] = {0, 0};
+    CHECK_TENSOR(channel_mean, zero);
+    ct_tensor *running_mean = NULL;
+    CHECK(strcmp(ct_module_state_at(bn, 2, &running_mean, NULL), "running_mean") == 0);
+    double *rm = ref_read(running_mean);
+    CHECK(rm && rm[0] > 0.1 && rm[1] > 0.1); /* 0.1 * a batch mean in (1, 3) */
+    free(rm);
+    ct_module_eval(bn);
+    ct_tensor *evaluated = ct_module_forward(bn, x);
+    double *a = ref_read(trained), *b = ref_read(evaluated);
+    bool differ = false;
+    for (int i = 0; i < 16; i++) differ = differ || fabs(a[i] - b[i]) > 1e-3;
+    free(a);
+    free(b);
+    CHECK(differ);
+    ct_scope_end();
+    ct_release(x);
+    ct_module_free(drop);
+    ct_module_free(bn);
+}
+
+static ct_tensor *apply_linear(ct_tensor *const *in, void *context) {
+    return ct_linear(in[0], in[1], context ? in[2] : NULL);
+}
+
+static ct_tensor *f64_leaf(ct_device device, int ndim, const int64_t *shape, uint64_t seed) {
+    double values[64];
+    ref_random(values, ref_numel(ndim, shape), seed, -1, 1);
+    ct_tensor *t = ref_tensor(values, ndim, shape, CT_F64, device);
+    if (t) ct_set_requires_grad(t, true);
+    return t;
+}
+
+DEVICE_TEST(test_nn_module_linear_gradcheck) {
+    ct_tensor *in[3] = {f64_leaf(device, 3, (int64_t[]){2, 2, 3}, 1),
+                        f64_leaf(device, 2, (int64_t[]){4, 3}, 2),
+                        f64_leaf(device, 1, (int64_t[]){4}, 3)};
+    CHECK(in[0] && in[1] && in[2]);
+    bool with_bias = ct_gradcheck(apply_linear, 3, in, in, 1e-6, 1e-7, 1e-5);
+    ct_set_requires_grad(in[2], false);
+    bool without = ct_gradcheck(apply_linear, 3, in, NULL, 1e-6, 1e-7, 1e-5);
+    for (int i = 0; i < 3; i++) ct_release(in[i]);
+    CHECK(with_bias && without);
+}
