@@ -10,8 +10,15 @@ CT_CPU_INLINE void softmax_line(const ct_softmax_args *a, int64_t line, ct_dtype
     int64_t s = a->inner, base = line / s * a->n * s + line % s;
     double m = -INFINITY;
     for (int64_t k = 0; k < a->n; k++) m = fmax(m, ct__ldf(a->in, base + k * s, dtype));
+    /* Softmax in f32 and f64 keeps each exponential in the output until the sum is known
+     * (one exp per element, not two); the 16-bit dtypes would round them too coarsely. */
+    bool keep = !a->log && (dtype == CT_F32 || dtype == CT_F64);
     double sum = 0.0;
-    for (int64_t k = 0; k < a->n; k++) sum += exp(ct__ldf(a->in, base + k * s, dtype) - m);
+    for (int64_t k = 0; k < a->n; k++) {
+        double e = exp(ct__ldf(a->in, base + k * s, dtype) - m);
+        sum += e;
+        if (keep) ct__stf(a->out, base + k * s, dtype, e);
+    }
     if (a->log) {
         double lse = m + log(sum);
         for (int64_t k = 0; k < a->n; k++)
@@ -19,8 +26,11 @@ CT_CPU_INLINE void softmax_line(const ct_softmax_args *a, int64_t line, ct_dtype
         return;
     }
     double inv = 1.0 / sum;
-    for (int64_t k = 0; k < a->n; k++)
-        ct__stf(a->out, base + k * s, dtype, exp(ct__ldf(a->in, base + k * s, dtype) - m) * inv);
+    for (int64_t k = 0; k < a->n; k++) {
+        double e = keep ? ct__ldf(a->out, base + k * s, dtype)
+                        : exp(ct__ldf(a->in, base + k * s, dtype) - m);
+        ct__stf(a->out, base + k * s, dtype, e * inv);
+    }
 }
 
 /* dx = y * (g - sum(g * y)) for softmax, g - exp(y) * sum(g) for log-softmax (y the
