@@ -319,3 +319,11 @@ DEVICE_TEST(test_nn_loss_mse_gradcheck) {
             if (!ok) return;
         }
 }
+
+DEVICE_TEST(test_nn_loss_cross_entropy_half_dtypes) {
+    ct_cross_entropy_options o = {CT_REDUCTION_NONE, 0.1, 2};
+    check_cross_entropy(device, 8, 5, CT_F16, &o, 3, false, 3.0, 11);
+    if (ct_test_failed()) return;
+    o.reduction = CT_REDUCTION_SUM;
+    check_cross_entropy(device, 8, 5, CT_BF16, &o, 0, true, 3.0, 12);
+}

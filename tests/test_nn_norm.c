@@ -322,3 +322,23 @@ DEVICE_TEST(test_nn_norm_batch_norm_running_stats_untracked) {
     CHECK(!ct_requires_grad(rm) && !ct_requires_grad(rv) && ct_is_leaf(rm));
     ct_release(y), ct_release(rv), ct_release(rm), ct_release(x);
 }
+
+/* f16 and bf16 compute in double and round once on the way out. */
+DEVICE_TEST(test_nn_norm_half_dtypes) {
+    int64_t shape[3] = {4, 3, 5};
+    bn_case k = {4, 3, 5, true, true, 0.1, 1e-5};
+    check_batch_norm(device, &k, 3, shape, CT_F16, true, 1);
+    if (ct_test_failed()) return;
+    k.training = false;
+    check_batch_norm(device, &k, 3, shape, CT_BF16, false, 2);
+    if (ct_test_failed()) return;
+    check_layer_norm(device, 3, shape, 2, CT_F16, 3, false, 3);
+    if (ct_test_failed()) return;
+    check_layer_norm(device, 3, shape, 1, CT_BF16, 1, true, 4);
+}
+
+/* Enough rows for the OpenMP split of the layer-norm kernels. */
+DEVICE_TEST(test_nn_norm_layer_norm_parallel) {
+    int64_t shape[2] = {600, 64};
+    check_layer_norm(device, 2, shape, 1, CT_F32, 3, false, 9);
+}
