@@ -11,9 +11,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "backend/optim_args_impl.h"
 #include "ctensor/ctensor.h"
 
 #define CT_EW_MAX_OPERANDS 4
+
+struct ct_conv2d_args;
+struct ct_pool2d_args;
 
 /* Unary op ids: the op_list.h table, then ops that are not in the public unary table. */
 typedef enum ct_unary_op {
@@ -160,6 +164,15 @@ typedef struct ct_kernels {
     ct_status (*reduce)(int device, ct_reduce_op op, const ct_reduce_args *args);
     ct_status (*matmul)(int device, const ct_matmul_args *args);
     ct_status (*gather)(int device, const ct_gather_args *args);
+
+    /* Optimisers (src/optim; arguments in backend/optim_args_impl.h). */
+    /* One fused update of every tensor of the list (SGD, Adam or AdamW). */
+    ct_status (*optim_step)(int device, const ct_optim_args *args);
+    /* *out = sum of |x|^p over every element of the list (p finite), or the largest |x|
+     * (p infinite), NaN when an element is NaN; waits for the result. */
+    ct_status (*list_norm)(int device, const ct_list_args *args, double p, double *out);
+    /* x *= factor for every element of the list. */
+    ct_status (*list_scale)(int device, const ct_list_args *args, double factor);
     /* ---- nn family: softmax, cross-entropy, batch and layer norm, dropout, index_add
      * (contracts in backend/norm_args_impl.h) ---- */
     ct_status (*softmax)(int device, const ct_softmax_args *args);
@@ -172,6 +185,15 @@ typedef struct ct_kernels {
     ct_status (*layer_norm_backward)(int device, const ct_layer_norm_args *args);
     ct_status (*dropout)(int device, const ct_dropout_args *args);
     ct_status (*index_add)(int device, const ct_index_add_args *args);
+    /* ---- convolution and pooling (arguments in backend/conv_args_impl.h) ---- */
+    /* Bytes of scratch conv2d_forward (backward false) or conv2d_backward needs for args
+     * (whose pointers may still be NULL); the op layer allocates it from the device pool. */
+    ct_status (*conv2d_workspace)(int device, const struct ct_conv2d_args *args, bool backward,
+                                  size_t *bytes);
+    ct_status (*conv2d_forward)(int device, const struct ct_conv2d_args *args);
+    ct_status (*conv2d_backward)(int device, const struct ct_conv2d_args *args);
+    ct_status (*pool2d_forward)(int device, const struct ct_pool2d_args *args);
+    ct_status (*pool2d_backward)(int device, const struct ct_pool2d_args *args);
 } ct_kernels;
 
 typedef struct ct_backend {

@@ -74,6 +74,9 @@ static const ct_kernels cpu_kernels = {
     .reduce = ct__cpu_reduce,
     .matmul = ct__cpu_matmul,
     .gather = ct__cpu_gather,
+    .optim_step = ct__cpu_optim_step,
+    .list_norm = ct__cpu_list_norm,
+    .list_scale = ct__cpu_list_scale,
     .softmax = ct__cpu_softmax,
     .softmax_backward = ct__cpu_softmax_backward,
     .cross_entropy = ct__cpu_cross_entropy,
@@ -84,6 +87,11 @@ static const ct_kernels cpu_kernels = {
     .layer_norm_backward = ct__cpu_layer_norm_backward,
     .dropout = ct__cpu_dropout,
     .index_add = ct__cpu_index_add,
+    .conv2d_workspace = ct__cpu_conv2d_workspace,
+    .conv2d_forward = ct__cpu_conv2d_forward,
+    .conv2d_backward = ct__cpu_conv2d_backward,
+    .pool2d_forward = ct__cpu_pool2d_forward,
+    .pool2d_backward = ct__cpu_pool2d_backward,
 };
 
 static const ct_backend cpu_backend = {

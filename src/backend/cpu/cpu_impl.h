@@ -33,5 +33,17 @@ ct_status ct__cpu_random(int device, const ct_ew_args *args, ct_random_kind kind
 ct_status ct__cpu_reduce(int device, ct_reduce_op op, const ct_reduce_args *args);
 ct_status ct__cpu_matmul(int device, const ct_matmul_args *args);
 ct_status ct__cpu_gather(int device, const ct_gather_args *args);
+/* Convolution and pooling (cpu_conv.c, cpu_pool.c; arguments in backend/conv_args_impl.h). */
+ct_status ct__cpu_conv2d_workspace(int device, const struct ct_conv2d_args *args, bool backward,
+                                   size_t *bytes);
+ct_status ct__cpu_conv2d_forward(int device, const struct ct_conv2d_args *args);
+ct_status ct__cpu_conv2d_backward(int device, const struct ct_conv2d_args *args);
+ct_status ct__cpu_pool2d_forward(int device, const struct ct_pool2d_args *args);
+ct_status ct__cpu_pool2d_backward(int device, const struct ct_pool2d_args *args);
+
+/* Optimisers (cpu_optim.c). */
+ct_status ct__cpu_optim_step(int device, const ct_optim_args *args);
+ct_status ct__cpu_list_norm(int device, const ct_list_args *args, double p, double *out);
+ct_status ct__cpu_list_scale(int device, const ct_list_args *args, double factor);
 
 #endif

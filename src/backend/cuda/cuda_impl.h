@@ -61,6 +61,11 @@ ct_status ct_cuda_reduce(int device, ct_reduce_op op, const ct_reduce_args *args
 ct_status ct_cuda_matmul(int device, const ct_matmul_args *args);
 ct_status ct_cuda_gather(int device, const ct_gather_args *args);
 
+/* Optimisers (cuda_optim.cu). */
+ct_status ct_cuda_optim_step(int device, const ct_optim_args *args);
+ct_status ct_cuda_list_norm(int device, const ct_list_args *args, double p, double *out);
+ct_status ct_cuda_list_scale(int device, const ct_list_args *args, double factor);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,51 @@
+/* Kernel arguments of the convolution and pooling family (conv2d, max/avg/adaptive-avg
+ * pool2d), forward and backward, shared by the op layer (src/ops/conv.c, pool.c) and the
+ * backends. Every tensor arrives contiguous in NCHW layout and of `dtype`, which is CT_F32 or
+ * CT_F64: the op layer makes views contiguous and computes f16/bf16 in f32. */
+#ifndef CT_CONV_ARGS_IMPL_H
+#define CT_CONV_ARGS_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ctensor/dtype.h"
+
+/* y (batch, out_channels, out_h, out_w) = conv(x (batch, in_channels, in_h, in_w),
+ * weight (out_channels, in_channels / groups, kernel_h, kernel_w)) + bias (out_channels).
+ * Forward reads x, weight and bias (NULL: none) and writes y. Backward reads y as the
+ * gradient of the output, x and weight, and writes each of grad_x, grad_weight and grad_bias
+ * that is not NULL (overwriting: nothing accumulates). workspace: scratch of the size the
+ * backend's conv2d_workspace asked for (NULL when it asked for none). */
+typedef struct ct_conv2d_args {
+    ct_dtype dtype;
+    int64_t batch, in_channels, in_h, in_w;
+    int64_t out_channels, kernel_h, kernel_w, out_h, out_w;
+    int64_t stride[2], padding[2], dilation[2], groups;
+    char *x, *weight, *bias, *y;
+    char *grad_x, *grad_weight, *grad_bias;
+    char *workspace;
+    size_t workspace_size;
+} ct_conv2d_args;
+
+typedef enum ct_pool_kind {
+    CT_POOL_MAX,         /* window max; padded cells never win */
+    CT_POOL_AVG,         /* window sum / (kernel_h * kernel_w): padded cells count as zeros */
+    CT_POOL_ADAPTIVE_AVG /* rows floor(i * in_h / out_h) .. ceil((i + 1) * in_h / out_h) */
+} ct_pool_kind;
+
+/* Pooling over `planes` = batch * channels planes of in_h x in_w into out_h x out_w.
+ * Forward reads x and writes y (and, for max, indices: the in-plane flat index ih * in_w + iw
+ * of each output's first maximum, NaN counting as the maximum as in PyTorch; indices may be
+ * NULL in forward when no backward will follow). Backward reads
+ * y as the gradient of the output (and indices, for max) and writes the whole of x as the
+ * gradient of the input. kernel, stride and padding are unused by the adaptive kind. */
+typedef struct ct_pool2d_args {
+    ct_pool_kind kind;
+    ct_dtype dtype;
+    int64_t planes, in_h, in_w, out_h, out_w;
+    int64_t kernel[2], stride[2], padding[2];
+    char *x, *y;
+    int64_t *indices;
+} ct_pool2d_args;
+
+#endif

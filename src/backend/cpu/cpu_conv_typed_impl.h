@@ -1,0 +1,155 @@
+/* The typed loops of the CPU convolution (cpu_conv.c), included once per element type with
+ * CT_CONV_T (float or double) and CT_CONV_FN(name) (name suffixed by the type) defined.
+ *
+ * A chunk of nb images starting at image n0 is lowered to a column matrix col with one row
+ * per (channel, kernel row, kernel column) and one column per (image, output pixel): row
+ * stride ld = nb * L, L = out_h * out_w. The output side lives in `mat`, (out_channels, ld),
+ * so that each group's product is one large GEMM over the whole chunk. */
+
+/* im2col of input channel c of image n0 + b into its kernel_h * kernel_w rows of col. */
+static void CT_CONV_FN(im2col_plane)(const ct_conv2d_args *a, const CT_CONV_T *x, CT_CONV_T *col,
+                                     int64_t ld, int64_t c) {
+    int64_t oh_n = a->out_h, ow_n = a->out_w, h = a->in_h, w = a->in_w, sw = a->stride[1];
+    for (int64_t i = 0; i < a->kernel_h; i++) {
+        for (int64_t j = 0; j < a->kernel_w; j++) {
+            CT_CONV_T *dst = col + ((c * a->kernel_h + i) * a->kernel_w + j) * ld;
+            int64_t jo = j * a->dilation[1] - a->padding[1], lo, hi;
+            conv_valid_range(jo, sw, w, ow_n, &lo, &hi);
+            for (int64_t oh = 0; oh < oh_n; oh++) {
+                int64_t ih = oh * a->stride[0] - a->padding[0] + i * a->dilation[0];
+                CT_CONV_T *d = dst + oh * ow_n;
+                if (ih < 0 || ih >= h) {
+                    for (int64_t ow = 0; ow < ow_n; ow++) d[ow] = 0;
+                    continue;
+                }
+                const CT_CONV_T *src = x + (c * h + ih) * w;
+                for (int64_t ow = 0; ow < lo; ow++) d[ow] = 0;
+                if (sw == 1)
+                    memcpy(d + lo, src + lo + jo, (size_t)(hi - lo) * sizeof *d);
+                else
+                    for (int64_t ow = lo; ow < hi; ow++) d[ow] = src[ow * sw + jo];
+                for (int64_t ow = hi; ow < ow_n; ow++) d[ow] = 0;
+            }
+        }
+    }
+}
+
+/* col2im: the gradient of input channel c of one image, summed from its rows of col. */
+static void CT_CONV_FN(col2im_plane)(const ct_conv2d_args *a, const CT_CONV_T *col, int64_t ld,
+                                     int64_t c, CT_CONV_T *dx) {
+    int64_t oh_n = a->out_h, ow_n = a->out_w, h = a->in_h, w = a->in_w, sw = a->stride[1];
+    CT_CONV_T *plane = dx + c * h * w;
+    for (int64_t p = 0; p < h * w; p++) plane[p] = 0;
+    for (int64_t i = 0; i < a->kernel_h; i++) {
+        for (int64_t j = 0; j < a->kernel_w; j++) {
+            const CT_CONV_T *src = col + ((c * a->kernel_h + i) * a->kernel_w + j) * ld;
+            int64_t jo = j * a->dilation[1] - a->padding[1], lo, hi;
+            conv_valid_range(jo, sw, w, ow_n, &lo, &hi);
+            for (int64_t oh = 0; oh < oh_n; oh++) {
+                int64_t ih = oh * a->stride[0] - a->padding[0] + i * a->dilation[0];
+                if (ih < 0 || ih >= h) continue;
+                CT_CONV_T *row = plane + ih * w;
+                const CT_CONV_T *s = src + oh * ow_n;
+                for (int64_t ow = lo; ow < hi; ow++) row[ow * sw + jo] += s[ow];
+            }
+        }
+    }
+}
+
+/* col = im2col of images n0 .. n0 + nb. */
+static void CT_CONV_FN(im2col)(const ct_conv2d_args *a, int64_t n0, int64_t nb, CT_CONV_T *col) {
+    int64_t c_n = a->in_channels, l = a->out_h * a->out_w, ld = nb * l;
+    const CT_CONV_T *x = (const CT_CONV_T *)a->x;
+    int64_t work = nb * c_n * a->kernel_h * a->kernel_w * l;
+    (void)work;
+#ifdef _OPENMP
+#pragma omp parallel for if (work >= CT_CPU_PARALLEL_THRESHOLD) schedule(static)
+#endif
+    for (int64_t item = 0; item < nb * c_n; item++) {
+        int64_t b = item / c_n, c = item % c_n;
+        CT_CONV_FN(im2col_plane)(a, x + (n0 + b) * c_n * a->in_h * a->in_w, col + b * l, ld, c);
+    }
+}
+
+/* Rows (b, o) between the (batch, out_channels, L) tensor t and mat (out_channels, nb * L):
+ * to_mat copies t's rows into mat; else mat's rows go to t, plus bias[o] when bias is set. */
+static void CT_CONV_FN(transpose_rows)(const ct_conv2d_args *a, int64_t n0, int64_t nb,
+                                       CT_CONV_T *t, CT_CONV_T *mat, const CT_CONV_T *bias,
+                                       bool to_mat) {
+    int64_t o_n = a->out_channels, l = a->out_h * a->out_w, ld = nb * l;
+    int64_t work = nb * o_n * l;
+    (void)work;
+#ifdef _OPENMP
+#pragma omp parallel for if (work >= CT_CPU_PARALLEL_THRESHOLD) schedule(static)
+#endif
+    for (int64_t item = 0; item < nb * o_n; item++) {
+        int64_t b = item / o_n, o = item % o_n;
+        CT_CONV_T *trow = t + ((n0 + b) * o_n + o) * l, *mrow = mat + o * ld + b * l;
+        if (to_mat) {
+            memcpy(mrow, trow, (size_t)l * sizeof *mrow);
+        } else {
+            CT_CONV_T add = bias ? bias[o] : 0;
+            for (int64_t p = 0; p < l; p++) trow[p] = mrow[p] + add;
+        }
+    }
+}
+
+/* grad_bias[o] (+)= the sum of row o of mat, (out_channels, ld). */
+static void CT_CONV_FN(bias_sum)(const ct_conv2d_args *a, const CT_CONV_T *mat, int64_t ld,
+                                 bool first) {
+    CT_CONV_T *gb = (CT_CONV_T *)a->grad_bias;
+    int64_t o_n = a->out_channels;
+    (void)o_n;
+#ifdef _OPENMP
+#pragma omp parallel for if (o_n * ld >= CT_CPU_PARALLEL_THRESHOLD) schedule(static)
+#endif
+    for (int64_t o = 0; o < a->out_channels; o++) {
+        double sum = 0;
+        for (int64_t p = 0; p < ld; p++) sum += mat[o * ld + p];
+        gb[o] = (CT_CONV_T)(first ? sum : gb[o] + sum);
+    }
+}
+
+/* Forward of images n0 .. n0 + nb: y = W @ col (+ bias), one GEMM per group. */
+static void CT_CONV_FN(forward_chunk)(const ct_conv2d_args *a, int64_t n0, int64_t nb,
+                                      CT_CONV_T *col, CT_CONV_T *mat) {
+    int64_t ld = nb * a->out_h * a->out_w, g_n = a->groups;
+    int64_t og = a->out_channels / g_n, kg = a->in_channels / g_n * a->kernel_h * a->kernel_w;
+    CT_CONV_FN(im2col)(a, n0, nb, col);
+    for (int64_t g = 0; g < g_n; g++)
+        conv_gemm(a->dtype, false, false, og, ld, kg, a->weight, g * og * kg, kg, col, g * kg * ld,
+                  ld, 0.0, mat, g * og * ld, ld);
+    CT_CONV_FN(transpose_rows)
+    (a, n0, nb, (CT_CONV_T *)a->y, mat, (const CT_CONV_T *)a->bias, false);
+}
+
+/* Backward of images n0 .. n0 + nb: dW (+)= dY @ col^T, db (+)= row sums of dY, and
+ * dcol = W^T @ dY scattered back into grad_x by col2im. */
+static void CT_CONV_FN(backward_chunk)(const ct_conv2d_args *a, int64_t n0, int64_t nb,
+                                       CT_CONV_T *col, CT_CONV_T *mat) {
+    int64_t l = a->out_h * a->out_w, ld = nb * l, g_n = a->groups;
+    int64_t og = a->out_channels / g_n, kg = a->in_channels / g_n * a->kernel_h * a->kernel_w;
+    CT_CONV_FN(transpose_rows)(a, n0, nb, (CT_CONV_T *)a->y, mat, NULL, true);
+    if (a->grad_bias) CT_CONV_FN(bias_sum)(a, mat, ld, n0 == 0);
+    if (a->grad_weight) {
+        CT_CONV_FN(im2col)(a, n0, nb, col);
+        for (int64_t g = 0; g < g_n; g++)
+            conv_gemm(a->dtype, false, true, og, kg, ld, (char *)mat, g * og * ld, ld, col,
+                      g * kg * ld, ld, n0 == 0 ? 0.0 : 1.0, a->grad_weight, g * og * kg, kg);
+    }
+    if (!a->grad_x) return;
+    for (int64_t g = 0; g < g_n; g++)
+        conv_gemm(a->dtype, true, false, kg, ld, og, a->weight, g * og * kg, kg, (char *)mat,
+                  g * og * ld, ld, 0.0, col, g * kg * ld, ld);
+    int64_t c_n = a->in_channels, plane = a->in_h * a->in_w;
+    CT_CONV_T *dx = (CT_CONV_T *)a->grad_x;
+    int64_t work = nb * c_n * a->kernel_h * a->kernel_w * l;
+    (void)work;
+#ifdef _OPENMP
+#pragma omp parallel for if (work >= CT_CPU_PARALLEL_THRESHOLD) schedule(static)
+#endif
+    for (int64_t item = 0; item < nb * c_n; item++) {
+        int64_t b = item / c_n, c = item % c_n;
+        CT_CONV_FN(col2im_plane)(a, col + b * l, ld, c, dx + (n0 + b) * c_n * plane);
+    }
+}

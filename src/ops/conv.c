@@ -1,0 +1,272 @@
+/* ct_conv2d: 2-d convolution as torch.nn.functional.conv2d (NCHW input, weight
+ * (out_channels, in_channels / groups, kh, kw), optional bias), with its backward.
+ *
+ * The front door checks ranks, dtypes, channels against groups and the kernel against the
+ * padded input, then hands contiguous tensors of the compute dtype (f64, else f32: f16 and
+ * bf16 compute in f32 and round once) to the backend. The backend says how much scratch it
+ * needs; it comes from the device's pool, so a training loop reuses the same blocks. The
+ * autograd node keeps the prepared input and weight; its backward asks the backend for the
+ * gradients of exactly the inputs that need one, in one call. */
+#include <stdio.h>
+
+#include "autograd/tape_impl.h"
+#include "backend/conv_args_impl.h"
+#include "mem/pool_impl.h"
+#include "ops/op_impl.h"
+
+#define OP "ct_conv2d"
+
+typedef struct {
+    int64_t stride[2], padding[2], dilation[2], groups;
+} conv_params;
+
+/* Options with zeros read as the defaults; negative values are errors. */
+static ct_status read_options(const ct_conv2d_options *o, conv_params *p) {
+    static const ct_conv2d_options defaults;
+    ct_conv2d_options d = o ? *o : defaults;
+    for (int i = 0; i < 2; i++) {
+        if (d.stride[i] < 0 || d.padding[i] < 0 || d.dilation[i] < 0)
+            return ct__error(CT_ERR_INVALID_ARG,
+                             OP ": stride %lld, padding %lld and dilation %lld (axis %d) must not "
+                                "be negative; use 0 for the defaults (1, 0, 1)",
+                             (long long)d.stride[i], (long long)d.padding[i],
+                             (long long)d.dilation[i], i);
+        p->stride[i] = d.stride[i] ? d.stride[i] : 1;
+        p->padding[i] = d.padding[i];
+        p->dilation[i] = d.dilation[i] ? d.dilation[i] : 1;
+    }
+    if (d.groups < 0)
+        return ct__error(CT_ERR_INVALID_ARG,
+                         OP ": groups is %lld; use a positive count (0 means 1)",
+                         (long long)d.groups);
+    p->groups = d.groups ? d.groups : 1;
+    return CT_OK;
+}
+
+static ct_status check_dtypes(const ct_tensor *x, const ct_tensor *w, const ct_tensor *bias) {
+    if (!ct__is_float(x->dtype))
+        return ct__error(CT_ERR_DTYPE,
+                         OP ": input is %s; convolution needs a floating dtype (cast "
+                            "it with ct_cast)",
+                         ct_dtype_name(x->dtype));
+    if (w->dtype != x->dtype || (bias && bias->dtype != x->dtype))
+        return ct__error(CT_ERR_DTYPE,
+                         OP ": input is %s but weight is %s%s%s; input, weight and bias must "
+                            "share one dtype",
+                         ct_dtype_name(x->dtype), ct_dtype_name(w->dtype), bias ? " and bias " : "",
+                         bias ? ct_dtype_name(bias->dtype) : "");
+    return CT_OK;
+}
+
+/* Channel counts against groups, and the bias's shape. */
+static ct_status check_channels(const ct_tensor *x, const ct_tensor *w, const ct_tensor *bias,
+                                int64_t groups) {
+    int64_t c = x->shape[1], o = w->shape[0];
+    if (c % groups || o % groups)
+        return ct__error(CT_ERR_SHAPE,
+                         OP ": groups %lld must divide both in_channels %lld and out_channels "
+                            "%lld",
+                         (long long)groups, (long long)c, (long long)o);
+    if (w->shape[1] != c / groups || c == 0)
+        return ct__error(CT_ERR_SHAPE,
+                         OP ": weight has %lld input channels per group; the input's %lld "
+                            "channels in %lld groups need %lld",
+                         (long long)w->shape[1], (long long)c, (long long)groups,
+                         (long long)(c / groups));
+    if (bias && (bias->ndim != 1 || bias->shape[0] != o))
+        return ct__error(CT_ERR_SHAPE,
+                         OP ": bias must be 1-d of size out_channels %lld; got %d-d "
+                            "of size %lld",
+                         (long long)o, bias->ndim, (long long)(bias->ndim ? bias->shape[0] : 1));
+    return CT_OK;
+}
+
+/* Check shapes and fill the geometry of a (no pointers). */
+static ct_status check_shapes(const ct_tensor *x, const ct_tensor *w, const ct_tensor *bias,
+                              const conv_params *p, ct_conv2d_args *a) {
+    if (x->ndim != 4 || w->ndim != 4)
+        return ct__error(CT_ERR_SHAPE,
+                         OP ": input (N, C, H, W) and weight (O, C / groups, kh, kw) must be 4-d; "
+                            "got %d-d input and %d-d weight",
+                         x->ndim, w->ndim);
+    ct_status status = check_channels(x, w, bias, p->groups);
+    if (status != CT_OK) return status;
+    int64_t out[2];
+    for (int i = 0; i < 2; i++) {
+        int64_t k = w->shape[2 + i], n = x->shape[2 + i] + 2 * p->padding[i];
+        int64_t span = (k - 1) * p->dilation[i] + 1;
+        if (k == 0 || span > n)
+            return ct__error(CT_ERR_SHAPE,
+                             OP ": kernel size %lld (%lld with dilation) along %s is %s the padded "
+                                "input's %lld; use a smaller kernel or more padding",
+                             (long long)k, (long long)span, i ? "width" : "height",
+                             k == 0 ? "empty against" : "bigger than", (long long)n);
+        out[i] = (n - span) / p->stride[i] + 1;
+    }
+    *a = (ct_conv2d_args){.batch = x->shape[0],
+                          .in_channels = x->shape[1],
+                          .in_h = x->shape[2],
+                          .in_w = x->shape[3],
+                          .out_channels = w->shape[0],
+                          .kernel_h = w->shape[2],
+                          .kernel_w = w->shape[3],
+                          .out_h = out[0],
+                          .out_w = out[1],
+                          .groups = p->groups};
+    for (int i = 0; i < 2; i++) {
+        a->stride[i] = p->stride[i];
+        a->padding[i] = p->padding[i];
+        a->dilation[i] = p->dilation[i];
+    }
+    return CT_OK;
+}
+
+/* t as a contiguous tensor of dtype (t itself, a new reference, when it already is). */
+static ct_tensor *prepared(const ct_tensor *t, ct_dtype dtype) {
+    ct_tensor *cast = ct_cast(t, dtype);
+    ct_tensor *out = cast ? ct_contiguous(cast) : NULL;
+    ct_release(cast);
+    return out;
+}
+
+/* Run the forward or backward kernel with workspace from the device's pool. */
+static ct_status run_kernel(ct_device device, ct_conv2d_args *a, bool backward) {
+    int physical;
+    const ct_kernels *k = ct__kernels(device, &physical);
+    if (!k) return ct_last_status();
+    size_t bytes = 0;
+    ct_status status = k->conv2d_workspace(physical, a, backward, &bytes);
+    if (status != CT_OK) return status;
+    void *ws = NULL;
+    if (bytes && (status = ct__pool_alloc(device, bytes, &ws)) != CT_OK) return status;
+    a->workspace = ws;
+    a->workspace_size = bytes;
+    status = backward ? k->conv2d_backward(physical, a) : k->conv2d_forward(physical, a);
+    if (ws) ct__pool_free(device, ws, bytes);
+    return status;
+}
+
+/* The convolution of prepared (contiguous, compute-dtype) operands. */
+static ct_tensor *forward(ct_device device, ct_conv2d_args *a, const ct_tensor *x,
+                          const ct_tensor *w, const ct_tensor *bias) {
+    int64_t shape[4] = {a->batch, a->out_channels, a->out_h, a->out_w};
+    ct_tensor *y = ct__tensor_new(device, x->dtype, 4, shape);
+    if (!y || y->numel == 0) return y;
+    a->dtype = x->dtype;
+    a->x = ct__data(x);
+    a->weight = ct__data(w);
+    a->bias = bias ? ct__data(bias) : NULL;
+    a->y = ct__data(y);
+    if (run_kernel(device, a, false) != CT_OK) {
+        ct_release(y);
+        return NULL;
+    }
+    return y;
+}
+
+static void save_params(ct_node *node, const conv_params *p) {
+    for (int i = 0; i < 2; i++) {
+        node->ints[i] = p->stride[i];
+        node->ints[2 + i] = p->padding[i];
+        node->ints[4 + i] = p->dilation[i];
+    }
+    node->ints[6] = p->groups;
+}
+
+/* A new tensor shaped like t, or NULL (no error) when want is false. */
+static ct_tensor *grad_like(bool want, ct_device device, const ct_tensor *t, bool *failed) {
+    if (!want || *failed) return NULL;
+    ct_tensor *g = ct__tensor_new(device, t->dtype, t->ndim, t->shape);
+    if (!g) *failed = true;
+    return g;
+}
+
+/* Gradients of input, weight and bias (those the engine asks for) from grad_out. */
+static ct_status conv2d_backward(ct_node *node, const ct_tensor *grad_out, ct_tensor **grad_in) {
+    const ct_tensor *x = node->saved[0], *w = node->saved[1];
+    conv_params p = {{node->ints[0], node->ints[1]},
+                     {node->ints[2], node->ints[3]},
+                     {node->ints[4], node->ints[5]},
+                     node->ints[6]};
+    ct_conv2d_args a;
+    ct_status status = check_shapes(x, w, NULL, &p, &a);
+    if (status != CT_OK) return status;
+    ct_device device = x->storage->device;
+    bool failed = false;
+    ct_tensor *g = prepared(grad_out, x->dtype);
+    failed = g == NULL;
+    int64_t bias_shape = a.out_channels;
+    ct_tensor *gx = grad_like(node->inputs[0] != NULL, device, x, &failed);
+    ct_tensor *gw = grad_like(node->inputs[1] != NULL, device, w, &failed);
+    ct_tensor *gb = NULL;
+    if (node->ninputs == 3 && node->inputs[2] && !failed) {
+        gb = ct__tensor_new(device, x->dtype, 1, &bias_shape);
+        failed = gb == NULL;
+    }
+    if (!failed && a.batch == 0) {
+        status = gw ? ct_fill(gw, 0.0) : CT_OK;
+        if (status == CT_OK && gb) status = ct_fill(gb, 0.0);
+    } else if (!failed) {
+        a.dtype = x->dtype;
+        a.x = ct__data(x);
+        a.weight = ct__data(w);
+        a.y = ct__data(g);
+        a.grad_x = gx ? ct__data(gx) : NULL;
+        a.grad_weight = gw ? ct__data(gw) : NULL;
+        a.grad_bias = gb ? ct__data(gb) : NULL;
+        status = run_kernel(device, &a, true);
+    }
+    ct_release(g);
+    if (failed || status != CT_OK) {
+        ct_release(gx);
+        ct_release(gw);
+        ct_release(gb);
+        return failed ? ct_last_status() : status;
+    }
+    grad_in[0] = gx;
+    grad_in[1] = gw;
+    if (node->ninputs == 3) grad_in[2] = gb;
+    return CT_OK;
+}
+
+/* Prepare operands, convolve, cast back to the input dtype, record the node. */
+static ct_tensor *convolve(ct_device device, const ct_tensor *const *args, int n, ct_conv2d_args *a,
+                           const conv_params *p) {
+    ct_dtype dtype = args[0]->dtype, compute = dtype == CT_F64 ? CT_F64 : CT_F32;
+    bool record = ct__grad_needed(n, args);
+    ct_no_grad_push();
+    ct_tensor *x = prepared(args[0], compute);
+    ct_tensor *w = x ? prepared(args[1], compute) : NULL;
+    ct_tensor *b = n == 3 && w ? prepared(args[2], compute) : NULL;
+    ct_tensor *y = w && (n == 2 || b) ? forward(device, a, x, w, b) : NULL;
+    ct_tensor *out = y ? ct_cast(y, dtype) : NULL;
+    ct_no_grad_pop();
+    ct_release(y);
+    ct_release(b);
+    if (out && record) {
+        ct_node *node = ct__node_new(OP, conv2d_backward, n, args);
+        if (node) {
+            ct__node_save(node, 0, x);
+            ct__node_save(node, 1, w);
+            save_params(node, p);
+        }
+        out = ct__record(out, node);
+    }
+    ct_release(x);
+    ct_release(w);
+    return out;
+}
+
+ct_tensor *ct_conv2d(const ct_tensor *x, const ct_tensor *weight, const ct_tensor *bias,
+                     const ct_conv2d_options *options) {
+    const ct_tensor *args[3] = {x, weight, bias};
+    int n = bias ? 3 : 2;
+    ct_device device;
+    if (!ct__check_args(OP, n, args, &device)) return NULL;
+    conv_params p;
+    ct_conv2d_args a;
+    if (read_options(options, &p) != CT_OK || check_dtypes(x, weight, bias) != CT_OK ||
+        check_shapes(x, weight, bias, &p, &a) != CT_OK)
+        return NULL;
+    return convolve(device, args, n, &a, &p);
+}

@@ -1,0 +1,313 @@
+/* ct_conv2d: forward against a float64 reference computed here by direct loops, over
+ * strides, padding, dilation, groups (depthwise too), non-square shapes, batches, bias or
+ * none, non-contiguous inputs and every floating dtype; the error paths; and the backward
+ * (input, weight and bias gradients) against references of the same loops. */
+#include <stdlib.h>
+
+#include "autograd/tape_impl.h"
+#include "core/tensor_impl.h"
+#include "ct_ref.h"
+
+typedef struct {
+    int64_t n, c, h, w, o, kh, kw;
+    ct_conv2d_options opt; /* zeros as the library reads them */
+    bool bias;
+} conv_case;
+
+static int64_t eff(int64_t v, int64_t def) { return v ? v : def; }
+
+static int64_t out_size(const conv_case *k, int axis) {
+    int64_t in = axis ? k->w : k->h, kk = axis ? k->kw : k->kh;
+    int64_t s = eff(k->opt.stride[axis], 1), p = k->opt.padding[axis];
+    int64_t d = eff(k->opt.dilation[axis], 1);
+    return (in + 2 * p - d * (kk - 1) - 1) / s + 1;
+}
+
+/* Visit every (output, weight tap) pair whose input cell is inside the image: the sum that
+ * defines the convolution, in the plainest loops. f(ctx, y_index, x_index, w_index). */
+typedef void (*tap_fn)(void *ctx, int64_t yi, int64_t xi, int64_t wi);
+
+static void for_each_tap(const conv_case *k, tap_fn f, void *ctx) {
+    int64_t g = eff(k->opt.groups, 1), cg = k->c / g, og = k->o / g;
+    int64_t oh_n = out_size(k, 0), ow_n = out_size(k, 1);
+    for (int64_t n = 0; n < k->n; n++)
+        for (int64_t o = 0; o < k->o; o++)
+            for (int64_t oh = 0; oh < oh_n; oh++)
+                for (int64_t ow = 0; ow < ow_n; ow++)
+                    for (int64_t ci = 0; ci < cg; ci++)
+                        for (int64_t i = 0; i < k->kh; i++)
+                            for (int64_t j = 0; j < k->kw; j++) {
+                                int64_t ih = oh * eff(k->opt.stride[0], 1) - k->opt.padding[0] +
+                                             i * eff(k->opt.dilation[0], 1);
+                                int64_t iw = ow * eff(k->opt.stride[1], 1) - k->opt.padding[1] +
+                                             j * eff(k->opt.dilation[1], 1);
+                                if (ih < 0 || ih >= k->h || iw < 0 || iw >= k->w) continue;
+                                int64_t c = o / og * cg + ci;
+                                f(ctx, ((n * k->o + o) * oh_n + oh) * ow_n + ow,
+                                  ((n * k->c + c) * k->h + ih) * k->w + iw,
+                                  ((o * cg + ci) * k->kh + i) * k->kw + j);
+                            }
+}
+
+typedef struct {
+    const double *x, *w, *gy;
+    double *y, *gx, *gw;
+} ref_data;
+
+static void forward_tap(void *ctx, int64_t yi, int64_t xi, int64_t wi) {
+    ref_data *r = ctx;
+    r->y[yi] += r->x[xi] * r->w[wi];
+}
+
+static void backward_tap(void *ctx, int64_t yi, int64_t xi, int64_t wi) {
+    ref_data *r = ctx;
+    r->gx[xi] += r->gy[yi] * r->w[wi];
+    r->gw[wi] += r->gy[yi] * r->x[xi];
+}
+
+/* Tensors and reference values of one case: random x, w, b rounded to dtype. */
+typedef struct {
+    int64_t xs[4], ws[4], ys[4], nx, nw, ny;
+    double *x, *w, *b, *y;
+} conv_ref;
+
+static bool make_ref(const conv_case *k, ct_dtype dtype, uint64_t seed, conv_ref *r) {
+    int64_t g = eff(k->opt.groups, 1);
+    int64_t xs[4] = {k->n, k->c, k->h, k->w}, ws[4] = {k->o, k->c / g, k->kh, k->kw};
+    int64_t ys[4] = {k->n, k->o, out_size(k, 0), out_size(k, 1)};
+    memcpy(r->xs, xs, sizeof xs);
+    memcpy(r->ws, ws, sizeof ws);
+    memcpy(r->ys, ys, sizeof ys);
+    r->nx = ref_numel(4, xs);
+    r->nw = ref_numel(4, ws);
+    r->ny = ref_numel(4, ys);
+    r->x = malloc(sizeof(double) * (size_t)(r->nx + r->nw + k->o + r->ny + 1));
+    if (!r->x) return false;
+    r->w = r->x + r->nx;
+    r->b = r->w + r->nw;
+    r->y = r->b + k->o;
+    ref_random(r->x, r->nx + r->nw + k->o, seed, -1.0, 1.0);
+    for (int64_t i = 0; i < r->nx + r->nw + k->o; i++) r->x[i] = ref_round(r->x[i], dtype);
+    for (int64_t i = 0; i < r->ny; i++) r->y[i] = k->bias ? r->b[i / (ys[2] * ys[3]) % k->o] : 0;
+    ref_data d = {r->x, r->w, NULL, r->y, NULL, NULL};
+    for_each_tap(k, forward_tap, &d);
+    return true;
+}
+
+/* |actual - expected| <= tol * (1 + |expected|) everywhere (sums of many products round more
+ * than one op, so the tolerance is the test's, by dtype). */
+static bool close_all(const ct_tensor *t, const double *expected, double tol) {
+    double *v = ref_read(t);
+    bool ok = v != NULL;
+    for (int64_t i = 0; ok && i < ct_numel(t); i++)
+        if (!(fabs(v[i] - expected[i]) <= tol * (1 + fabs(expected[i])))) {
+            fprintf(stderr, "  element %lld: %.9g, expected %.9g\n", (long long)i, v[i],
+                    expected[i]);
+            ok = false;
+        }
+    free(v);
+    return ok;
+}
+
+static double conv_tol(ct_dtype dtype) {
+    return dtype == CT_F64 ? 1e-12 : dtype == CT_F32 ? 2e-5 : dtype == CT_F16 ? 1e-2 : 5e-2;
+}
+
+static const conv_case cases[] = {
+    {2, 3, 7, 6, 4, 3, 3, {{1, 1}, {0, 0}, {1, 1}, 1}, true},   /* plain */
+    {2, 3, 9, 8, 5, 3, 2, {{2, 2}, {1, 1}, {0, 0}, 0}, true},   /* stride 2, padding, kh != kw */
+    {1, 2, 9, 10, 3, 3, 3, {{1, 2}, {2, 1}, {2, 2}, 1}, false}, /* dilation 2, no bias */
+    {3, 4, 6, 5, 6, 3, 3, {{1, 1}, {1, 1}, {1, 1}, 2}, true},   /* groups 2 */
+    {2, 4, 5, 7, 4, 3, 3, {{1, 1}, {1, 1}, {1, 1}, 4}, true},   /* depthwise */
+    {2, 3, 5, 5, 2, 1, 1, {{1, 1}, {0, 0}, {1, 1}, 1}, true},   /* 1x1 */
+    {1, 1, 4, 3, 2, 4, 3, {{3, 1}, {0, 0}, {1, 1}, 1}, false},  /* kernel as large as input */
+};
+
+/* One forward case on one dtype, contiguous or strided input. */
+static bool forward_case(const conv_case *k, ct_dtype dtype, bool strided, ct_device device) {
+    conv_ref r;
+    if (!make_ref(k, dtype, 1000 + (uint64_t)k->o, &r)) return false;
+    ct_tensor *x = strided ? ref_tensor_strided(r.x, 4, r.xs, dtype, device)
+                           : ref_tensor(r.x, 4, r.xs, dtype, device);
+    ct_tensor *w = ref_tensor(r.w, 4, r.ws, dtype, device);
+    ct_tensor *b = k->bias ? ref_tensor(r.b, 1, &k->o, dtype, device) : NULL;
+    ct_tensor *y = ct_conv2d(x, w, b, &k->opt);
+    bool ok = y && ct_dtype_of(y) == dtype && ct_ndim(y) == 4 &&
+              memcmp(ct_shape(y), r.ys, sizeof r.ys) == 0 && close_all(y, r.y, conv_tol(dtype));
+    ct_release(x);
+    ct_release(w);
+    ct_release(b);
+    ct_release(y);
+    free(r.x);
+    return ok;
+}
+
+DEVICE_TEST(test_nn_conv_forward_matches_reference) {
+    ct_dtype dtypes[2] = {CT_F32, CT_F64};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int d = 0; d < 2; d++) {
+            if (!forward_case(&cases[i], dtypes[d], false, device))
+                ct_test_fail(__FILE__, __LINE__, "case %zu, %s", i, ct_dtype_name(dtypes[d]));
+            if (ct_test_failed()) return;
+        }
+}
+
+DEVICE_TEST(test_nn_conv_forward_non_contiguous_input) {
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i += 2) {
+        CHECK(forward_case(&cases[i], CT_F32, true, device));
+        CHECK(forward_case(&cases[i], CT_F64, true, device));
+    }
+}
+
+DEVICE_TEST(test_nn_conv_forward_half_precision) {
+    CHECK(forward_case(&cases[1], CT_F16, false, device));
+    CHECK(forward_case(&cases[3], CT_BF16, false, device));
+}
+
+DEVICE_TEST(test_nn_conv_forward_large_batch_chunks) {
+    /* Images large enough that the CPU splits the batch into workspace-sized chunks. */
+    conv_case k = {5, 1, 210, 209, 1, 11, 11, {{1, 1}, {0, 0}, {1, 1}, 1}, true};
+    CHECK(forward_case(&k, CT_F32, false, device));
+}
+
+DEVICE_TEST(test_nn_conv_null_options_and_empty_batch) {
+    int64_t xs[4] = {0, 2, 5, 5}, ws[4] = {3, 2, 3, 3};
+    ct_tensor *x = ct_zeros(4, xs, CT_F32, device), *w = ct_ones(4, ws, CT_F32, device);
+    ct_tensor *y = ct_conv2d(x, w, NULL, NULL);
+    int64_t expect[4] = {0, 3, 3, 3};
+    bool ok = y && memcmp(ct_shape(y), expect, sizeof expect) == 0;
+    ct_release(x);
+    ct_release(w);
+    ct_release(y);
+    CHECK(ok);
+}
+
+/* ---- backward ---- */
+
+/* The node's backward on a random upstream gradient against the reference's gradients of
+ * input, weight and bias (sum of the upstream gradient over batch and pixels). */
+static bool backward_case(const conv_case *k, ct_dtype dtype, ct_device device) {
+    conv_ref r;
+    if (!make_ref(k, dtype, 77, &r)) return false;
+    double *gy = malloc(sizeof(double) * (size_t)(r.ny + r.nx + r.nw + k->o));
+    if (!gy) return free(r.x), false;
+    double *gx = gy + r.ny, *gw = gx + r.nx, *gb = gw + r.nw;
+    ref_random(gy, r.ny, 5, -1.0, 1.0);
+    for (int64_t i = 0; i < r.ny; i++) gy[i] = ref_round(gy[i], dtype);
+    memset(gx, 0, sizeof(double) * (size_t)(r.nx + r.nw + k->o));
+    for (int64_t i = 0; i < r.ny; i++) gb[i / (r.ys[2] * r.ys[3]) % k->o] += gy[i];
+    ref_data d = {r.x, r.w, gy, NULL, gx, gw};
+    for_each_tap(k, backward_tap, &d);
+    ct_tensor *x = ref_tensor_strided(r.x, 4, r.xs, dtype, device);
+    ct_tensor *w = ref_tensor(r.w, 4, r.ws, dtype, device);
+    ct_tensor *b = k->bias ? ref_tensor(r.b, 1, &k->o, dtype, device) : NULL;
+    ct_tensor *g = ref_tensor(gy, 4, r.ys, dtype, device);
+    x->requires_grad = w->requires_grad = true;
+    if (b) b->requires_grad = true;
+    ct_tensor *y = ct_conv2d(x, w, b, &k->opt), *grads[3] = {NULL, NULL, NULL};
+    bool ok = y && y->grad_fn && y->grad_fn->ninputs == (k->bias ? 3 : 2);
+    ct_no_grad_push();
+    ok = ok && y->grad_fn->backward(y->grad_fn, g, grads) == CT_OK;
+    ct_no_grad_pop();
+    double tol = conv_tol(dtype) * 4;
+    ok = ok && close_all(grads[0], gx, tol) && close_all(grads[1], gw, tol);
+    ok = ok && (!k->bias || close_all(grads[2], gb, tol));
+    for (int i = 0; i < 3; i++) ct_release(grads[i]);
+    ct_release(x), ct_release(w), ct_release(b), ct_release(g), ct_release(y);
+    free(r.x);
+    free(gy);
+    return ok;
+}
+
+DEVICE_TEST(test_nn_conv_backward_matches_reference) {
+    ct_dtype dtypes[2] = {CT_F32, CT_F64};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int d = 0; d < 2; d++) {
+            if (!backward_case(&cases[i], dtypes[d], device))
+                ct_test_fail(__FILE__, __LINE__, "case %zu, %s", i, ct_dtype_name(dtypes[d]));
+            if (ct_test_failed()) return;
+        }
+}
+
+DEVICE_TEST(test_nn_conv_backward_large_batch_chunks) {
+    conv_case k = {3, 2, 210, 209, 2, 11, 11, {{1, 1}, {1, 1}, {1, 1}, 2}, true};
+    CHECK(backward_case(&k, CT_F32, device));
+}
+
+DEVICE_TEST(test_nn_conv_backward_only_needed_grads) {
+    int64_t xs[4] = {2, 2, 4, 4}, ws[4] = {3, 2, 3, 3};
+    ct_tensor *x = ct_ones(4, xs, CT_F32, device), *w = ct_ones(4, ws, CT_F32, device);
+    CHECK(x && w);
+    w->requires_grad = true;
+    ct_tensor *y = ct_conv2d(x, w, NULL, NULL), *grads[2] = {NULL, NULL};
+    bool ok = y && y->grad_fn && y->grad_fn->inputs[0] == NULL;
+    ct_tensor *g = ok ? ct_ones(4, ct_shape(y), CT_F32, device) : NULL;
+    ct_no_grad_push();
+    ok = ok && g && y->grad_fn->backward(y->grad_fn, g, grads) == CT_OK;
+    ct_no_grad_pop();
+    /* Each weight tap sees every output of a 2x2 map over 2 images, all ones: 8. */
+    double expected[54];
+    for (int i = 0; i < 54; i++) expected[i] = 8;
+    ok = ok && grads[0] == NULL && grads[1] && close_all(grads[1], expected, 1e-6);
+    ct_release(grads[1]), ct_release(g), ct_release(y), ct_release(x), ct_release(w);
+    CHECK(ok);
+}
+
+/* ---- errors ---- */
+
+DEVICE_TEST(test_nn_conv_errors) {
+    int64_t xs[4] = {1, 4, 5, 5}, ws[4] = {6, 2, 3, 3}, bs[1] = {5};
+    ct_tensor *x = ct_zeros(4, xs, CT_F32, device), *w = ct_zeros(4, ws, CT_F32, device);
+    ct_tensor *b = ct_zeros(1, bs, CT_F32, device), *xi = ct_zeros(4, xs, CT_I32, device);
+    ct_tensor *wd = ct_zeros(4, ws, CT_F64, device), *x3 = ct_zeros(3, xs + 1, CT_F32, device);
+    CHECK(x && w && b && xi && wd && x3);
+    ct_tensor *r[10];
+    r[0] = ct_conv2d(x3, w, NULL, NULL);
+    bool e0 = ct_last_status() == CT_ERR_SHAPE && strstr(ct_last_error(), "ct_conv2d: input");
+    ct_clear_error();
+    r[1] = ct_conv2d(x, w, NULL, NULL); /* 4 channels against 2 per group, groups 1 */
+    bool e1 = ct_last_status() == CT_ERR_SHAPE && strstr(ct_last_error(), "input channels");
+    ct_clear_error();
+    r[2] = ct_conv2d(x, w, NULL, &(ct_conv2d_options){.groups = 3});
+    bool e2 = ct_last_status() == CT_ERR_SHAPE && strstr(ct_last_error(), "groups 3 must divide");
+    ct_clear_error();
+    r[3] = ct_conv2d(x, w, b, &(ct_conv2d_options){.groups = 2});
+    bool e3 = ct_last_status() == CT_ERR_SHAPE && strstr(ct_last_error(), "bias must be 1-d");
+    ct_clear_error();
+    r[4] = ct_conv2d(x, w, NULL, &(ct_conv2d_options){.groups = 2, .dilation = {3, 1}});
+    bool e4 = ct_last_status() == CT_ERR_SHAPE && strstr(ct_last_error(), "bigger than");
+    ct_clear_error();
+    r[5] = ct_conv2d(xi, w, NULL, &(ct_conv2d_options){.groups = 2});
+    bool e5 = ct_last_status() == CT_ERR_DTYPE && strstr(ct_last_error(), "floating dtype");
+    ct_clear_error();
+    r[6] = ct_conv2d(x, wd, NULL, &(ct_conv2d_options){.groups = 2});
+    bool e6 = ct_last_status() == CT_ERR_DTYPE && strstr(ct_last_error(), "share one dtype");
+    ct_clear_error();
+    r[7] = ct_conv2d(x, w, NULL, &(ct_conv2d_options){.stride = {-1, 1}});
+    bool e7 = ct_last_status() == CT_ERR_INVALID_ARG && strstr(ct_last_error(), "negative");
+    ct_clear_error();
+    r[8] = ct_conv2d(NULL, w, NULL, NULL);
+    bool e8 = ct_last_status() == CT_ERR_INVALID_ARG && strstr(ct_last_error(), "ct_conv2d");
+    ct_clear_error();
+    r[9] = ct_conv2d(x, w, NULL, &(ct_conv2d_options){.groups = -2});
+    bool e9 = ct_last_status() == CT_ERR_INVALID_ARG && strstr(ct_last_error(), "groups");
+    ct_clear_error();
+    ct_release(x), ct_release(w), ct_release(b), ct_release(xi), ct_release(wd), ct_release(x3);
+    for (int i = 0; i < 10; i++) CHECK(r[i] == NULL);
+    CHECK(e0 && e1 && e2 && e3 && e4 && e5 && e6 && e7 && e8 && e9);
+}
+
+TEST(test_nn_conv_device_mismatch) {
+    if (!ct_cuda_is_available()) {
+        ct_test_skip("needs a CUDA device");
+        return;
+    }
+    int64_t xs[4] = {1, 1, 3, 3}, ws[4] = {1, 1, 1, 1};
+    ct_tensor *x = ct_zeros(4, xs, CT_F32, CT_CPU);
+    ct_tensor *w = ct_zeros(4, ws, CT_F32, (ct_device){CT_DEVICE_CUDA, 0});
+    ct_tensor *y = ct_conv2d(x, w, NULL, NULL);
+    ct_release(x);
+    ct_release(w);
+    CHECK(y == NULL);
+    CHECK_ERROR(CT_ERR_DEVICE_MISMATCH, "ct_conv2d");
+}

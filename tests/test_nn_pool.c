@@ -1,0 +1,219 @@
+/* ct_max_pool2d, ct_avg_pool2d (count_include_pad) and ct_adaptive_avg_pool2d: forward and
+ * backward against float64 references computed here by direct loops, on several window
+ * settings, 3-d and 4-d inputs, non-contiguous inputs and every floating dtype; the
+ * routing of max pooling's gradient to the first maximum; and the error paths. */
+#include <stdlib.h>
+
+#include "autograd/tape_impl.h"
+#include "core/tensor_impl.h"
+#include "ct_ref.h"
+
+typedef enum { MAX, AVG, ADAPTIVE } kind;
+
+typedef struct {
+    kind k;
+    int ndim;
+    int64_t shape[4]; /* (N, C, H, W), or (C, H, W) with ndim 3 */
+    ct_pool2d_options opt;
+    int64_t out[2]; /* adaptive output size */
+} pool_case;
+
+/* Window [start, end) of output i along an axis of size n, and its divisor. */
+static void window(const pool_case *c, int axis, int64_t n, int64_t o, int64_t i, int64_t *start,
+                   int64_t *end, int64_t *div) {
+    if (c->k == ADAPTIVE) {
+        *start = (int64_t)floor((double)(i * n) / (double)o);
+        *end = (int64_t)ceil((double)((i + 1) * n) / (double)o);
+        *div = *end - *start;
+        return;
+    }
+    int64_t k = c->opt.kernel[axis], s = c->opt.stride[axis] ? c->opt.stride[axis] : k;
+    *start = i * s - c->opt.padding[axis];
+    *end = *start + k;
+    *div = k;
+    if (*start < 0) *start = 0;
+    if (*end > n) *end = n;
+}
+
+static int64_t out_size(const pool_case *c, int axis, int64_t n) {
+    if (c->k == ADAPTIVE) return c->out[axis];
+    int64_t k = c->opt.kernel[axis], s = c->opt.stride[axis] ? c->opt.stride[axis] : k;
+    return (n + 2 * c->opt.padding[axis] - k) / s + 1;
+}
+
+/* y = pool(x), and gx = the gradient of sum(y * gy) with respect to x. */
+static void reference(const pool_case *c, const double *x, const double *gy, double *y, double *gx,
+                      int64_t *oh_n, int64_t *ow_n) {
+    int64_t h = c->shape[c->ndim - 2], w = c->shape[c->ndim - 1], planes = 1;
+    for (int d = 0; d < c->ndim - 2; d++) planes *= c->shape[d];
+    *oh_n = out_size(c, 0, h);
+    *ow_n = out_size(c, 1, w);
+    for (int64_t i = 0; i < planes * h * w; i++) gx[i] = 0;
+    for (int64_t p = 0; p < planes; p++)
+        for (int64_t oh = 0; oh < *oh_n; oh++)
+            for (int64_t ow = 0; ow < *ow_n; ow++) {
+                int64_t h0, h1, hd, w0, w1, wd, o = (p * *oh_n + oh) * *ow_n + ow;
+                window(c, 0, h, *oh_n, oh, &h0, &h1, &hd);
+                window(c, 1, w, *ow_n, ow, &w0, &w1, &wd);
+                double acc = c->k == MAX ? -INFINITY : 0;
+                int64_t at = -1;
+                for (int64_t i = h0; i < h1; i++)
+                    for (int64_t j = w0; j < w1; j++) {
+                        double v = x[(p * h + i) * w + j];
+                        if (c->k != MAX)
+                            acc += v;
+                        else if (v > acc)
+                            acc = v, at = (p * h + i) * w + j;
+                    }
+                y[o] = c->k == MAX ? acc : acc / (double)(hd * wd);
+                for (int64_t i = h0; i < h1; i++)
+                    for (int64_t j = w0; j < w1; j++)
+                        if (c->k != MAX) gx[(p * h + i) * w + j] += gy[o] / (double)(hd * wd);
+                if (c->k == MAX) gx[at] += gy[o];
+            }
+}
+
+static ct_tensor *run(const pool_case *c, const ct_tensor *x) {
+    if (c->k == MAX) return ct_max_pool2d(x, &c->opt);
+    if (c->k == AVG) return ct_avg_pool2d(x, &c->opt);
+    return ct_adaptive_avg_pool2d(x, c->out[0], c->out[1]);
+}
+
+static bool close_all(const ct_tensor *t, const double *expected, double tol) {
+    double *v = ref_read(t);
+    bool ok = v != NULL;
+    for (int64_t i = 0; ok && i < ct_numel(t); i++)
+        if (!(fabs(v[i] - expected[i]) <= tol * (1 + fabs(expected[i])))) {
+            fprintf(stderr, "  element %lld: %.9g, expected %.9g\n", (long long)i, v[i],
+                    expected[i]);
+            ok = false;
+        }
+    free(v);
+    return ok;
+}
+
+/* Forward and backward of one case on one dtype. */
+static bool pool_check(const pool_case *c, ct_dtype dtype, bool strided, ct_device device) {
+    int64_t n = ref_numel(c->ndim, c->shape);
+    double *x = malloc(sizeof(double) * (size_t)(4 * n + 8));
+    if (!x) return false;
+    double *gx = x + n, *y = gx + n, *gy = y + n + 4; /* outputs never outnumber inputs here */
+    ref_random(x, n, 31 + (uint64_t)n, -2.0, 2.0);
+    ref_random(gy, n, 7, -1.0, 1.0);
+    for (int64_t i = 0; i < n; i++) x[i] = ref_round(x[i], dtype), gy[i] = ref_round(gy[i], dtype);
+    int64_t oh, ow, yshape[4];
+    reference(c, x, gy, y, gx, &oh, &ow);
+    memcpy(yshape, c->shape, sizeof yshape);
+    yshape[c->ndim - 2] = oh;
+    yshape[c->ndim - 1] = ow;
+    ct_tensor *tx = strided ? ref_tensor_strided(x, c->ndim, c->shape, dtype, device)
+                            : ref_tensor(x, c->ndim, c->shape, dtype, device);
+    ct_tensor *tg = ref_tensor(gy, c->ndim, yshape, dtype, device), *grad = NULL;
+    if (tx) tx->requires_grad = true;
+    ct_tensor *ty = run(c, tx);
+    double tol = dtype == CT_F64 ? 1e-12 : dtype == CT_F32 ? 1e-6 : ref_tolerance(dtype) * 2;
+    bool ok = ty && tg && ct_dtype_of(ty) == dtype &&
+              memcmp(ct_shape(ty), yshape, sizeof(int64_t) * (size_t)c->ndim) == 0 &&
+              close_all(ty, y, tol) && ty->grad_fn;
+    ct_no_grad_push();
+    ok = ok && ty->grad_fn->backward(ty->grad_fn, tg, &grad) == CT_OK && close_all(grad, gx, tol);
+    ct_no_grad_pop();
+    ct_release(tx), ct_release(tg), ct_release(ty), ct_release(grad);
+    free(x);
+    return ok;
+}
+
+static const pool_case cases[] = {
+    {MAX, 4, {2, 3, 8, 8}, {{2, 2}, {2, 2}, {0, 0}}, {0, 0}},
+    {MAX, 4, {1, 2, 7, 9}, {{3, 3}, {2, 2}, {1, 1}}, {0, 0}},
+    {MAX, 3, {2, 6, 5, 0}, {{3, 2}, {1, 0}, {1, 1}}, {0, 0}},
+    {AVG, 4, {2, 3, 8, 8}, {{2, 2}, {0, 0}, {0, 0}}, {0, 0}},
+    {AVG, 4, {1, 2, 7, 9}, {{3, 3}, {2, 2}, {1, 1}}, {0, 0}},
+    {AVG, 3, {2, 6, 5, 0}, {{3, 2}, {1, 3}, {1, 1}}, {0, 0}},
+    {ADAPTIVE, 4, {2, 2, 7, 8}, {{0, 0}, {0, 0}, {0, 0}}, {3, 4}},
+    {ADAPTIVE, 4, {1, 3, 6, 9}, {{0, 0}, {0, 0}, {0, 0}}, {4, 2}},
+    {ADAPTIVE, 3, {2, 5, 3, 0}, {{0, 0}, {0, 0}, {0, 0}}, {7, 1}},
+};
+
+DEVICE_TEST(test_nn_pool_matches_reference) {
+    ct_dtype dtypes[2] = {CT_F32, CT_F64};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int d = 0; d < 2; d++) {
+            if (!pool_check(&cases[i], dtypes[d], d == 1, device))
+                ct_test_fail(__FILE__, __LINE__, "case %zu, %s", i, ct_dtype_name(dtypes[d]));
+            if (ct_test_failed()) return;
+        }
+}
+
+DEVICE_TEST(test_nn_pool_half_precision) {
+    CHECK(pool_check(&cases[1], CT_F16, false, device));
+    CHECK(pool_check(&cases[4], CT_BF16, true, device));
+    CHECK(pool_check(&cases[7], CT_F16, false, device));
+}
+
+DEVICE_TEST(test_nn_pool_max_routes_to_first_max_and_keeps_nan) {
+    double x[8] = {1, 1, 1, NAN, 1, 1, 2, 0}; /* window 0: all ties; window 1: NaN, then 2 */
+    int64_t shape[4] = {1, 1, 2, 4};
+    ct_tensor *t = ref_tensor(x, 4, shape, CT_F32, device), *grad = NULL;
+    CHECK_NOT_NULL(t);
+    t->requires_grad = true;
+    ct_tensor *y = ct_max_pool2d(t, &(ct_pool2d_options){.kernel = {2, 2}});
+    ct_tensor *g = y ? ct_ones(4, ct_shape(y), CT_F32, device) : NULL;
+    bool ok = y && g && y->grad_fn;
+    ct_no_grad_push();
+    ok = ok && y->grad_fn->backward(y->grad_fn, g, &grad) == CT_OK;
+    ct_no_grad_pop();
+    double ey[2] = {1, NAN}, egrad[8] = {1, 0, 0, 1, 0, 0, 0, 0};
+    if (ok) CHECK_TENSOR(y, ey);
+    if (ok) CHECK_TENSOR(grad, egrad);
+    ct_release(t), ct_release(y), ct_release(g), ct_release(grad);
+    CHECK(ok);
+}
+
+DEVICE_TEST(test_nn_pool_without_grad_records_nothing) {
+    int64_t shape[4] = {1, 1, 4, 4};
+    ct_tensor *t = ct_ones(4, shape, CT_F32, device);
+    ct_tensor *y = ct_max_pool2d(t, &(ct_pool2d_options){.kernel = {2, 2}});
+    double e[4] = {1, 1, 1, 1};
+    bool ok = y && y->grad_fn == NULL;
+    ct_release(t);
+    if (ok) CHECK_TENSOR(y, e);
+    ct_release(y);
+    CHECK(ok);
+}
+
+DEVICE_TEST(test_nn_pool_errors) {
+    int64_t shape[4] = {1, 1, 4, 4};
+    ct_tensor *x = ct_zeros(4, shape, CT_F32, device), *xi = ct_zeros(4, shape, CT_I64, device);
+    ct_tensor *x2 = ct_zeros(2, shape + 2, CT_F32, device);
+    CHECK(x && xi && x2);
+    ct_tensor *r[8];
+    r[0] = ct_max_pool2d(x2, &(ct_pool2d_options){.kernel = {2, 2}});
+    bool e0 = ct_last_status() == CT_ERR_SHAPE && strstr(ct_last_error(), "ct_max_pool2d: input");
+    ct_clear_error();
+    r[1] = ct_avg_pool2d(xi, &(ct_pool2d_options){.kernel = {2, 2}});
+    bool e1 = ct_last_status() == CT_ERR_DTYPE && strstr(ct_last_error(), "ct_avg_pool2d");
+    ct_clear_error();
+    r[2] = ct_max_pool2d(x, &(ct_pool2d_options){.kernel = {5, 2}});
+    bool e2 = ct_last_status() == CT_ERR_SHAPE && strstr(ct_last_error(), "bigger than");
+    ct_clear_error();
+    r[3] = ct_max_pool2d(x, &(ct_pool2d_options){.kernel = {2, 2}, .padding = {0, 2}});
+    bool e3 = ct_last_status() == CT_ERR_INVALID_ARG && strstr(ct_last_error(), "half the kernel");
+    ct_clear_error();
+    r[4] = ct_avg_pool2d(x, NULL);
+    bool e4 = ct_last_status() == CT_ERR_INVALID_ARG && strstr(ct_last_error(), "kernel size");
+    ct_clear_error();
+    r[5] = ct_avg_pool2d(x, &(ct_pool2d_options){.kernel = {0, 2}});
+    bool e5 = ct_last_status() == CT_ERR_INVALID_ARG && strstr(ct_last_error(), "positive");
+    ct_clear_error();
+    r[6] = ct_adaptive_avg_pool2d(x, 0, 2);
+    bool e6 = ct_last_status() == CT_ERR_INVALID_ARG && strstr(ct_last_error(), "output size");
+    ct_clear_error();
+    r[7] = ct_adaptive_avg_pool2d(NULL, 2, 2);
+    bool e7 =
+        ct_last_status() == CT_ERR_INVALID_ARG && strstr(ct_last_error(), "ct_adaptive_avg_pool2d");
+    ct_clear_error();
+    ct_release(x), ct_release(xi), ct_release(x2);
+    for (int i = 0; i < 8; i++) CHECK(r[i] == NULL);
+    CHECK(e0 && e1 && e2 && e3 && e4 && e5 && e6 && e7);
+}
