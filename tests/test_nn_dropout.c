@@ -4,6 +4,7 @@
  * p = 0) return x itself, p = 1 gives zeros, and bad arguments fail. */
 #include <stdlib.h>
 
+#include "ct_gradcheck.h"
 #include "ct_ref.h"
 
 /* Whether element i of a draw at block offset 0 of stream seed is kept. */
@@ -105,4 +106,42 @@ DEVICE_TEST(test_nn_dropout_errors) {
     CHECK_ERROR(CT_ERR_INVALID_ARG, "ct_dropout: argument 1 is NULL");
     ct_release(i);
     ct_release(x);
+}
+
+/* ---- gradient checks (float64, central differences) ---- */
+
+#define EPS 1e-6
+#define ATOL 1e-7
+#define RTOL 1e-5
+
+/* A float64 leaf on device with values uniform in [lo, hi), requiring grad when asked. */
+static ct_tensor *leaf(ct_device device, int ndim, const int64_t *shape, uint64_t seed, double lo,
+                       double hi, bool requires_grad) {
+    int64_t n = ref_numel(ndim, shape);
+    double *values = malloc(sizeof(double) * (size_t)(n + 1));
+    if (!values) return NULL;
+    ref_random(values, n, seed, lo, hi);
+    ct_tensor *t = ref_tensor(values, ndim, shape, CT_F64, device);
+    free(values);
+    if (t && requires_grad && ct_set_requires_grad(t, true) != CT_OK) {
+        ct_release(t);
+        return NULL;
+    }
+    return t;
+}
+
+static ct_tensor *apply_dropout(ct_tensor *const *in, void *context) {
+    return ct_dropout(in[0], *(const double *)context, true);
+}
+
+/* ct_gradcheck reseeds the stream before every evaluation, so each sees one mask. */
+DEVICE_TEST(test_nn_dropout_gradcheck) {
+    const double ps[2] = {0.3, 1.0};
+    for (int k = 0; k < 2; k++) {
+        ct_tensor *x = leaf(device, 2, (int64_t[]){4, 5}, 3, -1.0, 1.0, true);
+        bool ok = x && ct_gradcheck(apply_dropout, 1, &x, (void *)&ps[k], EPS, ATOL, RTOL);
+        ct_release(x);
+        if (!ok) ct_test_fail(__FILE__, __LINE__, "dropout p = %g", ps[k]);
+        if (!ok) return;
+    }
 }

@@ -4,6 +4,7 @@
  * every error with its message. */
 #include <stdlib.h>
 
+#include "ct_gradcheck.h"
 #include "ct_ref.h"
 
 /* PyTorch's cross-entropy: per-row (1 - ls) * nll + ls * mean_c(-logp_c), ignored rows 0;
@@ -226,4 +227,103 @@ DEVICE_TEST(test_nn_loss_mse_errors) {
     ct_release(i);
     ct_release(b);
     ct_release(a);
+}
+
+/* ---- gradient checks (float64, central differences) ---- */
+
+#define EPS 1e-6
+#define ATOL 1e-7
+#define RTOL 1e-5
+
+/* A float64 leaf on device with values uniform in [lo, hi), requiring grad when asked. */
+static ct_tensor *leaf(ct_device device, int ndim, const int64_t *shape, uint64_t seed, double lo,
+                       double hi, bool requires_grad) {
+    int64_t n = ref_numel(ndim, shape);
+    double *values = malloc(sizeof(double) * (size_t)(n + 1));
+    if (!values) return NULL;
+    ref_random(values, n, seed, lo, hi);
+    ct_tensor *t = ref_tensor(values, ndim, shape, CT_F64, device);
+    free(values);
+    if (t && requires_grad && ct_set_requires_grad(t, true) != CT_OK) {
+        ct_release(t);
+        return NULL;
+    }
+    return t;
+}
+
+typedef struct {
+    ct_cross_entropy_options options;
+    const ct_tensor *target;
+} ce_case;
+
+static ct_tensor *apply_cross_entropy(ct_tensor *const *in, void *context) {
+    const ce_case *c = context;
+    return ct_cross_entropy(in[0], c->target, &c->options);
+}
+
+DEVICE_TEST(test_nn_loss_cross_entropy_gradcheck) {
+    int64_t n = 6, c = 5, shape[2] = {6, 5};
+    double t[6];
+    for (int variant = 0; variant < 12; variant++) {
+        int r = variant % 3, smoothing = (variant / 3) % 2, ignoring = variant / 6;
+        make_targets(t, n, c, 30 + (uint64_t)variant, 2, ignoring ? 3 : 0);
+        ce_case k = {{(ct_reduction)r, smoothing ? 0.15 : 0.0, ignoring ? 2 : -100}, NULL};
+        ct_tensor *target = ref_tensor(t, 1, &n, variant % 2 ? CT_I32 : CT_I64, device);
+        ct_tensor *x = leaf(device, 2, shape, 40 + (uint64_t)variant, -3.0, 3.0, true);
+        k.target = target;
+        bool ok = x && target && ct_gradcheck(apply_cross_entropy, 1, &x, &k, EPS, ATOL, RTOL);
+        ct_release(x);
+        ct_release(target);
+        if (!ok) ct_test_fail(__FILE__, __LINE__, "cross-entropy case %d", variant);
+        if (!ok) return;
+    }
+}
+
+/* The gradient of a mean loss over large logits is finite: softmax minus one-hot, / N. */
+DEVICE_TEST(test_nn_loss_cross_entropy_backward_large_logits) {
+    double x[4] = {1e4, 0.0, -1e4, 1e4}, t[2] = {1, 0};
+    ct_tensor *logits = ref_tensor(x, 2, (int64_t[]){2, 2}, CT_F64, device);
+    ct_tensor *target = ref_tensor(t, 1, (int64_t[]){2}, CT_I64, device);
+    CHECK_OK(ct_set_requires_grad(logits, true));
+    ct_tensor *loss = ct_cross_entropy(logits, target, NULL);
+    CHECK_OK(ct_backward(loss));
+    ct_tensor *g = ct_grad(logits);
+    /* row 0: softmax (1, 0), target 1: (1, -1) / 2; row 1: softmax (0, 1), target 0. */
+    CHECK_TENSOR(g, ((double[]){0.5, -0.5, -0.5, 0.5}));
+    ct_release(g);
+    ct_release(loss);
+    ct_release(target);
+    ct_release(logits);
+}
+
+typedef struct {
+    ct_reduction reduction;
+} mse_case;
+
+static ct_tensor *apply_mse(ct_tensor *const *in, void *context) {
+    return ct_mse_loss(in[0], in[1], ((const mse_case *)context)->reduction);
+}
+
+DEVICE_TEST(test_nn_loss_mse_gradcheck) {
+    int64_t s23[2] = {2, 3}, s3[1] = {3};
+    for (int r = 0; r < 3; r++)
+        for (int broadcast = 0; broadcast < 2; broadcast++) {
+            mse_case k = {(ct_reduction)r};
+            ct_tensor *in[2] = {leaf(device, 2, s23, 7 + (uint64_t)r, -2.0, 2.0, true),
+                                broadcast ? leaf(device, 1, s3, 9, -2.0, 2.0, true)
+                                          : leaf(device, 2, s23, 9, -2.0, 2.0, true)};
+            bool ok = in[0] && in[1] && ct_gradcheck(apply_mse, 2, in, &k, EPS, ATOL, RTOL);
+            ct_release(in[1]);
+            ct_release(in[0]);
+            if (!ok) ct_test_fail(__FILE__, __LINE__, "mse case %d/%d", r, broadcast);
+            if (!ok) return;
+        }
+}
+
+DEVICE_TEST(test_nn_loss_cross_entropy_half_dtypes) {
+    ct_cross_entropy_options o = {CT_REDUCTION_NONE, 0.1, 2};
+    check_cross_entropy(device, 8, 5, CT_F16, &o, 3, false, 3.0, 11);
+    if (ct_test_failed()) return;
+    o.reduction = CT_REDUCTION_SUM;
+    check_cross_entropy(device, 8, 5, CT_BF16, &o, 0, true, 3.0, 12);
 }

@@ -4,6 +4,7 @@
  * and f64, non-contiguous inputs and running statistics, and every error. */
 #include <stdlib.h>
 
+#include "ct_gradcheck.h"
 #include "ct_ref.h"
 
 typedef struct {
@@ -231,4 +232,113 @@ DEVICE_TEST(test_nn_norm_layer_norm_errors) {
     ct_release(ints);
     ct_release(w4);
     ct_release(x);
+}
+
+/* ---- gradient checks (float64, central differences) ---- */
+
+#define EPS 1e-6
+#define ATOL 1e-7
+#define RTOL 1e-5
+
+/* A float64 leaf on device with values uniform in [lo, hi), requiring grad when asked. */
+static ct_tensor *leaf(ct_device device, int ndim, const int64_t *shape, uint64_t seed, double lo,
+                       double hi, bool requires_grad) {
+    int64_t n = ref_numel(ndim, shape);
+    double *values = malloc(sizeof(double) * (size_t)(n + 1));
+    if (!values) return NULL;
+    ref_random(values, n, seed, lo, hi);
+    ct_tensor *t = ref_tensor(values, ndim, shape, CT_F64, device);
+    free(values);
+    if (t && requires_grad && ct_set_requires_grad(t, true) != CT_OK) {
+        ct_release(t);
+        return NULL;
+    }
+    return t;
+}
+
+typedef struct {
+    bool training, affine;
+    ct_tensor *running_mean, *running_var;
+} bn_grad_case;
+
+static ct_tensor *apply_batch_norm(ct_tensor *const *in, void *context) {
+    const bn_grad_case *c = context;
+    return ct_batch_norm(in[0], c->running_mean, c->running_var, c->affine ? in[1] : NULL,
+                         c->affine ? in[2] : NULL, c->training, 0.1, 1e-5);
+}
+
+DEVICE_TEST(test_nn_norm_batch_norm_gradcheck) {
+    int64_t shape[4] = {3, 2, 2, 3}, c = 2;
+    for (int variant = 0; variant < 4; variant++) {
+        bn_grad_case k = {variant & 1, (variant & 2) != 0, NULL, NULL};
+        k.running_mean = leaf(device, 1, &c, 3, -0.5, 0.5, false);
+        k.running_var = leaf(device, 1, &c, 4, 0.5, 2.0, false);
+        ct_tensor *in[3] = {leaf(device, 4, shape, 10 + (uint64_t)variant, -2.0, 2.0, true),
+                            leaf(device, 1, &c, 11, 0.5, 1.5, true),
+                            leaf(device, 1, &c, 12, -1.0, 1.0, true)};
+        bool ok = in[0] && in[1] && in[2] && k.running_mean && k.running_var &&
+                  ct_gradcheck(apply_batch_norm, k.affine ? 3 : 1, in, &k, EPS, ATOL, RTOL);
+        for (int i = 0; i < 3; i++) ct_release(in[i]);
+        ct_release(k.running_var);
+        ct_release(k.running_mean);
+        if (!ok) ct_test_fail(__FILE__, __LINE__, "batch norm case %d", variant);
+        if (!ok) return;
+    }
+}
+
+typedef struct {
+    int k;
+    bool weight, bias;
+} ln_grad_case;
+
+static ct_tensor *apply_layer_norm(ct_tensor *const *in, void *context) {
+    const ln_grad_case *c = context;
+    return ct_layer_norm(in[0], c->k, c->weight ? in[1] : NULL, c->bias ? in[2] : NULL, 1e-5);
+}
+
+DEVICE_TEST(test_nn_norm_layer_norm_gradcheck) {
+    int64_t shape[3] = {2, 3, 4};
+    for (int variant = 0; variant < 8; variant++) {
+        ln_grad_case k = {1 + variant / 4, (variant & 1) != 0, (variant & 2) != 0};
+        const int64_t *ps = shape + 3 - k.k;
+        ct_tensor *in[3] = {leaf(device, 3, shape, 20 + (uint64_t)variant, -2.0, 2.0, true),
+                            leaf(device, k.k, ps, 21, 0.5, 1.5, k.weight),
+                            leaf(device, k.k, ps, 22, -1.0, 1.0, k.bias)};
+        bool ok =
+            in[0] && in[1] && in[2] && ct_gradcheck(apply_layer_norm, 3, in, &k, EPS, ATOL, RTOL);
+        for (int i = 0; i < 3; i++) ct_release(in[i]);
+        if (!ok) ct_test_fail(__FILE__, __LINE__, "layer norm case %d", variant);
+        if (!ok) return;
+    }
+}
+
+/* Running statistics are updated without history, even when x requires grad. */
+DEVICE_TEST(test_nn_norm_batch_norm_running_stats_untracked) {
+    int64_t shape[2] = {4, 2}, c = 2;
+    ct_tensor *x = leaf(device, 2, shape, 1, -1.0, 1.0, true);
+    ct_tensor *rm = ct_zeros(1, &c, CT_F64, device), *rv = ct_ones(1, &c, CT_F64, device);
+    ct_tensor *y = ct_batch_norm(x, rm, rv, NULL, NULL, true, 0.5, 1e-5);
+    CHECK(y && ct_requires_grad(y));
+    CHECK(!ct_requires_grad(rm) && !ct_requires_grad(rv) && ct_is_leaf(rm));
+    ct_release(y), ct_release(rv), ct_release(rm), ct_release(x);
+}
+
+/* f16 and bf16 compute in double and round once on the way out. */
+DEVICE_TEST(test_nn_norm_half_dtypes) {
+    int64_t shape[3] = {4, 3, 5};
+    bn_case k = {4, 3, 5, true, true, 0.1, 1e-5};
+    check_batch_norm(device, &k, 3, shape, CT_F16, true, 1);
+    if (ct_test_failed()) return;
+    k.training = false;
+    check_batch_norm(device, &k, 3, shape, CT_BF16, false, 2);
+    if (ct_test_failed()) return;
+    check_layer_norm(device, 3, shape, 2, CT_F16, 3, false, 3);
+    if (ct_test_failed()) return;
+    check_layer_norm(device, 3, shape, 1, CT_BF16, 1, true, 4);
+}
+
+/* Enough rows for the OpenMP split of the layer-norm kernels. */
+DEVICE_TEST(test_nn_norm_layer_norm_parallel) {
+    int64_t shape[2] = {600, 64};
+    check_layer_norm(device, 2, shape, 1, CT_F32, 3, false, 9);
 }

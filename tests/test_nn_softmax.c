@@ -3,6 +3,7 @@
  * logits (1e4, where a naive exp overflows), 0-d and empty inputs, and the errors. */
 #include <stdlib.h>
 
+#include "ct_gradcheck.h"
 #include "ct_ref.h"
 
 typedef ct_tensor *(*softmax_fn)(const ct_tensor *x, int axis);
@@ -124,4 +125,70 @@ DEVICE_TEST(test_nn_softmax_errors) {
     CHECK_ERROR(CT_ERR_INVALID_ARG, "ct_softmax: argument 1 is NULL");
     ct_release(x);
     ct_release(i);
+}
+
+/* ---- gradient checks (float64, central differences) ---- */
+
+#define EPS 1e-6
+#define ATOL 1e-7
+#define RTOL 1e-5
+
+/* A float64 leaf on device with values uniform in [lo, hi), requiring grad when asked. */
+static ct_tensor *leaf(ct_device device, int ndim, const int64_t *shape, uint64_t seed, double lo,
+                       double hi, bool requires_grad) {
+    int64_t n = ref_numel(ndim, shape);
+    double *values = malloc(sizeof(double) * (size_t)(n + 1));
+    if (!values) return NULL;
+    ref_random(values, n, seed, lo, hi);
+    ct_tensor *t = ref_tensor(values, ndim, shape, CT_F64, device);
+    free(values);
+    if (t && requires_grad && ct_set_requires_grad(t, true) != CT_OK) {
+        ct_release(t);
+        return NULL;
+    }
+    return t;
+}
+
+typedef struct {
+    bool take_log, transposed;
+    int axis;
+} softmax_case;
+
+static ct_tensor *apply_softmax(ct_tensor *const *in, void *context) {
+    const softmax_case *c = context;
+    ct_tensor *x = c->transposed ? ct_transpose(in[0], 0, 1) : ct_retain(in[0]);
+    ct_tensor *y = (c->take_log ? ct_log_softmax : ct_softmax)(x, c->axis);
+    ct_release(x);
+    return y;
+}
+
+DEVICE_TEST(test_nn_softmax_gradcheck) {
+    int64_t shape[3] = {3, 4, 2};
+    for (int variant = 0; variant < 12; variant++) {
+        softmax_case c = {variant & 1, (variant & 2) != 0, variant / 4 - 1};
+        ct_tensor *x = leaf(device, 3, shape, 5 + (uint64_t)variant, -2.0, 2.0, true);
+        CHECK_NOT_NULL(x);
+        bool ok = ct_gradcheck(apply_softmax, 1, &x, &c, EPS, ATOL, RTOL);
+        ct_release(x);
+        if (!ok) ct_test_fail(__FILE__, __LINE__, "softmax case %d", variant);
+        if (!ok) return;
+    }
+}
+
+/* Nothing requires grad: no node, and the result is a plain tensor. */
+DEVICE_TEST(test_nn_softmax_records_only_when_needed) {
+    ct_tensor *x = leaf(device, 2, (int64_t[]){2, 3}, 1, -1.0, 1.0, false);
+    ct_tensor *y = ct_softmax(x, 1);
+    CHECK(y && !ct_requires_grad(y));
+    ct_release(y);
+    CHECK_OK(ct_set_requires_grad(x, true));
+    CHECK_OK(ct_no_grad_push());
+    y = ct_log_softmax(x, 1);
+    CHECK_OK(ct_no_grad_pop());
+    CHECK(y && !ct_requires_grad(y));
+    ct_release(y);
+    y = ct_softmax(x, 1);
+    CHECK(y && ct_requires_grad(y) && !ct_is_leaf(y));
+    ct_release(y);
+    ct_release(x);
 }

@@ -30,9 +30,10 @@ struct ct_softmax_args {
  * A target outside [0, c) (and not ignore_index) is CT_ERR_INVALID_ARG naming its value.
  * Forward: out gets the n row losses (CT_REDUCTION_NONE) or their sum, or their sum divided
  * by the number of rows not ignored (CT_REDUCTION_MEAN; NaN when every row is ignored);
- * count (one float64) gets that number of rows. Backward: grad is dL/dout (one element,
- * grad_stride 0, for mean and sum; n elements, grad_stride 1, for none), count is the
- * forward's, and out (n, c) receives dL/dlogits = (softmax - smoothed one-hot) * scale_i. */
+ * count (one float64) gets that number of rows, and lse (n float64) each row's
+ * log-sum-exp (rows not ignored). Backward: grad is dL/dout (one element, grad_stride 0, for
+ * mean and sum; n elements, grad_stride 1, for none), count and lse are the forward's, and
+ * out (n, c) receives dL/dlogits = (exp(x - lse) - smoothed one-hot) * scale_i. */
 struct ct_cross_entropy_args {
     ct_dtype dtype, target_dtype;
     int64_t n, c;
@@ -42,6 +43,7 @@ struct ct_cross_entropy_args {
     int64_t ignore_index;
     char *out;
     char *count;
+    char *lse;
     const char *grad; /* backward only */
     int64_t grad_stride;
 };

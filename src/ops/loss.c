@@ -39,10 +39,11 @@ static bool check_cross_entropy(const char *op, const ct_tensor *logits, const c
     return true;
 }
 
-/* Kernel arguments over contiguous logits and target (count: a one-element float64). */
+/* Kernel arguments over contiguous logits and target; stats: the count of rows not ignored
+ * (one float64) and each row's log-sum-exp (n float64). */
 static ct_cross_entropy_args cross_entropy_args(const ct_tensor *logits, const ct_tensor *target,
                                                 const ct_cross_entropy_options *o,
-                                                ct_tensor *count) {
+                                                ct_tensor *const *stats) {
     return (ct_cross_entropy_args){
         .dtype = logits->dtype,
         .target_dtype = target->dtype,
@@ -53,7 +54,8 @@ static ct_cross_entropy_args cross_entropy_args(const ct_tensor *logits, const c
         .reduction = (int)o->reduction,
         .label_smoothing = o->label_smoothing,
         .ignore_index = o->ignore_index,
-        .count = ct__data(count),
+        .count = ct__data(stats[0]),
+        .lse = ct__data(stats[1]),
     };
 }
 
@@ -71,7 +73,7 @@ static ct_status cross_entropy_backward(ct_node *node, const ct_tensor *grad_out
         ct_release(g);
         return ct_last_status();
     }
-    ct_cross_entropy_args args = cross_entropy_args(logits, target, &o, node->saved[2]);
+    ct_cross_entropy_args args = cross_entropy_args(logits, target, &o, &node->saved[2]);
     args.out = ct__data(out);
     args.grad = ct__data(g);
     args.grad_stride = o.reduction == CT_REDUCTION_NONE ? 1 : 0;
@@ -85,8 +87,8 @@ static ct_status cross_entropy_backward(ct_node *node, const ct_tensor *grad_out
     return CT_OK;
 }
 
-/* The forward: writes the loss and, into saved[0..2], the contiguous logits and target and
- * the count of rows not ignored (the backward's inputs). */
+/* The forward: writes the loss and, into saved[0..3], the contiguous logits and target, the
+ * count of rows not ignored and the rows' log-sum-exp (the backward's inputs). */
 static ct_tensor *cross_entropy_forward(const char *op, ct_device device, const ct_tensor *logits,
                                         const ct_tensor *target, const ct_cross_entropy_options *o,
                                         ct_tensor **saved) {
@@ -96,11 +98,12 @@ static ct_tensor *cross_entropy_forward(const char *op, ct_device device, const 
     saved[0] = ct__nn_operand(logits, logits->dtype, device, op);
     saved[1] = saved[0] ? ct__nn_operand(target, target->dtype, device, op) : NULL;
     saved[2] = saved[1] ? ct__tensor_new(device, CT_F64, 0, NULL) : NULL;
+    saved[3] = saved[2] ? ct__tensor_new(device, CT_F64, 1, logits->shape) : NULL;
     bool per_row = o->reduction == CT_REDUCTION_NONE;
     ct_tensor *out =
-        saved[2] ? ct__tensor_new(device, logits->dtype, per_row ? 1 : 0, logits->shape) : NULL;
+        saved[3] ? ct__tensor_new(device, logits->dtype, per_row ? 1 : 0, logits->shape) : NULL;
     if (!out) return NULL;
-    ct_cross_entropy_args args = cross_entropy_args(saved[0], saved[1], o, saved[2]);
+    ct_cross_entropy_args args = cross_entropy_args(saved[0], saved[1], o, &saved[2]);
     args.out = ct__data(out);
     if (k->cross_entropy(physical, &args) != CT_OK) {
         ct_release(out);
@@ -117,21 +120,21 @@ ct_tensor *ct_cross_entropy(const ct_tensor *logits, const ct_tensor *target,
     ct_device device;
     if (!ct__check_args(op, 2, args, &device)) return NULL;
     if (!check_cross_entropy(op, logits, target, o)) return NULL;
-    ct_tensor *saved[3] = {NULL, NULL, NULL};
+    ct_tensor *saved[4] = {NULL, NULL, NULL, NULL};
     ct_no_grad_push();
     ct_tensor *loss = cross_entropy_forward(op, device, logits, target, o, saved);
     ct_no_grad_pop();
     if (loss && ct__grad_needed(2, args)) {
         ct_node *node = ct__node_new(op, cross_entropy_backward, 2, args);
         if (node) {
-            for (int i = 0; i < 3; i++) ct__node_save(node, i, saved[i]);
+            for (int i = 0; i < 4; i++) ct__node_save(node, i, saved[i]);
             node->ints[0] = o->reduction;
             node->ints[1] = o->ignore_index;
             node->scalars[0] = o->label_smoothing;
         }
         loss = ct__record(loss, node);
     }
-    for (int i = 0; i < 3; i++) ct_release(saved[i]);
+    for (int i = 0; i < 4; i++) ct_release(saved[i]);
     return loss;
 }
 

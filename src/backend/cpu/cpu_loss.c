@@ -12,22 +12,25 @@ static inline int64_t load_target(const ct_cross_entropy_args *a, int64_t i) {
                                      : ((const int64_t *)a->target)[i];
 }
 
-/* The row's maximum and log-sum-exp (the maximum subtracted, so large logits are safe). */
-CT_CPU_INLINE void row_lse(const char *x, int64_t base, int64_t c, double *lse, double *max,
-                           ct_dtype dtype) {
+/* The row's log-sum-exp (its maximum subtracted first, so large logits are safe). */
+CT_CPU_INLINE double row_lse(const char *x, int64_t base, int64_t c, ct_dtype dtype) {
+    if (dtype == CT_F32) {
+        const float *row = (const float *)x + base;
+        float m = ct__row_max_f32(row, c);
+        return m + log(ct__row_exp_sum_f32(row, NULL, c, m, false));
+    }
     double m = -INFINITY, sum = 0.0;
     for (int64_t k = 0; k < c; k++) m = fmax(m, ct__ldf(x, base + k, dtype));
-    for (int64_t k = 0; k < c; k++) sum += exp(ct__ldf(x, base + k, dtype) - m);
-    *max = m;
-    *lse = m + log(sum);
+    for (int64_t k = 0; k < c; k++) sum += ct__exp_for(ct__ldf(x, base + k, dtype) - m, dtype);
+    return m + log(sum);
 }
 
 /* Row i's loss against class t (in range). */
 CT_CPU_INLINE void row_loss(const ct_cross_entropy_args *a, int64_t i, int64_t t, double *loss,
                             ct_dtype dtype) {
     int64_t base = i * a->c;
-    double lse, m;
-    row_lse(a->logits, base, a->c, &lse, &m, dtype);
+    double lse = row_lse(a->logits, base, a->c, dtype);
+    ((double *)a->lse)[i] = lse;
     double nll = lse - ct__ldf(a->logits, base + t, dtype);
     if (a->label_smoothing == 0.0) {
         *loss = nll;
@@ -93,10 +96,18 @@ CT_CPU_INLINE void row_backward(const ct_cross_entropy_args *a, int64_t i, doubl
         for (int64_t k = 0; k < a->c; k++) ct__stf(a->out, base + k, dtype, 0.0);
         return;
     }
-    double lse, m, ls = a->label_smoothing, uniform = ls / (double)a->c;
-    row_lse(a->logits, base, a->c, &lse, &m, dtype);
+    double lse = ((const double *)a->lse)[i], ls = a->label_smoothing;
+    double uniform = ls / (double)a->c;
+    if (dtype == CT_F32) { /* every class as a non-target (a vectorized loop), then the target */
+        const float *x = (const float *)a->logits + base;
+        float *out = (float *)a->out + base;
+        for (int64_t k = 0; k < a->c; k++)
+            out[k] = (float)((ct__expf((float)(x[k] - lse)) - uniform) * scale);
+        out[t] = (float)((ct__expf((float)(x[t] - lse)) - uniform - (1.0 - ls)) * scale);
+        return;
+    }
     for (int64_t k = 0; k < a->c; k++) {
-        double p = exp(ct__ldf(a->logits, base + k, dtype) - lse);
+        double p = ct__exp_for(ct__ldf(a->logits, base + k, dtype) - lse, dtype);
         double target = (k == t ? 1.0 - ls : 0.0) + uniform;
         ct__stf(a->out, base + k, dtype, (p - target) * scale);
     }

@@ -3,7 +3,8 @@
 // per row writes the row's loss to a float64 scratch array (and to the output for
 // CT_REDUCTION_NONE), then one block sums the rows in a fixed order, counts the rows not
 // ignored and writes the reduced loss. A target out of range is reported through a device
-// slot, read back after the kernels (this waits for the stream). Backward: one block per row.
+// slot, read back after the kernels (this waits for the stream). Backward: one block per row,
+// from the log-sum-exp of each row that the forward kept.
 #include "backend/cuda/cuda_nn_impl.cuh"
 
 namespace {
@@ -53,6 +54,7 @@ __global__ void __launch_bounds__(NN_THREADS)
                 loss = (1.0 - a.label_smoothing) * nll +
                        a.label_smoothing * (lse - sum_x / (double)a.c);
             losses[row] = loss;
+            ((double *)a.lse)[row] = lse;
             if (per_row) nn_store(a.out, row, a.dtype, loss);
         }
     }
@@ -78,7 +80,6 @@ __global__ void __launch_bounds__(NN_THREADS)
 }
 
 __global__ void __launch_bounds__(NN_THREADS) ce_backward_rows(ct_cross_entropy_args a) {
-    __shared__ double shared[NN_THREADS / 32];
     double divisor = a.reduction == CT_REDUCTION_MEAN ? *(const double *)a.count : 1.0;
     for (int64_t row = blockIdx.x; row < a.n; row += gridDim.x) {
         int64_t t = load_target(a, row), base = row * a.c;
@@ -87,8 +88,8 @@ __global__ void __launch_bounds__(NN_THREADS) ce_backward_rows(ct_cross_entropy_
                 nn_store(a.out, base + k, a.dtype, 0.0);
             continue;
         }
-        double lse, ls = a.label_smoothing, uniform = ls / (double)a.c;
-        row_lse(a, base, shared, &lse);
+        double lse = ((const double *)a.lse)[row], ls = a.label_smoothing;
+        double uniform = ls / (double)a.c;
         double scale = nn_load(a.grad, row * a.grad_stride, a.dtype) / divisor;
         for (int64_t k = threadIdx.x; k < a.c; k += blockDim.x) {
             double p = exp(nn_load(a.logits, base + k, a.dtype) - lse);
