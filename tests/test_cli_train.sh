@@ -1,0 +1,87 @@
+#!/bin/sh
+# Tests of `ctensor train` as a user runs it, on small generated IDX datasets: training and
+# its JSON summary, resuming from a checkpoint to the same final weights, bad input (one
+# clear line on stderr and a non-zero exit, never a crash), and memory limits with
+# --batch-size auto. Usage: test_cli_train.sh CTENSOR WORKDIR
+ctensor=$1
+work=$2
+python=/usr/bin/python3
+here=$(cd "$(dirname "$0")" && pwd)
+passed=0 failed=0 skipped=0
+rm -rf "$work" && mkdir -p "$work"
+out="$work/out" err="$work/err"
+
+run() {
+    "$@" >"$out" 2>"$err"
+    code=$?
+}
+pass() { echo "PASS $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL $1: $2"; sed 's/^/    | /' "$out" "$err"; failed=$((failed + 1)); }
+
+# dataset NAME TRAIN TEST [BAD]: a folder of the four IDX files.
+dataset() {
+    mkdir -p "$work/$1"
+    "$python" "$here/make_idx_dataset.py" "$work/$1" "$2" "$3" "${4:-}" || exit 1
+}
+
+# refused NAME TEXT ARGS...: exits non-zero (not a signal) with one line holding TEXT.
+refused() {
+    name=$1 text=$2
+    shift 2
+    run "$@"
+    if [ "$code" = 0 ] || [ "$code" -gt 125 ]; then fail "$name" "exit status $code"
+    elif [ "$(wc -l <"$err")" != 1 ]; then fail "$name" "$(wc -l <"$err") lines on stderr, expected 1"
+    elif ! grep -qF -- "$text" "$err"; then fail "$name" "no \"$text\" on stderr"
+    else pass "$name"; fi
+}
+
+dataset good 512 128
+run "$ctensor" train --dataset "$work/good" --model mlp --epochs 2 --json --seed 3
+accuracy=$(sed -n 's/.*"test_accuracy": \([0-9.]*\).*/\1/p' "$out")
+if [ "$code" = 0 ] && grep -q '"epochs": 2' "$out" && awk -v a="$accuracy" 'BEGIN { exit !(a >= 0.5) }'
+then pass "test_cli_train_learns_json (test accuracy $accuracy)"
+else fail test_cli_train_learns_json "exit $code, test accuracy \"$accuracy\""; fi
+
+# Interrupted after epoch 1 and resumed: the same final checkpoint as a run of 2 epochs.
+common="--dataset $work/good --model cnn --batch-size 64 --seed 5 --workers 2"
+run "$ctensor" train $common --epochs 2 --checkpoint "$work/whole.safetensors"
+whole=$code
+run "$ctensor" train $common --epochs 1 --checkpoint "$work/resumed.safetensors"
+first=$code
+run "$ctensor" train $common --epochs 2 --checkpoint "$work/resumed.safetensors" --resume
+if [ "$whole$first$code" = 000 ] && cmp -s "$work/whole.safetensors" "$work/resumed.safetensors"
+then pass test_cli_train_resume_same_weights
+else fail test_cli_train_resume_same_weights "exits $whole $first $code, or the checkpoints differ"; fi
+
+dataset labels 64 16 labels
+dataset magic 64 16 magic
+dataset truncated 64 16 truncated
+dataset huge 64 16 huge
+refused test_cli_train_missing_dataset "$work/absent" "$ctensor" train --dataset "$work/absent"
+refused test_cli_train_labels_out_of_range "label" "$ctensor" train --dataset "$work/labels"
+refused test_cli_train_bad_magic "train-labels-idx1-ubyte.gz" "$ctensor" train --dataset "$work/magic"
+refused test_cli_train_truncated "train-images-idx3-ubyte.gz" "$ctensor" train --dataset "$work/truncated"
+refused test_cli_train_huge_header "train-images-idx3-ubyte.gz" "$ctensor" train --dataset "$work/huge"
+refused test_cli_train_unknown_model '"resnet"' "$ctensor" train --model resnet
+refused test_cli_train_unknown_device '"tpu:0"' "$ctensor" train --device tpu:0
+refused test_cli_train_negative_batch '"-5"' "$ctensor" train --batch-size -5
+refused test_cli_train_non_numeric '"abc"' "$ctensor" train --epochs abc
+refused test_cli_train_lr_not_a_number '"fast"' "$ctensor" train --lr fast
+refused test_cli_train_resume_needs_checkpoint "--checkpoint" "$ctensor" train --resume
+printf 'not a safetensors file' >"$work/junk.safetensors"
+refused test_cli_train_corrupt_checkpoint "junk.safetensors" \
+    "$ctensor" train --dataset "$work/good" --model mlp --checkpoint "$work/junk.safetensors" --resume
+
+# A memory limit too small for the batch: the out-of-memory error; auto finds one that fits.
+dataset big 4096 64
+refused test_cli_train_memory_limit "out of memory" \
+    env CT_MEMORY_LIMIT=cpu=48MiB "$ctensor" train --dataset "$work/big" --batch-size 4096 --epochs 1
+run env CT_MEMORY_LIMIT=cpu=48MiB "$ctensor" train --dataset "$work/big" --batch-size auto \
+    --epochs 1 --json
+batch=$(sed -n 's/.*"batch_size": \([0-9]*\).*/\1/p' "$out")
+if [ "$code" = 0 ] && [ -n "$batch" ] && [ "$batch" -lt 4096 ] && [ "$batch" -ge 1 ]
+then pass "test_cli_train_batch_size_auto (batch $batch)"
+else fail test_cli_train_batch_size_auto "exit $code, batch \"$batch\""; fi
+
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" = 0 ]
