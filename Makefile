@@ -5,7 +5,7 @@ BUILD_TYPE ?= Release
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
 
-.PHONY: all build deps test demo bench bench-step bench-train sanitize install clean format \
+.PHONY: all build deps test demo bench bench-step bench-train bench-loader sanitize install clean format \
 	format-check
 
 all: build
@@ -35,6 +35,11 @@ bench: deps
 bench-step: deps
 	@$(MAKE) --no-print-directory build
 	@bench/run_step.sh $(BUILD)
+
+# Whether the data loader keeps up: training from it against batches already on the device.
+bench-loader: deps
+	@$(MAKE) --no-print-directory build
+	@OMP_NUM_THREADS=2 $(BUILD)/bench/bench_loader 1
 
 # Training on Fashion-MNIST, epoch by epoch, ctensor against PyTorch (CPU).
 bench-train: deps
