@@ -1,7 +1,7 @@
 #!/bin/sh
 # `ctensor bench` end to end: a --quick run with --csv and --plot (the CSV's rows, the chart,
-# the table's statements about absent GPUs and conv2d), --json, and the bad options (one line
-# on stderr, exit status 2). Prints PASS/FAIL/SKIP per case and the closing line
+# the table's conv2d section and statement about absent GPUs), --json, and the bad options
+# (one line on stderr, exit status 2). Prints PASS/FAIL/SKIP per case and the closing line
 # "N passed, N failed, N skipped" that tools/run-tests.sh sums.
 #
 # Usage: test_cli_bench.sh CTENSOR_BINARY WORK_DIR
@@ -33,7 +33,7 @@ csv_check() {
     awk -F, '
         NR == 1 { if ($0 != "device,op,size,seconds,with_copies") { print "bad header: " $0; bad = 1 }; next }
         NF != 5 { print "row " NR " has " NF " fields: " $0; bad = 1; next }
-        $2 !~ /^(matmul|add|sum|copy_h2d|copy_d2h)$/ { print "row " NR ": unknown op " $2; bad = 1 }
+        $2 !~ /^(matmul|add|sum|conv2d|copy_h2d|copy_d2h)$/ { print "row " NR ": unknown op " $2; bad = 1 }
         $3 !~ /^[0-9]+$/ || $3 + 0 <= 0 { print "row " NR ": bad size " $3; bad = 1 }
         !($4 + 0 > 0 && $4 + 0 < 1000) { print "row " NR ": bad seconds " $4; bad = 1 }
         $5 !~ /^[01]$/ { print "row " NR ": bad with_copies " $5; bad = 1 }
@@ -45,6 +45,8 @@ csv_check() {
                 if (!(("add," s) in cpu)) { print "no cpu:0 add at " s; bad = 1 }
                 if (!(("sum," s) in cpu)) { print "no cpu:0 sum at " s; bad = 1 }
             }
+            # conv2d: 16 x H x W input elements, H = W = 2, 8, 32, 128.
+            for (e = 6; e <= 18; e += 4) if (!(("conv2d," 2 ^ e) in cpu)) { print "no cpu:0 conv2d at " 2 ^ e; bad = 1 }
             exit bad
         }' "$work/bench.csv"
 }
@@ -53,7 +55,8 @@ elif why=$(csv_check); then pass test_cli_bench_csv_rows
 else fail test_cli_bench_csv_rows "$why"; fi
 
 # Without a CUDA device measured, the table says the GPU columns are absent and why; with
-# one, the CSV has its rows with the copies. conv2d is named as not available either way.
+# one, the CSV has its rows with the copies. conv2d has its table and its crossover line, and
+# nothing says it is not available.
 if grep -q '^cuda:[0-9]*,.*,1$' "$work/bench.csv"; then
     pass test_cli_bench_gpu_columns
 elif grep -q '^GPU columns absent: no CUDA device measured: .' "$work/out" &&
@@ -62,11 +65,13 @@ elif grep -q '^GPU columns absent: no CUDA device measured: .' "$work/out" &&
 else
     fail test_cli_bench_gpu_columns "neither CUDA rows nor the absent-GPU statement"
 fi
-if grep -q 'conv2d: not available in this build (no convolution op yet)' "$work/out" &&
-    grep -q '^where the GPU (or logical device) starts to win' "$work/out"; then
+if grep -q '^conv2d (size: elements (f32) of the 1 x 16 x H x W input' "$work/out" &&
+    [ "$(sed -n '/^conv2d (size:/,/^$/p' "$work/out" | grep -c '^  2^[0-9]* ')" -eq 4 ] &&
+    grep -q '^where the GPU (or logical device) starts to win' "$work/out" &&
+    grep -q '^  conv2d  ' "$work/out" && ! grep -q -i 'not available\|no convolution' "$work/out"; then
     pass test_cli_bench_conv2d_and_crossover
 else
-    fail test_cli_bench_conv2d_and_crossover "table lacks the conv2d line or the crossover section"
+    fail test_cli_bench_conv2d_and_crossover "table lacks the conv2d rows or the crossover section"
 fi
 
 # Logical CPU devices are measured as a GPU is: with the copies, and compared with cpu:0.
@@ -74,9 +79,9 @@ fi
 status=$?
 if [ $status -ne 0 ]; then
     fail test_cli_bench_logical_cpus "exit status $status: $(cat "$work/err")"
-elif [ "$(grep -c '^cpu:1,\(matmul\|add\|sum\),[0-9]*,[0-9.e+-]*,1$' "$work/logical.csv")" -ne 21 ] ||
-    [ "$(grep -c '^  [a-z]* *cpu:1: data on the device: .*; with the copies: ' "$work/out2")" -ne 3 ]; then
-    fail test_cli_bench_logical_cpus "cpu:1 lacks its 21 rows with copies or its crossover lines"
+elif [ "$(grep -c '^cpu:1,\(matmul\|add\|sum\|conv2d\),[0-9]*,[0-9.e+-]*,1$' "$work/logical.csv")" -ne 25 ] ||
+    [ "$(grep -c '^  [a-z0-9]* *cpu:1: data on the device: .*; with the copies: ' "$work/out2")" -ne 4 ]; then
+    fail test_cli_bench_logical_cpus "cpu:1 lacks its 25 rows with copies or its crossover lines"
 else
     pass test_cli_bench_logical_cpus
 fi
@@ -86,6 +91,7 @@ if [ $have_gnuplot = no ]; then
     skip test_cli_bench_plot_svg "gnuplot is not installed (Debian package gnuplot-nox)"
 elif [ "$(wc -c <"$work/bench.svg" 2>/dev/null || echo 0)" -gt 10000 ] &&
     grep -q '<svg' "$work/bench.svg" && grep -q 'elementwise add' "$work/bench.svg" &&
+    grep -q 'conv2d 3x3' "$work/bench.svg" &&
     grep -q 'cpu:0' "$work/bench.svg"; then
     pass test_cli_bench_plot_svg
 else
@@ -99,8 +105,10 @@ elif "$cli" bench --quick --device cpu --json 2>"$work/err" | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
 ops = {m["op"] for m in d["measurements"] if m["device"] == "cpu:0"}
-assert ops == {"matmul", "add", "sum"}, ops
-assert d["gpu_absent"] and "conv2d" in d["unavailable"][0]["reason"]
+assert ops == {"matmul", "add", "sum", "conv2d"}, ops
+conv = sorted(m["size"] for m in d["measurements"] if m["op"] == "conv2d" and m["device"] == "cpu:0")
+assert conv == [2**6, 2**10, 2**14, 2**18], conv
+assert d["gpu_absent"] and "unavailable" not in d, d.keys()
 ' 2>>"$work/err"; then
     pass test_cli_bench_json
 else

@@ -11,18 +11,21 @@
 #include "ctensor/ctensor.h"
 
 /* What is measured. The size of a measurement is the number of f32 elements of each
- * operand (add, sum), the n of n x n by n x n (matmul), or bytes (the copies). */
+ * operand (add, sum), the n of n x n by n x n (matmul), the elements of the input image
+ * (conv2d: 1 x 16 x H x W, H = W, a 3 x 3 kernel to 16 channels, padding 1, no bias), or
+ * bytes (the copies). */
 typedef enum bench_op {
     BENCH_MATMUL = 0,
     BENCH_ADD,
     BENCH_SUM,
+    BENCH_CONV2D,
     BENCH_COPY_H2D,
     BENCH_COPY_D2H,
     BENCH_OP_COUNT
 } bench_op;
 
 /* The ops compared between devices (the copies are measured on CUDA devices only). */
-#define BENCH_COMPUTE_OPS 3
+#define BENCH_COMPUTE_OPS 4
 
 typedef struct bench_measurement {
     ct_device device;
@@ -55,13 +58,15 @@ typedef struct bench_plan {
  * exercise the comparison, on a machine without a GPU). */
 bool bench_is_compared(ct_device device);
 
-/* The op's name as in the CSV and the table: "matmul", "add", "sum", "copy_h2d",
+/* The op's name as in the CSV and the table: "matmul", "add", "sum", "conv2d", "copy_h2d",
  * "copy_d2h". */
 const char *bench_op_name(bench_op op);
-/* How its size is counted: "n (n x n matrices)", "elements (f32)", "bytes". */
+/* How its size is counted: "n (n x n matrices)", "elements (f32)", "bytes", or for conv2d
+ * the input's elements and how they make the image. */
 const char *bench_size_unit(bench_op op);
-/* The message printed for conv2d, which the library does not have yet. */
-extern const char bench_conv2d_note[];
+
+/* conv2d's channels (in and out): its size is BENCH_CONV_CHANNELS * H * W. */
+#define BENCH_CONV_CHANNELS 16
 
 /* Append a measurement; false when memory runs out. */
 bool bench_add(bench_results *r, bench_measurement m);

@@ -2,8 +2,10 @@
  * device, the median over timed batches of calls. Device work is asynchronous, so every
  * batch runs between two ct_synchronize calls. The number of calls per batch is chosen from
  * a warm-up call so that a measurement takes about the plan's budget whatever the size: many
- * calls for a 64-element add, one for a 4096 x 4096 matmul. All data is f32. Each call makes
- * a fresh result and releases it, as `a + b` does in NumPy or PyTorch; the device's pool
+ * calls for a 64-element add, one for a 4096 x 4096 matmul. All data is f32. conv2d is a
+ * 3 x 3 convolution of one 16-channel H x W image to 16 channels with padding 1 (the shape of
+ * a small CNN's layer), without bias; its size is the input's element count 16 * H * W. Each call
+ * makes a fresh result and releases it, as `a + b` does in NumPy or PyTorch; the device's pool
  * hands the block back, so the timed calls allocate no fresh memory. */
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,10 @@
 
 #define BATCHES 5           /* timed batches per measurement at most */
 #define MAX_CALLS (1 << 20) /* calls per batch at most */
+/* conv2d's largest size, 2^CONV_MAX_EXP input elements (H = W = 1024). The issue's 2^26
+ * (H = W = 2048) is left out: its im2col matrix alone is 2.4 GB, and on a 2-core machine it
+ * would take most of the full run's minute. */
+#define CONV_MAX_EXP 24
 
 /* One measurement's inputs: on cpu:0 (host) and on the device measured. */
 typedef struct bench_case {
@@ -40,6 +46,7 @@ static ct_tensor *apply(bench_op op, const ct_tensor *a, const ct_tensor *b) {
     switch (op) {
     case BENCH_MATMUL: return ct_matmul(a, b);
     case BENCH_ADD: return ct_add(a, b);
+    case BENCH_CONV2D: return ct_conv2d(a, b, NULL, &(ct_conv2d_options){.padding = {1, 1}});
     default: return ct_sum(a, 0, NULL, false);
     }
 }
@@ -104,6 +111,10 @@ static int op_sizes(bench_op op, const bench_plan *plan, int64_t *sizes) {
     int n = 0;
     if (op == BENCH_MATMUL) {
         for (int64_t s = 16; s <= (plan->quick ? 256 : 4096); s *= 2) sizes[n++] = s;
+    } else if (op == BENCH_CONV2D) {
+        /* Even powers only: 16 * H * H = 2^e needs H = 2^((e - 4) / 2) whole. */
+        for (int e = 6; e <= (plan->quick ? 18 : CONV_MAX_EXP); e += plan->quick ? 4 : 2)
+            sizes[n++] = (int64_t)1 << e;
     } else if (op == BENCH_COPY_H2D || op == BENCH_COPY_D2H) {
         for (int64_t s = 4096; s <= (plan->quick ? (4 << 20) : (1 << 30)); s *= 4) sizes[n++] = s;
     } else {
@@ -122,19 +133,36 @@ static void release_case(bench_case *c) {
     memset(c, 0, sizeof *c);
 }
 
+/* The shape of input i (0 or 1) of op at size into shape; returns its rank. */
+static int input_shape(bench_op op, int64_t size, int i, int64_t *shape) {
+    if (op == BENCH_CONV2D) {
+        int64_t side = 1;
+        while (BENCH_CONV_CHANNELS * side * side < size) side *= 2;
+        int64_t image[4] = {1, BENCH_CONV_CHANNELS, side, side};
+        int64_t weight[4] = {BENCH_CONV_CHANNELS, BENCH_CONV_CHANNELS, 3, 3};
+        memcpy(shape, i == 0 ? image : weight, sizeof image);
+        return 4;
+    }
+    shape[0] = shape[1] = size;
+    return op == BENCH_MATMUL ? 2 : 1;
+}
+
 /* Random f32 inputs of the op at size on cpu:0 and on the device, and the result buffer. */
 static bool make_case(bench_case *c, bench_op op, int64_t size, ct_device device) {
-    int ndim = op == BENCH_MATMUL ? 2 : 1;
-    int64_t shape[2] = {size, size};
     int inputs = op == BENCH_SUM ? 1 : 2;
     memset(c, 0, sizeof *c);
     c->op = op;
     c->device = device;
     for (int i = 0; i < inputs; i++) {
+        int64_t shape[4];
+        int ndim = input_shape(op, size, i, shape);
         c->host[i] = ct_rand(ndim, shape, CT_F32, CT_CPU);
         c->on_device[i] = ct_to(c->host[i], device);
     }
-    int64_t out_elements = op == BENCH_MATMUL ? size * size : op == BENCH_ADD ? size : 1;
+    /* add and conv2d (16 channels in and out, padding 1) give as many elements as they take. */
+    int64_t out_elements = op == BENCH_MATMUL                      ? size * size
+                           : op == BENCH_ADD || op == BENCH_CONV2D ? size
+                                                                   : 1;
     c->out_bytes = (size_t)out_elements * sizeof(float);
     c->out = malloc(c->out_bytes);
     if (c->on_device[0] && (inputs == 1 || c->on_device[1]) && c->out) return true;

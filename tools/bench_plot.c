@@ -56,7 +56,7 @@ static int series_points(const bench_results *r, const series *s, FILE *gp) {
     return n;
 }
 
-/* The series of panel p (0..2: the compute ops; 3: the copies); returns how many. */
+/* The series of panel p (0..3: the compute ops; 4: the copies); returns how many. */
 static int panel_series(const bench_results *r, int p, series *out) {
     int n = 0;
     for (int d = 0; d < r->device_count; d++) {
@@ -86,13 +86,17 @@ static void series_title(const series *s, FILE *gp) {
 }
 
 static void panel_axes(int p, FILE *gp) {
-    static const char *const titles[] = {"matmul, n x n by n x n", "elementwise add",
-                                         "sum of all elements", "host <-> device copies"};
+    static const char *const titles[] = {
+        "matmul, n x n by n x n", "elementwise add", "sum of all elements",
+        "conv2d 3x3, 16 to 16 channels, padding 1", "host <-> device copies"};
     fprintf(gp, "set title ");
     quoted(gp, titles[p]);
     fprintf(gp, " noenhanced\n");
     if (p == BENCH_MATMUL) {
         fprintf(gp, "set xlabel \"n (matrix side)\"\nset format x \"%%g\"\n");
+    } else if (p == BENCH_CONV2D) {
+        fprintf(gp, "set xlabel \"input elements (f32, 1 x 16 x H x W, H = W)\"\n"
+                    "set format x \"2^{%%L}\"\n");
     } else if (p < BENCH_COMPUTE_OPS) {
         fprintf(gp, "set xlabel \"elements (f32)\"\nset format x \"2^{%%L}\"\n");
     } else {
@@ -110,7 +114,8 @@ static void plot_panel(const bench_results *r, int p, FILE *gp) {
     fprintf(gp, "plot ");
     for (int i = 0; i < n; i++) {
         fprintf(gp, "%s$p%d_%d with linespoints lw 2 pt 7 ps 0.6 lc %d dt %d title ",
-                i ? ", \\\n     " : "", p, i, s[i].color, s[i].with_copies && p < 3 ? 2 : 1);
+                i ? ", \\\n     " : "", p, i, s[i].color,
+                s[i].with_copies && p < BENCH_COMPUTE_OPS ? 2 : 1);
         series_title(&s[i], gp);
     }
     if (n == 0) fprintf(gp, "NaN notitle");
@@ -131,8 +136,9 @@ static void write_data_blocks(const bench_results *r, int panels, FILE *gp) {
 
 static void write_script(const bench_results *r, const char *path, FILE *gp) {
     bool png = strlen(path) >= 4 && strcmp(path + strlen(path) - 4, ".png") == 0;
-    int panels = r->has_cuda ? 4 : 3;
-    int width = panels == 4 ? 1300 : 1650, height = panels == 4 ? 1000 : 560;
+    /* The compute ops, then the copies when a GPU was measured: 2 x 2 or 2 x 3 panels. */
+    int panels = BENCH_COMPUTE_OPS + (r->has_cuda ? 1 : 0), columns = (panels + 1) / 2;
+    int width = columns == 3 ? 1650 : 1300, height = 1000;
     fprintf(gp,
             "set encoding utf8\nset terminal %s size %d,%d font \"sans,%d\" background "
             "\"white\"\nset output ",
@@ -150,7 +156,7 @@ static void write_script(const bench_results *r, const char *path, FILE *gp) {
     snprintf(title, sizeof title,
              "ctensor bench %s: f32, time per call (lower is better); %s%s%.*s", when,
              named ? cpu.name : "", r->has_cuda ? "" : "; no GPU: ", reason, r->gpu_absent);
-    fprintf(gp, "set multiplot layout %d,%d title ", panels == 4 ? 2 : 1, panels == 4 ? 2 : 3);
+    fprintf(gp, "set multiplot layout 2,%d title ", columns);
     quoted(gp, title);
     fprintf(gp, " noenhanced\nset logscale xy 2\nset grid xtics ytics mytics\nset key top left "
                 "box opaque\nset ylabel \"time per call\"\nset ytics (\"1 ns\" 1e-9, \"10 ns\" "

@@ -131,7 +131,6 @@ static void print_crossovers(const bench_results *r, FILE *out) {
             if (bench_is_compared(r->devices[d]))
                 print_crossover_line(r, (bench_op)op, r->devices[d], out);
     }
-    fprintf(out, "  %s\n", bench_conv2d_note);
 }
 
 static void print_copies(const bench_results *r, FILE *out) {
@@ -173,7 +172,6 @@ void bench_print_table(const bench_results *r, FILE *out) {
     if (!r->has_cuda)
         fprintf(out, "GPU columns absent: no CUDA device measured: %s\n", r->gpu_absent);
     for (int op = 0; op < BENCH_COMPUTE_OPS; op++) print_op_table(r, (bench_op)op, out);
-    fprintf(out, "\n%s\n", bench_conv2d_note);
     print_copies(r, out);
     print_crossovers(r, out);
     fprintf(out, "\nmeasured in %.1f s\n", r->wall_seconds);
@@ -245,9 +243,7 @@ void bench_print_json(const bench_results *r, FILE *out) {
         fprintf(out, "null");
     else
         json_string(r->gpu_absent, out);
-    fprintf(out, ",\n  \"unavailable\": [{\"op\": \"conv2d\", \"reason\": ");
-    json_string(bench_conv2d_note, out);
-    fprintf(out, "}],\n  \"measurements\": [");
+    fprintf(out, ",\n  \"measurements\": [");
     for (int i = 0; i < r->count; i++) {
         const bench_measurement *m = &r->items[i];
         fprintf(out,
