@@ -16,7 +16,9 @@
 #include "core/dtype_impl.h"
 #include "core/error_impl.h"
 
-/* Scratch above this is not worth it: chunks this large already make GEMMs efficient. */
+/* Scratch budget: the larger the chunk, the fewer GEMM calls and parallel regions per batch,
+ * which matters most when other processes share the cores (each synchronisation then costs
+ * a time slice); 64 MiB holds a 128-image batch of a small network's layers. */
 #define CONV_WORKSPACE_BUDGET ((size_t)64 << 20)
 
 /* Output columns [lo, hi) whose input column ow * stride + jo lies in [0, w). */

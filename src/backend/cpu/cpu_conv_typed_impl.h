@@ -71,12 +71,13 @@ static void CT_CONV_FN(im2col)(const ct_conv2d_args *a, int64_t n0, int64_t nb, 
     }
 }
 
-/* Rows (b, o) between the (batch, out_channels, L) tensor t and mat (out_channels, nb * L):
- * to_mat copies t's rows into mat; else mat's rows go to t, plus bias[o] when bias is set. */
-static void CT_CONV_FN(transpose_rows)(const ct_conv2d_args *a, int64_t n0, int64_t nb,
-                                       CT_CONV_T *t, CT_CONV_T *mat, const CT_CONV_T *bias,
-                                       bool to_mat) {
+/* Forward's output: row (b, o) of y (batch, out_channels, L) = row o of mat, columns
+ * b * L .. (b + 1) * L, plus bias[o] (bias may be NULL). */
+static void CT_CONV_FN(scatter_output)(const ct_conv2d_args *a, int64_t n0, int64_t nb,
+                                       const CT_CONV_T *mat) {
     int64_t o_n = a->out_channels, l = a->out_h * a->out_w, ld = nb * l;
+    const CT_CONV_T *bias = (const CT_CONV_T *)a->bias;
+    CT_CONV_T *y = (CT_CONV_T *)a->y;
     int64_t work = nb * o_n * l;
     (void)work;
 #ifdef _OPENMP
@@ -84,29 +85,34 @@ static void CT_CONV_FN(transpose_rows)(const ct_conv2d_args *a, int64_t n0, int6
 #endif
     for (int64_t item = 0; item < nb * o_n; item++) {
         int64_t b = item / o_n, o = item % o_n;
-        CT_CONV_T *trow = t + ((n0 + b) * o_n + o) * l, *mrow = mat + o * ld + b * l;
-        if (to_mat) {
-            memcpy(mrow, trow, (size_t)l * sizeof *mrow);
-        } else {
-            CT_CONV_T add = bias ? bias[o] : 0;
-            for (int64_t p = 0; p < l; p++) trow[p] = mrow[p] + add;
-        }
+        CT_CONV_T *yrow = y + ((n0 + b) * o_n + o) * l, add = bias ? bias[o] : 0;
+        const CT_CONV_T *mrow = mat + o * ld + b * l;
+        for (int64_t p = 0; p < l; p++) yrow[p] = mrow[p] + add;
     }
 }
 
-/* grad_bias[o] (+)= the sum of row o of mat, (out_channels, ld). */
-static void CT_CONV_FN(bias_sum)(const ct_conv2d_args *a, const CT_CONV_T *mat, int64_t ld,
-                                 bool first) {
+/* Backward's output gradient: row o of mat = rows (b, o) of y side by side; with grad_bias,
+ * also grad_bias[o] (+)= their sum (one pass over the gradient for both). One output
+ * channel per work item, so each bias element has one writer. */
+static void CT_CONV_FN(gather_grad)(const ct_conv2d_args *a, int64_t n0, int64_t nb,
+                                    CT_CONV_T *mat) {
+    int64_t o_n = a->out_channels, l = a->out_h * a->out_w, ld = nb * l;
+    const CT_CONV_T *gy = (const CT_CONV_T *)a->y;
     CT_CONV_T *gb = (CT_CONV_T *)a->grad_bias;
-    int64_t o_n = a->out_channels;
-    (void)o_n;
+    int64_t work = nb * o_n * l;
+    (void)work;
 #ifdef _OPENMP
-#pragma omp parallel for if (o_n * ld >= CT_CPU_PARALLEL_THRESHOLD) schedule(static)
+#pragma omp parallel for if (work >= CT_CPU_PARALLEL_THRESHOLD) schedule(static)
 #endif
-    for (int64_t o = 0; o < a->out_channels; o++) {
+    for (int64_t o = 0; o < o_n; o++) {
         double sum = 0;
-        for (int64_t p = 0; p < ld; p++) sum += mat[o * ld + p];
-        gb[o] = (CT_CONV_T)(first ? sum : gb[o] + sum);
+        for (int64_t b = 0; b < nb; b++) {
+            const CT_CONV_T *row = gy + ((n0 + b) * o_n + o) * l;
+            memcpy(mat + o * ld + b * l, row, (size_t)l * sizeof *row);
+            if (gb)
+                for (int64_t p = 0; p < l; p++) sum += row[p];
+        }
+        if (gb) gb[o] = (CT_CONV_T)(n0 == 0 ? sum : gb[o] + sum);
     }
 }
 
@@ -119,8 +125,7 @@ static void CT_CONV_FN(forward_chunk)(const ct_conv2d_args *a, int64_t n0, int64
     for (int64_t g = 0; g < g_n; g++)
         conv_gemm(a->dtype, false, false, og, ld, kg, a->weight, g * og * kg, kg, col, g * kg * ld,
                   ld, 0.0, mat, g * og * ld, ld);
-    CT_CONV_FN(transpose_rows)
-    (a, n0, nb, (CT_CONV_T *)a->y, mat, (const CT_CONV_T *)a->bias, false);
+    CT_CONV_FN(scatter_output)(a, n0, nb, mat);
 }
 
 /* Backward of images n0 .. n0 + nb: dW (+)= dY @ col^T, db (+)= row sums of dY, and
@@ -129,8 +134,7 @@ static void CT_CONV_FN(backward_chunk)(const ct_conv2d_args *a, int64_t n0, int6
                                        CT_CONV_T *col, CT_CONV_T *mat) {
     int64_t l = a->out_h * a->out_w, ld = nb * l, g_n = a->groups;
     int64_t og = a->out_channels / g_n, kg = a->in_channels / g_n * a->kernel_h * a->kernel_w;
-    CT_CONV_FN(transpose_rows)(a, n0, nb, (CT_CONV_T *)a->y, mat, NULL, true);
-    if (a->grad_bias) CT_CONV_FN(bias_sum)(a, mat, ld, n0 == 0);
+    CT_CONV_FN(gather_grad)(a, n0, nb, mat);
     if (a->grad_weight) {
         CT_CONV_FN(im2col)(a, n0, nb, col);
         for (int64_t g = 0; g < g_n; g++)
