@@ -195,6 +195,11 @@ static const ct_kernels cuda_kernels = {
     .reduce = ct_cuda_reduce,
     .matmul = ct_cuda_matmul,
     .gather = ct_cuda_gather,
+    .conv2d_workspace = ct_cuda_conv2d_workspace,
+    .conv2d_forward = ct_cuda_conv2d_forward,
+    .conv2d_backward = ct_cuda_conv2d_backward,
+    .pool2d_forward = ct_cuda_pool2d_forward,
+    .pool2d_backward = ct_cuda_pool2d_backward,
 };
 
 static const ct_backend cuda_backend = {
