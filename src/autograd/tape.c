@@ -78,8 +78,6 @@ void ct__node_free_graph_state(ct_node *node) {
     }
     if (node->context && node->context_free) node->context_free(node->context);
     node->context = NULL;
-    if (node->grad) ct__tensor_drop(node->grad);
-    node->grad = NULL;
     node->released = true;
 }
 
@@ -94,4 +92,19 @@ void ct__autograd_tensor_dead(ct_tensor *t) {
     if (t->grad) ct__tensor_drop(t->grad);
     t->grad_fn = NULL;
     t->grad = NULL;
+}
+
+ct_status ct__check_writable(const char *op, const ct_tensor *dst) {
+    if (dst->grad_fn)
+        return ct__error(CT_ERR_STATE,
+                         "%s: the destination was made by %s and is part of a recorded graph; "
+                         "in-place writes would make its gradients wrong: write into a "
+                         "ct_detach of it, or compute a new tensor",
+                         op, dst->grad_fn->name);
+    if (dst->requires_grad && no_grad_depth == 0)
+        return ct__error(CT_ERR_STATE,
+                         "%s: the destination is a leaf that requires grad; write into it "
+                         "inside ct_no_grad_push() ... ct_no_grad_pop(), as under torch.no_grad()",
+                         op);
+    return CT_OK;
 }

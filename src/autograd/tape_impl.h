@@ -65,6 +65,10 @@ void ct__node_save(ct_node *node, int slot, const ct_tensor *t);
  * or out is NULL, releases the other and returns NULL (the error is already set). */
 ct_tensor *ct__record(ct_tensor *out, ct_node *node);
 
+/* In-place writes: CT_ERR_STATE for a tensor an op recorded (its history would be wrong),
+ * and for a leaf that requires grad outside a no-grad region (as PyTorch). */
+ct_status ct__check_writable(const char *op, const ct_tensor *dst);
+
 ct_node *ct__node_retain(ct_node *node);
 void ct__node_release(ct_node *node);
 /* Drop a node's inputs, saved tensors and context (after a backward that does not retain). */

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "core/transfer_impl.h"
+#include "autograd/grad_impl.h"
 #include "ops/op_impl.h"
 
 ct_tensor *ct_contiguous(const ct_tensor *x) {
@@ -24,7 +25,8 @@ static ct_tensor *converted_copy(const ct_tensor *x, ct_dtype dtype, const char 
 
 ct_tensor *ct_clone(const ct_tensor *x) {
     if (!x) return ct__null_arg("ct_clone", 1);
-    return converted_copy(x, x->dtype, "ct_clone");
+    ct_tensor *out = converted_copy(x, x->dtype, "ct_clone");
+    return ct__grad_needed(1, &x) ? ct__record_identity(out, x, "ct_clone") : out;
 }
 
 ct_tensor *ct_cast(const ct_tensor *x, ct_dtype dtype) {
@@ -33,7 +35,8 @@ ct_tensor *ct_cast(const ct_tensor *x, ct_dtype dtype) {
         return ct__fail(CT_ERR_DTYPE, "ct_cast: invalid dtype %d; use one of CT_F32 .. CT_BOOL",
                         (int)dtype);
     if (dtype == x->dtype) return ct__new_ref(x);
-    return converted_copy(x, dtype, "ct_cast");
+    ct_tensor *out = converted_copy(x, dtype, "ct_cast");
+    return ct__grad_needed(1, &x) ? ct__record_identity(out, x, "ct_cast") : out;
 }
 
 ct_status ct_fill(ct_tensor *dst, double value) {
@@ -41,6 +44,7 @@ ct_status ct_fill(ct_tensor *dst, double value) {
         ct__null_arg("ct_fill", 1);
         return ct_last_status();
     }
+    if (ct__check_writable("ct_fill", dst) != CT_OK) return ct_last_status();
     if (dst->numel == 0) return CT_OK;
     int physical;
     const ct_kernels *k = ct__kernels(dst->storage->device, &physical);
@@ -72,7 +76,8 @@ ct_tensor *ct_to(const ct_tensor *x, ct_device device) {
     ct_device d;
     if (ct__resolve_device("ct_to", device, &d) != CT_OK) return NULL;
     if (ct_device_equal(d, x->storage->device)) return ct__new_ref(x);
-    return moved_copy(x, d, false, "ct_to");
+    ct_tensor *out = moved_copy(x, d, false, "ct_to");
+    return ct__grad_needed(1, &x) ? ct__record_identity(out, x, "ct_to") : out;
 }
 
 ct_status ct_copy(ct_tensor *dst, const ct_tensor *src) {
@@ -80,6 +85,7 @@ ct_status ct_copy(ct_tensor *dst, const ct_tensor *src) {
         ct__null_arg("ct_copy", dst ? 2 : 1);
         return ct_last_status();
     }
+    if (ct__check_writable("ct_copy", dst) != CT_OK) return ct_last_status();
     if (ct_device_equal(dst->storage->device, src->storage->device)) {
         if (dst == src || !ct_shares_storage(dst, src)) return ct__copy_into(dst, src, "ct_copy");
         /* Views of one storage may overlap: copy from a snapshot of src, as NumPy does. */

@@ -17,6 +17,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "autograd/grad_impl.h"
 #include "ops/op_impl.h"
 
 enum { KIND_ARITH, KIND_DIV, KIND_COMPARE, KIND_LOGICAL };
@@ -158,10 +159,17 @@ static ct_tensor *binary_scalar(const char *name, ct_binary_op op, int kind, con
 
 #define CT_DEFINE_BINARY_(name, NAME, kind)                                                        \
     ct_tensor *ct_##name(const ct_tensor *a, const ct_tensor *b) {                                 \
-        return binary("ct_" #name, CT_BOP_##NAME, KIND_##kind, a, b);                              \
+        ct_tensor *out = binary("ct_" #name, CT_BOP_##NAME, KIND_##kind, a, b);                    \
+        const ct_tensor *in[2] = {a, b};                                                           \
+        return ct__grad_needed(2, in)                                                              \
+                   ? ct__record_binary(out, "ct_" #name, CT_BOP_##NAME, a, b, 0)                   \
+                   : out;                                                                          \
     }                                                                                              \
     ct_tensor *ct_##name##_scalar(const ct_tensor *a, double b) {                                  \
-        return binary_scalar("ct_" #name "_scalar", CT_BOP_##NAME, KIND_##kind, a, b);             \
+        ct_tensor *out = binary_scalar("ct_" #name "_scalar", CT_BOP_##NAME, KIND_##kind, a, b);   \
+        return ct__grad_needed(1, &a)                                                              \
+                   ? ct__record_binary(out, "ct_" #name "_scalar", CT_BOP_##NAME, a, NULL, b)      \
+                   : out;                                                                          \
     }
 CT_BINARY_OPS(CT_DEFINE_BINARY_)
 #undef CT_DEFINE_BINARY_
@@ -213,5 +221,5 @@ ct_tensor *ct_where(const ct_tensor *cond, const ct_tensor *a, const ct_tensor *
     if (ops[1]) ops[2] = where_operand(b, device, dtype);
     ct_tensor *out = ops[2] ? where_launch(device, ndim, shape, ops) : NULL;
     for (int i = 0; i < 3; i++) ct_release(ops[i]);
-    return out;
+    return ct__grad_needed(3, in) ? ct__record_where(out, cond, a, b) : out;
 }

@@ -7,6 +7,7 @@
  * cost little more than the allocation. */
 #include <math.h>
 
+#include "autograd/grad_impl.h"
 #include "ops/op_impl.h"
 
 enum { KIND_FLOAT, KIND_SAME, KIND_BOOL };
@@ -32,7 +33,9 @@ static ct_tensor *unary(const char *name, ct_unary_op op, int kind, const ct_ten
     if (!kernels) return NULL;
     ct_dtype out_dtype = result_dtype(kind, x->dtype);
     ct_tensor *out = ct__tensor_new(device, out_dtype, x->ndim, x->shape);
-    if (!out || out->numel == 0) return out;
+    if (!out) return NULL;
+    if (out->numel == 0)
+        return ct__grad_needed(1, &x) ? ct__record_unary(out, name, op, x, p0, p1) : out;
     ct_ew_args args;
     ct__ew_init(&args, x->ndim, x->shape);
     ct__ew_add(&args, out);
@@ -43,7 +46,7 @@ static ct_tensor *unary(const char *name, ct_unary_op op, int kind, const ct_ten
         ct_release(out);
         return NULL;
     }
-    return out;
+    return ct__grad_needed(1, &x) ? ct__record_unary(out, name, op, x, p0, p1) : out;
 }
 
 #define CT_DEFINE_UNARY_(name, NAME, kind)                                                         \

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "autograd/grad_impl.h"
 #include "ops/op_impl.h"
 
 static bool check_index_dtype(const char *op, const ct_tensor *index) {
@@ -186,7 +187,8 @@ ct_tensor *ct_concat(int n, const ct_tensor *const *tensors, int axis) {
     }
     ct_tensor *out = ct__tensor_new(device, dtype, first->ndim, shape);
     if (!out) return NULL;
-    return fill_pieces(op, device, n, tensors, out, a, false);
+    out = fill_pieces(op, device, n, tensors, out, a, false);
+    return ct__grad_needed(n, tensors) ? ct__record_concat(out, n, tensors, a, false) : out;
 }
 
 ct_tensor *ct_stack(int n, const ct_tensor *const *tensors, int axis) {
@@ -218,7 +220,8 @@ ct_tensor *ct_stack(int n, const ct_tensor *const *tensors, int axis) {
     for (int d = 0, s = 0; d <= first->ndim; d++) shape[d] = d == a ? n : first->shape[s++];
     ct_tensor *out = ct__tensor_new(device, dtype, first->ndim + 1, shape);
     if (!out) return NULL;
-    return fill_pieces(op, device, n, tensors, out, a, true);
+    out = fill_pieces(op, device, n, tensors, out, a, true);
+    return ct__grad_needed(n, tensors) ? ct__record_concat(out, n, tensors, a, true) : out;
 }
 
 ct_status ct_split(const ct_tensor *x, int64_t split_size, int axis, ct_tensor **out, int capacity,
@@ -251,6 +254,7 @@ ct_status ct_split(const ct_tensor *x, int64_t split_size, int axis, ct_tensor *
         shape[a] = size - start < split_size ? size - start : split_size;
         out[i] = ct__tensor_view(x, x->dtype, x->ndim, shape, x->strides,
                                  x->offset + start * x->strides[a]);
+        if (out[i] && ct__grad_needed(1, &x)) out[i] = ct__record_slice(out[i], x, a, start, 1);
         if (!out[i]) {
             for (int64_t j = 0; j < i; j++) {
                 ct_release(out[j]);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "autograd/grad_impl.h"
 #include "ops/op_impl.h"
 
 #define OP "ct_matmul"
@@ -167,5 +168,5 @@ ct_tensor *ct_matmul(const ct_tensor *a, const ct_tensor *b) {
     ct_tensor *out = cb ? run(device, ca, cb, batch_ndim, batch_shape) : NULL;
     ct_release(ca);
     ct_release(cb);
-    return out;
+    return ct__grad_needed(2, args) ? ct__record_matmul(out, a, b) : out;
 }

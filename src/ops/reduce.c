@@ -16,6 +16,7 @@
  * is inf, or NaN when every deviation is 0 (e.g. one element with correction 1). */
 #include <stdlib.h>
 
+#include "autograd/grad_impl.h"
 #include "ops/op_impl.h"
 
 /* The reduced axes of x as a mask; false with the error set. */
@@ -172,7 +173,10 @@ static ct_tensor *reduce_axes(const char *name, ct_reduce_op op, const ct_tensor
     if (!ct__check_args(name, 1, &x, &device)) return NULL;
     bool reduced[CT_MAX_DIMS];
     if (!parse_axes(name, x, naxes, axes, reduced)) return NULL;
-    return reduce(name, op, x, reduced, keepdim, correction, device);
+    ct_tensor *out = reduce(name, op, x, reduced, keepdim, correction, device);
+    return ct__grad_needed(1, &x)
+               ? ct__record_reduce(out, name, op, x, reduced, keepdim, correction)
+               : out;
 }
 
 #define CT_DEFINE_REDUCE_(name, NAME)                                                              \

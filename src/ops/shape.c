@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "autograd/grad_impl.h"
 #include "ops/op_impl.h"
 
 /* "(2, 3)" style text for messages. */
@@ -97,6 +98,11 @@ static bool view_strides(const ct_tensor *x, int ndim, const int64_t *shape, int
     return view_d == -1;
 }
 
+/* out recorded as a reshape of x when x requires grad. */
+static ct_tensor *as_reshape(ct_tensor *out, const ct_tensor *x, const char *op) {
+    return ct__grad_needed(1, &x) ? ct__record_reshape(out, x, op) : out;
+}
+
 /* A view of x with shape (already resolved), or a contiguous copy when allow_copy. */
 static ct_tensor *reshaped(const char *op, const ct_tensor *x, int ndim, const int64_t *shape,
                            bool allow_copy) {
@@ -126,14 +132,14 @@ ct_tensor *ct_reshape(const ct_tensor *x, int ndim, const int64_t *shape) {
     int64_t resolved[CT_MAX_DIMS];
     if (!check_x("ct_reshape", x)) return NULL;
     if (infer_shape("ct_reshape", x, ndim, shape, resolved) != CT_OK) return NULL;
-    return reshaped("ct_reshape", x, ndim, resolved, true);
+    return as_reshape(reshaped("ct_reshape", x, ndim, resolved, true), x, "ct_reshape");
 }
 
 ct_tensor *ct_view(const ct_tensor *x, int ndim, const int64_t *shape) {
     int64_t resolved[CT_MAX_DIMS];
     if (!check_x("ct_view", x)) return NULL;
     if (infer_shape("ct_view", x, ndim, shape, resolved) != CT_OK) return NULL;
-    return reshaped("ct_view", x, ndim, resolved, false);
+    return as_reshape(reshaped("ct_view", x, ndim, resolved, false), x, "ct_view");
 }
 
 ct_tensor *ct_flatten(const ct_tensor *x, int start_axis, int end_axis) {
@@ -155,7 +161,7 @@ ct_tensor *ct_flatten(const ct_tensor *x, int start_axis, int end_axis) {
     for (int d = start; d <= end && d < x->ndim; d++) merged *= x->shape[d];
     shape[ndim++] = merged;
     for (int d = end + 1; d < x->ndim; d++) shape[ndim++] = x->shape[d];
-    return reshaped("ct_flatten", x, ndim, shape, true);
+    return as_reshape(reshaped("ct_flatten", x, ndim, shape, true), x, "ct_flatten");
 }
 
 ct_tensor *ct_squeeze(const ct_tensor *x, int axis) {
@@ -177,7 +183,8 @@ ct_tensor *ct_squeeze(const ct_tensor *x, int axis) {
         shape[ndim] = x->shape[d];
         strides[ndim++] = x->strides[d];
     }
-    return ct__tensor_view(x, x->dtype, ndim, shape, strides, x->offset);
+    return as_reshape(ct__tensor_view(x, x->dtype, ndim, shape, strides, x->offset), x,
+                      "ct_squeeze");
 }
 
 ct_tensor *ct_unsqueeze(const ct_tensor *x, int axis) {
@@ -203,7 +210,8 @@ ct_tensor *ct_unsqueeze(const ct_tensor *x, int axis) {
         shape[d] = x->shape[s];
         strides[d] = x->strides[s++];
     }
-    return ct__tensor_view(x, x->dtype, x->ndim + 1, shape, strides, x->offset);
+    return as_reshape(ct__tensor_view(x, x->dtype, x->ndim + 1, shape, strides, x->offset), x,
+                      "ct_unsqueeze");
 }
 
 ct_tensor *ct_transpose(const ct_tensor *x, int axis0, int axis1) {
@@ -219,7 +227,11 @@ ct_tensor *ct_transpose(const ct_tensor *x, int axis0, int axis1) {
     strides[a] = x->strides[b];
     shape[b] = x->shape[a];
     strides[b] = x->strides[a];
-    return ct__tensor_view(x, x->dtype, x->ndim, shape, strides, x->offset);
+    ct_tensor *out = ct__tensor_view(x, x->dtype, x->ndim, shape, strides, x->offset);
+    if (!ct__grad_needed(1, &x)) return out;
+    int perm[CT_MAX_DIMS];
+    for (int d = 0; d < x->ndim; d++) perm[d] = d == a ? b : d == b ? a : d;
+    return ct__record_permute(out, x, x->ndim, perm);
 }
 
 ct_tensor *ct_permute(const ct_tensor *x, int ndim, const int *perm) {
@@ -233,6 +245,7 @@ ct_tensor *ct_permute(const ct_tensor *x, int ndim, const int *perm) {
         return ct__fail(CT_ERR_INVALID_ARG, "ct_permute: perm is NULL for rank %d", ndim);
     int64_t shape[CT_MAX_DIMS], strides[CT_MAX_DIMS];
     bool seen[CT_MAX_DIMS] = {false};
+    int axes[CT_MAX_DIMS];
     for (int d = 0; d < ndim; d++) {
         int a;
         if (ct__normalize_axis("ct_permute", perm[d], ndim, &a) != CT_OK) return NULL;
@@ -241,10 +254,12 @@ ct_tensor *ct_permute(const ct_tensor *x, int ndim, const int *perm) {
                             "ct_permute: axis %d appears twice; perm must name every axis once",
                             perm[d]);
         seen[a] = true;
+        axes[d] = a;
         shape[d] = x->shape[a];
         strides[d] = x->strides[a];
     }
-    return ct__tensor_view(x, x->dtype, ndim, shape, strides, x->offset);
+    ct_tensor *out = ct__tensor_view(x, x->dtype, ndim, shape, strides, x->offset);
+    return ct__grad_needed(1, &x) ? ct__record_permute(out, x, ndim, axes) : out;
 }
 
 ct_tensor *ct_expand(const ct_tensor *x, int ndim, const int64_t *shape) {
@@ -276,7 +291,8 @@ ct_tensor *ct_expand(const ct_tensor *x, int ndim, const int64_t *shape) {
         out_shape[d] = want;
         strides[d] = d < lead || (have == 1 && want != 1) ? 0 : x->strides[d - lead];
     }
-    return ct__tensor_view(x, x->dtype, ndim, out_shape, strides, x->offset);
+    ct_tensor *out = ct__tensor_view(x, x->dtype, ndim, out_shape, strides, x->offset);
+    return ct__grad_needed(1, &x) ? ct__record_identity(out, x, "ct_expand") : out;
 }
 
 /* Python's slice.indices: clamp a bound into the range the step can start or stop at. */
@@ -311,5 +327,6 @@ ct_tensor *ct_slice(const ct_tensor *x, int axis, int64_t start, int64_t stop, i
      * offsets; a shorter axis keeps its stride (never used to move). */
     if (length > 1) strides[a] = x->strides[a] * step;
     int64_t offset = x->offset + (length > 0 ? first * x->strides[a] : 0);
-    return ct__tensor_view(x, x->dtype, x->ndim, shape, strides, offset);
+    ct_tensor *out = ct__tensor_view(x, x->dtype, x->ndim, shape, strides, offset);
+    return ct__grad_needed(1, &x) ? ct__record_slice(out, x, a, length > 0 ? first : 0, step) : out;
 }

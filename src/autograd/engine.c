@@ -1,0 +1,262 @@
+/* The backward pass: find the nodes behind an output in topological order, run each node's
+ * backward once every consumer has added its gradient, conform each input gradient to its
+ * input (shape, dtype, device) and add it to the input's node or, for a leaf, to its .grad.
+ *
+ * The pass runs in a private scope with grad mode off; each gradient is released as soon as
+ * its node has run, so memory peaks near the forward pass's, as in PyTorch. */
+#include <stdio.h>
+#include <string.h>
+
+#include "autograd/tape_impl.h"
+#include "ops/op_impl.h"
+
+static atomic_uint_fast64_t pass_counter;
+
+typedef struct node_list {
+    ct_node **items;
+    size_t count, capacity;
+} node_list;
+
+static bool list_push(node_list *list, ct_node *node) {
+    if (list->count == list->capacity) {
+        size_t grown = list->capacity ? list->capacity * 2 : 64;
+        ct_node **items = ct__realloc(list->items, grown * sizeof *items);
+        if (!items) return false;
+        list->items = items;
+        list->capacity = grown;
+    }
+    list->items[list->count++] = node;
+    return true;
+}
+
+/* The node of an input that has one, else NULL (leaves and inputs needing no grad). */
+static ct_node *input_node(const ct_node *node, int i) {
+    const ct_tensor *input = node->inputs[i];
+    return input ? input->grad_fn : NULL;
+}
+
+/* Depth-first post-order from root without recursion (graphs may be thousands of nodes
+ * deep); each node is retained for the pass. Reversed, the order is topological. */
+static ct_status topological_order(const char *op, ct_node *root, node_list *order) {
+    uint64_t pass = atomic_fetch_add(&pass_counter, 1) + 1;
+    node_list stack = {0};
+    ct_status status = CT_OK;
+    root->visit = pass;
+    if (!list_push(&stack, root)) status = CT_ERR_OUT_OF_MEMORY;
+    /* The stack holds nodes whose inputs are being visited; a node leaves it once none of
+     * its inputs' nodes is unvisited (nodes have few inputs, so rescanning is cheap). */
+    while (status == CT_OK && stack.count) {
+        ct_node *node = stack.items[stack.count - 1];
+        if (node->released) {
+            status = ct__error(CT_ERR_STATE,
+                               "%s: the graph behind this tensor was freed by an earlier "
+                               "backward (at its %s node); pass retain_graph = true to "
+                               "ct_backward_with to run backward through it twice",
+                               op, node->name);
+            break;
+        }
+        ct_node *next = NULL;
+        for (int i = 0; i < node->ninputs && !next; i++) {
+            ct_node *child = input_node(node, i);
+            if (child && child->visit != pass) next = child;
+        }
+        if (next) {
+            next->visit = pass;
+            if (!list_push(&stack, next)) status = CT_ERR_OUT_OF_MEMORY;
+            continue;
+        }
+        stack.count--;
+        if (!list_push(order, ct__node_retain(node))) {
+            ct__node_release(node);
+            status = CT_ERR_OUT_OF_MEMORY;
+        }
+    }
+    ct__free_mem(stack.items);
+    if (status == CT_ERR_OUT_OF_MEMORY)
+        ct__error(status, "%s: out of host memory for the backward pass", op);
+    return status;
+}
+
+/* Sum g over the axes where it was broadcast against shape (ndim, shape). */
+static ct_tensor *sum_to_shape(ct_tensor *g, const ct_tensor *input) {
+    int lead = g->ndim - input->ndim;
+    int axes[CT_MAX_DIMS], naxes = 0;
+    for (int d = 0; d < g->ndim; d++)
+        if (d < lead || (input->shape[d - lead] == 1 && g->shape[d] != 1)) axes[naxes++] = d;
+    ct_tensor *summed = naxes ? ct_sum(g, naxes, axes, true) : ct__new_ref(g);
+    ct_tensor *out = summed ? ct_reshape(summed, input->ndim, input->shape) : NULL;
+    ct_release(summed);
+    return out;
+}
+
+static bool same_shape(const ct_tensor *a, const ct_tensor *b) {
+    return a->ndim == b->ndim && memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim) == 0;
+}
+
+/* g (consumed) with input's shape, dtype and device. */
+static ct_tensor *conform(ct_tensor *g, const ct_tensor *input) {
+    ct_tensor *t = g;
+    if (!same_shape(t, input)) {
+        ct_tensor *next = sum_to_shape(t, input);
+        ct_release(t);
+        if (!next) return NULL;
+        t = next;
+    }
+    if (t->dtype != input->dtype) {
+        ct_tensor *next = ct_cast(t, input->dtype);
+        ct_release(t);
+        if (!next) return NULL;
+        t = next;
+    }
+    if (!ct__same_device(t->storage->device, input->storage->device)) {
+        ct_tensor *next = ct_to(t, input->storage->device);
+        ct_release(t);
+        t = next;
+    }
+    return t;
+}
+
+/* g (consumed) added to *slot (a scoped reference or NULL). */
+static ct_status accumulate(ct_tensor **slot, ct_tensor *g) {
+    if (!*slot) {
+        *slot = g;
+        return CT_OK;
+    }
+    ct_tensor *sum = ct_add(*slot, g);
+    ct_release(g);
+    if (!sum) return ct_last_status();
+    ct_release(*slot);
+    *slot = sum;
+    return CT_OK;
+}
+
+/* A leaf's .grad is its own contiguous tensor, so that in-place updates of one gradient
+ * (clipping) never reach another tensor. */
+static ct_status accumulate_leaf(ct_tensor *leaf, ct_tensor *g) {
+    ct_tensor *value = g;
+    bool owned =
+        atomic_load(&g->refcount) == 1 && atomic_load(&g->storage->refcount) == 1 && g->contiguous;
+    if (leaf->grad || !owned) {
+        value = leaf->grad ? ct_add(leaf->grad, g) : ct_clone(g);
+        ct_release(g);
+        if (!value) return ct_last_status();
+    }
+    ct__scope_forget(value); /* the leaf owns it now, outside every scope */
+    if (leaf->grad) ct__tensor_drop(leaf->grad);
+    leaf->grad = value;
+    return CT_OK;
+}
+
+/* Hand the gradients a node computed to its inputs. */
+static ct_status deliver(ct_node *node, ct_tensor **grads) {
+    ct_status status = CT_OK;
+    for (int i = 0; i < node->ninputs; i++) {
+        ct_tensor *g = grads[i];
+        grads[i] = NULL;
+        ct_tensor *input = node->inputs[i];
+        if (!g) continue;
+        if (!input || status != CT_OK) {
+            ct_release(g);
+            continue;
+        }
+        g = conform(g, input);
+        if (!g)
+            status = ct_last_status();
+        else if (input->grad_fn)
+            status = accumulate(&input->grad_fn->grad, g);
+        else
+            status = accumulate_leaf(input, g);
+    }
+    return status;
+}
+
+static ct_status run_node(ct_node *node, bool retain_graph) {
+    ct_tensor *g = node->grad;
+    node->grad = NULL;
+    if (!g) return CT_OK; /* no gradient reached this node */
+    ct_tensor *local[8] = {0};
+    ct_tensor **grads =
+        node->ninputs <= 8 ? local : ct__calloc((size_t)node->ninputs, sizeof *grads);
+    if (!grads) {
+        ct_release(g);
+        return ct__error(CT_ERR_OUT_OF_MEMORY, "ct_backward: out of host memory");
+    }
+    ct_status status = node->backward(node, g, grads);
+    ct_release(g);
+    if (status == CT_OK) status = deliver(node, grads);
+    for (int i = 0; i < node->ninputs; i++) ct_release(grads[i]);
+    if (grads != local) ct__free_mem(grads);
+    if (status == CT_OK && !retain_graph) ct__node_free_graph_state(node);
+    return status;
+}
+
+static ct_status run_pass(const char *op, ct_tensor *output, ct_tensor *seed, bool retain_graph) {
+    if (!output->grad_fn) return accumulate_leaf(output, seed);
+    node_list order = {0};
+    ct_status status = topological_order(op, output->grad_fn, &order);
+    if (status == CT_OK) {
+        output->grad_fn->grad = seed;
+        seed = NULL;
+    }
+    for (size_t i = order.count; i-- > 0 && status == CT_OK;)
+        status = run_node(order.items[i], retain_graph);
+    for (size_t i = 0; i < order.count; i++) {
+        ct_release(order.items[i]->grad); /* left only when the pass failed */
+        order.items[i]->grad = NULL;
+        ct__node_release(order.items[i]);
+    }
+    ct__free_mem(order.items);
+    ct_release(seed);
+    return status;
+}
+
+/* The gradient to start from: ones for a one-element output, else the given one checked. */
+static ct_tensor *seed_gradient(const char *op, const ct_tensor *output,
+                                const ct_tensor *gradient) {
+    if (!gradient) {
+        if (output->numel != 1)
+            return ct__fail(CT_ERR_SHAPE,
+                            "%s: a gradient is implied only for a one-element output, and this "
+                            "one has %lld elements; reduce it to a scalar loss (ct_sum, "
+                            "ct_mean) or pass its gradient to ct_backward_with",
+                            op, (long long)output->numel);
+        return ct__full_on(output->storage->device, output->ndim, output->shape, 1.0,
+                           output->dtype);
+    }
+    if (!same_shape(gradient, output))
+        return ct__fail(CT_ERR_SHAPE,
+                        "%s: the gradient's shape differs from the output's; pass "
+                        "a gradient of the output's shape",
+                        op);
+    if (!ct__same_device(gradient->storage->device, output->storage->device))
+        return ct__fail(CT_ERR_DEVICE_MISMATCH,
+                        "%s: the gradient is on another device than the output; move it with "
+                        "ct_to()",
+                        op);
+    return ct_cast(gradient, output->dtype);
+}
+
+ct_status ct_backward_with(const ct_tensor *output, const ct_tensor *gradient, bool retain_graph) {
+    const char *op = gradient ? "ct_backward_with" : "ct_backward";
+    if (!output) {
+        ct__null_arg(op, 1);
+        return ct_last_status();
+    }
+    if (!output->requires_grad)
+        return ct__error(CT_ERR_STATE,
+                         "%s: the tensor does not require grad, so there is nothing to "
+                         "backpropagate; call ct_set_requires_grad on the parameters before "
+                         "the forward pass, outside any no-grad region",
+                         op);
+    if (ct_scope_begin() != CT_OK) return ct_last_status();
+    ct_no_grad_push();
+    ct_tensor *seed = seed_gradient(op, output, gradient);
+    ct_status status =
+        seed ? run_pass(op, (ct_tensor *)output, seed, retain_graph) : ct_last_status();
+    ct_no_grad_pop();
+    /* Keep the pass's error: ending the scope does not fail once begun. */
+    ct_scope_end();
+    return status;
+}
+
+ct_status ct_backward(const ct_tensor *loss) { return ct_backward_with(loss, NULL, false); }

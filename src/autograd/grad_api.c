@@ -1,0 +1,54 @@
+/* The public autograd accessors: requires_grad, .grad, zero_grad, detach. */
+#include "autograd/tape_impl.h"
+#include "ops/op_impl.h"
+
+ct_status ct_set_requires_grad(ct_tensor *t, bool requires_grad) {
+    if (!t) {
+        ct__null_arg("ct_set_requires_grad", 1);
+        return ct_last_status();
+    }
+    if (t->grad_fn)
+        return ct__error(CT_ERR_STATE,
+                         "ct_set_requires_grad: the tensor was made by %s from tensors that "
+                         "require grad, so it is not a leaf; use ct_detach for a leaf copy",
+                         t->grad_fn->name);
+    if (requires_grad && !ct__is_float(t->dtype))
+        return ct__error(CT_ERR_DTYPE,
+                         "ct_set_requires_grad: only floating tensors can require grad, and "
+                         "this one is %s; ct_cast it to CT_F32 first",
+                         ct_dtype_name(t->dtype));
+    t->requires_grad = requires_grad;
+    return CT_OK;
+}
+
+bool ct_requires_grad(const ct_tensor *t) { return t && t->requires_grad; }
+
+bool ct_is_leaf(const ct_tensor *t) { return t && !t->grad_fn; }
+
+ct_tensor *ct_grad(const ct_tensor *t) {
+    if (!t) return ct__null_arg("ct_grad", 1);
+    if (!t->grad)
+        return ct__fail(CT_ERR_STATE,
+                        t->grad_fn ? "ct_grad: the tensor is not a leaf (an op made it); only "
+                                     "leaves keep their gradient"
+                        : t->requires_grad ? "ct_grad: the tensor has no gradient yet; run "
+                                             "ct_backward on a loss computed from it"
+                                           : "ct_grad: the tensor does not require grad; call "
+                                             "ct_set_requires_grad before the forward pass");
+    return ct__new_ref(t->grad);
+}
+
+ct_status ct_zero_grad(ct_tensor *t) {
+    if (!t) {
+        ct__null_arg("ct_zero_grad", 1);
+        return ct_last_status();
+    }
+    if (t->grad) ct__tensor_drop(t->grad);
+    t->grad = NULL;
+    return CT_OK;
+}
+
+ct_tensor *ct_detach(const ct_tensor *t) {
+    if (!t) return ct__null_arg("ct_detach", 1);
+    return ct__tensor_view(t, t->dtype, t->ndim, t->shape, t->strides, t->offset);
+}
