@@ -6,6 +6,7 @@
 
 #include "autograd/tape_impl.h"
 #include "core/tensor_impl.h"
+#include "ct_gradcheck.h"
 #include "ct_ref.h"
 
 typedef struct {
@@ -250,6 +251,53 @@ DEVICE_TEST(test_nn_conv_backward_only_needed_grads) {
     for (int i = 0; i < 54; i++) expected[i] = 8;
     ok = ok && grads[0] == NULL && grads[1] && close_all(grads[1], expected, 1e-6);
     ct_release(grads[1]), ct_release(g), ct_release(y), ct_release(x), ct_release(w);
+    CHECK(ok);
+}
+
+/* ---- gradient checks (finite differences through ct_backward) ---- */
+
+static ct_tensor *apply_conv(ct_tensor *const *in, void *context) {
+    const conv_case *k = context;
+    return ct_conv2d(in[0], in[1], k->bias ? in[2] : NULL, &k->opt);
+}
+
+/* A float64 leaf of the given shape with values in [-1, 1) that requires grad. */
+static ct_tensor *leaf(ct_device device, int ndim, const int64_t *shape, uint64_t seed) {
+    int64_t n = ref_numel(ndim, shape);
+    double *v = malloc(sizeof(double) * (size_t)(n + 1));
+    if (!v) return NULL;
+    ref_random(v, n, seed, -1.0, 1.0);
+    ct_tensor *t = ref_tensor(v, ndim, shape, CT_F64, device);
+    free(v);
+    if (t) ct_set_requires_grad(t, true);
+    return t;
+}
+
+DEVICE_TEST(test_nn_conv_gradcheck) {
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const conv_case *k = &cases[i];
+        int64_t g = eff(k->opt.groups, 1);
+        int64_t xs[4] = {k->n, k->c, k->h, k->w}, ws[4] = {k->o, k->c / g, k->kh, k->kw};
+        ct_tensor *in[3] = {leaf(device, 4, xs, 3 + i), leaf(device, 4, ws, 13 + i),
+                            leaf(device, 1, &k->o, 23 + i)};
+        bool ok = in[0] && in[1] && in[2] &&
+                  ct_gradcheck(apply_conv, k->bias ? 3 : 2, in, (void *)k, 1e-6, 1e-7, 1e-5);
+        for (int j = 0; j < 3; j++) ct_release(in[j]);
+        if (!ok) ct_test_fail(__FILE__, __LINE__, "case %zu", i);
+        if (!ok) return;
+    }
+}
+
+/* Input gradient only (the weight a constant), as for a network's first layer's input. */
+DEVICE_TEST(test_nn_conv_gradcheck_input_only) {
+    const conv_case *k = &cases[3];
+    int64_t xs[4] = {k->n, k->c, k->h, k->w}, ws[4] = {k->o, k->c / 2, k->kh, k->kw};
+    ct_tensor *in[3] = {leaf(device, 4, xs, 5), leaf(device, 4, ws, 6), leaf(device, 1, &k->o, 7)};
+    CHECK(in[0] && in[1] && in[2]);
+    ct_set_requires_grad(in[1], false);
+    ct_set_requires_grad(in[2], false);
+    bool ok = ct_gradcheck(apply_conv, 3, in, (void *)k, 1e-6, 1e-7, 1e-5);
+    for (int j = 0; j < 3; j++) ct_release(in[j]);
     CHECK(ok);
 }
 
