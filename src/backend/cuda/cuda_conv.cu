@@ -176,7 +176,7 @@ static ct_status prepare(int device, const ct_conv2d_args *a, bool backward, boo
 
 extern "C" ct_status ct_cuda_conv2d_workspace(int device, const ct_conv2d_args *args, bool backward,
                                               size_t *bytes) {
-    cudnnHandle_t h;
+    cudnnHandle_t h = nullptr;
     conv_descs d;
     conv_plan p;
     ct_status status = prepare(device, args, backward, true, SIZE_MAX, &h, &d, &p);
@@ -185,7 +185,7 @@ extern "C" ct_status ct_cuda_conv2d_workspace(int device, const ct_conv2d_args *
 }
 
 extern "C" ct_status ct_cuda_conv2d_forward(int device, const ct_conv2d_args *args) {
-    cudnnHandle_t h;
+    cudnnHandle_t h = nullptr;
     conv_descs d;
     conv_plan p;
     ct_status status = prepare(device, args, false, false, args->workspace_size, &h, &d, &p);
@@ -204,7 +204,7 @@ extern "C" ct_status ct_cuda_conv2d_forward(int device, const ct_conv2d_args *ar
 }
 
 extern "C" ct_status ct_cuda_conv2d_backward(int device, const ct_conv2d_args *args) {
-    cudnnHandle_t h;
+    cudnnHandle_t h = nullptr;
     conv_descs d;
     conv_plan p;
     ct_status status = prepare(device, args, true, false, args->workspace_size, &h, &d, &p);
