@@ -124,6 +124,15 @@ static const conv_case cases[] = {
     {1, 1, 4, 3, 2, 4, 3, {{3, 1}, {0, 0}, {1, 1}, 1}, false},  /* kernel as large as input */
 };
 
+/* Cases whose per-image products are large enough for the CPU's chunked path (the ones
+ * above take the per-image path, except those with one image). */
+static const conv_case chunked_cases[] = {
+    {2, 16, 26, 25, 16, 3, 3, {{1, 1}, {1, 1}, {1, 1}, 2}, true},
+    {3, 8, 40, 37, 12, 3, 3, {{2, 1}, {1, 2}, {2, 1}, 1}, false},
+};
+
+static bool backward_case(const conv_case *k, ct_dtype dtype, ct_device device);
+
 /* One forward case on one dtype, contiguous or strided input. */
 static bool forward_case(const conv_case *k, ct_dtype dtype, bool strided, ct_device device) {
     conv_ref r;
@@ -151,6 +160,14 @@ DEVICE_TEST(test_nn_conv_forward_matches_reference) {
                 ct_test_fail(__FILE__, __LINE__, "case %zu, %s", i, ct_dtype_name(dtypes[d]));
             if (ct_test_failed()) return;
         }
+}
+
+DEVICE_TEST(test_nn_conv_chunked_path_matches_reference) {
+    for (size_t i = 0; i < sizeof chunked_cases / sizeof chunked_cases[0]; i++) {
+        CHECK(forward_case(&chunked_cases[i], CT_F32, false, device));
+        CHECK(forward_case(&chunked_cases[i], CT_F64, true, device));
+        CHECK(backward_case(&chunked_cases[i], CT_F64, device));
+    }
 }
 
 DEVICE_TEST(test_nn_conv_forward_non_contiguous_input) {

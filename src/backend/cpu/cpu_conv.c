@@ -5,11 +5,16 @@
  * GEMM that OpenBLAS threads itself; the lowering, the layout changes and col2im run on
  * OpenMP threads. Forward: Y = W @ col. Backward: dW = dY @ col^T, dcol = W^T @ dY, then
  * col2im. The workspace holds col (K x nb*L) and the (out_channels x nb*L) output-side
- * matrix; its size (ct__cpu_conv2d_workspace) fixes the chunk. */
+ * matrix; its size (ct__cpu_conv2d_workspace) fixes the chunk. Small convolutions (a first
+ * layer over few channels) take a per-image path instead (use_per_image). */
 #include <cblas.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <string.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "backend/conv_args_impl.h"
 #include "backend/cpu/cpu_impl.h"
@@ -58,22 +63,47 @@ static void conv_gemm(ct_dtype dtype, bool ta, bool tb, int64_t m, int64_t n, in
 #undef CT_CONV_T
 #undef CT_CONV_FN
 
-/* Elements of workspace one image needs: its columns of col and of the output matrix. */
+/* Elements of workspace one image needs on the chunked path: its columns of col and of the
+ * output matrix. */
 static int64_t per_image_elements(const ct_conv2d_args *a) {
     int64_t l = a->out_h * a->out_w;
     return (a->in_channels * a->kernel_h * a->kernel_w + a->out_channels) * l;
 }
 
+/* The per-image path, when each image's GEMMs are small enough (m * n * k at most
+ * OpenBLAS's threading threshold, 4 * 65536) that OpenBLAS runs them on the calling thread:
+ * then OpenMP threads take whole images, and each image's im2col, GEMM and output stay in
+ * that core's cache, with no layout passes. Larger products go to the chunked path, where
+ * OpenBLAS threads each GEMM itself (calling it from several threads at once would make
+ * its threads and OpenMP's fight over the cores). */
+static bool use_per_image(const ct_conv2d_args *a) {
+    int64_t g = a->groups, l = a->out_h * a->out_w;
+    int64_t og = a->out_channels / g, kg = a->in_channels / g * a->kernel_h * a->kernel_w;
+    return og * kg * l <= 4 * 65536 && a->batch > 1;
+}
+
+/* Elements of one thread's scratch on the per-image path: col, then partial dw and db. */
+static int64_t per_thread_elements(const ct_conv2d_args *a, bool backward) {
+    int64_t col = a->in_channels * a->kernel_h * a->kernel_w * a->out_h * a->out_w;
+    if (!backward) return col;
+    return col + a->out_channels * (a->in_channels / a->groups) * a->kernel_h * a->kernel_w +
+           a->out_channels;
+}
+
 ct_status ct__cpu_conv2d_workspace(int device, const ct_conv2d_args *args, bool backward,
                                    size_t *bytes) {
     (void)device;
-    (void)backward;
     size_t esize = ct__dtype_size(args->dtype);
+    int64_t k = args->in_channels * args->kernel_h * args->kernel_w;
+    if (use_per_image(args)) {
+        int64_t threads = ct__cpu_threads() < args->batch ? ct__cpu_threads() : args->batch;
+        *bytes = (size_t)(threads * per_thread_elements(args, backward)) * esize;
+        return CT_OK;
+    }
     int64_t per_image = per_image_elements(args);
     int64_t images = (int64_t)(CONV_WORKSPACE_BUDGET / esize) / (per_image ? per_image : 1);
     if (images < 1) images = 1;
     if (images > args->batch) images = args->batch;
-    int64_t k = args->in_channels * args->kernel_h * args->kernel_w;
     if (images * args->out_h * args->out_w > INT_MAX || k > INT_MAX || args->out_channels > INT_MAX)
         return ct__error(CT_ERR_UNSUPPORTED,
                          "ct_conv2d: an image of %lld x %lld outputs with %lld kernel elements "
@@ -90,8 +120,23 @@ static int64_t chunk_images(const ct_conv2d_args *a) {
     return images < 1 ? 1 : images > a->batch ? a->batch : images;
 }
 
+static ct_status run_per_image(const ct_conv2d_args *a, bool backward) {
+    int64_t per_thread = per_thread_elements(a, backward);
+    int64_t threads = (int64_t)(a->workspace_size / ct__dtype_size(a->dtype)) / per_thread;
+    if (threads < 1)
+        return ct__error(CT_ERR_BACKEND, "ct_conv2d: workspace of %zu bytes is too small",
+                         a->workspace_size);
+    if (threads > a->batch) threads = a->batch;
+    if (a->dtype == CT_F64)
+        per_image_f64(a, backward, (int)threads, per_thread);
+    else
+        per_image_f32(a, backward, (int)threads, per_thread);
+    return CT_OK;
+}
+
 static ct_status run_chunks(const ct_conv2d_args *a, bool backward) {
     if (a->batch == 0 || a->out_h * a->out_w == 0) return CT_OK;
+    if (use_per_image(a)) return run_per_image(a, backward);
     int64_t nb = chunk_images(a), l = a->out_h * a->out_w;
     if ((size_t)(nb * per_image_elements(a)) * ct__dtype_size(a->dtype) > a->workspace_size)
         return ct__error(CT_ERR_BACKEND, "ct_conv2d: workspace of %zu bytes is too small",

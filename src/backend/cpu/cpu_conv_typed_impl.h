@@ -157,3 +157,89 @@ static void CT_CONV_FN(backward_chunk)(const ct_conv2d_args *a, int64_t n0, int6
         CT_CONV_FN(col2im_plane)(a, col + b * l, ld, c, dx + (n0 + b) * c_n * plane);
     }
 }
+
+/* ---- per-image path: images on OpenMP threads, each with its own scratch ---- */
+
+/* Forward of image n into y with one thread's col (K x L): y_n = W @ col_n + bias. */
+static void CT_CONV_FN(forward_image)(const ct_conv2d_args *a, int64_t n, CT_CONV_T *col) {
+    int64_t l = a->out_h * a->out_w, g_n = a->groups, c_n = a->in_channels;
+    int64_t og = a->out_channels / g_n, kg = c_n / g_n * a->kernel_h * a->kernel_w;
+    const CT_CONV_T *x = (const CT_CONV_T *)a->x + n * c_n * a->in_h * a->in_w;
+    CT_CONV_T *y = (CT_CONV_T *)a->y + n * a->out_channels * l;
+    const CT_CONV_T *bias = (const CT_CONV_T *)a->bias;
+    for (int64_t c = 0; c < c_n; c++) CT_CONV_FN(im2col_plane)(a, x, col, l, c);
+    if (bias)
+        for (int64_t o = 0; o < a->out_channels; o++)
+            for (int64_t p = 0; p < l; p++) y[o * l + p] = bias[o];
+    for (int64_t g = 0; g < g_n; g++)
+        conv_gemm(a->dtype, false, false, og, l, kg, a->weight, g * og * kg, kg, col, g * kg * l, l,
+                  bias ? 1.0 : 0.0, y, g * og * l, l);
+}
+
+/* Backward of image n: this thread's dw and db partial sums grow by image n's share;
+ * grad_x's image n is written whole. col: the thread's K x L scratch. */
+static void CT_CONV_FN(backward_image)(const ct_conv2d_args *a, int64_t n, CT_CONV_T *col,
+                                       CT_CONV_T *dw, CT_CONV_T *db) {
+    int64_t l = a->out_h * a->out_w, g_n = a->groups, c_n = a->in_channels;
+    int64_t og = a->out_channels / g_n, kg = c_n / g_n * a->kernel_h * a->kernel_w;
+    const CT_CONV_T *gy = (const CT_CONV_T *)a->y + n * a->out_channels * l;
+    if (db)
+        for (int64_t o = 0; o < a->out_channels; o++)
+            for (int64_t p = 0; p < l; p++) db[o] += gy[o * l + p];
+    if (dw) {
+        const CT_CONV_T *x = (const CT_CONV_T *)a->x + n * c_n * a->in_h * a->in_w;
+        for (int64_t c = 0; c < c_n; c++) CT_CONV_FN(im2col_plane)(a, x, col, l, c);
+        for (int64_t g = 0; g < g_n; g++)
+            conv_gemm(a->dtype, false, true, og, kg, l, gy, g * og * l, l, col, g * kg * l, l, 1.0,
+                      dw, g * og * kg, kg);
+    }
+    if (!a->grad_x) return;
+    for (int64_t g = 0; g < g_n; g++)
+        conv_gemm(a->dtype, true, false, kg, l, og, a->weight, g * og * kg, kg, gy, g * og * l, l,
+                  0.0, col, g * kg * l, l);
+    CT_CONV_T *dx = (CT_CONV_T *)a->grad_x + n * c_n * a->in_h * a->in_w;
+    for (int64_t c = 0; c < c_n; c++) CT_CONV_FN(col2im_plane)(a, col, l, c, dx);
+}
+
+/* The per-image path over the whole batch with nt threads; scratch per thread: col, then
+ * (backward) partial dw and db, summed into grad_weight and grad_bias at the end. */
+static void CT_CONV_FN(per_image)(const ct_conv2d_args *a, bool backward, int nt,
+                                  int64_t per_thread) {
+    int64_t wn = a->grad_weight
+                     ? a->out_channels * (a->in_channels / a->groups) * a->kernel_h * a->kernel_w
+                     : 0;
+    int64_t bn = a->grad_bias ? a->out_channels : 0, col_n = per_thread - wn - bn;
+    CT_CONV_T *ws = (CT_CONV_T *)a->workspace;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nt)
+#endif
+    {
+        int t = 0;
+#ifdef _OPENMP
+        t = omp_get_thread_num();
+#endif
+        CT_CONV_T *col = ws + t * per_thread, *dw = col + col_n, *db = dw + wn;
+        for (int64_t i = 0; i < wn + bn; i++) dw[i] = 0;
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+        for (int64_t n = 0; n < a->batch; n++) {
+            if (backward)
+                CT_CONV_FN(backward_image)(a, n, col, wn ? dw : NULL, bn ? db : NULL);
+            else
+                CT_CONV_FN(forward_image)(a, n, col);
+        }
+        /* The implicit barrier above: every partial sum is complete. */
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+        for (int64_t i = 0; i < wn + bn; i++) {
+            double sum = 0;
+            for (int k = 0; k < nt; k++) sum += ws[k * per_thread + col_n + i];
+            if (i < wn)
+                ((CT_CONV_T *)a->grad_weight)[i] = (CT_CONV_T)sum;
+            else
+                ((CT_CONV_T *)a->grad_bias)[i - wn] = (CT_CONV_T)sum;
+        }
+    }
+}
