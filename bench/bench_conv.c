@@ -77,9 +77,11 @@ static double run_peer(const char *peer, int runs) {
     snprintf(command, sizeof command, "/usr/bin/python3 %s --runs %d", peer, runs);
     FILE *p = popen(command, "r");
     if (!p) return -1;
-    double ms = -1;
-    char word[16];
-    if (fscanf(p, "%15s %lf", word, &ms) != 2 || strcmp(word, "torch") != 0) ms = -1;
+    /* Read to the end, so the peer never writes into a closed pipe. */
+    double ms = -1, value;
+    char line[256];
+    while (fgets(line, sizeof line, p))
+        if (sscanf(line, "torch %lf", &value) == 1) ms = value;
     pclose(p);
     return ms;
 }
