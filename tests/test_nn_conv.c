@@ -318,13 +318,30 @@ DEVICE_TEST(test_nn_conv_gradcheck_input_only) {
     CHECK(ok);
 }
 
+DEVICE_TEST(test_nn_conv_unbatched_input) {
+    const conv_case *k = &cases[1];
+    conv_case one = *k;
+    one.n = 1;
+    conv_ref r;
+    CHECK(make_ref(&one, CT_F64, 9, &r));
+    ct_tensor *x = ref_tensor(r.x, 3, r.xs + 1, CT_F64, device);
+    ct_tensor *w = ref_tensor(r.w, 4, r.ws, CT_F64, device);
+    ct_tensor *b = ref_tensor(r.b, 1, &one.o, CT_F64, device);
+    ct_tensor *y = ct_conv2d(x, w, b, &one.opt);
+    bool ok = y && ct_ndim(y) == 3 && memcmp(ct_shape(y), r.ys + 1, 3 * sizeof(int64_t)) == 0 &&
+              close_all(y, r.y, 1e-12);
+    ct_release(x), ct_release(w), ct_release(b), ct_release(y);
+    free(r.x);
+    CHECK(ok);
+}
+
 /* ---- errors ---- */
 
 DEVICE_TEST(test_nn_conv_errors) {
     int64_t xs[4] = {1, 4, 5, 5}, ws[4] = {6, 2, 3, 3}, bs[1] = {5};
     ct_tensor *x = ct_zeros(4, xs, CT_F32, device), *w = ct_zeros(4, ws, CT_F32, device);
     ct_tensor *b = ct_zeros(1, bs, CT_F32, device), *xi = ct_zeros(4, xs, CT_I32, device);
-    ct_tensor *wd = ct_zeros(4, ws, CT_F64, device), *x3 = ct_zeros(3, xs + 1, CT_F32, device);
+    ct_tensor *wd = ct_zeros(4, ws, CT_F64, device), *x3 = ct_zeros(2, xs + 2, CT_F32, device);
     CHECK(x && w && b && xi && wd && x3);
     ct_tensor *r[10];
     r[0] = ct_conv2d(x3, w, NULL, NULL);
