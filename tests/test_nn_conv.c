@@ -124,9 +124,10 @@ static const conv_case cases[] = {
     {1, 1, 4, 3, 2, 4, 3, {{3, 1}, {0, 0}, {1, 1}, 1}, false},  /* kernel as large as input */
 };
 
-/* Cases whose per-image products are large enough for the CPU's chunked path (the ones
- * above take the per-image path, except those with one image). */
-static const conv_case chunked_cases[] = {
+/* Cases whose per-image products are large enough that the CPU runs the images one after
+ * another with OpenBLAS threading each GEMM (the cases above run images on OpenMP threads,
+ * with per-thread partial weight gradients). */
+static const conv_case large_cases[] = {
     {2, 16, 26, 25, 16, 3, 3, {{1, 1}, {1, 1}, {1, 1}, 2}, true},
     {3, 8, 40, 37, 12, 3, 3, {{2, 1}, {1, 2}, {2, 1}, 1}, false},
 };
@@ -162,11 +163,11 @@ DEVICE_TEST(test_nn_conv_forward_matches_reference) {
         }
 }
 
-DEVICE_TEST(test_nn_conv_chunked_path_matches_reference) {
-    for (size_t i = 0; i < sizeof chunked_cases / sizeof chunked_cases[0]; i++) {
-        CHECK(forward_case(&chunked_cases[i], CT_F32, false, device));
-        CHECK(forward_case(&chunked_cases[i], CT_F64, true, device));
-        CHECK(backward_case(&chunked_cases[i], CT_F64, device));
+DEVICE_TEST(test_nn_conv_large_products_match_reference) {
+    for (size_t i = 0; i < sizeof large_cases / sizeof large_cases[0]; i++) {
+        CHECK(forward_case(&large_cases[i], CT_F32, false, device));
+        CHECK(forward_case(&large_cases[i], CT_F64, true, device));
+        CHECK(backward_case(&large_cases[i], CT_F64, device));
     }
 }
 
@@ -182,8 +183,7 @@ DEVICE_TEST(test_nn_conv_forward_half_precision) {
     CHECK(forward_case(&cases[3], CT_BF16, false, device));
 }
 
-DEVICE_TEST(test_nn_conv_forward_large_batch_chunks) {
-    /* Images large enough that the CPU splits the batch into workspace-sized chunks. */
+DEVICE_TEST(test_nn_conv_forward_large_images) {
     conv_case k = {5, 1, 210, 209, 1, 11, 11, {{1, 1}, {0, 0}, {1, 1}, 1}, true};
     CHECK(forward_case(&k, CT_F32, false, device));
 }
@@ -247,7 +247,7 @@ DEVICE_TEST(test_nn_conv_backward_matches_reference) {
         }
 }
 
-DEVICE_TEST(test_nn_conv_backward_large_batch_chunks) {
+DEVICE_TEST(test_nn_conv_backward_large_images) {
     conv_case k = {3, 2, 210, 209, 2, 11, 11, {{1, 1}, {1, 1}, {1, 1}, 2}, true};
     CHECK(backward_case(&k, CT_F32, device));
 }
