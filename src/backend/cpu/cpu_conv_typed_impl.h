@@ -109,9 +109,12 @@ static void CT_CONV_FN(run_images)(const ct_conv2d_args *a, bool backward, int n
 #pragma omp parallel num_threads(nt)
 #endif
     {
-        int t = 0;
+        /* The team may be smaller than nt (inside another parallel region): only its
+         * members' partial sums exist. */
+        int t = 0, team = 1;
 #ifdef _OPENMP
         t = omp_get_thread_num();
+        team = omp_get_num_threads();
 #endif
         CT_CONV_T *col = ws + t * per_thread, *dw = col + col_n, *db = dw + wn;
         for (int64_t i = 0; i < wn + bn; i++) dw[i] = 0;
@@ -130,7 +133,7 @@ static void CT_CONV_FN(run_images)(const ct_conv2d_args *a, bool backward, int n
 #endif
         for (int64_t i = 0; i < wn + bn; i++) {
             double sum = 0;
-            for (int k = 0; k < nt; k++) sum += ws[k * per_thread + col_n + i];
+            for (int k = 0; k < team; k++) sum += ws[k * per_thread + col_n + i];
             if (i < wn)
                 ((CT_CONV_T *)a->grad_weight)[i] = (CT_CONV_T)sum;
             else
