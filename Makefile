@@ -5,7 +5,8 @@ BUILD_TYPE ?= Release
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
 
-.PHONY: all build deps test demo bench sanitize install clean format format-check
+.PHONY: all build deps test demo bench bench-step bench-train sanitize install clean format \
+	format-check
 
 all: build
 
@@ -29,6 +30,16 @@ demo: deps
 bench: deps
 	@$(MAKE) --no-print-directory build
 	@bench/run.sh $(BUILD)
+
+# One training step of the small CNN and the MLP, ctensor against PyTorch (CPU).
+bench-step: deps
+	@$(MAKE) --no-print-directory build
+	@bench/run_step.sh $(BUILD)
+
+# Training on Fashion-MNIST, epoch by epoch, ctensor against PyTorch (CPU).
+bench-train: deps
+	@$(MAKE) --no-print-directory build
+	@bench/run_train.sh $(BUILD)
 
 # The suite under AddressSanitizer and UndefinedBehaviorSanitizer, in its own build folder.
 sanitize: deps

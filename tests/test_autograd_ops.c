@@ -291,3 +291,33 @@ DEVICE_TEST(test_autograd_split) {
     ct_release(x);
     CHECK(ok);
 }
+
+/* ---- indexing: repeated indices accumulate ---- */
+
+static ct_tensor *apply_index(ct_tensor *const *in, void *context) {
+    const ct_tensor *x = in[0];
+    ct_device device = ct_device_of(x);
+    if (*(int *)context == 0) {
+        int64_t picks[5] = {2, 0, 2, -1, 1};
+        ct_tensor *index = ct_from_data(picks, 1, (int64_t[]){5}, CT_I64, device);
+        ct_tensor *out = weighted(ct_index_select(x, 1, index));
+        ct_release(index);
+        return out;
+    }
+    int64_t picks[6] = {0, 1, 1, 0, 0, 0};
+    ct_tensor *index = ct_from_data(picks, 2, (int64_t[]){2, 3}, CT_I64, device);
+    ct_tensor *out = weighted(ct_gather(x, 0, index));
+    ct_release(index);
+    return out;
+}
+
+DEVICE_TEST(test_autograd_index_select_and_gather) {
+    for (int c = 0; c < 2; c++) {
+        ct_tensor *x = leaf(device, 2, (int64_t[]){2, 4}, 130 + c, -1, 1);
+        CHECK_NOT_NULL(x);
+        bool ok = ct_gradcheck(apply_index, 1, &x, &c, EPS, ATOL, RTOL);
+        ct_release(x);
+        if (!ok) ct_test_fail(__FILE__, __LINE__, "index case %d", c);
+        if (!ok) return;
+    }
+}

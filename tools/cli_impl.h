@@ -10,6 +10,7 @@
 int ct_cli_devices(int argc, char **argv);
 int ct_cli_doctor(int argc, char **argv);
 int ct_cli_bench(int argc, char **argv);
+int ct_cli_train(int argc, char **argv);
 
 /* Shared by devices and doctor (cli_common.c). */
 

@@ -1,4 +1,4 @@
-/* The `ctensor` command: `ctensor devices`, `ctensor doctor`, `ctensor bench`. */
+/* The `ctensor` command: `ctensor devices`, `ctensor doctor`, `ctensor bench`, `ctensor train`. */
 #include <stdio.h>
 #include <string.h>
 
@@ -15,6 +15,7 @@ static const subcommand subcommands[] = {
     {"devices", ct_cli_devices, "physical and logical devices, memory, capability"},
     {"doctor", ct_cli_doctor, "why the GPU is or is not usable, and what to do"},
     {"bench", ct_cli_bench, "CPU against GPU, transfer costs, where the GPU starts to win"},
+    {"train", ct_cli_train, "train a model on a dataset on a device, with progress"},
 };
 
 static void usage(FILE *out) {

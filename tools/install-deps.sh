@@ -1,19 +1,34 @@
 #!/bin/sh
-# Install the Debian packages ctensor needs, if any is missing: with apt-get when run as
-# root, else print the exact command to run.
+# Install what ctensor needs, if any is missing: the Debian packages (with apt-get when run
+# as root, else print the exact command to run), then a Python virtual environment in .venv
+# with the packages the interop tests use (safetensors), seeing the system's numpy.
+# Quick when everything is there already.
 set -e
-packages="build-essential cmake pkg-config libopenblas-dev python3-numpy gnuplot-nox"
+cd "$(dirname "$0")/.."
+# python3-torch: the checkpoint test loads ctensor's files in PyTorch and back, and the
+# training benchmarks run it as the peer.
+packages="build-essential cmake pkg-config libopenblas-dev zlib1g-dev python3-numpy python3-venv
+          python3-torch gnuplot-nox dataset-fashion-mnist"
 missing=""
 for p in $packages; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
-[ -z "$missing" ] && exit 0
-if [ "$(id -u)" = 0 ]; then
-    echo "installing:$missing"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
-else
-    echo "missing Debian packages:$missing"
-    echo "run: sudo apt-get install -y$missing"
-    exit 1
+if [ -n "$missing" ]; then
+    if [ "$(id -u)" = 0 ]; then
+        echo "installing:$missing"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+    else
+        echo "missing Debian packages:$missing"
+        echo "run: sudo apt-get install -y$missing"
+        exit 1
+    fi
+fi
+
+# The interpreter the tests run (tests/CMakeLists.txt points them at .venv/bin/python3).
+venv=.venv
+if ! "$venv/bin/python3" -c "import numpy, safetensors.numpy" 2>/dev/null; then
+    echo "setting up $venv (Python with safetensors)"
+    [ -x "$venv/bin/python3" ] || /usr/bin/python3 -m venv --system-site-packages "$venv"
+    "$venv/bin/python3" -m pip install --quiet --disable-pip-version-check safetensors
 fi

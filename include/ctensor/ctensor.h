@@ -15,6 +15,11 @@
 #include "ctensor/random.h"
 #include "ctensor/autograd.h"
 #include "ctensor/nn_functional.h"
+#include "ctensor/nn.h"
+#include "ctensor/loader.h"
+#include "ctensor/state_dict.h"
+#include "ctensor/optim.h"
+#include "ctensor/data.h"
 
 #define CT_VERSION_MAJOR 0
 #define CT_VERSION_MINOR 1

@@ -98,6 +98,17 @@ CT_API ct_tensor *ct_slice(const ct_tensor *x, int axis, int64_t start, int64_t 
 CT_API ct_tensor *ct_index_select(const ct_tensor *x, int axis, const ct_tensor *index);
 /* torch.gather: out[i][j] = x[index[i][j]][j] for axis 0, and so on; index has x's rank. */
 CT_API ct_tensor *ct_gather(const ct_tensor *x, int axis, const ct_tensor *index);
+/* torch.index_add: a copy of x with source's slices added at the positions a 1-D integer
+ * index gives along axis: out[.., index[k], ..] += source[.., k, ..]. source has x's shape
+ * with the index's length on axis, and x's dtype; repeated indices accumulate; negative
+ * indices count from the end. CT_ERR_INVALID_ARG for an index out of range. */
+CT_API ct_tensor *ct_index_add(const ct_tensor *x, int axis, const ct_tensor *index,
+                               const ct_tensor *source);
+/* torch.scatter_add: a copy of x with out[i][j] += src[i][j] at i = index[i][j] for axis
+ * 0, and so on. index, src and x have one rank; index is no larger than src, nor than x
+ * off axis; src has x's dtype. Repeated indices accumulate. */
+CT_API ct_tensor *ct_scatter_add(const ct_tensor *x, int axis, const ct_tensor *index,
+                                 const ct_tensor *src);
 /* Join n tensors along an existing axis / a new axis. Dtypes are promoted. */
 CT_API ct_tensor *ct_concat(int n, const ct_tensor *const *tensors, int axis);
 CT_API ct_tensor *ct_stack(int n, const ct_tensor *const *tensors, int axis);

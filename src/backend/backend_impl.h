@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "backend/optim_args_impl.h"
 #include "ctensor/ctensor.h"
 
 #define CT_EW_MAX_OPERANDS 4
@@ -136,6 +137,14 @@ static inline ct_compute_domain ct_binary_domain(const ct_ew_args *args) {
     return CT_DOMAIN_I64;
 }
 
+/* The nn family's argument structs (backend/norm_args_impl.h). */
+typedef struct ct_softmax_args ct_softmax_args;
+typedef struct ct_cross_entropy_args ct_cross_entropy_args;
+typedef struct ct_batch_norm_args ct_batch_norm_args;
+typedef struct ct_layer_norm_args ct_layer_norm_args;
+typedef struct ct_dropout_args ct_dropout_args;
+typedef struct ct_index_add_args ct_index_add_args;
+
 typedef struct ct_kernels {
     /* out = op(in); operands out, in. p0, p1: op parameters (clamp bounds). */
     ct_status (*unary)(int device, ct_unary_op op, const ct_ew_args *args, double p0, double p1);
@@ -155,6 +164,27 @@ typedef struct ct_kernels {
     ct_status (*reduce)(int device, ct_reduce_op op, const ct_reduce_args *args);
     ct_status (*matmul)(int device, const ct_matmul_args *args);
     ct_status (*gather)(int device, const ct_gather_args *args);
+
+    /* Optimisers (src/optim; arguments in backend/optim_args_impl.h). */
+    /* One fused update of every tensor of the list (SGD, Adam or AdamW). */
+    ct_status (*optim_step)(int device, const ct_optim_args *args);
+    /* *out = sum of |x|^p over every element of the list (p finite), or the largest |x|
+     * (p infinite), NaN when an element is NaN; waits for the result. */
+    ct_status (*list_norm)(int device, const ct_list_args *args, double p, double *out);
+    /* x *= factor for every element of the list. */
+    ct_status (*list_scale)(int device, const ct_list_args *args, double factor);
+    /* ---- nn family: softmax, cross-entropy, batch and layer norm, dropout, index_add
+     * (contracts in backend/norm_args_impl.h) ---- */
+    ct_status (*softmax)(int device, const ct_softmax_args *args);
+    ct_status (*softmax_backward)(int device, const ct_softmax_args *args);
+    ct_status (*cross_entropy)(int device, const ct_cross_entropy_args *args);
+    ct_status (*cross_entropy_backward)(int device, const ct_cross_entropy_args *args);
+    ct_status (*batch_norm)(int device, const ct_batch_norm_args *args);
+    ct_status (*batch_norm_backward)(int device, const ct_batch_norm_args *args);
+    ct_status (*layer_norm)(int device, const ct_layer_norm_args *args);
+    ct_status (*layer_norm_backward)(int device, const ct_layer_norm_args *args);
+    ct_status (*dropout)(int device, const ct_dropout_args *args);
+    ct_status (*index_add)(int device, const ct_index_add_args *args);
     /* ---- convolution and pooling (arguments in backend/conv_args_impl.h) ---- */
     /* Bytes of scratch conv2d_forward (backward false) or conv2d_backward needs for args
      * (whose pointers may still be NULL); the op layer allocates it from the device pool. */

@@ -29,7 +29,6 @@ typedef struct ct_scope_frame {
 static CT_HOT_THREAD_LOCAL ct_scope_frame *top;
 static CT_HOT_THREAD_LOCAL int depth;
 
-
 int ct_scope_depth(void) { return depth; }
 
 ct_status ct_scope_begin(void) {

@@ -48,7 +48,10 @@ typedef struct tensor_block {
 
 static void storage_release(ct_storage *storage) {
     if (atomic_fetch_sub_explicit(&storage->refcount, 1, memory_order_acq_rel) != 1) return;
-    ct__pool_free(storage->device, storage->data, storage->size);
+    if (storage->host_owned)
+        ct__free_mem(storage->data);
+    else
+        ct__pool_free(storage->device, storage->data, storage->size);
     ct__free_mem(storage->block);
 }
 
@@ -78,7 +81,10 @@ static ct_status tensor_init(ct_tensor *t, ct_dtype dtype, int ndim, const int64
     return CT_OK;
 }
 
-ct_tensor *ct__tensor_new(ct_device device, ct_dtype dtype, int ndim, const int64_t *shape) {
+/* A tensor of dtype and shape on device in one block, its data from the device's pool or,
+ * for host_owned, from the host allocator. */
+static ct_tensor *tensor_new(ct_device device, ct_dtype dtype, int ndim, const int64_t *shape,
+                             bool host_owned) {
     int64_t numel, strides[CT_MAX_DIMS];
     if (!ct_dtype_is_valid(dtype))
         return ct__fail(CT_ERR_DTYPE, "invalid dtype %d; use one of CT_F32 .. CT_BOOL", dtype);
@@ -90,7 +96,14 @@ ct_tensor *ct__tensor_new(ct_device device, ct_dtype dtype, int ndim, const int6
     tensor_block *block = ct__malloc(sizeof *block);
     if (!block) return ct__fail(CT_ERR_OUT_OF_MEMORY, "out of host memory for a tensor header");
     ct_storage *storage = &block->storage;
-    if (ct__pool_alloc(device, bytes, &storage->data) != CT_OK) {
+    storage->host_owned = host_owned;
+    if (host_owned) {
+        storage->data = ct__malloc(bytes ? bytes : 1);
+        if (!storage->data) {
+            ct__free_mem(block);
+            return ct__fail(CT_ERR_OUT_OF_MEMORY, "out of host memory for %zu bytes", bytes);
+        }
+    } else if (ct__pool_alloc(device, bytes, &storage->data) != CT_OK) {
         ct__free_mem(block);
         return NULL;
     }
@@ -100,11 +113,22 @@ ct_tensor *ct__tensor_new(ct_device device, ct_dtype dtype, int ndim, const int6
     storage->block = block;
     ct__contiguous_strides(ndim, shape, strides);
     if (tensor_init(&block->tensor, dtype, ndim, shape, strides, 0, storage) != CT_OK) {
-        ct__pool_free(device, storage->data, bytes);
+        if (host_owned)
+            ct__free_mem(storage->data);
+        else
+            ct__pool_free(device, storage->data, bytes);
         ct__free_mem(block);
         return NULL;
     }
     return &block->tensor;
+}
+
+ct_tensor *ct__tensor_new(ct_device device, ct_dtype dtype, int ndim, const int64_t *shape) {
+    return tensor_new(device, dtype, ndim, shape, false);
+}
+
+ct_tensor *ct__host_tensor_new(ct_dtype dtype, int ndim, const int64_t *shape) {
+    return tensor_new(CT_CPU, dtype, ndim, shape, true);
 }
 
 ct_tensor *ct__tensor_view(const ct_tensor *base, ct_dtype dtype, int ndim, const int64_t *shape,

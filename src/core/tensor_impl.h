@@ -20,6 +20,8 @@ typedef struct ct_storage {
     /* The heap block holding this header: a fresh tensor and its storage header share one
      * allocation (one malloc per op instead of two), freed when both are dead. */
     void *block;
+    /* The data is host memory from ct__malloc, outside every pool (ct__host_tensor_new). */
+    bool host_owned;
 } ct_storage;
 
 struct ct_scope_frame;
@@ -52,6 +54,11 @@ static inline char *ct__data(const ct_tensor *t) {
 /* A new contiguous tensor on device (a concrete device, not CT_DEFAULT), contents
  * uninitialised. Checks ndim, shape and size overflow; NULL with the error set. */
 ct_tensor *ct__tensor_new(ct_device device, ct_dtype dtype, int ndim, const int64_t *shape);
+
+/* A new contiguous CPU tensor whose data is plain host memory outside the device pools, so
+ * pool limits and statistics do not count it: for datasets read from files, which live in
+ * host memory as a PyTorch dataset's arrays do. Contents uninitialised. */
+ct_tensor *ct__host_tensor_new(ct_dtype dtype, int ndim, const int64_t *shape);
 
 /* A new view of base's storage. Shape and strides are not checked against the storage
  * (the op layer computes them). */

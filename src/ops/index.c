@@ -72,7 +72,8 @@ ct_tensor *ct_index_select(const ct_tensor *x, int axis, const ct_tensor *index)
     /* The 1-D index seen over the output's axes: it moves along `axis` only. */
     int64_t index_strides[CT_MAX_DIMS] = {0};
     index_strides[a] = index->strides[0];
-    return run_gather(op, device, out, index, index_strides, x, a);
+    out = run_gather(op, device, out, index, index_strides, x, a);
+    return ct__grad_needed(1, &x) ? ct__record_index_select(out, x, a, index) : out;
 }
 
 ct_tensor *ct_gather(const ct_tensor *x, int axis, const ct_tensor *index) {
@@ -96,7 +97,8 @@ ct_tensor *ct_gather(const ct_tensor *x, int axis, const ct_tensor *index) {
                             op, d, (long long)index->shape[d], (long long)x->shape[d]);
     ct_tensor *out = ct__tensor_new(device, x->dtype, index->ndim, index->shape);
     if (!out) return NULL;
-    return run_gather(op, device, out, index, index->strides, x, a);
+    out = run_gather(op, device, out, index, index->strides, x, a);
+    return ct__grad_needed(1, &x) ? ct__record_gather(out, x, a, index) : out;
 }
 
 /* Common checks of ct_concat and ct_stack: n, the array, devices; the promoted dtype. */

@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 
 #include "ops/op_impl.h"
+#include "ops/random_impl.h"
 
 static atomic_uint_fast64_t stream_seed;
 static atomic_uint_fast64_t stream_offset;
@@ -19,6 +20,11 @@ void ct_manual_seed(uint64_t seed) {
 }
 
 uint64_t ct_initial_seed(void) { return (uint64_t)atomic_load(&stream_seed); }
+
+void ct__random_take(uint64_t blocks, uint64_t *seed, uint64_t *offset) {
+    *seed = (uint64_t)atomic_load(&stream_seed);
+    *offset = (uint64_t)atomic_fetch_add(&stream_offset, blocks);
+}
 
 /* Check that dtype is a floating dtype; CT_ERR_DTYPE naming op otherwise. */
 static ct_status check_float_dtype(const char *op, ct_dtype dtype) {
@@ -48,8 +54,8 @@ static ct_tensor *draw(const char *op, int ndim, const int64_t *shape, ct_dtype 
     ct_tensor *t = ct__tensor_new(device, dtype, ndim, shape);
     if (!t || numel == 0) return t;
     uint64_t blocks = ((uint64_t)numel + 3) / 4;
-    uint64_t seed = (uint64_t)atomic_load(&stream_seed);
-    uint64_t offset = (uint64_t)atomic_fetch_add(&stream_offset, blocks);
+    uint64_t seed, offset;
+    ct__random_take(blocks, &seed, &offset);
     ct_ew_args args;
     ct__ew_init(&args, ndim, shape);
     ct__ew_add(&args, t);

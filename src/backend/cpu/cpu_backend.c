@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "backend/cpu/cpu_impl.h"
+#include "backend/cpu/cpu_norm_impl.h"
 #include "core/error_impl.h"
 
 static int cpu_device_count(void) { return 1; }
@@ -73,6 +74,19 @@ static const ct_kernels cpu_kernels = {
     .reduce = ct__cpu_reduce,
     .matmul = ct__cpu_matmul,
     .gather = ct__cpu_gather,
+    .optim_step = ct__cpu_optim_step,
+    .list_norm = ct__cpu_list_norm,
+    .list_scale = ct__cpu_list_scale,
+    .softmax = ct__cpu_softmax,
+    .softmax_backward = ct__cpu_softmax_backward,
+    .cross_entropy = ct__cpu_cross_entropy,
+    .cross_entropy_backward = ct__cpu_cross_entropy_backward,
+    .batch_norm = ct__cpu_batch_norm,
+    .batch_norm_backward = ct__cpu_batch_norm_backward,
+    .layer_norm = ct__cpu_layer_norm,
+    .layer_norm_backward = ct__cpu_layer_norm_backward,
+    .dropout = ct__cpu_dropout,
+    .index_add = ct__cpu_index_add,
     .conv2d_workspace = ct__cpu_conv2d_workspace,
     .conv2d_forward = ct__cpu_conv2d_forward,
     .conv2d_backward = ct__cpu_conv2d_backward,

@@ -41,4 +41,9 @@ ct_status ct__cpu_conv2d_backward(int device, const struct ct_conv2d_args *args)
 ct_status ct__cpu_pool2d_forward(int device, const struct ct_pool2d_args *args);
 ct_status ct__cpu_pool2d_backward(int device, const struct ct_pool2d_args *args);
 
+/* Optimisers (cpu_optim.c). */
+ct_status ct__cpu_optim_step(int device, const ct_optim_args *args);
+ct_status ct__cpu_list_norm(int device, const ct_list_args *args, double p, double *out);
+ct_status ct__cpu_list_scale(int device, const ct_list_args *args, double factor);
+
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "backend/cuda/cuda_core_impl.h"
+#include "backend/cuda/cuda_norm_impl.h"
 
 /* CMake passes the build's architectures, e.g. "80,90" native code and "90" PTX; both
  * empty when it could not tell (CT_CUDA_ARCHITECTURES "native" or "all"). */
@@ -200,6 +201,19 @@ static const ct_kernels cuda_kernels = {
     .conv2d_backward = ct_cuda_conv2d_backward,
     .pool2d_forward = ct_cuda_pool2d_forward,
     .pool2d_backward = ct_cuda_pool2d_backward,
+    .optim_step = ct_cuda_optim_step,
+    .list_norm = ct_cuda_list_norm,
+    .list_scale = ct_cuda_list_scale,
+    .softmax = ct_cuda_softmax,
+    .softmax_backward = ct_cuda_softmax_backward,
+    .cross_entropy = ct_cuda_cross_entropy,
+    .cross_entropy_backward = ct_cuda_cross_entropy_backward,
+    .batch_norm = ct_cuda_batch_norm,
+    .batch_norm_backward = ct_cuda_batch_norm_backward,
+    .layer_norm = ct_cuda_layer_norm,
+    .layer_norm_backward = ct_cuda_layer_norm_backward,
+    .dropout = ct_cuda_dropout,
+    .index_add = ct_cuda_index_add,
 };
 
 static const ct_backend cuda_backend = {

@@ -68,6 +68,11 @@ ct_status ct_cuda_conv2d_backward(int device, const struct ct_conv2d_args *args)
 ct_status ct_cuda_pool2d_forward(int device, const struct ct_pool2d_args *args);
 ct_status ct_cuda_pool2d_backward(int device, const struct ct_pool2d_args *args);
 
+/* Optimisers (cuda_optim.cu). */
+ct_status ct_cuda_optim_step(int device, const ct_optim_args *args);
+ct_status ct_cuda_list_norm(int device, const ct_list_args *args, double p, double *out);
+ct_status ct_cuda_list_scale(int device, const ct_list_args *args, double factor);
+
 #ifdef __cplusplus
 }
 #endif

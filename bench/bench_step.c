@@ -1,0 +1,87 @@
+/* ctensor's side of the training-step benchmark (bench/run_step.sh): one step (forward,
+ * backward, Adam) of the issue's small CNN or MLP on random data, median time over the steps.
+ *
+ * Usage: bench_step MODEL BATCH STEPS [DEVICE]    (MODEL: cnn | mlp)
+ * Prints one line: `ctensor MODEL BATCH median_ms samples_per_s`. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <ctensor/ctensor.h>
+#include <ctensor/optim.h>
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int compare(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static ct_module *model_for(const char *name) {
+    if (strcmp(name, "cnn") == 0) {
+        ct_conv2d_options pad = {.padding = {1, 1}};
+        ct_pool2d_options pool = {.kernel = {2, 2}};
+        return ct_nn_sequential(10, (ct_module *[]){ct_nn_conv2d(1, 32, 3, &pad, true),
+                                                    ct_nn_relu(), ct_nn_max_pool2d(&pool),
+                                                    ct_nn_conv2d(32, 64, 3, &pad, true),
+                                                    ct_nn_relu(), ct_nn_max_pool2d(&pool),
+                                                    ct_nn_flatten(), ct_nn_linear(3136, 128, true),
+                                                    ct_nn_relu(), ct_nn_linear(128, 10, true)});
+    }
+    return ct_nn_sequential(6, (ct_module *[]){ct_nn_flatten(), ct_nn_linear(784, 256, true),
+                                               ct_nn_relu(), ct_nn_linear(256, 128, true),
+                                               ct_nn_relu(), ct_nn_linear(128, 10, true)});
+}
+
+static int fail(const char *what) {
+    fprintf(stderr, "bench_step: %s: %s\n", what, ct_last_error());
+    return 1;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 4) {
+        fprintf(stderr, "usage: bench_step cnn|mlp BATCH STEPS [DEVICE]\n");
+        return 2;
+    }
+    const char *name = argv[1];
+    int64_t batch = atoll(argv[2]);
+    int steps = atoi(argv[3]);
+    ct_device device = CT_CPU;
+    if (argc > 4 && ct_device_parse(argv[4], &device) != CT_OK) return fail("device");
+    ct_manual_seed(0);
+    ct_module *model = model_for(name);
+    if (!model || ct_module_to(model, device) != CT_OK) return fail("model");
+    ct_tensor *params[16];
+    int n = ct_module_parameters(model, params, 16);
+    ct_optimizer *adam = ct_adam(n, params, NULL);
+    ct_tensor *x = ct_rand(4, (int64_t[]){batch, 1, 28, 28}, CT_F32, device);
+    ct_tensor *labels = ct_arange(0, (double)batch, 1, CT_I64, device);
+    ct_tensor *y = labels ? ct_remainder_scalar(labels, 10) : NULL;
+    if (!adam || !x || !y) return fail("setup");
+    double *times = calloc((size_t)steps, sizeof *times);
+    for (int step = 0; step < steps + 3; step++) {
+        double start = now();
+        ct_scope_begin();
+        ct_tensor *loss = ct_cross_entropy(ct_module_forward(model, x), y, NULL);
+        if (ct_optimizer_zero_grad(adam) != CT_OK || ct_backward(loss) != CT_OK ||
+            ct_optimizer_step(adam) != CT_OK || ct_synchronize(device) != CT_OK)
+            return fail("step");
+        ct_scope_end();
+        if (step >= 3) times[step - 3] = now() - start; /* warm-up steps are not timed */
+    }
+    qsort(times, (size_t)steps, sizeof *times, compare);
+    double median = times[steps / 2];
+    printf("ctensor %s %lld %.3f %.0f\n", name, (long long)batch, median * 1e3, batch / median);
+    free(times);
+    ct_release(x);
+    ct_release(labels);
+    ct_release(y);
+    ct_optimizer_free(adam);
+    ct_module_free(model);
+    return 0;
+}

@@ -1,0 +1,106 @@
+/* ctensor — modules (torch.nn): layers that own their parameters and buffers, compose in
+ * sequences, move between devices, switch between training and evaluation, and save and
+ * load their state with PyTorch's state-dict names ("0.weight", "2.running_mean").
+ *
+ *     ct_module *model = ct_nn_sequential(3, (ct_module *[]){
+ *         ct_nn_linear(784, 128, true), ct_nn_relu(), ct_nn_linear(128, 10, true)});
+ *     ct_module_to(model, device);                 // model.to(device)
+ *     ct_tensor *logits = ct_module_forward(model, x);
+ *
+ * Parameters are made on the CPU with PyTorch's default initialisation, drawn from the
+ * global Philox stream (ct_manual_seed), so a seed gives the same model on every device.
+ * A constructor returns NULL with the error set on bad arguments; ct_nn_sequential takes
+ * ownership of its children (also when it fails: it frees them). */
+#ifndef CTENSOR_NN_H
+#define CTENSOR_NN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ctensor/export.h"
+#include "ctensor/nn_functional.h"
+#include "ctensor/state_dict.h"
+#include "ctensor/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ct_module ct_module;
+
+/* Layers. Weights: Kaiming-uniform with a = sqrt(5) and biases uniform in +-1/sqrt(fan_in)
+ * (linear, conv2d); N(0, 1) (embedding); ones and zeros (batch and layer norm). */
+CT_API ct_module *ct_nn_linear(int64_t in_features, int64_t out_features, bool bias);
+/* A square kernel; options as ct_conv2d (NULL: stride 1, no padding). */
+CT_API ct_module *ct_nn_conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel_size,
+                               const ct_conv2d_options *options, bool bias);
+CT_API ct_module *ct_nn_max_pool2d(const ct_pool2d_options *options);
+CT_API ct_module *ct_nn_avg_pool2d(const ct_pool2d_options *options);
+CT_API ct_module *ct_nn_adaptive_avg_pool2d(int64_t out_h, int64_t out_w);
+/* eps and momentum: 0 means PyTorch's defaults (1e-5 and 0.1). */
+CT_API ct_module *ct_nn_batch_norm2d(int64_t channels, double eps, double momentum);
+/* Normalises over the last ndim axes, of sizes shape; eps 0 means 1e-5. */
+CT_API ct_module *ct_nn_layer_norm(int ndim, const int64_t *shape, double eps);
+CT_API ct_module *ct_nn_dropout(double p);
+CT_API ct_module *ct_nn_embedding(int64_t num_embeddings, int64_t embedding_dim);
+/* Flattens every axis after the first (the batch). */
+CT_API ct_module *ct_nn_flatten(void);
+CT_API ct_module *ct_nn_relu(void);
+CT_API ct_module *ct_nn_gelu(void);
+CT_API ct_module *ct_nn_tanh(void);
+CT_API ct_module *ct_nn_sigmoid(void);
+CT_API ct_module *ct_nn_softmax(int axis);
+CT_API ct_module *ct_nn_log_softmax(int axis);
+/* Children run in order; child i's state-dict names start with "i.". */
+CT_API ct_module *ct_nn_sequential(int n, ct_module *const *children);
+
+CT_API void ct_module_free(ct_module *m); /* NULL is ignored */
+
+/* The forward pass (a new tensor). */
+CT_API ct_tensor *ct_module_forward(ct_module *m, const ct_tensor *x);
+
+/* Move every parameter and buffer to device (explicit transfers); gradients are dropped.
+ * On failure nothing has moved. */
+CT_API ct_status ct_module_to(ct_module *m, ct_device device);
+/* The device of the module's parameters (CPU for a module without any). */
+CT_API ct_device ct_module_device(const ct_module *m);
+/* Training mode (the default: dropout active, batch norm on batch statistics) or
+ * evaluation mode, for the module and all its children. */
+CT_API ct_status ct_module_train(ct_module *m, bool training);
+CT_API ct_status ct_module_eval(ct_module *m);
+CT_API bool ct_module_is_training(const ct_module *m);
+
+/* The parameters in state-dict order, as borrowed references: writes at most capacity of
+ * them to out (out may be NULL with capacity 0) and returns how many there are. */
+CT_API int ct_module_parameters(const ct_module *m, ct_tensor **out, int capacity);
+/* Elements in all parameters (PyTorch's sum(p.numel() for p in model.parameters())). */
+CT_API int64_t ct_module_parameter_count(const ct_module *m);
+/* Drop every parameter's gradient. */
+CT_API ct_status ct_module_zero_grad(ct_module *m);
+
+/* Each parameter and buffer by its state-dict name, in order: a borrowed reference, or
+ * NULL past the end. buffer says whether it is a buffer (running statistics). */
+CT_API const char *ct_module_state_at(const ct_module *m, int i, ct_tensor **tensor, bool *buffer);
+
+/* Add every parameter and buffer to sd under prefix + its state-dict name (prefix may be
+ * NULL); sd keeps references to the module's own tensors. */
+CT_API ct_status ct_module_state_dict(const ct_module *m, ct_state_dict *sd, const char *prefix);
+/* Copy the entries prefix + name of sd into the module's tensors (any device: an explicit
+ * transfer when it differs). Every entry the module has must be there with its shape and
+ * dtype, else CT_ERR_FORMAT naming it, and nothing changes; other entries are ignored. */
+CT_API ct_status ct_module_load_state_dict(ct_module *m, const ct_state_dict *sd,
+                                           const char *prefix);
+/* model.state_dict() to a safetensors file (written atomically), and back. Names as
+ * PyTorch's, so torch's safetensors.torch.load_file gives a state dict its model loads. */
+CT_API ct_status ct_module_save(const ct_module *m, const char *path);
+CT_API ct_status ct_module_load(ct_module *m, const char *path);
+
+/* A one-line description per module, as print(model) does, into buf (truncated to size);
+ * returns the length it needed. */
+CT_API size_t ct_module_describe(const ct_module *m, char *buf, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

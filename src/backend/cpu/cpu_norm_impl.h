@@ -1,0 +1,58 @@
+/* The CPU kernels of the nn family (backend/norm_args_impl.h gives their contracts) and the
+ * element access they share.
+ *
+ * These kernels compute in double whatever the floating dtype: their reductions (a row's
+ * sum of exponentials, a channel's variance) then lose nothing to the data's precision.
+ * ct__ldf and ct__stf read and write element i of a floating array; called with a constant
+ * dtype from an inlined loop (the CT_CPU_BY_FLOAT_DTYPE dispatch), the switch disappears
+ * and f32 and f64 loops become plain loads and stores. */
+#ifndef CT_CPU_NORM_IMPL_H
+#define CT_CPU_NORM_IMPL_H
+
+#include "backend/cpu/cpu_impl.h"
+#include "backend/norm_args_impl.h"
+#include "core/dtype_impl.h"
+
+#define CT_CPU_INLINE static inline __attribute__((always_inline))
+
+CT_CPU_INLINE double ct__ldf(const char *p, int64_t i, ct_dtype dtype) {
+    switch (dtype) {
+    case CT_F32: return ((const float *)p)[i];
+    case CT_F64: return ((const double *)p)[i];
+    case CT_F16: return ct__f16_to_f32(((const uint16_t *)p)[i]);
+    default: return ct__bf16_to_f32(((const uint16_t *)p)[i]);
+    }
+}
+
+CT_CPU_INLINE void ct__stf(char *p, int64_t i, ct_dtype dtype, double v) {
+    switch (dtype) {
+    case CT_F32: ((float *)p)[i] = (float)v; break;
+    case CT_F64: ((double *)p)[i] = v; break;
+    case CT_F16: ((uint16_t *)p)[i] = ct__f32_to_f16(ct__f64_to_f32_odd(v)); break;
+    default: ((uint16_t *)p)[i] = ct__f32_to_bf16(ct__f64_to_f32_odd(v)); break;
+    }
+}
+
+/* Call fn(args..., dtype) with dtype a compile-time constant for f32 and f64 (fn must be
+ * CT_CPU_INLINE for the constant to reach its loops). */
+#define CT_CPU_BY_FLOAT_DTYPE(dtype, fn, ...)                                                      \
+    do {                                                                                           \
+        switch (dtype) {                                                                           \
+        case CT_F32: fn(__VA_ARGS__, CT_F32); break;                                               \
+        case CT_F64: fn(__VA_ARGS__, CT_F64); break;                                               \
+        default: fn(__VA_ARGS__, dtype); break;                                                    \
+        }                                                                                          \
+    } while (0)
+
+ct_status ct__cpu_softmax(int device, const ct_softmax_args *args);
+ct_status ct__cpu_softmax_backward(int device, const ct_softmax_args *args);
+ct_status ct__cpu_cross_entropy(int device, const ct_cross_entropy_args *args);
+ct_status ct__cpu_cross_entropy_backward(int device, const ct_cross_entropy_args *args);
+ct_status ct__cpu_batch_norm(int device, const ct_batch_norm_args *args);
+ct_status ct__cpu_batch_norm_backward(int device, const ct_batch_norm_args *args);
+ct_status ct__cpu_layer_norm(int device, const ct_layer_norm_args *args);
+ct_status ct__cpu_layer_norm_backward(int device, const ct_layer_norm_args *args);
+ct_status ct__cpu_dropout(int device, const ct_dropout_args *args);
+ct_status ct__cpu_index_add(int device, const ct_index_add_args *args);
+
+#endif

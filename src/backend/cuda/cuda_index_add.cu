@@ -1,0 +1,120 @@
+// CUDA index_add / scatter_add kernel (ct_index_add_args in backend/norm_args_impl.h):
+// dst[..., index, ...] += src along one axis, repeated indices accumulating. f32 and f64 take
+// one thread per (position off the axis, position on it) and add with atomicAdd; every other
+// dtype takes one thread per position off the axis, which walks the indexed axis in order
+// (no two threads meet in dst, so no atomics: integers wrap, bool is a logical or, f16 and
+// bf16 add in float and round, as on the CPU). A bad index is reported through a device
+// slot read back after the kernel (this waits for the stream).
+#include "backend/cuda/cuda_nn_impl.cuh"
+
+namespace {
+
+// Element offsets (not bytes) of position r off the axis in the three operands of rest.
+NN_DEV void rest_offsets(const ct_ew_args &rest, int64_t r, int64_t off[3]) {
+    off[0] = off[1] = off[2] = 0;
+    for (int d = rest.ndim - 1; d >= 0; d--) {
+        int64_t c = r % rest.shape[d];
+        r /= rest.shape[d];
+        for (int k = 0; k < 3; k++) off[k] += c * rest.strides[k][d];
+    }
+}
+
+// The dst element of position (r, k), or NULL (reported) for an index out of range.
+NN_DEV char *target(const ct_index_add_args &a, const int64_t off[3], int64_t k,
+                    nn_bad_slot *slot) {
+    const ct_ew_args &rest = a.rest;
+    const char *ip =
+        rest.data[1] + (off[1] + k * a.index_stride) * ct_cuda_dtype_size(rest.dtype[1]);
+    int64_t v = rest.dtype[1] == CT_I32 ? *(const int32_t *)ip : *(const int64_t *)ip;
+    int64_t at = v < 0 ? v + a.dst_axis_size : v;
+    if (at < 0 || at >= a.dst_axis_size) {
+        nn_report_bad(slot, v);
+        return NULL;
+    }
+    return rest.data[0] + (off[0] + at * a.dst_axis_stride) * ct_cuda_dtype_size(rest.dtype[0]);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(NN_THREADS) add_atomic(ct_index_add_args a, nn_bad_slot *slot) {
+    int64_t total = a.rest.numel * a.k;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t r = i / a.k, k = i % a.k, off[3];
+        rest_offsets(a.rest, r, off);
+        char *dst = target(a, off, k, slot);
+        if (dst) atomicAdd((T *)dst, ((const T *)a.rest.data[2])[off[2] + k * a.src_stride]);
+    }
+}
+
+// *dst += *src for the dtypes without atomics here (cpu_index_add.c's add_element).
+NN_DEV void add_element(char *dst, const char *src, ct_dtype dtype) {
+    switch (dtype) {
+    case CT_F16:
+    case CT_BF16:
+        ct_cuda_store_f64(
+            dst, dtype,
+            (double)((float)ct_cuda_load_f64(dst, dtype) + (float)ct_cuda_load_f64(src, dtype)));
+        break;
+    case CT_I32: *(uint32_t *)dst += *(const uint32_t *)src; break;
+    case CT_I64: *(unsigned long long *)dst += *(const unsigned long long *)src; break;
+    case CT_U8: *(uint8_t *)dst = (uint8_t)(*(uint8_t *)dst + *(const uint8_t *)src); break;
+    default: *(uint8_t *)dst = *(uint8_t *)dst || *(const uint8_t *)src; break;
+    }
+}
+
+__global__ void __launch_bounds__(NN_THREADS) add_serial(ct_index_add_args a, nn_bad_slot *slot) {
+    ct_dtype dtype = a.rest.dtype[0];
+    int64_t size = ct_cuda_dtype_size(dtype);
+    for (int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; r < a.rest.numel;
+         r += (int64_t)gridDim.x * blockDim.x) {
+        int64_t off[3];
+        rest_offsets(a.rest, r, off);
+        for (int64_t k = 0; k < a.k; k++) {
+            char *dst = target(a, off, k, slot);
+            if (!dst) break;
+            add_element(dst, a.rest.data[2] + (off[2] + k * a.src_stride) * size, dtype);
+        }
+    }
+}
+
+ct_status launch(int device, cudaStream_t stream, const ct_index_add_args *args,
+                 nn_bad_slot *slot) {
+    ct_dtype dtype = args->rest.dtype[0];
+    int64_t total = args->rest.numel * args->k;
+    if (dtype == CT_F32)
+        add_atomic<float><<<nn_item_blocks(total), NN_THREADS, 0, stream>>>(*args, slot);
+    else if (dtype == CT_F64)
+        add_atomic<double><<<nn_item_blocks(total), NN_THREADS, 0, stream>>>(*args, slot);
+    else
+        add_serial<<<nn_item_blocks(args->rest.numel), NN_THREADS, 0, stream>>>(*args, slot);
+    CT_CUDA_CHECK(device, cudaGetLastError());
+    return CT_OK;
+}
+
+} // namespace
+
+extern "C" ct_status ct_cuda_index_add(int device, const ct_index_add_args *args) {
+    if (args->rest.numel == 0 || args->k == 0) return CT_OK;
+    cudaStream_t stream;
+    ct_status status = ct_cuda_stream_get(device, &stream);
+    nn_bad_slot *slot = NULL;
+    if (status == CT_OK) status = nn_slot_begin(device, stream, &slot);
+    if (status != CT_OK) return status;
+    status = launch(device, stream, args, slot);
+    bool failed = false;
+    int64_t index = 0;
+    ct_status finished = nn_slot_finish(device, stream, slot, &failed, &index);
+    if (status != CT_OK) return status;
+    if (finished != CT_OK) return finished;
+    if (!failed) return CT_OK;
+    int64_t size = args->dst_axis_size;
+    if (size == 0)
+        return ct_cuda_fail(CT_ERR_INVALID_ARG,
+                            "index %lld is out of range for an axis of size 0 (it has no "
+                            "elements to add into)",
+                            (long long)index);
+    return ct_cuda_fail(CT_ERR_INVALID_ARG,
+                        "index %lld is out of range for an axis of size %lld (valid indices are "
+                        "-%lld to %lld)",
+                        (long long)index, (long long)size, (long long)size, (long long)size - 1);
+}

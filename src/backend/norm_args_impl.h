@@ -1,0 +1,115 @@
+/* Kernel arguments of the nn family: softmax, cross-entropy, batch and layer
+ * normalisation, dropout, and index_add / scatter_add (the kernel table's block in
+ * backend_impl.h names these structs).
+ *
+ * The op layer hands these kernels contiguous operands in one floating dtype (`dtype`),
+ * except where a field says otherwise, so kernels index them as flat arrays. Per-row or
+ * per-channel statistics the backward reads (mean, inverse standard deviation, counts)
+ * are float64 arrays on the device, whatever the data's dtype. */
+#ifndef CT_NORM_ARGS_IMPL_H
+#define CT_NORM_ARGS_IMPL_H
+
+#include "backend/backend_impl.h"
+
+/* Softmax along the middle axis of a (outer, n, inner) array. Forward: out = softmax(in),
+ * or log_softmax(in) when `log`. Backward: in is the forward's output y, grad is dL/dy and
+ * out receives dL/dx (softmax: y * (g - sum(g * y)); log: g - exp(y) * sum(g)). */
+struct ct_softmax_args {
+    ct_dtype dtype;
+    int64_t outer, n, inner;
+    bool log;
+    const char *in;
+    const char *grad; /* backward only */
+    char *out;
+};
+
+/* Cross-entropy of logits (n, c) against class indices target (n) of target_dtype (CT_I32
+ * or CT_I64), with a fused log-softmax. Row i's loss is
+ *     (1 - label_smoothing) * (lse_i - x[i, t_i]) + label_smoothing * (lse_i - mean_c x[i, c])
+ * with lse_i = log(sum_c exp(x[i, c])), and 0 for a row whose target equals ignore_index.
+ * A target outside [0, c) (and not ignore_index) is CT_ERR_INVALID_ARG naming its value.
+ * Forward: out gets the n row losses (CT_REDUCTION_NONE) or their sum, or their sum divided
+ * by the number of rows not ignored (CT_REDUCTION_MEAN; NaN when every row is ignored);
+ * count (one float64) gets that number of rows. Backward: grad is dL/dout (one element,
+ * grad_stride 0, for mean and sum; n elements, grad_stride 1, for none), count is the
+ * forward's, and out (n, c) receives dL/dlogits = (softmax - smoothed one-hot) * scale_i. */
+struct ct_cross_entropy_args {
+    ct_dtype dtype, target_dtype;
+    int64_t n, c;
+    const char *logits, *target;
+    int reduction; /* a ct_reduction */
+    double label_smoothing;
+    int64_t ignore_index;
+    char *out;
+    char *count;
+    const char *grad; /* backward only */
+    int64_t grad_stride;
+};
+
+/* Batch normalisation of x (n, c, inner) per channel. weight and bias (c) are in `dtype`
+ * or NULL (1 and 0). Training: the batch's mean and biased variance normalise, and the
+ * running statistics (when not NULL; element strides given, any floating dtype) become
+ * (1 - momentum) * running + momentum * batch, with the unbiased variance. Evaluation: the
+ * running statistics normalise. Forward writes y and the per-channel mean and invstd
+ * (float64, c) it used. Backward reads x, mean, invstd, grad_out and writes grad_x (when not
+ * NULL) and the per-channel grad_weight and grad_bias (`dtype`, c; when not NULL). */
+struct ct_batch_norm_args {
+    ct_dtype dtype;
+    int64_t n, c, inner;
+    const char *x;
+    const char *weight, *bias;
+    bool training;
+    double momentum, eps;
+    char *running_mean, *running_var;
+    ct_dtype running_mean_dtype, running_var_dtype;
+    int64_t running_mean_stride, running_var_stride;
+    char *mean, *invstd;
+    char *y;
+    const char *grad_out; /* backward only, and the gradients below */
+    char *grad_x, *grad_weight, *grad_bias;
+};
+
+/* Layer normalisation of each of `rows` rows of n elements. weight and bias (n) are in
+ * `dtype` or NULL. Forward writes y and the per-row mean and invstd (float64, rows).
+ * Backward reads x, mean, invstd, grad_out and writes grad_x, grad_weight and grad_bias
+ * (each when not NULL; the last two sum over rows). */
+struct ct_layer_norm_args {
+    ct_dtype dtype;
+    int64_t rows, n;
+    const char *x;
+    const char *weight, *bias;
+    double eps;
+    char *mean, *invstd;
+    char *y;
+    const char *grad_out; /* backward only, and the gradients below */
+    char *grad_x, *grad_weight, *grad_bias;
+};
+
+/* Dropout of numel elements: element i draws word i % 4 of the Philox block at counter
+ * offset + i / 4 of stream seed (random.h's layout) as u = word * 2^-32; it is kept when
+ * u >= p. mask[i] = kept ? scale : 0 and y[i] = x[i] * scale or 0. */
+struct ct_dropout_args {
+    ct_dtype dtype;
+    int64_t numel;
+    const char *x;
+    char *y, *mask;
+    double p, scale;
+    uint64_t seed, offset;
+};
+
+/* dst[..., index[...], ...] += src[...] along one axis of dst, for ct_index_add and
+ * ct_scatter_add: the iteration runs over the index's positions, split into the indexed
+ * axis (k positions) and the rest. `rest` holds the operands dst (its strides on the other
+ * axes), index and src over the other axes; index_stride and src_stride are their strides
+ * along the indexed axis, and a position reads index value v (negative counts from
+ * dst_axis_size) and adds src to dst at v * dst_axis_stride. dst, src share a dtype (any);
+ * index is CT_I32 or CT_I64. Repeated indices accumulate. An index out of range is
+ * CT_ERR_INVALID_ARG with the value (dst is then partly updated: the op discards it). */
+struct ct_index_add_args {
+    ct_ew_args rest;
+    int64_t k;
+    int64_t index_stride, src_stride;
+    int64_t dst_axis_stride, dst_axis_size;
+};
+
+#endif

@@ -1,0 +1,241 @@
+/* The data loader's queue: worker threads take batch numbers in order, prepare them
+ * (loader_batch.c) without holding the lock, and publish them into a ring of slots that the
+ * consumer drains in order. A worker runs at most `depth` batches ahead of the consumer. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/device_impl.h"
+#include "data/loader_impl.h"
+#include "ops/op_impl.h"
+
+static void clear_slot(ct_loader_slot *slot) {
+    ct_release(slot->inputs);
+    ct_release(slot->labels);
+    memset(slot, 0, sizeof *slot);
+    slot->batch = -1;
+}
+
+static bool work_available(const ct_loader *l) {
+    return l->started && l->next_to_prepare < l->batches &&
+           l->next_to_prepare < l->consumed + l->depth;
+}
+
+static void *worker_main(void *arg) {
+    ct_loader *l = arg;
+    pthread_mutex_lock(&l->lock);
+    while (!l->stopping) {
+        if (!work_available(l)) {
+            pthread_cond_wait(&l->changed, &l->lock);
+            continue;
+        }
+        int64_t b = l->next_to_prepare++;
+        l->in_flight++;
+        uint64_t generation = l->generation;
+        int64_t epoch = l->epoch;
+        const int64_t *order = l->order;
+        pthread_mutex_unlock(&l->lock);
+        ct_loader_slot prepared = {.batch = b};
+        ct__loader_prepare(l, order, epoch, b, &prepared);
+        pthread_mutex_lock(&l->lock);
+        l->in_flight--;
+        if (generation == l->generation) {
+            l->slots[b % l->depth] = prepared;
+            pthread_cond_broadcast(&l->changed);
+        } else {
+            clear_slot(&prepared); /* the epoch it belonged to was abandoned */
+            pthread_cond_broadcast(&l->changed);
+        }
+    }
+    pthread_mutex_unlock(&l->lock);
+    return NULL;
+}
+
+static ct_status check_dataset(const ct_tensor *inputs, const ct_tensor *labels,
+                               const ct_loader_options *o) {
+    const char *op = "ct_loader_new";
+    if (!inputs || !labels || !o) {
+        ct__null_arg(op, !inputs ? 1 : !labels ? 2 : 3);
+        return ct_last_status();
+    }
+    if (inputs->ndim < 2 || inputs->ndim > 4 || labels->ndim != 1 ||
+        labels->shape[0] != inputs->shape[0])
+        return ct__error(CT_ERR_SHAPE,
+                         "%s: expected inputs (N, F), (N, H, W) or (N, C, H, W) and labels (N) "
+                         "with the same N; got ranks %d and %d",
+                         op, inputs->ndim, labels->ndim);
+    if (ct__is_float(labels->dtype) || labels->dtype == CT_BOOL)
+        return ct__error(CT_ERR_DTYPE, "%s: labels must be integers, got %s", op,
+                         ct_dtype_name(labels->dtype));
+    if (inputs->storage->device.type != CT_DEVICE_CPU ||
+        labels->storage->device.type != CT_DEVICE_CPU)
+        return ct__error(CT_ERR_DEVICE_MISMATCH,
+                         "%s: the dataset must be in host memory (cpu); the loader moves each "
+                         "batch to options.device",
+                         op);
+    if (o->batch_size <= 0 || o->workers < 0 || o->prefetch < 0 || o->crop_padding < 0)
+        return ct__error(CT_ERR_INVALID_ARG,
+                         "%s: batch_size must be positive and workers, prefetch and "
+                         "crop_padding not negative (got %lld, %d, %d, %d)",
+                         op, (long long)o->batch_size, o->workers, o->prefetch, o->crop_padding);
+    bool images = inputs->ndim >= 3;
+    if (!images && (o->crop_padding || o->horizontal_flip))
+        return ct__error(CT_ERR_INVALID_ARG,
+                         "%s: crops and flips need images (N, H, W) or (N, C, H, W); the inputs "
+                         "have rank 2",
+                         op);
+    if (inputs->ndim == 4 && inputs->shape[1] > CT_LOADER_MAX_CHANNELS)
+        return ct__error(CT_ERR_SHAPE, "%s: images have %lld channels; at most %d are supported",
+                         op, (long long)inputs->shape[1], CT_LOADER_MAX_CHANNELS);
+    return CT_OK;
+}
+
+static void set_geometry(ct_loader *l) {
+    const ct_tensor *in = l->inputs;
+    l->count = in->shape[0];
+    l->features = l->count ? in->numel / l->count : 0;
+    if (in->ndim == 2) {
+        l->channels = 1, l->height = 0, l->width = 0;
+        l->features = in->shape[1];
+        return;
+    }
+    l->channels = in->ndim == 4 ? (int)in->shape[1] : 1;
+    l->height = (int)in->shape[in->ndim - 2];
+    l->width = (int)in->shape[in->ndim - 1];
+    l->features = (int64_t)l->channels * l->height * l->width;
+}
+
+static ct_status start_threads(ct_loader *l) {
+    if (l->options.workers == 0) return CT_OK;
+    l->threads = ct__calloc((size_t)l->options.workers, sizeof *l->threads);
+    if (!l->threads) return ct__error(CT_ERR_OUT_OF_MEMORY, "ct_loader_new: out of host memory");
+    for (int i = 0; i < l->options.workers; i++) {
+        if (pthread_create(&l->threads[i], NULL, worker_main, l) != 0)
+            return ct__error(CT_ERR_BACKEND, "ct_loader_new: cannot start worker thread %d of %d",
+                             i + 1, l->options.workers);
+        l->nthreads++;
+    }
+    return CT_OK;
+}
+
+ct_loader *ct_loader_new(const ct_tensor *inputs, const ct_tensor *labels,
+                         const ct_loader_options *options) {
+    if (check_dataset(inputs, labels, options) != CT_OK) return NULL;
+    ct_loader *l = ct__calloc(1, sizeof *l);
+    if (!l) return ct__fail(CT_ERR_OUT_OF_MEMORY, "ct_loader_new: out of host memory");
+    l->options = *options;
+    pthread_mutex_init(&l->lock, NULL);
+    pthread_cond_init(&l->changed, NULL);
+    ct_status status = ct__resolve_device("ct_loader_new", options->device, &l->options.device);
+    l->inputs = status == CT_OK ? ct_contiguous(inputs) : NULL;
+    l->labels = l->inputs ? ct_contiguous(labels) : NULL;
+    if (l->labels) {
+        ct__scope_forget(l->inputs); /* the loader owns them, whatever scope is open */
+        ct__scope_forget(l->labels);
+        set_geometry(l);
+        int64_t size = options->batch_size;
+        l->batches = options->drop_last ? l->count / size : (l->count + size - 1) / size;
+        l->depth =
+            options->prefetch ? options->prefetch : 2 * (options->workers ? options->workers : 1);
+        if (l->depth < 2) l->depth = 2;
+        l->order = ct__calloc((size_t)l->count + 1, sizeof *l->order);
+        l->slots = ct__calloc((size_t)l->depth, sizeof *l->slots);
+        status = l->order && l->slots ? CT_OK
+                                      : ct__error(CT_ERR_OUT_OF_MEMORY,
+                                                  "ct_loader_new: out of host memory for %lld "
+                                                  "samples' order",
+                                                  (long long)l->count);
+        for (int i = 0; l->slots && i < l->depth; i++) l->slots[i].batch = -1;
+        if (status == CT_OK) status = start_threads(l);
+    }
+    if (!l->labels || status != CT_OK) {
+        ct_loader_free(l); /* sets no error: the first one stays */
+        return NULL;
+    }
+    return l;
+}
+
+int64_t ct_loader_batches(const ct_loader *loader) { return loader ? loader->batches : 0; }
+
+ct_status ct_loader_start_epoch(ct_loader *l, int64_t epoch) {
+    if (!l) {
+        ct__null_arg("ct_loader_start_epoch", 1);
+        return ct_last_status();
+    }
+    pthread_mutex_lock(&l->lock);
+    l->started = false;
+    l->generation++;
+    for (int i = 0; i < l->depth; i++) clear_slot(&l->slots[i]);
+    /* Batches in flight read the order: let them finish before it is rewritten. */
+    while (l->in_flight) pthread_cond_wait(&l->changed, &l->lock);
+    pthread_mutex_unlock(&l->lock);
+    ct__loader_order(l, epoch);
+    pthread_mutex_lock(&l->lock);
+    l->epoch = epoch;
+    l->next_to_prepare = 0;
+    l->consumed = 0;
+    l->started = true;
+    pthread_cond_broadcast(&l->changed);
+    pthread_mutex_unlock(&l->lock);
+    return CT_OK;
+}
+
+/* Batch b, prepared here (no workers) or taken from its slot once a worker published it. */
+static void take_batch(ct_loader *l, int64_t b, ct_loader_slot *out) {
+    if (l->nthreads == 0) {
+        *out = (ct_loader_slot){.batch = b};
+        ct__loader_prepare(l, l->order, l->epoch, b, out);
+        l->consumed++;
+        return;
+    }
+    pthread_mutex_lock(&l->lock);
+    ct_loader_slot *slot = &l->slots[b % l->depth];
+    while (slot->batch != b) pthread_cond_wait(&l->changed, &l->lock);
+    *out = *slot;
+    memset(slot, 0, sizeof *slot);
+    slot->batch = -1;
+    l->consumed++;
+    pthread_cond_broadcast(&l->changed);
+    pthread_mutex_unlock(&l->lock);
+    /* Made on a worker thread, outside any scope: the caller's scope owns them now. */
+    if (out->inputs) ct__scope_adopt(out->inputs);
+    if (out->labels) ct__scope_adopt(out->labels);
+}
+
+ct_status ct_loader_next(ct_loader *l, ct_tensor **inputs, ct_tensor **labels) {
+    if (!l || !inputs || !labels) {
+        ct__null_arg("ct_loader_next", !l ? 1 : !inputs ? 2 : 3);
+        return ct_last_status();
+    }
+    *inputs = *labels = NULL;
+    if (!l->started)
+        return ct__error(CT_ERR_STATE,
+                         "ct_loader_next: no epoch has started; call ct_loader_start_epoch first");
+    if (l->consumed >= l->batches) return CT_OK;
+    ct_loader_slot batch;
+    take_batch(l, l->consumed, &batch);
+    if (batch.status != CT_OK) {
+        clear_slot(&batch);
+        return ct__error(batch.status, "%s", batch.message);
+    }
+    *inputs = batch.inputs;
+    *labels = batch.labels;
+    return CT_OK;
+}
+
+void ct_loader_free(ct_loader *l) {
+    if (!l) return;
+    pthread_mutex_lock(&l->lock);
+    l->stopping = true;
+    pthread_cond_broadcast(&l->changed);
+    pthread_mutex_unlock(&l->lock);
+    for (int i = 0; i < l->nthreads; i++) pthread_join(l->threads[i], NULL);
+    for (int i = 0; l->slots && i < l->depth; i++) clear_slot(&l->slots[i]);
+    if (l->inputs) ct__tensor_drop(l->inputs);
+    if (l->labels) ct__tensor_drop(l->labels);
+    ct__free_mem(l->threads);
+    ct__free_mem(l->slots);
+    ct__free_mem(l->order);
+    pthread_mutex_destroy(&l->lock);
+    pthread_cond_destroy(&l->changed);
+    ct__free_mem(l);
+}

@@ -1,0 +1,115 @@
+/* Batch assembly: the epoch's order, and each sample converted to float32, normalised and
+ * augmented, then the batch moved to the device.
+ *
+ * Random draws come from Philox keyed by the seed: the shuffle uses stream (seed, epoch),
+ * counter i for step i of Fisher-Yates; the augmentation of the sample at position p of
+ * epoch e uses block (seed + 1, e * 2^32 + p): word 0 the crop's row, 1 its column, 2 the flip. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/philox_impl.h"
+#include "data/loader_impl.h"
+#include "ops/op_impl.h"
+
+void ct__loader_order(ct_loader *loader, int64_t epoch) {
+    int64_t n = loader->count;
+    for (int64_t i = 0; i < n; i++) loader->order[i] = i;
+    if (!loader->options.shuffle) return;
+    uint64_t key = loader->options.seed ^ ((uint64_t)epoch * 0x9E3779B97F4A7C15ull);
+    for (int64_t i = n - 1; i > 0; i--) {
+        uint32_t w[4];
+        ct_philox_stream_block(key, (uint64_t)i, w);
+        uint64_t r = ((uint64_t)w[0] << 32 | w[1]) % (uint64_t)(i + 1);
+        int64_t t = loader->order[i];
+        loader->order[i] = loader->order[r];
+        loader->order[r] = t;
+    }
+}
+
+/* Sample `index` (its values as doubles) into out, normalised, shifted by (dy, dx) within
+ * the zero padding and flipped when asked. */
+static void fill_sample(const ct_loader *loader, int64_t index, int dy, int dx, bool flip,
+                        float *out) {
+    const ct_loader_options *o = &loader->options;
+    const ct_tensor *in = loader->inputs;
+    double scale = o->scale != 0 ? o->scale : 1.0;
+    int64_t base = index * loader->features;
+    const uint8_t *bytes = in->dtype == CT_U8 ? (const uint8_t *)ct__data(in) : NULL;
+    const float *floats = in->dtype == CT_F32 ? (const float *)ct__data(in) : NULL;
+    int channels = loader->height ? loader->channels : 1;
+    int64_t per_channel = loader->features / channels;
+    for (int c = 0; c < channels; c++) {
+        double mean = o->mean[c], std = o->std[c] != 0 ? o->std[c] : 1.0;
+        float *dst = out + c * per_channel;
+        for (int64_t k = 0; k < per_channel; k++) {
+            int64_t src = k;
+            bool inside = true;
+            if (loader->height) {
+                int h = (int)(k / loader->width), w = (int)(k % loader->width);
+                if (flip) w = loader->width - 1 - w;
+                h += dy, w += dx;
+                inside = h >= 0 && h < loader->height && w >= 0 && w < loader->width;
+                src = (int64_t)h * loader->width + w;
+            }
+            int64_t at = base + c * per_channel + src;
+            double v = !inside ? 0.0
+                       : bytes ? bytes[at]
+                       : floats
+                           ? floats[at]
+                           : ct__load_f64(ct__data(in) + at * (int64_t)ct__dtype_size(in->dtype),
+                                          in->dtype);
+            dst[k] = (float)((v * scale - mean) / std);
+        }
+    }
+}
+
+static void record_failure(ct_loader_slot *out) {
+    out->status = ct_last_status();
+    snprintf(out->message, sizeof out->message, "%s", ct_last_error());
+}
+
+void ct__loader_prepare(const ct_loader *loader, const int64_t *order, int64_t epoch, int64_t b,
+                        ct_loader_slot *out) {
+    const ct_loader_options *o = &loader->options;
+    int64_t start = b * o->batch_size, end = start + o->batch_size;
+    if (end > loader->count) end = loader->count;
+    int64_t rows = end - start;
+    int64_t shape[4] = {rows, loader->channels, loader->height, loader->width};
+    if (!loader->height) shape[1] = loader->features;
+    int ndim = loader->height ? 4 : 2;
+    ct_tensor *x = ct_empty(ndim, shape, CT_F32, CT_CPU);
+    ct_tensor *y = x ? ct_empty(1, &rows, CT_I64, CT_CPU) : NULL;
+    if (!y) {
+        record_failure(out);
+        ct_release(x);
+        return;
+    }
+    float *xd = (float *)ct__data(x);
+    int64_t *yd = (int64_t *)ct__data(y);
+    int pad = o->crop_padding;
+    for (int64_t r = 0; r < rows; r++) {
+        uint32_t w[4] = {0, 0, 0, 0};
+        if (pad || o->horizontal_flip)
+            ct_philox_stream_block(o->seed + 1, (uint64_t)epoch << 32 | (uint64_t)(start + r), w);
+        int dy = pad ? (int)(w[0] % (uint32_t)(2 * pad + 1)) - pad : 0;
+        int dx = pad ? (int)(w[1] % (uint32_t)(2 * pad + 1)) - pad : 0;
+        bool flip = o->horizontal_flip && (w[2] & 1u);
+        int64_t index = order[start + r];
+        fill_sample(loader, index, dy, dx, flip, xd + r * loader->features);
+        const ct_tensor *labels = loader->labels;
+        yd[r] = ct__load_i64(ct__data(labels) + index * (int64_t)ct__dtype_size(labels->dtype),
+                             labels->dtype);
+    }
+    out->inputs = x, out->labels = y, out->status = CT_OK;
+    if (ct_device_equal(o->device, CT_CPU)) return;
+    /* Prefetch to the device from this thread, while the consumer computes. */
+    ct_tensor *dx_ = ct_to(x, o->device), *dy_ = dx_ ? ct_to(y, o->device) : NULL;
+    ct_release(x);
+    ct_release(y);
+    out->inputs = dx_, out->labels = dy_;
+    if (!dy_) {
+        record_failure(out);
+        ct_release(dx_);
+        out->inputs = NULL;
+    }
+}

@@ -1,0 +1,50 @@
+/* The data loader's state, shared by its queue (loader.c) and its batch assembly
+ * (loader_batch.c). */
+#ifndef CT_LOADER_IMPL_H
+#define CT_LOADER_IMPL_H
+
+#include <pthread.h>
+
+#include "core/error_impl.h"
+#include "core/tensor_impl.h"
+#include "ctensor/loader.h"
+
+/* One prepared batch in the queue. */
+typedef struct ct_loader_slot {
+    int64_t batch; /* -1: empty */
+    ct_tensor *inputs, *labels;
+    ct_status status;
+    char message[512];
+} ct_loader_slot;
+
+struct ct_loader {
+    ct_loader_options options;
+    ct_tensor *inputs, *labels;  /* the dataset (CPU, contiguous) */
+    int64_t count;               /* samples */
+    int channels, height, width; /* images; height == 0 for features */
+    int64_t features;            /* values per sample */
+    int64_t batches;             /* per epoch */
+    int64_t *order;              /* this epoch's sample order */
+    int64_t epoch;
+
+    /* The queue: batch b goes to slot b % depth once b < consumed + depth. */
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    ct_loader_slot *slots;
+    int depth;
+    int64_t next_to_prepare, consumed;
+    int in_flight;       /* batches taken by workers and not yet published */
+    uint64_t generation; /* bumped by each epoch start: stale batches are dropped */
+    bool started, stopping;
+    pthread_t *threads;
+    int nthreads;
+};
+
+/* Fill loader->order for epoch (identity without shuffle). */
+void ct__loader_order(ct_loader *loader, int64_t epoch);
+/* Batch b of the current order as tensors on the loader's device; the status and message of
+ * a failure go to the slot. Called by workers (or the consumer) without the lock. */
+void ct__loader_prepare(const ct_loader *loader, const int64_t *order, int64_t epoch, int64_t b,
+                        ct_loader_slot *out);
+
+#endif

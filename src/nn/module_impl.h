@@ -1,0 +1,53 @@
+/* The module struct: a layer's parameters, buffers and settings, or a sequence of child
+ * modules, with its forward function. */
+#ifndef CT_MODULE_IMPL_H
+#define CT_MODULE_IMPL_H
+
+#include "core/error_impl.h"
+#include "core/tensor_impl.h"
+#include "ctensor/nn.h"
+
+#define CT_MODULE_MAX_TENSORS 5
+
+/* A named parameter or buffer slot; the tensor is an unscoped reference the module owns. */
+typedef struct ct_module_tensor {
+    const char *name; /* "weight", "running_mean", ... (static strings) */
+    ct_tensor *tensor;
+    bool buffer;
+} ct_module_tensor;
+
+/* One entry of the flattened state: its full dotted name and its slot. */
+typedef struct ct_state_entry {
+    char *name;
+    ct_module_tensor *slot;
+} ct_state_entry;
+
+typedef ct_tensor *(*ct_forward_fn)(ct_module *m, const ct_tensor *x);
+
+struct ct_module {
+    const char *kind; /* "Linear", "Conv2d", ... as PyTorch prints them */
+    ct_forward_fn forward;
+    ct_module_tensor tensors[CT_MODULE_MAX_TENSORS];
+    int ntensors;
+    ct_module **children;
+    int nchildren;
+    bool training;
+    /* Settings, by kind. */
+    ct_conv2d_options conv;
+    ct_pool2d_options pool;
+    int64_t sizes[CT_MAX_DIMS]; /* linear: in, out; conv: in, out, k; pool: out h, w; ... */
+    int nsizes;
+    double eps, momentum, p;
+    int axis;
+    /* The flattened state, built on first use (the structure never changes after
+     * construction). */
+    ct_state_entry *state;
+    int nstate;
+};
+
+/* A module of kind with its forward; NULL with CT_ERR_OUT_OF_MEMORY. */
+ct_module *ct__module_new(const char *kind, ct_forward_fn forward);
+/* Add a parameter (requires grad) or buffer; t is consumed (the module owns it). */
+ct_status ct__module_add(ct_module *m, const char *name, ct_tensor *t, bool buffer);
+
+#endif

@@ -1,0 +1,40 @@
+/* Helpers shared by the nn ops (softmax, losses, norms, dropout, embedding, index_add):
+ * dtype checks, bringing an operand into the form the nn kernels take, saving an output
+ * for backward without a reference cycle, and naming the op in a kernel's message.
+ *
+ * The nn ops compute their forward with grad mode off (their inner ops record nothing) and
+ * then record one node of their own. */
+#ifndef CT_NN_IMPL_H
+#define CT_NN_IMPL_H
+
+#include "autograd/tape_impl.h"
+#include "backend/norm_args_impl.h"
+#include "ops/op_impl.h"
+
+/* False with CT_ERR_DTYPE naming op and the argument when t is not floating. */
+bool ct__nn_check_float(const char *op, const ct_tensor *t, int position);
+
+/* False with CT_ERR_DTYPE unless t is CT_I32 or CT_I64 (what names it: "target"). */
+bool ct__nn_check_index(const char *op, const ct_tensor *t, const char *what);
+
+/* t on device, in dtype and contiguous: a new reference (t itself when it already is). */
+ct_tensor *ct__nn_operand(const ct_tensor *t, ct_dtype dtype, ct_device device, const char *op);
+
+/* The product of shape[from..to). */
+int64_t ct__nn_numel(const int64_t *shape, int from, int to);
+
+/* A view of t's storage with no history: what a node saves of its own result, which would
+ * otherwise hold the node that holds it. */
+ct_tensor *ct__nn_alias(const ct_tensor *t);
+
+/* Re-record the last error with "op: " in front (for kernel messages that lack it);
+ * returns the status. */
+ct_status ct__nn_prefix_error(const char *op);
+
+/* dst[..., index[k], ...] += src[..., k, ...] along axis, in place (ct_index_add's work on
+ * a tensor the caller made: same device and dtype, index 1-D CT_I32 or CT_I64 on that
+ * device, shapes checked by the caller). */
+ct_status ct__index_add_into(ct_tensor *dst, int axis, const ct_tensor *index, const ct_tensor *src,
+                             const char *op);
+
+#endif

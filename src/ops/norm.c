@@ -1,0 +1,311 @@
+/* ct_batch_norm and ct_layer_norm, forward and backward, each through one fused kernel per
+ * direction. The nodes save the contiguous input, the weight, and the statistics the
+ * forward used (per-channel or per-row mean and inverse standard deviation, float64), so
+ * the backward reads no running statistic that a later training step may have changed. */
+#include <string.h>
+
+#include "ops/nn_impl.h"
+
+/* Check an optional per-channel (batch norm) or per-element (layer norm) parameter: NULL, or
+ * floating with the given shape. */
+static bool check_param(const char *op, const ct_tensor *p, const char *name, int position,
+                        int ndim, const int64_t *shape) {
+    if (!p) return true;
+    if (!ct__nn_check_float(op, p, position)) return false;
+    if (p->ndim == ndim && memcmp(p->shape, shape, sizeof(int64_t) * (size_t)ndim) == 0)
+        return true;
+    ct__error(CT_ERR_SHAPE,
+              "%s: %s (argument %d) has rank %d and %lld elements; it must have the shape of "
+              "the normalised axes (%lld elements over %d axes)",
+              op, name, position, p->ndim, (long long)p->numel,
+              (long long)ct__nn_numel(shape, 0, ndim), ndim);
+    return false;
+}
+
+/* The present tensor arguments (NULLs dropped), for the device check. */
+static int present(int n, const ct_tensor *const *all, const ct_tensor **out) {
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (all[i]) out[m++] = all[i];
+    return m;
+}
+
+/* New tensors for the gradients the node's inputs need (x, weight, bias), shaped like the
+ * saved x and weight; false (none made) on failure. */
+static bool new_grads(ct_node *node, const ct_tensor *x, const ct_tensor *w, ct_tensor **g) {
+    ct_device device = x->storage->device;
+    g[0] = node->inputs[0] ? ct__tensor_new(device, x->dtype, x->ndim, x->shape) : NULL;
+    g[1] = node->inputs[1] ? ct__tensor_new(device, x->dtype, w->ndim, w->shape) : NULL;
+    g[2] = node->inputs[2] && w ? ct__tensor_new(device, x->dtype, w->ndim, w->shape) : NULL;
+    if (node->inputs[2] && !w) { /* no weight: the bias has the normalised shape */
+        const ct_tensor *b = node->inputs[2];
+        g[2] = ct__tensor_new(device, x->dtype, b->ndim, b->shape);
+    }
+    if ((node->inputs[0] && !g[0]) || (node->inputs[1] && !g[1]) || (node->inputs[2] && !g[2])) {
+        for (int i = 0; i < 3; i++) ct_release(g[i]);
+        return false;
+    }
+    return true;
+}
+
+static char *data_or_null(const ct_tensor *t) { return t ? ct__data(t) : NULL; }
+
+/* Save x, weight, mean, invstd and record the node over (x, weight, bias). */
+static ct_tensor *record_norm(const char *op, ct_backward_fn backward, ct_tensor *y,
+                              const ct_tensor *const *inputs, ct_tensor *const *saved,
+                              int64_t flag) {
+    ct_node *node = ct__node_new(op, backward, 3, inputs);
+    if (node) {
+        for (int i = 0; i < 4; i++) ct__node_save(node, i, saved[i]);
+        node->ints[0] = flag;
+    }
+    return ct__record(y, node);
+}
+
+/* ---- batch norm ---- */
+
+static bool check_batch_norm(const char *op, const ct_tensor *x, const ct_tensor *rm,
+                             const ct_tensor *rv, const ct_tensor *w, const ct_tensor *b,
+                             bool training) {
+    if (!ct__nn_check_float(op, x, 1)) return false;
+    if (x->ndim < 2)
+        return ct__error(CT_ERR_SHAPE,
+                         "%s: x has rank %d; batch norm takes (N, C, ...) with channels on "
+                         "axis 1",
+                         op, x->ndim),
+               false;
+    const int64_t *c = &x->shape[1];
+    if (!check_param(op, rm, "running_mean", 2, 1, c) ||
+        !check_param(op, rv, "running_var", 3, 1, c) || !check_param(op, w, "weight", 4, 1, c) ||
+        !check_param(op, b, "bias", 5, 1, c))
+        return false;
+    if (!training && (!rm || !rv))
+        return ct__error(CT_ERR_INVALID_ARG,
+                         "%s: evaluation (training false) normalises with running_mean and "
+                         "running_var, but %s is NULL; pass both, or train",
+                         op, rm ? "running_var" : "running_mean"),
+               false;
+    int64_t per_channel = x->numel / (x->shape[1] ? x->shape[1] : 1);
+    if (training && x->shape[1] > 0 && per_channel <= 1)
+        return ct__error(CT_ERR_INVALID_ARG,
+                         "%s: training needs more than 1 value per channel to estimate a "
+                         "variance, but x of %lld channels has %lld; use a larger batch",
+                         op, (long long)x->shape[1], (long long)per_channel),
+               false;
+    return true;
+}
+
+static ct_batch_norm_args batch_norm_args(const ct_tensor *x, const ct_tensor *w,
+                                          ct_tensor *const *stats) {
+    return (ct_batch_norm_args){
+        .dtype = x->dtype,
+        .n = x->shape[0],
+        .c = x->shape[1],
+        .inner = ct__nn_numel(x->shape, 2, x->ndim),
+        .x = ct__data(x),
+        .weight = data_or_null(w),
+        .mean = ct__data(stats[0]),
+        .invstd = ct__data(stats[1]),
+    };
+}
+
+static ct_status batch_norm_backward(ct_node *node, const ct_tensor *grad_out,
+                                     ct_tensor **grad_in) {
+    const ct_tensor *x = node->saved[0], *w = node->saved[1];
+    ct_device device = x->storage->device;
+    int physical;
+    const ct_kernels *k = ct__kernels(device, &physical);
+    ct_tensor *g = k ? ct__nn_operand(grad_out, x->dtype, device, node->name) : NULL;
+    ct_tensor *grads[3] = {NULL, NULL, NULL};
+    if (!g || !new_grads(node, x, w, grads)) {
+        ct_release(g);
+        return ct_last_status();
+    }
+    ct_batch_norm_args args = batch_norm_args(x, w, &node->saved[2]);
+    args.training = node->ints[0] != 0;
+    args.grad_out = ct__data(g);
+    args.grad_x = data_or_null(grads[0]);
+    args.grad_weight = data_or_null(grads[1]);
+    args.grad_bias = data_or_null(grads[2]);
+    ct_status status = args.c ? k->batch_norm_backward(physical, &args) : CT_OK;
+    ct_release(g);
+    for (int i = 0; i < 3; i++) {
+        if (status == CT_OK)
+            grad_in[i] = grads[i];
+        else
+            ct_release(grads[i]);
+    }
+    return status;
+}
+
+/* Running statistics: pointer, dtype and stride, or NULL. */
+static void set_running(ct_batch_norm_args *args, ct_tensor *rm, ct_tensor *rv) {
+    if (rm) {
+        args->running_mean = ct__data(rm);
+        args->running_mean_dtype = rm->dtype;
+        args->running_mean_stride = rm->strides[0];
+    }
+    if (rv) {
+        args->running_var = ct__data(rv);
+        args->running_var_dtype = rv->dtype;
+        args->running_var_stride = rv->strides[0];
+    }
+}
+
+/* The forward; saved gets x, weight (contiguous, x's dtype), mean and invstd. */
+static ct_tensor *batch_norm_forward(const char *op, ct_device device, const ct_tensor *x,
+                                     ct_tensor *rm, ct_tensor *rv, const ct_tensor *w,
+                                     const ct_tensor *b, bool training, double momentum, double eps,
+                                     ct_tensor **saved) {
+    int physical;
+    const ct_kernels *k = ct__kernels(device, &physical);
+    if (!k) return NULL;
+    saved[0] = ct__nn_operand(x, x->dtype, device, op);
+    saved[1] = w ? ct__nn_operand(w, x->dtype, device, op) : NULL;
+    ct_tensor *bc = b ? ct__nn_operand(b, x->dtype, device, op) : NULL;
+    saved[2] = ct__tensor_new(device, CT_F64, 1, &x->shape[1]);
+    saved[3] = ct__tensor_new(device, CT_F64, 1, &x->shape[1]);
+    ct_tensor *y = ct__tensor_new(device, x->dtype, x->ndim, x->shape);
+    bool ok = y && saved[0] && (saved[1] || !w) && (bc || !b) && saved[2] && saved[3];
+    if (ok && x->shape[1] > 0) {
+        ct_batch_norm_args args = batch_norm_args(saved[0], saved[1], &saved[2]);
+        args.bias = data_or_null(bc);
+        args.training = training;
+        args.momentum = momentum;
+        args.eps = eps;
+        args.y = ct__data(y);
+        set_running(&args, rm, rv);
+        ok = k->batch_norm(physical, &args) == CT_OK;
+    }
+    ct_release(bc);
+    if (ok) return y;
+    ct_release(y);
+    return NULL;
+}
+
+ct_tensor *ct_batch_norm(const ct_tensor *x, ct_tensor *running_mean, ct_tensor *running_var,
+                         const ct_tensor *weight, const ct_tensor *bias, bool training,
+                         double momentum, double eps) {
+    const char *op = "ct_batch_norm";
+    if (!x) return ct__null_arg(op, 1);
+    const ct_tensor *all[5] = {x, running_mean, running_var, weight, bias}, *args[5];
+    ct_device device;
+    if (!ct__check_args(op, present(5, all, args), args, &device)) return NULL;
+    if (!check_batch_norm(op, x, running_mean, running_var, weight, bias, training)) return NULL;
+    ct_tensor *saved[4] = {NULL, NULL, NULL, NULL};
+    ct_no_grad_push();
+    ct_tensor *y = batch_norm_forward(op, device, x, running_mean, running_var, weight, bias,
+                                      training, momentum, eps, saved);
+    ct_no_grad_pop();
+    const ct_tensor *inputs[3] = {x, weight, bias};
+    if (y && ct__grad_needed(3, inputs))
+        y = record_norm(op, batch_norm_backward, y, inputs, saved, training);
+    for (int i = 0; i < 4; i++) ct_release(saved[i]);
+    return y;
+}
+
+/* ---- layer norm ---- */
+
+static ct_layer_norm_args layer_norm_args(const ct_tensor *x, const ct_tensor *w,
+                                          ct_tensor *const *stats) {
+    int64_t rows = stats[0]->numel;
+    return (ct_layer_norm_args){
+        .dtype = x->dtype,
+        .rows = rows,
+        .n = rows ? x->numel / rows : 0,
+        .x = ct__data(x),
+        .weight = data_or_null(w),
+        .mean = ct__data(stats[0]),
+        .invstd = ct__data(stats[1]),
+    };
+}
+
+static ct_status layer_norm_backward(ct_node *node, const ct_tensor *grad_out,
+                                     ct_tensor **grad_in) {
+    const ct_tensor *x = node->saved[0], *w = node->saved[1];
+    ct_device device = x->storage->device;
+    int physical;
+    const ct_kernels *k = ct__kernels(device, &physical);
+    ct_tensor *g = k ? ct__nn_operand(grad_out, x->dtype, device, node->name) : NULL;
+    ct_tensor *grads[3] = {NULL, NULL, NULL};
+    if (!g || !new_grads(node, x, w, grads)) {
+        ct_release(g);
+        return ct_last_status();
+    }
+    ct_layer_norm_args args = layer_norm_args(x, w, &node->saved[2]);
+    args.n = ct__nn_numel(x->shape, x->ndim - (int)node->ints[0], x->ndim);
+    args.grad_out = ct__data(g);
+    args.grad_x = data_or_null(grads[0]);
+    args.grad_weight = data_or_null(grads[1]);
+    args.grad_bias = data_or_null(grads[2]);
+    ct_status status = CT_OK;
+    if (x->numel > 0)
+        status = k->layer_norm_backward(physical, &args);
+    else if (args.n > 0) { /* no rows: the parameter gradients are sums of nothing */
+        for (int i = 1; i < 3 && status == CT_OK; i++)
+            if (grads[i]) status = ct_fill(grads[i], 0.0);
+    }
+    ct_release(g);
+    for (int i = 0; i < 3; i++) {
+        if (status == CT_OK)
+            grad_in[i] = grads[i];
+        else
+            ct_release(grads[i]);
+    }
+    return status;
+}
+
+static ct_tensor *layer_norm_forward(const char *op, ct_device device, const ct_tensor *x,
+                                     int k_axes, const ct_tensor *w, const ct_tensor *b, double eps,
+                                     ct_tensor **saved) {
+    int physical;
+    const ct_kernels *k = ct__kernels(device, &physical);
+    if (!k) return NULL;
+    int64_t rows = ct__nn_numel(x->shape, 0, x->ndim - k_axes);
+    saved[0] = ct__nn_operand(x, x->dtype, device, op);
+    saved[1] = w ? ct__nn_operand(w, x->dtype, device, op) : NULL;
+    ct_tensor *bc = b ? ct__nn_operand(b, x->dtype, device, op) : NULL;
+    saved[2] = ct__tensor_new(device, CT_F64, 1, &rows);
+    saved[3] = ct__tensor_new(device, CT_F64, 1, &rows);
+    ct_tensor *y = ct__tensor_new(device, x->dtype, x->ndim, x->shape);
+    bool ok = y && saved[0] && (saved[1] || !w) && (bc || !b) && saved[2] && saved[3];
+    if (ok && x->numel > 0) {
+        ct_layer_norm_args args = layer_norm_args(saved[0], saved[1], &saved[2]);
+        args.bias = data_or_null(bc);
+        args.eps = eps;
+        args.y = ct__data(y);
+        ok = k->layer_norm(physical, &args) == CT_OK;
+    }
+    ct_release(bc);
+    if (ok) return y;
+    ct_release(y);
+    return NULL;
+}
+
+ct_tensor *ct_layer_norm(const ct_tensor *x, int normalized_ndim, const ct_tensor *weight,
+                         const ct_tensor *bias, double eps) {
+    const char *op = "ct_layer_norm";
+    if (!x) return ct__null_arg(op, 1);
+    const ct_tensor *all[3] = {x, weight, bias}, *args[3];
+    ct_device device;
+    if (!ct__check_args(op, present(3, all, args), args, &device)) return NULL;
+    if (!ct__nn_check_float(op, x, 1)) return NULL;
+    if (normalized_ndim < 1 || normalized_ndim > x->ndim)
+        return ct__fail(CT_ERR_INVALID_ARG,
+                        "%s: normalized_ndim is %d for x of rank %d; it must be 1 to %d (the "
+                        "number of trailing axes to normalise over)",
+                        op, normalized_ndim, x->ndim, x->ndim);
+    const int64_t *norm_shape = &x->shape[x->ndim - normalized_ndim];
+    if (!check_param(op, weight, "weight", 3, normalized_ndim, norm_shape) ||
+        !check_param(op, bias, "bias", 4, normalized_ndim, norm_shape))
+        return NULL;
+    ct_tensor *saved[4] = {NULL, NULL, NULL, NULL};
+    ct_no_grad_push();
+    ct_tensor *y = layer_norm_forward(op, device, x, normalized_ndim, weight, bias, eps, saved);
+    ct_no_grad_pop();
+    const ct_tensor *inputs[3] = {x, weight, bias};
+    if (y && ct__grad_needed(3, inputs))
+        y = record_norm(op, layer_norm_backward, y, inputs, saved, normalized_ndim);
+    for (int i = 0; i < 4; i++) ct_release(saved[i]);
+    return y;
+}

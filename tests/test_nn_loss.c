@@ -1,0 +1,229 @@
+/* ct_cross_entropy and ct_mse_loss against float64 references computed here: every
+ * reduction, label smoothing, ignore_index (some rows, every row), int32 and int64 targets,
+ * f32 and f64, non-contiguous logits, N = 1, large logits (1e4), broadcasting for MSE, and
+ * every error with its message. */
+#include <stdlib.h>
+
+#include "ct_ref.h"
+
+/* PyTorch's cross-entropy: per-row (1 - ls) * nll + ls * mean_c(-logp_c), ignored rows 0;
+ * mean divides by the rows not ignored. out gets n values (none) or one. */
+static void cross_entropy_reference(const double *x, const double *target, int64_t n, int64_t c,
+                                    const ct_cross_entropy_options *o, double *out) {
+    double total = 0.0;
+    int64_t count = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double loss = 0.0;
+        if ((int64_t)target[i] != o->ignore_index) {
+            double m = -INFINITY, sum = 0.0, mean_neg_logp = 0.0;
+            for (int64_t k = 0; k < c; k++) m = fmax(m, x[i * c + k]);
+            for (int64_t k = 0; k < c; k++) sum += exp(x[i * c + k] - m);
+            double lse = m + log(sum);
+            for (int64_t k = 0; k < c; k++) mean_neg_logp += (lse - x[i * c + k]) / (double)c;
+            double nll = lse - x[i * c + (int64_t)target[i]];
+            loss = (1.0 - o->label_smoothing) * nll + o->label_smoothing * mean_neg_logp;
+            count++;
+        }
+        if (o->reduction == CT_REDUCTION_NONE) out[i] = loss;
+        total += loss;
+    }
+    if (o->reduction == CT_REDUCTION_SUM) out[0] = total;
+    if (o->reduction == CT_REDUCTION_MEAN) out[0] = count ? total / (double)count : NAN;
+}
+
+/* Targets in [0, c), with row i ignored (set to ignore) when ignore_every divides i + 1. */
+static void make_targets(double *t, int64_t n, int64_t c, uint64_t seed, int64_t ignore,
+                         int ignore_every) {
+    ref_random(t, n, seed, 0.0, (double)c);
+    for (int64_t i = 0; i < n; i++) {
+        t[i] = floor(t[i]);
+        if (ignore_every && (i + 1) % ignore_every == 0) t[i] = (double)ignore;
+    }
+}
+
+static void check_cross_entropy(ct_device device, int64_t n, int64_t c, ct_dtype dtype,
+                                const ct_cross_entropy_options *o, int ignore_every, bool strided,
+                                double scale, uint64_t seed) {
+    double *x = malloc(sizeof(double) * (size_t)(n * c + 1)), t[64], expected[64];
+    CHECK(x && n <= 64);
+    ref_random(x, n * c, seed, -scale, scale);
+    for (int64_t i = 0; i < n * c; i++) x[i] = ref_round(x[i], dtype);
+    make_targets(t, n, c, seed + 1, o->ignore_index, ignore_every);
+    int64_t shape[2] = {n, c};
+    ct_tensor *logits = (strided ? ref_tensor_strided : ref_tensor)(x, 2, shape, dtype, device);
+    ct_tensor *target =
+        (strided ? ref_tensor_strided : ref_tensor)(t, 1, &n, seed % 2 ? CT_I32 : CT_I64, device);
+    ct_tensor *loss = ct_cross_entropy(logits, target, o);
+    cross_entropy_reference(x, t, n, c, o, expected);
+    CHECK_TENSOR(loss, expected);
+    CHECK(ct_dtype_of(loss) == dtype);
+    CHECK(ct_ndim(loss) == (o->reduction == CT_REDUCTION_NONE ? 1 : 0));
+    ct_release(loss);
+    ct_release(target);
+    ct_release(logits);
+    free(x);
+}
+
+DEVICE_TEST(test_nn_loss_cross_entropy_reductions) {
+    for (int r = 0; r < 3; r++)
+        for (int smoothing = 0; smoothing < 2; smoothing++)
+            for (int dt = CT_F32; dt <= CT_F64; dt++) {
+                ct_cross_entropy_options o = {(ct_reduction)r, smoothing ? 0.1 : 0.0, -100};
+                uint64_t seed = (uint64_t)(r * 4 + smoothing * 2 + dt);
+                check_cross_entropy(device, 9, 5, (ct_dtype)dt, &o, 0, seed % 2, 4.0, seed);
+                if (ct_test_failed()) return;
+                check_cross_entropy(device, 1, 3, (ct_dtype)dt, &o, 0, false, 4.0, seed + 50);
+                if (ct_test_failed()) return;
+            }
+}
+
+DEVICE_TEST(test_nn_loss_cross_entropy_defaults) {
+    double x[6] = {1, 2, 3, -1, 0.5, 2}, t[2] = {2, -100};
+    ct_tensor *logits = ref_tensor(x, 2, (int64_t[]){2, 3}, CT_F64, device);
+    ct_tensor *target = ref_tensor(t, 1, (int64_t[]){2}, CT_I64, device);
+    ct_tensor *loss = ct_cross_entropy(logits, target, NULL);
+    double expected[1];
+    ct_cross_entropy_options o = {CT_REDUCTION_MEAN, 0.0, -100};
+    cross_entropy_reference(x, t, 2, 3, &o, expected);
+    CHECK_TENSOR(loss, expected);
+    ct_release(loss);
+    ct_release(target);
+    ct_release(logits);
+}
+
+DEVICE_TEST(test_nn_loss_cross_entropy_ignore_index) {
+    for (int r = 0; r < 3; r++)
+        for (int smoothing = 0; smoothing < 2; smoothing++) {
+            ct_cross_entropy_options o = {(ct_reduction)r, smoothing ? 0.2 : 0.0, 3};
+            /* Some rows ignored (ignore_index 3 is also a valid class here). */
+            check_cross_entropy(device, 12, 6, CT_F64, &o, 3, r == 1, 3.0, 60 + (uint64_t)r);
+            if (ct_test_failed()) return;
+            /* Every row ignored: mean is 0 / 0 (NaN, as PyTorch), sum 0, none zeros. */
+            o.ignore_index = -7;
+            check_cross_entropy(device, 4, 3, CT_F32, &o, 1, false, 3.0, 70 + (uint64_t)r);
+            if (ct_test_failed()) return;
+        }
+}
+
+DEVICE_TEST(test_nn_loss_cross_entropy_large_logits) {
+    ct_cross_entropy_options o = {CT_REDUCTION_NONE, 0.1, -100};
+    for (int dt = CT_F32; dt <= CT_F64; dt++) {
+        check_cross_entropy(device, 6, 4, (ct_dtype)dt, &o, 0, false, 1e4, 80);
+        if (ct_test_failed()) return;
+    }
+}
+
+/* Enough rows for the kernel's OpenMP split. */
+DEVICE_TEST(test_nn_loss_cross_entropy_parallel) {
+    int64_t n = 64, c = 600;
+    ct_cross_entropy_options o = {CT_REDUCTION_MEAN, 0.05, 1};
+    check_cross_entropy(device, n, c, CT_F32, &o, 5, false, 6.0, 90);
+}
+
+DEVICE_TEST(test_nn_loss_cross_entropy_errors) {
+    ct_tensor *logits = ct_zeros(2, (int64_t[]){3, 4}, CT_F32, device);
+    ct_tensor *bad = ref_tensor((double[]){1, 7, 2}, 1, (int64_t[]){3}, CT_I64, device);
+    ct_tensor *negative = ref_tensor((double[]){-2, 0, 1}, 1, (int64_t[]){3}, CT_I32, device);
+    ct_tensor *as_float = ct_zeros(1, (int64_t[]){3}, CT_F32, device);
+    ct_tensor *short_target = ct_zeros(1, (int64_t[]){2}, CT_I64, device);
+    ct_tensor *flat = ct_zeros(1, (int64_t[]){4}, CT_F32, device);
+    ct_tensor *ints = ct_zeros(2, (int64_t[]){3, 4}, CT_I32, device);
+    CHECK(ct_cross_entropy(logits, bad, NULL) == NULL);
+    CHECK_ERROR(CT_ERR_INVALID_ARG, "ct_cross_entropy: target 7 is out of range for 4 classes");
+    CHECK(ct_cross_entropy(logits, negative, NULL) == NULL);
+    CHECK_ERROR(CT_ERR_INVALID_ARG, "target -2 is out of range");
+    CHECK(ct_cross_entropy(logits, as_float, NULL) == NULL);
+    CHECK_ERROR(CT_ERR_DTYPE, "ct_cross_entropy: the target has dtype float32");
+    CHECK(ct_cross_entropy(ints, bad, NULL) == NULL);
+    CHECK_ERROR(CT_ERR_DTYPE, "argument 1 has dtype int32");
+    CHECK(ct_cross_entropy(logits, short_target, NULL) == NULL);
+    CHECK_ERROR(CT_ERR_SHAPE, "target must be (N,) = (3,)");
+    CHECK(ct_cross_entropy(flat, bad, NULL) == NULL);
+    CHECK_ERROR(CT_ERR_SHAPE, "logits have rank 1; they must be (N, C)");
+    ct_cross_entropy_options o = {CT_REDUCTION_MEAN, 1.0, -100};
+    CHECK(ct_cross_entropy(logits, negative, &o) == NULL);
+    CHECK_ERROR(CT_ERR_INVALID_ARG, "label_smoothing is 1; it must be in [0, 1)");
+    o.label_smoothing = NAN;
+    CHECK(ct_cross_entropy(logits, negative, &o) == NULL);
+    CHECK_ERROR(CT_ERR_INVALID_ARG, "label_smoothing is nan");
+    o = (ct_cross_entropy_options){(ct_reduction)9, 0.0, -100};
+    CHECK(ct_cross_entropy(logits, negative, &o) == NULL);
+    CHECK_ERROR(CT_ERR_INVALID_ARG, "reduction 9 is not a ct_reduction");
+    CHECK(ct_cross_entropy(NULL, bad, NULL) == NULL);
+    CHECK_ERROR(CT_ERR_INVALID_ARG, "ct_cross_entropy: argument 1 is NULL");
+    ct_release(ints);
+    ct_release(flat);
+    ct_release(short_target);
+    ct_release(as_float);
+    ct_release(negative);
+    ct_release(bad);
+    ct_release(logits);
+}
+
+/* ---- MSE ---- */
+
+static void check_mse(ct_device device, int na, const int64_t *sa, int nb, const int64_t *sb,
+                      ct_dtype dtype, ct_reduction reduction, uint64_t seed) {
+    int no = na >= nb ? na : nb;
+    int64_t so[8];
+    for (int d = 0; d < no; d++) {
+        int64_t da = d - (no - na) >= 0 ? sa[d - (no - na)] : 1;
+        int64_t db = d - (no - nb) >= 0 ? sb[d - (no - nb)] : 1;
+        so[d] = da > db ? da : db;
+    }
+    int64_t n = ref_numel(no, so), a_n = ref_numel(na, sa), b_n = ref_numel(nb, sb);
+    double a[64], b[64], expected[64], total = 0.0;
+    ref_random(a, a_n, seed, -3.0, 3.0);
+    ref_random(b, b_n, seed + 1, -3.0, 3.0);
+    for (int64_t i = 0; i < a_n; i++) a[i] = ref_round(a[i], dtype);
+    for (int64_t i = 0; i < b_n; i++) b[i] = ref_round(b[i], dtype);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t at[8], ia[8], ib[8];
+        ref_unravel(i, no, so, at);
+        for (int d = 0; d < na; d++) ia[d] = sa[d] == 1 ? 0 : at[d + no - na];
+        for (int d = 0; d < nb; d++) ib[d] = sb[d] == 1 ? 0 : at[d + no - nb];
+        double diff = a[ref_ravel(na, sa, ia)] - b[ref_ravel(nb, sb, ib)];
+        expected[i] = diff * diff;
+        total += diff * diff;
+    }
+    if (reduction == CT_REDUCTION_SUM) expected[0] = total;
+    if (reduction == CT_REDUCTION_MEAN) expected[0] = total / (double)n;
+    ct_tensor *ta = ref_tensor_strided(a, na, sa, dtype, device);
+    ct_tensor *tb = ref_tensor(b, nb, sb, dtype, device);
+    ct_tensor *loss = ct_mse_loss(ta, tb, reduction);
+    CHECK_TENSOR(loss, expected);
+    CHECK(ct_ndim(loss) == (reduction == CT_REDUCTION_NONE ? no : 0));
+    ct_release(loss);
+    ct_release(tb);
+    ct_release(ta);
+}
+
+DEVICE_TEST(test_nn_loss_mse_reductions_and_broadcast) {
+    int64_t s23[2] = {2, 3}, s3[1] = {3}, s41[2] = {4, 1};
+    for (int r = 0; r < 3; r++)
+        for (int dt = CT_F32; dt <= CT_F64; dt++) {
+            check_mse(device, 2, s23, 2, s23, (ct_dtype)dt, (ct_reduction)r, 3 + (uint64_t)r);
+            if (ct_test_failed()) return;
+            check_mse(device, 2, s23, 1, s3, (ct_dtype)dt, (ct_reduction)r, 5 + (uint64_t)r);
+            if (ct_test_failed()) return;
+            check_mse(device, 2, s41, 1, s3, (ct_dtype)dt, (ct_reduction)r, 7 + (uint64_t)r);
+            if (ct_test_failed()) return;
+        }
+}
+
+DEVICE_TEST(test_nn_loss_mse_errors) {
+    ct_tensor *a = ct_zeros(2, (int64_t[]){2, 3}, CT_F32, device);
+    ct_tensor *b = ct_zeros(1, (int64_t[]){4}, CT_F32, device);
+    ct_tensor *i = ct_zeros(2, (int64_t[]){2, 3}, CT_I64, device);
+    CHECK(ct_mse_loss(a, b, CT_REDUCTION_MEAN) == NULL);
+    CHECK_ERROR(CT_ERR_SHAPE, "ct_mse_loss: shapes");
+    CHECK(ct_mse_loss(a, i, CT_REDUCTION_MEAN) == NULL);
+    CHECK_ERROR(CT_ERR_DTYPE, "ct_mse_loss: argument 2 has dtype int64");
+    CHECK(ct_mse_loss(a, a, (ct_reduction)-1) == NULL);
+    CHECK_ERROR(CT_ERR_INVALID_ARG, "ct_mse_loss: reduction -1");
+    CHECK(ct_mse_loss(a, NULL, CT_REDUCTION_SUM) == NULL);
+    CHECK_ERROR(CT_ERR_INVALID_ARG, "ct_mse_loss: argument 2 is NULL");
+    ct_release(i);
+    ct_release(b);
+    ct_release(a);
+}

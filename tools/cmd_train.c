@@ -1,0 +1,296 @@
+/* `ctensor train`: train the MLP or the small CNN on a dataset on a device, with a data
+ * loader that prepares and moves batches while the step runs, progress, checkpoints, and
+ * a summary of accuracy, time, throughput, memory and transfers. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli_impl.h"
+#include "train_data_impl.h"
+#include "train_impl.h"
+
+/* Fashion-MNIST's pixel mean and standard deviation (over the training set, pixels in
+ * [0, 1]), used to normalise every dataset of 28x28 images here. */
+#define PIXEL_MEAN 0.2860
+#define PIXEL_STD 0.3530
+#define EVAL_BATCH 1000
+
+typedef struct trainer {
+    train_options *o;
+    ct_module *model;
+    ct_optimizer *optimizer;
+    train_data data;
+    ct_loader *train, *test;
+    /* Running sums of the epoch on the device, read at progress points only (a read is a
+     * synchronisation). */
+    ct_tensor *loss_sum, *correct;
+} trainer;
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int failed(const char *what) {
+    fprintf(stderr, "ctensor train: %s: %s\n", what, ct_last_error());
+    return 1;
+}
+
+/* Add this batch's loss (times its size) and correct predictions to the running sums. */
+static ct_status accumulate(trainer *t, const ct_tensor *logits, const ct_tensor *loss,
+                            const ct_tensor *y) {
+    ct_no_grad_push();
+    ct_tensor *batch_loss = ct_mul_scalar(loss, (double)ct_size(y, 0));
+    ct_tensor *hits = ct_sum(ct_eq(ct_argmax(logits, 1, false), y), 0, NULL, false);
+    ct_tensor *loss_sum = batch_loss ? ct_add(t->loss_sum, batch_loss) : NULL;
+    ct_tensor *correct = hits ? ct_add(t->correct, hits) : NULL;
+    ct_no_grad_pop();
+    if (!loss_sum || !correct) return ct_last_status();
+    ct_keep(loss_sum);
+    ct_keep(correct);
+    ct_release(t->loss_sum);
+    ct_release(t->correct);
+    t->loss_sum = loss_sum, t->correct = correct;
+    return CT_OK;
+}
+
+static ct_status step(trainer *t, const ct_tensor *x, const ct_tensor *y) {
+    ct_tensor *images =
+        ct_ndim(x) == 4 ? NULL : ct_reshape(x, 4, (int64_t[]){ct_size(x, 0), 1, 28, 28});
+    ct_tensor *logits = ct_module_forward(t->model, images ? images : x);
+    ct_tensor *loss = ct_cross_entropy(logits, y, NULL);
+    if (!loss) return ct_last_status();
+    ct_status status = ct_optimizer_zero_grad(t->optimizer);
+    if (status == CT_OK) status = ct_backward(loss);
+    if (status == CT_OK) status = ct_optimizer_step(t->optimizer);
+    if (status == CT_OK) status = accumulate(t, logits, loss, y);
+    return status;
+}
+
+static ct_status read_sums(const trainer *t, double *loss_sum, double *correct) {
+    ct_status status = ct_item(t->loss_sum, loss_sum);
+    return status == CT_OK ? ct_item(t->correct, correct) : status;
+}
+
+static ct_status reset_sums(trainer *t) {
+    ct_release(t->loss_sum);
+    ct_release(t->correct);
+    t->loss_sum = ct_zeros(0, NULL, CT_F32, t->o->device);
+    t->correct = ct_zeros(0, NULL, CT_I64, t->o->device);
+    return t->loss_sum && t->correct ? CT_OK : ct_last_status();
+}
+
+/* One pass over the training set; the epoch's mean loss and accuracy. */
+static ct_status train_epoch(trainer *t, int epoch, double *loss, double *accuracy,
+                             double *seconds) {
+    ct_status status = ct_loader_start_epoch(t->train, epoch - 1);
+    if (status == CT_OK) status = reset_sums(t);
+    int64_t steps = ct_loader_batches(t->train), done = 0, samples = 0;
+    double start = now(), last_report = 0, loss_sum = 0, correct = 0;
+    ct_module_train(t->model, true);
+    while (status == CT_OK) {
+        ct_scope_begin(); /* a step's tensors go at its end */
+        ct_tensor *x, *y;
+        status = ct_loader_next(t->train, &x, &y);
+        bool more = status == CT_OK && x;
+        if (more) status = step(t, x, y);
+        if (more && status == CT_OK) samples += ct_size(y, 0), done++;
+        ct_scope_end();
+        if (!more || status != CT_OK) break;
+        double elapsed = now() - start;
+        if (t->o->progress && (elapsed - last_report > 0.2 || done == steps)) {
+            last_report = elapsed;
+            status = read_sums(t, &loss_sum, &correct);
+            double rate = samples / elapsed;
+            train_progress(t->o, epoch, done, steps, loss_sum / samples, correct / samples, rate,
+                           (steps - done) * (elapsed / done));
+        }
+    }
+    if (status == CT_OK) status = ct_synchronize(t->o->device);
+    *seconds = now() - start;
+    if (status == CT_OK) status = read_sums(t, &loss_sum, &correct);
+    *loss = samples ? loss_sum / samples : 0;
+    *accuracy = samples ? correct / samples : 0;
+    return status;
+}
+
+/* Accuracy on the test set, in evaluation mode without recording. */
+static ct_status evaluate(trainer *t, double *accuracy) {
+    ct_module_eval(t->model);
+    ct_status status = ct_loader_start_epoch(t->test, 0);
+    double hits = 0;
+    int64_t samples = 0;
+    ct_no_grad_push();
+    while (status == CT_OK) {
+        ct_scope_begin();
+        ct_tensor *x, *y;
+        status = ct_loader_next(t->test, &x, &y);
+        bool more = status == CT_OK && x;
+        if (more) {
+            ct_tensor *images =
+                ct_ndim(x) == 4 ? x : ct_reshape(x, 4, (int64_t[]){ct_size(x, 0), 1, 28, 28});
+            ct_tensor *predicted = ct_argmax(ct_module_forward(t->model, images), 1, false);
+            double batch_hits = 0;
+            status = ct_item(ct_sum(ct_eq(predicted, y), 0, NULL, false), &batch_hits);
+            hits += batch_hits;
+            samples += ct_size(y, 0);
+        }
+        ct_scope_end();
+        if (!more) break;
+    }
+    ct_no_grad_pop();
+    *accuracy = samples ? hits / samples : 0;
+    return status;
+}
+
+static ct_loader *make_loader(const trainer *t, const ct_tensor *images, const ct_tensor *labels,
+                              int64_t batch, bool training) {
+    ct_loader_options options = {.batch_size = batch,
+                                 .shuffle = training,
+                                 .seed = t->o->seed,
+                                 .workers = t->o->workers,
+                                 .device = t->o->device,
+                                 .scale = 1.0 / 255,
+                                 .mean = {PIXEL_MEAN},
+                                 .std = {PIXEL_STD}};
+    return ct_loader_new(images, labels, &options);
+}
+
+static ct_optimizer *make_optimizer(const train_options *o, ct_module *model) {
+    ct_tensor *params[32];
+    int n = ct_module_parameters(model, params, 32);
+    if (strcmp(o->optimizer, "sgd") == 0)
+        return ct_sgd(n, params, &(ct_sgd_options){.lr = o->lr, .momentum = 0.9});
+    ct_adam_options adam =
+        strcmp(o->optimizer, "adamw") == 0 ? ct_adamw_defaults() : ct_adam_defaults();
+    adam.lr = o->lr;
+    return strcmp(o->optimizer, "adamw") == 0 ? ct_adamw(n, params, &adam)
+                                              : ct_adam(n, params, &adam);
+}
+
+/* Whether a training step at batch b fits in the device's memory: forward and backward on
+ * a batch of zeros while the loader's queued batches and the optimiser's state (two
+ * tensors per parameter) are held too. */
+static bool step_fits(trainer *t, int64_t b, ct_status *status) {
+    ct_device device = t->o->device;
+    int64_t shape[4] = {b, 1, 28, 28};
+    int queued = 2 * (t->o->workers ? t->o->workers : 1) + 1;
+    ct_scope_begin();
+    bool ok = true;
+    for (int i = 0; i < queued && ok; i++) ok = ct_empty(4, shape, CT_F32, device) != NULL;
+    ct_tensor *params[32];
+    int n = ct_module_parameters(t->model, params, 32);
+    for (int i = 0; i < n && ok; i++)
+        ok = ct_zeros(ct_ndim(params[i]), ct_shape(params[i]), CT_F32, device) &&
+             ct_zeros(ct_ndim(params[i]), ct_shape(params[i]), CT_F32, device);
+    if (ok) {
+        ct_tensor *x = ct_zeros(4, shape, CT_F32, device);
+        ct_tensor *y = ct_zeros(1, &b, CT_I64, device);
+        ok = ct_backward(ct_cross_entropy(ct_module_forward(t->model, x), y, NULL)) == CT_OK;
+    }
+    ct_module_zero_grad(t->model);
+    ct_scope_end();
+    *status = ok || ct_last_status() == CT_ERR_OUT_OF_MEMORY ? CT_OK : ct_last_status();
+    if (!ok) ct_clear_error();
+    return ok;
+}
+
+/* The largest power-of-two batch up to 4096 (and the training set) that fits. */
+static ct_status auto_batch(trainer *t, int64_t *batch) {
+    int64_t n = ct_size(t->data.train_images, 0), b = 4096;
+    while (b > 1 && b > n) b /= 2;
+    for (; b >= 1; b /= 2) {
+        ct_status status;
+        if (step_fits(t, b, &status)) {
+            *batch = b;
+            return CT_OK;
+        }
+        if (status != CT_OK) return status;
+        ct_empty_cache(t->o->device);
+    }
+    fprintf(stderr, "ctensor train: out of memory: not even a batch of 1 fits on the device\n");
+    return CT_ERR_OUT_OF_MEMORY;
+}
+
+/* Model, optimiser, checkpoint, batch size and loaders; prints its own error line. */
+static int set_up(trainer *t, int *first_epoch, int64_t *batch) {
+    train_options *o = t->o;
+    if (train_load_data(o, &t->data) != CT_OK) return 1;
+    train_limit(&t->data, o->limit);
+    ct_manual_seed(o->seed);
+    t->model = train_model(o->model);
+    if (!t->model || ct_module_to(t->model, o->device) != CT_OK) return failed("model");
+    t->optimizer = make_optimizer(o, t->model);
+    if (!t->optimizer) return failed("optimizer");
+    *first_epoch = 1;
+    if (o->resume) {
+        int done = 0;
+        if (train_load_checkpoint(o->checkpoint, t->model, t->optimizer, &done) != CT_OK)
+            return failed(o->checkpoint);
+        *first_epoch = done + 1;
+    }
+    *batch = o->batch_size;
+    if (*batch == 0) {
+        ct_status status = auto_batch(t, batch);
+        if (status == CT_ERR_OUT_OF_MEMORY) return 1;
+        if (status != CT_OK) return failed("--batch-size auto");
+    }
+    t->train = make_loader(t, t->data.train_images, t->data.train_labels, *batch, true);
+    t->test = t->train ? make_loader(t, t->data.test_images, t->data.test_labels, EVAL_BATCH, false)
+                       : NULL;
+    return t->test ? 0 : failed("data loader");
+}
+
+static int run(trainer *t, train_summary *summary) {
+    train_options *o = t->o;
+    int first_epoch;
+    int rc = set_up(t, &first_epoch, &summary->batch_size);
+    if (rc) return rc;
+    ct_reset_peak_memory(o->device);
+    ct_transfer_stats_reset();
+    for (int epoch = first_epoch; epoch <= o->epochs; epoch++) {
+        double loss, accuracy, seconds, test_accuracy;
+        ct_status status = train_epoch(t, epoch, &loss, &accuracy, &seconds);
+        if (status != CT_OK) return failed("training");
+        if (evaluate(t, &test_accuracy) != CT_OK) return failed("evaluation");
+        int64_t samples = ct_size(t->data.train_images, 0);
+        train_epoch_line(o, epoch, loss, accuracy, test_accuracy, seconds, samples / seconds);
+        summary->epochs_run++;
+        summary->seconds += seconds;
+        summary->final_loss = loss, summary->train_accuracy = accuracy;
+        summary->test_accuracy = test_accuracy;
+        if (o->checkpoint &&
+            train_save_checkpoint(o->checkpoint, t->model, t->optimizer, epoch, o->seed) != CT_OK)
+            return failed(o->checkpoint);
+    }
+    summary->train_samples = ct_size(t->data.train_images, 0);
+    summary->test_samples = ct_size(t->data.test_images, 0);
+    summary->samples_per_second =
+        summary->seconds > 0 ? summary->train_samples * summary->epochs_run / summary->seconds : 0;
+    summary->parameters = ct_module_parameter_count(t->model);
+    ct_memory_statistics memory;
+    if (ct_memory_stats(o->device, &memory) == CT_OK) summary->peak_memory = memory.peak_allocated;
+    ct_transfer_stats(&summary->transfers);
+    return 0;
+}
+
+int ct_cli_train(int argc, char **argv) {
+    train_options o;
+    int parsed = train_parse(argc, argv, &o);
+    if (parsed >= 0) return parsed;
+    if (ct_device_check(o.device) != CT_OK) return failed("--device");
+    trainer t = {.o = &o};
+    train_summary summary = {.model = o.model, .optimizer = o.optimizer, .epochs = o.epochs};
+    ct_device_str(o.device, summary.device, sizeof summary.device);
+    int rc = run(&t, &summary);
+    if (rc == 0) train_print_summary(&o, &summary);
+    ct_release(t.loss_sum);
+    ct_release(t.correct);
+    ct_loader_free(t.train);
+    ct_loader_free(t.test);
+    ct_optimizer_free(t.optimizer);
+    ct_module_free(t.model);
+    train_release_data(&t.data);
+    return rc;
+}

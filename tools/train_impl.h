@@ -1,0 +1,62 @@
+/* `ctensor train`: its options, the run, and what it reports. */
+#ifndef CT_TRAIN_IMPL_H
+#define CT_TRAIN_IMPL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ctensor/ctensor.h"
+
+typedef struct train_options {
+    const char *model;   /* "mlp" | "cnn" */
+    const char *dataset; /* "fashion-mnist" | DIR | FILE.npy */
+    const char *labels;  /* labels .npy beside a FILE.npy dataset */
+    ct_device device;
+    int epochs;
+    int64_t batch_size; /* 0: auto */
+    double lr;
+    const char *optimizer; /* "sgd" | "adam" | "adamw" */
+    uint64_t seed;
+    int workers;
+    int64_t limit; /* use the first `limit` training samples (0: all) */
+    const char *checkpoint;
+    bool resume;
+    bool json;
+    bool progress; /* a progress bar (stdout is a terminal and not --json) */
+} train_options;
+
+/* Parse argv (argv[0] is "train"); -1 to go on, else the exit status (0 after --help). */
+int train_parse(int argc, char **argv, train_options *out);
+
+/* What a run measured, for the summary. */
+typedef struct train_summary {
+    char device[32];
+    const char *model, *optimizer;
+    int epochs_run, epochs;
+    int64_t batch_size, train_samples, test_samples, parameters;
+    double seconds;            /* training time, evaluation excluded */
+    double samples_per_second; /* training samples over training time */
+    double final_loss, train_accuracy, test_accuracy;
+    size_t peak_memory; /* the device pool's high-water mark */
+    ct_transfer_statistics transfers;
+} train_summary;
+
+/* The progress line of a step (a bar on a terminal), and the summary. */
+void train_progress(const train_options *o, int epoch, int64_t step, int64_t steps, double loss,
+                    double accuracy, double samples_per_second, double eta_seconds);
+void train_epoch_line(const train_options *o, int epoch, double loss, double accuracy,
+                      double test_accuracy, double seconds, double samples_per_second);
+void train_print_summary(const train_options *o, const train_summary *s);
+
+/* The model of o->model (NULL with the error set). */
+ct_module *train_model(const char *name);
+
+/* Save the model, optimiser and epoch to path (atomically); load them back, checking
+ * every name, shape and dtype. */
+ct_status train_save_checkpoint(const char *path, const ct_module *model,
+                                const ct_optimizer *optimizer, int epoch, uint64_t seed);
+ct_status train_load_checkpoint(const char *path, ct_module *model, ct_optimizer *optimizer,
+                                int *epoch);
+
+#endif

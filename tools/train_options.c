@@ -1,0 +1,141 @@
+/* `ctensor train`'s command line: every option checked, one clear line for a bad one. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli_impl.h"
+#include "train_impl.h"
+
+static const char help[] =
+    "usage: ctensor train [options]\n"
+    "Train a model on a dataset on a device, with progress, and print a summary.\n\n"
+    "  --model mlp|cnn            784-256-128-10 MLP, or the small CNN (default cnn)\n"
+    "  --dataset NAME|DIR|FILE    fashion-mnist (Debian's dataset-fashion-mnist), a folder\n"
+    "                             with the four MNIST-named IDX files (gzipped or not), or\n"
+    "                             images in FILE.npy with --labels LABELS.npy (default\n"
+    "                             fashion-mnist)\n"
+    "  --labels FILE.npy          labels for a .npy dataset\n"
+    "  --device auto|cpu|cuda[:N] where to train (default auto: the best device present)\n"
+    "  --epochs N                 passes over the training set (default 3)\n"
+    "  --batch-size N|auto        samples per step (default 128); auto: the largest that\n"
+    "                             fits the device's memory, found by halving on\n"
+    "                             out-of-memory\n"
+    "  --lr X                     learning rate (default 0.001)\n"
+    "  --optimizer sgd|adam|adamw (default adam)\n"
+    "  --seed N                   initialisation, shuffling (default 0)\n"
+    "  --workers N                data-loading threads (default 2)\n"
+    "  --limit N                  train on the first N samples only\n"
+    "  --checkpoint FILE          save model and optimiser after each epoch (safetensors)\n"
+    "  --resume                   continue from --checkpoint's last epoch\n"
+    "  --json                     print the summary as one JSON object\n";
+
+static int bad(const char *option, const char *value, const char *expected) {
+    fprintf(stderr, "ctensor train: %s \"%s\": expected %s (see ctensor train --help)\n", option,
+            value ? value : "", expected);
+    return 2;
+}
+
+/* A whole decimal integer in [lo, hi]. */
+static bool parse_int(const char *text, int64_t lo, int64_t hi, int64_t *out) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (errno || end == text || *end || v < lo || v > hi) return false;
+    *out = v;
+    return true;
+}
+
+static int parse_value(const char *option, const char *value, train_options *o) {
+    int64_t n;
+    if (strcmp(option, "--model") == 0) {
+        if (strcmp(value, "mlp") && strcmp(value, "cnn")) return bad(option, value, "mlp or cnn");
+        o->model = value;
+    } else if (strcmp(option, "--dataset") == 0) {
+        o->dataset = value;
+    } else if (strcmp(option, "--labels") == 0) {
+        o->labels = value;
+    } else if (strcmp(option, "--device") == 0) {
+        if (ct_device_parse(value, &o->device) != CT_OK)
+            return bad(option, value, "auto, cpu, cuda or cuda:N");
+    } else if (strcmp(option, "--epochs") == 0) {
+        if (!parse_int(value, 1, 100000, &n)) return bad(option, value, "an integer >= 1");
+        o->epochs = (int)n;
+    } else if (strcmp(option, "--batch-size") == 0) {
+        if (strcmp(value, "auto") == 0)
+            o->batch_size = 0;
+        else if (!parse_int(value, 1, INT32_MAX, &n))
+            return bad(option, value, "a positive integer or auto");
+        else
+            o->batch_size = n;
+    } else if (strcmp(option, "--lr") == 0) {
+        char *end;
+        double lr = strtod(value, &end);
+        if (end == value || *end || !(lr > 0 && lr < 1e3))
+            return bad(option, value, "a number > 0");
+        o->lr = lr;
+    } else if (strcmp(option, "--optimizer") == 0) {
+        if (strcmp(value, "sgd") && strcmp(value, "adam") && strcmp(value, "adamw"))
+            return bad(option, value, "sgd, adam or adamw");
+        o->optimizer = value;
+    } else if (strcmp(option, "--seed") == 0) {
+        if (!parse_int(value, 0, INT64_MAX, &n)) return bad(option, value, "an integer >= 0");
+        o->seed = (uint64_t)n;
+    } else if (strcmp(option, "--workers") == 0) {
+        if (!parse_int(value, 0, 64, &n)) return bad(option, value, "an integer in 0..64");
+        o->workers = (int)n;
+    } else if (strcmp(option, "--limit") == 0) {
+        if (!parse_int(value, 1, INT64_MAX, &n)) return bad(option, value, "a positive integer");
+        o->limit = n;
+    } else if (strcmp(option, "--checkpoint") == 0) {
+        o->checkpoint = value;
+    } else {
+        fprintf(stderr, "ctensor train: unknown option \"%s\" (see ctensor train --help)\n",
+                option);
+        return 2;
+    }
+    return -1;
+}
+
+int train_parse(int argc, char **argv, train_options *o) {
+    *o = (train_options){.model = "cnn",
+                         .dataset = "fashion-mnist",
+                         .epochs = 3,
+                         .batch_size = 128,
+                         .lr = 1e-3,
+                         .optimizer = "adam",
+                         .workers = 2};
+    ct_device_parse("auto", &o->device);
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            fputs(help, stdout);
+            return 0;
+        }
+        if (strcmp(arg, "--json") == 0) {
+            o->json = true;
+        } else if (strcmp(arg, "--resume") == 0) {
+            o->resume = true;
+        } else {
+            /* --option value or --option=value */
+            char name[64];
+            const char *eq = strchr(arg, '='), *value;
+            if (eq && (size_t)(eq - arg) < sizeof name) {
+                memcpy(name, arg, (size_t)(eq - arg));
+                name[eq - arg] = '\0';
+                value = eq + 1;
+            } else {
+                snprintf(name, sizeof name, "%s", arg);
+                if (strncmp(arg, "--", 2) != 0 || i + 1 >= argc)
+                    return strncmp(arg, "--", 2) ? bad("argument", arg, "an option (--name value)")
+                                                 : bad(arg, "", "a value after it");
+                value = argv[++i];
+            }
+            int status = parse_value(name, value, o);
+            if (status >= 0) return status;
+        }
+    }
+    if (o->resume && !o->checkpoint) return bad("--resume", "", "--checkpoint FILE with it");
+    o->progress = !o->json && isatty(STDOUT_FILENO);
+    return -1;
+}
