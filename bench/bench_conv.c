@@ -5,10 +5,10 @@
  * ct_conv2d 32->64 3x3 pad 1 -> ct_max_pool2d 2, then ct_backward_with a gradient of ones
  * (weights and biases require grad, the input does not); gradients are dropped before each
  * step, as zero_grad(set_to_none=True). bench/peer_torch_conv.py does the same in PyTorch
- * with torch.set_num_threads(2). Each side's figure is the median step time over its runs
- * after 3 warm-up steps; the two sides run one after the other (ours, PyTorch, ours again,
- * keeping our better median), so a load change on the shared machine shows as a gap
- * between our two medians, which is printed too.
+ * with torch.set_num_threads(2), under the settings bench/run_step.sh gives PyTorch. Each side's
+ * figure is the median step time over its runs after 3 warm-up steps; the two sides run one after
+ * the other (ours, PyTorch, ours again, keeping our better median), so a load change on the shared
+ * machine shows as a gap between our two medians, which is printed too.
  *
  * Usage: bench_conv [--runs N] [--peer PATH]   (OMP_NUM_THREADS and OPENBLAS_NUM_THREADS as
  * the caller sets them; unset OPENBLAS_CORETYPE so both sides pick the same kernels) */
@@ -74,7 +74,12 @@ static double time_steps(const model *m, int runs) {
 
 static double run_peer(const char *peer, int runs) {
     char command[1200];
-    snprintf(command, sizeof command, "/usr/bin/python3 %s --runs %d", peer, runs);
+    /* PyTorch's best settings on this machine, as bench/run_step.sh gives them: passive
+     * OpenMP waiting and glibc malloc tunables that keep freed memory. */
+    snprintf(command, sizeof command,
+             "OMP_WAIT_POLICY=passive GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:"
+             "glibc.malloc.trim_threshold=4294967296 /usr/bin/python3 %s --runs %d",
+             peer, runs);
     FILE *p = popen(command, "r");
     if (!p) return -1;
     /* Read to the end, so the peer never writes into a closed pipe. */
