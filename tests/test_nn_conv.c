@@ -6,6 +6,7 @@
 
 #include "autograd/tape_impl.h"
 #include "core/tensor_impl.h"
+#include "ct_gradcheck.h"
 #include "ct_ref.h"
 
 typedef struct {
@@ -123,6 +124,16 @@ static const conv_case cases[] = {
     {1, 1, 4, 3, 2, 4, 3, {{3, 1}, {0, 0}, {1, 1}, 1}, false},  /* kernel as large as input */
 };
 
+/* Cases whose per-image products are large enough that the CPU runs the images one after
+ * another with OpenBLAS threading each GEMM (the cases above run images on OpenMP threads,
+ * with per-thread partial weight gradients). */
+static const conv_case large_cases[] = {
+    {2, 16, 26, 25, 16, 3, 3, {{1, 1}, {1, 1}, {1, 1}, 2}, true},
+    {3, 8, 40, 37, 12, 3, 3, {{2, 1}, {1, 2}, {2, 1}, 1}, false},
+};
+
+static bool backward_case(const conv_case *k, ct_dtype dtype, ct_device device);
+
 /* One forward case on one dtype, contiguous or strided input. */
 static bool forward_case(const conv_case *k, ct_dtype dtype, bool strided, ct_device device) {
     conv_ref r;
@@ -152,6 +163,14 @@ DEVICE_TEST(test_nn_conv_forward_matches_reference) {
         }
 }
 
+DEVICE_TEST(test_nn_conv_large_products_match_reference) {
+    for (size_t i = 0; i < sizeof large_cases / sizeof large_cases[0]; i++) {
+        CHECK(forward_case(&large_cases[i], CT_F32, false, device));
+        CHECK(forward_case(&large_cases[i], CT_F64, true, device));
+        CHECK(backward_case(&large_cases[i], CT_F64, device));
+    }
+}
+
 DEVICE_TEST(test_nn_conv_forward_non_contiguous_input) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i += 2) {
         CHECK(forward_case(&cases[i], CT_F32, true, device));
@@ -164,8 +183,7 @@ DEVICE_TEST(test_nn_conv_forward_half_precision) {
     CHECK(forward_case(&cases[3], CT_BF16, false, device));
 }
 
-DEVICE_TEST(test_nn_conv_forward_large_batch_chunks) {
-    /* Images large enough that the CPU splits the batch into workspace-sized chunks. */
+DEVICE_TEST(test_nn_conv_forward_large_images) {
     conv_case k = {5, 1, 210, 209, 1, 11, 11, {{1, 1}, {0, 0}, {1, 1}, 1}, true};
     CHECK(forward_case(&k, CT_F32, false, device));
 }
@@ -229,7 +247,7 @@ DEVICE_TEST(test_nn_conv_backward_matches_reference) {
         }
 }
 
-DEVICE_TEST(test_nn_conv_backward_large_batch_chunks) {
+DEVICE_TEST(test_nn_conv_backward_large_images) {
     conv_case k = {3, 2, 210, 209, 2, 11, 11, {{1, 1}, {1, 1}, {1, 1}, 2}, true};
     CHECK(backward_case(&k, CT_F32, device));
 }
@@ -253,13 +271,77 @@ DEVICE_TEST(test_nn_conv_backward_only_needed_grads) {
     CHECK(ok);
 }
 
+/* ---- gradient checks (finite differences through ct_backward) ---- */
+
+static ct_tensor *apply_conv(ct_tensor *const *in, void *context) {
+    const conv_case *k = context;
+    return ct_conv2d(in[0], in[1], k->bias ? in[2] : NULL, &k->opt);
+}
+
+/* A float64 leaf of the given shape with values in [-1, 1) that requires grad. */
+static ct_tensor *leaf(ct_device device, int ndim, const int64_t *shape, uint64_t seed) {
+    int64_t n = ref_numel(ndim, shape);
+    double *v = malloc(sizeof(double) * (size_t)(n + 1));
+    if (!v) return NULL;
+    ref_random(v, n, seed, -1.0, 1.0);
+    ct_tensor *t = ref_tensor(v, ndim, shape, CT_F64, device);
+    free(v);
+    if (t) ct_set_requires_grad(t, true);
+    return t;
+}
+
+DEVICE_TEST(test_nn_conv_gradcheck) {
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const conv_case *k = &cases[i];
+        int64_t g = eff(k->opt.groups, 1);
+        int64_t xs[4] = {k->n, k->c, k->h, k->w}, ws[4] = {k->o, k->c / g, k->kh, k->kw};
+        ct_tensor *in[3] = {leaf(device, 4, xs, 3 + i), leaf(device, 4, ws, 13 + i),
+                            leaf(device, 1, &k->o, 23 + i)};
+        bool ok = in[0] && in[1] && in[2] &&
+                  ct_gradcheck(apply_conv, k->bias ? 3 : 2, in, (void *)k, 1e-6, 1e-7, 1e-5);
+        for (int j = 0; j < 3; j++) ct_release(in[j]);
+        if (!ok) ct_test_fail(__FILE__, __LINE__, "case %zu", i);
+        if (!ok) return;
+    }
+}
+
+/* Input gradient only (the weight a constant), as for a network's first layer's input. */
+DEVICE_TEST(test_nn_conv_gradcheck_input_only) {
+    const conv_case *k = &cases[3];
+    int64_t xs[4] = {k->n, k->c, k->h, k->w}, ws[4] = {k->o, k->c / 2, k->kh, k->kw};
+    ct_tensor *in[3] = {leaf(device, 4, xs, 5), leaf(device, 4, ws, 6), leaf(device, 1, &k->o, 7)};
+    CHECK(in[0] && in[1] && in[2]);
+    ct_set_requires_grad(in[1], false);
+    ct_set_requires_grad(in[2], false);
+    bool ok = ct_gradcheck(apply_conv, 3, in, (void *)k, 1e-6, 1e-7, 1e-5);
+    for (int j = 0; j < 3; j++) ct_release(in[j]);
+    CHECK(ok);
+}
+
+DEVICE_TEST(test_nn_conv_unbatched_input) {
+    const conv_case *k = &cases[1];
+    conv_case one = *k;
+    one.n = 1;
+    conv_ref r;
+    CHECK(make_ref(&one, CT_F64, 9, &r));
+    ct_tensor *x = ref_tensor(r.x, 3, r.xs + 1, CT_F64, device);
+    ct_tensor *w = ref_tensor(r.w, 4, r.ws, CT_F64, device);
+    ct_tensor *b = ref_tensor(r.b, 1, &one.o, CT_F64, device);
+    ct_tensor *y = ct_conv2d(x, w, b, &one.opt);
+    bool ok = y && ct_ndim(y) == 3 && memcmp(ct_shape(y), r.ys + 1, 3 * sizeof(int64_t)) == 0 &&
+              close_all(y, r.y, 1e-12);
+    ct_release(x), ct_release(w), ct_release(b), ct_release(y);
+    free(r.x);
+    CHECK(ok);
+}
+
 /* ---- errors ---- */
 
 DEVICE_TEST(test_nn_conv_errors) {
     int64_t xs[4] = {1, 4, 5, 5}, ws[4] = {6, 2, 3, 3}, bs[1] = {5};
     ct_tensor *x = ct_zeros(4, xs, CT_F32, device), *w = ct_zeros(4, ws, CT_F32, device);
     ct_tensor *b = ct_zeros(1, bs, CT_F32, device), *xi = ct_zeros(4, xs, CT_I32, device);
-    ct_tensor *wd = ct_zeros(4, ws, CT_F64, device), *x3 = ct_zeros(3, xs + 1, CT_F32, device);
+    ct_tensor *wd = ct_zeros(4, ws, CT_F64, device), *x3 = ct_zeros(2, xs + 2, CT_F32, device);
     CHECK(x && w && b && xi && wd && x3);
     ct_tensor *r[10];
     r[0] = ct_conv2d(x3, w, NULL, NULL);

@@ -6,6 +6,7 @@
 
 #include "autograd/tape_impl.h"
 #include "core/tensor_impl.h"
+#include "ct_gradcheck.h"
 #include "ct_ref.h"
 
 typedef enum { MAX, AVG, ADAPTIVE } kind;
@@ -180,6 +181,29 @@ DEVICE_TEST(test_nn_pool_without_grad_records_nothing) {
     if (ok) CHECK_TENSOR(y, e);
     ct_release(y);
     CHECK(ok);
+}
+
+/* ---- gradient checks (finite differences through ct_backward) ---- */
+
+static ct_tensor *apply_pool(ct_tensor *const *in, void *context) { return run(context, in[0]); }
+
+DEVICE_TEST(test_nn_pool_gradcheck) {
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const pool_case *c = &cases[i];
+        int64_t n = ref_numel(c->ndim, c->shape);
+        double *v = malloc(sizeof(double) * (size_t)n);
+        CHECK_NOT_NULL(v);
+        /* Distinct values, so that no window's maximum is within eps of a tie. */
+        for (int64_t j = 0; j < n; j++) v[j] = (double)((j * 37) % n) / (double)n - 0.5;
+        ct_tensor *x = ref_tensor(v, c->ndim, c->shape, CT_F64, device);
+        free(v);
+        CHECK_NOT_NULL(x);
+        ct_set_requires_grad(x, true);
+        bool ok = ct_gradcheck(apply_pool, 1, &x, (void *)c, 1e-6, 1e-7, 1e-5);
+        ct_release(x);
+        if (!ok) ct_test_fail(__FILE__, __LINE__, "case %zu", i);
+        if (!ok) return;
+    }
 }
 
 DEVICE_TEST(test_nn_pool_errors) {

@@ -35,10 +35,10 @@ typedef enum ct_pool_kind {
 
 /* Pooling over `planes` = batch * channels planes of in_h x in_w into out_h x out_w.
  * Forward reads x and writes y (and, for max, indices: the in-plane flat index ih * in_w + iw
- * of each output's first maximum, NaN counting as the maximum as in PyTorch; indices may be
- * NULL in forward when no backward will follow). Backward reads
- * y as the gradient of the output (and indices, for max) and writes the whole of x as the
- * gradient of the input. kernel, stride and padding are unused by the adaptive kind. */
+ * of each output's first maximum, a NaN counting as the maximum as in PyTorch (the first NaN);
+ * indices may be NULL in forward when no backward will follow). Backward reads y as the gradient of
+ * the output (and indices, for max) and writes the whole of x as the gradient of the input. kernel,
+ * stride and padding are unused by the adaptive kind. */
 typedef struct ct_pool2d_args {
     ct_pool_kind kind;
     ct_dtype dtype;

@@ -1,12 +1,12 @@
 /* ct_conv2d: 2-d convolution as torch.nn.functional.conv2d (NCHW input, weight
  * (out_channels, in_channels / groups, kh, kw), optional bias), with its backward.
  *
- * The front door checks ranks, dtypes, channels against groups and the kernel against the
- * padded input, then hands contiguous tensors of the compute dtype (f64, else f32: f16 and
- * bf16 compute in f32 and round once) to the backend. The backend says how much scratch it
- * needs; it comes from the device's pool, so a training loop reuses the same blocks. The
- * autograd node keeps the prepared input and weight; its backward asks the backend for the
- * gradients of exactly the inputs that need one, in one call. */
+ * A 3-d input is one image (PyTorch's unbatched form). The front door checks ranks, dtypes,
+ * channels against groups and the kernel against the padded input, then hands contiguous tensors of
+ * the compute dtype (f64, else f32: f16 and bf16 compute in f32 and round once) to the backend. The
+ * backend says how much scratch it needs; it comes from the device's pool, so a training loop
+ * reuses the same blocks. The autograd node keeps the prepared input and weight; its backward asks
+ * the backend for the gradients of exactly the inputs that need one, in one call. */
 #include <stdio.h>
 
 #include "autograd/tape_impl.h"
@@ -257,12 +257,24 @@ static ct_tensor *convolve(ct_device device, const ct_tensor *const *args, int n
     return out;
 }
 
+/* An unbatched (C, H, W) input as a batch of one, through shape ops that autograd follows. */
+static ct_tensor *conv_unbatched(const ct_tensor *x, const ct_tensor *weight, const ct_tensor *bias,
+                                 const ct_conv2d_options *options) {
+    ct_tensor *batch = ct_unsqueeze(x, 0);
+    ct_tensor *y = batch ? ct_conv2d(batch, weight, bias, options) : NULL;
+    ct_tensor *out = y ? ct_squeeze(y, 0) : NULL;
+    ct_release(batch);
+    ct_release(y);
+    return out;
+}
+
 ct_tensor *ct_conv2d(const ct_tensor *x, const ct_tensor *weight, const ct_tensor *bias,
                      const ct_conv2d_options *options) {
     const ct_tensor *args[3] = {x, weight, bias};
     int n = bias ? 3 : 2;
     ct_device device;
     if (!ct__check_args(OP, n, args, &device)) return NULL;
+    if (x->ndim == 3 && weight->ndim == 4) return conv_unbatched(x, weight, bias, options);
     conv_params p;
     ct_conv2d_args a;
     if (read_options(options, &p) != CT_OK || check_dtypes(x, weight, bias) != CT_OK ||

@@ -1,23 +1,24 @@
-/* CPU 2-d convolution (ct_conv2d_args in backend/conv_args_impl.h): im2col + OpenBLAS GEMM.
- *
- * The batch is processed in chunks of images that fit the workspace. Each chunk is lowered
- * to one column matrix (cpu_conv_typed_impl.h), so every group's product is a single large
- * GEMM that OpenBLAS threads itself; the lowering, the layout changes and col2im run on
- * OpenMP threads. Forward: Y = W @ col. Backward: dW = dY @ col^T, dcol = W^T @ dY, then
- * col2im. The workspace holds col (K x nb*L) and the (out_channels x nb*L) output-side
- * matrix; its size (ct__cpu_conv2d_workspace) fixes the chunk. */
+/* CPU 2-d convolution (ct_conv2d_args in backend/conv_args_impl.h): im2col + OpenBLAS GEMM,
+ * one image at a time (cpu_conv_typed_impl.h). Forward: Y_n = W @ col_n (+ bias). Backward:
+ * dW = sum_n dY_n @ col_n^T, db = sum_n of dY_n's rows, and dcol_n = W^T @ dY_n folded back
+ * into dX_n by col2im. An image's col, GEMMs and output stay in one core's cache, and no
+ * layout pass is needed since each image's output block is already in NCHW order. Images
+ * run on OpenMP threads when their GEMMs are small (each thread then keeps its own col and
+ * partial dW, db, summed at the end); otherwise one after another with OpenBLAS threading
+ * each GEMM. The workspace (ct__cpu_conv2d_workspace) holds every thread's scratch. */
 #include <cblas.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <string.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "backend/conv_args_impl.h"
 #include "backend/cpu/cpu_impl.h"
 #include "core/dtype_impl.h"
 #include "core/error_impl.h"
-
-/* Scratch above this is not worth it: chunks this large already make GEMMs efficient. */
-#define CONV_WORKSPACE_BUDGET ((size_t)64 << 20)
 
 /* Output columns [lo, hi) whose input column ow * stride + jo lies in [0, w). */
 static void conv_valid_range(int64_t jo, int64_t stride, int64_t w, int64_t ow_n, int64_t *lo,
@@ -56,70 +57,65 @@ static void conv_gemm(ct_dtype dtype, bool ta, bool tb, int64_t m, int64_t n, in
 #undef CT_CONV_T
 #undef CT_CONV_FN
 
-/* Elements of workspace one image needs: its columns of col and of the output matrix. */
-static int64_t per_image_elements(const ct_conv2d_args *a) {
-    int64_t l = a->out_h * a->out_w;
-    return (a->in_channels * a->kernel_h * a->kernel_w + a->out_channels) * l;
+/* Whether images go to OpenMP threads: when each image's GEMMs are small enough (m * n * k
+ * at most OpenBLAS's threading threshold, 4 * 65536) that OpenBLAS runs them on the
+ * calling thread. Larger products run one image after another, each GEMM threaded by
+ * OpenBLAS itself: calling a threaded OpenBLAS from several threads at once makes its
+ * threads and OpenMP's fight over the cores (several times slower on 2 cores). */
+static bool parallel_images(const ct_conv2d_args *a) {
+    int64_t g = a->groups, l = a->out_h * a->out_w;
+    int64_t og = a->out_channels / g, kg = a->in_channels / g * a->kernel_h * a->kernel_w;
+    return og * kg * l <= 4 * 65536;
+}
+
+/* Elements of one thread's scratch: col, then (backward) partial dw and db. */
+static int64_t per_thread_elements(const ct_conv2d_args *a, bool backward) {
+    int64_t col = a->in_channels * a->kernel_h * a->kernel_w * a->out_h * a->out_w;
+    if (!backward) return col;
+    return col + a->out_channels * (a->in_channels / a->groups) * a->kernel_h * a->kernel_w +
+           a->out_channels;
+}
+
+static int64_t thread_count(const ct_conv2d_args *a) {
+    int64_t threads = parallel_images(a) ? ct__cpu_threads() : 1;
+    return threads < a->batch ? threads : a->batch > 0 ? a->batch : 1;
 }
 
 ct_status ct__cpu_conv2d_workspace(int device, const ct_conv2d_args *args, bool backward,
                                    size_t *bytes) {
     (void)device;
-    (void)backward;
-    size_t esize = ct__dtype_size(args->dtype);
-    int64_t per_image = per_image_elements(args);
-    int64_t images = (int64_t)(CONV_WORKSPACE_BUDGET / esize) / (per_image ? per_image : 1);
-    if (images < 1) images = 1;
-    if (images > args->batch) images = args->batch;
     int64_t k = args->in_channels * args->kernel_h * args->kernel_w;
-    if (images * args->out_h * args->out_w > INT_MAX || k > INT_MAX || args->out_channels > INT_MAX)
+    if (args->out_h * args->out_w > INT_MAX || k > INT_MAX || args->out_channels > INT_MAX)
         return ct__error(CT_ERR_UNSUPPORTED,
                          "ct_conv2d: an image of %lld x %lld outputs with %lld kernel elements "
                          "exceeds BLAS's 32-bit sizes; use smaller images",
                          (long long)args->out_h, (long long)args->out_w, (long long)k);
-    *bytes = (size_t)(images * per_image) * esize;
+    *bytes = (size_t)(thread_count(args) * per_thread_elements(args, backward)) *
+             ct__dtype_size(args->dtype);
     return CT_OK;
 }
 
-/* Images per chunk that the given workspace holds. */
-static int64_t chunk_images(const ct_conv2d_args *a) {
-    int64_t per_image = per_image_elements(a) * (int64_t)ct__dtype_size(a->dtype);
-    int64_t images = per_image ? (int64_t)a->workspace_size / per_image : a->batch;
-    return images < 1 ? 1 : images > a->batch ? a->batch : images;
-}
-
-static ct_status run_chunks(const ct_conv2d_args *a, bool backward) {
-    if (a->batch == 0 || a->out_h * a->out_w == 0) return CT_OK;
-    int64_t nb = chunk_images(a), l = a->out_h * a->out_w;
-    if ((size_t)(nb * per_image_elements(a)) * ct__dtype_size(a->dtype) > a->workspace_size)
+static ct_status run(const ct_conv2d_args *a, bool backward) {
+    if (a->batch == 0) return CT_OK;
+    int64_t per_thread = per_thread_elements(a, backward);
+    int64_t threads = (int64_t)(a->workspace_size / ct__dtype_size(a->dtype)) / per_thread;
+    if (threads < 1)
         return ct__error(CT_ERR_BACKEND, "ct_conv2d: workspace of %zu bytes is too small",
                          a->workspace_size);
-    int64_t col_elems = a->in_channels * a->kernel_h * a->kernel_w * nb * l;
-    for (int64_t n0 = 0; n0 < a->batch; n0 += nb) {
-        int64_t count = a->batch - n0 < nb ? a->batch - n0 : nb;
-        if (a->dtype == CT_F64) {
-            double *col = (double *)a->workspace, *mat = col + col_elems;
-            if (backward)
-                backward_chunk_f64(a, n0, count, col, mat);
-            else
-                forward_chunk_f64(a, n0, count, col, mat);
-        } else {
-            float *col = (float *)a->workspace, *mat = col + col_elems;
-            if (backward)
-                backward_chunk_f32(a, n0, count, col, mat);
-            else
-                forward_chunk_f32(a, n0, count, col, mat);
-        }
-    }
+    if (threads > thread_count(a)) threads = thread_count(a);
+    if (a->dtype == CT_F64)
+        run_images_f64(a, backward, (int)threads, per_thread);
+    else
+        run_images_f32(a, backward, (int)threads, per_thread);
     return CT_OK;
 }
 
 ct_status ct__cpu_conv2d_forward(int device, const ct_conv2d_args *args) {
     (void)device;
-    return run_chunks(args, false);
+    return run(args, false);
 }
 
 ct_status ct__cpu_conv2d_backward(int device, const ct_conv2d_args *args) {
     (void)device;
-    return run_chunks(args, true);
+    return run(args, true);
 }

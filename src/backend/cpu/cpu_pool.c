@@ -2,6 +2,7 @@
  * average, forward and backward, one plane (image, channel) per OpenMP work item. */
 #include <math.h>
 #include <stdbool.h>
+#include <string.h>
 
 #include "backend/conv_args_impl.h"
 #include "backend/cpu/cpu_impl.h"
@@ -30,15 +31,24 @@ static pool_window pool_window_of(const ct_pool2d_args *a, int axis, int64_t i) 
     return win;
 }
 
+static bool pool_is_plain_2x2(const ct_pool2d_args *a) {
+    return a->kernel[0] == 2 && a->kernel[1] == 2 && a->stride[0] == 2 && a->stride[1] == 2 &&
+           a->padding[0] == 0 && a->padding[1] == 0;
+}
+
 #define CT_POOL_T float
+#define CT_POOL_U uint32_t
 #define CT_POOL_FN(name) name##_f32
 #include "backend/cpu/cpu_pool_typed_impl.h"
 #undef CT_POOL_T
+#undef CT_POOL_U
 #undef CT_POOL_FN
 #define CT_POOL_T double
+#define CT_POOL_U uint64_t
 #define CT_POOL_FN(name) name##_f64
 #include "backend/cpu/cpu_pool_typed_impl.h"
 #undef CT_POOL_T
+#undef CT_POOL_U
 #undef CT_POOL_FN
 
 static void run_planes(const ct_pool2d_args *a, bool backward) {

@@ -60,6 +60,13 @@ ct_status ct_cuda_random(int device, const ct_ew_args *args, ct_random_kind kind
 ct_status ct_cuda_reduce(int device, ct_reduce_op op, const ct_reduce_args *args);
 ct_status ct_cuda_matmul(int device, const ct_matmul_args *args);
 ct_status ct_cuda_gather(int device, const ct_gather_args *args);
+/* Convolution (cuda_conv.cu, cuDNN) and pooling (cuda_pool.cu); backend/conv_args_impl.h. */
+ct_status ct_cuda_conv2d_workspace(int device, const struct ct_conv2d_args *args, bool backward,
+                                   size_t *bytes);
+ct_status ct_cuda_conv2d_forward(int device, const struct ct_conv2d_args *args);
+ct_status ct_cuda_conv2d_backward(int device, const struct ct_conv2d_args *args);
+ct_status ct_cuda_pool2d_forward(int device, const struct ct_pool2d_args *args);
+ct_status ct_cuda_pool2d_backward(int device, const struct ct_pool2d_args *args);
 
 /* Optimisers (cuda_optim.cu). */
 ct_status ct_cuda_optim_step(int device, const ct_optim_args *args);

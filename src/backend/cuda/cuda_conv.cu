@@ -1,0 +1,230 @@
+// CUDA 2-d convolution (ct_conv2d_args in backend/conv_args_impl.h) through cuDNN's
+// convolution API: cudnnConvolutionForward, BackwardData, BackwardFilter and BackwardBias
+// on NCHW tensors, with the groups set on the convolution descriptor. Algorithms come from
+// the cudnnGet*Algorithm_v7 heuristics: the first one that succeeds and fits the workspace.
+// conv2d_workspace runs the same heuristics to size that workspace, which the op layer takes
+// from the device's pool. f32 uses FMA math (no TF32), so results match the CPU's to f32
+// rounding; f64 computes in f64.
+#include <limits.h>
+#include <stdint.h>
+
+#include <cudnn.h>
+
+#include <mutex>
+
+#include "backend/conv_args_impl.h"
+#include "backend/cuda/cuda_impl.h"
+
+namespace {
+
+#define MAX_DEVICES 64
+#define MAX_ALGOS 16
+
+static ct_status cudnn_failure(cudnnStatus_t result, const char *statement, const char *file,
+                               int line, int device) {
+    ct_status status = result == CUDNN_STATUS_ALLOC_FAILED ? CT_ERR_OUT_OF_MEMORY : CT_ERR_BACKEND;
+    return ct_cuda_fail(status, "ct_conv2d: cuDNN error on cuda:%d at %s:%d in %s: %s", device,
+                        file, line, statement, cudnnGetErrorString(result));
+}
+
+// Like CT_CUDA_CHECK, for cuDNN calls.
+#define CT_CUDNN_CHECK(device, statement)                                                          \
+    do {                                                                                           \
+        cudnnStatus_t ct_cudnn_result_ = (statement);                                              \
+        if (ct_cudnn_result_ != CUDNN_STATUS_SUCCESS)                                              \
+            return cudnn_failure(ct_cudnn_result_, #statement, __FILE__, __LINE__, (device));      \
+    } while (0)
+
+// One handle per device, made on first use and kept for the life of the process.
+static std::mutex handles_lock;
+static cudnnHandle_t handles[MAX_DEVICES];
+
+// The device's handle bound to its stream (the device made current).
+static ct_status device_handle(int device, cudnnHandle_t *out) {
+    if (device < 0 || device >= MAX_DEVICES)
+        return ct_cuda_fail(CT_ERR_UNSUPPORTED,
+                            "ct_conv2d: cuda:%d is beyond the %d devices the cuDNN path supports",
+                            device, MAX_DEVICES);
+    cudaStream_t stream;
+    ct_status status = ct_cuda_stream_get(device, &stream);
+    if (status != CT_OK) return status;
+    {
+        std::lock_guard<std::mutex> guard(handles_lock);
+        if (!handles[device]) CT_CUDNN_CHECK(device, cudnnCreate(&handles[device]));
+        *out = handles[device];
+    }
+    // Every call sets the same stream, so threads sharing the handle agree on it.
+    CT_CUDNN_CHECK(device, cudnnSetStream(*out, stream));
+    return CT_OK;
+}
+
+// The descriptors of one convolution, destroyed with the struct on every path.
+struct conv_descs {
+    cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
+    cudnnFilterDescriptor_t w = nullptr;
+    cudnnConvolutionDescriptor_t conv = nullptr;
+    ~conv_descs() {
+        if (x) cudnnDestroyTensorDescriptor(x);
+        if (y) cudnnDestroyTensorDescriptor(y);
+        if (bias) cudnnDestroyTensorDescriptor(bias);
+        if (w) cudnnDestroyFilterDescriptor(w);
+        if (conv) cudnnDestroyConvolutionDescriptor(conv);
+    }
+};
+
+static bool fits_int(const ct_conv2d_args *a) {
+    const int64_t v[] = {a->batch,        a->in_channels, a->in_h,       a->in_w,
+                         a->out_channels, a->kernel_h,    a->kernel_w,   a->stride[0],
+                         a->stride[1],    a->padding[0],  a->padding[1], a->dilation[0],
+                         a->dilation[1],  a->groups};
+    for (int64_t x : v)
+        if (x > INT_MAX) return false;
+    return true;
+}
+
+static ct_status make_descs(int device, const ct_conv2d_args *a, conv_descs *d) {
+    if (!fits_int(a))
+        return ct_cuda_fail(CT_ERR_UNSUPPORTED,
+                            "ct_conv2d: a size or setting exceeds cuDNN's 32-bit int; split the "
+                            "batch or the image");
+    cudnnDataType_t dt = a->dtype == CT_F64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+    CT_CUDNN_CHECK(device, cudnnCreateTensorDescriptor(&d->x));
+    CT_CUDNN_CHECK(device,
+                   cudnnSetTensor4dDescriptor(d->x, CUDNN_TENSOR_NCHW, dt, (int)a->batch,
+                                              (int)a->in_channels, (int)a->in_h, (int)a->in_w));
+    CT_CUDNN_CHECK(device, cudnnCreateTensorDescriptor(&d->y));
+    CT_CUDNN_CHECK(device,
+                   cudnnSetTensor4dDescriptor(d->y, CUDNN_TENSOR_NCHW, dt, (int)a->batch,
+                                              (int)a->out_channels, (int)a->out_h, (int)a->out_w));
+    CT_CUDNN_CHECK(device, cudnnCreateTensorDescriptor(&d->bias));
+    CT_CUDNN_CHECK(device, cudnnSetTensor4dDescriptor(d->bias, CUDNN_TENSOR_NCHW, dt, 1,
+                                                      (int)a->out_channels, 1, 1));
+    CT_CUDNN_CHECK(device, cudnnCreateFilterDescriptor(&d->w));
+    CT_CUDNN_CHECK(device,
+                   cudnnSetFilter4dDescriptor(d->w, dt, CUDNN_TENSOR_NCHW, (int)a->out_channels,
+                                              (int)(a->in_channels / a->groups), (int)a->kernel_h,
+                                              (int)a->kernel_w));
+    CT_CUDNN_CHECK(device, cudnnCreateConvolutionDescriptor(&d->conv));
+    CT_CUDNN_CHECK(device, cudnnSetConvolution2dDescriptor(
+                               d->conv, (int)a->padding[0], (int)a->padding[1], (int)a->stride[0],
+                               (int)a->stride[1], (int)a->dilation[0], (int)a->dilation[1],
+                               CUDNN_CROSS_CORRELATION, dt));
+    CT_CUDNN_CHECK(device, cudnnSetConvolutionGroupCount(d->conv, (int)a->groups));
+    CT_CUDNN_CHECK(device, cudnnSetConvolutionMathType(d->conv, CUDNN_FMA_MATH));
+    return CT_OK;
+}
+
+// The algorithms of one call: forward, or backward data and filter; their workspace needs.
+struct conv_plan {
+    cudnnConvolutionFwdAlgo_t fwd;
+    cudnnConvolutionBwdDataAlgo_t data;
+    cudnnConvolutionBwdFilterAlgo_t filter;
+    size_t bytes;
+};
+
+// The heuristics' first successful algorithm whose workspace fits `limit`; its need.
+#define PICK_ALGO(device, get_fn, perf_t, algo_out, need_out, limit, ...)                          \
+    do {                                                                                           \
+        perf_t perf[MAX_ALGOS];                                                                    \
+        int returned = 0;                                                                          \
+        CT_CUDNN_CHECK(device, get_fn(__VA_ARGS__, MAX_ALGOS, &returned, perf));                   \
+        int chosen = -1;                                                                           \
+        for (int i = 0; i < returned && chosen < 0; i++)                                           \
+            if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= (limit)) chosen = i;   \
+        if (chosen < 0)                                                                            \
+            return ct_cuda_fail(CT_ERR_BACKEND,                                                    \
+                                "ct_conv2d: cuDNN offers no algorithm for this convolution on "    \
+                                "cuda:%d within %zu bytes of workspace",                           \
+                                device, (size_t)(limit));                                          \
+        *(algo_out) = perf[chosen].algo;                                                           \
+        *(need_out) = perf[chosen].memory;                                                         \
+    } while (0)
+
+// probe: size the workspace before the pointers are known, for every backward product.
+static ct_status make_plan(int device, cudnnHandle_t h, const conv_descs &d,
+                           const ct_conv2d_args *a, bool backward, bool probe, size_t limit,
+                           conv_plan *p) {
+    p->bytes = 0;
+    if (!backward) {
+        PICK_ALGO(device, cudnnGetConvolutionForwardAlgorithm_v7, cudnnConvolutionFwdAlgoPerf_t,
+                  &p->fwd, &p->bytes, limit, h, d.x, d.w, d.conv, d.y);
+        return CT_OK;
+    }
+    size_t data_bytes = 0, filter_bytes = 0;
+    if (a->grad_x || probe)
+        PICK_ALGO(device, cudnnGetConvolutionBackwardDataAlgorithm_v7,
+                  cudnnConvolutionBwdDataAlgoPerf_t, &p->data, &data_bytes, limit, h, d.w, d.y,
+                  d.conv, d.x);
+    if (a->grad_weight || probe)
+        PICK_ALGO(device, cudnnGetConvolutionBackwardFilterAlgorithm_v7,
+                  cudnnConvolutionBwdFilterAlgoPerf_t, &p->filter, &filter_bytes, limit, h, d.x,
+                  d.y, d.conv, d.w);
+    p->bytes = data_bytes > filter_bytes ? data_bytes : filter_bytes;
+    return CT_OK;
+}
+
+// Everything a launch needs: handle, descriptors, plan within the given workspace.
+static ct_status prepare(int device, const ct_conv2d_args *a, bool backward, bool probe,
+                         size_t limit, cudnnHandle_t *h, conv_descs *d, conv_plan *p) {
+    ct_status status = device_handle(device, h);
+    if (status == CT_OK) status = make_descs(device, a, d);
+    if (status == CT_OK) status = make_plan(device, *h, *d, a, backward, probe, limit, p);
+    return status;
+}
+
+} // namespace
+
+extern "C" ct_status ct_cuda_conv2d_workspace(int device, const ct_conv2d_args *args, bool backward,
+                                              size_t *bytes) {
+    cudnnHandle_t h = nullptr;
+    conv_descs d;
+    conv_plan p;
+    ct_status status = prepare(device, args, backward, true, SIZE_MAX, &h, &d, &p);
+    if (status == CT_OK) *bytes = p.bytes;
+    return status;
+}
+
+extern "C" ct_status ct_cuda_conv2d_forward(int device, const ct_conv2d_args *args) {
+    cudnnHandle_t h = nullptr;
+    conv_descs d;
+    conv_plan p;
+    ct_status status = prepare(device, args, false, false, args->workspace_size, &h, &d, &p);
+    if (status != CT_OK) return status;
+    const float one_f = 1.0f, zero_f = 0.0f;
+    const double one_d = 1.0, zero_d = 0.0;
+    bool f64 = args->dtype == CT_F64;
+    const void *one = f64 ? (const void *)&one_d : (const void *)&one_f;
+    const void *zero = f64 ? (const void *)&zero_d : (const void *)&zero_f;
+    CT_CUDNN_CHECK(device, cudnnConvolutionForward(h, one, d.x, args->x, d.w, args->weight, d.conv,
+                                                   p.fwd, args->workspace, args->workspace_size,
+                                                   zero, d.y, args->y));
+    if (args->bias)
+        CT_CUDNN_CHECK(device, cudnnAddTensor(h, one, d.bias, args->bias, one, d.y, args->y));
+    return CT_OK;
+}
+
+extern "C" ct_status ct_cuda_conv2d_backward(int device, const ct_conv2d_args *args) {
+    cudnnHandle_t h = nullptr;
+    conv_descs d;
+    conv_plan p;
+    ct_status status = prepare(device, args, true, false, args->workspace_size, &h, &d, &p);
+    if (status != CT_OK) return status;
+    const float one_f = 1.0f, zero_f = 0.0f;
+    const double one_d = 1.0, zero_d = 0.0;
+    bool f64 = args->dtype == CT_F64;
+    const void *one = f64 ? (const void *)&one_d : (const void *)&one_f;
+    const void *zero = f64 ? (const void *)&zero_d : (const void *)&zero_f;
+    if (args->grad_x)
+        CT_CUDNN_CHECK(device, cudnnConvolutionBackwardData(
+                                   h, one, d.w, args->weight, d.y, args->y, d.conv, p.data,
+                                   args->workspace, args->workspace_size, zero, d.x, args->grad_x));
+    if (args->grad_weight)
+        CT_CUDNN_CHECK(device, cudnnConvolutionBackwardFilter(h, one, d.x, args->x, d.y, args->y,
+                                                              d.conv, p.filter, args->workspace,
+                                                              args->workspace_size, zero, d.w,
+                                                              args->grad_weight));
+    if (args->grad_bias)
+        CT_CUDNN_CHECK(device, cudnnConvolutionBackwardBias(h, one, d.y, args->y, zero, d.bias,
+                                                            args->grad_bias));
+    return CT_OK;
+}
