@@ -23,5 +23,5 @@ for model in cnn mlp; do
     theirs=$(OMP_WAIT_POLICY=passive \
         GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296 \
         /usr/bin/python3 "$here/peer_torch_step.py" "$model" 128 "$steps" "$threads")
-    echo "$ours $theirs" | awk '{ printf "%-6s %6d %12.2f %12.2f %12.0f %12.0f %7.2fx\n", $2, $3, $4, $9, $5, $10, $10 > 0 ? $5 / $10 : 0 }'
+    echo "$ours $theirs" | awk '{ printf "%-6s %6d %12.2f %12.2f %12.0f %12.0f %7.2fx\n", $2, $3, $4, $9, $5, $10, ($10 > 0 ? $5 / $10 : 0) }'
 done

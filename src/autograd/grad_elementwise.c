@@ -44,7 +44,7 @@ static ct_tensor *unary_gradient(const ct_node *node, const ct_tensor *g) {
     case CT_UOP_COS: return ct_mul(g, ct_neg(ct_sin(x)));
     case CT_UOP_TANH: return ct_mul(g, ct_add_scalar(ct_neg(ct_mul(y, y)), 1.0));
     case CT_UOP_SIGMOID: return ct_mul(g, ct_mul(y, ct_add_scalar(ct_neg(y), 1.0)));
-    case CT_UOP_RELU: return masked(g, ct_gt_scalar(x, 0.0));
+    case CT_UOP_RELU: return ct__relu_backward(g, x);
     case CT_UOP_GELU: return ct_mul(g, gelu_derivative(x));
     case CT_UOP_ERF: return ct_mul(g, ct_mul_scalar(ct_exp(ct_neg(ct_mul(x, x))), M_2_SQRTPI));
     case CT_UOP_CLAMP:

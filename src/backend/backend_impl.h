@@ -32,7 +32,8 @@ typedef enum ct_binary_op {
 #define CT_BINARY_ENUM_(name, NAME, kind) CT_BOP_##NAME,
     CT_BINARY_OPS(CT_BINARY_ENUM_)
 #undef CT_BINARY_ENUM_
-        CT_BOP_COUNT
+        CT_BOP_RELU_GRAD, /* internal, arithmetic kind: out = b > 0 ? a : 0 (ReLU's backward) */
+    CT_BOP_COUNT
 } ct_binary_op;
 
 typedef enum ct_reduce_op {

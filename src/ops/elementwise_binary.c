@@ -174,6 +174,10 @@ static ct_tensor *binary_scalar(const char *name, ct_binary_op op, int kind, con
 CT_BINARY_OPS(CT_DEFINE_BINARY_)
 #undef CT_DEFINE_BINARY_
 
+ct_tensor *ct__relu_backward(const ct_tensor *grad, const ct_tensor *x) {
+    return binary("ReLU's backward", CT_BOP_RELU_GRAD, KIND_ARITH, grad, x);
+}
+
 /* t on device with dtype, as a new reference (copied or converted when needed). */
 static ct_tensor *where_operand(const ct_tensor *t, ct_device device, ct_dtype dtype) {
     ct_tensor *here = ct__operand_on(t, device, "ct_where");

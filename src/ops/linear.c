@@ -1,11 +1,48 @@
-/* ct_linear: y = x W^T + b, as torch.nn.functional.linear. The transpose is a view, which
- * the GEMM reads in place; autograd records the matmul and the add. */
+/* ct_linear: y = x W^T + b, as torch.nn.functional.linear. The forward reads W^T as a view,
+ * which the GEMM takes in place. The backward is one node with its own rule, so that each
+ * gradient comes out of one GEMM already in its parameter's layout: dW = g^T x (out, in),
+ * dx = g W, db = the sum of g over the batch. */
+#include "autograd/tape_impl.h"
 #include "ops/op_impl.h"
+
+/* t as a matrix: every axis but the last merged (a view when t is contiguous). */
+static ct_tensor *as_rows(const ct_tensor *t) {
+    return ct_reshape(t, 2, (int64_t[]){-1, t->ndim ? t->shape[t->ndim - 1] : 1});
+}
+
+static ct_status linear_backward(ct_node *node, const ct_tensor *g, ct_tensor **grad_in) {
+    const ct_tensor *x = node->saved[0], *w = node->saved[1];
+    if (ct_scope_begin() != CT_OK) return ct_last_status();
+    ct_tensor *g_rows = as_rows(g);
+    ct_status status = CT_OK;
+    if (node->inputs[0] && !(grad_in[0] = ct_matmul(g, w))) status = ct_last_status();
+    if (status == CT_OK && node->inputs[1] &&
+        !(grad_in[1] = ct_matmul(ct_transpose(g_rows, 0, 1), as_rows(x))))
+        status = ct_last_status();
+    if (status == CT_OK && node->ninputs > 2 && node->inputs[2] &&
+        !(grad_in[2] = ct_sum(g_rows, 1, (const int[]){0}, false)))
+        status = ct_last_status();
+    for (int i = 0; i < node->ninputs; i++)
+        if (grad_in[i]) ct_keep(grad_in[i]);
+    ct_scope_end();
+    return status;
+}
+
+static ct_tensor *forward(const ct_tensor *x, const ct_tensor *weight, const ct_tensor *bias) {
+    ct_tensor *wt = ct_transpose(weight, 0, 1);
+    ct_tensor *y = wt ? ct_matmul(x, wt) : NULL;
+    ct_release(wt);
+    if (!bias || !y) return y;
+    ct_tensor *out = ct_add(y, bias);
+    ct_release(y);
+    return out;
+}
 
 ct_tensor *ct_linear(const ct_tensor *x, const ct_tensor *weight, const ct_tensor *bias) {
     const ct_tensor *args[3] = {x, weight, bias};
+    int n = bias ? 3 : 2;
     ct_device device;
-    if (!ct__check_args("ct_linear", bias ? 3 : 2, args, &device)) return NULL;
+    if (!ct__check_args("ct_linear", n, args, &device)) return NULL;
     if (weight->ndim != 2 || x->ndim < 1 || x->shape[x->ndim - 1] != weight->shape[1])
         return ct__fail(CT_ERR_SHAPE,
                         "ct_linear: the weight must be (out_features, in_features) with "
@@ -18,11 +55,11 @@ ct_tensor *ct_linear(const ct_tensor *x, const ct_tensor *weight, const ct_tenso
                         "ct_linear: the bias must have shape (%lld) (out_features); pass NULL "
                         "for no bias",
                         (long long)weight->shape[0]);
-    ct_tensor *wt = ct_transpose(weight, 0, 1);
-    ct_tensor *y = wt ? ct_matmul(x, wt) : NULL;
-    ct_release(wt);
-    if (!bias || !y) return y;
-    ct_tensor *out = ct_add(y, bias);
-    ct_release(y);
-    return out;
+    if (!ct__grad_needed(n, args)) return forward(x, weight, bias);
+    ct_no_grad_push();
+    ct_tensor *out = forward(x, weight, bias);
+    ct_no_grad_pop();
+    ct_node *node = out ? ct__node_new("ct_linear", linear_backward, n, args) : NULL;
+    if (node) ct__node_save(node, 0, x), ct__node_save(node, 1, weight);
+    return ct__record(out, node);
 }

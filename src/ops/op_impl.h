@@ -51,6 +51,9 @@ ct_tensor *ct__full_on(ct_device device, int ndim, const int64_t *shape, double 
 /* Copy src into dst elementwise (broadcasting src, converting dtypes, same device). */
 ct_status ct__copy_into(ct_tensor *dst, const ct_tensor *src, const char *op);
 
+/* ReLU's backward in one pass: grad where x > 0, else 0 (same shapes, float). */
+ct_tensor *ct__relu_backward(const ct_tensor *grad, const ct_tensor *x);
+
 /* Record that an op's argument was NULL: keeps an earlier error; returns NULL. */
 void *ct__null_arg(const char *op, int position);
 

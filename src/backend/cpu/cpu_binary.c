@@ -51,6 +51,7 @@ DEFINE_PY_FMOD(py_fmod_f64, double, )
         case CT_BOP_MAXIMUM: MAP(((a[i] > b[i]) | (a[i] != a[i])) ? a[i] : b[i]);                  \
         case CT_BOP_MINIMUM: MAP(((a[i] < b[i]) | (a[i] != a[i])) ? a[i] : b[i]);                  \
         case CT_BOP_REMAINDER: MAP(FMOD(a[i], b[i]));                                              \
+        case CT_BOP_RELU_GRAD: MAP(b[i] > 0 ? a[i] : 0);                                           \
         default: break; /* comparisons have their own loops */                                     \
         }                                                                                          \
         return EW_OK;                                                                              \
@@ -90,6 +91,7 @@ static inline int64_t py_imod(int64_t a, int64_t b) {
         case CT_BOP_MUL: MAP((T)((UT)a[i] * (UT)b[i]));                                            \
         case CT_BOP_MAXIMUM: MAP(a[i] > b[i] ? a[i] : b[i]);                                       \
         case CT_BOP_MINIMUM: MAP(a[i] < b[i] ? a[i] : b[i]);                                       \
+        case CT_BOP_RELU_GRAD: MAP(b[i] > 0 ? a[i] : 0);                                           \
         case CT_BOP_POW:                                                                           \
             for (int64_t i = 0; i < n; i++) {                                                      \
                 if (b[i] < 0) return EW_NEGATIVE_POWER;                                            \
@@ -215,12 +217,14 @@ static const unsigned char op_kind[CT_BOP_COUNT] = {
 #define CT_BINARY_KIND_(name, NAME, kind) [CT_BOP_##NAME] = KIND_##kind,
     CT_BINARY_OPS(CT_BINARY_KIND_)
 #undef CT_BINARY_KIND_
+        [CT_BOP_RELU_GRAD] = KIND_ARITH,
 };
 
 static const char *const op_names[CT_BOP_COUNT] = {
 #define CT_BINARY_NAME_(name, NAME, kind) [CT_BOP_##NAME] = "ct_" #name,
     CT_BINARY_OPS(CT_BINARY_NAME_)
 #undef CT_BINARY_NAME_
+        [CT_BOP_RELU_GRAD] = "ReLU's backward",
 };
 
 ct_status ct__cpu_binary(int device, ct_binary_op op, const ct_ew_args *args) {

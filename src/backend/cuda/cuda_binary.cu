@@ -34,6 +34,7 @@
         case CT_BOP_MAXIMUM: return ((a > b) | (a != a)) ? a : b;                                  \
         case CT_BOP_MINIMUM: return ((a < b) | (a != a)) ? a : b;                                  \
         case CT_BOP_REMAINDER: return py_fmod(a, b);                                               \
+        case CT_BOP_RELU_GRAD: return b > 0 ? a : (T)0;                                            \
         default: return 0; /* comparisons have their own kernel */                                 \
         }                                                                                          \
     }
@@ -68,6 +69,7 @@ template <typename T, typename UT> CT_EW_DEV T int_arith(int op, T a, T b, int *
     case CT_BOP_MUL: return (T)((UT)a * (UT)b);
     case CT_BOP_MAXIMUM: return a > b ? a : b;
     case CT_BOP_MINIMUM: return a < b ? a : b;
+    case CT_BOP_RELU_GRAD: return b > 0 ? a : (T)0;
     case CT_BOP_POW:
         if (b < 0) break;
         return (T)(UT)(uint64_t)ipow(a, b);
@@ -145,6 +147,7 @@ static __global__ void arith_f32_contiguous(float *__restrict__ o, const float *
                                             int64_t sb, int op, bool vec) {
     switch (op) {
         CT_BINARY_OPS(CT_ARITH_CASE_KIND_)
+        CT_ARITH_CASE_(RELU_GRAD)
     default: break;
     }
 }
@@ -186,12 +189,14 @@ static const unsigned char op_kind[CT_BOP_COUNT] = {
 #define CT_BINARY_KIND_(name, NAME, kind) KIND_##kind,
     CT_BINARY_OPS(CT_BINARY_KIND_)
 #undef CT_BINARY_KIND_
+        KIND_ARITH, /* CT_BOP_RELU_GRAD, the one internal op, after the table */
 };
 
 static const char *const op_names[CT_BOP_COUNT] = {
 #define CT_BINARY_NAME_(name, NAME, kind) "ct_" #name,
     CT_BINARY_OPS(CT_BINARY_NAME_)
 #undef CT_BINARY_NAME_
+        "ReLU's backward",
 };
 
 template <typename T>
