@@ -118,8 +118,10 @@ static void CT_CONV_FN(run_images)(const ct_conv2d_args *a, bool backward, int n
 #endif
         CT_CONV_T *col = ws + t * per_thread, *dw = col + col_n, *db = dw + wn;
         for (int64_t i = 0; i < wn + bn; i++) dw[i] = 0;
+            /* Dynamic: a thread the OS deschedules (the cores are shared with OpenBLAS's
+             * threads, which spin a while after each GEMM) does not hold the others up. */
 #ifdef _OPENMP
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, 1)
 #endif
         for (int64_t n = 0; n < a->batch; n++) {
             if (backward)
