@@ -121,12 +121,13 @@ static void CT_CONV_FN(run_images)(const ct_conv2d_args *a, bool backward, int n
         for (int64_t blk = 0; blk < nblocks; blk++) {
             CT_CONV_T *dw = parts + blk * part, *db = dw + wn;
             for (int64_t i = 0; i < part; i++) dw[i] = 0;
+            CT_CONV_T *pdw = a->grad_weight ? dw : NULL, *pdb = a->grad_bias ? db : NULL;
             for (int64_t n = blk * a->batch / nblocks; n < (blk + 1) * a->batch / nblocks; n++) {
-                if (backward)
-                    CT_CONV_FN(backward_image)
-                    (a, n, col, a->grad_weight ? dw : NULL, a->grad_bias ? db : NULL);
-                else
+                if (backward) {
+                    CT_CONV_FN(backward_image)(a, n, col, pdw, pdb);
+                } else {
                     CT_CONV_FN(forward_image)(a, n, col);
+                }
             }
         }
         /* The implicit barrier above: every partial sum is complete. */
