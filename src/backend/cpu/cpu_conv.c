@@ -3,9 +3,10 @@
  * dW = sum_n dY_n @ col_n^T, db = sum_n of dY_n's rows, and dcol_n = W^T @ dY_n folded back
  * into dX_n by col2im. An image's col, GEMMs and output stay in one core's cache, and no
  * layout pass is needed since each image's output block is already in NCHW order. Images
- * run on OpenMP threads when their GEMMs are small (each thread then keeps its own col and
- * partial dW, db, summed at the end); otherwise one after another with OpenBLAS threading
- * each GEMM. The workspace (ct__cpu_conv2d_workspace) holds every thread's scratch. */
+ * run on OpenMP threads when their GEMMs are small (a col per thread; partial dW and db per
+ * block of images, summed in block order at the end, so results do not depend on thread
+ * timing); otherwise one after another with OpenBLAS threading each GEMM. The workspace
+ * (ct__cpu_conv2d_workspace) holds all that scratch. */
 #include <cblas.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -46,6 +47,11 @@ static void conv_gemm(ct_dtype dtype, bool ta, bool tb, int64_t m, int64_t n, in
                     (float)beta, (float *)c + c_off, (blasint)ldc);
 }
 
+/* Elements of one image's column matrix: (in_channels * kh * kw) x (out_h * out_w). */
+static int64_t conv_col_elements(const ct_conv2d_args *a) {
+    return a->in_channels * a->kernel_h * a->kernel_w * a->out_h * a->out_w;
+}
+
 #define CT_CONV_T float
 #define CT_CONV_FN(name) name##_f32
 #include "backend/cpu/cpu_conv_typed_impl.h"
@@ -68,17 +74,22 @@ static bool parallel_images(const ct_conv2d_args *a) {
     return og * kg * l <= 4 * 65536;
 }
 
-/* Elements of one thread's scratch: col, then (backward) partial dw and db. */
-static int64_t per_thread_elements(const ct_conv2d_args *a, bool backward) {
-    int64_t col = a->in_channels * a->kernel_h * a->kernel_w * a->out_h * a->out_w;
-    if (!backward) return col;
-    return col + a->out_channels * (a->in_channels / a->groups) * a->kernel_h * a->kernel_w +
-           a->out_channels;
-}
-
 static int64_t thread_count(const ct_conv2d_args *a) {
     int64_t threads = parallel_images(a) ? ct__cpu_threads() : 1;
     return threads < a->batch ? threads : a->batch > 0 ? a->batch : 1;
+}
+
+/* Blocks of images: a few per thread, so that threads finishing early find more work. */
+static int64_t block_count(const ct_conv2d_args *a, int64_t threads) {
+    return 4 * threads < a->batch ? 4 * threads : a->batch > 0 ? a->batch : 1;
+}
+
+/* Workspace elements for `threads` threads: a col each, then (backward) a partial dw and
+ * db per block. */
+static int64_t workspace_elements(const ct_conv2d_args *a, bool backward, int64_t threads) {
+    int64_t part = a->out_channels * (a->in_channels / a->groups) * a->kernel_h * a->kernel_w +
+                   a->out_channels;
+    return threads * conv_col_elements(a) + (backward ? block_count(a, threads) * part : 0);
 }
 
 ct_status ct__cpu_conv2d_workspace(int device, const ct_conv2d_args *args, bool backward,
@@ -90,23 +101,25 @@ ct_status ct__cpu_conv2d_workspace(int device, const ct_conv2d_args *args, bool 
                          "ct_conv2d: an image of %lld x %lld outputs with %lld kernel elements "
                          "exceeds BLAS's 32-bit sizes; use smaller images",
                          (long long)args->out_h, (long long)args->out_w, (long long)k);
-    *bytes = (size_t)(thread_count(args) * per_thread_elements(args, backward)) *
+    *bytes = (size_t)workspace_elements(args, backward, thread_count(args)) *
              ct__dtype_size(args->dtype);
     return CT_OK;
 }
 
 static ct_status run(const ct_conv2d_args *a, bool backward) {
     if (a->batch == 0) return CT_OK;
-    int64_t per_thread = per_thread_elements(a, backward);
-    int64_t threads = (int64_t)(a->workspace_size / ct__dtype_size(a->dtype)) / per_thread;
-    if (threads < 1)
+    int64_t size = (int64_t)(a->workspace_size / ct__dtype_size(a->dtype));
+    /* Fewer threads if the thread count grew since the workspace was sized. */
+    int64_t threads = thread_count(a);
+    while (threads > 1 && workspace_elements(a, backward, threads) > size) threads--;
+    if (workspace_elements(a, backward, threads) > size)
         return ct__error(CT_ERR_BACKEND, "ct_conv2d: workspace of %zu bytes is too small",
                          a->workspace_size);
-    if (threads > thread_count(a)) threads = thread_count(a);
+    int64_t blocks = block_count(a, threads);
     if (a->dtype == CT_F64)
-        run_images_f64(a, backward, (int)threads, per_thread);
+        run_images_f64(a, backward, (int)threads, blocks);
     else
-        run_images_f32(a, backward, (int)threads, per_thread);
+        run_images_f32(a, backward, (int)threads, blocks);
     return CT_OK;
 }
 

@@ -96,47 +96,50 @@ static void CT_CONV_FN(backward_image)(const ct_conv2d_args *a, int64_t n, CT_CO
     for (int64_t c = 0; c < c_n; c++) CT_CONV_FN(col2im_plane)(a, col, l, c, dx);
 }
 
-/* The whole batch, images split over nt threads; scratch per thread: col, then (backward)
- * partial dw and db, summed into grad_weight and grad_bias at the end. */
+/* The whole batch in nblocks blocks of consecutive images, taken by nt threads as they come
+ * free (a thread the OS deschedules, on cores shared with OpenBLAS's spinning threads, then
+ * holds no one up). Scratch: one col per thread, then (backward) a partial dw and db per
+ * block, summed in block order at the end, so the result does not depend on which thread
+ * ran which block (nor on the team being smaller than nt inside another parallel region). */
 static void CT_CONV_FN(run_images)(const ct_conv2d_args *a, bool backward, int nt,
-                                   int64_t per_thread) {
-    int64_t wn = a->grad_weight
-                     ? a->out_channels * (a->in_channels / a->groups) * a->kernel_h * a->kernel_w
-                     : 0;
-    int64_t bn = a->grad_bias ? a->out_channels : 0, col_n = per_thread - wn - bn;
-    CT_CONV_T *ws = (CT_CONV_T *)a->workspace;
+                                   int64_t nblocks) {
+    int64_t wn = a->out_channels * (a->in_channels / a->groups) * a->kernel_h * a->kernel_w;
+    int64_t part = backward ? wn + a->out_channels : 0, col_n = conv_col_elements(a);
+    CT_CONV_T *ws = (CT_CONV_T *)a->workspace, *parts = ws + nt * col_n;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nt)
 #endif
     {
-        /* The team may be smaller than nt (inside another parallel region): only its
-         * members' partial sums exist. */
-        int t = 0, team = 1;
+        int t = 0;
 #ifdef _OPENMP
         t = omp_get_thread_num();
-        team = omp_get_num_threads();
 #endif
-        CT_CONV_T *col = ws + t * per_thread, *dw = col + col_n, *db = dw + wn;
-        for (int64_t i = 0; i < wn + bn; i++) dw[i] = 0;
+        CT_CONV_T *col = ws + t * col_n;
 #ifdef _OPENMP
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, 1)
 #endif
-        for (int64_t n = 0; n < a->batch; n++) {
-            if (backward)
-                CT_CONV_FN(backward_image)(a, n, col, wn ? dw : NULL, bn ? db : NULL);
-            else
-                CT_CONV_FN(forward_image)(a, n, col);
+        for (int64_t blk = 0; blk < nblocks; blk++) {
+            CT_CONV_T *dw = parts + blk * part, *db = dw + wn;
+            for (int64_t i = 0; i < part; i++) dw[i] = 0;
+            CT_CONV_T *pdw = a->grad_weight ? dw : NULL, *pdb = a->grad_bias ? db : NULL;
+            for (int64_t n = blk * a->batch / nblocks; n < (blk + 1) * a->batch / nblocks; n++) {
+                if (backward) {
+                    CT_CONV_FN(backward_image)(a, n, col, pdw, pdb);
+                } else {
+                    CT_CONV_FN(forward_image)(a, n, col);
+                }
+            }
         }
         /* The implicit barrier above: every partial sum is complete. */
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
-        for (int64_t i = 0; i < wn + bn; i++) {
+        for (int64_t i = 0; i < part; i++) {
             double sum = 0;
-            for (int k = 0; k < team; k++) sum += ws[k * per_thread + col_n + i];
-            if (i < wn)
+            for (int64_t blk = 0; blk < nblocks; blk++) sum += parts[blk * part + i];
+            if (i < wn && a->grad_weight)
                 ((CT_CONV_T *)a->grad_weight)[i] = (CT_CONV_T)sum;
-            else
+            else if (i >= wn && a->grad_bias)
                 ((CT_CONV_T *)a->grad_bias)[i - wn] = (CT_CONV_T)sum;
         }
     }

@@ -51,11 +51,13 @@ static bool pool_is_plain_2x2(const ct_pool2d_args *a) {
 #undef CT_POOL_U
 #undef CT_POOL_FN
 
+/* Planes in dynamic blocks: a thread the OS deschedules (the cores are shared with
+ * OpenBLAS's threads, which spin a while after each GEMM) does not hold the others up. */
 static void run_planes(const ct_pool2d_args *a, bool backward) {
     int64_t work = a->planes * (a->in_h * a->in_w + a->out_h * a->out_w);
     (void)work;
 #ifdef _OPENMP
-#pragma omp parallel for if (work >= CT_CPU_PARALLEL_THRESHOLD) schedule(static)
+#pragma omp parallel for if (work >= CT_CPU_PARALLEL_THRESHOLD) schedule(dynamic, 16)
 #endif
     for (int64_t p = 0; p < a->planes; p++) {
         if (a->dtype == CT_F64) {
