@@ -1,6 +1,8 @@
 /* The `ctensor` command: `ctensor devices`, `ctensor doctor`, `ctensor bench`, `ctensor train`. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli_impl.h"
 #include "ctensor/ctensor.h"
@@ -25,7 +27,19 @@ static void usage(FILE *out) {
     fprintf(out, "\nevery command takes --help, and --json for a machine-readable result\n");
 }
 
+/* OpenMP's threads spin after each parallel region by default, and so do OpenBLAS's after
+ * each GEMM: on a machine with few cores the two sets fight, and a training step runs
+ * several times slower (measured: docs/PERFORMANCE.md). libgomp reads OMP_WAIT_POLICY once,
+ * before main, so when the user has not chosen a policy the command sets passive waiting and
+ * starts itself again. */
+static void prefer_passive_waiting(char **argv) {
+    if (getenv("OMP_WAIT_POLICY")) return;
+    setenv("OMP_WAIT_POLICY", "passive", 1);
+    execv("/proc/self/exe", argv); /* on failure, carry on with the policy in force */
+}
+
 int main(int argc, char **argv) {
+    prefer_passive_waiting(argv);
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
