@@ -41,7 +41,7 @@ static int parts_for(int64_t total) {
             return;                                                                                \
         }                                                                                          \
         ct_adam_coef_##S c = ct_adam_coef_make_##S(a, t);                                          \
-        /* The common settings get loops of their own, where the per-element branches fold   \
+        /* The common settings get loops of their own, where the per-element branches fold         \
          * away and the loop vectorises; the formulas are the same. */                             \
         if (!c.amsgrad && c.w1 < (T)0.5 && (c.decoupled || c.wd == 0)) {                           \
             if (c.decoupled)                                                                       \
