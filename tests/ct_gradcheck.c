@@ -120,3 +120,18 @@ bool ct_gradcheck(ct_gradcheck_fn f, int n, ct_tensor *const *inputs, void *cont
     free(u);
     return ok;
 }
+
+ct_tensor *ct_gradcheck_leaf(ct_device device, int ndim, const int64_t *shape, uint64_t seed,
+                             double lo, double hi, bool requires_grad) {
+    int64_t n = ref_numel(ndim, shape);
+    double *values = malloc(sizeof(double) * (size_t)(n + 1));
+    if (!values) return NULL;
+    ref_random(values, n, seed, lo, hi);
+    ct_tensor *t = ref_tensor(values, ndim, shape, CT_F64, device);
+    free(values);
+    if (t && requires_grad && ct_set_requires_grad(t, true) != CT_OK) {
+        ct_release(t);
+        return NULL;
+    }
+    return t;
+}

@@ -4,6 +4,7 @@
 #define CT_GRADCHECK_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "ct_test.h"
 
@@ -19,5 +20,10 @@ typedef ct_tensor *(*ct_gradcheck_fn)(ct_tensor *const *inputs, void *context);
  * inputs' values as they were and their gradients dropped. */
 bool ct_gradcheck(ct_gradcheck_fn f, int n, ct_tensor *const *inputs, void *context, double eps,
                   double atol, double rtol);
+
+/* A float64 tensor on device with values uniform in [lo, hi) (ref_random with seed),
+ * requiring grad when asked; NULL on failure. */
+ct_tensor *ct_gradcheck_leaf(ct_device device, int ndim, const int64_t *shape, uint64_t seed,
+                             double lo, double hi, bool requires_grad);
 
 #endif

@@ -13,17 +13,7 @@
 /* A float64 leaf on device with values uniform in [lo, hi) that requires grad. */
 static ct_tensor *leaf(ct_device device, int ndim, const int64_t *shape, uint64_t seed, double lo,
                        double hi) {
-    int64_t n = ref_numel(ndim, shape);
-    double *values = malloc(sizeof(double) * (size_t)(n + 1));
-    if (!values) return NULL;
-    ref_random(values, n, seed, lo, hi);
-    ct_tensor *t = ref_tensor(values, ndim, shape, CT_F64, device);
-    free(values);
-    if (t && ct_set_requires_grad(t, true) != CT_OK) {
-        ct_release(t);
-        return NULL;
-    }
-    return t;
+    return ct_gradcheck_leaf(device, ndim, shape, seed, lo, hi, true);
 }
 
 static void release_all(int n, ct_tensor **t) {

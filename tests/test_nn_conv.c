@@ -280,14 +280,7 @@ static ct_tensor *apply_conv(ct_tensor *const *in, void *context) {
 
 /* A float64 leaf of the given shape with values in [-1, 1) that requires grad. */
 static ct_tensor *leaf(ct_device device, int ndim, const int64_t *shape, uint64_t seed) {
-    int64_t n = ref_numel(ndim, shape);
-    double *v = malloc(sizeof(double) * (size_t)(n + 1));
-    if (!v) return NULL;
-    ref_random(v, n, seed, -1.0, 1.0);
-    ct_tensor *t = ref_tensor(v, ndim, shape, CT_F64, device);
-    free(v);
-    if (t) ct_set_requires_grad(t, true);
-    return t;
+    return ct_gradcheck_leaf(device, ndim, shape, seed, -1.0, 1.0, true);
 }
 
 DEVICE_TEST(test_nn_conv_gradcheck) {

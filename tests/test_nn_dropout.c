@@ -114,22 +114,6 @@ DEVICE_TEST(test_nn_dropout_errors) {
 #define ATOL 1e-7
 #define RTOL 1e-5
 
-/* A float64 leaf on device with values uniform in [lo, hi), requiring grad when asked. */
-static ct_tensor *leaf(ct_device device, int ndim, const int64_t *shape, uint64_t seed, double lo,
-                       double hi, bool requires_grad) {
-    int64_t n = ref_numel(ndim, shape);
-    double *values = malloc(sizeof(double) * (size_t)(n + 1));
-    if (!values) return NULL;
-    ref_random(values, n, seed, lo, hi);
-    ct_tensor *t = ref_tensor(values, ndim, shape, CT_F64, device);
-    free(values);
-    if (t && requires_grad && ct_set_requires_grad(t, true) != CT_OK) {
-        ct_release(t);
-        return NULL;
-    }
-    return t;
-}
-
 static ct_tensor *apply_dropout(ct_tensor *const *in, void *context) {
     return ct_dropout(in[0], *(const double *)context, true);
 }
@@ -138,7 +122,7 @@ static ct_tensor *apply_dropout(ct_tensor *const *in, void *context) {
 DEVICE_TEST(test_nn_dropout_gradcheck) {
     const double ps[2] = {0.3, 1.0};
     for (int k = 0; k < 2; k++) {
-        ct_tensor *x = leaf(device, 2, (int64_t[]){4, 5}, 3, -1.0, 1.0, true);
+        ct_tensor *x = ct_gradcheck_leaf(device, 2, (int64_t[]){4, 5}, 3, -1.0, 1.0, true);
         bool ok = x && ct_gradcheck(apply_dropout, 1, &x, (void *)&ps[k], EPS, ATOL, RTOL);
         ct_release(x);
         if (!ok) ct_test_fail(__FILE__, __LINE__, "dropout p = %g", ps[k]);

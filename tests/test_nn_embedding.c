@@ -67,22 +67,6 @@ DEVICE_TEST(test_nn_embedding_errors) {
 #define ATOL 1e-7
 #define RTOL 1e-5
 
-/* A float64 leaf on device with values uniform in [lo, hi), requiring grad when asked. */
-static ct_tensor *leaf(ct_device device, int ndim, const int64_t *shape, uint64_t seed, double lo,
-                       double hi, bool requires_grad) {
-    int64_t n = ref_numel(ndim, shape);
-    double *values = malloc(sizeof(double) * (size_t)(n + 1));
-    if (!values) return NULL;
-    ref_random(values, n, seed, lo, hi);
-    ct_tensor *t = ref_tensor(values, ndim, shape, CT_F64, device);
-    free(values);
-    if (t && requires_grad && ct_set_requires_grad(t, true) != CT_OK) {
-        ct_release(t);
-        return NULL;
-    }
-    return t;
-}
-
 static ct_tensor *apply_embedding(ct_tensor *const *in, void *context) {
     return ct_embedding((const ct_tensor *)context, in[0]);
 }
@@ -91,7 +75,7 @@ static ct_tensor *apply_embedding(ct_tensor *const *in, void *context) {
 DEVICE_TEST(test_nn_embedding_gradcheck) {
     double index[6] = {1, 3, 1, 0, 3, 3};
     ct_tensor *idx = ref_tensor(index, 2, (int64_t[]){2, 3}, CT_I64, device);
-    ct_tensor *w = leaf(device, 2, (int64_t[]){5, 4}, 2, -1.0, 1.0, true);
+    ct_tensor *w = ct_gradcheck_leaf(device, 2, (int64_t[]){5, 4}, 2, -1.0, 1.0, true);
     bool ok = idx && w && ct_gradcheck(apply_embedding, 1, &w, idx, EPS, ATOL, RTOL);
     ct_release(w);
     ct_release(idx);

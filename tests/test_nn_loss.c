@@ -235,22 +235,6 @@ DEVICE_TEST(test_nn_loss_mse_errors) {
 #define ATOL 1e-7
 #define RTOL 1e-5
 
-/* A float64 leaf on device with values uniform in [lo, hi), requiring grad when asked. */
-static ct_tensor *leaf(ct_device device, int ndim, const int64_t *shape, uint64_t seed, double lo,
-                       double hi, bool requires_grad) {
-    int64_t n = ref_numel(ndim, shape);
-    double *values = malloc(sizeof(double) * (size_t)(n + 1));
-    if (!values) return NULL;
-    ref_random(values, n, seed, lo, hi);
-    ct_tensor *t = ref_tensor(values, ndim, shape, CT_F64, device);
-    free(values);
-    if (t && requires_grad && ct_set_requires_grad(t, true) != CT_OK) {
-        ct_release(t);
-        return NULL;
-    }
-    return t;
-}
-
 typedef struct {
     ct_cross_entropy_options options;
     const ct_tensor *target;
@@ -269,7 +253,7 @@ DEVICE_TEST(test_nn_loss_cross_entropy_gradcheck) {
         make_targets(t, n, c, 30 + (uint64_t)variant, 2, ignoring ? 3 : 0);
         ce_case k = {{(ct_reduction)r, smoothing ? 0.15 : 0.0, ignoring ? 2 : -100}, NULL};
         ct_tensor *target = ref_tensor(t, 1, &n, variant % 2 ? CT_I32 : CT_I64, device);
-        ct_tensor *x = leaf(device, 2, shape, 40 + (uint64_t)variant, -3.0, 3.0, true);
+        ct_tensor *x = ct_gradcheck_leaf(device, 2, shape, 40 + (uint64_t)variant, -3.0, 3.0, true);
         k.target = target;
         bool ok = x && target && ct_gradcheck(apply_cross_entropy, 1, &x, &k, EPS, ATOL, RTOL);
         ct_release(x);
@@ -309,9 +293,9 @@ DEVICE_TEST(test_nn_loss_mse_gradcheck) {
     for (int r = 0; r < 3; r++)
         for (int broadcast = 0; broadcast < 2; broadcast++) {
             mse_case k = {(ct_reduction)r};
-            ct_tensor *in[2] = {leaf(device, 2, s23, 7 + (uint64_t)r, -2.0, 2.0, true),
-                                broadcast ? leaf(device, 1, s3, 9, -2.0, 2.0, true)
-                                          : leaf(device, 2, s23, 9, -2.0, 2.0, true)};
+            ct_tensor *in[2] = {ct_gradcheck_leaf(device, 2, s23, 7 + (uint64_t)r, -2.0, 2.0, true),
+                                broadcast ? ct_gradcheck_leaf(device, 1, s3, 9, -2.0, 2.0, true)
+                                          : ct_gradcheck_leaf(device, 2, s23, 9, -2.0, 2.0, true)};
             bool ok = in[0] && in[1] && ct_gradcheck(apply_mse, 2, in, &k, EPS, ATOL, RTOL);
             ct_release(in[1]);
             ct_release(in[0]);

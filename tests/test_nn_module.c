@@ -205,11 +205,7 @@ static ct_tensor *apply_linear(ct_tensor *const *in, void *context) {
 }
 
 static ct_tensor *f64_leaf(ct_device device, int ndim, const int64_t *shape, uint64_t seed) {
-    double values[64];
-    ref_random(values, ref_numel(ndim, shape), seed, -1, 1);
-    ct_tensor *t = ref_tensor(values, ndim, shape, CT_F64, device);
-    if (t) ct_set_requires_grad(t, true);
-    return t;
+    return ct_gradcheck_leaf(device, ndim, shape, seed, -1, 1, true);
 }
 
 DEVICE_TEST(test_nn_module_linear_gradcheck) {

@@ -240,22 +240,6 @@ DEVICE_TEST(test_nn_norm_layer_norm_errors) {
 #define ATOL 1e-7
 #define RTOL 1e-5
 
-/* A float64 leaf on device with values uniform in [lo, hi), requiring grad when asked. */
-static ct_tensor *leaf(ct_device device, int ndim, const int64_t *shape, uint64_t seed, double lo,
-                       double hi, bool requires_grad) {
-    int64_t n = ref_numel(ndim, shape);
-    double *values = malloc(sizeof(double) * (size_t)(n + 1));
-    if (!values) return NULL;
-    ref_random(values, n, seed, lo, hi);
-    ct_tensor *t = ref_tensor(values, ndim, shape, CT_F64, device);
-    free(values);
-    if (t && requires_grad && ct_set_requires_grad(t, true) != CT_OK) {
-        ct_release(t);
-        return NULL;
-    }
-    return t;
-}
-
 typedef struct {
     bool training, affine;
     ct_tensor *running_mean, *running_var;
@@ -271,11 +255,12 @@ DEVICE_TEST(test_nn_norm_batch_norm_gradcheck) {
     int64_t shape[4] = {3, 2, 2, 3}, c = 2;
     for (int variant = 0; variant < 4; variant++) {
         bn_grad_case k = {variant & 1, (variant & 2) != 0, NULL, NULL};
-        k.running_mean = leaf(device, 1, &c, 3, -0.5, 0.5, false);
-        k.running_var = leaf(device, 1, &c, 4, 0.5, 2.0, false);
-        ct_tensor *in[3] = {leaf(device, 4, shape, 10 + (uint64_t)variant, -2.0, 2.0, true),
-                            leaf(device, 1, &c, 11, 0.5, 1.5, true),
-                            leaf(device, 1, &c, 12, -1.0, 1.0, true)};
+        k.running_mean = ct_gradcheck_leaf(device, 1, &c, 3, -0.5, 0.5, false);
+        k.running_var = ct_gradcheck_leaf(device, 1, &c, 4, 0.5, 2.0, false);
+        ct_tensor *in[3] = {
+            ct_gradcheck_leaf(device, 4, shape, 10 + (uint64_t)variant, -2.0, 2.0, true),
+            ct_gradcheck_leaf(device, 1, &c, 11, 0.5, 1.5, true),
+            ct_gradcheck_leaf(device, 1, &c, 12, -1.0, 1.0, true)};
         bool ok = in[0] && in[1] && in[2] && k.running_mean && k.running_var &&
                   ct_gradcheck(apply_batch_norm, k.affine ? 3 : 1, in, &k, EPS, ATOL, RTOL);
         for (int i = 0; i < 3; i++) ct_release(in[i]);
@@ -301,9 +286,10 @@ DEVICE_TEST(test_nn_norm_layer_norm_gradcheck) {
     for (int variant = 0; variant < 8; variant++) {
         ln_grad_case k = {1 + variant / 4, (variant & 1) != 0, (variant & 2) != 0};
         const int64_t *ps = shape + 3 - k.k;
-        ct_tensor *in[3] = {leaf(device, 3, shape, 20 + (uint64_t)variant, -2.0, 2.0, true),
-                            leaf(device, k.k, ps, 21, 0.5, 1.5, k.weight),
-                            leaf(device, k.k, ps, 22, -1.0, 1.0, k.bias)};
+        ct_tensor *in[3] = {
+            ct_gradcheck_leaf(device, 3, shape, 20 + (uint64_t)variant, -2.0, 2.0, true),
+            ct_gradcheck_leaf(device, k.k, ps, 21, 0.5, 1.5, k.weight),
+            ct_gradcheck_leaf(device, k.k, ps, 22, -1.0, 1.0, k.bias)};
         bool ok =
             in[0] && in[1] && in[2] && ct_gradcheck(apply_layer_norm, 3, in, &k, EPS, ATOL, RTOL);
         for (int i = 0; i < 3; i++) ct_release(in[i]);
@@ -315,7 +301,7 @@ DEVICE_TEST(test_nn_norm_layer_norm_gradcheck) {
 /* Running statistics are updated without history, even when x requires grad. */
 DEVICE_TEST(test_nn_norm_batch_norm_running_stats_untracked) {
     int64_t shape[2] = {4, 2}, c = 2;
-    ct_tensor *x = leaf(device, 2, shape, 1, -1.0, 1.0, true);
+    ct_tensor *x = ct_gradcheck_leaf(device, 2, shape, 1, -1.0, 1.0, true);
     ct_tensor *rm = ct_zeros(1, &c, CT_F64, device), *rv = ct_ones(1, &c, CT_F64, device);
     ct_tensor *y = ct_batch_norm(x, rm, rv, NULL, NULL, true, 0.5, 1e-5);
     CHECK(y && ct_requires_grad(y));

@@ -133,22 +133,6 @@ DEVICE_TEST(test_nn_softmax_errors) {
 #define ATOL 1e-7
 #define RTOL 1e-5
 
-/* A float64 leaf on device with values uniform in [lo, hi), requiring grad when asked. */
-static ct_tensor *leaf(ct_device device, int ndim, const int64_t *shape, uint64_t seed, double lo,
-                       double hi, bool requires_grad) {
-    int64_t n = ref_numel(ndim, shape);
-    double *values = malloc(sizeof(double) * (size_t)(n + 1));
-    if (!values) return NULL;
-    ref_random(values, n, seed, lo, hi);
-    ct_tensor *t = ref_tensor(values, ndim, shape, CT_F64, device);
-    free(values);
-    if (t && requires_grad && ct_set_requires_grad(t, true) != CT_OK) {
-        ct_release(t);
-        return NULL;
-    }
-    return t;
-}
-
 typedef struct {
     bool take_log, transposed;
     int axis;
@@ -166,7 +150,7 @@ DEVICE_TEST(test_nn_softmax_gradcheck) {
     int64_t shape[3] = {3, 4, 2};
     for (int variant = 0; variant < 12; variant++) {
         softmax_case c = {variant & 1, (variant & 2) != 0, variant / 4 - 1};
-        ct_tensor *x = leaf(device, 3, shape, 5 + (uint64_t)variant, -2.0, 2.0, true);
+        ct_tensor *x = ct_gradcheck_leaf(device, 3, shape, 5 + (uint64_t)variant, -2.0, 2.0, true);
         CHECK_NOT_NULL(x);
         bool ok = ct_gradcheck(apply_softmax, 1, &x, &c, EPS, ATOL, RTOL);
         ct_release(x);
@@ -177,7 +161,7 @@ DEVICE_TEST(test_nn_softmax_gradcheck) {
 
 /* Nothing requires grad: no node, and the result is a plain tensor. */
 DEVICE_TEST(test_nn_softmax_records_only_when_needed) {
-    ct_tensor *x = leaf(device, 2, (int64_t[]){2, 3}, 1, -1.0, 1.0, false);
+    ct_tensor *x = ct_gradcheck_leaf(device, 2, (int64_t[]){2, 3}, 1, -1.0, 1.0, false);
     ct_tensor *y = ct_softmax(x, 1);
     CHECK(y && !ct_requires_grad(y));
     ct_release(y);

@@ -223,22 +223,6 @@ DEVICE_TEST(test_ops_index_add_scatter_add_errors) {
 #define ATOL 1e-7
 #define RTOL 1e-5
 
-/* A float64 leaf on device with values uniform in [lo, hi), requiring grad when asked. */
-static ct_tensor *leaf(ct_device device, int ndim, const int64_t *shape, uint64_t seed, double lo,
-                       double hi, bool requires_grad) {
-    int64_t n = ref_numel(ndim, shape);
-    double *values = malloc(sizeof(double) * (size_t)(n + 1));
-    if (!values) return NULL;
-    ref_random(values, n, seed, lo, hi);
-    ct_tensor *t = ref_tensor(values, ndim, shape, CT_F64, device);
-    free(values);
-    if (t && requires_grad && ct_set_requires_grad(t, true) != CT_OK) {
-        ct_release(t);
-        return NULL;
-    }
-    return t;
-}
-
 typedef struct {
     int axis;
     const ct_tensor *index;
@@ -254,8 +238,8 @@ DEVICE_TEST(test_ops_index_add_gradcheck) {
     double index[4] = {2, 0, 2, -1};
     ct_tensor *idx = ref_tensor(index, 1, (int64_t[]){4}, CT_I64, device);
     add_case k = {1, idx, false};
-    ct_tensor *in[2] = {leaf(device, 2, (int64_t[]){2, 3}, 1, -1.0, 1.0, true),
-                        leaf(device, 2, (int64_t[]){2, 4}, 2, -1.0, 1.0, true)};
+    ct_tensor *in[2] = {ct_gradcheck_leaf(device, 2, (int64_t[]){2, 3}, 1, -1.0, 1.0, true),
+                        ct_gradcheck_leaf(device, 2, (int64_t[]){2, 4}, 2, -1.0, 1.0, true)};
     bool ok = idx && in[0] && in[1] && ct_gradcheck(apply_add, 2, in, &k, EPS, ATOL, RTOL);
     ct_release(in[1]), ct_release(in[0]), ct_release(idx);
     CHECK(ok);
@@ -266,8 +250,8 @@ DEVICE_TEST(test_ops_index_add_scatter_add_gradcheck) {
     double index[4] = {1, 1, 0, 2};
     ct_tensor *idx = ref_tensor(index, 2, (int64_t[]){2, 2}, CT_I32, device);
     add_case k = {0, idx, true};
-    ct_tensor *in[2] = {leaf(device, 2, (int64_t[]){3, 2}, 3, -1.0, 1.0, true),
-                        leaf(device, 2, (int64_t[]){3, 3}, 4, -1.0, 1.0, true)};
+    ct_tensor *in[2] = {ct_gradcheck_leaf(device, 2, (int64_t[]){3, 2}, 3, -1.0, 1.0, true),
+                        ct_gradcheck_leaf(device, 2, (int64_t[]){3, 3}, 4, -1.0, 1.0, true)};
     bool ok = idx && in[0] && in[1] && ct_gradcheck(apply_add, 2, in, &k, EPS, ATOL, RTOL);
     ct_release(in[1]), ct_release(in[0]), ct_release(idx);
     CHECK(ok);
