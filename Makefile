@@ -40,7 +40,7 @@ bench-step: deps
 # Whether the data loader keeps up: training from it against batches already on the device.
 bench-loader: deps
 	@$(MAKE) --no-print-directory build
-	@OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive $(BUILD)/bench/bench_loader 1
+	@for w in 0 1 2; do OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive $(BUILD)/bench/bench_loader $$w; done
 
 # Training on Fashion-MNIST, epoch by epoch, ctensor against PyTorch (CPU).
 bench-train: deps

@@ -21,7 +21,7 @@ export OMP_NUM_THREADS="$threads" OPENBLAS_NUM_THREADS="$threads"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for model in ${BENCH_MODELS:-mlp cnn}; do
-    "$build/ctensor" train --model "$model" --epochs "$epochs" --workers 1 > "$tmp/ours"
+    "$build/ctensor" train --model "$model" --epochs "$epochs" > "$tmp/ours"
     OMP_WAIT_POLICY=passive \
     GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296 \
         /usr/bin/python3 "$here/peer_torch_train.py" "$model" "$epochs" 128 "$threads" > "$tmp/theirs"

@@ -41,6 +41,12 @@ static void fill_sample(const ct_loader *loader, int64_t index, int dy, int dx, 
     for (int c = 0; c < channels; c++) {
         double mean = o->mean[c], std = o->std[c] != 0 ? o->std[c] : 1.0;
         float *dst = out + c * per_channel;
+        if (bytes && dy == 0 && dx == 0 && !flip) { /* the common case, in a loop that vectorises */
+            const uint8_t *src = bytes + base + c * per_channel;
+            float a = (float)(scale / std), b = (float)(-mean / std);
+            for (int64_t k = 0; k < per_channel; k++) dst[k] = (float)src[k] * a + b;
+            continue;
+        }
         for (int64_t k = 0; k < per_channel; k++) {
             int64_t src = k;
             bool inside = true;
