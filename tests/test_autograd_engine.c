@@ -2,6 +2,7 @@
  * detach, in-place guards, graph lifetime with scopes, and deep graphs. */
 #include <stdlib.h>
 
+#include "autograd/tape_impl.h"
 #include "ct_ref.h"
 
 static ct_tensor *leaf_values(ct_device device, const double *values, int64_t n) {
@@ -180,5 +181,22 @@ DEVICE_TEST(test_autograd_deep_chain_in_scope) {
     double expected[1] = {pow(1.0001, 5000)};
     CHECK_TENSOR(g, expected);
     ct_release(g);
+    ct_release(x);
+}
+
+static ct_status no_backward(ct_node *node, const ct_tensor *g, ct_tensor **grad_in) {
+    (void)node, (void)g, (void)grad_in;
+    return CT_OK;
+}
+
+/* An op that returns its argument as its result (ct_contiguous of a contiguous tensor) must
+ * not turn a leaf into a recorded tensor: ct__record leaves such a result as it is. */
+TEST(test_autograd_record_keeps_an_input_returned_as_result) {
+    double v[2] = {1, 2};
+    ct_tensor *x = leaf_values(CT_CPU, v, 2);
+    const ct_tensor *in[1] = {x};
+    ct_tensor *same = ct__record(ct_retain(x), ct__node_new("test_op", no_backward, 1, in));
+    CHECK(same == x && ct_is_leaf(x) && ct_requires_grad(x));
+    ct__tensor_drop(same);
     ct_release(x);
 }

@@ -53,6 +53,14 @@ ct_tensor *ct__record(ct_tensor *out, ct_node *node) {
         if (node) ct__node_release(node);
         return NULL;
     }
+    /* A result that is one of the inputs (an op that returned its argument), or that an
+     * inner op already recorded, keeps the history it has. */
+    bool is_input = false;
+    for (int i = 0; i < node->ninputs; i++) is_input = is_input || node->inputs[i] == out;
+    if (is_input || out->grad_fn) {
+        ct__node_release(node);
+        return out;
+    }
     out->requires_grad = true;
     out->grad_fn = node;
     return out;

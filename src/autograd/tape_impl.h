@@ -62,7 +62,9 @@ ct_node *ct__node_new(const char *name, ct_backward_fn backward, int n,
 /* Keep a reference to t in node->saved[slot] (t may be NULL). */
 void ct__node_save(ct_node *node, int slot, const ct_tensor *t);
 /* Attach node to out as its grad_fn and mark out as requiring grad; returns out. When node
- * or out is NULL, releases the other and returns NULL (the error is already set). */
+ * or out is NULL, releases the other and returns NULL (the error is already set). A result
+ * that is one of the node's inputs, or already has a grad_fn, is returned unchanged and the
+ * node released. */
 ct_tensor *ct__record(ct_tensor *out, ct_node *node);
 
 /* In-place writes: CT_ERR_STATE for a tensor an op recorded (its history would be wrong),
