@@ -55,10 +55,14 @@ static ct_status accumulate(trainer *t, const ct_tensor *logits, const ct_tensor
     return CT_OK;
 }
 
+/* A batch as images (N, 1, 28, 28), whether it came as images or as rows of 784 (a view;
+ * the caller's scope releases it). */
+static ct_tensor *as_images(const ct_tensor *x) {
+    return ct_reshape(x, 4, (int64_t[]){ct_size(x, 0), 1, 28, 28});
+}
+
 static ct_status step(trainer *t, const ct_tensor *x, const ct_tensor *y) {
-    ct_tensor *images =
-        ct_ndim(x) == 4 ? NULL : ct_reshape(x, 4, (int64_t[]){ct_size(x, 0), 1, 28, 28});
-    ct_tensor *logits = ct_module_forward(t->model, images ? images : x);
+    ct_tensor *logits = ct_module_forward(t->model, as_images(x));
     ct_tensor *loss = ct_cross_entropy(logits, y, NULL);
     if (!loss) return ct_last_status();
     ct_status status = ct_optimizer_zero_grad(t->optimizer);
@@ -128,9 +132,7 @@ static ct_status evaluate(trainer *t, double *accuracy) {
         status = ct_loader_next(t->test, &x, &y);
         bool more = status == CT_OK && x;
         if (more) {
-            ct_tensor *images =
-                ct_ndim(x) == 4 ? x : ct_reshape(x, 4, (int64_t[]){ct_size(x, 0), 1, 28, 28});
-            ct_tensor *predicted = ct_argmax(ct_module_forward(t->model, images), 1, false);
+            ct_tensor *predicted = ct_argmax(ct_module_forward(t->model, as_images(x)), 1, false);
             double batch_hits = 0;
             status = ct_item(ct_sum(ct_eq(predicted, y), 0, NULL, false), &batch_hits);
             hits += batch_hits;

@@ -4,8 +4,6 @@
  *
  * The pass runs in a private scope with grad mode off; each gradient is released as soon as
  * its node has run, so memory peaks near the forward pass's, as in PyTorch. */
-#include <stdio.h>
-#include <string.h>
 
 #include "autograd/tape_impl.h"
 #include "ops/op_impl.h"
@@ -89,14 +87,10 @@ static ct_tensor *sum_to_shape(ct_tensor *g, const ct_tensor *input) {
     return out;
 }
 
-static bool same_shape(const ct_tensor *a, const ct_tensor *b) {
-    return a->ndim == b->ndim && memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim) == 0;
-}
-
 /* g (consumed) with input's shape, dtype and device. */
 static ct_tensor *conform(ct_tensor *g, const ct_tensor *input) {
     ct_tensor *t = g;
-    if (!same_shape(t, input)) {
+    if (!ct__same_shape(t, input)) {
         ct_tensor *next = sum_to_shape(t, input);
         ct_release(t);
         if (!next) return NULL;
@@ -223,7 +217,7 @@ static ct_tensor *seed_gradient(const char *op, const ct_tensor *output,
         return ct__full_on(output->storage->device, output->ndim, output->shape, 1.0,
                            output->dtype);
     }
-    if (!same_shape(gradient, output))
+    if (!ct__same_shape(gradient, output))
         return ct__fail(CT_ERR_SHAPE,
                         "%s: the gradient's shape differs from the output's; pass "
                         "a gradient of the output's shape",

@@ -65,6 +65,13 @@ ct_tensor *ct__host_tensor_new(ct_dtype dtype, int ndim, const int64_t *shape);
 ct_tensor *ct__tensor_view(const ct_tensor *base, ct_dtype dtype, int ndim, const int64_t *shape,
                            const int64_t *strides, int64_t offset);
 
+/* Whether a and b have the same shape. */
+static inline bool ct__same_shape(const ct_tensor *a, const ct_tensor *b) {
+    for (int d = 0; d < a->ndim && a->ndim == b->ndim; d++)
+        if (a->shape[d] != b->shape[d]) return false;
+    return a->ndim == b->ndim;
+}
+
 /* C-order strides for shape; returns numel. */
 int64_t ct__contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
 

@@ -1,7 +1,6 @@
 /* A module's state as a state dict, and back; checkpoints in safetensors. Loading checks
  * every name, shape and dtype before it changes anything. */
 #include <stdio.h>
-#include <string.h>
 
 #include "autograd/tape_impl.h"
 #include "nn/module_impl.h"
@@ -26,10 +25,6 @@ ct_status ct_module_state_dict(const ct_module *m, ct_state_dict *sd, const char
     }
 }
 
-static bool same_shape(const ct_tensor *a, const ct_tensor *b) {
-    return a->ndim == b->ndim && memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim) == 0;
-}
-
 /* The value of entry `name` in sd, checked against the module's tensor t. */
 static const ct_tensor *matching(const ct_state_dict *sd, const char *name, const ct_tensor *t,
                                  const char *op) {
@@ -39,7 +34,7 @@ static const ct_tensor *matching(const ct_state_dict *sd, const char *name, cons
                   name);
         return NULL;
     }
-    if (!same_shape(v, t) || v->dtype != t->dtype) {
+    if (!ct__same_shape(v, t) || v->dtype != t->dtype) {
         ct__error(CT_ERR_FORMAT,
                   "%s: entry \"%s\" has dtype %s and %d axes of sizes (%lld, ...), but the "
                   "module's has dtype %s and %d axes of sizes (%lld, ...); the state belongs to "

@@ -123,9 +123,7 @@ static ct_status load_step(ct_param_state *s, const char *name, const ct_tensor 
 
 static ct_status load_buffer(ct_param_state *s, int slot, const ct_tensor *param, const char *name,
                              const ct_tensor *value) {
-    bool same_shape = value->ndim == param->ndim &&
-                      !memcmp(value->shape, param->shape, (size_t)param->ndim * sizeof(int64_t));
-    if (!same_shape || value->dtype != param->dtype)
+    if (!ct__same_shape(value, param) || value->dtype != param->dtype)
         return ct__error(CT_ERR_FORMAT,
                          "ct_optimizer_load_state: \"%s\" must have its "
                          "parameter's shape and dtype (%d-d %s, %lld elements), "
