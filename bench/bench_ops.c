@@ -121,16 +121,22 @@ static void report_timing(const char *bench, const char *impl, const char *unit,
     report(bench, impl, unit, work > 0 ? work / seconds : seconds * 1e9, NULL);
 }
 
-/* Time ctensor's call beside a direct C call (NULL: none) in alternating batches, and
- * report both. work: units of work per call (0: report ns). */
+/* Time ctensor's call beside a direct C call (NULL: none), in alternating batches when
+ * interleave is set (else all of ctensor's, then all of the direct call's), and report
+ * both. work: units of work per call (0: report ns). */
 static void measure_pair(const char *bench, const char *unit, double work, call_fn ct_fn,
-                         void *ct_ctx, call_fn direct_fn, void *direct_ctx) {
+                         void *ct_ctx, call_fn direct_fn, void *direct_ctx, bool interleave) {
     timing t[2] = {{.fn = direct_fn, .ctx = direct_ctx}, {.fn = ct_fn, .ctx = ct_ctx}};
-    timing *first = direct_fn ? &t[0] : &t[1];
-    int n = direct_fn ? 2 : 1;
     double seconds[2] = {-1.0, -1.0};
     ct_clear_error();
-    time_interleaved(n, first, direct_fn ? seconds : seconds + 1);
+    if (!direct_fn) {
+        time_interleaved(1, &t[1], seconds + 1);
+    } else if (interleave) {
+        time_interleaved(2, t, seconds);
+    } else {
+        time_interleaved(1, &t[1], seconds + 1);
+        time_interleaved(1, &t[0], seconds);
+    }
     if (direct_fn) report_timing(bench, "direct", unit, work, &t[0], seconds[0]);
     report_timing(bench, "ctensor", unit, work, &t[1], seconds[1]);
 }
@@ -180,11 +186,15 @@ static ct_status call_sum(void *p) {
     return keep_status(ct_sum(c->a, 0, NULL, false));
 }
 
+/* blas_threads: OpenBLAS's own thread count as it read it from the environment at load,
+ * before ctensor's first product set it to 1 (ctensor threads its products itself). */
 typedef struct sgemm_ctx {
-    int n;
+    int n, blas_threads;
     const float *a, *b;
     float *c;
 } sgemm_ctx;
+
+static int blas_threads_at_load;
 
 /* The direct loops: r = a + b, or a copied into r, over n floats. */
 typedef struct direct_ctx {
@@ -219,6 +229,7 @@ static ct_status call_memcpy(void *p) {
 
 static ct_status call_sgemm(void *p) {
     sgemm_ctx *g = p;
+    openblas_set_num_threads(g->blas_threads);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, g->n, g->n, g->n, 1.0f, g->a, g->n, g->b,
                 g->n, 0.0f, g->c, g->n);
     return CT_OK;
@@ -234,10 +245,12 @@ static void bench_matmul(int n) {
     float *hc = malloc((size_t)n * (size_t)n * sizeof(float));
     ct_tensor *a = tensor_of(ha, 2, shape), *b = tensor_of(hb, 2, shape);
     if (a && b && hc) {
-        sgemm_ctx g = {n, ha, hb, hc};
+        sgemm_ctx g = {n, blas_threads_at_load, ha, hb, hc};
         op_ctx c = {.binary = ct_matmul, .a = a, .b = b};
+        /* Not interleaved: after each call OpenBLAS's own threads spin for a while, taking
+         * the cores from a ctensor batch that followed. */
         measure_pair(bench, "GFLOP/s", 2.0 * n * (double)n * n * 1e-9, call_binary, &c, call_sgemm,
-                     &g);
+                     &g, false);
     } else {
         report(bench, "ctensor", "GFLOP/s", -1.0, "could not make the inputs");
     }
@@ -278,7 +291,7 @@ static void bench_elementwise(int64_t n) {
             report(bench, "ctensor", "GB/s", -1.0, "could not make the inputs");
         else
             measure_pair(bench, "GB/s", ops[i].bytes_per_element * (double)n * 1e-9, fn, &c,
-                         ops[i].direct, &d);
+                         ops[i].direct, &d, true);
     }
     free(ha);
     free(hb);
@@ -297,9 +310,9 @@ static void bench_copy_and_sum(int64_t n) {
     op_ctx c = {NULL, ct_clone, a, NULL};
     snprintf(bench, sizeof bench, "clone f32 %s", label);
     if (a && hr)
-        measure_pair(bench, "GB/s", 8.0 * (double)n * 1e-9, call_unary, &c, call_memcpy, &d);
+        measure_pair(bench, "GB/s", 8.0 * (double)n * 1e-9, call_unary, &c, call_memcpy, &d, true);
     snprintf(bench, sizeof bench, "sum f32 %s", label);
-    if (a) measure_pair(bench, "GB/s", 4.0 * (double)n * 1e-9, call_sum, &c, NULL, NULL);
+    if (a) measure_pair(bench, "GB/s", 4.0 * (double)n * 1e-9, call_sum, &c, NULL, NULL, true);
     free(ha);
     free(hr);
     ct_release(a);
@@ -311,7 +324,7 @@ static void bench_one_element(void) {
     float values[2] = {0.5f, 0.25f};
     ct_tensor *a = tensor_of(values, 1, &one), *b = tensor_of(values + 1, 1, &one);
     op_ctx c = {ct_add, NULL, a, b};
-    if (a && b) measure_pair("add 1 element", "ns", 0.0, call_binary, &c, NULL, NULL);
+    if (a && b) measure_pair("add 1 element", "ns", 0.0, call_binary, &c, NULL, NULL, true);
     ct_release(a);
     ct_release(b);
 }
@@ -326,6 +339,7 @@ int main(int argc, char **argv) {
         budget_s = 0.02;
         warmup_s = 0.005;
     }
+    blas_threads_at_load = openblas_get_num_threads();
     static const int full_matmul[] = {512, 1024, 2048}, quick_matmul[] = {64, 128, 256};
     static const int64_t full_sizes[] = {1000, 100000, 10000000}, quick_sizes[] = {1000, 100000};
     const int *matmul_sizes = quick ? quick_matmul : full_matmul;

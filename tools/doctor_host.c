@@ -90,20 +90,20 @@ static void cpu_self_test(doctor_report *r) {
     ct_release(a);
 }
 
-/* Oversubscribed when a pool has more threads than there are cores. ctensor calls BLAS
- * outside its OpenMP regions, so the two pools take turns rather than run together. */
+/* Oversubscribed when ctensor's OpenMP pool has more threads than there are cores. ctensor
+ * runs each BLAS call single-threaded on its own OpenMP threads (src/backend/cpu/cpu_gemm.c),
+ * so OpenBLAS's pool stays idle and OPENBLAS_NUM_THREADS does not matter to it. */
 static void check_threads(doctor_report *r, const ct_cli_cpu *cpu, const ct_cli_blas *blas) {
     const char *omp_env = getenv("OMP_NUM_THREADS");
     const char *blas_env = getenv("OPENBLAS_NUM_THREADS");
-    bool over = blas->omp_threads > cpu->cores || blas->threads > cpu->cores;
+    bool over = blas->omp_threads > cpu->cores;
     doctor_add(r, "threads", over ? CHECK_WARN : CHECK_PASS, DOCTOR_OK,
-               "set OMP_NUM_THREADS and OPENBLAS_NUM_THREADS to at most the number of cores",
-               "%d OpenMP threads (OMP_NUM_THREADS=%s), %d OpenBLAS threads "
-               "(OPENBLAS_NUM_THREADS=%s), %d cores: %s",
-               blas->omp_threads, omp_env ? omp_env : "unset", blas->threads,
-               blas_env ? blas_env : "unset", cpu->cores,
-               over ? "more threads than cores oversubscribes them"
-                    : "each pool fits the cores (BLAS runs outside ctensor's OpenMP regions)");
+               "set OMP_NUM_THREADS to at most the number of cores",
+               "%d OpenMP threads (OMP_NUM_THREADS=%s), %d cores: %s; OpenBLAS runs on those "
+               "threads, one call each, its own pool idle (OPENBLAS_NUM_THREADS=%s)",
+               blas->omp_threads, omp_env ? omp_env : "unset", cpu->cores,
+               over ? "more threads than cores oversubscribes them" : "they fit the cores",
+               blas_env ? blas_env : "unset");
 }
 
 void doctor_check_cpu(doctor_report *r) {

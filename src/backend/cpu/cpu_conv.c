@@ -3,11 +3,10 @@
  * dW = sum_n dY_n @ col_n^T, db = sum_n of dY_n's rows, and dcol_n = W^T @ dY_n folded back
  * into dX_n by col2im. An image's col, GEMMs and output stay in one core's cache, and no
  * layout pass is needed since each image's output block is already in NCHW order. Images
- * run on OpenMP threads when their GEMMs are small (a col per thread; partial dW and db per
- * block of images, summed in block order at the end, so results do not depend on thread
- * timing); otherwise one after another with OpenBLAS threading each GEMM. The workspace
- * (ct__cpu_conv2d_workspace) holds all that scratch. */
-#include <cblas.h>
+ * run on OpenMP threads, each GEMM single-threaded on its image's thread (a col per thread;
+ * partial dW and db per block of images, summed in block order at the end, so results do not
+ * depend on thread timing). The workspace (ct__cpu_conv2d_workspace) holds all that
+ * scratch. */
 #include <limits.h>
 #include <stdbool.h>
 #include <string.h>
@@ -32,19 +31,14 @@ static void conv_valid_range(int64_t jo, int64_t stride, int64_t w, int64_t ow_n
     *hi = h;
 }
 
-/* c[c_off..] = op(a) @ op(b) + beta * c, row-major, offsets in elements. */
+/* c[c_off..] = op(a) @ op(b) + beta * c, row-major, offsets in elements; on the calling
+ * thread inside the images' parallel region (ct__cpu_gemm). */
 static void conv_gemm(ct_dtype dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                       const void *a, int64_t a_off, int64_t lda, const void *b, int64_t b_off,
                       int64_t ldb, double beta, void *c, int64_t c_off, int64_t ldc) {
-    CBLAS_TRANSPOSE oa = ta ? CblasTrans : CblasNoTrans, ob = tb ? CblasTrans : CblasNoTrans;
-    if (dtype == CT_F64)
-        cblas_dgemm(CblasRowMajor, oa, ob, (blasint)m, (blasint)n, (blasint)k, 1.0,
-                    (const double *)a + a_off, (blasint)lda, (const double *)b + b_off,
-                    (blasint)ldb, beta, (double *)c + c_off, (blasint)ldc);
-    else
-        cblas_sgemm(CblasRowMajor, oa, ob, (blasint)m, (blasint)n, (blasint)k, 1.0f,
-                    (const float *)a + a_off, (blasint)lda, (const float *)b + b_off, (blasint)ldb,
-                    (float)beta, (float *)c + c_off, (blasint)ldc);
+    size_t size = ct__dtype_size(dtype);
+    ct__cpu_gemm(dtype, ta, tb, m, n, k, (const char *)a + a_off * size, lda,
+                 (const char *)b + b_off * size, ldb, beta, (char *)c + c_off * size, ldc);
 }
 
 /* Elements of one image's column matrix: (in_channels * kh * kw) x (out_h * out_w). */
@@ -63,19 +57,8 @@ static int64_t conv_col_elements(const ct_conv2d_args *a) {
 #undef CT_CONV_T
 #undef CT_CONV_FN
 
-/* Whether images go to OpenMP threads: when each image's GEMMs are small enough (m * n * k
- * at most OpenBLAS's threading threshold, 4 * 65536) that OpenBLAS runs them on the
- * calling thread. Larger products run one image after another, each GEMM threaded by
- * OpenBLAS itself: calling a threaded OpenBLAS from several threads at once makes its
- * threads and OpenMP's fight over the cores (several times slower on 2 cores). */
-static bool parallel_images(const ct_conv2d_args *a) {
-    int64_t g = a->groups, l = a->out_h * a->out_w;
-    int64_t og = a->out_channels / g, kg = a->in_channels / g * a->kernel_h * a->kernel_w;
-    return og * kg * l <= 4 * 65536;
-}
-
 static int64_t thread_count(const ct_conv2d_args *a) {
-    int64_t threads = parallel_images(a) ? ct__cpu_threads() : 1;
+    int64_t threads = ct__cpu_threads();
     return threads < a->batch ? threads : a->batch > 0 ? a->batch : 1;
 }
 

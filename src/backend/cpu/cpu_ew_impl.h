@@ -25,14 +25,6 @@
 /* Output size from which contiguous results are streamed past the cache. */
 #define CT_CPU_STREAM_BYTES ((int64_t)8 << 20)
 
-/* Hot loops get an AVX2+FMA clone picked at load time, so a generic x86-64 build still
- * runs them 8 floats at a time where the processor allows. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define CT_CPU_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define CT_CPU_CLONES
-#endif
-
 /* Load n elements of dtype, stride bytes apart (0 repeats one element), into the buffer dst
  * of the domain's type (float, double, int64_t, int32_t). Bool loads as 0/1; floats load
  * into integers by truncation. */

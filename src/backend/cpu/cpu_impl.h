@@ -12,6 +12,14 @@
 
 #define CT_CPU_PARALLEL_THRESHOLD 32768
 
+/* Hot loops get an AVX2+FMA clone picked at load time, so a generic x86-64 build still
+ * runs them 8 floats at a time where the processor allows. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define CT_CPU_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define CT_CPU_CLONES
+#endif
+
 typedef void (*ct_cpu_row_fn)(char *const *ptrs, const int64_t *byte_strides, int64_t n, void *ctx);
 
 /* Walk elements [begin, end) (C-order linear indices) of args in rows. */
@@ -32,6 +40,10 @@ ct_status ct__cpu_random(int device, const ct_ew_args *args, ct_random_kind kind
                          uint64_t offset);
 ct_status ct__cpu_reduce(int device, ct_reduce_op op, const ct_reduce_args *args);
 ct_status ct__cpu_matmul(int device, const ct_matmul_args *args);
+/* c = op(a) @ op(b) + beta * c for f32 or f64, row-major, leading dimensions in elements
+ * (cpu_gemm.c): OpenBLAS on ctensor's OpenMP threads, never on OpenBLAS's own. */
+void ct__cpu_gemm(ct_dtype dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *a,
+                  int64_t lda, const void *b, int64_t ldb, double beta, void *c, int64_t ldc);
 ct_status ct__cpu_gather(int device, const ct_gather_args *args);
 /* Convolution and pooling (cpu_conv.c, cpu_pool.c; arguments in backend/conv_args_impl.h). */
 ct_status ct__cpu_conv2d_workspace(int device, const struct ct_conv2d_args *args, bool backward,

@@ -1,14 +1,13 @@
 /* CPU matmul kernels (ct_matmul_args in backend_impl.h).
  *
- * f32 and f64 go to OpenBLAS GEMM, one call per batch index (OpenBLAS threads each call
- * itself). An operand whose matrix has a unit stride on either axis is passed as it is,
- * row-major or transposed, with its other stride as the leading dimension; any other
- * layout (broadcast rows, negative or doubly strided views) is packed into a contiguous
- * scratch matrix first. f16 and bf16 are converted to f32, multiplied with sgemm and
- * rounded back once. Integer dtypes are exact: products and sums wrap modulo 2^bits in
- * unsigned arithmetic, which is what a wrapping accumulator in the output dtype gives;
- * bool is logical (OR over k of a AND b), as numpy.matmul does for bool arrays. */
-#include <cblas.h>
+ * f32 and f64 go to OpenBLAS GEMM, one call per batch index, each split over ctensor's
+ * threads (ct__cpu_gemm). An operand whose matrix has a unit stride on either axis is passed as it
+ * is, row-major or transposed, with its other stride as the leading dimension; any other layout
+ * (broadcast rows, negative or doubly strided views) is packed into a contiguous scratch matrix
+ * first. f16 and bf16 are converted to f32, multiplied with sgemm and rounded back once. Integer
+ * dtypes are exact: products and sums wrap modulo 2^bits in unsigned arithmetic, which is what a
+ * wrapping accumulator in the output dtype gives; bool is logical (OR over k of a AND b), as
+ * numpy.matmul does for bool arrays. */
 #include <limits.h>
 #include <stdbool.h>
 
@@ -82,14 +81,8 @@ typedef struct {
 
 static void gemm(const blas_plan *p, const ct_matmul_args *x, const void *a, int64_t lda,
                  const void *b, int64_t ldb, void *c, int64_t ldc) {
-    CBLAS_TRANSPOSE ta = p->la.direct && p->la.transposed ? CblasTrans : CblasNoTrans;
-    CBLAS_TRANSPOSE tb = p->lb.direct && p->lb.transposed ? CblasTrans : CblasNoTrans;
-    if (p->f64)
-        cblas_dgemm(CblasRowMajor, ta, tb, (blasint)x->m, (blasint)x->n, (blasint)x->k, 1.0, a,
-                    (blasint)lda, b, (blasint)ldb, 0.0, c, (blasint)ldc);
-    else
-        cblas_sgemm(CblasRowMajor, ta, tb, (blasint)x->m, (blasint)x->n, (blasint)x->k, 1.0f, a,
-                    (blasint)lda, b, (blasint)ldb, 0.0f, c, (blasint)ldc);
+    ct__cpu_gemm(p->f64 ? CT_F64 : CT_F32, p->la.direct && p->la.transposed,
+                 p->lb.direct && p->lb.transposed, x->m, x->n, x->k, a, lda, b, ldb, 0.0, c, ldc);
 }
 
 /* One batch index: pack what must be packed (skipping a repack of an operand broadcast

@@ -36,6 +36,10 @@ static bool pool_is_plain_2x2(const ct_pool2d_args *a) {
            a->padding[0] == 0 && a->padding[1] == 0;
 }
 
+/* Whether v takes the place of the running maximum best: when larger, or a NaN where no
+ * NaN holds the place yet (so the first NaN wins). */
+#define CT_POOL_TAKES(v, best) (!((v) <= (best)) & ((best) == (best)))
+
 #define CT_POOL_T float
 #define CT_POOL_U uint32_t
 #define CT_POOL_FN(name) name##_f32
@@ -51,8 +55,7 @@ static bool pool_is_plain_2x2(const ct_pool2d_args *a) {
 #undef CT_POOL_U
 #undef CT_POOL_FN
 
-/* Planes in dynamic blocks: a thread the OS deschedules (the cores are shared with
- * OpenBLAS's threads, which spin a while after each GEMM) does not hold the others up. */
+/* Planes in dynamic blocks: a thread the OS deschedules does not hold the others up. */
 static void run_planes(const ct_pool2d_args *a, bool backward) {
     int64_t work = a->planes * (a->in_h * a->in_w + a->out_h * a->out_w);
     (void)work;

@@ -18,23 +18,59 @@ static inline void CT_POOL_FN(take)(CT_POOL_T v, int64_t i, CT_POOL_T *best, int
     *at = (*at & ~im) | (i & im);
 }
 
-/* Max pooling of a plane with 2x2 windows at stride 2 and no padding (the common case),
- * unrolled; idx may be NULL. */
+/* The larger of a and b, b when either is a NaN: the form compilers vectorise as one max. */
+static inline CT_POOL_T CT_POOL_FN(larger)(CT_POOL_T a, CT_POOL_T b) { return a > b ? a : b; }
+
+/* One output row of 2x2 max pooling at stride 2: input rows x0 and x1, outputs y, and each
+ * output's in-plane index (at0: x0's first index) in idx. The maximum of four, then the first
+ * input equal to it in row-major order: selects, no branches, so the loop vectorises. Returns
+ * whether the row held a NaN, which these results do not place as PyTorch does. */
+CT_CPU_CLONES static int CT_POOL_FN(max_row_2x2)(const CT_POOL_T *restrict x0,
+                                                 const CT_POOL_T *restrict x1,
+                                                 CT_POOL_T *restrict y, int64_t *restrict idx,
+                                                 int64_t ow_n, int64_t at0, int64_t w) {
+    int nan = 0;
+    for (int64_t ow = 0; ow < ow_n; ow++) {
+        CT_POOL_T p = x0[2 * ow], q = x0[2 * ow + 1], r = x1[2 * ow], s = x1[2 * ow + 1];
+        CT_POOL_T m = CT_POOL_FN(larger)(CT_POOL_FN(larger)(p, q), CT_POOL_FN(larger)(r, s));
+        nan |= (p != p) | (q != q) | (r != r) | (s != s);
+        y[ow] = m;
+        idx[ow] = at0 + 2 * ow + (p == m ? 0 : q == m ? 1 : r == m ? w : w + 1);
+    }
+    return nan;
+}
+
+/* The same row by a tournament with NaNs taken as PyTorch does: each input row's pair, then
+ * the two winners, the first row winning ties, so the first maximum (or first NaN) wins. */
+static void CT_POOL_FN(max_row_2x2_nan)(const CT_POOL_T *x0, const CT_POOL_T *x1, CT_POOL_T *y,
+                                        int64_t *idx, int64_t ow_n, int64_t at0, int64_t w) {
+    for (int64_t ow = 0; ow < ow_n; ow++) {
+        int64_t c = 2 * ow, top = at0 + c, bottom = at0 + w + c;
+        CT_POOL_T best = x0[c], best2 = x1[c];
+        CT_POOL_FN(take)(x0[c + 1], top + 1, &best, &top);
+        CT_POOL_FN(take)(x1[c + 1], bottom + 1, &best2, &bottom);
+        CT_POOL_FN(take)(best2, bottom, &best, &top);
+        y[ow] = best;
+        idx[ow] = top;
+    }
+}
+
+/* Max pooling of a plane with 2x2 windows at stride 2 and no padding (the common case), row
+ * by row. idx_out may be NULL (no backward to follow): a stack buffer then takes the indices,
+ * a row's piece at a time. */
 static void CT_POOL_FN(max_plane_2x2)(const ct_pool2d_args *a, const CT_POOL_T *x, CT_POOL_T *y,
-                                      int64_t *idx) {
-    int64_t w = a->in_w;
+                                      int64_t *idx_out) {
+    enum { PIECE = 64 };
+    int64_t w = a->in_w, ow_n = a->out_w, scratch[PIECE];
+    int64_t piece = idx_out ? ow_n : PIECE;
     for (int64_t oh = 0; oh < a->out_h; oh++) {
-        int64_t r0 = 2 * oh * w, r1 = r0 + w;
-        for (int64_t ow = 0; ow < a->out_w; ow++) {
-            /* A tournament: the two rows' pairs are independent, and the first row wins
-             * ties against the second as it comes first, so the first maximum wins. */
-            int64_t c = 2 * ow, at = r0 + c, at2 = r1 + c;
-            CT_POOL_T best = x[at], best2 = x[at2];
-            CT_POOL_FN(take)(x[at + 1], at + 1, &best, &at);
-            CT_POOL_FN(take)(x[at2 + 1], at2 + 1, &best2, &at2);
-            CT_POOL_FN(take)(best2, at2, &best, &at);
-            y[oh * a->out_w + ow] = best;
-            if (idx) idx[oh * a->out_w + ow] = at;
+        for (int64_t ow = 0; ow < ow_n; ow += piece) {
+            int64_t n = ow_n - ow < piece ? ow_n - ow : piece, at0 = 2 * oh * w + 2 * ow;
+            const CT_POOL_T *x0 = x + at0, *x1 = x0 + w;
+            CT_POOL_T *yr = y + oh * ow_n + ow;
+            int64_t *idx = idx_out ? idx_out + oh * ow_n + ow : scratch;
+            if (CT_POOL_FN(max_row_2x2)(x0, x1, yr, idx, n, at0, w))
+                CT_POOL_FN(max_row_2x2_nan)(x0, x1, yr, idx, n, at0, w);
         }
     }
 }

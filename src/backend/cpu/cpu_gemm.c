@@ -1,0 +1,72 @@
+/* OpenBLAS GEMM on ctensor's OpenMP threads.
+ *
+ * OpenBLAS (the pthreads build Debian installs) keeps its own thread pool, whose threads
+ * spin in sched_yield for a while after each call. Next to ctensor's OpenMP threads that
+ * spinning takes the cores from the elementwise and convolution loops that follow: on 2
+ * cores a CNN training step ran 1.1-1.5x slower with OpenBLAS threading each GEMM. So every
+ * BLAS call runs single-threaded on the calling thread, and ctensor splits a large product
+ * over its own OpenMP threads itself: C's rows or columns (whichever axis is longer) in one
+ * slab per thread, each slab one GEMM. The convolution instead gives whole images to its
+ * threads and calls GEMM inside its parallel region, where this runs on the calling thread. */
+#include <cblas.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "backend/cpu/cpu_impl.h"
+
+/* OpenBLAS's own threshold for threading a product (m * n * k, interface/gemm.c). */
+#define CT_GEMM_PARALLEL_THRESHOLD (4 * 65536)
+/* Slabs start on multiples of this, so each keeps OpenBLAS's full-width micro-kernels. */
+#define CT_GEMM_SLAB_ALIGN 16
+
+static void gemm_call(ct_dtype dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                      const char *a, int64_t lda, const char *b, int64_t ldb, double beta, char *c,
+                      int64_t ldc) {
+    CBLAS_TRANSPOSE oa = ta ? CblasTrans : CblasNoTrans, ob = tb ? CblasTrans : CblasNoTrans;
+    if (dtype == CT_F64)
+        cblas_dgemm(CblasRowMajor, oa, ob, (blasint)m, (blasint)n, (blasint)k, 1.0,
+                    (const double *)a, (blasint)lda, (const double *)b, (blasint)ldb, beta,
+                    (double *)c, (blasint)ldc);
+    else
+        cblas_sgemm(CblasRowMajor, oa, ob, (blasint)m, (blasint)n, (blasint)k, 1.0f,
+                    (const float *)a, (blasint)lda, (const float *)b, (blasint)ldb, (float)beta,
+                    (float *)c, (blasint)ldc);
+}
+
+void ct__cpu_gemm(ct_dtype dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *a,
+                  int64_t lda, const void *b, int64_t ldb, double beta, void *c, int64_t ldc) {
+    if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
+    int threads = ct__cpu_threads();
+#ifdef _OPENMP
+    if (omp_in_parallel()) threads = 1;
+#endif
+    if (threads < 2 || (double)m * (double)n * (double)k < CT_GEMM_PARALLEL_THRESHOLD) {
+        gemm_call(dtype, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
+        return;
+    }
+    int64_t size = dtype == CT_F64 ? 8 : 4;
+    bool by_rows = m >= n;
+    int64_t length = by_rows ? m : n;
+    int64_t slab = (length + threads - 1) / threads;
+    slab = (slab + CT_GEMM_SLAB_ALIGN - 1) / CT_GEMM_SLAB_ALIGN * CT_GEMM_SLAB_ALIGN;
+    int64_t slabs = (length + slab - 1) / slab;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static, 1)
+#endif
+    for (int64_t s = 0; s < slabs; s++) {
+        int64_t lo = s * slab, count = length - lo < slab ? length - lo : slab;
+        const char *pa = a, *pb = b;
+        char *pc = c;
+        if (by_rows) { /* rows lo.. of op(a) and of c */
+            pa += (ta ? lo : lo * lda) * size;
+            pc += lo * ldc * size;
+            gemm_call(dtype, ta, tb, count, n, k, pa, lda, pb, ldb, beta, pc, ldc);
+        } else { /* columns lo.. of op(b) and of c */
+            pb += (tb ? lo * ldb : lo) * size;
+            pc += lo * size;
+            gemm_call(dtype, ta, tb, m, count, k, pa, lda, pb, ldb, beta, pc, ldc);
+        }
+    }
+}
