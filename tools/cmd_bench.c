@@ -25,7 +25,7 @@ static void usage(FILE *out) {
             "                     [--plot FILE] [--json]\n"
             "\n"
             "Times f32 matmul (n x n, n = 16..4096), elementwise add and sum (2^6..2^26\n"
-            "elements) and conv2d (a 1 x 16 x H x W image, H = W = 2..1024, so 2^6..2^24\n"
+            "elements) and conv2d (a 1 x 16 x H x W image, H = W = 2..2048, so 2^6..2^26\n"
             "elements in even powers; 3 x 3 kernel to 16 channels, padding 1, no bias) on\n"
             "every device present: cpu:0, the logical CPU devices of --logical-cpus, and each\n"
             "cuda:N, where it is timed with the data already on the GPU and again with the\n"

@@ -3,9 +3,10 @@
  * Y_n = W @ col_n (+ bias). Backward: dW = sum_n dY_n @ col_n^T, db = sum_n of dY_n's rows,
  * and dcol_n = W^T @ dY_n folded back into dX_n by col2im. A tile's col, GEMMs and output
  * stay in one core's cache, and no layout pass is needed since each image's output block is
- * already in NCHW order. Images run on OpenMP threads, each GEMM single-threaded on its
- * image's thread (a tile's col per thread; partial dW and db per block of images, summed in
- * block order at the end, so results do not depend on thread timing). The workspace
+ * already in NCHW order. The forward pass's (image, tile) pairs and the backward pass's
+ * images run on OpenMP threads, each GEMM single-threaded on its thread (a tile's col per
+ * thread; partial dW and db per block of images, summed in block order at the end, so results
+ * do not depend on thread timing). The workspace
  * (ct__cpu_conv2d_workspace) holds all that scratch. */
 #include <limits.h>
 #include <stdbool.h>
@@ -69,9 +70,17 @@ static int64_t conv_col_elements(const ct_conv2d_args *a) {
 #undef CT_CONV_T
 #undef CT_CONV_FN
 
-static int64_t thread_count(const ct_conv2d_args *a) {
-    int64_t threads = ct__cpu_threads();
-    return threads < a->batch ? threads : a->batch > 0 ? a->batch : 1;
+/* The forward pass's work items are (image, tile) pairs, the backward pass's images (its
+ * tiles all add into the image's input gradient). */
+static int64_t work_items(const ct_conv2d_args *a, bool backward) {
+    int64_t rows = conv_tile_rows(a);
+    int64_t tiles = rows > 0 ? (a->out_h + rows - 1) / rows : 1;
+    return backward ? a->batch : a->batch * tiles;
+}
+
+static int64_t thread_count(const ct_conv2d_args *a, bool backward) {
+    int64_t threads = ct__cpu_threads(), items = work_items(a, backward);
+    return threads < items ? threads : items > 0 ? items : 1;
 }
 
 /* Blocks of images: a few per thread, so that threads finishing early find more work. */
@@ -96,7 +105,7 @@ ct_status ct__cpu_conv2d_workspace(int device, const ct_conv2d_args *args, bool 
                          "ct_conv2d: an image of %lld x %lld outputs with %lld kernel elements "
                          "exceeds BLAS's 32-bit sizes; use smaller images",
                          (long long)args->out_h, (long long)args->out_w, (long long)k);
-    *bytes = (size_t)workspace_elements(args, backward, thread_count(args)) *
+    *bytes = (size_t)workspace_elements(args, backward, thread_count(args, backward)) *
              ct__dtype_size(args->dtype);
     return CT_OK;
 }
@@ -105,16 +114,21 @@ static ct_status run(const ct_conv2d_args *a, bool backward) {
     if (a->batch == 0) return CT_OK;
     int64_t size = (int64_t)(a->workspace_size / ct__dtype_size(a->dtype));
     /* Fewer threads if the thread count grew since the workspace was sized. */
-    int64_t threads = thread_count(a);
+    int64_t threads = thread_count(a, backward);
     while (threads > 1 && workspace_elements(a, backward, threads) > size) threads--;
     if (workspace_elements(a, backward, threads) > size)
         return ct__error(CT_ERR_BACKEND, "ct_conv2d: workspace of %zu bytes is too small",
                          a->workspace_size);
     int64_t blocks = block_count(a, threads);
-    if (a->dtype == CT_F64)
-        run_images_f64(a, backward, (int)threads, blocks);
+    bool f64 = a->dtype == CT_F64;
+    if (backward && f64)
+        run_backward_f64(a, (int)threads, blocks);
+    else if (backward)
+        run_backward_f32(a, (int)threads, blocks);
+    else if (f64)
+        run_forward_f64(a, (int)threads);
     else
-        run_images_f32(a, backward, (int)threads, blocks);
+        run_forward_f32(a, (int)threads);
     return CT_OK;
 }
 

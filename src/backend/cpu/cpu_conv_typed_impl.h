@@ -95,11 +95,11 @@ CT_CPU_CLONES static void CT_CONV_FN(col2im_plane)(const ct_conv2d_args *a, CT_C
     }
 }
 
-/* y's rows (channels, l long each) set to their channel's bias. */
+/* y's rows (channels of them, n long, ld apart) set to their channel's bias. */
 CT_CPU_CLONES static void CT_CONV_FN(fill_bias)(CT_CONV_T *y, const CT_CONV_T *bias,
-                                                int64_t channels, int64_t l) {
+                                                int64_t channels, int64_t n, int64_t ld) {
     for (int64_t o = 0; o < channels; o++)
-        for (int64_t p = 0; p < l; p++) y[o * l + p] = bias[o];
+        for (int64_t p = 0; p < n; p++) y[o * ld + p] = bias[o];
 }
 
 /* db[o] += the sum of gy's row o (channels rows, l long each), in CT_CONV_LANES partial sums
@@ -121,22 +121,21 @@ CT_CPU_CLONES static void CT_CONV_FN(add_row_sums)(CT_CONV_T *db, const CT_CONV_
 }
 #undef CT_CONV_LANES
 
-/* Forward of image n into y with one thread's col (one tile's): y_n = W @ col_n + bias. */
-static void CT_CONV_FN(forward_image)(const ct_conv2d_args *a, int64_t n, CT_CONV_T *col) {
+/* Forward of output rows [oh0, oh1) of image n into y with one thread's col:
+ * y_n's rows = W @ col + bias. */
+static void CT_CONV_FN(forward_tile)(const ct_conv2d_args *a, int64_t n, int64_t oh0, int64_t oh1,
+                                     CT_CONV_T *col) {
     int64_t l = a->out_h * a->out_w, g_n = a->groups, c_n = a->in_channels;
     int64_t og = a->out_channels / g_n, kg = c_n / g_n * a->kernel_h * a->kernel_w;
-    int64_t rows = conv_tile_rows(a);
+    int64_t lt = (oh1 - oh0) * a->out_w, at = oh0 * a->out_w;
     const CT_CONV_T *x = (const CT_CONV_T *)a->x + n * c_n * a->in_h * a->in_w;
     CT_CONV_T *y = (CT_CONV_T *)a->y + n * a->out_channels * l;
     const CT_CONV_T *bias = (const CT_CONV_T *)a->bias;
-    if (bias) CT_CONV_FN(fill_bias)(y, bias, a->out_channels, l);
-    for (int64_t oh0 = 0; oh0 < a->out_h; oh0 += rows) {
-        int64_t oh1 = oh0 + rows < a->out_h ? oh0 + rows : a->out_h, lt = (oh1 - oh0) * a->out_w;
-        for (int64_t c = 0; c < c_n; c++) CT_CONV_FN(im2col_plane)(a, x, col, lt, c, oh0, oh1);
-        for (int64_t g = 0; g < g_n; g++)
-            conv_gemm(a->dtype, false, false, og, lt, kg, a->weight, g * og * kg, kg, col,
-                      g * kg * lt, lt, bias ? 1.0 : 0.0, y, g * og * l + oh0 * a->out_w, l);
-    }
+    if (bias) CT_CONV_FN(fill_bias)(y + at, bias, a->out_channels, lt, l);
+    for (int64_t c = 0; c < c_n; c++) CT_CONV_FN(im2col_plane)(a, x, col, lt, c, oh0, oh1);
+    for (int64_t g = 0; g < g_n; g++)
+        conv_gemm(a->dtype, false, false, og, lt, kg, a->weight, g * og * kg, kg, col, g * kg * lt,
+                  lt, bias ? 1.0 : 0.0, y, g * og * l + at, l);
 }
 
 /* Backward of image n: this thread's dw and db partial sums grow by image n's share;
@@ -169,15 +168,39 @@ static void CT_CONV_FN(backward_image)(const ct_conv2d_args *a, int64_t n, CT_CO
     }
 }
 
-/* The whole batch in nblocks blocks of consecutive images, taken by nt threads as they come
- * free (a thread the OS deschedules, on cores shared with OpenBLAS's spinning threads, then
- * holds no one up). Scratch: one col per thread, then (backward) a partial dw and db per
- * block, summed in block order at the end, so the result does not depend on which thread
- * ran which block (nor on the team being smaller than nt inside another parallel region). */
-static void CT_CONV_FN(run_images)(const ct_conv2d_args *a, bool backward, int nt,
-                                   int64_t nblocks) {
+/* The forward pass: (image, tile) items taken by nt threads as they come free (a thread
+ * the OS deschedules then holds no one up), each thread with its own col. */
+static void CT_CONV_FN(run_forward)(const ct_conv2d_args *a, int nt) {
+    int64_t rows = conv_tile_rows(a), col_n = conv_col_elements(a);
+    int64_t tiles = rows > 0 ? (a->out_h + rows - 1) / rows : 0;
+    CT_CONV_T *ws = (CT_CONV_T *)a->workspace;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nt)
+#endif
+    {
+        int t = 0;
+#ifdef _OPENMP
+        t = omp_get_thread_num();
+#endif
+        CT_CONV_T *col = ws + t * col_n;
+#ifdef _OPENMP
+#pragma omp for schedule(dynamic, 1)
+#endif
+        for (int64_t item = 0; item < a->batch * tiles; item++) {
+            int64_t n = item / tiles, oh0 = item % tiles * rows;
+            int64_t oh1 = oh0 + rows < a->out_h ? oh0 + rows : a->out_h;
+            CT_CONV_FN(forward_tile)(a, n, oh0, oh1, col);
+        }
+    }
+}
+
+/* The backward pass: the batch in nblocks blocks of consecutive images, taken by nt threads
+ * as they come free. Scratch: one col per thread, then a partial dw and db per block, summed
+ * in block order at the end, so the result does not depend on which thread ran which block
+ * (nor on the team being smaller than nt inside another parallel region). */
+static void CT_CONV_FN(run_backward)(const ct_conv2d_args *a, int nt, int64_t nblocks) {
     int64_t wn = a->out_channels * (a->in_channels / a->groups) * a->kernel_h * a->kernel_w;
-    int64_t part = backward ? wn + a->out_channels : 0, col_n = conv_col_elements(a);
+    int64_t part = wn + a->out_channels, col_n = conv_col_elements(a);
     CT_CONV_T *ws = (CT_CONV_T *)a->workspace, *parts = ws + nt * col_n;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nt)
@@ -195,13 +218,8 @@ static void CT_CONV_FN(run_images)(const ct_conv2d_args *a, bool backward, int n
             CT_CONV_T *dw = parts + blk * part, *db = dw + wn;
             for (int64_t i = 0; i < part; i++) dw[i] = 0;
             CT_CONV_T *pdw = a->grad_weight ? dw : NULL, *pdb = a->grad_bias ? db : NULL;
-            for (int64_t n = blk * a->batch / nblocks; n < (blk + 1) * a->batch / nblocks; n++) {
-                if (backward) {
-                    CT_CONV_FN(backward_image)(a, n, col, pdw, pdb);
-                } else {
-                    CT_CONV_FN(forward_image)(a, n, col);
-                }
-            }
+            for (int64_t n = blk * a->batch / nblocks; n < (blk + 1) * a->batch / nblocks; n++)
+                CT_CONV_FN(backward_image)(a, n, col, pdw, pdb);
         }
         /* The implicit barrier above: every partial sum is complete. */
 #ifdef _OPENMP
