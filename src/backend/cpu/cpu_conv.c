@@ -121,6 +121,7 @@ static ct_status run(const ct_conv2d_args *a, bool backward) {
                          a->workspace_size);
     int64_t blocks = block_count(a, threads);
     bool f64 = a->dtype == CT_F64;
+    ct__cpu_blas_single_threaded(); /* before the threads call GEMM */
     if (backward && f64)
         run_backward_f64(a, (int)threads, blocks);
     else if (backward)

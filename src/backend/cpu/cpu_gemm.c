@@ -35,13 +35,19 @@ static void gemm_call(ct_dtype dtype, bool ta, bool tb, int64_t m, int64_t n, in
                     (float *)c, (blasint)ldc);
 }
 
+void ct__cpu_blas_single_threaded(void) {
+    if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
+}
+
 void ct__cpu_gemm(ct_dtype dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *a,
                   int64_t lda, const void *b, int64_t ldb, double beta, void *c, int64_t ldc) {
-    if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
-    int threads = ct__cpu_threads();
+    bool nested = false;
 #ifdef _OPENMP
-    if (omp_in_parallel()) threads = 1;
+    nested = omp_in_parallel();
 #endif
+    /* In a parallel region, its maker has done this: it writes a global. */
+    if (!nested) ct__cpu_blas_single_threaded();
+    int threads = nested ? 1 : ct__cpu_threads();
     if (threads < 2 || (double)m * (double)n * (double)k < CT_GEMM_PARALLEL_THRESHOLD) {
         gemm_call(dtype, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
         return;

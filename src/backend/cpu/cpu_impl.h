@@ -41,9 +41,12 @@ ct_status ct__cpu_random(int device, const ct_ew_args *args, ct_random_kind kind
 ct_status ct__cpu_reduce(int device, ct_reduce_op op, const ct_reduce_args *args);
 ct_status ct__cpu_matmul(int device, const ct_matmul_args *args);
 /* c = op(a) @ op(b) + beta * c for f32 or f64, row-major, leading dimensions in elements
- * (cpu_gemm.c): OpenBLAS on ctensor's OpenMP threads, never on OpenBLAS's own. */
+ * (cpu_gemm.c): OpenBLAS on ctensor's OpenMP threads, never on OpenBLAS's own. A parallel
+ * region that calls it must call ct__cpu_blas_single_threaded before it opens. */
 void ct__cpu_gemm(ct_dtype dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *a,
                   int64_t lda, const void *b, int64_t ldb, double beta, void *c, int64_t ldc);
+/* Set OpenBLAS's own thread count to 1 (a process-wide setting). */
+void ct__cpu_blas_single_threaded(void);
 ct_status ct__cpu_gather(int device, const ct_gather_args *args);
 /* Convolution and pooling (cpu_conv.c, cpu_pool.c; arguments in backend/conv_args_impl.h). */
 ct_status ct__cpu_conv2d_workspace(int device, const struct ct_conv2d_args *args, bool backward,
