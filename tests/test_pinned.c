@@ -97,7 +97,8 @@ TEST(test_pinned_values_and_ops) {
         ct_tensor *p = ct_pin_memory(a);
         ct_transfer_statistics s = stats_now();
         ct_tensor *again = ct_pin_memory(p), *sum = ct_add(p, p);
-        CHECK(s.counters[CT_TRANSFER_H2D][0].count == 0 && s.counters[CT_TRANSFER_D2D][0].count == 0);
+        CHECK(s.counters[CT_TRANSFER_H2D][0].count == 0 &&
+              s.counters[CT_TRANSFER_D2D][0].count == 0);
         CHECK(p && ct_is_pinned(p) && !ct_is_pinned(a) && ct_is_contiguous(p));
         CHECK(ct_device_equal(ct_device_of(p), CT_CPU) && ct_dtype_of(p) == ct_dtype_of(a));
         CHECK(again && ct_shares_storage(again, p));
@@ -182,9 +183,15 @@ static bool loader_epoch(ct_device device, bool no_pin, int workers, float *valu
     for (int i = 0; i < N; i++) labels_data[i] = i;
     ct_tensor *x = ct_from_data(pixels, 3, (int64_t[]){N, H, W}, CT_U8, CT_CPU);
     ct_tensor *y = ct_from_data(labels_data, 1, (int64_t[]){N}, CT_I64, CT_CPU);
-    ct_loader_options o = {.batch_size = 6, .shuffle = true, .seed = 3, .workers = workers,
-                           .device = device, .scale = 1.0 / 255, .crop_padding = 1,
-                           .horizontal_flip = true, .no_pin_memory = no_pin};
+    ct_loader_options o = {.batch_size = 6,
+                           .shuffle = true,
+                           .seed = 3,
+                           .workers = workers,
+                           .device = device,
+                           .scale = 1.0 / 255,
+                           .crop_padding = 1,
+                           .horizontal_flip = true,
+                           .no_pin_memory = no_pin};
     ct_loader *l = x && y ? ct_loader_new(x, y, &o) : NULL;
     ct_release(x);
     ct_release(y);

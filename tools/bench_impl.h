@@ -19,8 +19,8 @@ typedef enum bench_op {
     BENCH_ADD,
     BENCH_SUM,
     BENCH_CONV2D,
-    BENCH_COPY_H2D, /* from pageable host memory */
-    BENCH_COPY_D2H, /* into pageable host memory */
+    BENCH_COPY_H2D,        /* from pageable host memory */
+    BENCH_COPY_D2H,        /* into pageable host memory */
     BENCH_COPY_H2D_PINNED, /* from pinned host memory (ct_pin_memory) */
     BENCH_COPY_D2H_PINNED, /* into pinned host memory */
     BENCH_OP_COUNT
@@ -47,8 +47,8 @@ typedef struct bench_results {
     int count, capacity;
     ct_device devices[1 + 2 * CT_MAX_LOGICAL_DEVICES]; /* in the order measured */
     int device_count;
-    bool has_cuda;        /* whether any CUDA device was measured */
-    char gpu_absent[512]; /* why no CUDA device was measured ("" when one was) */
+    bool has_cuda;           /* whether any CUDA device was measured */
+    char gpu_absent[512];    /* why no CUDA device was measured ("" when one was) */
     char pinned_absent[512]; /* why a CUDA device's pinned copies were not measured, or "" */
     double wall_seconds;
 } bench_results;

@@ -1,8 +1,8 @@
 /* `ctensor bench --plot FILE`: the chart, drawn by gnuplot through a pipe. One panel per op
  * (and one for the host<->device copies when a GPU was measured), time per call against
- * size on log-log axes, one line per device, dashed with the copies (in the copies panel: from or into pinned memory). The terminal follows
- * the file's extension: svg, or pngcairo for .png. The data goes inline as gnuplot data
- * blocks, so no temporary file is left behind. */
+ * size on log-log axes, one line per device, dashed with the copies (in the copies panel: from or
+ * into pinned memory). The terminal follows the file's extension: svg, or pngcairo for .png. The
+ * data goes inline as gnuplot data blocks, so no temporary file is left behind. */
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,7 +86,7 @@ static void series_title(const series *s, FILE *gp) {
     if (bench_is_copy(s->op))
         snprintf(title, sizeof title, "%s %s, %s", name,
                  s->op == BENCH_COPY_H2D || s->op == BENCH_COPY_H2D_PINNED ? "host to device"
-                                                                          : "device to host",
+                                                                           : "device to host",
                  is_pinned_copy(s->op) ? "pinned" : "pageable");
     else if (bench_is_compared(s->device))
         snprintf(title, sizeof title, "%s %s", name,

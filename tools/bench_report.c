@@ -1,6 +1,6 @@
 /* `ctensor bench`: the results as a table (one per op, a column per device and, on a GPU,
- * one with the copies), the size from which each GPU wins, the host<->device copies (pageable and pinned), and
- * the same as CSV and JSON. */
+ * one with the copies), the size from which each GPU wins, the host<->device copies (pageable and
+ * pinned), and the same as CSV and JSON. */
 #include <math.h>
 #include <string.h>
 
@@ -146,8 +146,8 @@ static void print_device_copies(const bench_results *r, ct_device dev, FILE *out
             "\nhost<->device copies, %s (pageable: ctensor stages host-to-device copies through "
             "its own pinned buffers; pinned: ct_pin_memory, one direct DMA)\n  %-10s %18s %18s "
             "%18s %18s\n  %-10s",
-            ct_device_str(dev, name, sizeof name), "size", "to device pageable",
-            "to device pinned", "to host pageable", "to host pinned", "");
+            ct_device_str(dev, name, sizeof name), "size", "to device pageable", "to device pinned",
+            "to host pageable", "to host pinned", "");
     for (int k = 0; k < 4; k++) fprintf(out, " %10s %7s", "time", "GB/s");
     fprintf(out, "\n");
     int64_t sizes[64];
@@ -158,16 +158,14 @@ static void print_device_copies(const bench_results *r, ct_device dev, FILE *out
             print_copy_cell(lookup(r, columns[k], dev, true, sizes[i]), sizes[i], out);
         fprintf(out, "\n");
     }
-    if (r->pinned_absent[0])
-        fprintf(out, "  pinned columns absent: %s\n", r->pinned_absent);
+    if (r->pinned_absent[0]) fprintf(out, "  pinned columns absent: %s\n", r->pinned_absent);
     fprintf(out, "  latency (the smallest copy) and bandwidth (the largest) are its first "
                  "and last rows\n");
 }
 
 static void print_copies(const bench_results *r, FILE *out) {
     if (!r->has_cuda) {
-        fprintf(out,
-                "\nhost<->device copies, pageable and pinned: not measured (no GPU: %s)\n",
+        fprintf(out, "\nhost<->device copies, pageable and pinned: not measured (no GPU: %s)\n",
                 r->gpu_absent);
         return;
     }
@@ -264,8 +262,7 @@ void bench_print_json(const bench_results *r, FILE *out) {
     if (r->has_cuda && !r->pinned_absent[0])
         fprintf(out, "null");
     else
-        json_string(r->has_cuda ? r->pinned_absent : "pinned host memory needs a CUDA device",
-                    out);
+        json_string(r->has_cuda ? r->pinned_absent : "pinned host memory needs a CUDA device", out);
     fprintf(out, ",\n  \"measurements\": [");
     for (int i = 0; i < r->count; i++) {
         const bench_measurement *m = &r->items[i];

@@ -219,8 +219,15 @@ bool bench_is_compared(ct_device device) {
 
 const char *bench_op_name(bench_op op) {
     static const char *const names[BENCH_OP_COUNT] = {
-        "matmul", "add", "sum", "conv2d", "copy_h2d", "copy_d2h", "copy_h2d_pinned",
-        "copy_d2h_pinned"};
+        [BENCH_MATMUL] = "matmul",
+        [BENCH_ADD] = "add",
+        [BENCH_SUM] = "sum",
+        [BENCH_CONV2D] = "conv2d",
+        [BENCH_COPY_H2D] = "copy_h2d",
+        [BENCH_COPY_D2H] = "copy_d2h",
+        [BENCH_COPY_H2D_PINNED] = "copy_h2d_pinned",
+        [BENCH_COPY_D2H_PINNED] = "copy_d2h_pinned",
+    };
     return op < BENCH_OP_COUNT ? names[op] : "?";
 }
 

@@ -59,9 +59,9 @@ static ct_status storage_data_alloc(ct_storage *storage, storage_kind kind, cons
     if (kind == FROM_PINNED) return ct__pinned_alloc(op, bytes, &storage->data);
     if (kind == FROM_POOL) return ct__pool_alloc(storage->device, bytes, &storage->data);
     storage->data = ct__malloc(bytes ? bytes : 1);
-    return storage->data ? CT_OK
-                         : ct__error(CT_ERR_OUT_OF_MEMORY, "out of host memory for %zu bytes",
-                                     bytes);
+    return storage->data
+               ? CT_OK
+               : ct__error(CT_ERR_OUT_OF_MEMORY, "out of host memory for %zu bytes", bytes);
 }
 
 static void storage_data_free(ct_storage *storage) {

@@ -76,8 +76,7 @@ static pinned_block *take_cached(size_t size) {
     pinned_block **best = NULL;
     for (pinned_block **at = &cached; *at; at = &(*at)->next) {
         pinned_block *b = *at;
-        if (b->size < size || b->size - size > size || (best && (*best)->size <= b->size))
-            continue;
+        if (b->size < size || b->size - size > size || (best && (*best)->size <= b->size)) continue;
         if (pinned_backend->fence_done(b->fence, false)) best = at;
     }
     if (!best) return NULL;
@@ -164,8 +163,7 @@ static pinned_block *live_block_of(const void *p, size_t size) {
     uintptr_t start = (uintptr_t)p;
     for (pinned_block *b = live; b; b = b->next) {
         uintptr_t base = (uintptr_t)b->ptr;
-        if (start >= base && start - base <= b->size && size <= b->size - (start - base))
-            return b;
+        if (start >= base && start - base <= b->size && size <= b->size - (start - base)) return b;
     }
     return NULL;
 }
