@@ -122,11 +122,14 @@ static const conv_case cases[] = {
     {2, 4, 5, 7, 4, 3, 3, {{1, 1}, {1, 1}, {1, 1}, 4}, true},   /* depthwise */
     {2, 3, 5, 5, 2, 1, 1, {{1, 1}, {0, 0}, {1, 1}, 1}, true},   /* 1x1 */
     {1, 1, 4, 3, 2, 4, 3, {{3, 1}, {0, 0}, {1, 1}, 1}, false},  /* kernel as large as input */
+    /* As wide as the input (the CPU's block-shift im2col): shifts of two columns, and
+     * fewer output rows than input rows. */
+    {2, 3, 8, 6, 4, 5, 3, {{1, 1}, {2, 2}, {1, 2}, 1}, true},
+    {2, 2, 8, 6, 3, 3, 3, {{1, 1}, {0, 1}, {1, 1}, 1}, true},
 };
 
-/* Cases whose per-image products are large enough that the CPU runs the images one after
- * another with OpenBLAS threading each GEMM (the cases above run images on OpenMP threads,
- * with per-thread partial weight gradients). */
+/* Larger cases: more channels and pixels per image, so the weight gradient sums many
+ * images' partial sums across the CPU's threads. */
 static const conv_case large_cases[] = {
     {2, 16, 26, 25, 16, 3, 3, {{1, 1}, {1, 1}, {1, 1}, 2}, true},
     {3, 8, 40, 37, 12, 3, 3, {{2, 1}, {1, 2}, {2, 1}, 1}, false},

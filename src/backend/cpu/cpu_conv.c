@@ -9,7 +9,6 @@
  * scratch. */
 #include <limits.h>
 #include <stdbool.h>
-#include <string.h>
 
 #ifdef _OPENMP
 #include <omp.h>

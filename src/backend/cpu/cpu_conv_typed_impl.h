@@ -5,55 +5,107 @@
  * kernel column) and one column per output pixel (L = out_h * out_w of them), so the
  * image's output (out_channels, L) is W @ col, one GEMM per group, written in place. */
 
+/* Stride 1 with an output as wide as the input (a "same" convolution, the common case):
+ * for a kernel offset, the output plane is the input plane shifted by `shift` elements, so
+ * rows [oh_lo, oh_hi) of dst move as one block; the columns outside [lo, hi), which the
+ * block took from the neighbouring rows, and the rows outside, are zero. */
+static bool CT_CONV_FN(same_width)(const ct_conv2d_args *a) {
+    return a->stride[0] == 1 && a->stride[1] == 1 && a->out_w == a->in_w;
+}
+
 /* im2col of input channel c of one image x into its kernel_h * kernel_w rows of col. */
-static void CT_CONV_FN(im2col_plane)(const ct_conv2d_args *a, const CT_CONV_T *x, CT_CONV_T *col,
-                                     int64_t ld, int64_t c) {
+CT_CPU_CLONES static void CT_CONV_FN(im2col_plane)(const ct_conv2d_args *a, const CT_CONV_T *x,
+                                                   CT_CONV_T *col, int64_t ld, int64_t c) {
     int64_t oh_n = a->out_h, ow_n = a->out_w, h = a->in_h, w = a->in_w, sw = a->stride[1];
+    const CT_CONV_T *plane = x + c * h * w;
+    bool same = CT_CONV_FN(same_width)(a);
     for (int64_t i = 0; i < a->kernel_h; i++) {
         for (int64_t j = 0; j < a->kernel_w; j++) {
             CT_CONV_T *dst = col + ((c * a->kernel_h + i) * a->kernel_w + j) * ld;
+            int64_t io = i * a->dilation[0] - a->padding[0], oh_lo, oh_hi;
             int64_t jo = j * a->dilation[1] - a->padding[1], lo, hi;
+            conv_valid_range(io, a->stride[0], h, a->out_h, &oh_lo, &oh_hi);
             conv_valid_range(jo, sw, w, ow_n, &lo, &hi);
-            for (int64_t oh = 0; oh < oh_n; oh++) {
-                int64_t ih = oh * a->stride[0] - a->padding[0] + i * a->dilation[0];
+            for (int64_t k = 0; k < oh_lo * ow_n; k++) dst[k] = 0;
+            for (int64_t k = oh_hi * ow_n; k < oh_n * ow_n; k++) dst[k] = 0;
+            if (same && lo < hi && oh_lo < oh_hi) {
+                int64_t shift = io * w + jo;
+                for (int64_t k = oh_lo * w + lo; k < (oh_hi - 1) * w + hi; k++)
+                    dst[k] = plane[k + shift];
+            }
+            for (int64_t oh = oh_lo; oh < oh_hi; oh++) {
                 CT_CONV_T *d = dst + oh * ow_n;
-                if (ih < 0 || ih >= h) {
-                    for (int64_t ow = 0; ow < ow_n; ow++) d[ow] = 0;
-                    continue;
-                }
-                const CT_CONV_T *src = x + (c * h + ih) * w;
                 for (int64_t ow = 0; ow < lo; ow++) d[ow] = 0;
-                if (sw == 1)
-                    memcpy(d + lo, src + lo + jo, (size_t)(hi - lo) * sizeof *d);
-                else
-                    for (int64_t ow = lo; ow < hi; ow++) d[ow] = src[ow * sw + jo];
                 for (int64_t ow = hi; ow < ow_n; ow++) d[ow] = 0;
+                if (same) continue;
+                const CT_CONV_T *src = plane + (oh * a->stride[0] + io) * w;
+                for (int64_t ow = lo; ow < hi; ow++) d[ow] = src[ow * sw + jo];
             }
         }
     }
 }
 
-/* col2im: the gradient of input channel c of one image, summed from its rows of col. */
-static void CT_CONV_FN(col2im_plane)(const ct_conv2d_args *a, const CT_CONV_T *col, int64_t ld,
-                                     int64_t c, CT_CONV_T *dx) {
-    int64_t oh_n = a->out_h, ow_n = a->out_w, h = a->in_h, w = a->in_w, sw = a->stride[1];
+/* col2im: the gradient of input channel c of one image, summed from its rows of col. col is
+ * scratch: its entries outside the image are zeroed on the way, so that a "same"
+ * convolution's rows add as one block (as im2col_plane copies them). */
+CT_CPU_CLONES static void CT_CONV_FN(col2im_plane)(const ct_conv2d_args *a, CT_CONV_T *col,
+                                                   int64_t ld, int64_t c, CT_CONV_T *dx) {
+    int64_t ow_n = a->out_w, h = a->in_h, w = a->in_w, sw = a->stride[1];
     CT_CONV_T *plane = dx + c * h * w;
+    bool same = CT_CONV_FN(same_width)(a);
     for (int64_t p = 0; p < h * w; p++) plane[p] = 0;
     for (int64_t i = 0; i < a->kernel_h; i++) {
         for (int64_t j = 0; j < a->kernel_w; j++) {
-            const CT_CONV_T *src = col + ((c * a->kernel_h + i) * a->kernel_w + j) * ld;
+            CT_CONV_T *src = col + ((c * a->kernel_h + i) * a->kernel_w + j) * ld;
+            int64_t io = i * a->dilation[0] - a->padding[0], oh_lo, oh_hi;
             int64_t jo = j * a->dilation[1] - a->padding[1], lo, hi;
+            conv_valid_range(io, a->stride[0], h, a->out_h, &oh_lo, &oh_hi);
             conv_valid_range(jo, sw, w, ow_n, &lo, &hi);
-            for (int64_t oh = 0; oh < oh_n; oh++) {
-                int64_t ih = oh * a->stride[0] - a->padding[0] + i * a->dilation[0];
-                if (ih < 0 || ih >= h) continue;
-                CT_CONV_T *row = plane + ih * w;
-                const CT_CONV_T *s = src + oh * ow_n;
+            if (lo >= hi) continue;
+            for (int64_t oh = oh_lo; oh < oh_hi; oh++) {
+                CT_CONV_T *s = src + oh * ow_n;
+                if (same) {
+                    for (int64_t ow = 0; ow < lo; ow++) s[ow] = 0;
+                    for (int64_t ow = hi; ow < ow_n; ow++) s[ow] = 0;
+                    continue;
+                }
+                CT_CONV_T *row = plane + (oh * a->stride[0] + io) * w;
                 for (int64_t ow = lo; ow < hi; ow++) row[ow * sw + jo] += s[ow];
+            }
+            if (same && oh_lo < oh_hi) {
+                int64_t shift = io * w + jo;
+                for (int64_t k = oh_lo * w + lo; k < (oh_hi - 1) * w + hi; k++)
+                    plane[k + shift] += src[k];
             }
         }
     }
 }
+
+/* y's rows (channels, l long each) set to their channel's bias. */
+CT_CPU_CLONES static void CT_CONV_FN(fill_bias)(CT_CONV_T *y, const CT_CONV_T *bias,
+                                                int64_t channels, int64_t l) {
+    for (int64_t o = 0; o < channels; o++)
+        for (int64_t p = 0; p < l; p++) y[o * l + p] = bias[o];
+}
+
+/* db[o] += the sum of gy's row o (channels rows, l long each), in CT_CONV_LANES partial sums
+ * so that the loop vectorises (a single running sum must be added in order). */
+#define CT_CONV_LANES 8
+CT_CPU_CLONES static void CT_CONV_FN(add_row_sums)(CT_CONV_T *db, const CT_CONV_T *gy,
+                                                   int64_t channels, int64_t l) {
+    for (int64_t o = 0; o < channels; o++) {
+        const CT_CONV_T *row = gy + o * l;
+        CT_CONV_T lanes[CT_CONV_LANES] = {0};
+        int64_t p = 0;
+        for (; p + CT_CONV_LANES <= l; p += CT_CONV_LANES)
+            for (int k = 0; k < CT_CONV_LANES; k++) lanes[k] += row[p + k];
+        CT_CONV_T sum = 0;
+        for (int k = 0; k < CT_CONV_LANES; k++) sum += lanes[k];
+        for (; p < l; p++) sum += row[p];
+        db[o] += sum;
+    }
+}
+#undef CT_CONV_LANES
 
 /* Forward of image n into y with one thread's col (K x L): y_n = W @ col_n + bias. */
 static void CT_CONV_FN(forward_image)(const ct_conv2d_args *a, int64_t n, CT_CONV_T *col) {
@@ -63,9 +115,7 @@ static void CT_CONV_FN(forward_image)(const ct_conv2d_args *a, int64_t n, CT_CON
     CT_CONV_T *y = (CT_CONV_T *)a->y + n * a->out_channels * l;
     const CT_CONV_T *bias = (const CT_CONV_T *)a->bias;
     for (int64_t c = 0; c < c_n; c++) CT_CONV_FN(im2col_plane)(a, x, col, l, c);
-    if (bias)
-        for (int64_t o = 0; o < a->out_channels; o++)
-            for (int64_t p = 0; p < l; p++) y[o * l + p] = bias[o];
+    if (bias) CT_CONV_FN(fill_bias)(y, bias, a->out_channels, l);
     for (int64_t g = 0; g < g_n; g++)
         conv_gemm(a->dtype, false, false, og, l, kg, a->weight, g * og * kg, kg, col, g * kg * l, l,
                   bias ? 1.0 : 0.0, y, g * og * l, l);
@@ -78,9 +128,7 @@ static void CT_CONV_FN(backward_image)(const ct_conv2d_args *a, int64_t n, CT_CO
     int64_t l = a->out_h * a->out_w, g_n = a->groups, c_n = a->in_channels;
     int64_t og = a->out_channels / g_n, kg = c_n / g_n * a->kernel_h * a->kernel_w;
     const CT_CONV_T *gy = (const CT_CONV_T *)a->y + n * a->out_channels * l;
-    if (db)
-        for (int64_t o = 0; o < a->out_channels; o++)
-            for (int64_t p = 0; p < l; p++) db[o] += gy[o * l + p];
+    if (db) CT_CONV_FN(add_row_sums)(db, gy, a->out_channels, l);
     if (dw) {
         const CT_CONV_T *x = (const CT_CONV_T *)a->x + n * c_n * a->in_h * a->in_w;
         for (int64_t c = 0; c < c_n; c++) CT_CONV_FN(im2col_plane)(a, x, col, l, c);
