@@ -31,7 +31,7 @@ ct_status ct__transfer(const ct_device *dst_device, void *dst, const ct_device *
     if (size == 0) return CT_OK;
     /* Pinned host memory is copied by one direct DMA; pageable memory by the backend's
      * staged copies. */
-    ct_status status;
+    ct_status status = CT_OK;
     if (direction == CT_TRANSFER_H2D) {
         const ct_backend *b = ct__backend(dst_device->type);
         if (!b) return ct_last_status();

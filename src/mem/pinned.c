@@ -116,7 +116,7 @@ static ct_status fresh_block(const char *op, const ct_backend *backend, size_t s
 }
 
 ct_status ct__pinned_alloc(const char *op, size_t size, void **out) {
-    const ct_backend *backend;
+    const ct_backend *backend = NULL;
     if (backend_for(op, &backend) != CT_OK) return ct_last_status();
     if (size > SIZE_MAX - ROUND)
         return ct__error(CT_ERR_OUT_OF_MEMORY, "%s: %zu bytes of pinned memory is too many", op,
