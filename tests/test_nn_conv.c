@@ -133,6 +133,12 @@ static const conv_case cases[] = {
 static const conv_case large_cases[] = {
     {2, 16, 26, 25, 16, 3, 3, {{1, 1}, {1, 1}, {1, 1}, 2}, true},
     {3, 8, 40, 37, 12, 3, 3, {{2, 1}, {1, 2}, {2, 1}, 1}, false},
+    /* Column matrices past the CPU's tile (2^18 elements), so an image goes in tiles of
+     * output rows: 37 rows and then 11 ("same"); 22 and 16 (stride 2); one row each, a
+     * single row being past the tile. */
+    {1, 16, 48, 48, 4, 3, 3, {{1, 1}, {1, 1}, {1, 1}, 1}, true},
+    {1, 32, 75, 80, 3, 3, 3, {{2, 2}, {1, 1}, {1, 1}, 1}, false},
+    {1, 64, 4, 500, 2, 3, 3, {{1, 1}, {1, 1}, {1, 1}, 1}, true},
 };
 
 static bool backward_case(const conv_case *k, ct_dtype dtype, ct_device device);

@@ -190,6 +190,20 @@ DEVICE_TEST(test_ops_matmul_large_parallel) {
     check_case(device, CT_I64, 3, c, true, CT_I64, 2, d, false);
 }
 
+/* Products large enough (m * n * k >= 2^18) that the CPU splits them over its threads: by
+ * rows when m >= n, by columns otherwise, in slabs that do not divide m or n evenly, with
+ * each operand plain or transposed in storage. */
+DEVICE_TEST(test_ops_matmul_threaded_slabs) {
+    static const int64_t shapes[2][3] = {{100, 70, 90}, {40, 70, 130}}; /* m, k, n */
+    static const ct_dtype dtypes[2] = {CT_F32, CT_F64};
+    for (int s = 0; s < 2; s++)
+        for (int d = 0; d < 2; d++)
+            for (int t = 0; t < 4; t++) {
+                int64_t a[2] = {shapes[s][0], shapes[s][1]}, b[2] = {shapes[s][1], shapes[s][2]};
+                check_case(device, dtypes[d], 2, a, t & 1, dtypes[d], 2, b, t & 2);
+            }
+}
+
 DEVICE_TEST(test_ops_matmul_mixed_dtypes_promote) {
     static const ct_dtype pairs[][2] = {{CT_I32, CT_F32},  {CT_U8, CT_F16},  {CT_BOOL, CT_I64},
                                         {CT_F16, CT_BF16}, {CT_F32, CT_F64}, {CT_U8, CT_I32}};

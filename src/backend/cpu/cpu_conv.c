@@ -1,12 +1,12 @@
 /* CPU 2-d convolution (ct_conv2d_args in backend/conv_args_impl.h): im2col + OpenBLAS GEMM,
- * one image at a time (cpu_conv_typed_impl.h). Forward: Y_n = W @ col_n (+ bias). Backward:
- * dW = sum_n dY_n @ col_n^T, db = sum_n of dY_n's rows, and dcol_n = W^T @ dY_n folded back
- * into dX_n by col2im. An image's col, GEMMs and output stay in one core's cache, and no
- * layout pass is needed since each image's output block is already in NCHW order. Images
- * run on OpenMP threads, each GEMM single-threaded on its image's thread (a col per thread;
- * partial dW and db per block of images, summed in block order at the end, so results do not
- * depend on thread timing). The workspace (ct__cpu_conv2d_workspace) holds all that
- * scratch. */
+ * one image at a time, in tiles of output rows (cpu_conv_typed_impl.h). Forward:
+ * Y_n = W @ col_n (+ bias). Backward: dW = sum_n dY_n @ col_n^T, db = sum_n of dY_n's rows,
+ * and dcol_n = W^T @ dY_n folded back into dX_n by col2im. A tile's col, GEMMs and output
+ * stay in one core's cache, and no layout pass is needed since each image's output block is
+ * already in NCHW order. Images run on OpenMP threads, each GEMM single-threaded on its
+ * image's thread (a tile's col per thread; partial dW and db per block of images, summed in
+ * block order at the end, so results do not depend on thread timing). The workspace
+ * (ct__cpu_conv2d_workspace) holds all that scratch. */
 #include <limits.h>
 #include <stdbool.h>
 
@@ -40,9 +40,22 @@ static void conv_gemm(ct_dtype dtype, bool ta, bool tb, int64_t m, int64_t n, in
                  (const char *)b + b_off * size, ldb, beta, (char *)c + c_off * size, ldc);
 }
 
-/* Elements of one image's column matrix: (in_channels * kh * kw) x (out_h * out_w). */
+/* A tile's column matrix holds at most this many elements (1 MiB of f32, a core's L2 here)
+ * unless one output row alone needs more: large images then need bounded scratch, and a
+ * tile's col stays in cache from its im2col to its GEMMs. */
+#define CT_CONV_TILE_ELEMENTS ((int64_t)1 << 18)
+
+/* Output rows per tile: as many as fit CT_CONV_TILE_ELEMENTS, at least one. */
+static int64_t conv_tile_rows(const ct_conv2d_args *a) {
+    int64_t row = a->in_channels * a->kernel_h * a->kernel_w * a->out_w;
+    int64_t rows = row > 0 ? CT_CONV_TILE_ELEMENTS / row : a->out_h;
+    if (rows < 1) rows = 1;
+    return rows < a->out_h ? rows : a->out_h;
+}
+
+/* Elements of one tile's column matrix: (in_channels * kh * kw) x (rows * out_w). */
 static int64_t conv_col_elements(const ct_conv2d_args *a) {
-    return a->in_channels * a->kernel_h * a->kernel_w * a->out_h * a->out_w;
+    return a->in_channels * a->kernel_h * a->kernel_w * conv_tile_rows(a) * a->out_w;
 }
 
 #define CT_CONV_T float

@@ -1,22 +1,35 @@
 /* The typed loops of the CPU convolution (cpu_conv.c), included once per element type with
  * CT_CONV_T (float or double) and CT_CONV_FN(name) (name suffixed by the type) defined.
  *
- * One image at a time: its column matrix col has one row per (input channel, kernel row,
- * kernel column) and one column per output pixel (L = out_h * out_w of them), so the
- * image's output (out_channels, L) is W @ col, one GEMM per group, written in place. */
+ * One image at a time, in tiles of output rows [oh0, oh1): the tile's column matrix col has
+ * one row per (input channel, kernel row, kernel column) and one column per output pixel of
+ * the tile (lt = (oh1 - oh0) * out_w of them, col's leading dimension), so the tile's output
+ * (out_channels, lt) is W @ col, one GEMM per group, written in place in the image's output
+ * (leading dimension L = out_h * out_w). */
 
 /* Stride 1 with an output as wide as the input (a "same" convolution, the common case):
  * for a kernel offset, the output plane is the input plane shifted by `shift` elements, so
- * rows [oh_lo, oh_hi) of dst move as one block; the columns outside [lo, hi), which the
- * block took from the neighbouring rows, and the rows outside, are zero. */
+ * the valid rows of a tile move as one block; the columns outside [lo, hi), which the block
+ * took from the neighbouring rows, and the rows outside, are zero. */
 static bool CT_CONV_FN(same_width)(const ct_conv2d_args *a) {
     return a->stride[0] == 1 && a->stride[1] == 1 && a->out_w == a->in_w;
 }
 
-/* im2col of input channel c of one image x into its kernel_h * kernel_w rows of col. */
+/* The output rows [*lo, *hi) of the tile [oh0, oh1) whose input row oh * stride + io lies in
+ * the image. */
+static void CT_CONV_FN(tile_rows)(const ct_conv2d_args *a, int64_t io, int64_t oh0, int64_t oh1,
+                                  int64_t *lo, int64_t *hi) {
+    conv_valid_range(io, a->stride[0], a->in_h, a->out_h, lo, hi);
+    *lo = *lo < oh0 ? oh0 : *lo > oh1 ? oh1 : *lo;
+    *hi = *hi < *lo ? *lo : *hi > oh1 ? oh1 : *hi;
+}
+
+/* im2col of input channel c of one image x, output rows [oh0, oh1), into its
+ * kernel_h * kernel_w rows of col (leading dimension ld). */
 CT_CPU_CLONES static void CT_CONV_FN(im2col_plane)(const ct_conv2d_args *a, const CT_CONV_T *x,
-                                                   CT_CONV_T *col, int64_t ld, int64_t c) {
-    int64_t oh_n = a->out_h, ow_n = a->out_w, h = a->in_h, w = a->in_w, sw = a->stride[1];
+                                                   CT_CONV_T *col, int64_t ld, int64_t c,
+                                                   int64_t oh0, int64_t oh1) {
+    int64_t ow_n = a->out_w, h = a->in_h, w = a->in_w, sw = a->stride[1];
     const CT_CONV_T *plane = x + c * h * w;
     bool same = CT_CONV_FN(same_width)(a);
     for (int64_t i = 0; i < a->kernel_h; i++) {
@@ -24,17 +37,17 @@ CT_CPU_CLONES static void CT_CONV_FN(im2col_plane)(const ct_conv2d_args *a, cons
             CT_CONV_T *dst = col + ((c * a->kernel_h + i) * a->kernel_w + j) * ld;
             int64_t io = i * a->dilation[0] - a->padding[0], oh_lo, oh_hi;
             int64_t jo = j * a->dilation[1] - a->padding[1], lo, hi;
-            conv_valid_range(io, a->stride[0], h, a->out_h, &oh_lo, &oh_hi);
+            CT_CONV_FN(tile_rows)(a, io, oh0, oh1, &oh_lo, &oh_hi);
             conv_valid_range(jo, sw, w, ow_n, &lo, &hi);
-            for (int64_t k = 0; k < oh_lo * ow_n; k++) dst[k] = 0;
-            for (int64_t k = oh_hi * ow_n; k < oh_n * ow_n; k++) dst[k] = 0;
+            for (int64_t k = 0; k < (oh_lo - oh0) * ow_n; k++) dst[k] = 0;
+            for (int64_t k = (oh_hi - oh0) * ow_n; k < (oh1 - oh0) * ow_n; k++) dst[k] = 0;
             if (same && lo < hi && oh_lo < oh_hi) {
-                int64_t shift = io * w + jo;
+                int64_t shift = io * w + jo, first = oh0 * w; /* plane element k: dst[k - first] */
                 for (int64_t k = oh_lo * w + lo; k < (oh_hi - 1) * w + hi; k++)
-                    dst[k] = plane[k + shift];
+                    dst[k - first] = plane[k + shift];
             }
             for (int64_t oh = oh_lo; oh < oh_hi; oh++) {
-                CT_CONV_T *d = dst + oh * ow_n;
+                CT_CONV_T *d = dst + (oh - oh0) * ow_n;
                 for (int64_t ow = 0; ow < lo; ow++) d[ow] = 0;
                 for (int64_t ow = hi; ow < ow_n; ow++) d[ow] = 0;
                 if (same) continue;
@@ -45,25 +58,26 @@ CT_CPU_CLONES static void CT_CONV_FN(im2col_plane)(const ct_conv2d_args *a, cons
     }
 }
 
-/* col2im: the gradient of input channel c of one image, summed from its rows of col. col is
- * scratch: its entries outside the image are zeroed on the way, so that a "same"
- * convolution's rows add as one block (as im2col_plane copies them). */
+/* col2im: adds output rows [oh0, oh1)' share of the gradient of input channel c of one image
+ * from its rows of col (leading dimension ld) into dx. col is scratch: its entries outside
+ * the image are zeroed on the way, so that a "same" convolution's rows add as one block (as
+ * im2col_plane copies them). */
 CT_CPU_CLONES static void CT_CONV_FN(col2im_plane)(const ct_conv2d_args *a, CT_CONV_T *col,
-                                                   int64_t ld, int64_t c, CT_CONV_T *dx) {
+                                                   int64_t ld, int64_t c, CT_CONV_T *dx,
+                                                   int64_t oh0, int64_t oh1) {
     int64_t ow_n = a->out_w, h = a->in_h, w = a->in_w, sw = a->stride[1];
     CT_CONV_T *plane = dx + c * h * w;
     bool same = CT_CONV_FN(same_width)(a);
-    for (int64_t p = 0; p < h * w; p++) plane[p] = 0;
     for (int64_t i = 0; i < a->kernel_h; i++) {
         for (int64_t j = 0; j < a->kernel_w; j++) {
             CT_CONV_T *src = col + ((c * a->kernel_h + i) * a->kernel_w + j) * ld;
             int64_t io = i * a->dilation[0] - a->padding[0], oh_lo, oh_hi;
             int64_t jo = j * a->dilation[1] - a->padding[1], lo, hi;
-            conv_valid_range(io, a->stride[0], h, a->out_h, &oh_lo, &oh_hi);
+            CT_CONV_FN(tile_rows)(a, io, oh0, oh1, &oh_lo, &oh_hi);
             conv_valid_range(jo, sw, w, ow_n, &lo, &hi);
             if (lo >= hi) continue;
             for (int64_t oh = oh_lo; oh < oh_hi; oh++) {
-                CT_CONV_T *s = src + oh * ow_n;
+                CT_CONV_T *s = src + (oh - oh0) * ow_n;
                 if (same) {
                     for (int64_t ow = 0; ow < lo; ow++) s[ow] = 0;
                     for (int64_t ow = hi; ow < ow_n; ow++) s[ow] = 0;
@@ -73,9 +87,9 @@ CT_CPU_CLONES static void CT_CONV_FN(col2im_plane)(const ct_conv2d_args *a, CT_C
                 for (int64_t ow = lo; ow < hi; ow++) row[ow * sw + jo] += s[ow];
             }
             if (same && oh_lo < oh_hi) {
-                int64_t shift = io * w + jo;
+                int64_t shift = io * w + jo, first = oh0 * w; /* plane element k: src[k - first] */
                 for (int64_t k = oh_lo * w + lo; k < (oh_hi - 1) * w + hi; k++)
-                    plane[k + shift] += src[k];
+                    plane[k + shift] += src[k - first];
             }
         }
     }
@@ -107,41 +121,52 @@ CT_CPU_CLONES static void CT_CONV_FN(add_row_sums)(CT_CONV_T *db, const CT_CONV_
 }
 #undef CT_CONV_LANES
 
-/* Forward of image n into y with one thread's col (K x L): y_n = W @ col_n + bias. */
+/* Forward of image n into y with one thread's col (one tile's): y_n = W @ col_n + bias. */
 static void CT_CONV_FN(forward_image)(const ct_conv2d_args *a, int64_t n, CT_CONV_T *col) {
     int64_t l = a->out_h * a->out_w, g_n = a->groups, c_n = a->in_channels;
     int64_t og = a->out_channels / g_n, kg = c_n / g_n * a->kernel_h * a->kernel_w;
+    int64_t rows = conv_tile_rows(a);
     const CT_CONV_T *x = (const CT_CONV_T *)a->x + n * c_n * a->in_h * a->in_w;
     CT_CONV_T *y = (CT_CONV_T *)a->y + n * a->out_channels * l;
     const CT_CONV_T *bias = (const CT_CONV_T *)a->bias;
-    for (int64_t c = 0; c < c_n; c++) CT_CONV_FN(im2col_plane)(a, x, col, l, c);
     if (bias) CT_CONV_FN(fill_bias)(y, bias, a->out_channels, l);
-    for (int64_t g = 0; g < g_n; g++)
-        conv_gemm(a->dtype, false, false, og, l, kg, a->weight, g * og * kg, kg, col, g * kg * l, l,
-                  bias ? 1.0 : 0.0, y, g * og * l, l);
+    for (int64_t oh0 = 0; oh0 < a->out_h; oh0 += rows) {
+        int64_t oh1 = oh0 + rows < a->out_h ? oh0 + rows : a->out_h, lt = (oh1 - oh0) * a->out_w;
+        for (int64_t c = 0; c < c_n; c++) CT_CONV_FN(im2col_plane)(a, x, col, lt, c, oh0, oh1);
+        for (int64_t g = 0; g < g_n; g++)
+            conv_gemm(a->dtype, false, false, og, lt, kg, a->weight, g * og * kg, kg, col,
+                      g * kg * lt, lt, bias ? 1.0 : 0.0, y, g * og * l + oh0 * a->out_w, l);
+    }
 }
 
 /* Backward of image n: this thread's dw and db partial sums grow by image n's share;
- * grad_x's image n is written whole. col: the thread's K x L scratch. */
+ * grad_x's image n is written whole. col: the thread's scratch for one tile. */
 static void CT_CONV_FN(backward_image)(const ct_conv2d_args *a, int64_t n, CT_CONV_T *col,
                                        CT_CONV_T *dw, CT_CONV_T *db) {
     int64_t l = a->out_h * a->out_w, g_n = a->groups, c_n = a->in_channels;
     int64_t og = a->out_channels / g_n, kg = c_n / g_n * a->kernel_h * a->kernel_w;
+    int64_t rows = conv_tile_rows(a), image = c_n * a->in_h * a->in_w;
     const CT_CONV_T *gy = (const CT_CONV_T *)a->y + n * a->out_channels * l;
+    const CT_CONV_T *x = (const CT_CONV_T *)a->x + n * image;
+    CT_CONV_T *dx = a->grad_x ? (CT_CONV_T *)a->grad_x + n * image : NULL;
     if (db) CT_CONV_FN(add_row_sums)(db, gy, a->out_channels, l);
-    if (dw) {
-        const CT_CONV_T *x = (const CT_CONV_T *)a->x + n * c_n * a->in_h * a->in_w;
-        for (int64_t c = 0; c < c_n; c++) CT_CONV_FN(im2col_plane)(a, x, col, l, c);
+    if (dx)
+        for (int64_t p = 0; p < image; p++) dx[p] = 0;
+    for (int64_t oh0 = 0; oh0 < a->out_h; oh0 += rows) {
+        int64_t oh1 = oh0 + rows < a->out_h ? oh0 + rows : a->out_h, lt = (oh1 - oh0) * a->out_w;
+        int64_t at = oh0 * a->out_w; /* the tile's first pixel in gy's rows */
+        if (dw) {
+            for (int64_t c = 0; c < c_n; c++) CT_CONV_FN(im2col_plane)(a, x, col, lt, c, oh0, oh1);
+            for (int64_t g = 0; g < g_n; g++)
+                conv_gemm(a->dtype, false, true, og, kg, lt, gy, g * og * l + at, l, col,
+                          g * kg * lt, lt, 1.0, dw, g * og * kg, kg);
+        }
+        if (!dx) continue;
         for (int64_t g = 0; g < g_n; g++)
-            conv_gemm(a->dtype, false, true, og, kg, l, gy, g * og * l, l, col, g * kg * l, l, 1.0,
-                      dw, g * og * kg, kg);
+            conv_gemm(a->dtype, true, false, kg, lt, og, a->weight, g * og * kg, kg, gy,
+                      g * og * l + at, l, 0.0, col, g * kg * lt, lt);
+        for (int64_t c = 0; c < c_n; c++) CT_CONV_FN(col2im_plane)(a, col, lt, c, dx, oh0, oh1);
     }
-    if (!a->grad_x) return;
-    for (int64_t g = 0; g < g_n; g++)
-        conv_gemm(a->dtype, true, false, kg, l, og, a->weight, g * og * kg, kg, gy, g * og * l, l,
-                  0.0, col, g * kg * l, l);
-    CT_CONV_T *dx = (CT_CONV_T *)a->grad_x + n * c_n * a->in_h * a->in_w;
-    for (int64_t c = 0; c < c_n; c++) CT_CONV_FN(col2im_plane)(a, col, l, c, dx);
 }
 
 /* The whole batch in nblocks blocks of consecutive images, taken by nt threads as they come
