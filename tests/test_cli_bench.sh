@@ -33,7 +33,7 @@ csv_check() {
     awk -F, '
         NR == 1 { if ($0 != "device,op,size,seconds,with_copies") { print "bad header: " $0; bad = 1 }; next }
         NF != 5 { print "row " NR " has " NF " fields: " $0; bad = 1; next }
-        $2 !~ /^(matmul|add|sum|conv2d|copy_h2d|copy_d2h)$/ { print "row " NR ": unknown op " $2; bad = 1 }
+        $2 !~ /^(matmul|add|sum|conv2d|copy_h2d|copy_d2h|copy_h2d_pinned|copy_d2h_pinned)$/ { print "row " NR ": unknown op " $2; bad = 1 }
         $3 !~ /^[0-9]+$/ || $3 + 0 <= 0 { print "row " NR ": bad size " $3; bad = 1 }
         !($4 + 0 > 0 && $4 + 0 < 1000) { print "row " NR ": bad seconds " $4; bad = 1 }
         $5 !~ /^[01]$/ { print "row " NR ": bad with_copies " $5; bad = 1 }
@@ -64,6 +64,20 @@ elif grep -q '^GPU columns absent: no CUDA device measured: .' "$work/out" &&
     pass test_cli_bench_gpu_columns
 else
     fail test_cli_bench_gpu_columns "neither CUDA rows nor the absent-GPU statement"
+fi
+# The copies from and into pinned memory: rows for each CUDA device, or, without one, the
+# table's statement that the pinned columns are absent and why.
+if grep -q '^cuda:[0-9]*,copy_h2d_pinned,' "$work/bench.csv" &&
+    grep -q '^cuda:[0-9]*,copy_d2h_pinned,' "$work/bench.csv" &&
+    grep -q 'to device pinned' "$work/out"; then
+    pass test_cli_bench_pinned_columns
+elif ! grep -q '^cuda:' "$work/bench.csv" &&
+    grep -q '^pinned copy columns absent: pinned host memory and the copies from it need a CUDA device$' "$work/out" &&
+    grep -q '^host<->device copies, pageable and pinned: not measured (no GPU: .' "$work/out" &&
+    ! grep -q '_pinned,' "$work/bench.csv"; then
+    pass test_cli_bench_pinned_columns
+else
+    fail test_cli_bench_pinned_columns "neither pinned copy rows nor the absent-pinned statement"
 fi
 if grep -q '^conv2d (size: elements (f32) of the 1 x 16 x H x W input' "$work/out" &&
     [ "$(sed -n '/^conv2d (size:/,/^$/p' "$work/out" | grep -c '^  2^[0-9]* ')" -eq 4 ] &&
@@ -109,6 +123,7 @@ assert ops == {"matmul", "add", "sum", "conv2d"}, ops
 conv = sorted(m["size"] for m in d["measurements"] if m["op"] == "conv2d" and m["device"] == "cpu:0")
 assert conv == [2**6, 2**10, 2**14, 2**18], conv
 assert d["gpu_absent"] and "unavailable" not in d, d.keys()
+assert d["pinned_absent"], d.keys()
 ' 2>>"$work/err"; then
     pass test_cli_bench_json
 else

@@ -19,13 +19,20 @@ typedef enum bench_op {
     BENCH_ADD,
     BENCH_SUM,
     BENCH_CONV2D,
-    BENCH_COPY_H2D,
-    BENCH_COPY_D2H,
+    BENCH_COPY_H2D,        /* from pageable host memory */
+    BENCH_COPY_D2H,        /* into pageable host memory */
+    BENCH_COPY_H2D_PINNED, /* from pinned host memory (ct_pin_memory) */
+    BENCH_COPY_D2H_PINNED, /* into pinned host memory */
     BENCH_OP_COUNT
 } bench_op;
 
 /* The ops compared between devices (the copies are measured on CUDA devices only). */
 #define BENCH_COMPUTE_OPS 4
+
+/* Whether op is one of the host<->device copies (sized in bytes). */
+static inline bool bench_is_copy(bench_op op) {
+    return op >= BENCH_COPY_H2D && op <= BENCH_COPY_D2H_PINNED;
+}
 
 typedef struct bench_measurement {
     ct_device device;
@@ -40,8 +47,9 @@ typedef struct bench_results {
     int count, capacity;
     ct_device devices[1 + 2 * CT_MAX_LOGICAL_DEVICES]; /* in the order measured */
     int device_count;
-    bool has_cuda;        /* whether any CUDA device was measured */
-    char gpu_absent[512]; /* why no CUDA device was measured ("" when one was) */
+    bool has_cuda;           /* whether any CUDA device was measured */
+    char gpu_absent[512];    /* why no CUDA device was measured ("" when one was) */
+    char pinned_absent[512]; /* why a CUDA device's pinned copies were not measured, or "" */
     double wall_seconds;
 } bench_results;
 
@@ -59,7 +67,7 @@ typedef struct bench_plan {
 bool bench_is_compared(ct_device device);
 
 /* The op's name as in the CSV and the table: "matmul", "add", "sum", "conv2d", "copy_h2d",
- * "copy_d2h". */
+ * "copy_d2h", "copy_h2d_pinned", "copy_d2h_pinned". */
 const char *bench_op_name(bench_op op);
 /* How its size is counted: "n (n x n matrices)", "elements (f32)", "bytes", or for conv2d
  * the input's elements and how they make the image. */

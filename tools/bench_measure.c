@@ -7,6 +7,7 @@
  * a small CNN's layer), without bias; its size is the input's element count 16 * H * W. Each call
  * makes a fresh result and releases it, as `a + b` does in NumPy or PyTorch; the device's pool
  * hands the block back, so the timed calls allocate no fresh memory. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -113,7 +114,7 @@ static int op_sizes(bench_op op, const bench_plan *plan, int64_t *sizes) {
         /* Even powers only: 16 * H * H = 2^e needs H = 2^((e - 4) / 2) whole. */
         for (int e = 6; e <= (plan->quick ? 18 : CONV_MAX_EXP); e += plan->quick ? 4 : 2)
             sizes[n++] = (int64_t)1 << e;
-    } else if (op == BENCH_COPY_H2D || op == BENCH_COPY_D2H) {
+    } else if (bench_is_copy(op)) {
         for (int64_t s = 4096; s <= (plan->quick ? (4 << 20) : (1 << 30)); s *= 4) sizes[n++] = s;
     } else {
         for (int e = 6; e <= (plan->quick ? 20 : 26); e += plan->quick ? 2 : 1)
@@ -211,41 +212,67 @@ static bool bench_op_sizes(bench_results *r, const bench_plan *plan, bench_op op
     return true;
 }
 
-/* A copy between host and device: the host buffer, the device tensor, the direction. */
+/* A copy between host and device: the pageable host buffer, the same bytes in pinned host
+ * memory (NULL when it cannot be had), the device tensor, the direction. */
 typedef struct copy_case {
     bench_op op;
     ct_device device;
     void *host;
+    ct_tensor *pinned;
     int64_t bytes;
     ct_tensor *on_device;
 } copy_case;
 
-/* Host to device from pageable memory (ct_from_data), or device to host into pageable
- * memory (ct_copy_to_host). */
+/* Host to device from pageable memory (ct_from_data) or from a pinned tensor (ct_to, which
+ * returns once the DMA is queued: the batch's closing ct_synchronize waits for it), or
+ * device to host into pageable memory (ct_copy_to_host) or into a pinned tensor (ct_copy). */
 static ct_status copy_call(const void *ctx) {
     const copy_case *c = ctx;
     if (c->op == BENCH_COPY_D2H) return ct_copy_to_host(c->on_device, c->host, (size_t)c->bytes);
-    ct_tensor *t = ct_from_data(c->host, 1, &c->bytes, CT_U8, c->device);
+    if (c->op == BENCH_COPY_D2H_PINNED) return ct_copy(c->pinned, c->on_device);
+    ct_tensor *t = c->op == BENCH_COPY_H2D_PINNED
+                       ? ct_to(c->pinned, c->device)
+                       : ct_from_data(c->host, 1, &c->bytes, CT_U8, c->device);
     ct_release(t);
     return t ? CT_OK : ct_last_status();
 }
 
-/* Host<->device copies from 4 KiB to 1 GiB, both directions. */
+/* The case's pinned tensor; without one the reason goes to r->pinned_absent (once). */
+static void make_pinned(bench_results *r, copy_case *c) {
+    ct_tensor *pageable = ct_zeros(1, &c->bytes, CT_U8, CT_CPU);
+    c->pinned = pageable ? ct_pin_memory(pageable) : NULL;
+    ct_release(pageable);
+    if (!c->pinned && !r->pinned_absent[0])
+        snprintf(r->pinned_absent, sizeof r->pinned_absent, "%s", ct_last_error());
+    if (!c->pinned) ct_clear_error();
+}
+
+/* The four copies of one size, each timed; false when one failed. */
+static bool time_copies(bench_results *r, const bench_plan *plan, copy_case *c) {
+    for (int op = BENCH_COPY_H2D; op <= BENCH_COPY_D2H_PINNED; op++) {
+        bool pinned = op == BENCH_COPY_H2D_PINNED || op == BENCH_COPY_D2H_PINNED;
+        if (pinned && !c->pinned) continue;
+        bench_measurement m = {c->device, (bench_op)op, c->bytes, 0.0, true};
+        c->op = (bench_op)op;
+        progress(plan, c->device, bench_op_name(c->op), c->bytes);
+        if (time_calls(copy_call, c, c->device, plan->budget, &m.seconds) != CT_OK ||
+            !bench_add(r, m))
+            return false;
+    }
+    return true;
+}
+
+/* Host<->device copies from 4 KiB to 1 GiB, both directions, pageable and pinned. */
 static bool bench_copies(bench_results *r, const bench_plan *plan, ct_device device) {
     int64_t sizes[32];
     int n = op_sizes(BENCH_COPY_H2D, plan, sizes);
     for (int i = 0; i < n; i++) {
-        copy_case c = {BENCH_COPY_H2D, device, calloc(1, (size_t)sizes[i]), sizes[i], NULL};
+        copy_case c = {BENCH_COPY_H2D, device, calloc(1, (size_t)sizes[i]), NULL, sizes[i], NULL};
         c.on_device = c.host ? ct_from_data(c.host, 1, &c.bytes, CT_U8, device) : NULL;
-        bool ok = c.on_device != NULL;
-        for (int op = BENCH_COPY_H2D; ok && op <= BENCH_COPY_D2H; op++) {
-            bench_measurement m = {device, (bench_op)op, sizes[i], 0.0, true};
-            c.op = (bench_op)op;
-            progress(plan, device, bench_op_name(c.op), sizes[i]);
-            ok = time_calls(copy_call, &c, device, plan->budget, &m.seconds) == CT_OK &&
-                 bench_add(r, m);
-        }
+        if (c.on_device) make_pinned(r, &c);
+        bool ok = c.on_device && time_copies(r, plan, &c);
         ct_release(c.on_device);
+        ct_release(c.pinned);
         free(c.host);
         if (!ok) return report_failure(device, "host-device copy", sizes[i]);
     }

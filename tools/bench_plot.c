@@ -1,8 +1,8 @@
 /* `ctensor bench --plot FILE`: the chart, drawn by gnuplot through a pipe. One panel per op
  * (and one for the host<->device copies when a GPU was measured), time per call against
- * size on log-log axes, one line per device, dashed with the copies. The terminal follows
- * the file's extension: svg, or pngcairo for .png. The data goes inline as gnuplot data
- * blocks, so no temporary file is left behind. */
+ * size on log-log axes, one line per device, dashed with the copies (in the copies panel: from or
+ * into pinned memory). The terminal follows the file's extension: svg, or pngcairo for .png. The
+ * data goes inline as gnuplot data blocks, so no temporary file is left behind. */
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,27 +56,38 @@ static int series_points(const bench_results *r, const series *s, FILE *gp) {
     return n;
 }
 
-/* The series of panel p (0..3: the compute ops; 4: the copies); returns how many. */
+/* Series per device and panel at most: a compute op without and with the copies, or the
+ * four copies (to and from the device, pageable and pinned). */
+#define SERIES_PER_DEVICE 4
+
+/* The series of panel p (0..3: the compute ops; 4: the copies); returns how many. A copy's
+ * colour tells its device and direction; pinned copies are dashed (plot_panel). */
 static int panel_series(const bench_results *r, int p, series *out) {
     int n = 0;
     for (int d = 0; d < r->device_count; d++) {
         ct_device dev = r->devices[d];
-        for (int k = 0; k < 2; k++) {
+        for (int k = 0; k < (p < BENCH_COMPUTE_OPS ? 2 : SERIES_PER_DEVICE); k++) {
             series s = {p < BENCH_COMPUTE_OPS ? (bench_op)p : (bench_op)(BENCH_COPY_H2D + k), dev,
                         p < BENCH_COMPUTE_OPS ? k == 1 : true, d + 1};
-            if (p == BENCH_COMPUTE_OPS) s.color = 2 * d + k + 1;
+            if (p == BENCH_COMPUTE_OPS) s.color = 2 * d + k % 2 + 1;
             if (series_points(r, &s, NULL) > 0) out[n++] = s;
         }
     }
     return n;
 }
 
+static bool is_pinned_copy(bench_op op) {
+    return op == BENCH_COPY_H2D_PINNED || op == BENCH_COPY_D2H_PINNED;
+}
+
 static void series_title(const series *s, FILE *gp) {
     char name[32], title[96];
     ct_device_str(s->device, name, sizeof name);
-    if (s->op == BENCH_COPY_H2D || s->op == BENCH_COPY_D2H)
-        snprintf(title, sizeof title, "%s %s", name,
-                 s->op == BENCH_COPY_H2D ? "host to device" : "device to host");
+    if (bench_is_copy(s->op))
+        snprintf(title, sizeof title, "%s %s, %s", name,
+                 s->op == BENCH_COPY_H2D || s->op == BENCH_COPY_H2D_PINNED ? "host to device"
+                                                                           : "device to host",
+                 is_pinned_copy(s->op) ? "pinned" : "pageable");
     else if (bench_is_compared(s->device))
         snprintf(title, sizeof title, "%s %s", name,
                  s->with_copies ? "with copies in and out" : "data on the device");
@@ -100,14 +111,14 @@ static void panel_axes(int p, FILE *gp) {
     } else if (p < BENCH_COMPUTE_OPS) {
         fprintf(gp, "set xlabel \"elements (f32)\"\nset format x \"2^{%%L}\"\n");
     } else {
-        fprintf(gp, "set xlabel \"bytes copied (pageable host memory)\"\n"
+        fprintf(gp, "set xlabel \"bytes copied (pageable host memory, and pinned: dashed)\"\n"
                     "set xtics (\"4 KiB\" 4096, \"64 KiB\" 65536, \"1 MiB\" 1048576, "
                     "\"16 MiB\" 16777216, \"256 MiB\" 268435456, \"1 GiB\" 1073741824)\n");
     }
 }
 
 static void plot_panel(const bench_results *r, int p, FILE *gp) {
-    series s[2 * (1 + 2 * CT_MAX_LOGICAL_DEVICES)];
+    series s[SERIES_PER_DEVICE * (1 + 2 * CT_MAX_LOGICAL_DEVICES)];
     int n = panel_series(r, p, s);
     fprintf(gp, "set xtics autofreq\n");
     panel_axes(p, gp);
@@ -115,7 +126,7 @@ static void plot_panel(const bench_results *r, int p, FILE *gp) {
     for (int i = 0; i < n; i++) {
         fprintf(gp, "%s$p%d_%d with linespoints lw 2 pt 7 ps 0.6 lc %d dt %d title ",
                 i ? ", \\\n     " : "", p, i, s[i].color,
-                s[i].with_copies && p < BENCH_COMPUTE_OPS ? 2 : 1);
+                (p < BENCH_COMPUTE_OPS ? s[i].with_copies : is_pinned_copy(s[i].op)) ? 2 : 1);
         series_title(&s[i], gp);
     }
     if (n == 0) fprintf(gp, "NaN notitle");
@@ -123,7 +134,7 @@ static void plot_panel(const bench_results *r, int p, FILE *gp) {
 }
 
 static void write_data_blocks(const bench_results *r, int panels, FILE *gp) {
-    series s[2 * (1 + 2 * CT_MAX_LOGICAL_DEVICES)];
+    series s[SERIES_PER_DEVICE * (1 + 2 * CT_MAX_LOGICAL_DEVICES)];
     for (int p = 0; p < panels; p++) {
         int n = panel_series(r, p, s);
         for (int i = 0; i < n; i++) {

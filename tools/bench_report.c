@@ -1,12 +1,10 @@
 /* `ctensor bench`: the results as a table (one per op, a column per device and, on a GPU,
- * one with the copies), the size from which each GPU wins, the host<->device copies, and
- * the same as CSV and JSON. */
+ * one with the copies), the size from which each GPU wins, the host<->device copies (pageable and
+ * pinned), and the same as CSV and JSON. */
 #include <math.h>
 #include <string.h>
 
 #include "bench_impl.h"
-
-static bool is_copy(bench_op op) { return op == BENCH_COPY_H2D || op == BENCH_COPY_D2H; }
 
 /* Seconds per call of one measurement, or NAN when it was not made. */
 static double lookup(const bench_results *r, bench_op op, ct_device device, bool with_copies,
@@ -65,7 +63,7 @@ static const char *format_size(bench_op op, int64_t size, char *buf, size_t n) {
     while (((int64_t)1 << e) < size) e++;
     if (op == BENCH_MATMUL)
         snprintf(buf, n, "n=%lld", (long long)size);
-    else if (is_copy(op))
+    else if (bench_is_copy(op))
         snprintf(buf, n,
                  size >= (1 << 30)   ? "%lld GiB"
                  : size >= (1 << 20) ? "%lld MiB"
@@ -133,33 +131,46 @@ static void print_crossovers(const bench_results *r, FILE *out) {
     }
 }
 
+/* "1.23 ms  4.56" (seconds per copy and GB/s), or "-" twice when not measured. */
+static void print_copy_cell(double seconds, int64_t bytes, FILE *out) {
+    char cell[32];
+    fprintf(out, " %10s %7.2f", format_seconds(seconds, cell, sizeof cell),
+            (double)bytes / seconds / 1e9);
+}
+
+static void print_device_copies(const bench_results *r, ct_device dev, FILE *out) {
+    static const bench_op columns[4] = {BENCH_COPY_H2D, BENCH_COPY_H2D_PINNED, BENCH_COPY_D2H,
+                                        BENCH_COPY_D2H_PINNED};
+    char name[32], size[32];
+    fprintf(out,
+            "\nhost<->device copies, %s (pageable: ctensor stages host-to-device copies through "
+            "its own pinned buffers; pinned: ct_pin_memory, one direct DMA)\n  %-10s %18s %18s "
+            "%18s %18s\n  %-10s",
+            ct_device_str(dev, name, sizeof name), "size", "to device pageable", "to device pinned",
+            "to host pageable", "to host pinned", "");
+    for (int k = 0; k < 4; k++) fprintf(out, " %10s %7s", "time", "GB/s");
+    fprintf(out, "\n");
+    int64_t sizes[64];
+    int n = sizes_of(r, BENCH_COPY_H2D, sizes, 64);
+    for (int i = 0; i < n; i++) {
+        fprintf(out, "  %-10s", format_size(BENCH_COPY_H2D, sizes[i], size, sizeof size));
+        for (int k = 0; k < 4; k++)
+            print_copy_cell(lookup(r, columns[k], dev, true, sizes[i]), sizes[i], out);
+        fprintf(out, "\n");
+    }
+    if (r->pinned_absent[0]) fprintf(out, "  pinned columns absent: %s\n", r->pinned_absent);
+    fprintf(out, "  latency (the smallest copy) and bandwidth (the largest) are its first "
+                 "and last rows\n");
+}
+
 static void print_copies(const bench_results *r, FILE *out) {
-    char name[32], cell[2][32], size[32];
     if (!r->has_cuda) {
-        fprintf(out, "\nhost<->device copies: not measured (no GPU: %s)\n", r->gpu_absent);
+        fprintf(out, "\nhost<->device copies, pageable and pinned: not measured (no GPU: %s)\n",
+                r->gpu_absent);
         return;
     }
-    for (int d = 0; d < r->device_count; d++) {
-        ct_device dev = r->devices[d];
-        if (dev.type != CT_DEVICE_CUDA) continue;
-        fprintf(out,
-                "\nhost<->device copies, %s (pageable host memory; ctensor stages host-to-device "
-                "copies through its own pinned buffers)\n  %-10s %12s %10s %12s %10s\n",
-                ct_device_str(dev, name, sizeof name), "size", "to device", "GB/s", "to host",
-                "GB/s");
-        int64_t sizes[64];
-        int n = sizes_of(r, BENCH_COPY_H2D, sizes, 64);
-        for (int i = 0; i < n; i++) {
-            double h2d = lookup(r, BENCH_COPY_H2D, dev, true, sizes[i]);
-            double d2h = lookup(r, BENCH_COPY_D2H, dev, true, sizes[i]);
-            fprintf(out, "  %-10s %12s %10.2f %12s %10.2f\n",
-                    format_size(BENCH_COPY_H2D, sizes[i], size, sizeof size),
-                    format_seconds(h2d, cell[0], sizeof cell[0]), (double)sizes[i] / h2d / 1e9,
-                    format_seconds(d2h, cell[1], sizeof cell[1]), (double)sizes[i] / d2h / 1e9);
-        }
-        fprintf(out, "  latency (the smallest copy) and bandwidth (the largest) are its first "
-                     "and last rows\n");
-    }
+    for (int d = 0; d < r->device_count; d++)
+        if (r->devices[d].type == CT_DEVICE_CUDA) print_device_copies(r, r->devices[d], out);
 }
 
 void bench_print_table(const bench_results *r, FILE *out) {
@@ -170,7 +181,11 @@ void bench_print_table(const bench_results *r, FILE *out) {
         fprintf(out, " %s", ct_device_str(r->devices[d], name, sizeof name));
     fprintf(out, "\n");
     if (!r->has_cuda)
-        fprintf(out, "GPU columns absent: no CUDA device measured: %s\n", r->gpu_absent);
+        fprintf(out,
+                "GPU columns absent: no CUDA device measured: %s\n"
+                "pinned copy columns absent: pinned host memory and the copies from it need a "
+                "CUDA device\n",
+                r->gpu_absent);
     for (int op = 0; op < BENCH_COMPUTE_OPS; op++) print_op_table(r, (bench_op)op, out);
     print_copies(r, out);
     print_crossovers(r, out);
@@ -243,6 +258,11 @@ void bench_print_json(const bench_results *r, FILE *out) {
         fprintf(out, "null");
     else
         json_string(r->gpu_absent, out);
+    fprintf(out, ",\n  \"pinned_absent\": ");
+    if (r->has_cuda && !r->pinned_absent[0])
+        fprintf(out, "null");
+    else
+        json_string(r->has_cuda ? r->pinned_absent : "pinned host memory needs a CUDA device", out);
     fprintf(out, ",\n  \"measurements\": [");
     for (int i = 0; i < r->count; i++) {
         const bench_measurement *m = &r->items[i];

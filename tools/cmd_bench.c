@@ -30,10 +30,10 @@ static void usage(FILE *out) {
             "every device present: cpu:0, the logical CPU devices of --logical-cpus, and each\n"
             "cuda:N, where it is timed with the data already on the GPU and again with the\n"
             "copies in (ct_to) and out (ct_copy_to_host). On CUDA devices it also times\n"
-            "host<->device copies from 4 KiB to 1 GiB (pageable host memory; ctensor stages\n"
-            "host-to-device copies through its own pinned buffers, so there is no separate\n"
-            "pinned figure). Prints a table and, per op, the size from which the GPU beats the\n"
-            "CPU. Takes under a minute; --quick a few seconds.\n"
+            "host<->device copies from 4 KiB to 1 GiB, both ways, from and into pageable host\n"
+            "memory (staged by ctensor through its own pinned buffers) and pinned host memory\n"
+            "(ct_pin_memory: one direct DMA). Prints a table and, per op, the size from which\n"
+            "the GPU beats the CPU. Takes under a minute; --quick a few seconds.\n"
             "\n"
             "  --device D   only D (\"cpu\", \"cuda:1\", ...; cpu:0 is kept as the baseline)\n"
             "  --logical-cpus N  split the CPU into N logical devices (2..16) first; cpu:1 and\n"
@@ -42,7 +42,8 @@ static void usage(FILE *out) {
             "  --quick      fewer and smaller sizes, shorter timing\n"
             "  --csv FILE   every measurement: device,op,size,seconds,with_copies (size: n for\n"
             "               matmul, elements for add and sum, the input's elements 16 x H x W\n"
-            "               for conv2d, bytes for copy_h2d, copy_d2h)\n"
+            "               for conv2d, bytes for copy_h2d, copy_d2h, copy_h2d_pinned,\n"
+            "               copy_d2h_pinned)\n"
             "  --plot FILE  a chart (.svg or .png) drawn with gnuplot (package gnuplot-nox)\n"
             "  --json       a JSON object instead of the table\n");
 }
@@ -217,8 +218,16 @@ bool bench_is_compared(ct_device device) {
 }
 
 const char *bench_op_name(bench_op op) {
-    static const char *const names[BENCH_OP_COUNT] = {"matmul", "add",      "sum",
-                                                      "conv2d", "copy_h2d", "copy_d2h"};
+    static const char *const names[BENCH_OP_COUNT] = {
+        [BENCH_MATMUL] = "matmul",
+        [BENCH_ADD] = "add",
+        [BENCH_SUM] = "sum",
+        [BENCH_CONV2D] = "conv2d",
+        [BENCH_COPY_H2D] = "copy_h2d",
+        [BENCH_COPY_D2H] = "copy_d2h",
+        [BENCH_COPY_H2D_PINNED] = "copy_h2d_pinned",
+        [BENCH_COPY_D2H_PINNED] = "copy_d2h_pinned",
+    };
     return op < BENCH_OP_COUNT ? names[op] : "?";
 }
 
@@ -227,5 +236,5 @@ const char *bench_size_unit(bench_op op) {
     if (op == BENCH_CONV2D)
         return "elements (f32) of the 1 x 16 x H x W input, H = W; 3 x 3 kernel to 16 "
                "channels, padding 1";
-    return op == BENCH_COPY_H2D || op == BENCH_COPY_D2H ? "bytes" : "elements (f32)";
+    return bench_is_copy(op) ? "bytes" : "elements (f32)";
 }

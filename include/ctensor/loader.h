@@ -31,6 +31,12 @@ typedef struct ct_loader_options {
     int workers;      /* threads preparing batches; 0 prepares them in ct_loader_next */
     int prefetch;     /* batches prepared ahead; 0 means 2 per worker */
     ct_device device; /* where batches are delivered (CT_DEFAULT: the default device then) */
+    /* On a CUDA device, each batch is assembled in pinned host memory (ct_pin_memory), so
+     * that its copy to the device is one direct DMA queued by the worker, as DataLoader's
+     * pin_memory=True: the default. true assembles batches in ordinary (pageable) memory,
+     * copied through the plugin's staging buffers. The batches are the same either way; on
+     * the CPU nothing changes. (A negative name, so that zeroed options mean the default.) */
+    bool no_pin_memory;
     /* Inputs become float32 x * scale (0 means 1), then (x - mean[c]) / std[c] for channel
      * c (a std of 0 means 1): images (N, H, W) gain a channel axis, (N, C, H, W) keep theirs
      * (C <= CT_LOADER_MAX_CHANNELS); features (N, F) use mean[0] and std[0]. */

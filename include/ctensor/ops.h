@@ -131,6 +131,17 @@ CT_API ct_status ct_fill(ct_tensor *dst, double value);
 CT_API ct_status ct_copy(ct_tensor *dst, const ct_tensor *src);
 /* x on device (x itself when already there; otherwise an explicit transfer). */
 CT_API ct_tensor *ct_to(const ct_tensor *x, ct_device device);
+/* A new CPU tensor with t's values in pinned (page-locked) host memory, like
+ * torch.Tensor.pin_memory(): copies between it and a GPU are one direct DMA, and ct_to from
+ * it to a GPU returns once the DMA is queued (the memory stays reserved for the DMA even when
+ * the tensor is released at once). Until that copy has ended (ct_synchronize on the GPU),
+ * do not write into the pinned tensor. It is an ordinary tensor of t's CPU device for every
+ * op. t itself (a new reference) when already pinned. Needs a CUDA device (the driver pins
+ * the memory): CT_ERR_DEVICE_UNAVAILABLE, with the reason, without one; t on a GPU:
+ * CT_ERR_DEVICE_MISMATCH. Copying t's values is no transfer (host to host). */
+CT_API ct_tensor *ct_pin_memory(const ct_tensor *t);
+/* Whether t's data is pinned host memory (false for NULL). */
+CT_API bool ct_is_pinned(const ct_tensor *t);
 
 #ifdef __cplusplus
 }

@@ -211,6 +211,22 @@ typedef struct ct_backend {
                               size_t size);
     ct_status (*synchronize)(int device);
     const ct_kernels *kernels;
+    /* ---- pinned host memory (src/mem/pinned.c; NULL in a backend without it) ---- */
+    /* Page-locked host memory that every device of the backend can copy from and into by
+     * DMA. CT_ERR_OUT_OF_MEMORY without a message (the core writes it). */
+    ct_status (*pinned_alloc)(size_t size, void **out);
+    void (*pinned_free)(void *ptr);
+    /* Host to device from pinned src: one DMA queued on the device's stream, returning
+     * before it ends. *fence (NULL at first, then the backend's) is recorded after it, so
+     * that fence_done tells when src may be written or freed again. */
+    ct_status (*copy_from_pinned)(int device, void *dst, const void *src, size_t size,
+                                  void **fence);
+    /* Device to host into pinned dst: one DMA, waited for. */
+    ct_status (*copy_to_pinned)(int device, void *dst, const void *src, size_t size);
+    /* Whether the DMA before the fence's last record has ended (a NULL fence: true); with
+     * wait, blocks until it has. */
+    bool (*fence_done)(void *fence, bool wait);
+    void (*fence_free)(void *fence);
 } ct_backend;
 
 /* The registry (src/backend/registry.c): the backend of a device type, or NULL with the

@@ -6,6 +6,7 @@
 #include "core/device_impl.h"
 #include "core/error_impl.h"
 #include "core/transfer_impl.h"
+#include "mem/pinned_impl.h"
 
 static bool is_host_side(const ct_device *device) {
     return device == NULL || device->type == CT_DEVICE_CPU;
@@ -28,15 +29,22 @@ ct_status ct__transfer(const ct_device *dst_device, void *dst, const ct_device *
                                                  : CT_TRANSFER_D2D;
     if (ct__transfer_account(direction, size, implicit, what) != CT_OK) return ct_last_status();
     if (size == 0) return CT_OK;
+    /* Pinned host memory is copied by one direct DMA; pageable memory by the backend's
+     * staged copies. */
+    ct_status status = CT_OK;
     if (direction == CT_TRANSFER_H2D) {
         const ct_backend *b = ct__backend(dst_device->type);
-        return b ? b->copy_from_host(ct__physical_index(*dst_device), dst, src, size)
-                 : ct_last_status();
+        if (!b) return ct_last_status();
+        int device = ct__physical_index(*dst_device);
+        if (ct__pinned_upload(b, device, dst, src, size, &status)) return status;
+        return b->copy_from_host(device, dst, src, size);
     }
     if (direction == CT_TRANSFER_D2H) {
         const ct_backend *b = ct__backend(src_device->type);
-        return b ? b->copy_to_host(ct__physical_index(*src_device), dst, src, size)
-                 : ct_last_status();
+        if (!b) return ct_last_status();
+        int device = ct__physical_index(*src_device);
+        if (ct__pinned_download(b, device, dst, src, size, &status)) return status;
+        return b->copy_to_host(device, dst, src, size);
     }
     const ct_backend *b = ct__backend(dst_device->type);
     return b ? b->copy_between(ct__physical_index(*dst_device), dst,

@@ -4,6 +4,7 @@
 
 #include "core/error_impl.h"
 #include "core/tensor_impl.h"
+#include "mem/pinned_impl.h"
 #include "mem/pool_impl.h"
 
 static atomic_long live_tensors;
@@ -46,12 +47,35 @@ typedef struct tensor_block {
     ct_storage storage;
 } tensor_block;
 
-static void storage_release(ct_storage *storage) {
-    if (atomic_fetch_sub_explicit(&storage->refcount, 1, memory_order_acq_rel) != 1) return;
-    if (storage->host_owned)
+/* Where a storage's data comes from. */
+typedef enum storage_kind { FROM_POOL, FROM_HOST, FROM_PINNED } storage_kind;
+
+/* The storage's data of its size, from where kind says: CT_OK, or the status with the error
+ * set (`op` leads the pinned memory's messages). */
+static ct_status storage_data_alloc(ct_storage *storage, storage_kind kind, const char *op) {
+    storage->host_owned = kind == FROM_HOST;
+    storage->pinned = kind == FROM_PINNED;
+    size_t bytes = storage->size;
+    if (kind == FROM_PINNED) return ct__pinned_alloc(op, bytes, &storage->data);
+    if (kind == FROM_POOL) return ct__pool_alloc(storage->device, bytes, &storage->data);
+    storage->data = ct__malloc(bytes ? bytes : 1);
+    return storage->data
+               ? CT_OK
+               : ct__error(CT_ERR_OUT_OF_MEMORY, "out of host memory for %zu bytes", bytes);
+}
+
+static void storage_data_free(ct_storage *storage) {
+    if (storage->pinned)
+        ct__pinned_free(storage->data);
+    else if (storage->host_owned)
         ct__free_mem(storage->data);
     else
         ct__pool_free(storage->device, storage->data, storage->size);
+}
+
+static void storage_release(ct_storage *storage) {
+    if (atomic_fetch_sub_explicit(&storage->refcount, 1, memory_order_acq_rel) != 1) return;
+    storage_data_free(storage);
     ct__free_mem(storage->block);
 }
 
@@ -81,10 +105,9 @@ static ct_status tensor_init(ct_tensor *t, ct_dtype dtype, int ndim, const int64
     return CT_OK;
 }
 
-/* A tensor of dtype and shape on device in one block, its data from the device's pool or,
- * for host_owned, from the host allocator. */
+/* A tensor of dtype and shape on device in one block, its data from where kind says. */
 static ct_tensor *tensor_new(ct_device device, ct_dtype dtype, int ndim, const int64_t *shape,
-                             bool host_owned) {
+                             storage_kind kind, const char *op) {
     int64_t numel, strides[CT_MAX_DIMS];
     if (!ct_dtype_is_valid(dtype))
         return ct__fail(CT_ERR_DTYPE, "invalid dtype %d; use one of CT_F32 .. CT_BOOL", dtype);
@@ -96,27 +119,17 @@ static ct_tensor *tensor_new(ct_device device, ct_dtype dtype, int ndim, const i
     tensor_block *block = ct__malloc(sizeof *block);
     if (!block) return ct__fail(CT_ERR_OUT_OF_MEMORY, "out of host memory for a tensor header");
     ct_storage *storage = &block->storage;
-    storage->host_owned = host_owned;
-    if (host_owned) {
-        storage->data = ct__malloc(bytes ? bytes : 1);
-        if (!storage->data) {
-            ct__free_mem(block);
-            return ct__fail(CT_ERR_OUT_OF_MEMORY, "out of host memory for %zu bytes", bytes);
-        }
-    } else if (ct__pool_alloc(device, bytes, &storage->data) != CT_OK) {
+    storage->device = device;
+    storage->size = bytes;
+    if (storage_data_alloc(storage, kind, op) != CT_OK) {
         ct__free_mem(block);
         return NULL;
     }
     atomic_init(&storage->refcount, 1);
-    storage->device = device;
-    storage->size = bytes;
     storage->block = block;
     ct__contiguous_strides(ndim, shape, strides);
     if (tensor_init(&block->tensor, dtype, ndim, shape, strides, 0, storage) != CT_OK) {
-        if (host_owned)
-            ct__free_mem(storage->data);
-        else
-            ct__pool_free(device, storage->data, bytes);
+        storage_data_free(storage);
         ct__free_mem(block);
         return NULL;
     }
@@ -124,11 +137,16 @@ static ct_tensor *tensor_new(ct_device device, ct_dtype dtype, int ndim, const i
 }
 
 ct_tensor *ct__tensor_new(ct_device device, ct_dtype dtype, int ndim, const int64_t *shape) {
-    return tensor_new(device, dtype, ndim, shape, false);
+    return tensor_new(device, dtype, ndim, shape, FROM_POOL, "tensor");
 }
 
 ct_tensor *ct__host_tensor_new(ct_dtype dtype, int ndim, const int64_t *shape) {
-    return tensor_new(CT_CPU, dtype, ndim, shape, true);
+    return tensor_new(CT_CPU, dtype, ndim, shape, FROM_HOST, "tensor");
+}
+
+ct_tensor *ct__pinned_tensor_new(const char *op, ct_device device, ct_dtype dtype, int ndim,
+                                 const int64_t *shape) {
+    return tensor_new(device, dtype, ndim, shape, FROM_PINNED, op);
 }
 
 ct_tensor *ct__tensor_view(const ct_tensor *base, ct_dtype dtype, int ndim, const int64_t *shape,

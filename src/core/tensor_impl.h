@@ -22,6 +22,8 @@ typedef struct ct_storage {
     void *block;
     /* The data is host memory from ct__malloc, outside every pool (ct__host_tensor_new). */
     bool host_owned;
+    /* The data is page-locked host memory from ct__pinned_alloc (ct__pinned_tensor_new). */
+    bool pinned;
 } ct_storage;
 
 struct ct_scope_frame;
@@ -59,6 +61,13 @@ ct_tensor *ct__tensor_new(ct_device device, ct_dtype dtype, int ndim, const int6
  * pool limits and statistics do not count it: for datasets read from files, which live in
  * host memory as a PyTorch dataset's arrays do. Contents uninitialised. */
 ct_tensor *ct__host_tensor_new(ct_dtype dtype, int ndim, const int64_t *shape);
+
+/* A new contiguous tensor on a CPU device whose data is pinned host memory
+ * (src/mem/pinned_impl.h), so that copies to a GPU are one direct DMA: for ct_pin_memory and
+ * the loader's batches. Contents uninitialised. NULL with the error (led by `op`) when
+ * pinned memory cannot be had. */
+ct_tensor *ct__pinned_tensor_new(const char *op, ct_device device, ct_dtype dtype, int ndim,
+                                 const int64_t *shape);
 
 /* A new view of base's storage. Shape and strides are not checked against the storage
  * (the op layer computes them). */

@@ -4,6 +4,7 @@
  * Random draws come from Philox keyed by the seed: the shuffle uses stream (seed, epoch),
  * counter i for step i of Fisher-Yates; the augmentation of the sample at position p of
  * epoch e uses block (seed + 1, e * 2^32 + p): word 0 the crop's row, 1 its column, 2 the flip. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -69,6 +70,23 @@ static void fill_sample(const ct_loader *loader, int64_t index, int dy, int dx, 
     }
 }
 
+/* A batch tensor on the CPU: in pinned memory when it goes to a CUDA device (unless the
+ * options say otherwise), so that ct_to is one DMA from it. Without pinned memory (the driver
+ * refused it) the batch is assembled in ordinary memory, said once. */
+static ct_tensor *batch_tensor(const ct_loader_options *o, int ndim, const int64_t *shape,
+                               ct_dtype dtype) {
+    static atomic_bool warned;
+    if (o->device.type == CT_DEVICE_CUDA && !o->no_pin_memory) {
+        ct_tensor *t = ct__pinned_tensor_new("ct_loader_next", CT_CPU, dtype, ndim, shape);
+        if (t) return t;
+        if (!atomic_exchange(&warned, true))
+            ct__log(CT_LOG_WARNING, "%s; batches are assembled in pageable memory instead",
+                    ct_last_error());
+        ct_clear_error();
+    }
+    return ct_empty(ndim, shape, dtype, CT_CPU);
+}
+
 static void record_failure(ct_loader_slot *out) {
     out->status = ct_last_status();
     snprintf(out->message, sizeof out->message, "%s", ct_last_error());
@@ -83,8 +101,8 @@ void ct__loader_prepare(const ct_loader *loader, const int64_t *order, int64_t e
     int64_t shape[4] = {rows, loader->channels, loader->height, loader->width};
     if (!loader->height) shape[1] = loader->features;
     int ndim = loader->height ? 4 : 2;
-    ct_tensor *x = ct_empty(ndim, shape, CT_F32, CT_CPU);
-    ct_tensor *y = x ? ct_empty(1, &rows, CT_I64, CT_CPU) : NULL;
+    ct_tensor *x = batch_tensor(o, ndim, shape, CT_F32);
+    ct_tensor *y = x ? batch_tensor(o, 1, &rows, CT_I64) : NULL;
     if (!y) {
         record_failure(out);
         ct_release(x);
@@ -108,7 +126,9 @@ void ct__loader_prepare(const ct_loader *loader, const int64_t *order, int64_t e
     }
     out->inputs = x, out->labels = y, out->status = CT_OK;
     if (ct_device_equal(o->device, CT_CPU)) return;
-    /* Prefetch to the device from this thread, while the consumer computes. */
+    /* Prefetch to the device from this thread, while the consumer computes. From pinned
+     * memory ct_to only queues the DMA; releasing x and y right after is safe (their blocks
+     * wait for it before reuse). */
     ct_tensor *dx_ = ct_to(x, o->device), *dy_ = dx_ ? ct_to(y, o->device) : NULL;
     ct_release(x);
     ct_release(y);

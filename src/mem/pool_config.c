@@ -10,6 +10,7 @@
 
 #include "core/device_impl.h"
 #include "core/error_impl.h"
+#include "mem/pinned_impl.h"
 #include "mem/pool_state_impl.h"
 
 ct_pool ct__pools[CT_DEVICE_SLOTS];
@@ -154,6 +155,7 @@ ct_status ct_empty_cache(ct_device device) {
     ct__pool_lock(pool);
     ct__pool_release_cache(pool, backend);
     ct__pool_unlock(pool);
+    ct__pinned_empty_cache(); /* pinned host memory serves the CPU and every GPU alike */
     return CT_OK;
 }
 

@@ -95,6 +95,11 @@ ct_status ct_copy(ct_tensor *dst, const ct_tensor *src) {
         ct_release(snapshot);
         return status;
     }
+    /* Alike and contiguous: straight into dst (one DMA when dst is pinned memory). */
+    if (dst->contiguous && src->contiguous && dst->dtype == src->dtype && ct__same_shape(dst, src))
+        return ct__transfer(&dst->storage->device, ct__data(dst), &src->storage->device,
+                            ct__data(src), (size_t)src->numel * ct__dtype_size(src->dtype), false,
+                            "ct_copy");
     ct_tensor *here = moved_copy(src, dst->storage->device, false, "ct_copy");
     if (!here) return ct_last_status();
     ct_status status = ct__copy_into(dst, here, "ct_copy");

@@ -25,4 +25,13 @@ ct_status ct_cuda_copy_from_host(int device, void *dst, const void *src, size_t 
 ct_status ct_cuda_copy_between(int dst_device, void *dst, int src_device, const void *src,
                                size_t size);
 
+/* Pinned host memory and its copies (cuda_pinned.c; the contract is in backend_impl.h). */
+ct_status ct_cuda_pinned_alloc(size_t size, void **out);
+void ct_cuda_pinned_free(void *ptr);
+ct_status ct_cuda_copy_from_pinned(int device, void *dst, const void *src, size_t size,
+                                   void **fence);
+ct_status ct_cuda_copy_to_pinned(int device, void *dst, const void *src, size_t size);
+bool ct_cuda_fence_done(void *fence, bool wait);
+void ct_cuda_fence_free(void *fence);
+
 #endif

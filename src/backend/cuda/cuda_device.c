@@ -228,6 +228,12 @@ static const ct_backend cuda_backend = {
     .copy_between = ct_cuda_copy_between,
     .synchronize = ct_cuda_synchronize,
     .kernels = &cuda_kernels,
+    .pinned_alloc = ct_cuda_pinned_alloc,
+    .pinned_free = ct_cuda_pinned_free,
+    .copy_from_pinned = ct_cuda_copy_from_pinned,
+    .copy_to_pinned = ct_cuda_copy_to_pinned,
+    .fence_done = ct_cuda_fence_done,
+    .fence_free = ct_cuda_fence_free,
 };
 
 __attribute__((visibility("default"))) const ct_backend *
