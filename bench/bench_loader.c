@@ -1,6 +1,7 @@
 /* Does the data loader keep the device fed? One epoch of MLP training on Fashion-MNIST with
  * batches from ct_loader (workers preparing them while the step runs), against the same
- * batches made beforehand and already on the device. Prints both throughputs and the ratio.
+ * batches made beforehand and already on the device, three epochs each way in turn. Prints
+ * both throughputs (median epochs) and the ratio.
  *
  * Usage: bench_loader [WORKERS] [DEVICE]     (`make bench-loader`) */
 #include <stdio.h>
@@ -11,7 +12,7 @@
 #include <ctensor/data.h>
 #include <ctensor/optim.h>
 
-enum { BATCH = 128 };
+enum { BATCH = 128, ROUNDS = 3 };
 
 static double now(void) {
     struct timespec ts;
@@ -42,6 +43,35 @@ static ct_module *mlp(void) {
                                                ct_nn_relu(), ct_nn_linear(128, 10, true)});
 }
 
+static int compare(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* One epoch of training a fresh MLP, its batches from the loader (xs NULL) or from xs and ys
+ * made beforehand; *seconds its time. */
+static ct_status epoch(ct_loader *loader, ct_device device, int64_t batches, ct_tensor **xs,
+                       ct_tensor **ys, double *seconds) {
+    ct_module *model = mlp();
+    ct_tensor *params[8];
+    int n = ct_module_parameters(model, params, 8);
+    ct_optimizer *adam = ct_adam(n, params, NULL);
+    ct_status status = model && adam ? ct_module_to(model, device) : ct_last_status();
+    if (status == CT_OK && !xs) status = ct_loader_start_epoch(loader, 0);
+    double start = now();
+    for (int64_t b = 0; status == CT_OK && b < batches; b++) {
+        ct_tensor *x = xs ? xs[b] : NULL, *y = xs ? ys[b] : NULL;
+        if (!xs) status = ct_loader_next(loader, &x, &y);
+        if (status == CT_OK) status = step(model, adam, x, y);
+        if (!xs) ct_release(x), ct_release(y);
+    }
+    if (status == CT_OK) status = ct_synchronize(device);
+    *seconds = now() - start;
+    ct_optimizer_free(adam);
+    ct_module_free(model);
+    return status;
+}
+
 int main(int argc, char **argv) {
     int workers = argc > 1 ? atoi(argv[1]) : 2;
     ct_device device = CT_CPU;
@@ -64,30 +94,21 @@ int main(int argc, char **argv) {
     if (ct_loader_start_epoch(loader, 0) != CT_OK) return fail("epoch");
     for (int64_t b = 0; b < batches; b++)
         if (ct_loader_next(loader, &xs[b], &ys[b]) != CT_OK) return fail("batch");
-    double seconds[2];
-    for (int with_loader = 0; with_loader < 2; with_loader++) {
-        ct_module *model = mlp();
-        ct_tensor *params[8];
-        int n = ct_module_parameters(model, params, 8);
-        ct_optimizer *adam = ct_adam(n, params, NULL);
-        if (!model || !adam || ct_module_to(model, device) != CT_OK) return fail("model");
-        if (with_loader && ct_loader_start_epoch(loader, 0) != CT_OK) return fail("epoch");
-        double start = now();
-        for (int64_t b = 0; b < batches; b++) {
-            ct_tensor *x = xs[b], *y = ys[b];
-            if (with_loader && ct_loader_next(loader, &x, &y) != CT_OK) return fail("batch");
-            if (step(model, adam, x, y) != CT_OK) return fail("step");
-            if (with_loader) ct_release(x), ct_release(y);
+    /* ROUNDS epochs each way, alternating, so that a change in the machine's load falls on
+     * both; each side's figure is its median epoch. */
+    double seconds[2][ROUNDS];
+    for (int round = 0; round < ROUNDS; round++)
+        for (int with_loader = 0; with_loader < 2; with_loader++) {
+            double *t = &seconds[with_loader][round];
+            if (epoch(loader, device, batches, with_loader ? NULL : xs, ys, t) != CT_OK)
+                return fail("epoch");
         }
-        ct_synchronize(device);
-        seconds[with_loader] = now() - start;
-        ct_optimizer_free(adam);
-        ct_module_free(model);
-    }
+    for (int side = 0; side < 2; side++) qsort(seconds[side], ROUNDS, sizeof(double), compare);
+    double premade = seconds[0][ROUNDS / 2], loaded = seconds[1][ROUNDS / 2];
     int64_t samples = ct_size(data.train_labels, 0);
-    printf("batches on the device: %8.0f samples/s\n", samples / seconds[0]);
-    printf("from the loader (%d workers): %8.0f samples/s\n", workers, samples / seconds[1]);
-    printf("ratio: %.3f\n", seconds[0] / seconds[1]);
+    printf("batches on the device: %8.0f samples/s\n", samples / premade);
+    printf("from the loader (%d workers): %8.0f samples/s\n", workers, samples / loaded);
+    printf("ratio: %.3f (median of %d epochs each)\n", premade / loaded, ROUNDS);
     for (int64_t b = 0; b < batches; b++) ct_release(xs[b]), ct_release(ys[b]);
     free(xs);
     free(ys);

@@ -32,6 +32,11 @@ void *ct__malloc(size_t size);
 void *ct__calloc(size_t count, size_t size);
 void *ct__realloc(void *ptr, size_t size);
 void ct__free_mem(void *ptr);
+/* A 64-byte aligned block for tensors' data (one of 2 MiB or more on huge pages where the
+ * kernel allows), freed with ct__free_mem; ct__aligned_host_block is the same without the
+ * injected failures, for the CPU backend's raw memory, whose failures the pool injects. */
+void *ct__host_alloc_large(size_t size);
+void *ct__aligned_host_block(size_t size);
 /* Make the nth allocation from now fail (n >= 1), and every later one while sticky;
  * n = 0 switches injection off. For tests. */
 void ct__malloc_fail_after(long n, int sticky);

@@ -58,7 +58,7 @@ static ct_status storage_data_alloc(ct_storage *storage, storage_kind kind, cons
     size_t bytes = storage->size;
     if (kind == FROM_PINNED) return ct__pinned_alloc(op, bytes, &storage->data);
     if (kind == FROM_POOL) return ct__pool_alloc(storage->device, bytes, &storage->data);
-    storage->data = ct__malloc(bytes ? bytes : 1);
+    storage->data = ct__host_alloc_large(bytes);
     return storage->data
                ? CT_OK
                : ct__error(CT_ERR_OUT_OF_MEMORY, "out of host memory for %zu bytes", bytes);

@@ -31,8 +31,7 @@ static ct_status cpu_properties(int device, ct_device_properties *out) {
 
 static ct_status cpu_raw_alloc(int device, size_t size, void **out) {
     (void)device;
-    size_t rounded = (size + 63) / 64 * 64;
-    void *p = rounded >= size ? aligned_alloc(64, rounded ? rounded : 64) : NULL;
+    void *p = ct__aligned_host_block(size);
     if (!p) return CT_ERR_OUT_OF_MEMORY;
     *out = p;
     return CT_OK;
