@@ -168,6 +168,16 @@ static void CT_CONV_FN(backward_image)(const ct_conv2d_args *a, int64_t n, CT_CO
     }
 }
 
+/* The calling thread's col in the workspace ws (col_n elements per thread). */
+static CT_CONV_T *CT_CONV_FN(thread_col)(CT_CONV_T *ws, int64_t col_n) {
+#ifdef _OPENMP
+    return ws + omp_get_thread_num() * col_n;
+#else
+    (void)col_n;
+    return ws;
+#endif
+}
+
 /* The forward pass: (image, tile) items taken by nt threads as they come free (a thread
  * the OS deschedules then holds no one up), each thread with its own col. */
 static void CT_CONV_FN(run_forward)(const ct_conv2d_args *a, int nt) {
@@ -178,11 +188,7 @@ static void CT_CONV_FN(run_forward)(const ct_conv2d_args *a, int nt) {
 #pragma omp parallel num_threads(nt)
 #endif
     {
-        int t = 0;
-#ifdef _OPENMP
-        t = omp_get_thread_num();
-#endif
-        CT_CONV_T *col = ws + t * col_n;
+        CT_CONV_T *col = CT_CONV_FN(thread_col)(ws, col_n);
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
@@ -206,11 +212,7 @@ static void CT_CONV_FN(run_backward)(const ct_conv2d_args *a, int nt, int64_t nb
 #pragma omp parallel num_threads(nt)
 #endif
     {
-        int t = 0;
-#ifdef _OPENMP
-        t = omp_get_thread_num();
-#endif
-        CT_CONV_T *col = ws + t * col_n;
+        CT_CONV_T *col = CT_CONV_FN(thread_col)(ws, col_n);
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
