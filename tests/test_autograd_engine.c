@@ -135,6 +135,49 @@ DEVICE_TEST(test_autograd_in_place_guards) {
     ct_release(x);
 }
 
+/* A tensor an op saved for backward, written in place before the backward pass, makes the
+ * pass refuse (as PyTorch's version counter), before any gradient changes; an operand no
+ * gradient reads may be written. */
+DEVICE_TEST(test_autograd_saved_tensor_written_in_place) {
+    double v[2] = {1, 2}, w[2] = {3, 4};
+    ct_tensor *x = leaf_values(device, v, 2);
+    ct_tensor *c = ref_tensor(w, 1, (int64_t[]){2}, CT_F64, device);
+    CHECK_NOT_NULL(c);
+    CHECK_OK(ct_scope_begin()); /* the scope releases the graphs' tensors */
+    ct_tensor *y = ct_sum(ct_mul(ct_add(x, x), c), 0, NULL, false); /* saves c, not x + x */
+    CHECK_OK(ct_fill(c, 5));
+    CHECK(ct_backward(y) == CT_ERR_STATE);
+    CHECK_ERROR(CT_ERR_STATE, "ct_mul saved for the backward pass has been written in place");
+    CHECK(ct_grad(x) == NULL);
+    /* A view shares the count: writing the base refuses a backward through the view. */
+    y = ct_sum(ct_mul(x, ct_reshape(c, 2, (int64_t[]){1, 2})), 0, NULL, false);
+    CHECK_OK(ct_fill(c, 6));
+    CHECK(ct_backward(y) == CT_ERR_STATE);
+    /* A leaf changed in place by a no-grad write (as an optimiser step does) after a retained
+     * backward: the second backward refuses. */
+    y = ct_sum(ct_mul(x, x), 0, NULL, false);
+    CHECK_OK(ct_backward_with(y, NULL, true));
+    CHECK_OK(ct_no_grad_push());
+    ct_status status = ct_fill(x, 0);
+    ct_no_grad_pop();
+    CHECK_OK(status);
+    CHECK(ct_backward(y) == CT_ERR_STATE);
+    /* ct_add saves nothing, and x * c with only x requiring grad saves c alone: writing c
+     * after x + c, or x after x * c, leaves those backward passes valid. */
+    y = ct_sum(ct_add(x, c), 0, NULL, false);
+    CHECK_OK(ct_fill(c, 1));
+    CHECK_OK(ct_backward(y));
+    y = ct_sum(ct_mul(x, c), 0, NULL, false);
+    CHECK_OK(ct_no_grad_push());
+    status = ct_fill(x, 7);
+    ct_no_grad_pop();
+    CHECK_OK(status);
+    CHECK_OK(ct_backward(y));
+    ct_scope_end();
+    ct_release(c);
+    ct_release(x);
+}
+
 /* A backward from a leaf itself adds the seed to its gradient. */
 DEVICE_TEST(test_autograd_backward_of_leaf) {
     double v[1] = {4};

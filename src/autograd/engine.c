@@ -188,6 +188,9 @@ static ct_status run_pass(const char *op, ct_tensor *output, ct_tensor *seed, bo
     if (!output->grad_fn) return accumulate_leaf(output, seed);
     node_list order = {0};
     ct_status status = topological_order(op, output->grad_fn, &order);
+    /* Every node is checked before any runs, so a refused pass changes no gradient. */
+    for (size_t i = 0; i < order.count && status == CT_OK; i++)
+        status = ct__check_saved_unchanged(op, order.items[i]);
     if (status == CT_OK) {
         output->grad_fn->grad = seed;
         seed = NULL;

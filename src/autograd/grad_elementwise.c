@@ -96,7 +96,8 @@ static ct_tensor *extremum_share(const ct_tensor *wins, const ct_tensor *ties, c
     return ct_add(ct_cast(wins, dtype), ct_mul_scalar(ct_cast(ties, dtype), 0.5));
 }
 
-/* Gradients of a op b with tensors a and b (b NULL: the scalar s). */
+/* Gradients of a op b with tensors a and b (b NULL: the scalar s). The node saved only the
+ * operands these gradients read (ct__record_binary). */
 static void binary_gradients(const ct_node *node, const ct_tensor *g, ct_tensor **grad_in) {
     const ct_tensor *a = node->saved[0], *b = node->saved[1];
     double s = node->scalars[0];
@@ -168,8 +169,14 @@ ct_tensor *ct__record_binary(ct_tensor *out, const char *name, ct_binary_op op, 
     if (node) {
         node->ints[0] = op;
         node->scalars[0] = s;
-        ct__node_save(node, 0, a);
-        ct__node_save(node, 1, b);
+        /* Only what binary_gradients reads for the gradients needed, as PyTorch saves: less
+         * memory kept, and an in-place write into an operand no gradient needs is allowed. */
+        bool need_a = node->inputs[0] != NULL, need_b = b && node->inputs[1] != NULL;
+        bool save_a =
+            op == CT_BOP_MUL || op == CT_BOP_DIV ? need_b : op != CT_BOP_ADD && op != CT_BOP_SUB;
+        bool save_b = op == CT_BOP_MUL ? need_a : op != CT_BOP_ADD && op != CT_BOP_SUB;
+        ct__node_save(node, 0, save_a ? a : NULL);
+        ct__node_save(node, 1, save_b ? b : NULL);
     }
     return ct__record(out, node);
 }

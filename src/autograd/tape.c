@@ -45,6 +45,7 @@ ct_node *ct__node_new(const char *name, ct_backward_fn backward, int n,
 void ct__node_save(ct_node *node, int slot, const ct_tensor *t) {
     ct_release(node->saved[slot]);
     node->saved[slot] = ct_retain((ct_tensor *)t);
+    node->saved_version[slot] = t ? ct__storage_version(t) : 0;
 }
 
 ct_tensor *ct__record(ct_tensor *out, ct_node *node) {
@@ -100,6 +101,20 @@ void ct__autograd_tensor_dead(ct_tensor *t) {
     if (t->grad) ct__tensor_drop(t->grad);
     t->grad_fn = NULL;
     t->grad = NULL;
+}
+
+ct_status ct__check_saved_unchanged(const char *op, const ct_node *node) {
+    for (int i = 0; i < CT_NODE_MAX_SAVED; i++) {
+        const ct_tensor *t = node->saved[i];
+        if (!t || ct__storage_version(t) == node->saved_version[i]) continue;
+        return ct__error(CT_ERR_STATE,
+                         "%s: a tensor that %s saved for the backward pass has been written "
+                         "in place since (ct_fill, ct_copy, an optimiser step, ...), so its "
+                         "gradients would be wrong; run backward before writing into it, or "
+                         "write into a ct_clone of it",
+                         op, node->name);
+    }
+    return CT_OK;
 }
 
 ct_status ct__check_writable(const char *op, const ct_tensor *dst) {

@@ -42,7 +42,8 @@ struct ct_node {
     int ninputs;
     ct_tensor **inputs;                  /* ninputs entries; NULL for inputs needing no grad */
     ct_tensor *saved[CT_NODE_MAX_SAVED]; /* what backward reads (ct__node_save) */
-    double scalars[CT_NODE_MAX_PARAMS];  /* op parameters: axes, strides, p, eps, ... */
+    uint64_t saved_version[CT_NODE_MAX_SAVED]; /* each saved storage's version when saved */
+    double scalars[CT_NODE_MAX_PARAMS];        /* op parameters: axes, strides, p, eps, ... */
     int64_t ints[CT_NODE_MAX_PARAMS];
     void *context; /* larger op state, freed with context_free */
     void (*context_free)(void *context);
@@ -59,7 +60,8 @@ bool ct__grad_needed(int n, const ct_tensor *const *inputs);
 /* A node for op `name` over n inputs (entries may be NULL); NULL with CT_ERR_OUT_OF_MEMORY. */
 ct_node *ct__node_new(const char *name, ct_backward_fn backward, int n,
                       const ct_tensor *const *inputs);
-/* Keep a reference to t in node->saved[slot] (t may be NULL). */
+/* Keep a reference to t in node->saved[slot] (t may be NULL), and its storage's version:
+ * backward refuses to run once t has been written in place since. */
 void ct__node_save(ct_node *node, int slot, const ct_tensor *t);
 /* Attach node to out as its grad_fn and mark out as requiring grad; returns out. When node
  * or out is NULL, releases the other and returns NULL (the error is already set). A result
@@ -70,6 +72,9 @@ ct_tensor *ct__record(ct_tensor *out, ct_node *node);
 /* In-place writes: CT_ERR_STATE for a tensor an op recorded (its history would be wrong),
  * and for a leaf that requires grad outside a no-grad region (as PyTorch). */
 ct_status ct__check_writable(const char *op, const ct_tensor *dst);
+
+/* CT_ERR_STATE when a tensor node saved has been written in place since it was saved. */
+ct_status ct__check_saved_unchanged(const char *op, const ct_node *node);
 
 ct_node *ct__node_retain(ct_node *node);
 void ct__node_release(ct_node *node);

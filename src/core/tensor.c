@@ -126,6 +126,7 @@ static ct_tensor *tensor_new(ct_device device, ct_dtype dtype, int ndim, const i
         return NULL;
     }
     atomic_init(&storage->refcount, 1);
+    atomic_init(&storage->version, 0);
     storage->block = block;
     ct__contiguous_strides(ndim, shape, strides);
     if (tensor_init(&block->tensor, dtype, ndim, shape, strides, 0, storage) != CT_OK) {

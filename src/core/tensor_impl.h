@@ -24,6 +24,10 @@ typedef struct ct_storage {
     bool host_owned;
     /* The data is page-locked host memory from ct__pinned_alloc (ct__pinned_tensor_new). */
     bool pinned;
+    /* In-place writes so far (ct_fill, ct_copy, optimiser steps, running statistics): an
+     * autograd node records it for each tensor it saves, and backward refuses a saved tensor
+     * written since, as PyTorch's version counter does. */
+    atomic_uint_fast64_t version;
 } ct_storage;
 
 struct ct_scope_frame;
@@ -105,5 +109,15 @@ void ct__scope_forget(ct_tensor *t);
 /* t itself as a new reference, owned like a new tensor (by the current scope when one is
  * open): what a function returns when its result is its argument. NULL on failure. */
 ct_tensor *ct__new_ref(const ct_tensor *t);
+
+/* t's storage was written in place: saved copies of it no longer hold what was saved. */
+static inline void ct__storage_written(const ct_tensor *t) {
+    atomic_fetch_add_explicit(&t->storage->version, 1, memory_order_relaxed);
+}
+
+/* The in-place writes t's storage has had. */
+static inline uint64_t ct__storage_version(const ct_tensor *t) {
+    return atomic_load_explicit(&t->storage->version, memory_order_relaxed);
+}
 
 #endif

@@ -46,6 +46,7 @@ ct_status ct_fill(ct_tensor *dst, double value) {
     }
     if (ct__check_writable("ct_fill", dst) != CT_OK) return ct_last_status();
     if (dst->numel == 0) return CT_OK;
+    ct__storage_written(dst);
     int physical;
     const ct_kernels *k = ct__kernels(dst->storage->device, &physical);
     if (!k) return ct_last_status();
@@ -86,6 +87,7 @@ ct_status ct_copy(ct_tensor *dst, const ct_tensor *src) {
         return ct_last_status();
     }
     if (ct__check_writable("ct_copy", dst) != CT_OK) return ct_last_status();
+    ct__storage_written(dst);
     if (ct_device_equal(dst->storage->device, src->storage->device)) {
         if (dst == src || !ct_shares_storage(dst, src)) return ct__copy_into(dst, src, "ct_copy");
         /* Views of one storage may overlap: copy from a snapshot of src, as NumPy does. */

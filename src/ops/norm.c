@@ -176,6 +176,8 @@ static ct_tensor *batch_norm_forward(const char *op, ct_device device, const ct_
         args.y = ct__data(y);
         set_running(&args, rm, rv);
         ok = k->batch_norm(physical, &args) == CT_OK;
+        if (ok && training && rm) ct__storage_written(rm); /* running statistics updated */
+        if (ok && training && rv) ct__storage_written(rv);
     }
     ct_release(bc);
     if (ok) return y;

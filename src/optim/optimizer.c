@@ -312,6 +312,7 @@ static ct_status step_device(ct_optimizer *opt, int first, param_work *w,
     if (status != CT_OK) return status;
     for (int i = first; i < opt->n; i++) {
         if (!w[i].grad || !ct__same_device(opt->params[i]->storage->device, device)) continue;
+        ct__storage_written(opt->params[i]); /* updated in place */
         if (opt->hyper.kind != CT_OPTIM_SGD) {
             opt->state[i].step += 1.0;
             opt->state[i].has_step = true;
