@@ -31,6 +31,27 @@ static void conv_valid_range(int64_t jo, int64_t stride, int64_t w, int64_t ow_n
     *hi = h;
 }
 
+/* Where kernel offset (i, j) reads for the output rows [oh0, oh1) of a tile: its input row
+ * and column offsets io and jo (output pixel (oh, ow) reads input (oh * stride + io,
+ * ow * stride + jo)), and the tile's rows [row_lo, row_hi) and columns [lo, hi) whose reads
+ * fall inside the image (the rest read padding). */
+typedef struct conv_offset {
+    int64_t io, jo, row_lo, row_hi, lo, hi;
+} conv_offset;
+
+static conv_offset conv_offset_in_tile(const ct_conv2d_args *a, int64_t i, int64_t j, int64_t oh0,
+                                       int64_t oh1) {
+    conv_offset f;
+    f.io = i * a->dilation[0] - a->padding[0];
+    f.jo = j * a->dilation[1] - a->padding[1];
+    int64_t lo, hi;
+    conv_valid_range(f.io, a->stride[0], a->in_h, a->out_h, &lo, &hi);
+    f.row_lo = lo < oh0 ? oh0 : lo > oh1 ? oh1 : lo;
+    f.row_hi = hi < f.row_lo ? f.row_lo : hi > oh1 ? oh1 : hi;
+    conv_valid_range(f.jo, a->stride[1], a->in_w, a->out_w, &f.lo, &f.hi);
+    return f;
+}
+
 /* c[c_off..] = op(a) @ op(b) + beta * c, row-major, offsets in elements; on the calling
  * thread inside the images' parallel region (ct__cpu_gemm). */
 static void conv_gemm(ct_dtype dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k,

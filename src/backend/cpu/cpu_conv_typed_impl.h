@@ -15,15 +15,6 @@ static bool CT_CONV_FN(same_width)(const ct_conv2d_args *a) {
     return a->stride[0] == 1 && a->stride[1] == 1 && a->out_w == a->in_w;
 }
 
-/* The output rows [*lo, *hi) of the tile [oh0, oh1) whose input row oh * stride + io lies in
- * the image. */
-static void CT_CONV_FN(tile_rows)(const ct_conv2d_args *a, int64_t io, int64_t oh0, int64_t oh1,
-                                  int64_t *lo, int64_t *hi) {
-    conv_valid_range(io, a->stride[0], a->in_h, a->out_h, lo, hi);
-    *lo = *lo < oh0 ? oh0 : *lo > oh1 ? oh1 : *lo;
-    *hi = *hi < *lo ? *lo : *hi > oh1 ? oh1 : *hi;
-}
-
 /* im2col of input channel c of one image x, output rows [oh0, oh1), into its
  * kernel_h * kernel_w rows of col (leading dimension ld). */
 CT_CPU_CLONES static void CT_CONV_FN(im2col_plane)(const ct_conv2d_args *a, const CT_CONV_T *x,
@@ -35,10 +26,8 @@ CT_CPU_CLONES static void CT_CONV_FN(im2col_plane)(const ct_conv2d_args *a, cons
     for (int64_t i = 0; i < a->kernel_h; i++) {
         for (int64_t j = 0; j < a->kernel_w; j++) {
             CT_CONV_T *dst = col + ((c * a->kernel_h + i) * a->kernel_w + j) * ld;
-            int64_t io = i * a->dilation[0] - a->padding[0], oh_lo, oh_hi;
-            int64_t jo = j * a->dilation[1] - a->padding[1], lo, hi;
-            CT_CONV_FN(tile_rows)(a, io, oh0, oh1, &oh_lo, &oh_hi);
-            conv_valid_range(jo, sw, w, ow_n, &lo, &hi);
+            conv_offset f = conv_offset_in_tile(a, i, j, oh0, oh1);
+            int64_t io = f.io, jo = f.jo, oh_lo = f.row_lo, oh_hi = f.row_hi, lo = f.lo, hi = f.hi;
             for (int64_t k = 0; k < (oh_lo - oh0) * ow_n; k++) dst[k] = 0;
             for (int64_t k = (oh_hi - oh0) * ow_n; k < (oh1 - oh0) * ow_n; k++) dst[k] = 0;
             if (same && lo < hi && oh_lo < oh_hi) {
@@ -71,10 +60,8 @@ CT_CPU_CLONES static void CT_CONV_FN(col2im_plane)(const ct_conv2d_args *a, CT_C
     for (int64_t i = 0; i < a->kernel_h; i++) {
         for (int64_t j = 0; j < a->kernel_w; j++) {
             CT_CONV_T *src = col + ((c * a->kernel_h + i) * a->kernel_w + j) * ld;
-            int64_t io = i * a->dilation[0] - a->padding[0], oh_lo, oh_hi;
-            int64_t jo = j * a->dilation[1] - a->padding[1], lo, hi;
-            CT_CONV_FN(tile_rows)(a, io, oh0, oh1, &oh_lo, &oh_hi);
-            conv_valid_range(jo, sw, w, ow_n, &lo, &hi);
+            conv_offset f = conv_offset_in_tile(a, i, j, oh0, oh1);
+            int64_t io = f.io, jo = f.jo, oh_lo = f.row_lo, oh_hi = f.row_hi, lo = f.lo, hi = f.hi;
             if (lo >= hi) continue;
             for (int64_t oh = oh_lo; oh < oh_hi; oh++) {
                 CT_CONV_T *s = src + (oh - oh0) * ow_n;
