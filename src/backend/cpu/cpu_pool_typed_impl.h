@@ -8,7 +8,7 @@
  * the place yet (so the first NaN wins), with bit masks instead of branches: on random
  * data the comparison is a coin toss that would mispredict every other element. */
 static inline void CT_POOL_FN(take)(CT_POOL_T v, int64_t i, CT_POOL_T *best, int64_t *at) {
-    int take = !(v <= *best) & (*best == *best);
+    int take = CT_POOL_TAKES(v, *best);
     CT_POOL_U vb, bb, m = (CT_POOL_U)0 - (CT_POOL_U)take;
     int64_t im = -(int64_t)take;
     memcpy(&vb, &v, sizeof vb);
