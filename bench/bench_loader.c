@@ -1,7 +1,12 @@
-/* Does the data loader keep the device fed? One epoch of MLP training on Fashion-MNIST with
- * batches from ct_loader (workers preparing them while the step runs), against the same
- * batches made beforehand and already on the device, three epochs each way in turn. Prints
- * both throughputs (median epochs) and the ratio.
+/* Does the data loader keep the device fed? Epochs of MLP training on Fashion-MNIST with
+ * batches from ct_loader, against the same batches made beforehand and already on the
+ * device. Prints both throughputs (median epochs) and the ratio.
+ *
+ * With no workers the loader makes each batch in the step's own thread, so the two ways run
+ * in lockstep: a step of each in turn, each timed alone. The load on this VM changes within
+ * a second, and epochs taken in turn differed by up to 30%; in lockstep a change falls on
+ * both ways alike. Worker threads work in the background while either way runs, so with
+ * workers the two ways take turns by whole epochs instead.
  *
  * Usage: bench_loader [WORKERS] [DEVICE]     (`make bench-loader`) */
 #include <stdio.h>
@@ -48,27 +53,75 @@ static int compare(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* One epoch of training a fresh MLP, its batches from the loader (xs NULL) or from xs and ys
- * made beforehand; *seconds its time. */
+typedef struct trainer {
+    ct_module *model;
+    ct_optimizer *adam;
+} trainer;
+
+/* A fresh MLP on device and its Adam. */
+static ct_status trainer_new(trainer *t, ct_device device) {
+    t->model = mlp();
+    ct_tensor *params[8];
+    int n = t->model ? ct_module_parameters(t->model, params, 8) : 0;
+    t->adam = t->model ? ct_adam(n, params, NULL) : NULL;
+    return t->adam ? ct_module_to(t->model, device) : ct_last_status();
+}
+
+static void trainer_free(trainer *t) {
+    ct_optimizer_free(t->adam);
+    ct_module_free(t->model);
+}
+
+/* A step of t on batch b: from xs and ys, or from the loader (xs NULL); *seconds grows by
+ * its time. */
+static ct_status timed_step(trainer *t, ct_loader *loader, ct_device device, ct_tensor **xs,
+                            ct_tensor **ys, int64_t b, double *seconds) {
+    double start = now();
+    ct_tensor *x = xs ? xs[b] : NULL, *y = xs ? ys[b] : NULL;
+    ct_status status = xs ? CT_OK : ct_loader_next(loader, &x, &y);
+    if (status == CT_OK) status = step(t->model, t->adam, x, y);
+    if (!xs) ct_release(x), ct_release(y);
+    if (status == CT_OK) status = ct_synchronize(device);
+    *seconds += now() - start;
+    return status;
+}
+
+/* One epoch of a fresh MLP, its batches from the loader (xs NULL) or from xs and ys;
+ * *seconds its time. */
 static ct_status epoch(ct_loader *loader, ct_device device, int64_t batches, ct_tensor **xs,
                        ct_tensor **ys, double *seconds) {
-    ct_module *model = mlp();
-    ct_tensor *params[8];
-    int n = ct_module_parameters(model, params, 8);
-    ct_optimizer *adam = ct_adam(n, params, NULL);
-    ct_status status = model && adam ? ct_module_to(model, device) : ct_last_status();
+    trainer t;
+    ct_status status = trainer_new(&t, device);
     if (status == CT_OK && !xs) status = ct_loader_start_epoch(loader, 0);
     double start = now();
     for (int64_t b = 0; status == CT_OK && b < batches; b++) {
         ct_tensor *x = xs ? xs[b] : NULL, *y = xs ? ys[b] : NULL;
         if (!xs) status = ct_loader_next(loader, &x, &y);
-        if (status == CT_OK) status = step(model, adam, x, y);
+        if (status == CT_OK) status = step(t.model, t.adam, x, y);
         if (!xs) ct_release(x), ct_release(y);
     }
     if (status == CT_OK) status = ct_synchronize(device);
     *seconds = now() - start;
-    ct_optimizer_free(adam);
-    ct_module_free(model);
+    trainer_free(&t);
+    return status;
+}
+
+/* One epoch each way in lockstep, two fresh MLPs: seconds[0] the steps on batches made
+ * beforehand, seconds[1] those on the loader's. */
+static ct_status lockstep_epoch(ct_loader *loader, ct_device device, int64_t batches,
+                                ct_tensor **xs, ct_tensor **ys, double seconds[2]) {
+    trainer premade, loaded;
+    ct_status status = trainer_new(&premade, device);
+    if (status == CT_OK) status = trainer_new(&loaded, device);
+    if (status == CT_OK) status = ct_loader_start_epoch(loader, 0);
+    seconds[0] = seconds[1] = 0;
+    for (int64_t b = 0; status == CT_OK && b < batches; b++) {
+        status = timed_step(&premade, loader, device, xs, ys, b, &seconds[0]);
+        if (status == CT_OK)
+            status = timed_step(&loaded, loader, device, NULL, NULL, b, &seconds[1]);
+    }
+    trainer_free(&premade);
+    trainer_free(&loaded);
     return status;
 }
 
@@ -94,21 +147,24 @@ int main(int argc, char **argv) {
     if (ct_loader_start_epoch(loader, 0) != CT_OK) return fail("epoch");
     for (int64_t b = 0; b < batches; b++)
         if (ct_loader_next(loader, &xs[b], &ys[b]) != CT_OK) return fail("batch");
-    /* ROUNDS epochs each way, alternating, so that a change in the machine's load falls on
-     * both; each side's figure is its median epoch. */
     double seconds[2][ROUNDS];
-    for (int round = 0; round < ROUNDS; round++)
-        for (int with_loader = 0; with_loader < 2; with_loader++) {
-            double *t = &seconds[with_loader][round];
-            if (epoch(loader, device, batches, with_loader ? NULL : xs, ys, t) != CT_OK)
-                return fail("epoch");
-        }
+    for (int round = 0; round < ROUNDS; round++) {
+        double pair[2];
+        ct_status status =
+            workers == 0 ? lockstep_epoch(loader, device, batches, xs, ys, pair) : CT_OK;
+        for (int with_loader = 0; status == CT_OK && workers > 0 && with_loader < 2; with_loader++)
+            status =
+                epoch(loader, device, batches, with_loader ? NULL : xs, ys, &pair[with_loader]);
+        if (status != CT_OK) return fail("epoch");
+        seconds[0][round] = pair[0], seconds[1][round] = pair[1];
+    }
     for (int side = 0; side < 2; side++) qsort(seconds[side], ROUNDS, sizeof(double), compare);
     double premade = seconds[0][ROUNDS / 2], loaded = seconds[1][ROUNDS / 2];
     int64_t samples = ct_size(data.train_labels, 0);
     printf("batches on the device: %8.0f samples/s\n", samples / premade);
     printf("from the loader (%d workers): %8.0f samples/s\n", workers, samples / loaded);
-    printf("ratio: %.3f (median of %d epochs each)\n", premade / loaded, ROUNDS);
+    printf("ratio: %.3f (median of %d epochs each, %s)\n", premade / loaded, ROUNDS,
+           workers == 0 ? "in lockstep" : "in turn");
     for (int64_t b = 0; b < batches; b++) ct_release(xs[b]), ct_release(ys[b]);
     free(xs);
     free(ys);
