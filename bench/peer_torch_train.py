@@ -2,7 +2,7 @@
 on Fashion-MNIST with Adam, as `ctensor train` does: the same model, batch, optimiser,
 normalisation and threads; the data in memory as tensors (PyTorch's fastest loading here).
 
-Usage: peer_torch_train.py MODEL EPOCHS BATCH THREADS [DIR]
+Usage: peer_torch_train.py MODEL EPOCHS BATCH THREADS [DIR [SEED]]   (SEED: 0 by default)
 Prints a line per epoch: `torch MODEL epoch N seconds S samples_per_s R test_accuracy A`."""
 import gzip
 import struct
@@ -41,8 +41,9 @@ def images(array):
 def main():
     name, epochs, batch, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
     folder = sys.argv[5] if len(sys.argv) > 5 else "/usr/share/datasets/fashion-mnist"
+    seed = int(sys.argv[6]) if len(sys.argv) > 6 else 0
     torch.set_num_threads(threads)
-    torch.manual_seed(0)
+    torch.manual_seed(seed)
     train_x = read_idx(f"{folder}/train-images-idx3-ubyte.gz")
     train_y = torch.from_numpy(read_idx(f"{folder}/train-labels-idx1-ubyte.gz").astype(np.int64))
     test_x = images(read_idx(f"{folder}/t10k-images-idx3-ubyte.gz"))
