@@ -41,6 +41,23 @@ accuracy=$(sed -n 's/.*"test_accuracy": \([0-9.]*\).*/\1/p' "$out")
 if [ "$code" = 0 ] && grep -q '"epochs": 2' "$out" && awk -v a="$accuracy" 'BEGIN { exit !(a >= 0.5) }'
 then pass "test_cli_train_learns_json (test accuracy $accuracy)"
 else fail test_cli_train_learns_json "exit $code, test accuracy \"$accuracy\""; fi
+# The summary is one JSON object, and the time spent waiting for batches lies within the
+# training time.
+if "$python" -c 'import json, sys
+s = json.load(open(sys.argv[1]))
+sys.exit(not 0 <= s["data_wait_seconds"] <= s["seconds"])' "$out" 2>"$err"
+then pass test_cli_train_json_data_wait
+else fail test_cli_train_json_data_wait "not one JSON object, or data_wait_seconds outside [0, seconds]"; fi
+
+# As text (not a terminal): a line per epoch, then the summary with every line the issue asks.
+run "$ctensor" train --dataset "$work/good" --model mlp --epochs 1 --seed 3
+missing=""
+for line in "epoch 1/1" "test accuracy" "samples/s" "device" "waiting for the next batch" \
+    "peak memory" "transfers"; do
+    grep -qF -- "$line" "$out" || missing="$missing \"$line\""
+done
+if [ "$code" = 0 ] && [ -z "$missing" ]; then pass test_cli_train_text_summary
+else fail test_cli_train_text_summary "exit $code, missing:$missing"; fi
 
 # Interrupted after epoch 1 and resumed: the same final checkpoint as a run of 2 epochs.
 common="--dataset $work/good --model cnn --batch-size 64 --seed 5 --workers 2 --limit 256"

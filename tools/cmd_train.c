@@ -85,18 +85,27 @@ static ct_status reset_sums(trainer *t) {
     return t->loss_sum && t->correct ? CT_OK : ct_last_status();
 }
 
-/* One pass over the training set; the epoch's mean loss and accuracy. */
-static ct_status train_epoch(trainer *t, int epoch, double *loss, double *accuracy,
-                             double *seconds) {
+/* What one pass over the training set measured. */
+typedef struct epoch_result {
+    double loss, accuracy; /* the epoch's means */
+    double seconds;        /* the pass's time */
+    double data_seconds;   /* of which the loop spent in ct_loader_next, waiting for batches */
+} epoch_result;
+
+/* One pass over the training set. */
+static ct_status train_epoch(trainer *t, int epoch, epoch_result *r) {
     ct_status status = ct_loader_start_epoch(t->train, epoch - 1);
     if (status == CT_OK) status = reset_sums(t);
     int64_t steps = ct_loader_batches(t->train), done = 0, samples = 0;
     double start = now(), last_report = 0, loss_sum = 0, correct = 0;
+    r->data_seconds = 0;
     ct_module_train(t->model, true);
     while (status == CT_OK) {
         ct_scope_begin(); /* a step's tensors go at its end */
         ct_tensor *x, *y;
+        double asked = now();
         status = ct_loader_next(t->train, &x, &y);
+        r->data_seconds += now() - asked;
         bool more = status == CT_OK && x;
         if (more) status = step(t, x, y);
         if (more && status == CT_OK) samples += ct_size(y, 0), done++;
@@ -112,10 +121,10 @@ static ct_status train_epoch(trainer *t, int epoch, double *loss, double *accura
         }
     }
     if (status == CT_OK) status = ct_synchronize(t->o->device);
-    *seconds = now() - start;
+    r->seconds = now() - start;
     if (status == CT_OK) status = read_sums(t, &loss_sum, &correct);
-    *loss = samples ? loss_sum / samples : 0;
-    *accuracy = samples ? correct / samples : 0;
+    r->loss = samples ? loss_sum / samples : 0;
+    r->accuracy = samples ? correct / samples : 0;
     return status;
 }
 
@@ -252,15 +261,17 @@ static int run(trainer *t, train_summary *summary) {
     ct_reset_peak_memory(o->device);
     ct_transfer_stats_reset();
     for (int epoch = first_epoch; epoch <= o->epochs; epoch++) {
-        double loss, accuracy, seconds, test_accuracy;
-        ct_status status = train_epoch(t, epoch, &loss, &accuracy, &seconds);
-        if (status != CT_OK) return failed("training");
+        epoch_result r;
+        double test_accuracy;
+        if (train_epoch(t, epoch, &r) != CT_OK) return failed("training");
         if (evaluate(t, &test_accuracy) != CT_OK) return failed("evaluation");
         int64_t samples = ct_size(t->data.train_images, 0);
-        train_epoch_line(o, epoch, loss, accuracy, test_accuracy, seconds, samples / seconds);
+        train_epoch_line(o, epoch, r.loss, r.accuracy, test_accuracy, r.seconds,
+                         samples / r.seconds);
         summary->epochs_run++;
-        summary->seconds += seconds;
-        summary->final_loss = loss, summary->train_accuracy = accuracy;
+        summary->seconds += r.seconds;
+        summary->data_seconds += r.data_seconds;
+        summary->final_loss = r.loss, summary->train_accuracy = r.accuracy;
         summary->test_accuracy = test_accuracy;
         if (o->checkpoint &&
             train_save_checkpoint(o->checkpoint, t->model, t->optimizer, epoch, o->seed) != CT_OK)

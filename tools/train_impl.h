@@ -36,6 +36,7 @@ typedef struct train_summary {
     int epochs_run, epochs;
     int64_t batch_size, train_samples, test_samples, parameters;
     double seconds;            /* training time, evaluation excluded */
+    double data_seconds;       /* of which spent waiting for the loader's next batch */
     double samples_per_second; /* training samples over training time */
     double final_loss, train_accuracy, test_accuracy;
     size_t peak_memory; /* the device pool's high-water mark */

@@ -48,6 +48,8 @@ static void print_text(const train_summary *s) {
            (long long)s->test_samples);
     printf("  training      %d epochs of %lld samples in %.1f s: %.0f samples/s\n", s->epochs_run,
            (long long)s->train_samples, s->seconds, s->samples_per_second);
+    printf("  data loading  %.2f s waiting for the next batch, %.1f%% of the training time\n",
+           s->data_seconds, s->seconds > 0 ? 100 * s->data_seconds / s->seconds : 0.0);
     printf("  peak memory   %.1f MiB on %s\n", mib(s->peak_memory), s->device);
     printf("  transfers     host->device %llu (%.1f MiB), device->host %llu (%.1f MiB)\n",
            (unsigned long long)(t->counters[CT_TRANSFER_H2D][0].count +
@@ -68,12 +70,12 @@ static void print_json(const train_summary *s) {
     ct_cli_json_string(stdout, s->device);
     printf(", \"parameters\": %lld, \"batch_size\": %lld, \"epochs\": %d, \"train_samples\": %lld, "
            "\"test_samples\": %lld, \"seconds\": %.3f, \"samples_per_second\": %.1f, "
-           "\"final_loss\": %.6f, \"train_accuracy\": %.6f, \"test_accuracy\": %.6f, "
-           "\"peak_memory_bytes\": %zu",
+           "\"data_wait_seconds\": %.3f, \"final_loss\": %.6f, \"train_accuracy\": %.6f, "
+           "\"test_accuracy\": %.6f, \"peak_memory_bytes\": %zu",
            (long long)s->parameters, (long long)s->batch_size, s->epochs_run,
            (long long)s->train_samples, (long long)s->test_samples, s->seconds,
-           s->samples_per_second, s->final_loss, s->train_accuracy, s->test_accuracy,
-           s->peak_memory);
+           s->samples_per_second, s->data_seconds, s->final_loss, s->train_accuracy,
+           s->test_accuracy, s->peak_memory);
     const char *names[3] = {"host_to_device", "device_to_host", "device_to_device"};
     printf(", \"transfers\": {");
     for (int d = 0; d < 3; d++)
