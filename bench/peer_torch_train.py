@@ -1,9 +1,14 @@
 """PyTorch's side of the training benchmark (bench/run_train.sh): the MLP or the small CNN
 on Fashion-MNIST with Adam, as `ctensor train` does: the same model, batch, optimiser,
 normalisation and threads; the data in memory as tensors (PyTorch's fastest loading here).
+On a GPU each batch is made on the CPU as ctensor's loader makes it, then copied from
+pinned memory without blocking (pin_memory + non_blocking, what a DataLoader with
+pin_memory=True does), and cuDNN keeps its default (heuristic) algorithm choice, as
+ctensor's does.
 
-Usage: peer_torch_train.py MODEL EPOCHS BATCH THREADS [DIR [SEED]]   (SEED: 0 by default)
+Usage: peer_torch_train.py MODEL EPOCHS BATCH THREADS [--data DIR] [--seed S] [--device D]
 Prints a line per epoch: `torch MODEL epoch N seconds S samples_per_s R test_accuracy A`."""
+import argparse
 import gzip
 import struct
 import sys
@@ -38,21 +43,34 @@ def images(array):
     return ((torch.from_numpy(array.copy()).float() / 255 - MEAN) / STD).unsqueeze(1)
 
 
+def arguments():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("model", choices=["mlp", "cnn"])
+    parser.add_argument("epochs", type=int)
+    parser.add_argument("batch", type=int)
+    parser.add_argument("threads", type=int)
+    parser.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default="cpu")
+    return parser.parse_args()
+
+
 def main():
-    name, epochs, batch, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-    folder = sys.argv[5] if len(sys.argv) > 5 else "/usr/share/datasets/fashion-mnist"
-    seed = int(sys.argv[6]) if len(sys.argv) > 6 else 0
-    torch.set_num_threads(threads)
-    torch.manual_seed(seed)
+    args = arguments()
+    device = torch.device(args.device)
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    folder = args.data
     train_x = read_idx(f"{folder}/train-images-idx3-ubyte.gz")
     train_y = torch.from_numpy(read_idx(f"{folder}/train-labels-idx1-ubyte.gz").astype(np.int64))
-    test_x = images(read_idx(f"{folder}/t10k-images-idx3-ubyte.gz"))
+    test_x = images(read_idx(f"{folder}/t10k-images-idx3-ubyte.gz")).to(device)
     test_y = torch.from_numpy(read_idx(f"{folder}/t10k-labels-idx1-ubyte.gz").astype(np.int64))
-    model = model_for(name)
+    test_y = test_y.to(device)
+    model = model_for(args.model).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     loss_fn = nn.CrossEntropyLoss()
-    n = len(train_y)
-    for epoch in range(1, epochs + 1):
+    n, batch, gpu = len(train_y), args.batch, device.type == "cuda"
+    for epoch in range(1, args.epochs + 1):
         model.train()
         start = time.perf_counter()
         # Data loading is part of the timed epoch, as in ctensor: shuffle, batch, normalise.
@@ -61,17 +79,23 @@ def main():
             rows = order[first:first + batch]
             x = images(train_x[rows.numpy()])
             y = train_y[rows]
+            if gpu:
+                x = x.pin_memory().to(device, non_blocking=True)
+                y = y.pin_memory().to(device, non_blocking=True)
             optimizer.zero_grad(set_to_none=True)
             loss = loss_fn(model(x), y)
             loss.backward()
             optimizer.step()
+        if gpu:
+            torch.cuda.synchronize(device)
         seconds = time.perf_counter() - start
         model.eval()
         with torch.no_grad():
             correct = sum(int((model(test_x[i:i + 1000]).argmax(1) == test_y[i:i + 1000]).sum())
                           for i in range(0, len(test_y), 1000))
-        print(f"torch {name} epoch {epoch} seconds {seconds:.2f} samples_per_s {n / seconds:.0f} "
-              f"test_accuracy {correct / len(test_y):.4f}", flush=True)
+        print(f"torch {args.model} epoch {epoch} seconds {seconds:.2f} "
+              f"samples_per_s {n / seconds:.0f} test_accuracy {correct / len(test_y):.4f}",
+              flush=True)
 
 
 if __name__ == "__main__":

@@ -1,16 +1,23 @@
 #!/bin/sh
-# The training benchmark (`make bench-train`): `ctensor train` and PyTorch (CPU) on
-# Fashion-MNIST with the same model, batch (128), optimiser (Adam 1e-3) and threads, in one
-# run: each epoch's time, samples/s (data loading included) and test accuracy, with the
-# ratio. PyTorch gets its best settings on this machine (the training issue): passive
-# OpenMP waiting and glibc malloc tunables that keep freed memory; OPENBLAS_CORETYPE is
-# unset for both sides so OpenBLAS picks its own kernels.
+# The training benchmark (`make bench-train`): `ctensor train` and PyTorch on Fashion-MNIST
+# with the same model, batch (128), optimiser (Adam 1e-3) and threads, in one run: each
+# epoch's time, samples/s (data loading included) and test accuracy, with the ratio.
+# PyTorch gets its best settings on this machine (the training issue): passive OpenMP
+# waiting and glibc malloc tunables that keep freed memory; OPENBLAS_CORETYPE is unset for
+# both sides so OpenBLAS picks its own kernels.
 #
-# Usage: bench/run_train.sh [BUILD_DIR] [EPOCHS]      BENCH_MODELS="mlp cnn" by default
+# Usage: bench/run_train.sh [BUILD_DIR] [EPOCHS]
+# Environment: BENCH_MODELS ("mlp cnn"), BENCH_DEVICE (cpu; cuda on a GPU machine, both
+# sides on it), BENCH_BATCH (128), BENCH_THREADS (2), BENCH_DATA (the folder of the four
+# Fashion-MNIST IDX files; Debian's by default), BENCH_PYTHON (/usr/bin/python3, whose
+# torch is Debian's python3-torch).
 set -eu
 build=${1:-build}
 epochs=${2:-3}
 threads=${BENCH_THREADS:-2}
+device=${BENCH_DEVICE:-cpu}
+batch=${BENCH_BATCH:-128}
+data=${BENCH_DATA:-/usr/share/datasets/fashion-mnist}
 here=$(cd "$(dirname "$0")" && pwd)
 if [ ! -x "$build/ctensor" ]; then
     echo "run_train.sh: $build/ctensor not found; build first (make build)" >&2
@@ -21,11 +28,13 @@ export OMP_NUM_THREADS="$threads" OPENBLAS_NUM_THREADS="$threads"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for model in ${BENCH_MODELS:-mlp cnn}; do
-    "$build/ctensor" train --model "$model" --epochs "$epochs" > "$tmp/ours"
+    "$build/ctensor" train --model "$model" --epochs "$epochs" --device "$device" \
+        --batch-size "$batch" --dataset "$data" > "$tmp/ours"
     OMP_WAIT_POLICY=passive \
     GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296 \
-        /usr/bin/python3 "$here/peer_torch_train.py" "$model" "$epochs" 128 "$threads" > "$tmp/theirs"
-    echo "$model, batch 128, Adam 1e-3, $threads threads"
+        "${BENCH_PYTHON:-/usr/bin/python3}" "$here/peer_torch_train.py" "$model" "$epochs" \
+        "$batch" "$threads" --data "$data" --device "$device" > "$tmp/theirs"
+    echo "$model on $device, batch $batch, Adam 1e-3, $threads threads"
     printf '  %-5s %14s %14s %8s %12s %12s\n' epoch ctensor_sps torch_sps ratio ctensor_acc torch_acc
     grep '^epoch' "$tmp/ours" | sed 's|/| |' | while read -r _ e _ _ _ _ _ _ _ _ acc _ _ sps _; do
         line=$(grep " epoch $e " "$tmp/theirs")

@@ -16,7 +16,8 @@
 #
 # Logs go to $OUT when set (the device tool brings them back), else to build-gpu/logs/:
 # summary.txt (the verdict and the reasons), device.txt (nvidia-smi, toolchain), build.log,
-# tests.log (every test's output), gpu-bench.md (ctensor beside PyTorch). The exit status is
+# tests.log (every test's output), gpu-bench.md (ctensor beside PyTorch), gpu-train.txt
+# (`ctensor train` beside PyTorch on the GPU: the CNN at batch 512, the MLP). The exit status is
 # 0 only when the build, every test and the benchmark succeeded with no CUDA test skipped.
 set -u
 
@@ -49,6 +50,12 @@ prepare_deps() {
             cp "$deb" "$deps/"
         fi
     done
+    # Fashion-MNIST for the training runs (Debian's dataset-fashion-mnist, 30 MB).
+    mkdir -p "$deps/fashion-mnist"
+    cp /usr/share/datasets/fashion-mnist/*.gz "$deps/fashion-mnist/" || {
+        echo "gpu-check: Fashion-MNIST is missing here; install dataset-fashion-mnist" >&2
+        return 1
+    }
     for lib in libgfortran.so.5 libquadmath.so.0; do
         path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ { print $NF; exit }')
         [ -n "$path" ] && cp -L "$path" "$deps/lib/$lib"
@@ -157,6 +164,24 @@ if [ "$bench" = 1 ]; then
         cat "$out/gpu-bench.md"
         grep -q "NOT met" "$out/gpu-bench.md" && note "some benchmark targets are not met (gpu-bench.md)"
     fi
+fi
+
+# ---- training, ctensor beside PyTorch on the GPU (the training issue) ----
+# The CNN at batch 512 for speed, the MLP at batch 128 for accuracy, both on cuda.
+train_on_gpu() { # MODEL BATCH EPOCHS
+    if BENCH_MODELS=$1 BENCH_BATCH=$2 BENCH_DEVICE=cuda BENCH_DATA="$deps/fashion-mnist" \
+       BENCH_PYTHON=python3 "$root/bench/run_train.sh" "$build" "$3" >> "$out/gpu-train.txt" 2>&1
+    then
+        note "training: $1, batch $2, $3 epochs on cuda (gpu-train.txt)"
+    else
+        fail "training $1 on cuda failed:"
+        tail -n 20 "$out/gpu-train.txt" | tee -a "$summary"
+    fi
+}
+if [ "$bench" = 1 ]; then
+    train_on_gpu cnn 512 3
+    train_on_gpu mlp 128 5
+    cat "$out/gpu-train.txt"
 fi
 
 if [ "$verdict" = 0 ]; then note "PASS"; else note "FAILED (logs in $out)"; fi
