@@ -90,6 +90,10 @@ static bool state_of(const ct_module *cm, const char *op) {
     return false;
 }
 
+int ct__module_state_size(const ct_module *m, const char *op) {
+    return state_of(m, op) ? m->nstate : -1;
+}
+
 const char *ct_module_state_at(const ct_module *m, int i, ct_tensor **tensor, bool *buffer) {
     if (!m) return ct__null_arg("ct_module_state_at", 1);
     if (!state_of(m, "ct_module_state_at") || i < 0 || i >= m->nstate) return NULL;

@@ -49,5 +49,8 @@ struct ct_module {
 ct_module *ct__module_new(const char *kind, ct_forward_fn forward);
 /* Add a parameter (requires grad) or buffer; t is consumed (the module owns it). */
 ct_status ct__module_add(ct_module *m, const char *name, ct_tensor *t, bool buffer);
+/* How many entries m's state has (its parameters and buffers); -1 with the error set (op
+ * leads the message) when the state's names cannot be built. */
+int ct__module_state_size(const ct_module *m, const char *op);
 
 #endif

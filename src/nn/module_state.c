@@ -6,23 +6,35 @@
 #include "nn/module_impl.h"
 #include "ops/op_impl.h"
 
+/* prefix + the name of m's state entry i into full (of size CT_STATE_NAME_MAX); false with
+ * the error set when it does not fit. */
+#define CT_STATE_NAME_MAX 512
+static bool full_name(const ct_module *m, int i, const char *prefix, char *full, ct_tensor **t,
+                      const char *op) {
+    const char *name = ct_module_state_at(m, i, t, NULL);
+    int n = snprintf(full, CT_STATE_NAME_MAX, "%s%s", prefix, name);
+    if (n >= 0 && n < CT_STATE_NAME_MAX) return true;
+    ct__error(CT_ERR_INVALID_ARG, "%s: the name %s%s is longer than %d bytes", op, prefix, name,
+              CT_STATE_NAME_MAX - 1);
+    return false;
+}
+
 ct_status ct_module_state_dict(const ct_module *m, ct_state_dict *sd, const char *prefix) {
+    const char *op = "ct_module_state_dict";
     if (!m || !sd) {
-        ct__null_arg("ct_module_state_dict", !m ? 1 : 2);
+        ct__null_arg(op, !m ? 1 : 2);
         return ct_last_status();
     }
-    for (int i = 0;; i++) {
+    int entries = ct__module_state_size(m, op);
+    if (entries < 0) return ct_last_status();
+    for (int i = 0; i < entries; i++) {
+        char full[CT_STATE_NAME_MAX];
         ct_tensor *t;
-        const char *name = ct_module_state_at(m, i, &t, NULL);
-        if (!name) return ct_last_status() == CT_OK || i > 0 ? CT_OK : ct_last_status();
-        char full[512];
-        int n = snprintf(full, sizeof full, "%s%s", prefix ? prefix : "", name);
-        if (n < 0 || (size_t)n >= sizeof full)
-            return ct__error(CT_ERR_INVALID_ARG, "ct_module_state_dict: the name %s%s is too long",
-                             prefix, name);
+        if (!full_name(m, i, prefix ? prefix : "", full, &t, op)) return ct_last_status();
         ct_status status = ct_state_dict_set(sd, full, t);
         if (status != CT_OK) return status;
     }
+    return CT_OK;
 }
 
 /* The value of entry `name` in sd, checked against the module's tensor t. */
@@ -53,18 +65,19 @@ ct_status ct_module_load_state_dict(ct_module *m, const ct_state_dict *sd, const
         ct__null_arg(op, !m ? 1 : 2);
         return ct_last_status();
     }
+    int entries = ct__module_state_size(m, op);
+    if (entries < 0) return ct_last_status();
+    if (!prefix) prefix = "";
     /* Check everything first, so that a bad state changes nothing. */
-    char full[512];
+    char full[CT_STATE_NAME_MAX];
     ct_tensor *t;
-    const char *name;
-    for (int i = 0; (name = ct_module_state_at(m, i, &t, NULL)); i++) {
-        snprintf(full, sizeof full, "%s%s", prefix ? prefix : "", name);
-        if (!matching(sd, full, t, op)) return ct_last_status();
-    }
+    for (int i = 0; i < entries; i++)
+        if (!full_name(m, i, prefix, full, &t, op) || !matching(sd, full, t, op))
+            return ct_last_status();
     ct_status status = CT_OK;
     ct_no_grad_push();
-    for (int i = 0; status == CT_OK && (name = ct_module_state_at(m, i, &t, NULL)); i++) {
-        snprintf(full, sizeof full, "%s%s", prefix ? prefix : "", name);
+    for (int i = 0; status == CT_OK && i < entries; i++) {
+        full_name(m, i, prefix, full, &t, op);
         status = ct_copy(t, ct_state_dict_get(sd, full));
     }
     ct_no_grad_pop();
