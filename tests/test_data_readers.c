@@ -115,14 +115,16 @@ typedef struct {
 
 /* The hostile IDX table: each case must fail with CT_ERR_FORMAT, plain and gzipped. */
 TEST(test_data_idx_hostile_files) {
-    hostile_case cases[8] = {{.name = "bad magic", .needle = "not an IDX file"},
-                             {.name = "bad type", .needle = "unknown IDX type byte 0x0a"},
-                             {.name = "nine dimensions", .needle = "9 dimensions"},
-                             {.name = "2^40 elements", .needle = "needs 1099511627776 bytes"},
-                             {.name = "shape overflow", .needle = "overflows"},
-                             {.name = "i16 shape overflow", .needle = "overflows"},
-                             {.name = "short data", .needle = "the IDX data"},
-                             {.name = "trailing bytes", .needle = "after the data"}};
+    hostile_case cases[9] = {
+        {.name = "bad magic", .needle = "not an IDX file"},
+        {.name = "bad type", .needle = "unknown IDX type byte 0x0a"},
+        {.name = "nine dimensions", .needle = "9 dimensions"},
+        {.name = "2^40 elements", .needle = "needs 1099511627776 bytes"},
+        {.name = "shape overflow", .needle = "overflows"},
+        {.name = "i16 shape overflow", .needle = "overflows"},
+        {.name = "short data", .needle = "the IDX data"},
+        {.name = "trailing bytes", .needle = "after the data"},
+        {.name = "no elements, sizes past 2^59", .needle = "multiply past 2^59"}};
     buf_bytes(&cases[0].file, "\x01\x00\x08\x01\x00\x00\x00\x01\x07", 9);
     idx_header(&cases[1].file, 0x0A, 1, (uint32_t[]){1});
     idx_header(&cases[2].file, 0x08, 9, (uint32_t[]){1, 1, 1, 1, 1, 1, 1, 1, 1});
@@ -134,8 +136,9 @@ TEST(test_data_idx_hostile_files) {
     buf_bytes(&cases[6].file, "0123456789", 10);
     idx_header(&cases[7].file, 0x08, 1, (uint32_t[]){2});
     buf_bytes(&cases[7].file, "abc", 3);
+    idx_header(&cases[8].file, 0x0D, 3, (uint32_t[]){0, ~0u, ~0u});
     const char *path = tmp_path("hostile.idx");
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < 9; i++) {
         byte_buf z;
         CHECK(gzip_bytes(cases[i].file.data, cases[i].file.n, &z));
         for (int g = 0; g < 2; g++) {
@@ -333,6 +336,8 @@ static const struct {
     {"{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,)}", "too large"},
     {"{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 4294967296)}",
      "overflows"},
+    {"{'descr': '<f4', 'fortran_order': False, 'shape': (0, 4294967296, 4294967296)}",
+     "multiply past 2^59"},
     {"{'descr': '<f4', 'fortran_order': False, 'shape': (1048576, 1048576)}",
      "needs 4398046511104 bytes"},
     {"['descr', '<f4']", "expected '{'"},

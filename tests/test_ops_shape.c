@@ -211,6 +211,19 @@ DEVICE_TEST(test_ops_shape_reshape_errors) {
     CHECK(ct_view(ct_reshape(x, 1, (int64_t[]){7}), 1, (int64_t[]){24}) == NULL);
     CHECK_ERROR(CT_ERR_SHAPE, "ct_reshape: shape (7,)");
     ct_release(x);
+    /* An empty tensor may take any shape with a 0, but not one whose other sizes' strides
+     * overflow. */
+    ct_tensor *empty = ct_zeros(1, (int64_t[]){0}, CT_F32, device);
+    CHECK_NOT_NULL(empty);
+    int64_t wide[3] = {0, (int64_t)1 << 40, (int64_t)1 << 40};
+    CHECK(ct_reshape(empty, 3, wide) == NULL);
+    CHECK_ERROR(CT_ERR_SHAPE, "strides would overflow");
+    CHECK(ct_view(empty, 3, (int64_t[]){(int64_t)1 << 40, 0, -1}) == NULL);
+    CHECK_ERROR(CT_ERR_SHAPE, "cannot infer the -1");
+    ct_tensor *fine = ct_reshape(empty, 3, (int64_t[]){0, 1 << 20, 1 << 20});
+    CHECK(fine && ct_numel(fine) == 0);
+    ct_release(fine);
+    ct_release(empty);
 }
 
 /* x of shape (2, 3, 4, 5), flattened over several axis pairs, against the merged shape. */

@@ -447,6 +447,10 @@ DEVICE_TEST(test_tensor_create_huge_shape) {
     int64_t too_many[1] = {INT64_MAX};
     CHECK(ct_empty(1, too_many, CT_U8, device) == NULL);
     CHECK_ERROR(CT_ERR_SHAPE, "overflows");
+    /* No elements, but the other sizes' strides would overflow (found by fuzzing IDX). */
+    int64_t empty_but_wide[3] = {0, (int64_t)1 << 40, (int64_t)1 << 40};
+    CHECK(ct_empty(3, empty_but_wide, CT_F32, device) == NULL);
+    CHECK_ERROR(CT_ERR_SHAPE, "strides would overflow");
     /* Fits int64 but no machine has 2^61 bytes: out of memory, and the program goes on. */
     int64_t huge[2] = {(int64_t)1 << 29, (int64_t)1 << 29};
     CHECK(ct_empty(2, huge, CT_F64, device) == NULL);

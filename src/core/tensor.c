@@ -22,6 +22,19 @@ int64_t ct__contiguous_strides(int ndim, const int64_t *shape, int64_t *strides)
     return numel;
 }
 
+/* The bound on element counts and strides: far below INT64_MAX, so that byte offsets (an
+ * element count times an element size of at most 8) cannot overflow either. */
+#define CT_MAX_EXTENT (INT64_MAX >> 4)
+
+bool ct__shape_strides_fit(int ndim, const int64_t *shape) {
+    int64_t extent = 1;
+    for (int i = 0; i < ndim; i++)
+        if (ct__mul_overflow_i64(extent, shape[i] > 0 ? shape[i] : 1, &extent) ||
+            extent > CT_MAX_EXTENT)
+            return false;
+    return true;
+}
+
 ct_status ct__check_shape(const char *op, int ndim, const int64_t *shape, int64_t *numel) {
     if (ndim < 0 || ndim > CT_MAX_DIMS)
         return ct__error(CT_ERR_SHAPE, "%s: rank %d is outside 0..%d", op, ndim, CT_MAX_DIMS);
@@ -32,9 +45,14 @@ ct_status ct__check_shape(const char *op, int ndim, const int64_t *shape, int64_
         if (shape[i] < 0)
             return ct__error(CT_ERR_SHAPE, "%s: size %lld of axis %d is negative", op,
                              (long long)shape[i], i);
-        if (ct__mul_overflow_i64(n, shape[i], &n) || n > (INT64_MAX >> 4))
+        if (ct__mul_overflow_i64(n, shape[i], &n) || n > CT_MAX_EXTENT)
             return ct__error(CT_ERR_SHAPE, "%s: the shape's element count overflows", op);
     }
+    if (!ct__shape_strides_fit(ndim, shape))
+        return ct__error(CT_ERR_SHAPE,
+                         "%s: the shape's sizes other than 0 multiply past 2^59; even with no "
+                         "elements its strides would overflow",
+                         op);
     *numel = n;
     return CT_OK;
 }

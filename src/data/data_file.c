@@ -191,6 +191,12 @@ ct_tensor *ct__data_read_tensor(ct__data_file *f, ct_dtype dtype, int ndim, cons
     for (int i = 0; i < ndim; i++)
         if (shape[i] < 0 || ct__mul_overflow_i64(numel, shape[i], &numel))
             return ct__data_format_error(f, f->offset, "the shape of %s overflows", what), NULL;
+    if (!ct__shape_strides_fit(ndim, shape))
+        return ct__data_format_error(f, f->offset,
+                                     "the shape of %s has sizes that multiply past 2^59 (a "
+                                     "size of 0 aside)",
+                                     what),
+               NULL;
     size_t bytes;
     if (ct__mul_overflow_size((size_t)numel, ct__dtype_size(dtype), &bytes))
         return ct__data_format_error(f, f->offset, "the size of %s overflows", what), NULL;
