@@ -74,6 +74,8 @@ summary="$out/summary.txt"
 verdict=0
 note() { echo "gpu-check: $*" | tee -a "$summary"; }
 fail() { note "FAIL: $*"; verdict=1; }
+# Whether any of the paths exists (`ls a b` fails when one of them is missing).
+any_exists() { for candidate in "$@"; do [ -e "$candidate" ] && return 0; done; return 1; }
 
 export PATH="/usr/local/cuda/bin:$PATH"
 if ! command -v cmake > /dev/null; then
@@ -93,7 +95,7 @@ fi
 blas_args=""
 system_blas=0
 if ldconfig -p | grep -q 'libopenblas\.so' &&
-   ls /usr/include/cblas.h /usr/include/*/cblas.h /usr/include/*/*/cblas.h > /dev/null 2>&1; then
+   any_exists /usr/include/cblas.h /usr/include/*/cblas.h /usr/include/*/*/cblas.h; then
     system_blas=1
 fi
 if [ "${CT_GPU_CHECK_CARRIED:-0}" = 1 ] || [ "$system_blas" = 0 ]; then
