@@ -209,6 +209,69 @@ DEVICE_TEST(test_nn_conv_null_options_and_empty_batch) {
     CHECK(ok);
 }
 
+/* A convolution with padding 1 of ones x (xs) and weight (ws), with or without a bias,
+ * where x or the output is empty: y must be the bias (or zeros), and the node's backward on
+ * a random upstream gradient must give zeros for x and the weight and the gradient's sums
+ * for the bias. */
+typedef struct {
+    int64_t xs[4], ws[4], ys[4];
+    bool bias;
+} empty_case;
+
+static bool empty_conv_case(const empty_case *k, ct_dtype dtype, ct_device device) {
+    int64_t ny = ref_numel(4, k->ys), o = k->ws[0];
+    double *bias = calloc((size_t)(o + 2 * ny + 2), sizeof(double)), *gy = bias + o + 1;
+    double *y_expected = gy + ny + 1, gb[8] = {0};
+    if (!bias) return false;
+    for (int64_t i = 0; i < o; i++) bias[i] = ref_round(0.25 * (double)i - 1.5, dtype);
+    ref_random(gy, ny, 31, -1.0, 1.0);
+    for (int64_t i = 0; i < ny; i++) {
+        int64_t ch = i / (k->ys[2] * k->ys[3]) % o;
+        gy[i] = ref_round(gy[i], dtype);
+        y_expected[i] = k->bias ? bias[ch] : 0.0;
+        gb[ch] += gy[i];
+    }
+    ct_tensor *x = ct_ones(4, k->xs, dtype, device), *w = ct_ones(4, k->ws, dtype, device);
+    ct_tensor *b = k->bias ? ref_tensor(bias, 1, &o, dtype, device) : NULL;
+    ct_tensor *g = ref_tensor(gy, 4, k->ys, dtype, device), *grads[3] = {NULL, NULL, NULL};
+    bool ok = x && w && g && (b || !k->bias);
+    if (ok) x->requires_grad = w->requires_grad = true;
+    if (ok && b) b->requires_grad = true;
+    ct_conv2d_options opt = {.padding = {1, 1}};
+    ct_tensor *y = ok ? ct_conv2d(x, w, b, &opt) : NULL;
+    ok = y && memcmp(ct_shape(y), k->ys, sizeof k->ys) == 0 && close_all(y, y_expected, 0.0);
+    ct_no_grad_push();
+    ok = ok && y->grad_fn && y->grad_fn->backward(y->grad_fn, g, grads) == CT_OK;
+    ct_no_grad_pop();
+    double *zeros = calloc((size_t)(ref_numel(4, k->xs) + ref_numel(4, k->ws) + 1), sizeof(double));
+    ok = ok && zeros && close_all(grads[0], zeros, 0.0) && close_all(grads[1], zeros, 0.0);
+    ok = ok && memcmp(ct_shape(grads[0]), k->xs, sizeof k->xs) == 0;
+    ok = ok && (!k->bias || close_all(grads[2], gb, conv_tol(dtype) * 4));
+    for (int i = 0; i < 3; i++) ct_release(grads[i]);
+    ct_release(x), ct_release(w), ct_release(b), ct_release(g), ct_release(y);
+    free(zeros);
+    free(bias);
+    return ok;
+}
+
+/* Empty operands never reach the backend (cuDNN rejects a size of 0): an image of no rows
+ * whose padded windows give the bias alone, and a weight of no output channels whose input
+ * gradient is zeros. */
+DEVICE_TEST(test_nn_conv_empty_image_and_no_output_channels) {
+    const empty_case cases_[] = {
+        {{2, 3, 0, 4}, {2, 3, 1, 1}, {2, 2, 2, 6}, true},
+        {{2, 3, 4, 0}, {3, 3, 3, 1}, {2, 3, 4, 2}, false},
+        {{2, 3, 5, 5}, {0, 3, 3, 3}, {2, 0, 5, 5}, true},
+    };
+    ct_dtype dtypes[2] = {CT_F32, CT_F64};
+    for (size_t i = 0; i < sizeof cases_ / sizeof cases_[0]; i++)
+        for (int d = 0; d < 2; d++)
+            if (!empty_conv_case(&cases_[i], dtypes[d], device)) {
+                ct_test_fail(__FILE__, __LINE__, "case %zu, %s", i, ct_dtype_name(dtypes[d]));
+                return;
+            }
+}
+
 /* ---- backward ---- */
 
 /* The node's backward on a random upstream gradient against the reference's gradients of

@@ -81,6 +81,8 @@ summary="$out/summary.txt"
 verdict=0
 note() { echo "gpu-check: $*" | tee -a "$summary"; }
 fail() { note "FAIL: $*"; verdict=1; }
+# Whether any of the paths exists (`ls a b` fails when one of them is missing).
+any_exists() { for candidate in "$@"; do [ -e "$candidate" ] && return 0; done; return 1; }
 
 export PATH="/usr/local/cuda/bin:$PATH"
 if ! command -v cmake > /dev/null; then
@@ -100,7 +102,7 @@ fi
 blas_args=""
 system_blas=0
 if ldconfig -p | grep -q 'libopenblas\.so' &&
-   ls /usr/include/cblas.h /usr/include/*/cblas.h /usr/include/*/*/cblas.h > /dev/null 2>&1; then
+   any_exists /usr/include/cblas.h /usr/include/*/cblas.h /usr/include/*/*/cblas.h; then
     system_blas=1
 fi
 if [ "${CT_GPU_CHECK_CARRIED:-0}" = 1 ] || [ "$system_blas" = 0 ]; then
@@ -118,12 +120,31 @@ if [ "${CT_GPU_CHECK_CARRIED:-0}" = 1 ] || [ "$system_blas" = 0 ]; then
     note "OpenBLAS from the carried .debs: $library"
 fi
 
+# cuDNN: beside the toolkit or in the system paths (where CMake looks), else the Python
+# package nvidia-cudnn that PyTorch brings (headers and libraries), found through python3.
+nvcc_path=$(command -v nvcc || true)
+toolkit=${nvcc_path:+$(dirname "$(dirname "$nvcc_path")")}
+cudnn_args=""
+if ! any_exists "$toolkit"/include/cudnn.h "$toolkit"/targets/*/include/cudnn.h \
+        /usr/include/cudnn.h /usr/include/*/cudnn.h; then
+    cudnn_dir=$(python3 -c 'import nvidia.cudnn as m; print(list(m.__path__)[0])' 2>/dev/null)
+    cudnn_lib=""
+    [ -n "$cudnn_dir" ] && [ -f "$cudnn_dir/include/cudnn.h" ] &&
+        cudnn_lib=$(find "$cudnn_dir/lib" -name 'libcudnn.so*' 2>/dev/null | sort | head -n 1)
+    if [ -n "$cudnn_lib" ]; then
+        cudnn_args="-DCUDNN_INCLUDE_DIR=$cudnn_dir/include -DCUDNN_LIBRARY=$cudnn_lib"
+        LD_LIBRARY_PATH="$cudnn_dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+        export LD_LIBRARY_PATH
+        note "cuDNN from Python's nvidia-cudnn package: $cudnn_dir"
+    fi
+fi
+
 # ---- build ----
 # Without CT_WERROR: CI builds with it; here a warning of another compiler version or build
 # type must not hide the GPU results.
-# shellcheck disable=SC2086 # blas_args is a list of words
+# shellcheck disable=SC2086 # blas_args and cudnn_args are lists of words
 if ! { cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE="$build_type" -DCT_CUDA=ON -DCT_WERROR=OFF \
-        $blas_args &&
+        $blas_args $cudnn_args &&
        cmake --build "$build" -j "$(nproc)"; } > "$out/build.log" 2>&1; then
     fail "the build failed; the end of build.log:"
     tail -n 30 "$out/build.log" | tee -a "$summary"
@@ -132,6 +153,22 @@ fi
 note "built $build ($build_type, CUDA plugin $(ls "$build"/libctensor_cuda.so))"
 
 # ---- tests ----
+# The plugin's libraries (cuBLAS, cuDNN) must load, else every CUDA test is only skipped:
+# those the loader does not find are looked for beside the toolkit and in Python's nvidia
+# packages, and their folders go on LD_LIBRARY_PATH.
+plugin="$build/libctensor_cuda.so"
+search="$toolkit/lib $toolkit/lib64 $(python3 -c 'import nvidia; print(" ".join(nvidia.__path__))' 2>/dev/null)"
+for lib in $(ldd "$plugin" 2>/dev/null | awk '/not found/ { print $1 }'); do
+    # shellcheck disable=SC2086 # search is a list of folders
+    found=$(find -H $search -name "$lib" 2>/dev/null | head -n 1)
+    [ -z "$found" ] && continue
+    LD_LIBRARY_PATH="$(dirname "$found")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    export LD_LIBRARY_PATH
+    note "$lib from $(dirname "$found") (added to LD_LIBRARY_PATH)"
+done
+missing=$(ldd "$plugin" 2>/dev/null | awk '/not found/ { printf "%s%s", sep, $1; sep = " " }')
+[ -n "$missing" ] && fail "the CUDA plugin cannot load: $missing not found (every CUDA test would be skipped)"
+
 # Test programs link the static library, so they find the plugin through CT_CUDA_PLUGIN
 # (the plugin is looked for beside libctensor.so, which they do not load).
 export CT_CUDA_PLUGIN="$build/libctensor_cuda.so"

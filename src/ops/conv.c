@@ -146,12 +146,27 @@ static ct_status run_kernel(ct_device device, ct_conv2d_args *a, bool backward) 
     return status;
 }
 
+/* y of an input with no rows or columns, whose every window holds padding alone: the bias
+ * (or zeros). Empty operands never reach the backend, since cuDNN rejects a size of 0. */
+static ct_status padding_only(ct_tensor *y, const ct_tensor *bias, int64_t out_channels) {
+    if (!bias) return ct_fill(y, 0.0);
+    ct_tensor *column = ct_reshape(bias, 4, (int64_t[]){1, out_channels, 1, 1});
+    ct_status status = column ? ct__copy_into(y, column, OP) : ct_last_status();
+    ct_release(column);
+    return status;
+}
+
 /* The convolution of prepared (contiguous, compute-dtype) operands. */
 static ct_tensor *forward(ct_device device, ct_conv2d_args *a, const ct_tensor *x,
                           const ct_tensor *w, const ct_tensor *bias) {
     int64_t shape[4] = {a->batch, a->out_channels, a->out_h, a->out_w};
     ct_tensor *y = ct__tensor_new(device, x->dtype, 4, shape);
     if (!y || y->numel == 0) return y;
+    if (x->numel == 0) {
+        if (padding_only(y, bias, a->out_channels) == CT_OK) return y;
+        ct_release(y);
+        return NULL;
+    }
     a->dtype = x->dtype;
     a->x = ct__data(x);
     a->weight = ct__data(w);
@@ -181,6 +196,19 @@ static ct_tensor *grad_like(bool want, ct_device device, const ct_tensor *t, boo
     return g;
 }
 
+/* The gradients when the input or the output is empty, without the backend (which is not
+ * handed empty operands): the input and the weight get zeros, and the bias the output's
+ * gradient summed over batch, rows and columns (zeros for an empty batch). */
+static ct_status empty_grads(const ct_tensor *g, ct_tensor *gx, ct_tensor *gw, ct_tensor *gb) {
+    ct_status status = gx ? ct_fill(gx, 0.0) : CT_OK;
+    if (status == CT_OK && gw) status = ct_fill(gw, 0.0);
+    if (status != CT_OK || !gb) return status;
+    ct_tensor *sum = ct_sum(g, 3, (int[]){0, 2, 3}, false);
+    status = sum ? ct__copy_into(gb, sum, OP) : ct_last_status();
+    ct_release(sum);
+    return status;
+}
+
 /* Gradients of input, weight and bias (those the engine asks for) from grad_out. */
 static ct_status conv2d_backward(ct_node *node, const ct_tensor *grad_out, ct_tensor **grad_in) {
     const ct_tensor *x = node->saved[0], *w = node->saved[1];
@@ -203,9 +231,8 @@ static ct_status conv2d_backward(ct_node *node, const ct_tensor *grad_out, ct_te
         gb = ct__tensor_new(device, x->dtype, 1, &bias_shape);
         failed = gb == NULL;
     }
-    if (!failed && a.batch == 0) {
-        status = gw ? ct_fill(gw, 0.0) : CT_OK;
-        if (status == CT_OK && gb) status = ct_fill(gb, 0.0);
+    if (!failed && (x->numel == 0 || a.out_channels == 0)) {
+        status = empty_grads(g, gx, gw, gb);
     } else if (!failed) {
         a.dtype = x->dtype;
         a.x = ct__data(x);

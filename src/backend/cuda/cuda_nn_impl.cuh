@@ -78,10 +78,15 @@ static inline unsigned nn_item_blocks(int64_t work) {
     return nn_row_blocks((work + NN_THREADS - 1) / NN_THREADS);
 }
 
-// A zeroed bad-value slot on the stream (freed with nn_slot_finish).
+// A zeroed bad-value slot on the stream (freed with nn_slot_finish; on failure, here).
 static inline ct_status nn_slot_begin(int device, cudaStream_t stream, nn_bad_slot **slot) {
     CT_CUDA_CHECK(device, cudaMallocAsync((void **)slot, sizeof **slot, stream));
-    CT_CUDA_CHECK(device, cudaMemsetAsync(*slot, 0, sizeof **slot, stream));
+    cudaError_t zeroed = cudaMemsetAsync(*slot, 0, sizeof **slot, stream);
+    if (zeroed != cudaSuccess) {
+        (void)cudaFreeAsync(*slot, stream);
+        *slot = NULL;
+    }
+    CT_CUDA_CHECK(device, zeroed);
     return CT_OK;
 }
 
