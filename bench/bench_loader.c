@@ -72,15 +72,21 @@ static void trainer_free(trainer *t) {
     ct_module_free(t->model);
 }
 
-/* A step of t on batch b: from xs and ys, or from the loader (xs NULL); *seconds grows by
- * its time. */
-static ct_status timed_step(trainer *t, ct_loader *loader, ct_device device, ct_tensor **xs,
-                            ct_tensor **ys, int64_t b, double *seconds) {
-    double start = now();
+/* A step of t on batch b: from xs and ys, or from the loader (xs NULL). */
+static ct_status train_step(trainer *t, ct_loader *loader, ct_tensor **xs, ct_tensor **ys,
+                            int64_t b) {
     ct_tensor *x = xs ? xs[b] : NULL, *y = xs ? ys[b] : NULL;
     ct_status status = xs ? CT_OK : ct_loader_next(loader, &x, &y);
     if (status == CT_OK) status = step(t->model, t->adam, x, y);
     if (!xs) ct_release(x), ct_release(y);
+    return status;
+}
+
+/* train_step, finished on the device; *seconds grows by its time. */
+static ct_status timed_step(trainer *t, ct_loader *loader, ct_device device, ct_tensor **xs,
+                            ct_tensor **ys, int64_t b, double *seconds) {
+    double start = now();
+    ct_status status = train_step(t, loader, xs, ys, b);
     if (status == CT_OK) status = ct_synchronize(device);
     *seconds += now() - start;
     return status;
@@ -94,12 +100,8 @@ static ct_status epoch(ct_loader *loader, ct_device device, int64_t batches, ct_
     ct_status status = trainer_new(&t, device);
     if (status == CT_OK && !xs) status = ct_loader_start_epoch(loader, 0);
     double start = now();
-    for (int64_t b = 0; status == CT_OK && b < batches; b++) {
-        ct_tensor *x = xs ? xs[b] : NULL, *y = xs ? ys[b] : NULL;
-        if (!xs) status = ct_loader_next(loader, &x, &y);
-        if (status == CT_OK) status = step(t.model, t.adam, x, y);
-        if (!xs) ct_release(x), ct_release(y);
-    }
+    for (int64_t b = 0; status == CT_OK && b < batches; b++)
+        status = train_step(&t, loader, xs, ys, b);
     if (status == CT_OK) status = ct_synchronize(device);
     *seconds = now() - start;
     trainer_free(&t);
@@ -110,7 +112,7 @@ static ct_status epoch(ct_loader *loader, ct_device device, int64_t batches, ct_
  * beforehand, seconds[1] those on the loader's. */
 static ct_status lockstep_epoch(ct_loader *loader, ct_device device, int64_t batches,
                                 ct_tensor **xs, ct_tensor **ys, double seconds[2]) {
-    trainer premade, loaded;
+    trainer premade = {0}, loaded = {0};
     ct_status status = trainer_new(&premade, device);
     if (status == CT_OK) status = trainer_new(&loaded, device);
     if (status == CT_OK) status = ct_loader_start_epoch(loader, 0);
