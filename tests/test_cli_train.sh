@@ -84,6 +84,7 @@ refused test_cli_train_unknown_device '"tpu:0"' "$ctensor" train --device tpu:0
 refused test_cli_train_negative_batch '"-5"' "$ctensor" train --batch-size -5
 refused test_cli_train_non_numeric '"abc"' "$ctensor" train --epochs abc
 refused test_cli_train_lr_not_a_number '"fast"' "$ctensor" train --lr fast
+refused test_cli_train_lr_nan '"nan": expected a number > 0 and < 1000' "$ctensor" train --lr nan
 refused test_cli_train_resume_needs_checkpoint "--checkpoint" "$ctensor" train --resume
 printf 'not a safetensors file' >"$work/junk.safetensors"
 refused test_cli_train_corrupt_checkpoint "junk.safetensors" \

@@ -73,7 +73,7 @@ static int parse_value(const char *option, const char *value, train_options *o) 
         char *end;
         double lr = strtod(value, &end);
         if (end == value || *end || !(lr > 0 && lr < 1e3))
-            return bad(option, value, "a number > 0");
+            return bad(option, value, "a number > 0 and < 1000");
         o->lr = lr;
     } else if (strcmp(option, "--optimizer") == 0) {
         if (strcmp(value, "sgd") && strcmp(value, "adam") && strcmp(value, "adamw"))
