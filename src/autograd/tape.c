@@ -1,7 +1,7 @@
 /* The tape: grad mode, nodes and their recording (tape_impl.h gives the contract). */
 #include "autograd/tape_impl.h"
 
-static CT_HOT_THREAD_LOCAL int no_grad_depth;
+static _Thread_local int no_grad_depth;
 
 ct_status ct_no_grad_push(void) {
     no_grad_depth++;

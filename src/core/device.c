@@ -13,7 +13,7 @@
 #define CT_PLACEMENT_STACK_DEPTH 64
 
 static _Thread_local ct_device placement_stack[CT_PLACEMENT_STACK_DEPTH];
-static CT_HOT_THREAD_LOCAL int placement_depth;
+static _Thread_local int placement_depth;
 
 /* Written under config_lock, read without it (atomics) on every tensor creation. */
 static pthread_mutex_t config_lock = PTHREAD_MUTEX_INITIALIZER;

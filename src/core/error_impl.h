@@ -14,11 +14,6 @@
 #define CT_PRINTF_(fmt_index, args_index)
 #endif
 
-/* Thread-local storage for small variables read on every op: the initial-exec model avoids a
- * __tls_get_addr call per access in the shared library. Large buffers keep the default
- * model, so the library stays loadable with dlopen (static TLS space is small). */
-#define CT_HOT_THREAD_LOCAL _Thread_local __attribute__((tls_model("initial-exec")))
-
 /* Record status and a printf-style message; returns status. */
 ct_status ct__error(ct_status status, const char *fmt, ...) CT_PRINTF_(2, 3);
 /* Record status and message; returns NULL. */

@@ -26,8 +26,8 @@ typedef struct ct_scope_frame {
     struct ct_scope_frame *parent;
 } ct_scope_frame;
 
-static CT_HOT_THREAD_LOCAL ct_scope_frame *top;
-static CT_HOT_THREAD_LOCAL int depth;
+static _Thread_local ct_scope_frame *top;
+static _Thread_local int depth;
 
 int ct_scope_depth(void) { return depth; }
 

@@ -10,7 +10,7 @@
 
 #define CT_MESSAGE_CAPACITY 2048
 
-static CT_HOT_THREAD_LOCAL ct_status tls_status = CT_OK;
+static _Thread_local ct_status tls_status = CT_OK;
 static _Thread_local char tls_message[CT_MESSAGE_CAPACITY];
 
 ct_status ct_last_status(void) { return tls_status; }

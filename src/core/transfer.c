@@ -11,7 +11,7 @@ static atomic_ullong counts[3][2];
 static atomic_ullong bytes_moved[3][2];
 static atomic_ullong refused;
 
-static CT_HOT_THREAD_LOCAL int guard_mode = -1; /* -1: read CT_TRANSFER_GUARD on first use */
+static _Thread_local int guard_mode = -1; /* -1: read CT_TRANSFER_GUARD on first use */
 
 static const char *const direction_names[3] = {"host-to-device", "device-to-host",
                                                "device-to-device"};
