@@ -8,6 +8,7 @@
 
 #include "ctensor/data.h"
 #include "data/data_file_impl.h"
+#include "core/c_locale_impl.h"
 
 #define FN "ct_read_csv"
 
@@ -43,7 +44,7 @@ static bool parse_number(const char *cell, size_t n, double *out) {
     memcpy(buf, cell, n);
     buf[n] = '\0';
     char *end;
-    *out = strtod(buf, &end);
+    *out = ct__strtod_c(buf, &end);
     return end == buf + n;
 }
 

@@ -12,6 +12,7 @@
 #include "core/error_impl.h"
 #include "mem/pinned_impl.h"
 #include "mem/pool_state_impl.h"
+#include "core/c_locale_impl.h"
 
 ct_pool ct__pools[CT_DEVICE_SLOTS];
 atomic_bool ct__pools_ready;
@@ -37,7 +38,7 @@ static const struct {
 static bool parse_size(const char *text, size_t *out) {
     if (!isdigit((unsigned char)*text) && *text != '.') return false;
     char *end;
-    double value = strtod(text, &end);
+    double value = ct__strtod_c(text, &end);
     while (*end == ' ') end++;
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
         if (strcasecmp(end, units[i].name) != 0) continue;

@@ -6,6 +6,7 @@
 #include "autograd/tape_impl.h"
 #include "nn/module_impl.h"
 #include "ops/op_impl.h"
+#include "core/c_locale_impl.h"
 
 ct_module *ct__module_new(const char *kind, ct_forward_fn forward) {
     ct_module *m = ct__calloc(1, sizeof *m);
@@ -201,7 +202,7 @@ static size_t describe(const ct_module *m, int depth, char *buf, size_t size, si
         if ((size_t)n < sizeof line) n += snprintf(line + n, sizeof line - (size_t)n, ")");
     }
     if (m->kind[0] == 'D' && (size_t)n < sizeof line) /* Dropout */
-        n += snprintf(line + n, sizeof line - (size_t)n, "(p=%g)", m->p);
+        n += ct__snprintf_c(line + n, sizeof line - (size_t)n, "(p=%g)", m->p);
     int written =
         snprintf(used < size ? buf + used : NULL, used < size ? size - used : 0, "%s\n", line);
     used += written > 0 ? (size_t)written : 0;

@@ -29,6 +29,7 @@
 
 #include "core/transfer_impl.h"
 #include "ops/op_impl.h"
+#include "core/c_locale_impl.h"
 
 #define PRINT_PRECISION 4    /* decimals of fixed and scientific notation */
 #define PRINT_LINEWIDTH 80   /* columns before a row wraps */
@@ -109,9 +110,9 @@ static int format_float(const printer *p, double v, char *buf) {
     if (isnan(v)) return snprintf(buf, VALUE_CAPACITY, "nan"); /* never "-nan" */
     if (isinf(v)) return snprintf(buf, VALUE_CAPACITY, "%s", v < 0 ? "-inf" : "inf");
     switch (p->style) {
-    case STYLE_SCI: return snprintf(buf, VALUE_CAPACITY, "%.*e", PRINT_PRECISION, v);
-    case STYLE_WHOLE: return snprintf(buf, VALUE_CAPACITY, "%.0f.", v);
-    default: return snprintf(buf, VALUE_CAPACITY, "%.*f", PRINT_PRECISION, v);
+    case STYLE_SCI: return ct__snprintf_c(buf, VALUE_CAPACITY, "%.*e", PRINT_PRECISION, v);
+    case STYLE_WHOLE: return ct__snprintf_c(buf, VALUE_CAPACITY, "%.0f.", v);
+    default: return ct__snprintf_c(buf, VALUE_CAPACITY, "%.*f", PRINT_PRECISION, v);
     }
 }
 
