@@ -38,15 +38,17 @@ ct_status ct__data_open(ct__data_file *f, const char *fn, const char *path) {
     if (!path) return ct__error(CT_ERR_INVALID_ARG, "%s: path is NULL", fn);
     FILE *fp = fopen(path, "rb");
     if (!fp) return io_error(fn, path, "open", errno);
-    /* A folder opens for reading on Linux: say what it is instead of failing later. */
+    /* A folder opens for reading on Linux: say what it is instead of failing later. A device
+     * or a pipe has no size to check the header's claims against. */
     struct stat st;
-    int err = fstat(fileno(fp), &st) != 0 ? errno
-              : S_ISDIR(st.st_mode)       ? EISDIR
-              : S_ISREG(st.st_mode)       ? 0
-                                          : EINVAL;
-    if (err) {
+    int err = fstat(fileno(fp), &st) != 0 ? errno : S_ISDIR(st.st_mode) ? EISDIR : 0;
+    if (err || !S_ISREG(st.st_mode)) {
         fclose(fp);
-        return io_error(fn, path, "read", err);
+        return err ? io_error(fn, path, "read", err)
+                   : ct__error(CT_ERR_IO,
+                               "%s: %s is not a regular file (a device, pipe or socket); "
+                               "give the path of a file",
+                               fn, path);
     }
     f->size = (uint64_t)st.st_size;
     unsigned char magic[2];
