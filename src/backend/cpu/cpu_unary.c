@@ -98,9 +98,6 @@ static void exp_loop(float *restrict o, const float *restrict x, int64_t n) {
 DEFINE_FLOAT_UNARY(unary_f32, float, f, exp_loop, ct__sigmoidf)
 DEFINE_FLOAT_UNARY(unary_f64, double, , exp_loop_f64, sigmoid_f64)
 
-static inline int64_t max_i64(int64_t a, int64_t b) { return a > b ? a : b; }
-static inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
-
 /* Integers wrap (negating the most negative value gives itself, as in NumPy and PyTorch),
  * so negation goes through the unsigned type UT. clamp keeps the integers inside [lo, hi]:
  * bounds ceil(lo) and floor(hi) (the op layer has saturated them to the dtype's range). */
