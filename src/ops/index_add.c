@@ -108,6 +108,21 @@ static ct_status index_add_backward(ct_node *node, const ct_tensor *grad_out, ct
     return CT_OK;
 }
 
+/* The kernel checks each index as it adds, so an empty source (an axis off `a` is 0) would
+ * let a bad index pass: run it on stand-ins for axis a alone to check them. */
+static ct_status check_unread_indices(const char *op, const ct_tensor *x, int a,
+                                      const ct_tensor *index) {
+    ct_device device = x->storage->device;
+    int64_t k = index->shape[0];
+    ct_tensor *row = ct__full_on(device, 1, &x->shape[a], 0.0, CT_U8);
+    ct_tensor *src = row ? ct__full_on(device, 1, &k, 0.0, CT_U8) : NULL;
+    ct_status status =
+        src ? run_index_add(op, row, 0, index, index->strides, src, &k) : ct_last_status();
+    ct_release(src);
+    ct_release(row);
+    return status;
+}
+
 ct_tensor *ct_index_add(const ct_tensor *x, int axis, const ct_tensor *index,
                         const ct_tensor *source) {
     const char *op = "ct_index_add";
@@ -123,6 +138,8 @@ ct_tensor *ct_index_add(const ct_tensor *x, int axis, const ct_tensor *index,
                             "shape, with the index's length on axis %d)",
                             op, d, (long long)source->shape[d], (long long)want, a);
     }
+    if (source->numel == 0 && index->numel > 0 && check_unread_indices(op, x, a, index) != CT_OK)
+        return NULL;
     return add_and_record(op, index_add_backward, x, a, index, source, false);
 }
 
