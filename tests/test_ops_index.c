@@ -158,6 +158,12 @@ DEVICE_TEST(test_ops_index_index_select_errors) {
     ct_tensor *fine = ref_tensor((double[]){2, -3}, 1, (int64_t[]){2}, CT_I32, device);
     ct_tensor *picked = ct_index_select(no_columns, 0, fine);
     CHECK(picked && ct_ndim(picked) == 2 && ct_shape(picked)[0] == 2 && ct_shape(picked)[1] == 0);
+    /* The check allocates nothing as long as the axis: this one would need a terabyte. */
+    ct_tensor *long_axis = ct_zeros(2, (int64_t[]){0, INT64_C(1) << 40}, CT_F32, device);
+    ct_tensor *picked_far = ct_index_select(long_axis, 1, too_big);
+    CHECK(picked_far && ct_shape(picked_far)[0] == 0 && ct_shape(picked_far)[1] == 3);
+    ct_release(picked_far);
+    ct_release(long_axis);
     ct_release(picked);
     ct_release(fine);
     ct_release(no_columns);

@@ -52,12 +52,15 @@ static ct_tensor *run_gather(const char *op, ct_device device, ct_tensor *out,
 }
 
 /* The kernel checks each index as it copies, so an empty result (another axis of x is 0)
- * would let a bad index pass: select from a stand-in for x's axis alone to check them. */
+ * would let a bad index pass: select from a stand-in for x's axis alone to check them (one
+ * element expanded, as the axis may be huge). */
 static bool check_unread_indices(ct_device device, const ct_tensor *x, int a,
                                  const ct_tensor *index) {
-    ct_tensor *row = ct__full_on(device, 1, &x->shape[a], 0.0, CT_U8);
+    ct_tensor *one = ct__full_on(device, 1, (int64_t[]){1}, 0.0, CT_U8);
+    ct_tensor *row = one ? ct_expand(one, 1, &x->shape[a]) : NULL;
     ct_tensor *picked = row ? ct_index_select(row, 0, index) : NULL;
     bool ok = picked != NULL;
+    ct_release(one);
     ct_release(row);
     ct_release(picked);
     return ok;

@@ -109,17 +109,19 @@ static ct_status index_add_backward(ct_node *node, const ct_tensor *grad_out, ct
 }
 
 /* The kernel checks each index as it adds, so an empty source (an axis off `a` is 0) would
- * let a bad index pass: run it on stand-ins for axis a alone to check them. */
+ * let a bad index pass: run it on stand-ins for axis a alone to check them (one element
+ * expanded, as the axis may be huge; the additions all land in it). */
 static ct_status check_unread_indices(const char *op, const ct_tensor *x, int a,
                                       const ct_tensor *index) {
-    ct_device device = x->storage->device;
-    int64_t k = index->shape[0];
-    ct_tensor *row = ct__full_on(device, 1, &x->shape[a], 0.0, CT_U8);
-    ct_tensor *src = row ? ct__full_on(device, 1, &k, 0.0, CT_U8) : NULL;
-    ct_status status =
-        src ? run_index_add(op, row, 0, index, index->strides, src, &k) : ct_last_status();
+    ct_tensor *one = ct__full_on(x->storage->device, 1, (int64_t[]){1}, 0.0, CT_U8);
+    ct_tensor *row = one ? ct_expand(one, 1, &x->shape[a]) : NULL;
+    ct_tensor *src = one ? ct_expand(one, 1, index->shape) : NULL;
+    ct_status status = row && src
+                           ? run_index_add(op, row, 0, index, index->strides, src, index->shape)
+                           : ct_last_status();
     ct_release(src);
     ct_release(row);
+    ct_release(one);
     return status;
 }
 
