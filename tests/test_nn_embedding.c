@@ -58,6 +58,11 @@ DEVICE_TEST(test_nn_embedding_errors) {
     CHECK_ERROR(CT_ERR_DTYPE, "ct_embedding: argument 2 has dtype int32");
     CHECK(ct_embedding(NULL, w) == NULL);
     CHECK_ERROR(CT_ERR_INVALID_ARG, "ct_embedding: argument 1 is NULL");
+    /* Rows of width 0 copy nothing, but the indices are checked all the same. */
+    ct_tensor *w0 = ct_zeros(2, (int64_t[]){4, 0}, CT_F32, device);
+    CHECK(ct_embedding(bad, w0) == NULL);
+    CHECK_ERROR(CT_ERR_INVALID_ARG, "ct_embedding: index 4 is out of range for an axis of size 4");
+    ct_release(w0);
     ct_release(fidx), ct_release(bad), ct_release(wi), ct_release(w1), ct_release(w);
 }
 

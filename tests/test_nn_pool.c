@@ -270,3 +270,23 @@ DEVICE_TEST(test_nn_pool_errors) {
     for (int i = 0; i < 8; i++) CHECK(r[i] == NULL);
     CHECK(e0 && e1 && e2 && e3 && e4 && e5 && e6 && e7);
 }
+
+/* Padding around an empty plane makes windows that hold no element of x: refused, as
+ * adaptive pooling and PyTorch refuse empty planes (max pooling gave -inf there). */
+DEVICE_TEST(test_nn_pool_empty_planes) {
+    ct_tensor *no_rows = ct_zeros(4, (int64_t[]){1, 1, 0, 3}, CT_F32, device);
+    ct_tensor *no_cols = ct_zeros(3, (int64_t[]){2, 3, 0}, CT_F32, device);
+    CHECK(no_rows && no_cols);
+    ct_pool2d_options padded = {.kernel = {2, 2}, .stride = {1, 1}, .padding = {1, 1}};
+    ct_tensor *r0 = ct_max_pool2d(no_rows, &padded);
+    bool e0 = ct_last_status() == CT_ERR_SHAPE &&
+              strstr(ct_last_error(), "ct_max_pool2d: input planes of 0 x 3 are empty");
+    ct_clear_error();
+    ct_tensor *r1 = ct_avg_pool2d(no_cols, &padded);
+    bool e1 = ct_last_status() == CT_ERR_SHAPE &&
+              strstr(ct_last_error(), "ct_avg_pool2d: input planes of 3 x 0 are empty");
+    ct_clear_error();
+    bool refused = r0 == NULL && r1 == NULL;
+    ct_release(no_rows), ct_release(no_cols), ct_release(r0), ct_release(r1);
+    CHECK(refused && e0 && e1);
+}

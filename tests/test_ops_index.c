@@ -148,6 +148,25 @@ DEVICE_TEST(test_ops_index_index_select_errors) {
     ct_tensor *empty = ct_zeros(2, (int64_t[]){0, 4}, CT_F32, device);
     CHECK(ct_index_select(empty, 0, too_small) == NULL);
     CHECK_ERROR(CT_ERR_INVALID_ARG, "out of range for an axis of size 0");
+    /* An empty result (another axis is 0) copies nothing, but its indices are checked too. */
+    ct_tensor *no_columns = ct_zeros(2, (int64_t[]){3, 0}, CT_F32, device);
+    CHECK(ct_index_select(no_columns, 0, too_big) == NULL);
+    CHECK_ERROR(CT_ERR_INVALID_ARG,
+                "ct_index_select: index 5 is out of range for an axis of size 3");
+    CHECK(ct_index_select(no_columns, 0, too_small) == NULL);
+    CHECK_ERROR(CT_ERR_INVALID_ARG, "index -4 is out of range for an axis of size 3");
+    ct_tensor *fine = ref_tensor((double[]){2, -3}, 1, (int64_t[]){2}, CT_I32, device);
+    ct_tensor *picked = ct_index_select(no_columns, 0, fine);
+    CHECK(picked && ct_ndim(picked) == 2 && ct_shape(picked)[0] == 2 && ct_shape(picked)[1] == 0);
+    /* The check allocates nothing as long as the axis: this one would need a terabyte. */
+    ct_tensor *long_axis = ct_zeros(2, (int64_t[]){0, INT64_C(1) << 40}, CT_F32, device);
+    ct_tensor *picked_far = ct_index_select(long_axis, 1, too_big);
+    CHECK(picked_far && ct_shape(picked_far)[0] == 0 && ct_shape(picked_far)[1] == 3);
+    ct_release(picked_far);
+    ct_release(long_axis);
+    ct_release(picked);
+    ct_release(fine);
+    ct_release(no_columns);
     ct_release(empty);
     ct_release(two_d);
     ct_release(as_float);

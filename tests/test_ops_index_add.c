@@ -141,6 +141,21 @@ DEVICE_TEST(test_ops_index_add_index_add_errors) {
     CHECK_ERROR(CT_ERR_INVALID_ARG, "ct_index_add: axis 2 is out of range");
     CHECK(ct_index_add(x, 0, good, NULL) == NULL);
     CHECK_ERROR(CT_ERR_INVALID_ARG, "ct_index_add: argument 3 is NULL");
+    /* An empty source (another axis is 0) adds nothing, but its indices are checked too. */
+    ct_tensor *x0 = ct_zeros(2, (int64_t[]){3, 0}, CT_F32, device);
+    ct_tensor *src0 = ct_ones(2, (int64_t[]){2, 0}, CT_F32, device);
+    CHECK(ct_index_add(x0, 0, bad, src0) == NULL);
+    CHECK_ERROR(CT_ERR_INVALID_ARG, "ct_index_add: index 3 is out of range for an axis of size 3");
+    CHECK(ct_index_add(x0, 0, low, src0) == NULL);
+    CHECK_ERROR(CT_ERR_INVALID_ARG, "index -4 is out of range");
+    ct_tensor *sum0 = ct_index_add(x0, 0, good, src0);
+    CHECK(sum0 && ct_ndim(sum0) == 2 && ct_shape(sum0)[0] == 3 && ct_shape(sum0)[1] == 0);
+    /* The check allocates nothing as long as the axis: this one would need a terabyte. */
+    ct_tensor *x_far = ct_zeros(2, (int64_t[]){INT64_C(1) << 40, 0}, CT_F32, device);
+    ct_tensor *sum_far = ct_index_add(x_far, 0, bad, src0);
+    CHECK(sum_far && ct_shape(sum_far)[0] == INT64_C(1) << 40 && ct_shape(sum_far)[1] == 0);
+    ct_release(sum_far), ct_release(x_far);
+    ct_release(sum0), ct_release(src0), ct_release(x0);
     ct_release(idx2), ct_release(fidx), ct_release(good), ct_release(low), ct_release(bad);
     ct_release(src64), ct_release(src), ct_release(x);
 }

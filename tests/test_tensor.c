@@ -527,6 +527,24 @@ DEVICE_TEST(test_tensor_copy_between_overlapping_views) {
     }
 }
 
+/* The elements of an expanded view share one memory location: which source value they
+ * would keep depends on the copy's order, so the copy is refused (as by PyTorch). */
+DEVICE_TEST(test_tensor_copy_into_expanded_view_is_refused) {
+    double values[4] = {1, 2, 3, 4};
+    ct_tensor *one = ct_zeros(2, (int64_t[]){1, 4}, CT_F32, device);
+    ct_tensor *rows = one ? ct_expand(one, 2, (int64_t[]){3, 4}) : NULL;
+    ct_tensor *src = ref_tensor(values, 1, (int64_t[]){4}, CT_F32, device);
+    ct_status s = rows && src ? ct_copy(rows, src) : CT_OK;
+    char message[1024];
+    snprintf(message, sizeof message, "%s", ct_last_error());
+    ct_release(src), ct_release(rows);
+    CHECK(s == CT_ERR_INVALID_ARG && strstr(message, "ct_copy: the destination's axis 0 has 3 "
+                                                     "elements in one memory location"));
+    double zeros[4] = {0, 0, 0, 0};
+    CHECK_TENSOR(one, zeros);
+    ct_release(one);
+}
+
 DEVICE_TEST(test_tensor_copy_errors) {
     int64_t shape[2] = {2, 3}, four[1] = {4}, bigger[3] = {2, 2, 3}, empty[2] = {0, 3};
     ct_tensor *dst = ct_zeros(2, shape, CT_F32, device);

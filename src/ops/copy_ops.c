@@ -87,6 +87,14 @@ ct_status ct_copy(ct_tensor *dst, const ct_tensor *src) {
         return ct_last_status();
     }
     if (ct__check_writable("ct_copy", dst) != CT_OK) return ct_last_status();
+    /* Elements of an expanded dst share memory: which of src's values they kept would depend
+     * on the kernel's order (PyTorch refuses too). */
+    for (int d = 0; d < dst->ndim && dst->numel > 0; d++)
+        if (dst->shape[d] > 1 && dst->strides[d] == 0)
+            return ct__error(CT_ERR_INVALID_ARG,
+                             "ct_copy: the destination's axis %d has %lld elements in one memory "
+                             "location (stride 0: an expanded view); copy into a ct_clone of it",
+                             d, (long long)dst->shape[d]);
     ct__storage_written(dst);
     if (ct_device_equal(dst->storage->device, src->storage->device)) {
         if (dst == src || !ct_shares_storage(dst, src)) return ct__copy_into(dst, src, "ct_copy");

@@ -51,6 +51,21 @@ static ct_tensor *run_gather(const char *op, ct_device device, ct_tensor *out,
     return out;
 }
 
+/* The kernel checks each index as it copies, so an empty result (another axis of x is 0)
+ * would let a bad index pass: select from a stand-in for x's axis alone to check them (one
+ * element expanded, as the axis may be huge). */
+static bool check_unread_indices(ct_device device, const ct_tensor *x, int a,
+                                 const ct_tensor *index) {
+    ct_tensor *one = ct__full_on(device, 1, (int64_t[]){1}, 0.0, CT_U8);
+    ct_tensor *row = one ? ct_expand(one, 1, &x->shape[a]) : NULL;
+    ct_tensor *picked = row ? ct_index_select(row, 0, index) : NULL;
+    bool ok = picked != NULL;
+    ct_release(one);
+    ct_release(row);
+    ct_release(picked);
+    return ok;
+}
+
 ct_tensor *ct_index_select(const ct_tensor *x, int axis, const ct_tensor *index) {
     const char *op = "ct_index_select";
     const ct_tensor *args[2] = {x, index};
@@ -69,6 +84,10 @@ ct_tensor *ct_index_select(const ct_tensor *x, int axis, const ct_tensor *index)
     shape[a] = index->shape[0];
     ct_tensor *out = ct__tensor_new(device, x->dtype, x->ndim, shape);
     if (!out) return NULL;
+    if (out->numel == 0 && index->numel > 0 && !check_unread_indices(device, x, a, index)) {
+        ct_release(out);
+        return NULL;
+    }
     /* The 1-D index seen over the output's axes: it moves along `axis` only. */
     int64_t index_strides[CT_MAX_DIMS] = {0};
     index_strides[a] = index->strides[0];

@@ -108,6 +108,23 @@ static ct_status index_add_backward(ct_node *node, const ct_tensor *grad_out, ct
     return CT_OK;
 }
 
+/* The kernel checks each index as it adds, so an empty source (an axis off `a` is 0) would
+ * let a bad index pass: run it on stand-ins for axis a alone to check them (one element
+ * expanded, as the axis may be huge; the additions all land in it). */
+static ct_status check_unread_indices(const char *op, const ct_tensor *x, int a,
+                                      const ct_tensor *index) {
+    ct_tensor *one = ct__full_on(x->storage->device, 1, (int64_t[]){1}, 0.0, CT_U8);
+    ct_tensor *row = one ? ct_expand(one, 1, &x->shape[a]) : NULL;
+    ct_tensor *src = one ? ct_expand(one, 1, index->shape) : NULL;
+    ct_status status = row && src
+                           ? run_index_add(op, row, 0, index, index->strides, src, index->shape)
+                           : ct_last_status();
+    ct_release(src);
+    ct_release(row);
+    ct_release(one);
+    return status;
+}
+
 ct_tensor *ct_index_add(const ct_tensor *x, int axis, const ct_tensor *index,
                         const ct_tensor *source) {
     const char *op = "ct_index_add";
@@ -123,6 +140,8 @@ ct_tensor *ct_index_add(const ct_tensor *x, int axis, const ct_tensor *index,
                             "shape, with the index's length on axis %d)",
                             op, d, (long long)source->shape[d], (long long)want, a);
     }
+    if (source->numel == 0 && index->numel > 0 && check_unread_indices(op, x, a, index) != CT_OK)
+        return NULL;
     return add_and_record(op, index_add_backward, x, a, index, source, false);
 }
 

@@ -86,7 +86,11 @@ ct_status ct__broadcast_shapes(const char *op, int n, const ct_tensor *const *ar
 
 ct_status ct__normalize_axis(const char *op, int axis, int ndim, int *out) {
     int a = axis < 0 ? axis + ndim : axis;
-    if (a < 0 || a >= ndim || ndim == 0)
+    if (ndim == 0)
+        return ct__error(CT_ERR_INVALID_ARG,
+                         "%s: axis %d is out of range for a tensor of rank 0 (it has no axes)", op,
+                         axis);
+    if (a < 0 || a >= ndim)
         return ct__error(CT_ERR_INVALID_ARG,
                          "%s: axis %d is out of range for a tensor of rank %d (use -%d to %d)", op,
                          axis, ndim, ndim, ndim - 1);

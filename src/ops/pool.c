@@ -169,6 +169,12 @@ static ct_tensor *window_pool(const ct_tensor *x, const ct_pool2d_options *optio
     if (!ct__check_args(op, 1, &x, &device) || check_input(op, x) != CT_OK) return NULL;
     ct_pool2d_args a;
     plane_geometry(x, kind, &a);
+    /* Padding would give windows with no element of x (max pooling made them -inf). */
+    if (a.in_h == 0 || a.in_w == 0)
+        return ct__fail(CT_ERR_SHAPE,
+                        "%s: input planes of %lld x %lld are empty; pooling needs at least one "
+                        "row and column",
+                        op, (long long)a.in_h, (long long)a.in_w);
     if (window_geometry(op, options, &a) != CT_OK) return NULL;
     return pool(device, x, &a);
 }
