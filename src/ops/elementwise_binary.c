@@ -13,7 +13,8 @@
  * for f32/f16/bf16, float64, or int32/int64 as it fits), so it is not rounded to a 16-bit or
  * narrow integer dtype first. On the CPU the scalar is read from the stack: no tensor is made
  * for it. Integer remainder by zero and integer pow with a negative exponent are
- * CT_ERR_INVALID_ARG (PyTorch and NumPy raise too). */
+ * CT_ERR_INVALID_ARG (NumPy raises for both; PyTorch 1.13 raises for a negative scalar
+ * exponent but gives 0, 1 or -1 for a negative exponent in a tensor). */
 #include <math.h>
 #include <string.h>
 
