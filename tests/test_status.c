@@ -198,3 +198,13 @@ TEST(test_status_soft_placement_keeps_earlier_error) {
     CHECK(record.count == 1);
     CHECK_ERROR(CT_ERR_INVALID_ARG, "ct_clone: argument 1 is NULL");
 }
+
+/* ct_version, the header's version macros and the build's project version (the shared
+ * library's file name, the pkg-config and CMake package files) all say the same. */
+TEST(test_status_version_agrees_with_header_and_build) {
+    char from_macros[32];
+    snprintf(from_macros, sizeof from_macros, "%d.%d.%d", CT_VERSION_MAJOR, CT_VERSION_MINOR,
+             CT_VERSION_PATCH);
+    CHECK(strcmp(ct_version(), from_macros) == 0);
+    CHECK(strcmp(ct_version(), CT_PROJECT_VERSION) == 0);
+}
