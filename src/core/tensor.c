@@ -26,13 +26,13 @@ int64_t ct__contiguous_strides(int ndim, const int64_t *shape, int64_t *strides)
  * element count times an element size of at most 8) cannot overflow either. */
 #define CT_MAX_EXTENT (INT64_MAX >> 4)
 
-bool ct__shape_strides_fit(int ndim, const int64_t *shape) {
+int64_t ct__shape_extent(int ndim, const int64_t *shape) {
     int64_t extent = 1;
     for (int i = 0; i < ndim; i++)
         if (ct__mul_overflow_i64(extent, shape[i] > 0 ? shape[i] : 1, &extent) ||
             extent > CT_MAX_EXTENT)
-            return false;
-    return true;
+            return -1;
+    return extent;
 }
 
 ct_status ct__check_shape(const char *op, int ndim, const int64_t *shape, int64_t *numel) {
@@ -40,20 +40,21 @@ ct_status ct__check_shape(const char *op, int ndim, const int64_t *shape, int64_
         return ct__error(CT_ERR_SHAPE, "%s: rank %d is outside 0..%d", op, ndim, CT_MAX_DIMS);
     if (ndim > 0 && !shape)
         return ct__error(CT_ERR_INVALID_ARG, "%s: shape is NULL for rank %d", op, ndim);
-    int64_t n = 1;
+    bool empty = false;
     for (int i = 0; i < ndim; i++) {
         if (shape[i] < 0)
             return ct__error(CT_ERR_SHAPE, "%s: size %lld of axis %d is negative", op,
                              (long long)shape[i], i);
-        if (ct__mul_overflow_i64(n, shape[i], &n) || n > CT_MAX_EXTENT)
-            return ct__error(CT_ERR_SHAPE, "%s: the shape's element count overflows", op);
+        empty |= shape[i] == 0;
     }
-    if (!ct__shape_strides_fit(ndim, shape))
-        return ct__error(CT_ERR_SHAPE,
-                         "%s: the shape's sizes other than 0 multiply past 2^59; even with no "
-                         "elements its strides would overflow",
-                         op);
-    *numel = n;
+    int64_t extent = ct__shape_extent(ndim, shape);
+    if (extent < 0)
+        return empty ? ct__error(CT_ERR_SHAPE,
+                                 "%s: the shape's sizes other than 0 multiply past 2^59; even "
+                                 "with no elements its strides would overflow",
+                                 op)
+                     : ct__error(CT_ERR_SHAPE, "%s: the shape's element count overflows", op);
+    *numel = empty ? 0 : extent;
     return CT_OK;
 }
 

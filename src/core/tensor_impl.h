@@ -87,10 +87,10 @@ static inline bool ct__same_shape(const ct_tensor *a, const ct_tensor *b) {
 
 /* C-order strides for shape; returns numel. */
 int64_t ct__contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
-/* Whether the contiguous strides of shape fit: the product of its sizes, counting a size of
- * 0 as 1, stays within the element-count bound of ct__check_shape (a tensor with a 0-size
- * axis has no elements, but its other axes still get strides). */
-bool ct__shape_strides_fit(int ndim, const int64_t *shape);
+/* The product of shape's sizes counting a size of 0 as 1 (what bounds its contiguous
+ * strides: a tensor with a 0-size axis has no elements, but its other axes still get
+ * strides), or -1 when it passes ct__check_shape's bound on element counts (2^59). */
+int64_t ct__shape_extent(int ndim, const int64_t *shape);
 
 /* Check a shape (ndim in 0..CT_MAX_DIMS, sizes >= 0, numel fits); error names `op`. */
 ct_status ct__check_shape(const char *op, int ndim, const int64_t *shape, int64_t *numel);

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/c_locale_impl.h"
 #include "ctensor/data.h"
 #include "data/data_file_impl.h"
-#include "core/c_locale_impl.h"
 
 #define FN "ct_read_csv"
 

@@ -193,7 +193,7 @@ ct_tensor *ct__data_read_tensor(ct__data_file *f, ct_dtype dtype, int ndim, cons
     for (int i = 0; i < ndim; i++)
         if (shape[i] < 0 || ct__mul_overflow_i64(numel, shape[i], &numel))
             return ct__data_format_error(f, f->offset, "the shape of %s overflows", what), NULL;
-    if (!ct__shape_strides_fit(ndim, shape))
+    if (ct__shape_extent(ndim, shape) < 0)
         return ct__data_format_error(f, f->offset,
                                      "the shape of %s has sizes that multiply past 2^59 (a "
                                      "size of 0 aside)",

@@ -8,11 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/c_locale_impl.h"
 #include "core/device_impl.h"
 #include "core/error_impl.h"
 #include "mem/pinned_impl.h"
 #include "mem/pool_state_impl.h"
-#include "core/c_locale_impl.h"
 
 ct_pool ct__pools[CT_DEVICE_SLOTS];
 atomic_bool ct__pools_ready;

@@ -4,9 +4,9 @@
 #include <string.h>
 
 #include "autograd/tape_impl.h"
+#include "core/c_locale_impl.h"
 #include "nn/module_impl.h"
 #include "ops/op_impl.h"
-#include "core/c_locale_impl.h"
 
 ct_module *ct__module_new(const char *kind, ct_forward_fn forward) {
     ct_module *m = ct__calloc(1, sizeof *m);

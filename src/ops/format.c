@@ -27,9 +27,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/c_locale_impl.h"
 #include "core/transfer_impl.h"
 #include "ops/op_impl.h"
-#include "core/c_locale_impl.h"
 
 #define PRINT_PRECISION 4    /* decimals of fixed and scientific notation */
 #define PRINT_LINEWIDTH 80   /* columns before a row wraps */

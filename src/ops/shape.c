@@ -65,7 +65,7 @@ static ct_status infer_shape(const char *op, const ct_tensor *x, int ndim, const
                          "element count must stay the same",
                          op, want, (long long)known, (long long)x->numel);
     }
-    if (!ct__shape_strides_fit(ndim, out))
+    if (ct__shape_extent(ndim, out) < 0)
         return ct__error(CT_ERR_SHAPE,
                          "%s: shape %s has sizes other than 0 that multiply past 2^59; even "
                          "with no elements its strides would overflow",
