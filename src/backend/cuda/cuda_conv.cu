@@ -1,10 +1,10 @@
 // CUDA 2-d convolution (ct_conv2d_args in backend/conv_args_impl.h) through cuDNN's
 // convolution API: cudnnConvolutionForward, BackwardData, BackwardFilter and BackwardBias
 // on NCHW tensors, with the groups set on the convolution descriptor. Algorithms come from
-// the cudnnGet*Algorithm_v7 heuristics: the first one that succeeds and fits the workspace.
-// conv2d_workspace runs the same heuristics to size that workspace, which the op layer takes
-// from the device's pool. f32 uses FMA math (no TF32), so results match the CPU's to f32
-// rounding; f64 computes in f64.
+// the cudnnGet*Algorithm_v7 heuristics (the first one that succeeds), asked once per
+// geometry and remembered (cuda_conv_plans_impl.h); conv2d_workspace gives the workspace the
+// plan needs, which the op layer takes from the device's pool. f32 uses FMA math (no TF32), so
+// results match the CPU's to f32 rounding; f64 computes in f64.
 #include <limits.h>
 #include <stdint.h>
 
@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include "backend/conv_args_impl.h"
+#include "backend/cuda/cuda_conv_plans_impl.h"
 #include "backend/cuda/cuda_impl.h"
 
 namespace {
@@ -114,90 +115,109 @@ static ct_status make_descs(int device, const ct_conv2d_args *a, conv_descs *d) 
     return CT_OK;
 }
 
-// The algorithms of one call: forward, or backward data and filter; their workspace needs.
-struct conv_plan {
-    cudnnConvolutionFwdAlgo_t fwd;
-    cudnnConvolutionBwdDataAlgo_t data;
-    cudnnConvolutionBwdFilterAlgo_t filter;
-    size_t bytes;
-};
-
-// The heuristics' first successful algorithm whose workspace fits `limit`; its need.
-#define PICK_ALGO(device, get_fn, perf_t, algo_out, need_out, limit, ...)                          \
+// The heuristics' first successful algorithm (no limit on its workspace) and its need.
+#define PICK_ALGO(device, get_fn, perf_t, algo_out, need_out, ...)                                 \
     do {                                                                                           \
         perf_t perf[MAX_ALGOS];                                                                    \
         int returned = 0;                                                                          \
         CT_CUDNN_CHECK(device, get_fn(__VA_ARGS__, MAX_ALGOS, &returned, perf));                   \
         int chosen = -1;                                                                           \
         for (int i = 0; i < returned && chosen < 0; i++)                                           \
-            if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= (limit)) chosen = i;   \
+            if (perf[i].status == CUDNN_STATUS_SUCCESS) chosen = i;                                \
         if (chosen < 0)                                                                            \
             return ct_cuda_fail(CT_ERR_BACKEND,                                                    \
                                 "ct_conv2d: cuDNN offers no algorithm for this convolution on "    \
-                                "cuda:%d within %zu bytes of workspace",                           \
-                                device, (size_t)(limit));                                          \
-        *(algo_out) = perf[chosen].algo;                                                           \
+                                "cuda:%d",                                                         \
+                                device);                                                           \
+        *(algo_out) = (int)perf[chosen].algo;                                                      \
         *(need_out) = perf[chosen].memory;                                                         \
     } while (0)
 
-// probe: size the workspace before the pointers are known, for every backward product.
-static ct_status make_plan(int device, cudnnHandle_t h, const conv_descs &d,
-                           const ct_conv2d_args *a, bool backward, bool probe, size_t limit,
-                           conv_plan *p) {
-    p->bytes = 0;
+// Ask the heuristics for a plan: forward, or both backward products.
+static ct_status ask_heuristics(int device, cudnnHandle_t h, const conv_descs &d, bool backward,
+                                ct_conv_plan *p) {
+    *p = ct_conv_plan{};
     if (!backward) {
         PICK_ALGO(device, cudnnGetConvolutionForwardAlgorithm_v7, cudnnConvolutionFwdAlgoPerf_t,
-                  &p->fwd, &p->bytes, limit, h, d.x, d.w, d.conv, d.y);
+                  &p->algo[0], &p->bytes[0], h, d.x, d.w, d.conv, d.y);
         return CT_OK;
     }
-    size_t data_bytes = 0, filter_bytes = 0;
-    if (a->grad_x || probe)
-        PICK_ALGO(device, cudnnGetConvolutionBackwardDataAlgorithm_v7,
-                  cudnnConvolutionBwdDataAlgoPerf_t, &p->data, &data_bytes, limit, h, d.w, d.y,
-                  d.conv, d.x);
-    if (a->grad_weight || probe)
-        PICK_ALGO(device, cudnnGetConvolutionBackwardFilterAlgorithm_v7,
-                  cudnnConvolutionBwdFilterAlgoPerf_t, &p->filter, &filter_bytes, limit, h, d.x,
-                  d.y, d.conv, d.w);
-    p->bytes = data_bytes > filter_bytes ? data_bytes : filter_bytes;
+    PICK_ALGO(device, cudnnGetConvolutionBackwardDataAlgorithm_v7,
+              cudnnConvolutionBwdDataAlgoPerf_t, &p->algo[0], &p->bytes[0], h, d.w, d.y, d.conv,
+              d.x);
+    PICK_ALGO(device, cudnnGetConvolutionBackwardFilterAlgorithm_v7,
+              cudnnConvolutionBwdFilterAlgoPerf_t, &p->algo[1], &p->bytes[1], h, d.x, d.y, d.conv,
+              d.w);
     return CT_OK;
 }
 
-// Everything a launch needs: handle, descriptors, plan within the given workspace.
-static ct_status prepare(int device, const ct_conv2d_args *a, bool backward, bool probe,
-                         size_t limit, cudnnHandle_t *h, conv_descs *d, conv_plan *p) {
+// The plan of a's geometry: remembered, or asked of the heuristics and remembered. h and d
+// are the caller's handle and descriptors, or NULL to make them here on a miss.
+static ct_status find_plan(int device, const ct_conv2d_args *a, bool backward, cudnnHandle_t h,
+                           const conv_descs *d, ct_conv_plan *p) {
+    ct_conv_plan_key key;
+    ct_cuda_conv_plan_key(device, a, backward, &key);
+    if (ct_cuda_conv_plan_find(&key, p)) return CT_OK;
+    conv_descs own;
+    if (!d) {
+        ct_status status = device_handle(device, &h);
+        if (status == CT_OK) status = make_descs(device, a, &own);
+        if (status != CT_OK) return status;
+        d = &own;
+    }
+    ct_status status = ask_heuristics(device, h, *d, backward, p);
+    if (status == CT_OK) ct_cuda_conv_plan_remember(&key, p);
+    return status;
+}
+
+// The workspace a call with these arguments needs under plan p.
+static size_t workspace_need(const ct_conv2d_args *a, bool backward, const ct_conv_plan *p) {
+    if (!backward) return p->bytes[0];
+    size_t data = a->grad_x ? p->bytes[0] : 0, filter = a->grad_weight ? p->bytes[1] : 0;
+    return data > filter ? data : filter;
+}
+
+// Everything a launch needs: handle, descriptors and a plan that fits the given workspace.
+static ct_status prepare(int device, const ct_conv2d_args *a, bool backward, cudnnHandle_t *h,
+                         conv_descs *d, ct_conv_plan *p) {
     ct_status status = device_handle(device, h);
     if (status == CT_OK) status = make_descs(device, a, d);
-    if (status == CT_OK) status = make_plan(device, *h, *d, a, backward, probe, limit, p);
-    return status;
+    if (status == CT_OK) status = find_plan(device, a, backward, *h, d, p);
+    if (status != CT_OK) return status;
+    size_t need = workspace_need(a, backward, p);
+    if (need > a->workspace_size)
+        return ct_cuda_fail(CT_ERR_BACKEND,
+                            "ct_conv2d: the workspace on cuda:%d holds %zu bytes, and the plan "
+                            "needs %zu",
+                            device, a->workspace_size, need);
+    return CT_OK;
 }
 
 } // namespace
 
 extern "C" ct_status ct_cuda_conv2d_workspace(int device, const ct_conv2d_args *args, bool backward,
                                               size_t *bytes) {
-    cudnnHandle_t h = nullptr;
-    conv_descs d;
-    conv_plan p;
-    ct_status status = prepare(device, args, backward, true, SIZE_MAX, &h, &d, &p);
-    if (status == CT_OK) *bytes = p.bytes;
+    ct_conv_plan p;
+    ct_status status = find_plan(device, args, backward, nullptr, nullptr, &p);
+    if (status == CT_OK) *bytes = workspace_need(args, backward, &p);
     return status;
 }
 
 extern "C" ct_status ct_cuda_conv2d_forward(int device, const ct_conv2d_args *args) {
     cudnnHandle_t h = nullptr;
     conv_descs d;
-    conv_plan p;
-    ct_status status = prepare(device, args, false, false, args->workspace_size, &h, &d, &p);
+    ct_conv_plan p;
+    ct_status status = prepare(device, args, false, &h, &d, &p);
     if (status != CT_OK) return status;
     const float one_f = 1.0f, zero_f = 0.0f;
     const double one_d = 1.0, zero_d = 0.0;
     bool f64 = args->dtype == CT_F64;
     const void *one = f64 ? (const void *)&one_d : (const void *)&one_f;
     const void *zero = f64 ? (const void *)&zero_d : (const void *)&zero_f;
-    CT_CUDNN_CHECK(device, cudnnConvolutionForward(h, one, d.x, args->x, d.w, args->weight, d.conv,
-                                                   p.fwd, args->workspace, args->workspace_size,
-                                                   zero, d.y, args->y));
+    CT_CUDNN_CHECK(device,
+                   cudnnConvolutionForward(h, one, d.x, args->x, d.w, args->weight, d.conv,
+                                           (cudnnConvolutionFwdAlgo_t)p.algo[0], args->workspace,
+                                           args->workspace_size, zero, d.y, args->y));
     if (args->bias)
         CT_CUDNN_CHECK(device, cudnnAddTensor(h, one, d.bias, args->bias, one, d.y, args->y));
     return CT_OK;
@@ -206,8 +226,8 @@ extern "C" ct_status ct_cuda_conv2d_forward(int device, const ct_conv2d_args *ar
 extern "C" ct_status ct_cuda_conv2d_backward(int device, const ct_conv2d_args *args) {
     cudnnHandle_t h = nullptr;
     conv_descs d;
-    conv_plan p;
-    ct_status status = prepare(device, args, true, false, args->workspace_size, &h, &d, &p);
+    ct_conv_plan p;
+    ct_status status = prepare(device, args, true, &h, &d, &p);
     if (status != CT_OK) return status;
     const float one_f = 1.0f, zero_f = 0.0f;
     const double one_d = 1.0, zero_d = 0.0;
@@ -216,13 +236,14 @@ extern "C" ct_status ct_cuda_conv2d_backward(int device, const ct_conv2d_args *a
     const void *zero = f64 ? (const void *)&zero_d : (const void *)&zero_f;
     if (args->grad_x)
         CT_CUDNN_CHECK(device, cudnnConvolutionBackwardData(
-                                   h, one, d.w, args->weight, d.y, args->y, d.conv, p.data,
-                                   args->workspace, args->workspace_size, zero, d.x, args->grad_x));
+                                   h, one, d.w, args->weight, d.y, args->y, d.conv,
+                                   (cudnnConvolutionBwdDataAlgo_t)p.algo[0], args->workspace,
+                                   args->workspace_size, zero, d.x, args->grad_x));
     if (args->grad_weight)
-        CT_CUDNN_CHECK(device, cudnnConvolutionBackwardFilter(h, one, d.x, args->x, d.y, args->y,
-                                                              d.conv, p.filter, args->workspace,
-                                                              args->workspace_size, zero, d.w,
-                                                              args->grad_weight));
+        CT_CUDNN_CHECK(device, cudnnConvolutionBackwardFilter(
+                                   h, one, d.x, args->x, d.y, args->y, d.conv,
+                                   (cudnnConvolutionBwdFilterAlgo_t)p.algo[1], args->workspace,
+                                   args->workspace_size, zero, d.w, args->grad_weight));
     if (args->grad_bias)
         CT_CUDNN_CHECK(device, cudnnConvolutionBackwardBias(h, one, d.y, args->y, zero, d.bias,
                                                             args->grad_bias));
