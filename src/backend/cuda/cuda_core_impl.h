@@ -21,7 +21,6 @@ ct_status ct_cuda_synchronize(int device);
 ct_status ct_cuda_raw_alloc(int device, size_t size, void **out);
 void ct_cuda_raw_free(int device, void *ptr, size_t size);
 ct_status ct_cuda_copy_to_host(int device, void *dst, const void *src, size_t size);
-ct_status ct_cuda_copy_from_host(int device, void *dst, const void *src, size_t size);
 ct_status ct_cuda_copy_between(int dst_device, void *dst, int src_device, const void *src,
                                size_t size);
 

@@ -48,6 +48,10 @@ ct_status ct_cuda_stream_get(int device, cudaStream_t *out);
 /* Make device current on this thread. */
 ct_status ct_cuda_set_device(int device);
 
+/* Copy host memory to the device through a pinned staging slot (cuda_memory.c): returns once
+ * the source has been read, without waiting for the stream, the DMA queued on it. */
+ct_status ct_cuda_copy_from_host(int device, void *dst, const void *src, size_t size);
+
 /* Kernel launchers (the ct_kernels table of the CUDA backend). */
 ct_status ct_cuda_unary(int device, ct_unary_op op, const ct_ew_args *args, double p0, double p1);
 ct_status ct_cuda_binary(int device, ct_binary_op op, const ct_ew_args *args);

@@ -3,9 +3,10 @@
 //
 // A launch covers a list of tensors cut into chunks of CHUNK elements. The host writes one
 // table (the list's entries, then a chunk table of (tensor, start) pairs, then room for the
-// norm's partials) and copies it to the device with one cudaMemcpyAsync into stream-ordered
-// scratch; each block takes chunks in a grid-stride loop and its threads stride over the
-// chunk's elements. The element formulas are optim_update_impl.h's, shared with the CPU.
+// norm's partials) and copies it through a pinned staging slot into stream-ordered scratch
+// (a copy straight from pageable memory may wait for the stream, every step); each block takes
+// chunks in a grid-stride loop and its threads stride over the chunk's elements. The element
+// formulas are optim_update_impl.h's, shared with the CPU.
 //
 // The norm is deterministic: each chunk's partial is a fixed tree over the block's threads,
 // written to its own slot, and one block merges the partials in chunk order; no float
@@ -40,7 +41,7 @@ template <typename E> struct table {
 static size_t align16(size_t n) { return (n + 15) / 16 * 16; }
 
 // Write the table on the host and copy it into new scratch on the stream. The host buffer
-// is freed before returning: a copy from pageable memory has read it by then.
+// is freed before returning: the staged copy has read it by then.
 template <typename E>
 static ct_status upload(int device, cudaStream_t stream, const E *tensors, int count,
                         size_t extra_bytes, table<E> *t) {
@@ -60,13 +61,16 @@ static ct_status upload(int device, cudaStream_t stream, const E *tensors, int c
     for (int k = 0; k < count; k++)
         for (int64_t start = 0; start < tensors[k].numel; start += CHUNK) chunks[c++] = {k, start};
     cudaError_t result = cudaMallocAsync((void **)&t->dev, bytes, stream);
-    if (result == cudaSuccess)
-        result = cudaMemcpyAsync(t->dev, host, extra_at, cudaMemcpyHostToDevice, stream);
-    free(host);
     if (result != cudaSuccess) {
-        if (t->dev) (void)cudaFreeAsync(t->dev, stream);
-        return ct_cuda_check_result(result, "upload of the optimiser table", __FILE__, __LINE__,
-                                    device);
+        free(host);
+        return ct_cuda_check_result(result, "cudaMallocAsync of the optimiser table", __FILE__,
+                                    __LINE__, device);
+    }
+    ct_status status = ct_cuda_copy_from_host(device, t->dev, host, extra_at);
+    free(host);
+    if (status != CT_OK) {
+        (void)cudaFreeAsync(t->dev, stream);
+        return status;
     }
     t->tensors = (E *)t->dev;
     t->chunks = (chunk_entry *)(t->dev + chunks_at);
