@@ -4,9 +4,11 @@ normalisation and threads; the data in memory as tensors (PyTorch's fastest load
 On a GPU each batch is made on the CPU as ctensor's loader makes it, then copied from
 pinned memory without blocking (pin_memory + non_blocking, what a DataLoader with
 pin_memory=True does), and cuDNN keeps its default (heuristic) algorithm choice, as
-ctensor's does.
+ctensor's does. Convolutions compute in f32, as ctensor's do, unless --tf32 gives them
+PyTorch's default on a GPU (TF32 tensor cores: faster, with a 10-bit mantissa).
 
 Usage: peer_torch_train.py MODEL EPOCHS BATCH THREADS [--data DIR] [--seed S] [--device D]
+                           [--tf32]
 Prints a line per epoch: `torch MODEL epoch N seconds S samples_per_s R test_accuracy A`."""
 import argparse
 import gzip
@@ -52,12 +54,14 @@ def arguments():
     parser.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--tf32", action="store_true")
     return parser.parse_args()
 
 
 def main():
     args = arguments()
     device = torch.device(args.device)
+    torch.backends.cudnn.allow_tf32 = args.tf32
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     folder = args.data

@@ -217,6 +217,13 @@ train_on_gpu() { # MODEL BATCH EPOCHS
 }
 if [ "$bench" = 1 ]; then
     train_on_gpu cnn 512 3
+    # PyTorch's own default lets cuDNN use TF32 (run_train.sh's peer computes in f32, as
+    # ctensor does): its figures that way too, for the record.
+    echo "PyTorch alone, cnn on cuda, batch 512, convolutions in TF32 (its default):" \
+        >> "$out/gpu-train.txt"
+    python3 "$root/bench/peer_torch_train.py" cnn 3 512 2 --data "$deps/fashion-mnist" \
+        --device cuda --tf32 >> "$out/gpu-train.txt" 2>&1 ||
+        note "PyTorch's TF32 run failed (gpu-train.txt)"
     train_on_gpu mlp 128 5
     cat "$out/gpu-train.txt"
 fi
