@@ -105,6 +105,43 @@ TEST(test_loader_epochs_shuffle_differently_and_drop_last) {
     ct_release(labels);
 }
 
+/* The shuffle has streams of its own. The global stream that ct_manual_seed(seed) starts
+ * makes a model's first weights; a shuffle keyed by the seed itself would draw those same
+ * words (as it once did): Fisher-Yates on the global stream's blocks must not be the order. */
+TEST(test_loader_shuffle_is_not_drawn_from_the_global_stream) {
+    const uint64_t seed = 7;
+    ct_manual_seed(seed);
+    ct_tensor *u = ct_rand(1, (int64_t[]){4 * N}, CT_F64, CT_CPU); /* f64: the whole word */
+    CHECK_NOT_NULL(u);
+    double *v = ref_read(u);
+    ct_release(u);
+    CHECK(v != NULL);
+    int64_t global_order[N];
+    for (int64_t i = 0; i < N; i++) global_order[i] = i;
+    for (int64_t i = N - 1; i > 0; i--) {
+        uint64_t w0 = (uint64_t)(v[4 * i] * 4294967296.0),
+                 w1 = (uint64_t)(v[4 * i + 1] * 4294967296.0);
+        uint64_t r = (w0 << 32 | w1) % (uint64_t)(i + 1);
+        int64_t t = global_order[i];
+        global_order[i] = global_order[r];
+        global_order[r] = t;
+    }
+    free(v);
+    ct_tensor *images, *labels;
+    make_dataset(&images, &labels);
+    ct_loader *l = ct_loader_new(
+        images, labels, &(ct_loader_options){.batch_size = N, .shuffle = true, .seed = seed});
+    CHECK_NOT_NULL(l);
+    static int64_t order[N];
+    static float values[N * H * W];
+    int64_t count = 0;
+    CHECK(run_epoch(l, 0, order, values, &count) && count == N);
+    CHECK(memcmp(order, global_order, sizeof order) != 0);
+    ct_loader_free(l);
+    ct_release(images);
+    ct_release(labels);
+}
+
 /* Without shuffling or augmentation, batch values are (pixel * scale - mean) / std. */
 TEST(test_loader_normalisation_in_order) {
     ct_tensor *images, *labels;

@@ -61,6 +61,14 @@ CT_PHILOX_FN void ct_philox_stream_block(uint64_t seed, uint64_t counter, uint32
     ct_philox_block(c, k, out);
 }
 
+/* splitmix64's finaliser: a bijection of 64-bit words that sends nearby inputs far apart,
+ * to derive independent keys (or well-spread numbers) from a seed or a counter. */
+CT_PHILOX_FN uint64_t ct_splitmix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
 /* A uniform value in [0, 1) with `bits` bits of resolution from the top of word w:
  * (w >> (32 - bits)) * 2^-bits. Every such value is exact in a float type whose significand
  * has at least `bits` bits, so rounding can never reach 1. bits is 1..32. */

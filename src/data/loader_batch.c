@@ -1,9 +1,9 @@
 /* Batch assembly: the epoch's order, and each sample converted to float32, normalised and
  * augmented, then the batch moved to the device.
  *
- * Random draws come from Philox keyed by the seed: the shuffle uses stream (seed, epoch),
- * counter i for step i of Fisher-Yates; the augmentation of the sample at position p of
- * epoch e uses block (seed + 1, e * 2^32 + p): word 0 the crop's row, 1 its column, 2 the flip. */
+ * Random draws come from Philox under keys mixed from (seed, use, epoch) by loader_key: the
+ * shuffle takes counter i for step i of Fisher-Yates; the augmentation of the sample at
+ * position p takes block p: word 0 the crop's row, 1 its column, 2 the flip. */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,11 +12,22 @@
 #include "data/loader_impl.h"
 #include "ops/op_impl.h"
 
+/* What a Philox key of the loader is for. */
+enum { SHUFFLE_KEY = 1, AUGMENT_KEY = 2 };
+
+/* The key of one use in one epoch. The seed goes through a bijective mixer first, so that no
+ * key of the loader is the seed itself: ct_manual_seed(seed) keys the global stream, whose
+ * blocks from counter 0 on make the model's first weights, and a shuffle keyed by the seed
+ * would draw those same words. */
+static uint64_t loader_key(uint64_t seed, uint64_t use, int64_t epoch) {
+    return ct_splitmix64(ct_splitmix64(seed ^ use) + (uint64_t)epoch);
+}
+
 void ct__loader_order(ct_loader *loader, int64_t epoch) {
     int64_t n = loader->count;
     for (int64_t i = 0; i < n; i++) loader->order[i] = i;
     if (!loader->options.shuffle) return;
-    uint64_t key = loader->options.seed ^ ((uint64_t)epoch * 0x9E3779B97F4A7C15ull);
+    uint64_t key = loader_key(loader->options.seed, SHUFFLE_KEY, epoch);
     for (int64_t i = n - 1; i > 0; i--) {
         uint32_t w[4];
         ct_philox_stream_block(key, (uint64_t)i, w);
@@ -130,6 +141,7 @@ void ct__loader_prepare(const ct_loader *loader, const int64_t *order, int64_t e
     float *xd = (float *)ct__data(x);
     int64_t *yd = (int64_t *)ct__data(y);
     int pad = o->crop_padding;
+    uint64_t augment_key = loader_key(o->seed, AUGMENT_KEY, epoch);
     for (int64_t r = 0; r < rows && r < CT_LOADER_PREFETCH; r++)
         prefetch_sample(loader, order[start + r]);
     for (int64_t r = 0; r < rows; r++) {
@@ -137,7 +149,7 @@ void ct__loader_prepare(const ct_loader *loader, const int64_t *order, int64_t e
             prefetch_sample(loader, order[start + r + CT_LOADER_PREFETCH]);
         uint32_t w[4] = {0, 0, 0, 0};
         if (pad || o->horizontal_flip)
-            ct_philox_stream_block(o->seed + 1, (uint64_t)epoch << 32 | (uint64_t)(start + r), w);
+            ct_philox_stream_block(augment_key, (uint64_t)(start + r), w);
         int dy = pad ? (int)(w[0] % (uint32_t)(2 * pad + 1)) - pad : 0;
         int dx = pad ? (int)(w[1] % (uint32_t)(2 * pad + 1)) - pad : 0;
         bool flip = o->horizontal_flip && (w[2] & 1u);

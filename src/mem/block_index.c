@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/error_impl.h"
+#include "core/philox_impl.h"
 #include "mem/block_impl.h"
 
 /* ---- the free index ---- */
@@ -15,10 +16,7 @@ static bool key_less(const ct_block *a, const ct_block *b) {
 
 /* splitmix64: well-spread priorities from a counter keep the treap balanced. */
 static uint64_t next_priority(ct_free_index *index) {
-    uint64_t z = (index->seed += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
+    return ct_splitmix64(index->seed += 0x9E3779B97F4A7C15ull);
 }
 
 /* Split tree t into the keys before block (*lo) and the rest (*hi). */
