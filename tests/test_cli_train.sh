@@ -94,6 +94,9 @@ refused test_cli_train_corrupt_checkpoint "junk.safetensors" \
 dataset big 4096 64
 refused test_cli_train_memory_limit "out of memory" \
     env CT_MEMORY_LIMIT=cpu=48MiB "$ctensor" train --dataset "$work/big" --batch-size 4096 --epochs 1
+if grep -qF -- "; --batch-size auto finds the largest batch that fits" "$err"; then
+    pass test_cli_train_memory_limit_names_auto
+else fail test_cli_train_memory_limit_names_auto "the line does not point to --batch-size auto"; fi
 # (on the first 1024 samples, to keep the run short: auto starts from 1024 then)
 run env CT_MEMORY_LIMIT=cpu=48MiB "$ctensor" train --dataset "$work/big" --batch-size auto \
     --epochs 1 --limit 1024 --json

@@ -37,6 +37,15 @@ static int failed(const char *what) {
     return 1;
 }
 
+/* failed() for a training or evaluation step: when the step ran out of memory at a batch size
+ * the user chose, the line also names the option that finds one that fits. */
+static int step_failed(const trainer *t, const char *what) {
+    if (ct_last_status() != CT_ERR_OUT_OF_MEMORY || t->o->batch_size == 0) return failed(what);
+    fprintf(stderr, "ctensor train: %s: %s; --batch-size auto finds the largest batch that fits\n",
+            what, ct_last_error());
+    return 1;
+}
+
 /* Add this batch's loss (times its size) and correct predictions to the running sums. */
 static ct_status accumulate(trainer *t, const ct_tensor *logits, const ct_tensor *loss,
                             const ct_tensor *y) {
@@ -263,8 +272,8 @@ static int run(trainer *t, train_summary *summary) {
     for (int epoch = first_epoch; epoch <= o->epochs; epoch++) {
         epoch_result r;
         double test_accuracy;
-        if (train_epoch(t, epoch, &r) != CT_OK) return failed("training");
-        if (evaluate(t, &test_accuracy) != CT_OK) return failed("evaluation");
+        if (train_epoch(t, epoch, &r) != CT_OK) return step_failed(t, "training");
+        if (evaluate(t, &test_accuracy) != CT_OK) return step_failed(t, "evaluation");
         int64_t samples = ct_size(t->data.train_images, 0);
         train_epoch_line(o, epoch, r.loss, r.accuracy, test_accuracy, r.seconds,
                          samples / r.seconds);
