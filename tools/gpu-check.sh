@@ -11,8 +11,9 @@
 #     run(command="tools/gpu-check.sh", carry=[".gpu-deps"], timeout_s=600)
 # Options: --quick (small benchmark sizes), --no-bench (tests only), --build-type TYPE
 # (default Release). On the GPU machine it uses a system OpenBLAS when there is one, else the
-# carried .debs, unpacked under /tmp/ct-deps (never into /); CT_GPU_CHECK_CARRIED=1 uses the
-# carried ones even where a system OpenBLAS exists (to check that path).
+# carried .debs, unpacked under /tmp/ct-deps (never into /), and likewise zlib's headers
+# (/tmp/ct-zlib); CT_GPU_CHECK_CARRIED=1 uses the carried ones even where the system has them
+# (to check that path).
 #
 # Logs go to $OUT when set (the device tool brings them back), else to build-gpu/logs/:
 # summary.txt (the verdict and the reasons), device.txt (nvidia-smi, toolchain), build.log,
@@ -49,6 +50,19 @@ prepare_deps() {
         else
             cp "$deb" "$deps/"
         fi
+    done
+    # zlib's headers, which a bare image may lack (the library is nearly always there).
+    rm -rf "$deps/zlib" && mkdir -p "$deps/zlib"
+    for pkg in zlib1g zlib1g-dev; do
+        deb=$(find /var/cache/apt/archives -name "${pkg}_*_amd64.deb" 2>/dev/null | head -n 1)
+        if [ -z "$deb" ]; then
+            (cd "$deps/zlib" && apt-get download "$pkg") || {
+                echo "gpu-check: no .deb of $pkg in the apt cache and apt-get download failed" >&2
+                return 1
+            }
+            deb=$(find "$deps/zlib" -name "${pkg}_*_amd64.deb" | head -n 1)
+        fi
+        cp "$deb" "$deps/zlib/$pkg.deb" && rm -f "$deps/zlib/${pkg}_"*.deb
     done
     # Fashion-MNIST for the training runs (Debian's dataset-fashion-mnist, 30 MB).
     mkdir -p "$deps/fashion-mnist"
@@ -120,6 +134,24 @@ if [ "${CT_GPU_CHECK_CARRIED:-0}" = 1 ] || [ "$system_blas" = 0 ]; then
     note "OpenBLAS from the carried .debs: $library"
 fi
 
+# zlib: the system's headers, else the carried .debs (the library they bring is used only
+# where the system has no libz.so.1).
+zlib_args=""
+if [ "${CT_GPU_CHECK_CARRIED:-0}" = 1 ] || ! any_exists /usr/include/zlib.h /usr/include/*/zlib.h; then
+    if ! ls "$deps"/zlib/*.deb > /dev/null 2>&1; then
+        fail "no zlib.h here and no zlib .debs in $deps/zlib; run tools/gpu-check.sh --prepare on the machine without a GPU and carry .gpu-deps"
+        exit 1
+    fi
+    rm -rf /tmp/ct-zlib && mkdir -p /tmp/ct-zlib
+    for deb in "$deps"/zlib/*.deb; do dpkg -x "$deb" /tmp/ct-zlib; done
+    zlib_library=$(find /tmp/ct-zlib -name 'libz.so.1.*' | head -n 1)
+    zlib_args="-DZLIB_INCLUDE_DIR=/tmp/ct-zlib/usr/include -DZLIB_LIBRARY=$zlib_library"
+    ldconfig -p | grep -q 'libz\.so\.1 ' ||
+        LD_LIBRARY_PATH="$(dirname "$zlib_library")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    export LD_LIBRARY_PATH
+    note "zlib headers from the carried .debs: /tmp/ct-zlib/usr/include"
+fi
+
 # cuDNN: beside the toolkit or in the system paths (where CMake looks), else the Python
 # package nvidia-cudnn that PyTorch brings (headers and libraries), found through python3.
 nvcc_path=$(command -v nvcc || true)
@@ -142,9 +174,9 @@ fi
 # ---- build ----
 # Without CT_WERROR: CI builds with it; here a warning of another compiler version or build
 # type must not hide the GPU results.
-# shellcheck disable=SC2086 # blas_args and cudnn_args are lists of words
+# shellcheck disable=SC2086 # blas_args, zlib_args and cudnn_args are lists of words
 if ! { cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE="$build_type" -DCT_CUDA=ON -DCT_WERROR=OFF \
-        $blas_args $cudnn_args &&
+        $blas_args $zlib_args $cudnn_args &&
        cmake --build "$build" -j "$(nproc)"; } > "$out/build.log" 2>&1; then
     fail "the build failed; the end of build.log:"
     tail -n 30 "$out/build.log" | tee -a "$summary"
