@@ -5,8 +5,13 @@
 # --batch-size auto. Usage: test_cli_train.sh CTENSOR WORKDIR
 ctensor=$1
 work=$2
-python=/usr/bin/python3
 here=$(cd "$(dirname "$0")" && pwd)
+# The interpreter the other tests use (`make deps` makes .venv; it has numpy).
+python="$here/../.venv/bin/python3"
+if [ ! -x "$python" ]; then
+    echo "FAIL test_cli_train: $python is missing: run \`make deps\`"
+    exit 1
+fi
 passed=0 failed=0 skipped=0
 rm -rf "$work" && mkdir -p "$work"
 out="$work/out" err="$work/err"

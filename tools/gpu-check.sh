@@ -201,6 +201,17 @@ done
 missing=$(ldd "$plugin" 2>/dev/null | awk '/not found/ { printf "%s%s", sep, $1; sep = " " }')
 [ -n "$missing" ] && fail "the CUDA plugin cannot load: $missing not found (every CUDA test would be skipped)"
 
+# test_safetensors and test_nn_checkpoint run Python (numpy, safetensors, torch) through
+# .venv/bin/python3, which `make deps` makes; here the image's python3 has them, so .venv
+# points at it.
+if [ ! -x "$root/.venv/bin/python3" ] &&
+   python3 -c 'import numpy, safetensors.numpy, safetensors.torch, torch' 2>/dev/null; then
+    mkdir -p "$root/.venv/bin"
+    printf '#!/bin/sh\nexec %s "$@"\n' "$(command -v python3)" > "$root/.venv/bin/python3"
+    chmod +x "$root/.venv/bin/python3"
+    note ".venv/bin/python3 runs $(command -v python3)"
+fi
+
 # Test programs link the static library, so they find the plugin through CT_CUDA_PLUGIN
 # (the plugin is looked for beside libctensor.so, which they do not load).
 export CT_CUDA_PLUGIN="$build/libctensor_cuda.so"
