@@ -415,17 +415,17 @@ TEST(test_data_npy_written_by_numpy) {
         "                with open(name, 'wb') as f:\n"
         "                    if version == 1: np.save(f, b)\n"
         "                    else: fmt.write_array(f, b, version=(version, 0))\n";
-    const char *python = "/usr/bin/python3";
-    if (access(python, X_OK) != 0 || system("/usr/bin/python3 -c 'import numpy' 2>/dev/null")) {
-        ct_test_fail(__FILE__, __LINE__,
-                     "this test needs %s with numpy (Debian: python3-numpy; run make deps)",
-                     python);
+    const char *python = CT_SOURCE_DIR "/.venv/bin/python3"; /* `make deps` makes it */
+    char probe[sizeof CT_SOURCE_DIR + 64];
+    snprintf(probe, sizeof probe, "'%s' -c 'import numpy' 2>/dev/null", python);
+    if (access(python, X_OK) != 0 || system(probe)) {
+        ct_test_fail(__FILE__, __LINE__, "this test needs %s with numpy: run `make deps`", python);
         return;
     }
     const char *script_path = tmp_path("write_npy.py");
     CHECK(write_file(script_path, script, sizeof script - 1));
     char command[512];
-    snprintf(command, sizeof command, "%s %s %s", python, script_path, tmp_path(""));
+    snprintf(command, sizeof command, "'%s' %s %s", python, script_path, tmp_path(""));
     CHECK(system(command) == 0);
     int checked = 0;
     for (size_t d = 0; d < sizeof npy_dtypes / sizeof npy_dtypes[0]; d++)
