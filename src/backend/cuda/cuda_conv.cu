@@ -1,7 +1,7 @@
 // CUDA 2-d convolution (ct_conv2d_args in backend/conv_args_impl.h) through cuDNN's
 // convolution API: cudnnConvolutionForward, BackwardData, BackwardFilter and BackwardBias
 // on NCHW tensors, with the groups set on the convolution descriptor. Algorithms come from
-// the cudnnGet*Algorithm_v7 heuristics (the first one that succeeds), asked once per
+// the cudnnGet*Algorithm_v7 heuristics (the first one that succeeds in FMA math), asked once per
 // geometry and remembered (cuda_conv_plans_impl.h); conv2d_workspace gives the workspace the
 // plan needs, which the op layer takes from the device's pool. f32 uses FMA math (no TF32), so
 // results match the CPU's to f32 rounding; f64 computes in f64.
@@ -115,40 +115,62 @@ static ct_status make_descs(int device, const ct_conv2d_args *a, conv_descs *d) 
     return CT_OK;
 }
 
-// The heuristics' first successful algorithm (no limit on its workspace) and its need.
-#define PICK_ALGO(device, get_fn, perf_t, algo_out, need_out, ...)                                 \
-    do {                                                                                           \
-        perf_t perf[MAX_ALGOS];                                                                    \
-        int returned = 0;                                                                          \
-        CT_CUDNN_CHECK(device, get_fn(__VA_ARGS__, MAX_ALGOS, &returned, perf));                   \
-        int chosen = -1;                                                                           \
-        for (int i = 0; i < returned && chosen < 0; i++)                                           \
-            if (perf[i].status == CUDNN_STATUS_SUCCESS) chosen = i;                                \
-        if (chosen < 0)                                                                            \
-            return ct_cuda_fail(CT_ERR_BACKEND,                                                    \
-                                "ct_conv2d: cuDNN offers no algorithm for this convolution on "    \
-                                "cuda:%d",                                                         \
-                                device);                                                           \
-        *(algo_out) = (int)perf[chosen].algo;                                                      \
-        *(need_out) = perf[chosen].memory;                                                         \
-    } while (0)
+// Whether a heuristics entry can run under the descriptors' FMA math: it succeeded and needs
+// no tensor-op (TF32) math, which the heuristics may offer whatever the descriptor asks.
+template <typename perf_t> static bool runs_in_fma(const perf_t &p) {
+    return p.status == CUDNN_STATUS_SUCCESS && p.mathType != CUDNN_TENSOR_OP_MATH &&
+           p.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+}
+
+// The first entry that runs in FMA math and whose workspace cuDNN also sizes for these
+// descriptors (workspace_of(algo, &bytes)); its workspace, the larger of the two sizes.
+template <typename perf_t, typename workspace_fn>
+static ct_status choose(int device, const perf_t *perf, int returned, workspace_fn workspace_of,
+                        int *algo, size_t *bytes) {
+    for (int i = 0; i < returned; i++) {
+        size_t sized = 0;
+        if (!runs_in_fma(perf[i]) || workspace_of(perf[i].algo, &sized) != CUDNN_STATUS_SUCCESS)
+            continue;
+        *algo = (int)perf[i].algo;
+        *bytes = perf[i].memory > sized ? perf[i].memory : sized;
+        return CT_OK;
+    }
+    return ct_cuda_fail(CT_ERR_BACKEND,
+                        "ct_conv2d: cuDNN offers no algorithm for this convolution on cuda:%d in "
+                        "f32/f64 FMA math (%d candidates)",
+                        device, returned);
+}
 
 // Ask the heuristics for a plan: forward, or both backward products.
 static ct_status ask_heuristics(int device, cudnnHandle_t h, const conv_descs &d, bool backward,
                                 ct_conv_plan *p) {
     *p = ct_conv_plan{};
+    int n = 0;
     if (!backward) {
-        PICK_ALGO(device, cudnnGetConvolutionForwardAlgorithm_v7, cudnnConvolutionFwdAlgoPerf_t,
-                  &p->algo[0], &p->bytes[0], h, d.x, d.w, d.conv, d.y);
-        return CT_OK;
+        cudnnConvolutionFwdAlgoPerf_t perf[MAX_ALGOS];
+        CT_CUDNN_CHECK(device, cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y,
+                                                                      MAX_ALGOS, &n, perf));
+        auto sized = [&](cudnnConvolutionFwdAlgo_t algo, size_t *bytes) {
+            return cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, d.y, algo, bytes);
+        };
+        return choose(device, perf, n, sized, &p->algo[0], &p->bytes[0]);
     }
-    PICK_ALGO(device, cudnnGetConvolutionBackwardDataAlgorithm_v7,
-              cudnnConvolutionBwdDataAlgoPerf_t, &p->algo[0], &p->bytes[0], h, d.w, d.y, d.conv,
-              d.x);
-    PICK_ALGO(device, cudnnGetConvolutionBackwardFilterAlgorithm_v7,
-              cudnnConvolutionBwdFilterAlgoPerf_t, &p->algo[1], &p->bytes[1], h, d.x, d.y, d.conv,
-              d.w);
-    return CT_OK;
+    cudnnConvolutionBwdDataAlgoPerf_t data[MAX_ALGOS];
+    CT_CUDNN_CHECK(device, cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, d.x,
+                                                                       MAX_ALGOS, &n, data));
+    auto data_sized = [&](cudnnConvolutionBwdDataAlgo_t algo, size_t *bytes) {
+        return cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w, d.y, d.conv, d.x, algo, bytes);
+    };
+    ct_status status = choose(device, data, n, data_sized, &p->algo[0], &p->bytes[0]);
+    if (status != CT_OK) return status;
+    cudnnConvolutionBwdFilterAlgoPerf_t filter[MAX_ALGOS];
+    CT_CUDNN_CHECK(device, cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w,
+                                                                         MAX_ALGOS, &n, filter));
+    auto filter_sized = [&](cudnnConvolutionBwdFilterAlgo_t algo, size_t *bytes) {
+        return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d.x, d.y, d.conv, d.w, algo,
+                                                              bytes);
+    };
+    return choose(device, filter, n, filter_sized, &p->algo[1], &p->bytes[1]);
 }
 
 // The plan of a's geometry: remembered, or asked of the heuristics and remembered. h and d
