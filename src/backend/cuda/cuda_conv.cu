@@ -36,25 +36,28 @@ static ct_status cudnn_failure(cudnnStatus_t result, const char *statement, cons
             return cudnn_failure(ct_cudnn_result_, #statement, __FILE__, __LINE__, (device));      \
     } while (0)
 
-// One handle per device, made on first use and kept for the life of the process.
-static std::mutex handles_lock;
+// One handle per device, made on first use and kept for the life of the process. cuDNN
+// forbids using a handle from two threads at once, so each entry point below holds its
+// device's lock from binding the handle to the stream until its last launch is queued.
+static std::mutex device_locks[MAX_DEVICES];
 static cudnnHandle_t handles[MAX_DEVICES];
 
-// The device's handle bound to its stream (the device made current).
-static ct_status device_handle(int device, cudnnHandle_t *out) {
+static ct_status lock_device(int device, std::unique_lock<std::mutex> *held) {
     if (device < 0 || device >= MAX_DEVICES)
         return ct_cuda_fail(CT_ERR_UNSUPPORTED,
                             "ct_conv2d: cuda:%d is beyond the %d devices the cuDNN path supports",
                             device, MAX_DEVICES);
+    *held = std::unique_lock<std::mutex>(device_locks[device]);
+    return CT_OK;
+}
+
+// The device's handle bound to its stream (the device made current; its lock held).
+static ct_status device_handle(int device, cudnnHandle_t *out) {
     cudaStream_t stream;
     ct_status status = ct_cuda_stream_get(device, &stream);
     if (status != CT_OK) return status;
-    {
-        std::lock_guard<std::mutex> guard(handles_lock);
-        if (!handles[device]) CT_CUDNN_CHECK(device, cudnnCreate(&handles[device]));
-        *out = handles[device];
-    }
-    // Every call sets the same stream, so threads sharing the handle agree on it.
+    if (!handles[device]) CT_CUDNN_CHECK(device, cudnnCreate(&handles[device]));
+    *out = handles[device];
     CT_CUDNN_CHECK(device, cudnnSetStream(*out, stream));
     return CT_OK;
 }
@@ -219,17 +222,23 @@ static ct_status prepare(int device, const ct_conv2d_args *a, bool backward, cud
 
 extern "C" ct_status ct_cuda_conv2d_workspace(int device, const ct_conv2d_args *args, bool backward,
                                               size_t *bytes) {
+    std::unique_lock<std::mutex> held;
+    ct_status status = lock_device(device, &held);
+    if (status != CT_OK) return status;
     ct_conv_plan p;
-    ct_status status = find_plan(device, args, backward, nullptr, nullptr, &p);
+    status = find_plan(device, args, backward, nullptr, nullptr, &p);
     if (status == CT_OK) *bytes = workspace_need(args, backward, &p);
     return status;
 }
 
 extern "C" ct_status ct_cuda_conv2d_forward(int device, const ct_conv2d_args *args) {
+    std::unique_lock<std::mutex> held;
+    ct_status status = lock_device(device, &held);
+    if (status != CT_OK) return status;
     cudnnHandle_t h = nullptr;
     conv_descs d;
     ct_conv_plan p;
-    ct_status status = prepare(device, args, false, &h, &d, &p);
+    status = prepare(device, args, false, &h, &d, &p);
     if (status != CT_OK) return status;
     const float one_f = 1.0f, zero_f = 0.0f;
     const double one_d = 1.0, zero_d = 0.0;
@@ -246,10 +255,13 @@ extern "C" ct_status ct_cuda_conv2d_forward(int device, const ct_conv2d_args *ar
 }
 
 extern "C" ct_status ct_cuda_conv2d_backward(int device, const ct_conv2d_args *args) {
+    std::unique_lock<std::mutex> held;
+    ct_status status = lock_device(device, &held);
+    if (status != CT_OK) return status;
     cudnnHandle_t h = nullptr;
     conv_descs d;
     ct_conv_plan p;
-    ct_status status = prepare(device, args, true, &h, &d, &p);
+    status = prepare(device, args, true, &h, &d, &p);
     if (status != CT_OK) return status;
     const float one_f = 1.0f, zero_f = 0.0f;
     const double one_d = 1.0, zero_d = 0.0;
