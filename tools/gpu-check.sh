@@ -9,8 +9,9 @@
 # which fills .gpu-deps/ in the repository root (ignored by git through .git/info/exclude).
 # Then, in one call of the device tool (the GPU machine has no network and no apt):
 #     run(command="tools/gpu-check.sh", carry=[".gpu-deps"], timeout_s=600)
-# Options: --quick (small benchmark sizes), --no-bench (tests only), --build-type TYPE
-# (default Release). On the GPU machine it uses a system OpenBLAS when there is one, else the
+# Options: --quick (small benchmark sizes), --no-bench (tests only), --tests REGEX (only the
+# test programs whose names match, as `ctest -R`), --no-tests (benchmark and training only:
+# for a second run after the first one's tests), --build-type TYPE (default Release). On the GPU machine it uses a system OpenBLAS when there is one, else the
 # carried .debs, unpacked under /tmp/ct-deps (never into /), and likewise zlib's headers
 # (/tmp/ct-zlib); CT_GPU_CHECK_CARRIED=1 uses the carried ones even where the system has them
 # (to check that path).
@@ -24,14 +25,17 @@ set -u
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 deps="$root/.gpu-deps"
-quick="" bench=1 build_type=Release prepare=0
+quick="" bench=1 tests=all build_type=Release prepare=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) quick=--quick ;;
         --no-bench) bench=0 ;;
+        --tests) tests=$2; shift ;;
+        --no-tests) tests="" ;;
         --build-type) build_type=$2; shift ;;
         --prepare) prepare=1 ;;
-        *) echo "usage: tools/gpu-check.sh [--prepare | --quick | --no-bench | --build-type T]" >&2
+        *) echo "usage: tools/gpu-check.sh [--prepare | --quick | --no-bench | --tests REGEX |" \
+                "--no-tests | --build-type T]" >&2
            exit 2 ;;
     esac
     shift
@@ -215,21 +219,29 @@ fi
 # Test programs link the static library, so they find the plugin through CT_CUDA_PLUGIN
 # (the plugin is looked for beside libctensor.so, which they do not load).
 export CT_CUDA_PLUGIN="$build/libctensor_cuda.so"
-"$root/tools/run-tests.sh" "$build" > "$out/tests-summary.txt" 2>&1
-tests_status=$?
-cp "$build/test-output.log" "$out/tests.log"
-tail -n 1 "$out/tests-summary.txt" | sed 's/^/gpu-check: tests: /' | tee -a "$summary"
-if [ "$tests_status" != 0 ]; then
-    fail "tests failed (see tests.log):"
-    grep -E "^[0-9]+: FAIL " "$build/test-output.log" | sed 's/^[0-9]*: //' | tee -a "$summary"
-fi
-# A CUDA case skipped: a device test's [cuda] case, or a GPU test of test_cuda_plugin (its
-# no-GPU test skips on a GPU by design; test_cuda_registry hides the plugin on purpose).
-cuda_skips=$(grep -E "^[0-9]+: SKIP ([^ ]*\[cuda|test_cuda_plugin_)" "$build/test-output.log" |
-             grep -v "test_cuda_plugin_reason_without_gpu" | sed 's/^[0-9]*: //')
-if [ -n "$cuda_skips" ]; then
-    fail "$(echo "$cuda_skips" | wc -l) CUDA test case(s) skipped:"
-    echo "$cuda_skips" | head -n 50 | tee -a "$summary"
+if [ -z "$tests" ]; then
+    note "tests not run (--no-tests)"
+else
+    if [ "$tests" = all ]; then
+        "$root/tools/run-tests.sh" "$build" > "$out/tests-summary.txt" 2>&1
+    else
+        "$root/tools/run-tests.sh" "$build" -R "$tests" > "$out/tests-summary.txt" 2>&1
+    fi
+    tests_status=$?
+    cp "$build/test-output.log" "$out/tests.log"
+    tail -n 1 "$out/tests-summary.txt" | sed 's/^/gpu-check: tests: /' | tee -a "$summary"
+    if [ "$tests_status" != 0 ]; then
+        fail "tests failed (see tests.log):"
+        grep -E "^[0-9]+: FAIL " "$build/test-output.log" | sed 's/^[0-9]*: //' | tee -a "$summary"
+    fi
+    # A CUDA case skipped: a device test's [cuda] case, or a GPU test of test_cuda_plugin (its
+    # no-GPU test skips on a GPU by design; test_cuda_registry hides the plugin on purpose).
+    cuda_skips=$(grep -E "^[0-9]+: SKIP ([^ ]*\[cuda|test_cuda_plugin_)" "$build/test-output.log" |
+                 grep -v "test_cuda_plugin_reason_without_gpu" | sed 's/^[0-9]*: //')
+    if [ -n "$cuda_skips" ]; then
+        fail "$(echo "$cuda_skips" | wc -l) CUDA test case(s) skipped:"
+        echo "$cuda_skips" | head -n 50 | tee -a "$summary"
+    fi
 fi
 
 # ---- benchmark ----

@@ -1,9 +1,11 @@
 #!/bin/sh
 # Run every test program of a build folder through CTest, show each skipped and failed
 # case by name, and end with one line: "N passed, N failed, N skipped" over all programs.
+# Usage: run-tests.sh [BUILD_DIR [CTEST_ARGS...]], e.g. `run-tests.sh build -R conv`.
 build=${1:-build}
+[ $# -gt 0 ] && shift
 log="$build/test-output.log"
-(cd "$build" && ctest --output-on-failure -V) > "$log" 2>&1
+(cd "$build" && ctest --output-on-failure -V "$@") > "$log" 2>&1
 status=$?
 grep -m1 -E "^[0-9]+: CUDA unavailable" "$log" | sed 's/^[0-9]*: //'
 grep -E "^[0-9]+: (SKIP|FAIL) " "$log" | sed 's/^[0-9]*: //'
