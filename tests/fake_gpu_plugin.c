@@ -4,7 +4,10 @@
  * for, when the device synchronises, or before any later copy on the device (stream order).
  * A pinned block written, reused or freed before its copy ran thus shows up as wrong values
  * on the device (and, freed, as a use-after-free under AddressSanitizer). ctest runs
- * test_pinned with CT_CUDA_PLUGIN pointing here as test_pinned_fake_gpu. */
+ * test_pinned with CT_CUDA_PLUGIN pointing here as test_pinned_fake_gpu.
+ *
+ * Built with CT_FAKE_GPU_KERNELS (and fake_gpu_kernels.c), the GPU has the CPU's kernels
+ * and copies at once; ctest runs the test programs on it as test_*_on_fake_gpu. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -12,6 +15,15 @@
 #include <string.h>
 
 #include "backend/plugin_impl.h"
+
+#ifdef CT_FAKE_GPU_KERNELS
+/* Kernels run at once on the host, so no copy may stay queued before them. */
+static const bool defer_copies = false;
+const ct_kernels *fake_gpu_kernels(const ct_plugin_host *host); /* fake_gpu_kernels.c */
+#else
+static const bool defer_copies = true;
+static const ct_kernels no_kernels;
+#endif
 
 /* A queued copy from pinned memory, and a fence: done once `seq` copies have run. */
 typedef struct queued_copy {
@@ -115,6 +127,10 @@ static void pinned_free(void *ptr) {
 static ct_status copy_from_pinned(int device, void *dst, const void *src, size_t size,
                                   void **fence) {
     (void)device;
+    if (!defer_copies) {
+        *fence = NULL;
+        return ordered_copy(dst, src, size);
+    }
     queued_copy *q = malloc(sizeof *q);
     fake_fence *f = *fence ? *fence : malloc(sizeof *f);
     if (!q || !f) {
@@ -152,9 +168,7 @@ static bool fence_done(void *fence, bool wait) {
 
 static void fence_free(void *fence) { free(fence); }
 
-static const ct_kernels no_kernels;
-
-static const ct_backend fake_backend = {
+static ct_backend fake_backend = {
     .name = "cuda",
     .type = CT_DEVICE_CUDA,
     .device_count = device_count,
@@ -165,7 +179,9 @@ static const ct_backend fake_backend = {
     .copy_from_host = copy_to_host, /* a plain copy, ordered after the queued ones */
     .copy_between = copy_between,
     .synchronize = synchronize,
+#ifndef CT_FAKE_GPU_KERNELS
     .kernels = &no_kernels,
+#endif
     .pinned_alloc = pinned_alloc,
     .pinned_free = pinned_free,
     .copy_from_pinned = copy_from_pinned,
@@ -177,5 +193,8 @@ static const ct_backend fake_backend = {
 __attribute__((visibility("default"))) const ct_backend *
 ct_cuda_plugin_entry(const ct_plugin_host *host, char *reason, size_t reason_size) {
     (void)host, (void)reason, (void)reason_size;
+#ifdef CT_FAKE_GPU_KERNELS
+    fake_backend.kernels = fake_gpu_kernels(host);
+#endif
     return &fake_backend;
 }
