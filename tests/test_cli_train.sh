@@ -2,9 +2,12 @@
 # Tests of `ctensor train` as a user runs it, on small generated IDX datasets: training and
 # its JSON summary, resuming from a checkpoint to the same final weights, bad input (one
 # clear line on stderr and a non-zero exit, never a crash), and memory limits with
-# --batch-size auto. Usage: test_cli_train.sh CTENSOR WORKDIR
+# --batch-size auto, and training on a GPU (the fake GPU with the CPU's kernels, when its
+# plugin is given) to the same weights as on the CPU.
+# Usage: test_cli_train.sh CTENSOR WORKDIR [FAKE_GPU_PLUGIN]
 ctensor=$1
 work=$2
+fake_gpu=${3:-}
 here=$(cd "$(dirname "$0")" && pwd)
 # The interpreter the other tests use (`make deps` makes .venv; it has numpy).
 python="$here/../.venv/bin/python3"
@@ -74,6 +77,19 @@ run "$ctensor" train $common --epochs 2 --checkpoint "$work/resumed.safetensors"
 if [ "$whole$first$code" = 000 ] && cmp -s "$work/whole.safetensors" "$work/resumed.safetensors"
 then pass test_cli_train_resume_same_weights
 else fail test_cli_train_resume_same_weights "exits $whole $first $code, or the checkpoints differ"; fi
+
+# On a GPU (the fake one: the CPU's kernels behind the GPU's paths: 2 loader workers, pinned
+# batches copied to the device, the model and optimiser state there), the same weights.
+if [ -z "$fake_gpu" ]; then
+    echo "SKIP test_cli_train_same_weights_on_a_gpu: no fake GPU plugin given"
+    skipped=$((skipped + 1))
+else
+    run env CT_CUDA_PLUGIN="$fake_gpu" "$ctensor" train $common --epochs 2 --device cuda \
+        --checkpoint "$work/gpu.safetensors"
+    if [ "$code" = 0 ] && grep -q "cuda:0" "$out" && cmp -s "$work/whole.safetensors" "$work/gpu.safetensors"
+    then pass test_cli_train_same_weights_on_a_gpu
+    else fail test_cli_train_same_weights_on_a_gpu "exit $code, or not on cuda:0, or other weights"; fi
+fi
 
 dataset labels 64 16 labels
 dataset magic 64 16 magic
