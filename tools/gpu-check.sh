@@ -222,10 +222,12 @@ export CT_CUDA_PLUGIN="$build/libctensor_cuda.so"
 if [ -z "$tests" ]; then
     note "tests not run (--no-tests)"
 else
+    # Not the second runs on the fake GPU (test_*_on_fake_gpu): here the real one is there.
     if [ "$tests" = all ]; then
-        "$root/tools/run-tests.sh" "$build" > "$out/tests-summary.txt" 2>&1
+        "$root/tools/run-tests.sh" "$build" -E _on_fake_gpu > "$out/tests-summary.txt" 2>&1
     else
-        "$root/tools/run-tests.sh" "$build" -R "$tests" > "$out/tests-summary.txt" 2>&1
+        "$root/tools/run-tests.sh" "$build" -R "$tests" -E _on_fake_gpu \
+            > "$out/tests-summary.txt" 2>&1
     fi
     tests_status=$?
     cp "$build/test-output.log" "$out/tests.log"
