@@ -58,7 +58,9 @@ static int device_count(void) { return 1; }
 static ct_status properties(int device, ct_device_properties *out) {
     memset(out, 0, sizeof *out);
     out->device = (ct_device){CT_DEVICE_CUDA, device};
-    snprintf(out->name, sizeof out->name, "fake GPU (host memory, deferred DMAs)");
+    snprintf(out->name, sizeof out->name, "%s",
+             defer_copies ? "fake GPU (host memory, deferred DMAs)"
+                          : "fake GPU (host memory, the CPU's kernels)");
     out->memory_total = out->memory_free = (size_t)1 << 30;
     out->compute_capability_major = 9;
     out->multiprocessors = 1;
