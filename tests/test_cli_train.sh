@@ -84,11 +84,14 @@ if [ -z "$fake_gpu" ]; then
     echo "SKIP test_cli_train_same_weights_on_a_gpu: no fake GPU plugin given"
     skipped=$((skipped + 1))
 else
+    run "$ctensor" train $common --epochs 2 --device cpu --checkpoint "$work/cpu.safetensors"
+    on_cpu=$code
     run env CT_CUDA_PLUGIN="$fake_gpu" "$ctensor" train $common --epochs 2 --device cuda \
         --checkpoint "$work/gpu.safetensors"
-    if [ "$code" = 0 ] && grep -q "cuda:0" "$out" && cmp -s "$work/whole.safetensors" "$work/gpu.safetensors"
+    if [ "$on_cpu$code" = 00 ] && grep -q "cuda:0" "$out" &&
+        cmp -s "$work/cpu.safetensors" "$work/gpu.safetensors"
     then pass test_cli_train_same_weights_on_a_gpu
-    else fail test_cli_train_same_weights_on_a_gpu "exit $code, or not on cuda:0, or other weights"; fi
+    else fail test_cli_train_same_weights_on_a_gpu "exits $on_cpu $code, not on cuda:0, or other weights"; fi
 fi
 
 dataset labels 64 16 labels
@@ -112,14 +115,16 @@ refused test_cli_train_corrupt_checkpoint "junk.safetensors" \
     "$ctensor" train --dataset "$work/good" --model mlp --checkpoint "$work/junk.safetensors" --resume
 
 # A memory limit too small for the batch: the out-of-memory error; auto finds one that fits.
+# On the CPU, whose limit it is (auto would pick a GPU where there is one).
 dataset big 4096 64
 refused test_cli_train_memory_limit "out of memory" \
-    env CT_MEMORY_LIMIT=cpu=48MiB "$ctensor" train --dataset "$work/big" --batch-size 4096 --epochs 1
+    env CT_MEMORY_LIMIT=cpu=48MiB "$ctensor" train --dataset "$work/big" --batch-size 4096 --epochs 1 \
+    --device cpu
 if grep -qF -- "; --batch-size auto finds the largest batch that fits" "$err"; then
     pass test_cli_train_memory_limit_names_auto
 else fail test_cli_train_memory_limit_names_auto "the line does not point to --batch-size auto"; fi
 # (on the first 1024 samples, to keep the run short: auto starts from 1024 then)
-run env CT_MEMORY_LIMIT=cpu=48MiB "$ctensor" train --dataset "$work/big" --batch-size auto \
+run env CT_MEMORY_LIMIT=cpu=48MiB "$ctensor" train --dataset "$work/big" --batch-size auto --device cpu \
     --epochs 1 --limit 1024 --json
 batch=$(sed -n 's/.*"batch_size": \([0-9]*\).*/\1/p' "$out")
 if [ "$code" = 0 ] && [ -n "$batch" ] && [ "$batch" -lt 1024 ] && [ "$batch" -ge 1 ]

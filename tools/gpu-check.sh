@@ -187,6 +187,12 @@ if ! { cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE="$build_type" -DCT_CUDA=O
     exit 1
 fi
 note "built $build ($build_type, CUDA plugin $(ls "$build"/libctensor_cuda.so))"
+# A dry run of this script on a machine without a GPU: CT_GPU_CHECK_FAKE=1 puts the fake GPU
+# with the CPU's kernels (tests/fake_gpu_kernels.c) in the plugin's place.
+if [ "${CT_GPU_CHECK_FAKE:-0}" = 1 ]; then
+    cp "$build/tests/libfake_gpu_kernels_plugin.so" "$build/libctensor_cuda.so"
+    note "DRY RUN: the fake GPU stands in for the CUDA plugin"
+fi
 
 # ---- tests ----
 # The plugin's libraries (cuBLAS, cuDNN) must load, else every CUDA test is only skipped:
