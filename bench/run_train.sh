@@ -27,14 +27,21 @@ unset OPENBLAS_CORETYPE
 export OMP_NUM_THREADS="$threads" OPENBLAS_NUM_THREADS="$threads"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+status=0
 for model in ${BENCH_MODELS:-mlp cnn}; do
     "$build/ctensor" train --model "$model" --epochs "$epochs" --device "$device" \
         --batch-size "$batch" --dataset "$data" > "$tmp/ours"
-    OMP_WAIT_POLICY=passive \
-    GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296 \
-        "${BENCH_PYTHON:-/usr/bin/python3}" "$here/peer_torch_train.py" "$model" "$epochs" \
-        "$batch" "$threads" --data "$data" --device "$device" > "$tmp/theirs"
     echo "$model on $device, batch $batch, Adam 1e-3, $threads threads"
+    if ! OMP_WAIT_POLICY=passive \
+        GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296 \
+        "${BENCH_PYTHON:-/usr/bin/python3}" "$here/peer_torch_train.py" "$model" "$epochs" \
+        "$batch" "$threads" --data "$data" --device "$device" > "$tmp/theirs" 2> "$tmp/error"; then
+        # ctensor's epochs still count; the peer's failure is the run's.
+        echo "  PyTorch failed: $(tail -n 1 "$tmp/error")"
+        grep '^epoch' "$tmp/ours" | sed 's/^/  ctensor: /'
+        status=1
+        continue
+    fi
     printf '  %-5s %14s %14s %8s %12s %12s\n' epoch ctensor_sps torch_sps ratio ctensor_acc torch_acc
     grep '^epoch' "$tmp/ours" | sed 's|/| |' | while read -r _ e _ _ _ _ _ _ _ _ acc _ _ sps _; do
         line=$(grep " epoch $e " "$tmp/theirs")
@@ -44,3 +51,4 @@ for model in ${BENCH_MODELS:-mlp cnn}; do
             printf "  %-5d %14.0f %14.0f %7.2fx %11s %11.2f%%\n", e, s, t, s / t, a, 100 * b }'
     done
 done
+exit "$status"
