@@ -14,46 +14,27 @@ static ct_status passed_on(ct_status status) {
     return status == CT_OK ? CT_OK : host->set_error(status, ct_last_error());
 }
 
-static ct_status unary(int device, ct_unary_op op, const ct_ew_args *args, double p0, double p1) {
-    return passed_on(cpu->unary(device, op, args, p0, p1));
-}
-static ct_status binary(int device, ct_binary_op op, const ct_ew_args *args) {
-    return passed_on(cpu->binary(device, op, args));
-}
-static ct_status matmul(int device, const ct_matmul_args *args) {
-    return passed_on(cpu->matmul(device, args));
-}
-static ct_status gather(int device, const ct_gather_args *args) {
-    return passed_on(cpu->gather(device, args));
-}
-static ct_status optim_step(int device, const ct_optim_args *args) {
-    return passed_on(cpu->optim_step(device, args));
-}
-static ct_status list_norm(int device, const ct_list_args *args, double p, double *out) {
-    return passed_on(cpu->list_norm(device, args, p, out));
-}
-static ct_status list_scale(int device, const ct_list_args *args, double factor) {
-    return passed_on(cpu->list_scale(device, args, factor));
-}
-static ct_status cross_entropy(int device, const ct_cross_entropy_args *args) {
-    return passed_on(cpu->cross_entropy(device, args));
-}
-static ct_status cross_entropy_backward(int device, const ct_cross_entropy_args *args) {
-    return passed_on(cpu->cross_entropy_backward(device, args));
-}
-static ct_status index_add(int device, const ct_index_add_args *args) {
-    return passed_on(cpu->index_add(device, args));
-}
-static ct_status conv2d_workspace(int device, const struct ct_conv2d_args *args, bool backward,
-                                  size_t *bytes) {
-    return passed_on(cpu->conv2d_workspace(device, args, backward, bytes));
-}
-static ct_status conv2d_forward(int device, const struct ct_conv2d_args *args) {
-    return passed_on(cpu->conv2d_forward(device, args));
-}
-static ct_status conv2d_backward(int device, const struct ct_conv2d_args *args) {
-    return passed_on(cpu->conv2d_backward(device, args));
-}
+/* A kernel of the CPU's, its error passed on: PASSED_ON(name, (parameters), (arguments)). */
+#define PASSED_ON(name, parameters, arguments)                                                     \
+    static ct_status name parameters { return passed_on(cpu->name arguments); }
+
+PASSED_ON(unary, (int device, ct_unary_op op, const ct_ew_args *a, double p0, double p1),
+          (device, op, a, p0, p1))
+PASSED_ON(binary, (int device, ct_binary_op op, const ct_ew_args *a), (device, op, a))
+PASSED_ON(matmul, (int device, const ct_matmul_args *a), (device, a))
+PASSED_ON(gather, (int device, const ct_gather_args *a), (device, a))
+PASSED_ON(optim_step, (int device, const ct_optim_args *a), (device, a))
+PASSED_ON(list_norm, (int device, const ct_list_args *a, double p, double *out),
+          (device, a, p, out))
+PASSED_ON(list_scale, (int device, const ct_list_args *a, double factor), (device, a, factor))
+PASSED_ON(cross_entropy, (int device, const ct_cross_entropy_args *a), (device, a))
+PASSED_ON(cross_entropy_backward, (int device, const ct_cross_entropy_args *a), (device, a))
+PASSED_ON(index_add, (int device, const ct_index_add_args *a), (device, a))
+PASSED_ON(conv2d_workspace,
+          (int device, const struct ct_conv2d_args *a, bool backward, size_t *bytes),
+          (device, a, backward, bytes))
+PASSED_ON(conv2d_forward, (int device, const struct ct_conv2d_args *a), (device, a))
+PASSED_ON(conv2d_backward, (int device, const struct ct_conv2d_args *a), (device, a))
 
 const ct_kernels *fake_gpu_kernels(const ct_plugin_host *the_host) {
     host = the_host;
