@@ -116,7 +116,8 @@ refused test_cli_train_corrupt_checkpoint "junk.safetensors" \
 
 # A memory limit too small for the batch: the out-of-memory error; auto finds one that fits.
 # On the CPU, whose limit it is (auto would pick a GPU where there is one).
-dataset big 4096 64
+# (a test set of 1024: evaluation in batches larger than the training batch would not fit)
+dataset big 4096 1024
 refused test_cli_train_memory_limit "out of memory" \
     env CT_MEMORY_LIMIT=cpu=48MiB "$ctensor" train --dataset "$work/big" --batch-size 4096 --epochs 1 \
     --device cpu

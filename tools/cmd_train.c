@@ -13,6 +13,7 @@
  * [0, 1]), used to normalise every dataset of 28x28 images here. */
 #define PIXEL_MEAN 0.2860
 #define PIXEL_STD 0.3530
+/* The largest evaluation batch (never more than the training batch). */
 #define EVAL_BATCH 1000
 
 typedef struct trainer {
@@ -257,7 +258,10 @@ static int set_up(trainer *t, int *first_epoch, int64_t *batch) {
         if (status != CT_OK) return failed("--batch-size auto");
     }
     t->train = make_loader(t, t->data.train_images, t->data.train_labels, *batch, true);
-    t->test = t->train ? make_loader(t, t->data.test_images, t->data.test_labels, EVAL_BATCH, false)
+    /* Evaluation keeps no activations for a backward pass, so the training batch, which fits,
+     * fits there too: a larger one may not, under a memory limit. */
+    int64_t eval_batch = *batch < EVAL_BATCH ? *batch : EVAL_BATCH;
+    t->test = t->train ? make_loader(t, t->data.test_images, t->data.test_labels, eval_batch, false)
                        : NULL;
     return t->test ? 0 : failed("data loader");
 }
