@@ -46,8 +46,9 @@ static void print_text(const train_summary *s) {
     printf("  device        %s\n", s->device);
     printf("  test accuracy %.2f%% (%lld samples)\n", 100 * s->test_accuracy,
            (long long)s->test_samples);
-    printf("  training      %d epochs of %lld samples in %.1f s: %.0f samples/s\n", s->epochs_run,
-           (long long)s->train_samples, s->seconds, s->samples_per_second);
+    printf("  training      %d %s of %lld samples in %.1f s: %.0f samples/s\n", s->epochs_run,
+           s->epochs_run == 1 ? "epoch" : "epochs", (long long)s->train_samples, s->seconds,
+           s->samples_per_second);
     printf("  data loading  %.2f s waiting for the next batch, %.1f%% of the training time\n",
            s->data_seconds, s->seconds > 0 ? 100 * s->data_seconds / s->seconds : 0.0);
     printf("  peak memory   %.1f MiB on %s\n", mib(s->peak_memory), s->device);
