@@ -124,6 +124,11 @@ refused test_cli_train_memory_limit "out of memory" \
 if grep -qF -- "; --batch-size auto finds the largest batch that fits" "$err"; then
     pass test_cli_train_memory_limit_names_auto
 else fail test_cli_train_memory_limit_names_auto "the line does not point to --batch-size auto"; fi
+# A limit too small for the batch itself: the loader cannot make it, and training fails
+# (it once ran an epoch of no steps and exited 0).
+refused test_cli_train_memory_limit_below_a_batch "out of memory" \
+    env CT_MEMORY_LIMIT=cpu=8MiB "$ctensor" train --dataset "$work/big" --model mlp \
+    --batch-size 4096 --epochs 1 --device cpu
 # (on the first 1024 samples, to keep the run short: auto starts from 1024 then)
 run env CT_MEMORY_LIMIT=cpu=48MiB "$ctensor" train --dataset "$work/big" --batch-size auto --device cpu \
     --epochs 1 --limit 1024 --json

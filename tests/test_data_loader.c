@@ -199,6 +199,36 @@ TEST(test_loader_crop_and_flip) {
     ct_release(labels);
 }
 
+/* A batch that cannot be made (here: no memory under the CPU's limit) is an error from
+ * ct_loader_next, with its reason, whether the consumer or a worker made it: never the end of
+ * the epoch, which would let training run an epoch of no steps. */
+TEST(test_loader_batch_failure_is_an_error) {
+    for (int workers = 0; workers <= 2; workers += 2) {
+        /* Batches of 2.4 MiB of floats: each needs a large block of the pool. */
+        ct_tensor *images = ct_zeros(3, (int64_t[]){64, 100, 100}, CT_U8, CT_CPU);
+        ct_tensor *labels = ct_zeros(1, (int64_t[]){64}, CT_I64, CT_CPU);
+        ct_loader *l = ct_loader_new(images, labels,
+                                     &(ct_loader_options){.batch_size = 64, .workers = workers});
+        CHECK_NOT_NULL(l);
+        CHECK_OK(ct_empty_cache(CT_CPU));
+        ct_memory_statistics stats;
+        CHECK_OK(ct_memory_stats(CT_CPU, &stats));
+        CHECK_OK(ct_set_memory_limit(CT_CPU, stats.reserved + ((size_t)1 << 20)));
+        CHECK_OK(ct_loader_start_epoch(l, 0));
+        ct_tensor *x = NULL, *y = NULL;
+        ct_status status = ct_loader_next(l, &x, &y);
+        char message[512];
+        snprintf(message, sizeof message, "%s", ct_last_error());
+        CHECK_OK(ct_set_memory_limit(CT_CPU, 0)); /* before any check can leave the test */
+        CHECK(x == NULL && y == NULL);
+        CHECK(status == CT_ERR_OUT_OF_MEMORY && strstr(message, "out of memory on cpu:0"));
+        ct_clear_error();
+        ct_loader_free(l);
+        ct_release(images);
+        ct_release(labels);
+    }
+}
+
 TEST(test_loader_errors) {
     ct_tensor *images, *labels;
     make_dataset(&images, &labels);

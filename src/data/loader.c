@@ -214,8 +214,10 @@ ct_status ct_loader_next(ct_loader *l, ct_tensor **inputs, ct_tensor **labels) {
     ct_loader_slot batch;
     take_batch(l, l->consumed, &batch);
     if (batch.status != CT_OK) {
+        /* Recorded before clear_slot, which zeroes the status and the message too. */
+        ct_status status = ct__error(batch.status, "%s", batch.message);
         clear_slot(&batch);
-        return ct__error(batch.status, "%s", batch.message);
+        return status;
     }
     *inputs = batch.inputs;
     *labels = batch.labels;
