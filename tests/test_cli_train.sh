@@ -94,6 +94,14 @@ else
     else fail test_cli_train_same_weights_on_a_gpu "exits $on_cpu $code, not on cuda:0, or other weights"; fi
 fi
 
+# A checkpoint folder that does not exist: refused before training, not after an epoch.
+refused test_cli_train_checkpoint_folder_missing "its folder $work/missing cannot take" \
+    "$ctensor" train --dataset "$work/good" --model mlp --epochs 1 \
+    --checkpoint "$work/missing/model.safetensors"
+if grep -q "^epoch" "$out"; then
+    fail test_cli_train_checkpoint_refused_before_training "an epoch ran first"
+else pass test_cli_train_checkpoint_refused_before_training; fi
+
 dataset labels 64 16 labels
 dataset magic 64 16 magic
 dataset truncated 64 16 truncated

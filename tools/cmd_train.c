@@ -245,6 +245,7 @@ static int set_up(trainer *t, int *first_epoch, int64_t *batch) {
     t->optimizer = make_optimizer(o, t->model);
     if (!t->optimizer) return failed("optimizer");
     *first_epoch = 1;
+    if (o->checkpoint && !train_checkpoint_folder_writable(o->checkpoint)) return 1;
     if (o->resume) {
         int done = 0;
         if (train_load_checkpoint(o->checkpoint, t->model, t->optimizer, &done) != CT_OK)

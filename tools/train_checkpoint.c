@@ -1,7 +1,10 @@
 /* `ctensor train`'s checkpoints: one safetensors file with the model's state under its
  * PyTorch names, the optimiser's under "optimizer.", and the epoch and seed as metadata. */
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "train_impl.h"
 
@@ -20,6 +23,19 @@ static ct_status add_optimizer(ct_state_dict *sd, const ct_optimizer *optimizer)
         ct_release(t);
     }
     return status;
+}
+
+bool train_checkpoint_folder_writable(const char *path) {
+    const char *slash = strrchr(path, '/');
+    char folder[4096];
+    if (!slash)
+        snprintf(folder, sizeof folder, ".");
+    else
+        snprintf(folder, sizeof folder, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    if (access(folder, W_OK) == 0) return true;
+    fprintf(stderr, "ctensor train: %s: its folder %s cannot take the checkpoint (%s)\n", path,
+            folder, strerror(errno));
+    return false;
 }
 
 ct_status train_save_checkpoint(const char *path, const ct_module *model,

@@ -53,6 +53,9 @@ void train_print_summary(const train_options *o, const train_summary *s);
 /* The model of o->model (NULL with the error set). */
 ct_module *train_model(const char *name);
 
+/* Whether path's folder takes new files, checked before training so that an epoch is not
+ * trained for nothing; prints the error line when not. */
+bool train_checkpoint_folder_writable(const char *path);
 /* Save the model, optimiser and epoch to path (atomically); load them back, checking
  * every name, shape and dtype. */
 ct_status train_save_checkpoint(const char *path, const ct_module *model,
