@@ -14,44 +14,35 @@ static ct_status passed_on(ct_status status) {
     return status == CT_OK ? CT_OK : host->set_error(status, ct_last_error());
 }
 
-/* A kernel of the CPU's, its error passed on: PASSED_ON(name, (parameters), (arguments)). */
+/* The kernels that can fail, once each: X(name, (parameters), (arguments)). */
+#define FAILING_KERNELS(X)                                                                         \
+    X(unary, (int device, ct_unary_op op, const ct_ew_args *a, double p0, double p1),              \
+      (device, op, a, p0, p1))                                                                     \
+    X(binary, (int device, ct_binary_op op, const ct_ew_args *a), (device, op, a))                 \
+    X(matmul, (int device, const ct_matmul_args *a), (device, a))                                  \
+    X(gather, (int device, const ct_gather_args *a), (device, a))                                  \
+    X(optim_step, (int device, const ct_optim_args *a), (device, a))                               \
+    X(list_norm, (int device, const ct_list_args *a, double p, double *out), (device, a, p, out))  \
+    X(list_scale, (int device, const ct_list_args *a, double factor), (device, a, factor))         \
+    X(cross_entropy, (int device, const ct_cross_entropy_args *a), (device, a))                    \
+    X(cross_entropy_backward, (int device, const ct_cross_entropy_args *a), (device, a))           \
+    X(index_add, (int device, const ct_index_add_args *a), (device, a))                            \
+    X(conv2d_workspace,                                                                            \
+      (int device, const struct ct_conv2d_args *a, bool backward, size_t *bytes),                  \
+      (device, a, backward, bytes))                                                                \
+    X(conv2d_forward, (int device, const struct ct_conv2d_args *a), (device, a))                   \
+    X(conv2d_backward, (int device, const struct ct_conv2d_args *a), (device, a))
+
+/* A kernel of the CPU's, its error passed on. */
 #define PASSED_ON(name, parameters, arguments)                                                     \
     static ct_status name parameters { return passed_on(cpu->name arguments); }
-
-PASSED_ON(unary, (int device, ct_unary_op op, const ct_ew_args *a, double p0, double p1),
-          (device, op, a, p0, p1))
-PASSED_ON(binary, (int device, ct_binary_op op, const ct_ew_args *a), (device, op, a))
-PASSED_ON(matmul, (int device, const ct_matmul_args *a), (device, a))
-PASSED_ON(gather, (int device, const ct_gather_args *a), (device, a))
-PASSED_ON(optim_step, (int device, const ct_optim_args *a), (device, a))
-PASSED_ON(list_norm, (int device, const ct_list_args *a, double p, double *out),
-          (device, a, p, out))
-PASSED_ON(list_scale, (int device, const ct_list_args *a, double factor), (device, a, factor))
-PASSED_ON(cross_entropy, (int device, const ct_cross_entropy_args *a), (device, a))
-PASSED_ON(cross_entropy_backward, (int device, const ct_cross_entropy_args *a), (device, a))
-PASSED_ON(index_add, (int device, const ct_index_add_args *a), (device, a))
-PASSED_ON(conv2d_workspace,
-          (int device, const struct ct_conv2d_args *a, bool backward, size_t *bytes),
-          (device, a, backward, bytes))
-PASSED_ON(conv2d_forward, (int device, const struct ct_conv2d_args *a), (device, a))
-PASSED_ON(conv2d_backward, (int device, const struct ct_conv2d_args *a), (device, a))
+FAILING_KERNELS(PASSED_ON)
 
 const ct_kernels *fake_gpu_kernels(const ct_plugin_host *the_host) {
     host = the_host;
     cpu = ct__cpu_backend()->kernels;
     kernels = *cpu;
-    kernels.unary = unary;
-    kernels.binary = binary;
-    kernels.matmul = matmul;
-    kernels.gather = gather;
-    kernels.optim_step = optim_step;
-    kernels.list_norm = list_norm;
-    kernels.list_scale = list_scale;
-    kernels.cross_entropy = cross_entropy;
-    kernels.cross_entropy_backward = cross_entropy_backward;
-    kernels.index_add = index_add;
-    kernels.conv2d_workspace = conv2d_workspace;
-    kernels.conv2d_forward = conv2d_forward;
-    kernels.conv2d_backward = conv2d_backward;
+#define INSTALL(name, parameters, arguments) kernels.name = name;
+    FAILING_KERNELS(INSTALL)
     return &kernels;
 }
