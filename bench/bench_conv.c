@@ -15,24 +15,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ctensor/ctensor.h"
+
+#include "bench_clock.h"
 
 #ifndef CT_BENCH_DIR
 #define CT_BENCH_DIR "bench"
 #endif
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int compare_doubles(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 typedef struct {
     ct_tensor *x, *w1, *b1, *w2, *b2;
@@ -59,14 +49,14 @@ static double time_steps(const model *m, int runs) {
     double *times = malloc(sizeof(double) * (size_t)runs);
     if (!times) return -1;
     for (int i = 0; i < 3 + runs; i++) {
-        double start = now_s();
+        double start = bench_now();
         if (step(m) != CT_OK) {
             free(times);
             return -1;
         }
-        if (i >= 3) times[i - 3] = (now_s() - start) * 1e3;
+        if (i >= 3) times[i - 3] = (bench_now() - start) * 1e3;
     }
-    qsort(times, (size_t)runs, sizeof *times, compare_doubles);
+    qsort(times, (size_t)runs, sizeof *times, bench_compare_doubles);
     double median = times[runs / 2];
     free(times);
     return median;

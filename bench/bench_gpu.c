@@ -22,9 +22,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ctensor/ctensor.h"
+
+#include "bench_clock.h"
 
 /* Declared by ops.h once matmul precision lands; weak so this builds and runs without it. */
 CT_API ct_status ct_set_matmul_precision(const char *precision);
@@ -35,17 +36,6 @@ CT_API ct_status ct_set_matmul_precision(const char *precision);
 static ct_device device;
 static bool quick;
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int compare_doubles(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 typedef ct_status (*call_fn)(void *ctx);
 
 /* Seconds per call: the median of RUNS runs of `calls` calls, each run between two
@@ -54,13 +44,13 @@ static ct_status time_calls(call_fn fn, void *ctx, int calls, double *seconds) {
     double times[RUNS];
     for (int run = -1; run < RUNS; run++) { /* run -1 warms up */
         if (ct_synchronize(device) != CT_OK) return ct_last_status();
-        double start = now_s();
+        double start = bench_now();
         for (int i = 0; i < calls; i++)
             if (fn(ctx) != CT_OK) return ct_last_status();
         if (ct_synchronize(device) != CT_OK) return ct_last_status();
-        if (run >= 0) times[run] = (now_s() - start) / calls;
+        if (run >= 0) times[run] = (bench_now() - start) / calls;
     }
-    qsort(times, RUNS, sizeof times[0], compare_doubles);
+    qsort(times, RUNS, sizeof times[0], bench_compare_doubles);
     *seconds = times[RUNS / 2];
     return CT_OK;
 }

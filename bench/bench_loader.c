@@ -11,19 +11,14 @@
  * Usage: bench_loader [WORKERS] [DEVICE]     (`make bench-loader`) */
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include <ctensor/ctensor.h>
 #include <ctensor/data.h>
 #include <ctensor/optim.h>
 
-enum { BATCH = 128, ROUNDS = 3 };
+#include "bench_clock.h"
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+enum { BATCH = 128, ROUNDS = 3 };
 
 static int fail(const char *what) {
     fprintf(stderr, "bench_loader: %s: %s\n", what, ct_last_error());
@@ -46,11 +41,6 @@ static ct_module *mlp(void) {
     return ct_nn_sequential(6, (ct_module *[]){ct_nn_flatten(), ct_nn_linear(784, 256, true),
                                                ct_nn_relu(), ct_nn_linear(256, 128, true),
                                                ct_nn_relu(), ct_nn_linear(128, 10, true)});
-}
-
-static int compare(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 typedef struct trainer {
@@ -85,10 +75,10 @@ static ct_status train_step(trainer *t, ct_loader *loader, ct_tensor **xs, ct_te
 /* train_step, finished on the device; *seconds grows by its time. */
 static ct_status timed_step(trainer *t, ct_loader *loader, ct_device device, ct_tensor **xs,
                             ct_tensor **ys, int64_t b, double *seconds) {
-    double start = now();
+    double start = bench_now();
     ct_status status = train_step(t, loader, xs, ys, b);
     if (status == CT_OK) status = ct_synchronize(device);
-    *seconds += now() - start;
+    *seconds += bench_now() - start;
     return status;
 }
 
@@ -99,11 +89,11 @@ static ct_status epoch(ct_loader *loader, ct_device device, int64_t batches, ct_
     trainer t;
     ct_status status = trainer_new(&t, device);
     if (status == CT_OK && !xs) status = ct_loader_start_epoch(loader, 0);
-    double start = now();
+    double start = bench_now();
     for (int64_t b = 0; status == CT_OK && b < batches; b++)
         status = train_step(&t, loader, xs, ys, b);
     if (status == CT_OK) status = ct_synchronize(device);
-    *seconds = now() - start;
+    *seconds = bench_now() - start;
     trainer_free(&t);
     return status;
 }
@@ -160,7 +150,8 @@ int main(int argc, char **argv) {
         if (status != CT_OK) return fail("epoch");
         seconds[0][round] = pair[0], seconds[1][round] = pair[1];
     }
-    for (int side = 0; side < 2; side++) qsort(seconds[side], ROUNDS, sizeof(double), compare);
+    for (int side = 0; side < 2; side++)
+        qsort(seconds[side], ROUNDS, sizeof(double), bench_compare_doubles);
     double premade = seconds[0][ROUNDS / 2], loaded = seconds[1][ROUNDS / 2];
     int64_t samples = ct_size(data.train_labels, 0);
     printf("batches on the device: %8.0f samples/s\n", samples / premade);

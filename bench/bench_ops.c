@@ -21,9 +21,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ctensor/ctensor.h"
+
+#include "bench_clock.h"
 
 typedef ct_status (*call_fn)(void *ctx);
 
@@ -32,17 +33,6 @@ static double warmup_s = 0.05; /* seconds of warm-up calls */
 #define BATCH_S 1e-3           /* a batch lasts at least this long */
 #define MIN_BATCHES 7
 #define MAX_BATCHES 101
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int compare_doubles(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /* One function being timed: its warm-up estimate, batch size and batch times. */
 typedef struct timing {
@@ -56,24 +46,24 @@ typedef struct timing {
 
 static void warm_up(timing *t) {
     long calls = 0;
-    double start = now_s(), elapsed = 0.0;
+    double start = bench_now(), elapsed = 0.0;
     while (calls < 2 || elapsed < warmup_s) {
         if (t->fn(t->ctx) != CT_OK) {
             t->failed = true;
             return;
         }
         calls++;
-        elapsed = now_s() - start;
+        elapsed = bench_now() - start;
     }
     t->per_call = elapsed / (double)calls;
     t->batch = t->per_call >= BATCH_S ? 1 : (long)(BATCH_S / t->per_call) + 1;
 }
 
 static void run_batch(timing *t, long b) {
-    double t0 = now_s();
+    double t0 = bench_now();
     for (long i = 0; i < t->batch && !t->failed; i++)
         if (t->fn(t->ctx) != CT_OK) t->failed = true;
-    t->times[b] = (now_s() - t0) / (double)t->batch;
+    t->times[b] = (bench_now() - t0) / (double)t->batch;
 }
 
 /* Time n functions in alternating batches, so that a change in the machine's load falls on
@@ -91,7 +81,7 @@ static void time_interleaved(int n, timing *t, double *seconds) {
         for (int k = 0; k < n; k++)
             if (!t[k].failed) run_batch(&t[k], b);
     for (int k = 0; k < n; k++) {
-        qsort(t[k].times, (size_t)batches, sizeof t[k].times[0], compare_doubles);
+        qsort(t[k].times, (size_t)batches, sizeof t[k].times[0], bench_compare_doubles);
         seconds[k] = t[k].failed ? -1.0 : t[k].times[batches / 2];
     }
 }

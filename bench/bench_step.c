@@ -6,21 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <ctensor/ctensor.h>
 #include <ctensor/optim.h>
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int compare(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+#include "bench_clock.h"
 
 static ct_module *model_for(const char *name) {
     if (strcmp(name, "cnn") == 0) {
@@ -65,16 +55,16 @@ int main(int argc, char **argv) {
     if (!adam || !x || !y) return fail("setup");
     double *times = calloc((size_t)steps, sizeof *times);
     for (int step = 0; step < steps + 3; step++) {
-        double start = now();
+        double start = bench_now();
         ct_scope_begin();
         ct_tensor *loss = ct_cross_entropy(ct_module_forward(model, x), y, NULL);
         if (ct_optimizer_zero_grad(adam) != CT_OK || ct_backward(loss) != CT_OK ||
             ct_optimizer_step(adam) != CT_OK || ct_synchronize(device) != CT_OK)
             return fail("step");
         ct_scope_end();
-        if (step >= 3) times[step - 3] = now() - start; /* warm-up steps are not timed */
+        if (step >= 3) times[step - 3] = bench_now() - start; /* warm-up steps are not timed */
     }
-    qsort(times, (size_t)steps, sizeof *times, compare);
+    qsort(times, (size_t)steps, sizeof *times, bench_compare_doubles);
     double median = times[steps / 2];
     printf("ctensor %s %lld %.3f %.0f\n", name, (long long)batch, median * 1e3, batch / median);
     free(times);

@@ -50,6 +50,39 @@ static bool new_grads(ct_node *node, const ct_tensor *x, const ct_tensor *w, ct_
 
 static char *data_or_null(const ct_tensor *t) { return t ? ct__data(t) : NULL; }
 
+/* What both norms' backward passes work with: the kernels of the saved x's device, the
+ * incoming gradient in x's dtype there, and the new gradients of (x, weight, bias). */
+typedef struct norm_backward {
+    const ct_kernels *kernels;
+    int physical;
+    ct_tensor *grad_out;
+    ct_tensor *grads[3];
+} norm_backward;
+
+/* Fills b; false (nothing held) on failure. */
+static bool norm_backward_begin(ct_node *node, const ct_tensor *grad_out, norm_backward *b) {
+    const ct_tensor *x = node->saved[0], *w = node->saved[1];
+    ct_device device = x->storage->device;
+    *b = (norm_backward){0};
+    b->kernels = ct__kernels(device, &b->physical);
+    if (b->kernels) b->grad_out = ct__nn_operand(grad_out, x->dtype, device, node->name);
+    if (b->grad_out && new_grads(node, x, w, b->grads)) return true;
+    ct_release(b->grad_out);
+    return false;
+}
+
+/* Hands the gradients to grad_in when status is CT_OK, else releases them. */
+static ct_status norm_backward_end(norm_backward *b, ct_status status, ct_tensor **grad_in) {
+    ct_release(b->grad_out);
+    for (int i = 0; i < 3; i++) {
+        if (status == CT_OK)
+            grad_in[i] = b->grads[i];
+        else
+            ct_release(b->grads[i]);
+    }
+    return status;
+}
+
 /* Save x, weight, mean, invstd and record the node over (x, weight, bias). */
 static ct_tensor *record_norm(const char *op, ct_backward_fn backward, ct_tensor *y,
                               const ct_tensor *const *inputs, ct_tensor *const *saved,
@@ -111,31 +144,16 @@ static ct_batch_norm_args batch_norm_args(const ct_tensor *x, const ct_tensor *w
 
 static ct_status batch_norm_backward(ct_node *node, const ct_tensor *grad_out,
                                      ct_tensor **grad_in) {
-    const ct_tensor *x = node->saved[0], *w = node->saved[1];
-    ct_device device = x->storage->device;
-    int physical;
-    const ct_kernels *k = ct__kernels(device, &physical);
-    ct_tensor *g = k ? ct__nn_operand(grad_out, x->dtype, device, node->name) : NULL;
-    ct_tensor *grads[3] = {NULL, NULL, NULL};
-    if (!g || !new_grads(node, x, w, grads)) {
-        ct_release(g);
-        return ct_last_status();
-    }
-    ct_batch_norm_args args = batch_norm_args(x, w, &node->saved[2]);
+    norm_backward b;
+    if (!norm_backward_begin(node, grad_out, &b)) return ct_last_status();
+    ct_batch_norm_args args = batch_norm_args(node->saved[0], node->saved[1], &node->saved[2]);
     args.training = node->ints[0] != 0;
-    args.grad_out = ct__data(g);
-    args.grad_x = data_or_null(grads[0]);
-    args.grad_weight = data_or_null(grads[1]);
-    args.grad_bias = data_or_null(grads[2]);
-    ct_status status = args.c ? k->batch_norm_backward(physical, &args) : CT_OK;
-    ct_release(g);
-    for (int i = 0; i < 3; i++) {
-        if (status == CT_OK)
-            grad_in[i] = grads[i];
-        else
-            ct_release(grads[i]);
-    }
-    return status;
+    args.grad_out = ct__data(b.grad_out);
+    args.grad_x = data_or_null(b.grads[0]);
+    args.grad_weight = data_or_null(b.grads[1]);
+    args.grad_bias = data_or_null(b.grads[2]);
+    ct_status status = args.c ? b.kernels->batch_norm_backward(b.physical, &args) : CT_OK;
+    return norm_backward_end(&b, status, grad_in);
 }
 
 /* Running statistics: pointer, dtype and stride, or NULL. */
@@ -224,37 +242,23 @@ static ct_layer_norm_args layer_norm_args(const ct_tensor *x, const ct_tensor *w
 
 static ct_status layer_norm_backward(ct_node *node, const ct_tensor *grad_out,
                                      ct_tensor **grad_in) {
-    const ct_tensor *x = node->saved[0], *w = node->saved[1];
-    ct_device device = x->storage->device;
-    int physical;
-    const ct_kernels *k = ct__kernels(device, &physical);
-    ct_tensor *g = k ? ct__nn_operand(grad_out, x->dtype, device, node->name) : NULL;
-    ct_tensor *grads[3] = {NULL, NULL, NULL};
-    if (!g || !new_grads(node, x, w, grads)) {
-        ct_release(g);
-        return ct_last_status();
-    }
-    ct_layer_norm_args args = layer_norm_args(x, w, &node->saved[2]);
+    norm_backward b;
+    if (!norm_backward_begin(node, grad_out, &b)) return ct_last_status();
+    const ct_tensor *x = node->saved[0];
+    ct_layer_norm_args args = layer_norm_args(x, node->saved[1], &node->saved[2]);
     args.n = ct__nn_numel(x->shape, x->ndim - (int)node->ints[0], x->ndim);
-    args.grad_out = ct__data(g);
-    args.grad_x = data_or_null(grads[0]);
-    args.grad_weight = data_or_null(grads[1]);
-    args.grad_bias = data_or_null(grads[2]);
+    args.grad_out = ct__data(b.grad_out);
+    args.grad_x = data_or_null(b.grads[0]);
+    args.grad_weight = data_or_null(b.grads[1]);
+    args.grad_bias = data_or_null(b.grads[2]);
     ct_status status = CT_OK;
     if (x->numel > 0)
-        status = k->layer_norm_backward(physical, &args);
+        status = b.kernels->layer_norm_backward(b.physical, &args);
     else if (args.n > 0) { /* no rows: the parameter gradients are sums of nothing */
         for (int i = 1; i < 3 && status == CT_OK; i++)
-            if (grads[i]) status = ct_fill(grads[i], 0.0);
+            if (b.grads[i]) status = ct_fill(b.grads[i], 0.0);
     }
-    ct_release(g);
-    for (int i = 0; i < 3; i++) {
-        if (status == CT_OK)
-            grad_in[i] = grads[i];
-        else
-            ct_release(grads[i]);
-    }
-    return status;
+    return norm_backward_end(&b, status, grad_in);
 }
 
 static ct_tensor *layer_norm_forward(const char *op, ct_device device, const ct_tensor *x,

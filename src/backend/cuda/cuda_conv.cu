@@ -218,6 +218,17 @@ static ct_status prepare(int device, const ct_conv2d_args *a, bool backward, cud
     return CT_OK;
 }
 
+// cuDNN's alpha and beta: 1 and 0 in the type it scales in (double for f64, else float).
+struct scaling {
+    const void *one, *zero;
+};
+
+static scaling scaling_for(ct_dtype dtype) {
+    static const float one_f = 1.0f, zero_f = 0.0f;
+    static const double one_d = 1.0, zero_d = 0.0;
+    return dtype == CT_F64 ? scaling{&one_d, &zero_d} : scaling{&one_f, &zero_f};
+}
+
 } // namespace
 
 extern "C" ct_status ct_cuda_conv2d_workspace(int device, const ct_conv2d_args *args, bool backward,
@@ -240,17 +251,13 @@ extern "C" ct_status ct_cuda_conv2d_forward(int device, const ct_conv2d_args *ar
     ct_conv_plan p;
     status = prepare(device, args, false, &h, &d, &p);
     if (status != CT_OK) return status;
-    const float one_f = 1.0f, zero_f = 0.0f;
-    const double one_d = 1.0, zero_d = 0.0;
-    bool f64 = args->dtype == CT_F64;
-    const void *one = f64 ? (const void *)&one_d : (const void *)&one_f;
-    const void *zero = f64 ? (const void *)&zero_d : (const void *)&zero_f;
+    scaling s = scaling_for(args->dtype);
     CT_CUDNN_CHECK(device,
-                   cudnnConvolutionForward(h, one, d.x, args->x, d.w, args->weight, d.conv,
+                   cudnnConvolutionForward(h, s.one, d.x, args->x, d.w, args->weight, d.conv,
                                            (cudnnConvolutionFwdAlgo_t)p.algo[0], args->workspace,
-                                           args->workspace_size, zero, d.y, args->y));
+                                           args->workspace_size, s.zero, d.y, args->y));
     if (args->bias)
-        CT_CUDNN_CHECK(device, cudnnAddTensor(h, one, d.bias, args->bias, one, d.y, args->y));
+        CT_CUDNN_CHECK(device, cudnnAddTensor(h, s.one, d.bias, args->bias, s.one, d.y, args->y));
     return CT_OK;
 }
 
@@ -263,23 +270,19 @@ extern "C" ct_status ct_cuda_conv2d_backward(int device, const ct_conv2d_args *a
     ct_conv_plan p;
     status = prepare(device, args, true, &h, &d, &p);
     if (status != CT_OK) return status;
-    const float one_f = 1.0f, zero_f = 0.0f;
-    const double one_d = 1.0, zero_d = 0.0;
-    bool f64 = args->dtype == CT_F64;
-    const void *one = f64 ? (const void *)&one_d : (const void *)&one_f;
-    const void *zero = f64 ? (const void *)&zero_d : (const void *)&zero_f;
+    scaling s = scaling_for(args->dtype);
     if (args->grad_x)
         CT_CUDNN_CHECK(device, cudnnConvolutionBackwardData(
-                                   h, one, d.w, args->weight, d.y, args->y, d.conv,
+                                   h, s.one, d.w, args->weight, d.y, args->y, d.conv,
                                    (cudnnConvolutionBwdDataAlgo_t)p.algo[0], args->workspace,
-                                   args->workspace_size, zero, d.x, args->grad_x));
+                                   args->workspace_size, s.zero, d.x, args->grad_x));
     if (args->grad_weight)
         CT_CUDNN_CHECK(device, cudnnConvolutionBackwardFilter(
-                                   h, one, d.x, args->x, d.y, args->y, d.conv,
+                                   h, s.one, d.x, args->x, d.y, args->y, d.conv,
                                    (cudnnConvolutionBwdFilterAlgo_t)p.algo[1], args->workspace,
-                                   args->workspace_size, zero, d.w, args->grad_weight));
+                                   args->workspace_size, s.zero, d.w, args->grad_weight));
     if (args->grad_bias)
-        CT_CUDNN_CHECK(device, cudnnConvolutionBackwardBias(h, one, d.y, args->y, zero, d.bias,
+        CT_CUDNN_CHECK(device, cudnnConvolutionBackwardBias(h, s.one, d.y, args->y, s.zero, d.bias,
                                                             args->grad_bias));
     return CT_OK;
 }
