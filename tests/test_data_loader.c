@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "ct_ref.h"
+#include "data/loader_impl.h"
 
 enum { N = 50, H = 4, W = 5 };
 
@@ -195,6 +196,63 @@ TEST(test_loader_crop_and_flip) {
     }
     CHECK(flips > 5 && flips < N - 5 && shifted > N / 2);
     ct_loader_free(l);
+    ct_release(images);
+    ct_release(labels);
+}
+
+/* Batches large enough to be split over the OpenMP team when made in the training thread:
+ * the same values as a worker thread makes alone, crops and flips included. The last batch is
+ * below the size of a split, so both ways of the training thread run. */
+DEVICE_TEST(test_loader_split_batches_same_as_a_worker_makes) {
+    enum { COUNT = 300, SIDE = 16, BATCH = 128, LAST = COUNT % BATCH };
+    _Static_assert(BATCH * SIDE * SIDE >= CT_LOADER_PARALLEL_THRESHOLD, "batches are split");
+    _Static_assert(LAST * SIDE * SIDE < CT_LOADER_PARALLEL_THRESHOLD, "the last one is not");
+    static uint8_t pixels[COUNT * SIDE * SIDE];
+    static int64_t ids[COUNT];
+    for (int i = 0; i < COUNT * SIDE * SIDE; i++) pixels[i] = (uint8_t)(i * 7 + i / 13);
+    for (int n = 0; n < COUNT; n++) ids[n] = n;
+    ct_tensor *images = ct_from_data(pixels, 4, (int64_t[]){COUNT, 1, SIDE, SIDE}, CT_U8, CT_CPU);
+    ct_tensor *labels = ct_from_data(ids, 1, (int64_t[]){COUNT}, CT_I64, CT_CPU);
+    CHECK(images && labels);
+    static float values[2][COUNT * SIDE * SIDE];
+    static int64_t order[2][COUNT];
+    for (int w = 0; w < 2; w++) {
+        ct_loader_options o = {.batch_size = BATCH,
+                               .shuffle = true,
+                               .seed = 9,
+                               .workers = 2 * w,
+                               .device = device,
+                               .scale = 1.0 / 255,
+                               .mean = {0.25},
+                               .std = {0.5},
+                               .crop_padding = 3,
+                               .horizontal_flip = true};
+        ct_loader *l = ct_loader_new(images, labels, &o);
+        CHECK_NOT_NULL(l);
+        CHECK_OK(ct_loader_start_epoch(l, 1));
+        int64_t count = 0;
+        for (;;) {
+            ct_tensor *x = NULL, *y = NULL;
+            CHECK_OK(ct_loader_next(l, &x, &y));
+            if (!x) break;
+            int64_t rows = ct_size(y, 0);
+            CHECK(count + rows <= COUNT);
+            CHECK_OK(ct_copy_to_host(y, order[w] + count, sizeof(int64_t) * (size_t)rows));
+            CHECK_OK(ct_copy_to_host(x, values[w] + count * SIDE * SIDE,
+                                     sizeof(float) * (size_t)(rows * SIDE * SIDE)));
+            count += rows;
+            ct_release(x);
+            ct_release(y);
+        }
+        ct_loader_free(l);
+        CHECK(count == COUNT);
+    }
+    CHECK(memcmp(order[0], order[1], sizeof order[0]) == 0);
+    CHECK(memcmp(values[0], values[1], sizeof values[0]) == 0);
+    /* Not all padding: the pixels came through, normalised. */
+    int64_t nonzero = 0;
+    for (int i = 0; i < COUNT * SIDE * SIDE; i++) nonzero += values[0][i] != (float)(-0.25 / 0.5);
+    CHECK(nonzero > COUNT * SIDE * SIDE / 2);
     ct_release(images);
     ct_release(labels);
 }

@@ -7,6 +7,9 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "core/philox_impl.h"
 #include "data/loader_impl.h"
@@ -122,6 +125,48 @@ static void prefetch_sample(const ct_loader *loader, int64_t index) {
     __builtin_prefetch(ct__data(labels) + index * (int64_t)ct__dtype_size(labels->dtype));
 }
 
+/* Rows [from, to) of a batch: row r gets sample first[r], the epoch's sample position + r. */
+static void fill_rows(const ct_loader *loader, const int64_t *first, int64_t from, int64_t to,
+                      uint64_t augment_key, int64_t position, float *xd, int64_t *yd) {
+    const ct_loader_options *o = &loader->options;
+    const ct_tensor *labels = loader->labels;
+    int pad = o->crop_padding;
+    for (int64_t r = from; r < to && r < from + CT_LOADER_PREFETCH; r++)
+        prefetch_sample(loader, first[r]);
+    for (int64_t r = from; r < to; r++) {
+        if (r + CT_LOADER_PREFETCH < to) prefetch_sample(loader, first[r + CT_LOADER_PREFETCH]);
+        uint32_t w[4] = {0, 0, 0, 0};
+        if (pad || o->horizontal_flip)
+            ct_philox_stream_block(augment_key, (uint64_t)(position + r), w);
+        int dy = pad ? (int)(w[0] % (uint32_t)(2 * pad + 1)) - pad : 0;
+        int dx = pad ? (int)(w[1] % (uint32_t)(2 * pad + 1)) - pad : 0;
+        bool flip = o->horizontal_flip && (w[2] & 1u);
+        fill_sample(loader, first[r], dy, dx, flip, xd + r * loader->features);
+        yd[r] = ct__load_i64(ct__data(labels) + first[r] * (int64_t)ct__dtype_size(labels->dtype),
+                             labels->dtype);
+    }
+}
+
+/* A batch made in the training thread (no workers) is split over the OpenMP team, whose
+ * threads would otherwise sleep while it is made: each sample starts with a cache miss, and
+ * two threads wait out two at a time. A worker thread fills its batch alone, beside the
+ * team's work. */
+static void fill_batch(const ct_loader *loader, const int64_t *first, int64_t rows,
+                       uint64_t augment_key, int64_t position, float *xd, int64_t *yd) {
+#ifdef _OPENMP
+    if (loader->nthreads == 0 && rows * loader->features >= CT_LOADER_PARALLEL_THRESHOLD) {
+#pragma omp parallel
+        {
+            int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
+            int64_t from = rows * t / threads, to = rows * (t + 1) / threads;
+            fill_rows(loader, first, from, to, augment_key, position, xd, yd);
+        }
+        return;
+    }
+#endif
+    fill_rows(loader, first, 0, rows, augment_key, position, xd, yd);
+}
+
 void ct__loader_prepare(const ct_loader *loader, const int64_t *order, int64_t epoch, int64_t b,
                         ct_loader_slot *out) {
     const ct_loader_options *o = &loader->options;
@@ -138,27 +183,8 @@ void ct__loader_prepare(const ct_loader *loader, const int64_t *order, int64_t e
         ct_release(x);
         return;
     }
-    float *xd = (float *)ct__data(x);
-    int64_t *yd = (int64_t *)ct__data(y);
-    int pad = o->crop_padding;
-    uint64_t augment_key = loader_key(o->seed, AUGMENT_KEY, epoch);
-    for (int64_t r = 0; r < rows && r < CT_LOADER_PREFETCH; r++)
-        prefetch_sample(loader, order[start + r]);
-    for (int64_t r = 0; r < rows; r++) {
-        if (r + CT_LOADER_PREFETCH < rows)
-            prefetch_sample(loader, order[start + r + CT_LOADER_PREFETCH]);
-        uint32_t w[4] = {0, 0, 0, 0};
-        if (pad || o->horizontal_flip)
-            ct_philox_stream_block(augment_key, (uint64_t)(start + r), w);
-        int dy = pad ? (int)(w[0] % (uint32_t)(2 * pad + 1)) - pad : 0;
-        int dx = pad ? (int)(w[1] % (uint32_t)(2 * pad + 1)) - pad : 0;
-        bool flip = o->horizontal_flip && (w[2] & 1u);
-        int64_t index = order[start + r];
-        fill_sample(loader, index, dy, dx, flip, xd + r * loader->features);
-        const ct_tensor *labels = loader->labels;
-        yd[r] = ct__load_i64(ct__data(labels) + index * (int64_t)ct__dtype_size(labels->dtype),
-                             labels->dtype);
-    }
+    fill_batch(loader, order + start, rows, loader_key(o->seed, AUGMENT_KEY, epoch), start,
+               (float *)ct__data(x), (int64_t *)ct__data(y));
     out->inputs = x, out->labels = y, out->status = CT_OK;
     if (ct_device_equal(o->device, CT_CPU)) return;
     /* Prefetch to the device from this thread, while the consumer computes. From pinned

@@ -40,6 +40,10 @@ struct ct_loader {
     int nthreads;
 };
 
+/* A batch of at least this many values, made in the training thread (no workers), is split
+ * over the OpenMP team. */
+#define CT_LOADER_PARALLEL_THRESHOLD 32768
+
 /* Fill loader->order for epoch (identity without shuffle). */
 void ct__loader_order(ct_loader *loader, int64_t epoch);
 /* Batch b of the current order as tensors on the loader's device; the status and message of
