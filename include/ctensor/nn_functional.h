@@ -77,7 +77,9 @@ CT_API ct_tensor *ct_log_softmax(const ct_tensor *x, int axis);
 
 /* Cross-entropy of logits (N, C) against class indices target (N) (integer), with a fused
  * log-softmax. label_smoothing in [0, 1) as PyTorch's; ignore_index: targets equal to it add
- * nothing (pass a negative value other than any label, e.g. -100, PyTorch's default). */
+ * nothing (pass a negative value other than any label, e.g. -100, PyTorch's default).
+ * CT_ERR_INVALID_ARG for a target out of range, which a GPU checks on the device and reads
+ * back: an implicit device-to-host transfer and a wait per call (transfer.h). */
 typedef struct ct_cross_entropy_options {
     ct_reduction reduction;
     double label_smoothing;

@@ -146,6 +146,15 @@ typedef struct ct_layer_norm_args ct_layer_norm_args;
 typedef struct ct_dropout_args ct_dropout_args;
 typedef struct ct_index_add_args ct_index_add_args;
 
+/* What a device backend's kernels read back to the host, waiting for the device: the
+ * verdict of a check of their operands, or the value the call returns. The op layer counts
+ * each read as an implicit device-to-host transfer (ct__transfer_account_readback) before
+ * the launch; CPU kernels read nothing back. The CUDA plugin asserts these sizes. */
+#define CT_READBACK_BAD_VALUE 16   /* cross_entropy targets, index_add indices: {failed, value} */
+#define CT_READBACK_BAD_POSITION 8 /* gather indices: the first bad position */
+#define CT_READBACK_RAISED_FLAG 4  /* integer pow and remainder: a flag the operands raised */
+#define CT_READBACK_NORM 8         /* list_norm: its double result */
+
 typedef struct ct_kernels {
     /* out = op(in); operands out, in. p0, p1: op parameters (clamp bounds). */
     ct_status (*unary)(int device, ct_unary_op op, const ct_ew_args *args, double p0, double p1);

@@ -32,6 +32,11 @@ ct_transfer_guard ct_set_transfer_guard(ct_transfer_guard guard) {
     return previous;
 }
 
+static void count(ct_transfer_direction direction, size_t bytes, bool implicit) {
+    atomic_fetch_add(&counts[direction][implicit], 1);
+    atomic_fetch_add(&bytes_moved[direction][implicit], bytes);
+}
+
 ct_status ct__transfer_account(ct_transfer_direction direction, size_t bytes, bool implicit,
                                const char *what) {
     ct_transfer_guard guard = ct_get_transfer_guard();
@@ -46,8 +51,28 @@ ct_status ct__transfer_account(ct_transfer_direction direction, size_t bytes, bo
     if (implicit && guard == CT_GUARD_LOG)
         ct__log(CT_LOG_WARNING, "%s: implicit %s transfer of %zu bytes", what,
                 direction_names[direction], bytes);
-    atomic_fetch_add(&counts[direction][implicit], 1);
-    atomic_fetch_add(&bytes_moved[direction][implicit], bytes);
+    count(direction, bytes, implicit);
+    return CT_OK;
+}
+
+ct_status ct__transfer_account_readback(ct_device device, size_t bytes, const char *what) {
+    if (device.type == CT_DEVICE_CPU) return CT_OK;
+    char where[64];
+    ct_device_str(device, where, sizeof where);
+    ct_transfer_guard guard = ct_get_transfer_guard();
+    if (guard == CT_GUARD_DISALLOW_IMPLICIT) {
+        atomic_fetch_add(&refused, 1);
+        return ct__error(CT_ERR_TRANSFER_GUARD,
+                         "%s on %s reads %zu bytes back to the host and waits for the device: "
+                         "an implicit device-to-host transfer, refused by the transfer guard "
+                         "(CT_GUARD_DISALLOW_IMPLICIT); relax the guard with "
+                         "ct_set_transfer_guard() around the call",
+                         what, where, bytes);
+    }
+    if (guard == CT_GUARD_LOG)
+        ct__log(CT_LOG_WARNING, "%s on %s: implicit device-to-host transfer of %zu bytes", what,
+                where, bytes);
+    count(CT_TRANSFER_D2H, bytes, true);
     return CT_OK;
 }
 

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "autograd/grad_impl.h"
+#include "core/transfer_impl.h"
 #include "ops/op_impl.h"
 
 enum { KIND_ARITH, KIND_DIV, KIND_COMPARE, KIND_LOGICAL };
@@ -42,7 +43,7 @@ typedef struct host_scalar {
 
 /* Make out and run the kernel over (ndim, shape) with operands a and b, or a and the host
  * scalar s when b is NULL. a and b are on device already. */
-static ct_tensor *launch(ct_binary_op op, int kind, ct_device device, int ndim,
+static ct_tensor *launch(const char *name, ct_binary_op op, int kind, ct_device device, int ndim,
                          const int64_t *shape, ct_dtype promoted, const ct_tensor *a,
                          const ct_tensor *b, const host_scalar *s) {
     int physical;
@@ -68,7 +69,13 @@ static ct_tensor *launch(ct_binary_op op, int kind, ct_device device, int ndim,
         ct__ew_coalesce(&args);
     }
     args.compute_dtype = kind == KIND_DIV ? out_dtype : promoted;
-    if (kernels->binary(physical, op, &args) != CT_OK) {
+    /* Integer pow and remainder check their operands on the device (negative exponents,
+     * zero divisors). */
+    bool checked =
+        (op == CT_BOP_POW || op == CT_BOP_REMAINDER) && !ct__is_float(args.compute_dtype);
+    if ((checked &&
+         ct__transfer_account_readback(device, CT_READBACK_RAISED_FLAG, name) != CT_OK) ||
+        kernels->binary(physical, op, &args) != CT_OK) {
         ct_release(out);
         return NULL;
     }
@@ -98,11 +105,12 @@ static ct_tensor *binary(const char *name, ct_binary_op op, int kind, const ct_t
     ct_dtype promoted = ct_promote_types(a->dtype, b->dtype);
     if (bool_subtraction(name, op, promoted)) return NULL;
     if (ct__same_device(a->storage->device, device) && ct__same_device(b->storage->device, device))
-        return launch(op, kind, device, ndim, shape, promoted, a, b, NULL);
+        return launch(name, op, kind, device, ndim, shape, promoted, a, b, NULL);
     /* A 0-d CPU tensor joins an op on another device: copy it there first. */
     ct_tensor *da = ct__operand_on(a, device, name);
     ct_tensor *db = da ? ct__operand_on(b, device, name) : NULL;
-    ct_tensor *out = db ? launch(op, kind, device, ndim, shape, promoted, da, db, NULL) : NULL;
+    ct_tensor *out =
+        db ? launch(name, op, kind, device, ndim, shape, promoted, da, db, NULL) : NULL;
     ct_release(da);
     ct_release(db);
     return out;
@@ -150,10 +158,11 @@ static ct_tensor *binary_scalar(const char *name, ct_binary_op op, int kind, con
             scalar.value.i32 = (int32_t)s;
         else
             scalar.value.i64 = ct__f64_to_i64(s);
-        return launch(op, kind, device, a->ndim, a->shape, promoted, a, NULL, &scalar);
+        return launch(name, op, kind, device, a->ndim, a->shape, promoted, a, NULL, &scalar);
     }
     ct_tensor *b = ct__full_on(device, 0, NULL, s, scalar.dtype);
-    ct_tensor *out = b ? launch(op, kind, device, a->ndim, a->shape, promoted, a, b, NULL) : NULL;
+    ct_tensor *out =
+        b ? launch(name, op, kind, device, a->ndim, a->shape, promoted, a, b, NULL) : NULL;
     ct_release(b);
     return out;
 }

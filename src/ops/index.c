@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "autograd/grad_impl.h"
+#include "core/transfer_impl.h"
 #include "ops/op_impl.h"
 
 static bool check_index_dtype(const char *op, const ct_tensor *index) {
@@ -41,6 +42,10 @@ static ct_tensor *run_gather(const char *op, ct_device device, ct_tensor *out,
     ct__ew_coalesce(&g.it);
     g.src_axis_stride = x->strides[axis];
     g.src_axis_size = x->shape[axis];
+    if (ct__transfer_account_readback(device, CT_READBACK_BAD_POSITION, op) != CT_OK) {
+        ct_release(out);
+        return NULL;
+    }
     if (k->gather(physical, &g) != CT_OK) {
         char message[512];
         snprintf(message, sizeof message, "%s", ct_last_error());

@@ -4,6 +4,7 @@
  * ct_gather and ct_embedding; their own backward selects or gathers the gradient back. */
 #include <string.h>
 
+#include "core/transfer_impl.h"
 #include "ops/nn_impl.h"
 
 /* dst[.. index ..] += src over the iteration `shape` (index's positions, rank ndim), split
@@ -35,6 +36,9 @@ static ct_status run_index_add(const char *op, ct_tensor *dst, int a, const ct_t
     args.dst_axis_stride = dst->strides[a];
     args.dst_axis_size = dst->shape[a];
     if (args.rest.numel == 0 || args.k == 0) return CT_OK;
+    ct_status status =
+        ct__transfer_account_readback(dst->storage->device, CT_READBACK_BAD_VALUE, op);
+    if (status != CT_OK) return status;
     if (k->index_add(physical, &args) != CT_OK) return ct__nn_prefix_error(op);
     return CT_OK;
 }

@@ -1,5 +1,6 @@
 /* Losses: ct_cross_entropy (one fused kernel forward, one backward, on each device) and
  * ct_mse_loss (composed of elementwise ops and a reduction), with their backward. */
+#include "core/transfer_impl.h"
 #include "ops/nn_impl.h"
 
 static const ct_cross_entropy_options default_options = {CT_REDUCTION_MEAN, 0.0, -100};
@@ -105,7 +106,9 @@ static ct_tensor *cross_entropy_forward(const char *op, ct_device device, const 
     if (!out) return NULL;
     ct_cross_entropy_args args = cross_entropy_args(saved[0], saved[1], o, &saved[2]);
     args.out = ct__data(out);
-    if (k->cross_entropy(physical, &args) != CT_OK) {
+    if (ct__transfer_account_readback(device, CT_READBACK_BAD_VALUE,
+                                      "ct_cross_entropy (its check of the targets)") != CT_OK ||
+        k->cross_entropy(physical, &args) != CT_OK) {
         ct_release(out);
         return NULL;
     }

@@ -6,6 +6,7 @@
 
 #include "backend/optim_update_impl.h"
 #include "core/device_impl.h"
+#include "core/transfer_impl.h"
 #include "ctensor/autograd.h"
 #include "ops/op_impl.h"
 #include "optim/optim_impl.h"
@@ -62,7 +63,8 @@ static ct_status per_device(int n, clip_item *items, ct_list_tensor *entries, bo
                              device.type == CT_DEVICE_CPU ? "cpu" : "cuda");
         double part = 0.0;
         ct_status s = scale ? k->list_scale(physical, &args, factor)
-                            : k->list_norm(physical, &args, p, &part);
+                            : ct__transfer_account_readback(device, CT_READBACK_NORM, OP);
+        if (s == CT_OK && !scale) s = k->list_norm(physical, &args, p, &part);
         if (s != CT_OK) return s;
         *acc = isinf(p) ? ct_norm_max(*acc, part) : *acc + part;
     }

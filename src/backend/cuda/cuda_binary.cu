@@ -246,6 +246,8 @@ static ct_status launch_f32(int device, cudaStream_t stream, const ct_ew_args &a
     return CT_OK;
 }
 
+static_assert(sizeof(int) == CT_READBACK_RAISED_FLAG, "the op layer counts this read");
+
 /* Run the integer op with the device flag *flag and read it back into *raised. */
 template <typename T>
 static ct_status run_flagged(int device, cudaStream_t stream, const ct_ew_args &a, int op,

@@ -104,6 +104,9 @@ static ct_status bad_index_error(int64_t index, int64_t axis_size) {
                         (long long)axis_size - 1);
 }
 
+static_assert(sizeof(unsigned long long) == CT_READBACK_BAD_POSITION,
+              "the op layer counts this read");
+
 // Run the kernel with the slot at bad_position; *first_bad gets the smallest bad position
 // (NO_BAD_POSITION when every index is in range). Waits for the stream.
 static ct_status launch(int device, cudaStream_t stream, const gather_geom &g,

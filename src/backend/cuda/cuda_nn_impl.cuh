@@ -63,6 +63,7 @@ struct nn_bad_slot {
     unsigned int failed;
     long long value;
 };
+static_assert(sizeof(nn_bad_slot) == CT_READBACK_BAD_VALUE, "the op layer counts this read");
 
 NN_DEV void nn_report_bad(nn_bad_slot *slot, int64_t value) {
     if (atomicCAS(&slot->failed, 0u, 1u) == 0u) slot->value = (long long)value;

@@ -220,6 +220,7 @@ extern "C" ct_status ct_cuda_list_norm(int device, const ct_list_args *args, dou
                     (size_t)(nchunks + 1) * sizeof(double), &t);
     if (status != CT_OK) return status;
     double *partials = (double *)t.extra, *result = partials + t.nchunks;
+    static_assert(sizeof *result == CT_READBACK_NORM, "the op layer counts this read");
     norm_partials<<<grid_for(t.nchunks), THREADS, 0, stream>>>(t.tensors, t.chunks, t.nchunks, p,
                                                                partials);
     cudaError_t launched = cudaGetLastError();
