@@ -22,6 +22,14 @@ bool ct_test_failed(void);
 /* Mark the running test skipped with a reason (a test that cannot run here). */
 void ct_test_skip(const char *reason);
 
+/* A log hook (ct_set_log_hook(ct_test_record_warning, &warnings)) that counts the warnings it
+ * receives and keeps the last one. */
+typedef struct ct_test_warnings {
+    int count;
+    char last[1024];
+} ct_test_warnings;
+void ct_test_record_warning(ct_log_level level, const char *message, void *warnings);
+
 #define TEST(name)                                                                                 \
     static void name(void);                                                                        \
     __attribute__((constructor)) static void register_##name(void) {                               \

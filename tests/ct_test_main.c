@@ -40,6 +40,13 @@ void ct_test_skip(const char *reason) {
     snprintf(skip_reason, sizeof skip_reason, "%s", reason);
 }
 
+void ct_test_record_warning(ct_log_level level, const char *message, void *warnings) {
+    ct_test_warnings *w = warnings;
+    if (level != CT_LOG_WARNING) return;
+    w->count++;
+    snprintf(w->last, sizeof w->last, "%s", message);
+}
+
 /* Run one test body and check what it left behind. Returns 0 pass, 1 fail, 2 skip. */
 static int run_one(const test_case *t, const ct_device *device, const char *label) {
     current_failed = current_skipped = false;

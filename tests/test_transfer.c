@@ -147,23 +147,11 @@ TEST(test_transfer_guard_disallow_implicit) {
     CHECK(s.counters[CT_TRANSFER_D2D][0].count == 1);
 }
 
-typedef struct {
-    int count;
-    char last[1024];
-} log_record;
-
-static void recording_hook(ct_log_level level, const char *message, void *user_data) {
-    log_record *r = user_data;
-    if (level != CT_LOG_WARNING) return;
-    r->count++;
-    snprintf(r->last, sizeof r->last, "%s", message);
-}
-
 TEST(test_transfer_guard_log) {
     ct_tensor *s1 = ct_scalar(1.0, CT_I32, CPU1);
     CHECK_NOT_NULL(s1);
-    log_record record = {0, ""};
-    ct_set_log_hook(recording_hook, &record);
+    ct_test_warnings record = {0, ""};
+    ct_set_log_hook(ct_test_record_warning, &record);
     ct_transfer_stats_reset();
     ct_transfer_guard previous = ct_set_transfer_guard(CT_GUARD_LOG);
     ct_tensor *moved = ct__operand_on(s1, CT_CPU, "ct_test_op");

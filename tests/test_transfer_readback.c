@@ -76,8 +76,8 @@ DEVICE_TEST(test_readback_counted_for_the_gradient_norm) {
  * runs; the CPU's passes. Explicit copies for the test's own reads are not refused. */
 DEVICE_TEST(test_readback_refused_by_the_guard) {
     ct_scope_begin();
-    ct_tensor *logits = ref_tensor((double[]){0.5, -1, 2, 0, 1, 3}, 2, (int64_t[]){2, 3}, CT_F32,
-                                   device);
+    ct_tensor *logits =
+        ref_tensor((double[]){0.5, -1, 2, 0, 1, 3}, 2, (int64_t[]){2, 3}, CT_F32, device);
     ct_tensor *target = int64_tensor((int64_t[]){2, 0}, 2, device);
     ct_tensor *p = ref_tensor((double[]){3, 4}, 1, (int64_t[]){2}, CT_F32, device);
     CHECK(logits && target && p);
@@ -118,25 +118,13 @@ DEVICE_TEST(test_readback_refused_by_the_guard) {
     ct_scope_end();
 }
 
-typedef struct {
-    int count;
-    char last[512];
-} log_record;
-
-static void recording_hook(ct_log_level level, const char *message, void *user_data) {
-    log_record *r = user_data;
-    if (level != CT_LOG_WARNING) return;
-    r->count++;
-    snprintf(r->last, sizeof r->last, "%s", message);
-}
-
 DEVICE_TEST(test_readback_logged_by_the_guard) {
     ct_scope_begin();
     ct_tensor *x = ref_tensor((double[]){1, 2, 3}, 1, (int64_t[]){3}, CT_F32, device);
     ct_tensor *index = int64_tensor((int64_t[]){2, 2}, 2, device);
     CHECK(x && index);
-    log_record record = {0, ""};
-    ct_set_log_hook(recording_hook, &record);
+    ct_test_warnings record = {0, ""};
+    ct_set_log_hook(ct_test_record_warning, &record);
     ct_transfer_guard previous = ct_set_transfer_guard(CT_GUARD_LOG);
     ct_tensor *picked = ct_index_select(x, 0, index);
     ct_set_transfer_guard(previous);
