@@ -165,7 +165,8 @@ TEST(test_data_idx_gzip_short_data_fails_where_it_ends) {
     const char *path = tmp_path("short.idx.gz");
     CHECK(write_gzip(path, b.data, b.n));
     CHECK(ct_read_idx(path) == NULL);
-    CHECK_ERROR(CT_ERR_FORMAT, "byte 312: the file ends inside the IDX data (300 of its 10000");
+    CHECK_ERROR(CT_ERR_FORMAT, "short.idx.gz: byte 312 of the uncompressed data: the file ends "
+                               "inside the IDX data (300 of its 10000");
 }
 
 TEST(test_data_idx_corrupt_gzip) {
@@ -178,7 +179,8 @@ TEST(test_data_idx_corrupt_gzip) {
     const char *path = tmp_path("corrupt.idx.gz");
     CHECK(write_file(path, z.data, z.n));
     CHECK(ct_read_idx(path) == NULL);
-    CHECK_ERROR(CT_ERR_FORMAT, "corrupt.idx.gz: byte ");
+    CHECK(strstr(ct_last_error(), "corrupt.idx.gz: byte ") != NULL);
+    CHECK_ERROR(CT_ERR_FORMAT, " of the uncompressed data: corrupt gzip data");
 }
 
 /* ---------------------------------------------------------------- NPY ---- */

@@ -28,8 +28,10 @@ ct_status ct__data_format_error(const ct__data_file *f, uint64_t offset, const c
     va_start(ap, fmt);
     vsnprintf(problem, sizeof problem, fmt, ap);
     va_end(ap);
-    return ct__error(CT_ERR_FORMAT, "%s: %s: byte %llu: %s", f->fn, f->path,
-                     (unsigned long long)offset, problem);
+    /* In a gzipped file the offset counts the uncompressed bytes: say so, or the user looks
+     * for it in the compressed file. */
+    return ct__error(CT_ERR_FORMAT, "%s: %s: byte %llu%s: %s", f->fn, f->path,
+                     (unsigned long long)offset, f->gz ? " of the uncompressed data" : "", problem);
 }
 
 /* Open as a plain file, find its size, and switch to zlib when it starts with 1f 8b. */
