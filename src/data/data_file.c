@@ -75,6 +75,15 @@ void ct__data_close(ct__data_file *f) {
     f->gz = NULL;
 }
 
+/* zlib's message for the file's last error, without the "PATH: " it starts with (the
+ * error names the file already). */
+static const char *gzip_message(const ct__data_file *f, int *code) {
+    const char *msg = gzerror((gzFile)f->gz, code);
+    size_t len = strlen(f->path);
+    if (strncmp(msg, f->path, len) == 0 && strncmp(msg + len, ": ", 2) == 0) msg += len + 2;
+    return msg;
+}
+
 static ct_status read_gzip(ct__data_file *f, void *dst, size_t n, size_t *got) {
     size_t done = 0;
     while (done < n) {
@@ -82,14 +91,14 @@ static ct_status read_gzip(ct__data_file *f, void *dst, size_t n, size_t *got) {
         int r = gzread((gzFile)f->gz, (char *)dst + done, (unsigned)step);
         if (r < 0) {
             int code;
-            const char *msg = gzerror((gzFile)f->gz, &code);
+            const char *msg = gzip_message(f, &code);
             if (code == Z_ERRNO) return io_error(f->fn, f->path, "read", errno);
             return ct__data_format_error(f, f->offset + done, "corrupt gzip data (%s)", msg);
         }
         if (r == 0) {
             /* zlib reports a stream cut short as a clean end with Z_BUF_ERROR. */
             int code;
-            const char *msg = gzerror((gzFile)f->gz, &code);
+            const char *msg = gzip_message(f, &code);
             if (code == Z_BUF_ERROR)
                 return ct__data_format_error(f, f->offset + done, "the gzip data is cut short (%s)",
                                              msg);
