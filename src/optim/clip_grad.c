@@ -62,9 +62,14 @@ static ct_status per_device(int n, clip_item *items, ct_list_tensor *entries, bo
                                 "kernels",
                              device.type == CT_DEVICE_CPU ? "cpu" : "cuda");
         double part = 0.0;
-        ct_status s = scale ? k->list_scale(physical, &args, factor)
-                            : ct__transfer_account_readback(device, CT_READBACK_NORM, OP);
-        if (s == CT_OK && !scale) s = k->list_norm(physical, &args, p, &part);
+        ct_status s = CT_OK;
+        if (scale) {
+            s = k->list_scale(physical, &args, factor);
+        } else {
+            /* The norm of empty gradients is 0 without a kernel or a read. */
+            if (args.total > 0) s = ct__transfer_account_readback(device, CT_READBACK_NORM, OP);
+            if (s == CT_OK) s = k->list_norm(physical, &args, p, &part);
+        }
         if (s != CT_OK) return s;
         *acc = isinf(p) ? ct_norm_max(*acc, part) : *acc + part;
     }
