@@ -138,11 +138,13 @@ static ct_status train_epoch(trainer *t, int epoch, epoch_result *r) {
     return status;
 }
 
-/* Accuracy on the test set, in evaluation mode without recording. */
+/* Accuracy on the test set, in evaluation mode without recording. The hits add up on the
+ * device and are read once at the end: a read per batch would wait for the device each time. */
 static ct_status evaluate(trainer *t, double *accuracy) {
     ct_module_eval(t->model);
     ct_status status = ct_loader_start_epoch(t->test, 0);
-    double hits = 0;
+    ct_tensor *hits = ct_zeros(0, NULL, CT_I64, t->o->device);
+    if (!hits) status = ct_last_status();
     int64_t samples = 0;
     ct_no_grad_push();
     while (status == CT_OK) {
@@ -152,16 +154,23 @@ static ct_status evaluate(trainer *t, double *accuracy) {
         bool more = status == CT_OK && x;
         if (more) {
             ct_tensor *predicted = ct_argmax(ct_module_forward(t->model, as_images(x)), 1, false);
-            double batch_hits = 0;
-            status = ct_item(ct_sum(ct_eq(predicted, y), 0, NULL, false), &batch_hits);
-            hits += batch_hits;
-            samples += ct_size(y, 0);
+            ct_tensor *sum = ct_add(hits, ct_sum(ct_eq(predicted, y), 0, NULL, false));
+            if (sum) {
+                ct_release(hits);
+                hits = ct_keep(sum);
+                samples += ct_size(y, 0);
+            } else {
+                status = ct_last_status();
+            }
         }
         ct_scope_end();
         if (!more) break;
     }
     ct_no_grad_pop();
-    *accuracy = samples ? hits / samples : 0;
+    double total = 0;
+    if (status == CT_OK) status = ct_item(hits, &total);
+    ct_release(hits);
+    *accuracy = samples ? total / samples : 0;
     return status;
 }
 
