@@ -94,6 +94,23 @@ else
     else fail test_cli_train_same_weights_on_a_gpu "exits $on_cpu $code, not on cuda:0, or other weights"; fi
 fi
 
+# On a GPU the host reads from the device once a step (the check of the targets) and three
+# times an epoch (the running loss and hits, then the test set's hits): nothing per test
+# batch, nothing else hidden.
+if [ -z "$fake_gpu" ]; then
+    echo "SKIP test_cli_train_device_reads_on_a_gpu: no fake GPU plugin given"
+    skipped=$((skipped + 1))
+else
+    run env CT_CUDA_PLUGIN="$fake_gpu" "$ctensor" train --dataset "$work/good" --model mlp \
+        --batch-size 64 --limit 256 --epochs 2 --device cuda --json
+    if [ "$code" = 0 ] && "$python" -c 'import json, math, sys
+s = json.load(open(sys.argv[1]))
+steps = math.ceil(s["train_samples"] / s["batch_size"])
+sys.exit(s["transfers"]["device_to_host"]["count"] != s["epochs"] * (steps + 3))' "$out" 2>>"$err"
+    then pass test_cli_train_device_reads_on_a_gpu
+    else fail test_cli_train_device_reads_on_a_gpu "exit $code, or not one read a step and three an epoch"; fi
+fi
+
 # A checkpoint folder that does not exist: refused before training, not after an epoch.
 refused test_cli_train_checkpoint_folder_missing "its folder $work/missing cannot take" \
     "$ctensor" train --dataset "$work/good" --model mlp --epochs 1 \
