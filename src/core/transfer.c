@@ -57,9 +57,9 @@ ct_status ct__transfer_account(ct_transfer_direction direction, size_t bytes, bo
 
 ct_status ct__transfer_account_readback(ct_device device, size_t bytes, const char *what) {
     if (device.type == CT_DEVICE_CPU) return CT_OK;
-    char where[64];
-    ct_device_str(device, where, sizeof where);
     ct_transfer_guard guard = ct_get_transfer_guard();
+    char where[64] = ""; /* named only for a message: this runs once a training step */
+    if (guard != CT_GUARD_ALLOW) ct_device_str(device, where, sizeof where);
     if (guard == CT_GUARD_DISALLOW_IMPLICIT) {
         atomic_fetch_add(&refused, 1);
         return ct__error(CT_ERR_TRANSFER_GUARD,
