@@ -1,56 +1,163 @@
-/* ctensor — the table of elementwise ops, read by ops.h (declarations) and by the op layer
- * and backends (enums and kernel tables). Adding an elementwise op means adding a line here,
- * its kernel, and (later) its backward rule.
+/* ctensor — the table of elementwise ops. Each row is one op: ops.h declares ct_NAME (and
+ * ct_NAME_scalar for binary ops) from it, the backends generate their kernels from it (the
+ * per-element formulas are in src/backend/ew_formula_impl.h), the op layer its result dtype
+ * and its autograd record (the backward rules are in src/ops/elementwise_*_grad.c), and the
+ * tests their cases (each row has a float64 reference in tests/). A row whose formula,
+ * backward rule or reference is missing does not compile (docs/ADDING_AN_OP.md).
+ *
+ * Columns: X(name, NAME, kind, grad), and a one-line contract above each row.
  *
  * Unary kinds: FLOAT  integer and bool inputs compute in float32 (as PyTorch)
  *              SAME   keeps the input dtype (bool is taken as uint8 for arithmetic)
- *              BOOL   gives bool
+ *              BOOL   a predicate: gives bool
+ *              INT    integer and bool inputs only (CT_ERR_DTYPE for floats); keeps the dtype
  * Binary kinds: ARITH   promoted dtype (ct_promote_types)
- *               DIV     promoted, and integer/bool results become float32
+ *               FLOAT   promoted, and integer/bool results become float32
  *               COMPARE promoted for the comparison, gives bool
- *               LOGICAL any dtypes, gives bool */
+ *               LOGICAL any dtypes, gives bool
+ *               INT     integers and bool only (CT_ERR_DTYPE for floats); promoted dtype
+ *               SHIFT   integers only (CT_ERR_DTYPE for floats and bool); promoted dtype
+ * grad: GRAD    differentiable: a backward rule (for floating results)
+ *       NOGRAD  no backward rule: a floating result from an input that requires grad is
+ *               CT_ERR_UNSUPPORTED naming the op; bool and integer results carry no grad. */
 #ifndef CTENSOR_OP_LIST_H
 #define CTENSOR_OP_LIST_H
 
 #define CT_UNARY_OPS(X)                                                                            \
-    X(neg, NEG, SAME)                                                                              \
-    X(abs, ABS, SAME)                                                                              \
-    X(sign, SIGN, SAME)                                                                            \
-    X(sqrt, SQRT, FLOAT)                                                                           \
-    X(rsqrt, RSQRT, FLOAT)                                                                         \
-    X(exp, EXP, FLOAT)                                                                             \
-    X(expm1, EXPM1, FLOAT)                                                                         \
-    X(log, LOG, FLOAT)                                                                             \
-    X(log1p, LOG1P, FLOAT)                                                                         \
-    X(sin, SIN, FLOAT)                                                                             \
-    X(cos, COS, FLOAT)                                                                             \
-    X(tanh, TANH, FLOAT)                                                                           \
-    X(sigmoid, SIGMOID, FLOAT)                                                                     \
-    X(relu, RELU, SAME)                                                                            \
-    X(gelu, GELU, FLOAT)                                                                           \
-    X(erf, ERF, FLOAT)                                                                             \
-    X(floor, FLOOR, SAME)                                                                          \
-    X(ceil, CEIL, SAME)                                                                            \
-    X(round, ROUND, SAME)                                                                          \
-    X(logical_not, LOGICAL_NOT, BOOL)
+    /* -x; integers wrap (-INT_MIN is INT_MIN); bool is CT_ERR_DTYPE */                            \
+    X(neg, NEG, SAME, GRAD)                                                                        \
+    /* |x|; integers wrap (|INT_MIN| is INT_MIN); -0.0 gives 0.0 */                                \
+    X(abs, ABS, SAME, GRAD)                                                                        \
+    /* -1, 0 or 1; NaN and signed zeros are kept; gradient 0 */                                    \
+    X(sign, SIGN, SAME, GRAD)                                                                      \
+    /* IEEE square root: NaN below 0, -0.0 gives -0.0 */                                           \
+    X(sqrt, SQRT, FLOAT, GRAD)                                                                     \
+    /* 1 / sqrt(x): inf at 0, NaN below 0 */                                                       \
+    X(rsqrt, RSQRT, FLOAT, GRAD)                                                                   \
+    /* e^x; float32 within 1.1 ulp, the same bits on CPU and CUDA */                               \
+    X(exp, EXP, FLOAT, GRAD)                                                                       \
+    /* e^x - 1, accurate near 0 */                                                                 \
+    X(expm1, EXPM1, FLOAT, GRAD)                                                                   \
+    /* natural log: -inf at 0, NaN below 0 */                                                      \
+    X(log, LOG, FLOAT, GRAD)                                                                       \
+    /* log(1 + x), accurate near 0 */                                                              \
+    X(log1p, LOG1P, FLOAT, GRAD)                                                                   \
+    /* sine (radians) */                                                                           \
+    X(sin, SIN, FLOAT, GRAD)                                                                       \
+    /* cosine (radians) */                                                                         \
+    X(cos, COS, FLOAT, GRAD)                                                                       \
+    /* hyperbolic tangent */                                                                       \
+    X(tanh, TANH, FLOAT, GRAD)                                                                     \
+    /* 1 / (1 + e^-x), no cancellation */                                                          \
+    X(sigmoid, SIGMOID, FLOAT, GRAD)                                                               \
+    /* max(x, 0) with NaN kept */                                                                  \
+    X(relu, RELU, SAME, GRAD)                                                                      \
+    /* the erf form x/2 (1 + erf(x / sqrt 2)), not the tanh approximation */                       \
+    X(gelu, GELU, FLOAT, GRAD)                                                                     \
+    /* the error function */                                                                       \
+    X(erf, ERF, FLOAT, GRAD)                                                                       \
+    /* round toward -inf; integers unchanged; gradient 0 */                                        \
+    X(floor, FLOOR, SAME, GRAD)                                                                    \
+    /* round toward +inf; integers unchanged; gradient 0 */                                        \
+    X(ceil, CEIL, SAME, GRAD)                                                                      \
+    /* round half to even (numpy.round); integers unchanged; gradient 0 */                         \
+    X(round, ROUND, SAME, GRAD)                                                                    \
+    /* x == 0 */                                                                                   \
+    X(logical_not, LOGICAL_NOT, BOOL, NOGRAD)                                                      \
+    /* round toward 0; integers unchanged; gradient 0 */                                           \
+    X(trunc, TRUNC, SAME, GRAD)                                                                    \
+    /* x * x; integers wrap */                                                                     \
+    X(square, SQUARE, SAME, GRAD)                                                                  \
+    /* 1 / x: inf at 0 with the zero's sign */                                                     \
+    X(reciprocal, RECIPROCAL, FLOAT, GRAD)                                                         \
+    /* base-2 log */                                                                               \
+    X(log2, LOG2, FLOAT, GRAD)                                                                     \
+    /* base-10 log */                                                                              \
+    X(log10, LOG10, FLOAT, GRAD)                                                                   \
+    /* tangent (radians) */                                                                        \
+    X(tan, TAN, FLOAT, GRAD)                                                                       \
+    /* arcsine: NaN outside [-1, 1] */                                                             \
+    X(asin, ASIN, FLOAT, GRAD)                                                                     \
+    /* arccosine: NaN outside [-1, 1] */                                                           \
+    X(acos, ACOS, FLOAT, GRAD)                                                                     \
+    /* arctangent, in (-pi/2, pi/2) */                                                             \
+    X(atan, ATAN, FLOAT, GRAD)                                                                     \
+    /* hyperbolic sine */                                                                          \
+    X(sinh, SINH, FLOAT, GRAD)                                                                     \
+    /* hyperbolic cosine */                                                                        \
+    X(cosh, COSH, FLOAT, GRAD)                                                                     \
+    /* inverse hyperbolic sine */                                                                  \
+    X(asinh, ASINH, FLOAT, GRAD)                                                                   \
+    /* inverse hyperbolic cosine: NaN below 1 */                                                   \
+    X(acosh, ACOSH, FLOAT, GRAD)                                                                   \
+    /* inverse hyperbolic tangent: +-inf at +-1, NaN outside [-1, 1] */                            \
+    X(atanh, ATANH, FLOAT, GRAD)                                                                   \
+    /* 2^x */                                                                                      \
+    X(exp2, EXP2, FLOAT, GRAD)                                                                     \
+    /* the sign bit: true for -0.0 and negative NaNs */                                            \
+    X(signbit, SIGNBIT, BOOL, NOGRAD)                                                              \
+    /* x is NaN */                                                                                 \
+    X(isnan, ISNAN, BOOL, NOGRAD)                                                                  \
+    /* x is +inf or -inf */                                                                        \
+    X(isinf, ISINF, BOOL, NOGRAD)                                                                  \
+    /* x is neither NaN nor infinite; integers always are finite */                                \
+    X(isfinite, ISFINITE, BOOL, NOGRAD)                                                            \
+    /* ~x (two's complement); on bool, logical not (as NumPy) */                                   \
+    X(bitwise_invert, BITWISE_INVERT, INT, NOGRAD)
 
 #define CT_BINARY_OPS(X)                                                                           \
-    X(add, ADD, ARITH)                                                                             \
-    X(sub, SUB, ARITH)                                                                             \
-    X(mul, MUL, ARITH)                                                                             \
-    X(div, DIV, DIV)                                                                               \
-    X(pow, POW, ARITH)                                                                             \
-    X(maximum, MAXIMUM, ARITH)                                                                     \
-    X(minimum, MINIMUM, ARITH)                                                                     \
-    X(remainder, REMAINDER, ARITH)                                                                 \
-    X(eq, EQ, COMPARE)                                                                             \
-    X(ne, NE, COMPARE)                                                                             \
-    X(lt, LT, COMPARE)                                                                             \
-    X(le, LE, COMPARE)                                                                             \
-    X(gt, GT, COMPARE)                                                                             \
-    X(ge, GE, COMPARE)                                                                             \
-    X(logical_and, LOGICAL_AND, LOGICAL)                                                           \
-    X(logical_or, LOGICAL_OR, LOGICAL)
+    /* a + b; integers wrap */                                                                     \
+    X(add, ADD, ARITH, GRAD)                                                                       \
+    /* a - b; integers wrap; bool - bool is CT_ERR_DTYPE */                                        \
+    X(sub, SUB, ARITH, GRAD)                                                                       \
+    /* a * b; integers wrap */                                                                     \
+    X(mul, MUL, ARITH, GRAD)                                                                       \
+    /* true division: integers give float32; x/0 is inf or NaN */                                  \
+    X(div, DIV, FLOAT, GRAD)                                                                       \
+    /* a^b; integers wrap, a negative integer exponent is CT_ERR_INVALID_ARG */                    \
+    X(pow, POW, ARITH, GRAD)                                                                       \
+    /* NaN-propagating maximum (numpy.maximum) */                                                  \
+    X(maximum, MAXIMUM, ARITH, GRAD)                                                               \
+    /* NaN-propagating minimum (numpy.minimum) */                                                  \
+    X(minimum, MINIMUM, ARITH, GRAD)                                                               \
+    /* Python-style remainder (the divisor's sign); integer % 0 is CT_ERR_INVALID_ARG */           \
+    X(remainder, REMAINDER, ARITH, GRAD)                                                           \
+    /* a == b (NaN is unequal to everything) */                                                    \
+    X(eq, EQ, COMPARE, NOGRAD)                                                                     \
+    /* a != b (true with NaN) */                                                                   \
+    X(ne, NE, COMPARE, NOGRAD)                                                                     \
+    /* a < b */                                                                                    \
+    X(lt, LT, COMPARE, NOGRAD)                                                                     \
+    /* a <= b */                                                                                   \
+    X(le, LE, COMPARE, NOGRAD)                                                                     \
+    /* a > b */                                                                                    \
+    X(gt, GT, COMPARE, NOGRAD)                                                                     \
+    /* a >= b */                                                                                   \
+    X(ge, GE, COMPARE, NOGRAD)                                                                     \
+    /* a != 0 and b != 0 */                                                                        \
+    X(logical_and, LOGICAL_AND, LOGICAL, NOGRAD)                                                   \
+    /* a != 0 or b != 0 */                                                                         \
+    X(logical_or, LOGICAL_OR, LOGICAL, NOGRAD)                                                     \
+    /* sqrt(a^2 + b^2) without overflow; inf if either is inf, even with NaN */                    \
+    X(hypot, HYPOT, FLOAT, GRAD)                                                                   \
+    /* |a| with the sign of b (signed zeros and NaN signs count) */                                \
+    X(copysign, COPYSIGN, FLOAT, GRAD)                                                             \
+    /* the angle of (b, a) in [-pi, pi], signed zeros as C's atan2 */                              \
+    X(atan2, ATAN2, FLOAT, GRAD)                                                                   \
+    /* log(e^a + e^b) without overflow; logaddexp(-inf, -inf) is -inf */                           \
+    X(logaddexp, LOGADDEXP, FLOAT, GRAD)                                                           \
+    /* floor(a / b) as Python's //; integers wrap, integer // 0 is CT_ERR_INVALID_ARG */           \
+    X(floor_divide, FLOOR_DIVIDE, ARITH, NOGRAD)                                                   \
+    /* a & b (bool: logical and) */                                                                \
+    X(bitwise_and, BITWISE_AND, INT, NOGRAD)                                                       \
+    /* a | b (bool: logical or) */                                                                 \
+    X(bitwise_or, BITWISE_OR, INT, NOGRAD)                                                         \
+    /* a ^ b (bool: logical xor) */                                                                \
+    X(bitwise_xor, BITWISE_XOR, INT, NOGRAD)                                                       \
+    /* a << b in the result's width; b < 0 or b >= the width gives 0 (NumPy) */                    \
+    X(bitwise_left_shift, BITWISE_LEFT_SHIFT, SHIFT, NOGRAD)                                       \
+    /* a >> b (arithmetic); b < 0 or b >= the width gives 0, or -1 for negative a */               \
+    X(bitwise_right_shift, BITWISE_RIGHT_SHIFT, SHIFT, NOGRAD)
 
 #define CT_REDUCE_OPS(X)                                                                           \
     X(sum, SUM)                                                                                    \

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "core/transfer_impl.h"
-#include "autograd/grad_impl.h"
+#include "ops/grad_impl.h"
 #include "ops/op_impl.h"
 
 ct_tensor *ct_contiguous(const ct_tensor *x) {

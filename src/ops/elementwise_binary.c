@@ -1,9 +1,9 @@
 /* The binary elementwise ops of op_list.h (ct_add ... ct_logical_or), their *_scalar forms,
  * and ct_where: NumPy broadcasting, dtype promotion, then one kernel call.
  *
- * Dtypes: ARITH ops give ct_promote_types(a, b); DIV gives that when it is floating, else
+ * Dtypes: ARITH ops give ct_promote_types(a, b); FLOAT gives that when it is floating, else
  * float32 (true division, computed in float32 as PyTorch does); COMPARE and LOGICAL give
- * bool. The kernel gets compute_dtype = the promoted dtype (the float result for DIV).
+ * bool; INT and SHIFT give the promoted integer (or, for INT, bool) dtype and refuse floats. The kernel gets compute_dtype = the promoted dtype (the float result for DIV).
  * Subtracting two bools is an error, as in PyTorch.
  *
  * Scalars (the *_scalar forms) are weak, as Python scalars in NumPy 2 and PyTorch: the
@@ -18,15 +18,16 @@
 #include <math.h>
 #include <string.h>
 
-#include "autograd/grad_impl.h"
+#include "ops/grad_impl.h"
+#include "backend/ew_formula_impl.h"
 #include "core/transfer_impl.h"
 #include "ops/op_impl.h"
 
-enum { KIND_ARITH, KIND_DIV, KIND_COMPARE, KIND_LOGICAL };
+enum { KIND_ARITH, KIND_FLOAT, KIND_COMPARE, KIND_LOGICAL, KIND_INT, KIND_SHIFT };
 
 static ct_dtype result_dtype(int kind, ct_dtype promoted) {
     if (kind == KIND_COMPARE || kind == KIND_LOGICAL) return CT_BOOL;
-    if (kind == KIND_DIV && !ct__is_float(promoted)) return CT_F32;
+    if (kind == KIND_FLOAT && !ct__is_float(promoted)) return CT_F32;
     return promoted;
 }
 
@@ -68,11 +69,10 @@ static ct_tensor *launch(const char *name, ct_binary_op op, int kind, ct_device 
             ct__ew_add_strided(&args, (char *)&s->value, s->dtype, NULL);
         ct__ew_coalesce(&args);
     }
-    args.compute_dtype = kind == KIND_DIV ? out_dtype : promoted;
-    /* Integer pow and remainder check their operands on the device (negative exponents,
-     * zero divisors). */
-    bool checked =
-        (op == CT_BOP_POW || op == CT_BOP_REMAINDER) && !ct__is_float(args.compute_dtype);
+    args.compute_dtype = kind == KIND_FLOAT ? out_dtype : promoted;
+    /* Integer pow, remainder and floor_divide check their operands on the device (negative
+     * exponents, zero divisors). */
+    bool checked = ct_ew_int_op_can_fail(op) && !ct__is_float(args.compute_dtype);
     if ((checked &&
          ct__transfer_account_readback(device, CT_READBACK_RAISED_FLAG, name) != CT_OK) ||
         kernels->binary(physical, op, &args) != CT_OK) {
@@ -82,13 +82,25 @@ static ct_tensor *launch(const char *name, ct_binary_op op, int kind, ct_device 
     return out;
 }
 
-static bool bool_subtraction(const char *name, ct_binary_op op, ct_dtype promoted) {
-    if (op != CT_BOP_SUB || promoted != CT_BOOL) return false;
-    ct__error(CT_ERR_DTYPE,
-              "%s: subtracting bool tensors is not supported; combine masks with "
-              "ct_logical_and and ct_logical_not, or ct_cast to an integer dtype first",
-              name);
-    return true;
+/* The dtypes an op refuses: bool - bool, and floats (and bool for shifts) in the bitwise
+ * ops. Sets the error and returns true when the promoted dtype is one of them. */
+static bool refused_dtype(const char *name, ct_binary_op op, int kind, ct_dtype promoted) {
+    if (op == CT_BOP_SUB && promoted == CT_BOOL) {
+        ct__error(CT_ERR_DTYPE,
+                  "%s: subtracting bool tensors is not supported; combine masks with "
+                  "ct_logical_and and ct_logical_not, or ct_cast to an integer dtype first",
+                  name);
+        return true;
+    }
+    bool is_int = !ct__is_float(promoted) && promoted != CT_BOOL;
+    if ((kind == KIND_INT && ct__is_float(promoted)) || (kind == KIND_SHIFT && !is_int)) {
+        ct__error(CT_ERR_DTYPE,
+                  "%s: takes integer%s tensors, not %s; ct_cast the operands to an integer "
+                  "dtype first",
+                  name, kind == KIND_INT ? " or bool" : "", ct_dtype_name(promoted));
+        return true;
+    }
+    return false;
 }
 
 static ct_tensor *binary(const char *name, ct_binary_op op, int kind, const ct_tensor *a,
@@ -103,7 +115,7 @@ static ct_tensor *binary(const char *name, ct_binary_op op, int kind, const ct_t
     else if (ct__broadcast_shapes(name, 2, pair, &ndim, shape) != CT_OK)
         return NULL;
     ct_dtype promoted = ct_promote_types(a->dtype, b->dtype);
-    if (bool_subtraction(name, op, promoted)) return NULL;
+    if (refused_dtype(name, op, kind, promoted)) return NULL;
     if (ct__same_device(a->storage->device, device) && ct__same_device(b->storage->device, device))
         return launch(name, op, kind, device, ndim, shape, promoted, a, b, NULL);
     /* A 0-d CPU tensor joins an op on another device: copy it there first. */
@@ -120,7 +132,8 @@ static ct_tensor *binary(const char *name, ct_binary_op op, int kind, const ct_t
 static ct_dtype scalar_promote(int kind, ct_dtype t, double s) {
     if (ct__is_float(t)) return t;
     if (!isfinite(s) || s != floor(s)) return CT_F32;
-    if (t == CT_BOOL && (kind == KIND_ARITH || kind == KIND_DIV)) return CT_I64;
+    if (t == CT_BOOL && kind != KIND_COMPARE && kind != KIND_LOGICAL)
+        return CT_I64;
     return t;
 }
 
@@ -137,16 +150,18 @@ static ct_tensor *binary_scalar(const char *name, ct_binary_op op, int kind, con
     ct_device device;
     if (!ct__check_args(name, 1, &a, &device)) return NULL;
     ct_dtype promoted = scalar_promote(kind, a->dtype, s);
-    if (bool_subtraction(name, op, promoted)) return NULL;
+    if (refused_dtype(name, op, kind, promoted)) return NULL;
     /* The kernel would find these too, but only this function knows its own name. */
-    if (!ct__is_float(promoted) &&
-        ((op == CT_BOP_REMAINDER && s == 0) || (op == CT_BOP_POW && s < 0)))
+    if (!ct__is_float(promoted) && ((op == CT_BOP_REMAINDER && s == 0) ||
+                                    (op == CT_BOP_FLOOR_DIVIDE && s == 0) ||
+                                    (op == CT_BOP_POW && s < 0)))
         return ct__fail(CT_ERR_INVALID_ARG,
                         "%s: %s for an integer tensor; ct_cast the tensor to a floating "
                         "dtype first",
                         name,
-                        s == 0 ? "integer remainder by zero"
-                               : "integers to negative integer powers are not allowed");
+                        op == CT_BOP_POW         ? "integers to negative integer powers are not allowed"
+                        : op == CT_BOP_REMAINDER ? "integer remainder by zero"
+                                                 : "integer division by zero");
     host_scalar scalar;
     scalar.dtype = scalar_dtype(promoted, s);
     if (device.type == CT_DEVICE_CPU) {
@@ -167,7 +182,7 @@ static ct_tensor *binary_scalar(const char *name, ct_binary_op op, int kind, con
     return out;
 }
 
-#define CT_DEFINE_BINARY_(name, NAME, kind)                                                        \
+#define CT_DEFINE_BINARY_(name, NAME, kind, grad)                                                        \
     ct_tensor *ct_##name(const ct_tensor *a, const ct_tensor *b) {                                 \
         ct_tensor *out = binary("ct_" #name, CT_BOP_##NAME, KIND_##kind, a, b);                    \
         const ct_tensor *in[2] = {a, b};                                                           \

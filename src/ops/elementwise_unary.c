@@ -2,15 +2,16 @@
  * dtype, then one kernel call on the input's device.
  *
  * Result dtypes (op_list.h): FLOAT ops give float32 for integer and bool inputs and keep
- * floating dtypes; SAME ops keep the dtype; BOOL ops give bool. Negating a bool tensor is an
- * error, as in PyTorch. The success path makes the output and nothing else, so small ops
+ * floating dtypes; SAME ops keep the dtype; BOOL ops give bool; INT ops take integer and bool
+ * tensors only and keep the dtype (bitwise_invert of bool is logical_not, as in NumPy).
+ * Negating a bool tensor is an error, as in PyTorch. The success path makes the output and nothing else, so small ops
  * cost little more than the allocation. */
 #include <math.h>
 
-#include "autograd/grad_impl.h"
+#include "ops/grad_impl.h"
 #include "ops/op_impl.h"
 
-enum { KIND_FLOAT, KIND_SAME, KIND_BOOL };
+enum { KIND_FLOAT, KIND_SAME, KIND_BOOL, KIND_INT };
 
 static ct_dtype result_dtype(int kind, ct_dtype in) {
     if (kind == KIND_BOOL) return CT_BOOL;
@@ -28,6 +29,12 @@ static ct_tensor *unary(const char *name, ct_unary_op op, int kind, const ct_ten
                         "%s: negation of a bool tensor is not supported; use ct_logical_not "
                         "to invert a mask, or ct_cast the tensor to an integer dtype first",
                         name);
+    if (kind == KIND_INT && ct__is_float(x->dtype))
+        return ct__fail(CT_ERR_DTYPE,
+                        "%s: takes integer or bool tensors, not %s; ct_cast the tensor to an "
+                        "integer dtype first",
+                        name, ct_dtype_name(x->dtype));
+    if (op == CT_UOP_BITWISE_INVERT && x->dtype == CT_BOOL) op = CT_UOP_LOGICAL_NOT;
     int physical;
     const ct_kernels *kernels = ct__kernels(device, &physical);
     if (!kernels) return NULL;
@@ -49,7 +56,7 @@ static ct_tensor *unary(const char *name, ct_unary_op op, int kind, const ct_ten
     return ct__grad_needed(1, &x) ? ct__record_unary(out, name, op, x, p0, p1) : out;
 }
 
-#define CT_DEFINE_UNARY_(name, NAME, kind)                                                         \
+#define CT_DEFINE_UNARY_(name, NAME, kind, grad)                                                         \
     ct_tensor *ct_##name(const ct_tensor *x) {                                                     \
         return unary("ct_" #name, CT_UOP_##NAME, KIND_##kind, x, 0.0, 0.0);                        \
     }

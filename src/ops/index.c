@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "autograd/grad_impl.h"
+#include "ops/grad_impl.h"
 #include "core/transfer_impl.h"
 #include "ops/op_impl.h"
 

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "autograd/grad_impl.h"
+#include "ops/grad_impl.h"
 #include "ops/op_impl.h"
 
 #define OP "ct_matmul"

@@ -1,6 +1,6 @@
 /* ct_pin_memory and ct_is_pinned: CPU tensors in pinned host memory (src/mem/pinned_impl.h),
  * whose copies to and from a GPU are direct DMAs (backend/transfer_copy.c). */
-#include "autograd/grad_impl.h"
+#include "ops/grad_impl.h"
 #include "ops/op_impl.h"
 
 bool ct_is_pinned(const ct_tensor *t) { return t && t->storage->pinned; }

@@ -16,7 +16,7 @@
  * is inf, or NaN when every deviation is 0 (e.g. one element with correction 1). */
 #include <stdlib.h>
 
-#include "autograd/grad_impl.h"
+#include "ops/grad_impl.h"
 #include "ops/op_impl.h"
 
 /* The reduced axes of x as a mask; false with the error set. */

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "autograd/grad_impl.h"
+#include "ops/grad_impl.h"
 #include "ops/op_impl.h"
 
 /* "(2, 3)" style text for messages. */

@@ -14,126 +14,73 @@
 #include <stdatomic.h>
 
 #include "backend/cpu/cpu_ew_impl.h"
+#include "backend/ew_formula_impl.h"
 #include "core/dtype_impl.h"
 #include "core/error_impl.h"
-
-/* What an integer loop can fail on. */
-enum { EW_OK = 0, EW_REMAINDER_BY_ZERO, EW_NEGATIVE_POWER };
 
 /* One loop over the block: o[i] = expr (a[i], b[i]). */
 #define MAP(expr)                                                                                  \
     for (int64_t i = 0; i < n; i++) o[i] = (expr);                                                 \
     break
 
-/* Python's float %: fmod, moved into the divisor's sign; a zero takes the divisor's sign. */
-#define DEFINE_PY_FMOD(name, T, SUF)                                                               \
-    static inline T name(T a, T b) {                                                               \
-        T r = fmod##SUF(a, b);                                                                     \
-        if (r == 0) return copysign##SUF(0, b);                                                    \
-        return (r < 0) != (b < 0) ? r + b : r;                                                     \
-    }
-DEFINE_PY_FMOD(py_fmod_f32, float, f)
-DEFINE_PY_FMOD(py_fmod_f64, double, )
+/* The case of a row in the loop of domain S: its formula (integer formulas report through
+ * err) where the kind computes in S, else nothing (the kernel never runs the op there). */
+#define CASE_FLOAT_(name, NAME, S)                                                                 \
+    case CT_BOP_##NAME: MAP((ct_ew_##name##_##S)(a[i], b[i]));
+#define CASE_INT_(name, NAME, S)                                                                   \
+    case CT_BOP_##NAME: MAP((ct_ew_##name##_##S)(a[i], b[i], &err));
+#define CASE_NONE_(name, NAME, S)                                                                  \
+    case CT_BOP_##NAME: break;
+#define FLOAT_CASE_ARITH CASE_FLOAT_
+#define FLOAT_CASE_FLOAT CASE_FLOAT_
+#define FLOAT_CASE_COMPARE CASE_NONE_
+#define FLOAT_CASE_LOGICAL CASE_NONE_
+#define FLOAT_CASE_INT CASE_NONE_
+#define FLOAT_CASE_SHIFT CASE_NONE_
+#define INT_CASE_ARITH CASE_INT_
+#define INT_CASE_FLOAT CASE_NONE_
+#define INT_CASE_COMPARE CASE_NONE_
+#define INT_CASE_LOGICAL CASE_NONE_
+#define INT_CASE_INT CASE_INT_
+#define INT_CASE_SHIFT CASE_INT_
+#define CMP_CASE_ARITH CASE_NONE_
+#define CMP_CASE_FLOAT CASE_NONE_
+#define CMP_CASE_COMPARE CASE_FLOAT_
+#define CMP_CASE_LOGICAL CASE_FLOAT_
+#define CMP_CASE_INT CASE_NONE_
+#define CMP_CASE_SHIFT CASE_NONE_
+#define F32_CASE_(name, NAME, kind, grad) FLOAT_CASE_##kind(name, NAME, f32)
+#define F64_CASE_(name, NAME, kind, grad) FLOAT_CASE_##kind(name, NAME, f64)
+#define I32_CASE_(name, NAME, kind, grad) INT_CASE_##kind(name, NAME, i32)
+#define I64_CASE_(name, NAME, kind, grad) INT_CASE_##kind(name, NAME, i64)
+#define CMP_F32_CASE_(name, NAME, kind, grad) CMP_CASE_##kind(name, NAME, f32)
+#define CMP_F64_CASE_(name, NAME, kind, grad) CMP_CASE_##kind(name, NAME, f64)
+#define CMP_I32_CASE_(name, NAME, kind, grad) CMP_CASE_##kind(name, NAME, i32)
+#define CMP_I64_CASE_(name, NAME, kind, grad) CMP_CASE_##kind(name, NAME, i64)
 
-/* maximum and minimum select a when it wins or is NaN, so NaN in either operand wins; the
- * bitwise | keeps the select branch-free. */
-#define DEFINE_FLOAT_ARITH(name, T, SUF, FMOD)                                                     \
-    CT_CPU_CLONES static int name(ct_binary_op op, void *vo, const void *va, const void *vb,       \
-                                  int64_t n) {                                                     \
-        T *restrict o = vo;                                                                        \
+/* The loop of domain S over input type T and output type OT; it returns a ct_ew_error
+ * (the last one an integer formula raised). RELU is ReLU's backward's case. */
+#define DEFINE_BINARY_LOOP(fname, T, OT, CASES, RELU)                                              \
+    CT_CPU_CLONES static int fname(ct_binary_op op, void *vo, const void *va, const void *vb,      \
+                                   int64_t n) {                                                    \
+        OT *restrict o = vo;                                                                       \
         const T *restrict a = va, *restrict b = vb;                                                \
+        int err = CT_EW_OK;                                                                        \
         switch (op) {                                                                              \
-        case CT_BOP_ADD: MAP(a[i] + b[i]);                                                         \
-        case CT_BOP_SUB: MAP(a[i] - b[i]);                                                         \
-        case CT_BOP_MUL: MAP(a[i] * b[i]);                                                         \
-        case CT_BOP_DIV: MAP(a[i] / b[i]);                                                         \
-        case CT_BOP_POW: MAP(pow##SUF(a[i], b[i]));                                                \
-        case CT_BOP_MAXIMUM: MAP(((a[i] > b[i]) | (a[i] != a[i])) ? a[i] : b[i]);                  \
-        case CT_BOP_MINIMUM: MAP(((a[i] < b[i]) | (a[i] != a[i])) ? a[i] : b[i]);                  \
-        case CT_BOP_REMAINDER: MAP(FMOD(a[i], b[i]));                                              \
-        case CT_BOP_RELU_GRAD: MAP(b[i] > 0 ? a[i] : 0);                                           \
-        default: break; /* comparisons have their own loops */                                     \
+            CT_BINARY_OPS(CASES)                                                                   \
+            RELU                                                                                   \
+        case CT_BOP_COUNT: break;                                                                  \
         }                                                                                          \
-        return EW_OK;                                                                              \
+        return err;                                                                                \
     }
-DEFINE_FLOAT_ARITH(arith_f32, float, f, py_fmod_f32)
-DEFINE_FLOAT_ARITH(arith_f64, double, , py_fmod_f64)
-
-/* base^exponent by squaring, wrapping modulo 2^64 (exponent >= 0). */
-static inline int64_t ipow(int64_t base, int64_t exponent) {
-    uint64_t result = 1, square = (uint64_t)base;
-    for (uint64_t e = (uint64_t)exponent; e; e >>= 1) {
-        if (e & 1u) result *= square;
-        square *= square;
-    }
-    return (int64_t)result;
-}
-
-/* Python's integer %: the divisor's sign. b == -1 is special-cased because INT64_MIN % -1
- * overflows in C. */
-static inline int64_t py_imod(int64_t a, int64_t b) {
-    if (b == -1) return 0;
-    int64_t r = a % b;
-    return r != 0 && (r < 0) != (b < 0) ? r + b : r;
-}
-
-/* Integer arithmetic wraps, so it runs on the unsigned type UT (signed overflow is undefined
- * in C); pow and remainder go through int64, which holds every int32 result exactly before
- * the wrap to T. */
-#define DEFINE_INT_ARITH(name, T, UT)                                                              \
-    CT_CPU_CLONES static int name(ct_binary_op op, void *vo, const void *va, const void *vb,       \
-                                  int64_t n) {                                                     \
-        T *restrict o = vo;                                                                        \
-        const T *restrict a = va, *restrict b = vb;                                                \
-        switch (op) {                                                                              \
-        case CT_BOP_ADD: MAP((T)((UT)a[i] + (UT)b[i]));                                            \
-        case CT_BOP_SUB: MAP((T)((UT)a[i] - (UT)b[i]));                                            \
-        case CT_BOP_MUL: MAP((T)((UT)a[i] * (UT)b[i]));                                            \
-        case CT_BOP_MAXIMUM: MAP(a[i] > b[i] ? a[i] : b[i]);                                       \
-        case CT_BOP_MINIMUM: MAP(a[i] < b[i] ? a[i] : b[i]);                                       \
-        case CT_BOP_RELU_GRAD: MAP(b[i] > 0 ? a[i] : 0);                                           \
-        case CT_BOP_POW:                                                                           \
-            for (int64_t i = 0; i < n; i++) {                                                      \
-                if (b[i] < 0) return EW_NEGATIVE_POWER;                                            \
-                o[i] = (T)ipow(a[i], b[i]);                                                        \
-            }                                                                                      \
-            break;                                                                                 \
-        case CT_BOP_REMAINDER:                                                                     \
-            for (int64_t i = 0; i < n; i++) {                                                      \
-                if (b[i] == 0) return EW_REMAINDER_BY_ZERO;                                        \
-                o[i] = (T)py_imod(a[i], b[i]);                                                     \
-            }                                                                                      \
-            break;                                                                                 \
-        default: break; /* division computes in float; comparisons have their own loops */         \
-        }                                                                                          \
-        return EW_OK;                                                                              \
-    }
-DEFINE_INT_ARITH(arith_i32, int32_t, uint32_t)
-DEFINE_INT_ARITH(arith_i64, int64_t, uint64_t)
-
-/* Comparisons and logical ops write 0/1 bytes; the | and & keep them branch-free. */
-#define DEFINE_COMPARE(name, T)                                                                    \
-    CT_CPU_CLONES static int name(ct_binary_op op, void *vo, const void *va, const void *vb,       \
-                                  int64_t n) {                                                     \
-        uint8_t *restrict o = vo;                                                                  \
-        const T *restrict a = va, *restrict b = vb;                                                \
-        switch (op) {                                                                              \
-        case CT_BOP_EQ: MAP(a[i] == b[i]);                                                         \
-        case CT_BOP_NE: MAP(a[i] != b[i]);                                                         \
-        case CT_BOP_LT: MAP(a[i] < b[i]);                                                          \
-        case CT_BOP_LE: MAP(a[i] <= b[i]);                                                         \
-        case CT_BOP_GT: MAP(a[i] > b[i]);                                                          \
-        case CT_BOP_GE: MAP(a[i] >= b[i]);                                                         \
-        case CT_BOP_LOGICAL_AND: MAP((a[i] != 0) & (b[i] != 0));                                   \
-        case CT_BOP_LOGICAL_OR: MAP((a[i] != 0) | (b[i] != 0));                                    \
-        default: break; /* arithmetic has its own loops */                                         \
-        }                                                                                          \
-        return EW_OK;                                                                              \
-    }
-DEFINE_COMPARE(compare_f32, float)
-DEFINE_COMPARE(compare_f64, double)
-DEFINE_COMPARE(compare_i32, int32_t)
-DEFINE_COMPARE(compare_i64, int64_t)
+DEFINE_BINARY_LOOP(arith_f32, float, float, F32_CASE_, CASE_FLOAT_(relu_grad, RELU_GRAD, f32))
+DEFINE_BINARY_LOOP(arith_f64, double, double, F64_CASE_, CASE_FLOAT_(relu_grad, RELU_GRAD, f64))
+DEFINE_BINARY_LOOP(arith_i32, int32_t, int32_t, I32_CASE_, CASE_INT_(relu_grad, RELU_GRAD, i32))
+DEFINE_BINARY_LOOP(arith_i64, int64_t, int64_t, I64_CASE_, CASE_INT_(relu_grad, RELU_GRAD, i64))
+DEFINE_BINARY_LOOP(compare_f32, float, uint8_t, CMP_F32_CASE_, CASE_NONE_(, RELU_GRAD, ))
+DEFINE_BINARY_LOOP(compare_f64, double, uint8_t, CMP_F64_CASE_, CASE_NONE_(, RELU_GRAD, ))
+DEFINE_BINARY_LOOP(compare_i32, int32_t, uint8_t, CMP_I32_CASE_, CASE_NONE_(, RELU_GRAD, ))
+DEFINE_BINARY_LOOP(compare_i64, int64_t, uint8_t, CMP_I64_CASE_, CASE_NONE_(, RELU_GRAD, ))
 
 typedef int (*binary_fn)(ct_binary_op op, void *o, const void *a, const void *b, int64_t n);
 
@@ -186,12 +133,12 @@ static void binary_row(char *const *ptrs, const int64_t *strides, int64_t n, voi
     bool direct_b = c->dtype[2] == d->in_native && strides[2] == in_size;
     bool direct_out = c->dtype[0] == d->out_native && strides[0] == out_size;
     bool write_out = direct_out && !c->stream; /* the loop writes the output in place */
-    int error = EW_OK;
+    int error = CT_EW_OK;
     if (direct_a && direct_b && write_out) {
         error = d->run(c->op, ptrs[0], ptrs[1], ptrs[2], n);
     } else {
         _Alignas(64) char abuf[CT_CPU_BLOCK * 8], bbuf[CT_CPU_BLOCK * 8], obuf[CT_CPU_BLOCK * 8];
-        for (int64_t i = 0; i < n && error == EW_OK; i += CT_CPU_BLOCK) {
+        for (int64_t i = 0; i < n && error == CT_EW_OK; i += CT_CPU_BLOCK) {
             int64_t m = n - i < CT_CPU_BLOCK ? n - i : CT_CPU_BLOCK;
             int64_t block = i / CT_CPU_BLOCK;
             const char *a =
@@ -208,24 +155,18 @@ static void binary_row(char *const *ptrs, const int64_t *strides, int64_t n, voi
         }
         if (c->stream) ct__cpu_stream_fence();
     }
-    if (error != EW_OK) atomic_store_explicit(&c->error, error, memory_order_relaxed);
+    if (error != CT_EW_OK) atomic_store_explicit(&c->error, error, memory_order_relaxed);
 }
 
-enum { KIND_ARITH, KIND_DIV, KIND_COMPARE, KIND_LOGICAL };
+enum { KIND_ARITH, KIND_FLOAT, KIND_COMPARE, KIND_LOGICAL, KIND_INT, KIND_SHIFT };
 
-static const unsigned char op_kind[CT_BOP_COUNT] = {
-#define CT_BINARY_KIND_(name, NAME, kind) [CT_BOP_##NAME] = KIND_##kind,
+static const unsigned char op_kind[] = {
+#define CT_BINARY_KIND_(name, NAME, kind, grad) [CT_BOP_##NAME] = KIND_##kind,
     CT_BINARY_OPS(CT_BINARY_KIND_)
 #undef CT_BINARY_KIND_
         [CT_BOP_RELU_GRAD] = KIND_ARITH,
 };
-
-static const char *const op_names[CT_BOP_COUNT] = {
-#define CT_BINARY_NAME_(name, NAME, kind) [CT_BOP_##NAME] = "ct_" #name,
-    CT_BINARY_OPS(CT_BINARY_NAME_)
-#undef CT_BINARY_NAME_
-        [CT_BOP_RELU_GRAD] = "ReLU's backward",
-};
+_Static_assert(sizeof op_kind == CT_BOP_COUNT, "one kind per binary op");
 
 ct_status ct__cpu_binary(int device, ct_binary_op op, const ct_ew_args *args) {
     (void)device;
@@ -237,7 +178,7 @@ ct_status ct__cpu_binary(int device, ct_binary_op op, const ct_ew_args *args) {
         domain = &compare_domains[CT_DOMAIN_F64];
     else if (op_kind[op] == KIND_COMPARE)
         domain = &compare_domains[index];
-    else if (op_kind[op] == KIND_DIV && index >= CT_DOMAIN_I64)
+    else if (op_kind[op] == KIND_FLOAT && index >= CT_DOMAIN_I64)
         domain = &arith_domains[CT_DOMAIN_F32];
     binary_ctx ctx = {op,
                       {args->dtype[0], args->dtype[1], args->dtype[2]},
@@ -246,15 +187,8 @@ ct_status ct__cpu_binary(int device, ct_binary_op op, const ct_ew_args *args) {
                       0};
     ct__cpu_parallel_rows(args, binary_row, &ctx);
     int error = atomic_load(&ctx.error);
-    if (error == EW_REMAINDER_BY_ZERO)
-        return ct__error(CT_ERR_INVALID_ARG,
-                         "%s: integer remainder by zero (a divisor element is 0); use a "
-                         "floating dtype to get NaN instead",
-                         op_names[op]);
-    if (error == EW_NEGATIVE_POWER)
-        return ct__error(CT_ERR_INVALID_ARG,
-                         "%s: integers to negative integer powers are not allowed (an "
-                         "exponent element is negative); use a floating dtype",
-                         op_names[op]);
+    if (error != CT_EW_OK)
+        return ct__error(CT_ERR_INVALID_ARG, "%s: %s", ct_ew_binary_name(op),
+                         ct_ew_error_text((ct_ew_error)error));
     return CT_OK;
 }

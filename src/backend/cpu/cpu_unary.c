@@ -1,10 +1,12 @@
 /* CPU unary kernels: out = op(in) for the ops of op_list.h and clamp.
  *
- * Each op is one plain loop per compute domain (float, double, int64; cpu_ew_impl.h), so
- * contiguous float32 runs as a single vectorized loop and every other dtype or layout goes
- * through the block loads and stores. Ops that op_list.h marks FLOAT compute in float (or
- * double for float64); SAME ops compute in the input's domain; logical_not tests inputs in
- * double (exact for zero-ness of every dtype) and writes bool. */
+ * Each op is one plain loop per compute domain (float, double, int32, int64; cpu_ew_impl.h)
+ * over the formula of backend/ew_formula_impl.h, generated from the table rows: the switch
+ * over the op sits outside the loop, so contiguous float32 runs as a single vectorized loop
+ * and every other dtype or layout goes through the block loads and stores. Ops that
+ * op_list.h marks FLOAT compute in float (or double for float64); SAME ops compute in the
+ * input's domain; INT ops in the integer domains; the BOOL predicates test inputs in double
+ * (exact for what they test) and write bool. */
 #include <math.h>
 #include <string.h>
 
@@ -12,68 +14,44 @@
 #include "backend/cpu/cpu_math_impl.h"
 #include "core/error_impl.h"
 
-enum { KIND_FLOAT, KIND_SAME, KIND_BOOL };
+enum { KIND_FLOAT, KIND_SAME, KIND_BOOL, KIND_INT };
 
-static const unsigned char op_kind[CT_UOP_COUNT] = {
-#define CT_UNARY_KIND_(name, NAME, kind) [CT_UOP_##NAME] = KIND_##kind,
+static const unsigned char op_kind[] = {
+#define CT_UNARY_KIND_(name, NAME, kind, grad) [CT_UOP_##NAME] = KIND_##kind,
     CT_UNARY_OPS(CT_UNARY_KIND_)
 #undef CT_UNARY_KIND_
         [CT_UOP_CLAMP] = KIND_SAME,
 };
+_Static_assert(sizeof op_kind == CT_UOP_COUNT, "one kind per unary op");
 
 /* One loop over the block: o[i] = expr (x[i]). */
 #define MAP(expr)                                                                                  \
     for (int64_t i = 0; i < n; i++) o[i] = (expr);                                                 \
     break
 
-/* The float and double loops differ only in the libm suffix (SUF) and in exp and sigmoid,
- * which float takes from cpu_math_impl.h so that their loops vectorize (EXP_LOOP runs a
- * whole block). clamp is min(max(x, lo), hi) written with comparisons, which keep NaN; relu
- * likewise. gelu uses erfc(-x/sqrt 2) = 1 + erf(x/sqrt 2), which does not cancel for
- * negative x. */
-#define DEFINE_FLOAT_UNARY(name, T, SUF, EXP_LOOP, SIGMOID)                                        \
-    CT_CPU_CLONES static void name(ct_unary_op op, void *vo, const void *vx, int64_t n, double p0, \
-                                   double p1) {                                                    \
-        T *restrict o = vo;                                                                        \
-        const T *restrict x = vx;                                                                  \
-        const T lo = (T)p0, hi = (T)p1, zero = 0, one = 1;                                         \
-        switch (op) {                                                                              \
-        case CT_UOP_NEG: MAP(-x[i]);                                                               \
-        case CT_UOP_ABS: MAP(fabs##SUF(x[i]));                                                     \
-        case CT_UOP_SIGN: MAP(x[i] > zero ? one : (x[i] < zero ? -one : x[i]));                    \
-        case CT_UOP_SQRT: MAP(sqrt##SUF(x[i]));                                                    \
-        case CT_UOP_RSQRT: MAP(one / sqrt##SUF(x[i]));                                             \
-        case CT_UOP_EXP: EXP_LOOP(o, x, n); break;                                                 \
-        case CT_UOP_EXPM1: MAP(expm1##SUF(x[i]));                                                  \
-        case CT_UOP_LOG: MAP(log##SUF(x[i]));                                                      \
-        case CT_UOP_LOG1P: MAP(log1p##SUF(x[i]));                                                  \
-        case CT_UOP_SIN: MAP(sin##SUF(x[i]));                                                      \
-        case CT_UOP_COS: MAP(cos##SUF(x[i]));                                                      \
-        case CT_UOP_TANH: MAP(tanh##SUF(x[i]));                                                    \
-        case CT_UOP_SIGMOID: MAP(SIGMOID(x[i]));                                                   \
-        case CT_UOP_RELU: MAP(x[i] < zero ? zero : x[i]);                                          \
-        case CT_UOP_GELU: MAP((T)0.5 * x[i] * erfc##SUF(-x[i] * (T)0.70710678118654752440));       \
-        case CT_UOP_ERF: MAP(erf##SUF(x[i]));                                                      \
-        case CT_UOP_FLOOR: MAP(floor##SUF(x[i]));                                                  \
-        case CT_UOP_CEIL: MAP(ceil##SUF(x[i]));                                                    \
-        case CT_UOP_ROUND: MAP(nearbyint##SUF(x[i])); /* half to even, as numpy.round */           \
-        case CT_UOP_CLAMP: {                                                                       \
-            for (int64_t i = 0; i < n; i++) {                                                      \
-                T t = x[i] < lo ? lo : x[i];                                                       \
-                o[i] = t > hi ? hi : t;                                                            \
-            }                                                                                      \
-            break;                                                                                 \
-        }                                                                                          \
-        case CT_UOP_LOGICAL_NOT: /* bool ops have their own loop */                                \
-        case CT_UOP_COUNT: break;                                                                  \
-        }                                                                                          \
-    }
-
-static inline double sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }
-
-static void exp_loop_f64(double *restrict o, const double *restrict x, int64_t n) {
-    for (int64_t i = 0; i < n; i++) o[i] = exp(x[i]);
-}
+/* The case of a row in the loop of domain S: its formula where the kind computes in S, else
+ * nothing (the kernel never runs the op there). */
+#define CASE_FORMULA_(name, NAME, S)                                                               \
+    case CT_UOP_##NAME: MAP((ct_ew_##name##_##S)(x[i]));
+#define CASE_NONE_(name, NAME, S)                                                                  \
+    case CT_UOP_##NAME: break;
+#define FLOAT_CASE_FLOAT CASE_FORMULA_
+#define FLOAT_CASE_SAME CASE_FORMULA_
+#define FLOAT_CASE_BOOL CASE_NONE_
+#define FLOAT_CASE_INT CASE_NONE_
+#define INT_CASE_FLOAT CASE_NONE_
+#define INT_CASE_SAME CASE_FORMULA_
+#define INT_CASE_BOOL CASE_NONE_
+#define INT_CASE_INT CASE_FORMULA_
+#define TEST_CASE_FLOAT CASE_NONE_
+#define TEST_CASE_SAME CASE_NONE_
+#define TEST_CASE_BOOL CASE_FORMULA_
+#define TEST_CASE_INT CASE_NONE_
+#define F32_CASE_(name, NAME, kind, grad) FLOAT_CASE_##kind(name, NAME, f32)
+#define F64_CASE_(name, NAME, kind, grad) FLOAT_CASE_##kind(name, NAME, f64)
+#define I32_CASE_(name, NAME, kind, grad) INT_CASE_##kind(name, NAME, i32)
+#define I64_CASE_(name, NAME, kind, grad) INT_CASE_##kind(name, NAME, i64)
+#define TEST_CASE_(name, NAME, kind, grad) TEST_CASE_##kind(name, NAME, test)
 
 /* exp on float32 is the op that must run at memory speed, so it gets its own loop with a
  * fused multiply-add version (a quarter fewer instructions), picked per processor. */
@@ -85,56 +63,52 @@ __attribute__((target("avx2,fma"))) static void exp_loop_fma(float *restrict o,
 }
 #endif
 
-static void exp_loop(float *restrict o, const float *restrict x, int64_t n) {
+static bool exp_fast(ct_unary_op op, float *restrict o, const float *restrict x, int64_t n) {
 #if CT_EXP_FMA_LOOP
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    if (op == CT_UOP_EXP && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
         exp_loop_fma(o, x, n);
-        return;
+        return true;
     }
 #endif
-    for (int64_t i = 0; i < n; i++) o[i] = ct__expf(x[i]);
+    (void)op, (void)o, (void)x, (void)n;
+    return false;
 }
 
-DEFINE_FLOAT_UNARY(unary_f32, float, f, exp_loop, ct__sigmoidf)
-DEFINE_FLOAT_UNARY(unary_f64, double, , exp_loop_f64, sigmoid_f64)
-
-/* Integers wrap (negating the most negative value gives itself, as in NumPy and PyTorch),
- * so negation goes through the unsigned type UT. clamp keeps the integers inside [lo, hi]:
- * bounds ceil(lo) and floor(hi) (the op layer has saturated them to the dtype's range). */
-#define DEFINE_INT_UNARY(name, T, UT)                                                              \
-    CT_CPU_CLONES static void name(ct_unary_op op, void *vo, const void *vx, int64_t n, double p0, \
-                                   double p1) {                                                    \
+/* The loop of domain S over element type T (float and double: exp has its FMA loop on
+ * float32; integers: clamp keeps the integers inside [lo, hi], bounds ceil(lo) and floor(hi),
+ * which the op layer has saturated to the dtype's range). */
+#define DEFINE_UNARY_LOOP(fname, T, S, CASES, PROLOGUE, LO, HI)                                    \
+    CT_CPU_CLONES static void fname(ct_unary_op op, void *vo, const void *vx, int64_t n,           \
+                                    double p0, double p1) {                                        \
         T *restrict o = vo;                                                                        \
         const T *restrict x = vx;                                                                  \
+        PROLOGUE;                                                                                  \
+        const T lo = (LO), hi = (HI);                                                              \
         switch (op) {                                                                              \
-        case CT_UOP_NEG: MAP((T)(0u - (UT)x[i]));                                                  \
-        case CT_UOP_ABS: MAP(x[i] < 0 ? (T)(0u - (UT)x[i]) : x[i]);                                \
-        case CT_UOP_SIGN: MAP((T)((x[i] > 0) - (x[i] < 0)));                                       \
-        case CT_UOP_RELU: MAP(x[i] < 0 ? 0 : x[i]);                                                \
-        case CT_UOP_CLAMP: {                                                                       \
-            T lo = (T)ct__f64_to_i64(ceil(p0)), hi = (T)ct__f64_to_i64(floor(p1));                 \
-            for (int64_t i = 0; i < n; i++) {                                                      \
-                T t = x[i] < lo ? lo : x[i];                                                       \
-                o[i] = t > hi ? hi : t;                                                            \
-            }                                                                                      \
-            break;                                                                                 \
-        }                                                                                          \
-        default:                                                                                   \
-            /* floor, ceil and round of an integer are the integer; the FLOAT ops never            \
-             * compute in this domain (the kernel moves them to float). */                         \
-            memcpy(o, x, (size_t)n * sizeof *o);                                                   \
-            break;                                                                                 \
+            CT_UNARY_OPS(CASES)                                                                    \
+        case CT_UOP_CLAMP: MAP(ct_ew_clamp_##S(x[i], lo, hi));                                     \
+        case CT_UOP_COUNT: break;                                                                  \
         }                                                                                          \
     }
-DEFINE_INT_UNARY(unary_i32, int32_t, uint32_t)
-DEFINE_INT_UNARY(unary_i64, int64_t, uint64_t)
+DEFINE_UNARY_LOOP(unary_f32, float, f32, F32_CASE_, if (exp_fast(op, o, x, n)) return,
+                  (float)p0, (float)p1)
+DEFINE_UNARY_LOOP(unary_f64, double, f64, F64_CASE_, (void)0, p0, p1)
+DEFINE_UNARY_LOOP(unary_i32, int32_t, i32, I32_CASE_, (void)0,
+                  (int32_t)ct__f64_to_i64(ceil(p0)), (int32_t)ct__f64_to_i64(floor(p1)))
+DEFINE_UNARY_LOOP(unary_i64, int64_t, i64, I64_CASE_, (void)0, ct__f64_to_i64(ceil(p0)),
+                  ct__f64_to_i64(floor(p1)))
 
-static void logical_not_f64(ct_unary_op op, void *vo, const void *vx, int64_t n, double p0,
-                            double p1) {
-    (void)op, (void)p0, (void)p1;
+/* The predicates: double in, bool (0/1 bytes) out. */
+static void unary_test(ct_unary_op op, void *vo, const void *vx, int64_t n, double p0,
+                       double p1) {
+    (void)p0, (void)p1;
     uint8_t *restrict o = vo;
     const double *restrict x = vx;
-    for (int64_t i = 0; i < n; i++) o[i] = x[i] == 0.0;
+    switch (op) {
+        CT_UNARY_OPS(TEST_CASE_)
+    case CT_UOP_CLAMP:
+    case CT_UOP_COUNT: break;
+    }
 }
 
 typedef void (*unary_fn)(ct_unary_op op, void *o, const void *x, int64_t n, double p0, double p1);
@@ -155,8 +129,8 @@ static const unary_domain domain_i64 = {CT_I64, CT_I64, ct__cpu_load_i64, ct__cp
                                         unary_i64};
 static const unary_domain domain_i32 = {CT_I32, CT_I32, ct__cpu_load_i32, ct__cpu_store_i32,
                                         unary_i32};
-static const unary_domain domain_not = {CT_F64, CT_BOOL, ct__cpu_load_f64, ct__cpu_store_bool,
-                                        logical_not_f64};
+static const unary_domain domain_test = {CT_F64, CT_BOOL, ct__cpu_load_f64, ct__cpu_store_bool,
+                                         unary_test};
 
 typedef struct unary_ctx {
     ct_unary_op op;
@@ -199,10 +173,11 @@ static void unary_row(char *const *ptrs, const int64_t *strides, int64_t n, void
     if (c->stream) ct__cpu_stream_fence();
 }
 
-/* The domain an op computes in: FLOAT ops in float (double for float64 results), SAME ops
- * in the compute dtype's domain (int32 for int32, uint8 and bool), logical_not in its own. */
+/* The domain an op computes in: FLOAT ops in float (double for float64 results), SAME and
+ * INT ops in the compute dtype's domain (int32 for int32, uint8 and bool), predicates in
+ * their own. */
 static const unary_domain *pick_domain(ct_unary_op op, ct_dtype compute) {
-    if (op_kind[op] == KIND_BOOL) return &domain_not;
+    if (op_kind[op] == KIND_BOOL) return &domain_test;
     if (compute == CT_F64) return &domain_f64;
     if (op_kind[op] == KIND_FLOAT || ct__is_float(compute)) return &domain_f32;
     return compute == CT_I64 ? &domain_i64 : &domain_i32;

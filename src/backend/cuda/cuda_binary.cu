@@ -15,95 +15,80 @@
  * raises a flag in device memory, which the launcher reads back after synchronising (the
  * only ops here that wait for the device). */
 #include "backend/cuda/cuda_ew_impl.cuh"
+#include "backend/ew_formula_impl.h"
 
-/* Python's float %: fmod, moved into the divisor's sign; a zero takes the divisor's sign. */
-#define DEFINE_FLOAT_ARITH(T, SUF)                                                                 \
-    CT_EW_DEV T py_fmod(T a, T b) {                                                                \
-        T r = fmod##SUF(a, b);                                                                     \
-        if (r == 0) return copysign##SUF((T)0, b);                                                 \
-        return (r < 0) != (b < 0) ? r + b : r;                                                     \
+/* The case of a row in domain S: its formula (ew_formula_impl.h; integer formulas report
+ * through err) where the kind computes in S, else nothing (never run there). */
+#define CASE_FLOAT_(name, NAME, S)                                                                 \
+    case CT_BOP_##NAME: return (ct_ew_##name##_##S)(a, b);
+#define CASE_INT_(name, NAME, S)                                                                   \
+    case CT_BOP_##NAME: return (ct_ew_##name##_##S)(a, b, err);
+#define CASE_NONE_(name, NAME, S)                                                                  \
+    case CT_BOP_##NAME: break;
+#define FLOAT_CASE_ARITH CASE_FLOAT_
+#define FLOAT_CASE_FLOAT CASE_FLOAT_
+#define FLOAT_CASE_COMPARE CASE_NONE_
+#define FLOAT_CASE_LOGICAL CASE_NONE_
+#define FLOAT_CASE_INT CASE_NONE_
+#define FLOAT_CASE_SHIFT CASE_NONE_
+#define INT_CASE_ARITH CASE_INT_
+#define INT_CASE_FLOAT CASE_NONE_
+#define INT_CASE_COMPARE CASE_NONE_
+#define INT_CASE_LOGICAL CASE_NONE_
+#define INT_CASE_INT CASE_INT_
+#define INT_CASE_SHIFT CASE_INT_
+#define CMP_CASE_ARITH CASE_NONE_
+#define CMP_CASE_FLOAT CASE_NONE_
+#define CMP_CASE_COMPARE CASE_FLOAT_
+#define CMP_CASE_LOGICAL CASE_FLOAT_
+#define CMP_CASE_INT CASE_NONE_
+#define CMP_CASE_SHIFT CASE_NONE_
+#define F32_CASE_(name, NAME, kind, grad) FLOAT_CASE_##kind(name, NAME, f32)
+#define F64_CASE_(name, NAME, kind, grad) FLOAT_CASE_##kind(name, NAME, f64)
+#define I32_CASE_(name, NAME, kind, grad) INT_CASE_##kind(name, NAME, i32)
+#define I64_CASE_(name, NAME, kind, grad) INT_CASE_##kind(name, NAME, i64)
+#define CMP_F32_CASE_(name, NAME, kind, grad) CMP_CASE_##kind(name, NAME, f32)
+#define CMP_F64_CASE_(name, NAME, kind, grad) CMP_CASE_##kind(name, NAME, f64)
+#define CMP_I32_CASE_(name, NAME, kind, grad) CMP_CASE_##kind(name, NAME, i32)
+#define CMP_I64_CASE_(name, NAME, kind, grad) CMP_CASE_##kind(name, NAME, i64)
+
+/* a op b in arithmetic domain S over T. An integer formula's error goes to *flag (device
+ * memory) when flag is not NULL; the result is then 0 (the op fails as a whole). */
+#define DEFINE_ARITH_VALUE(T, S, CASES, RELU)                                                      \
+    CT_EW_DEV T arith_cases(int op, T a, T b, int *err) {                                          \
+        (void)err;                                                                                 \
+        switch ((ct_binary_op)op) {                                                                \
+            CT_BINARY_OPS(CASES)                                                                   \
+            RELU                                                                                   \
+        case CT_BOP_COUNT: break;                                                                  \
+        }                                                                                          \
+        return 0;                                                                                  \
     }                                                                                              \
     CT_EW_DEV T arith_value(int op, T a, T b, int *flag) {                                         \
-        (void)flag;                                                                                \
-        switch (op) {                                                                              \
-        case CT_BOP_ADD: return a + b;                                                             \
-        case CT_BOP_SUB: return a - b;                                                             \
-        case CT_BOP_MUL: return a * b;                                                             \
-        case CT_BOP_DIV: return a / b;                                                             \
-        case CT_BOP_POW: return pow##SUF(a, b);                                                    \
-        case CT_BOP_MAXIMUM: return ((a > b) | (a != a)) ? a : b;                                  \
-        case CT_BOP_MINIMUM: return ((a < b) | (a != a)) ? a : b;                                  \
-        case CT_BOP_REMAINDER: return py_fmod(a, b);                                               \
-        case CT_BOP_RELU_GRAD: return b > 0 ? a : (T)0;                                            \
-        default: return 0; /* comparisons have their own kernel */                                 \
-        }                                                                                          \
+        int err = CT_EW_OK;                                                                        \
+        T r = arith_cases(op, a, b, &err);                                                         \
+        if (err != CT_EW_OK && flag) *flag = err;                                                  \
+        return err != CT_EW_OK ? (T)0 : r;                                                         \
     }
-DEFINE_FLOAT_ARITH(float, f)
-DEFINE_FLOAT_ARITH(double, )
-
-/* base^exponent by squaring, wrapping modulo 2^64 (exponent >= 0). */
-CT_EW_DEV int64_t ipow(int64_t base, int64_t exponent) {
-    uint64_t result = 1, square = (uint64_t)base;
-    for (uint64_t e = (uint64_t)exponent; e; e >>= 1) {
-        if (e & 1u) result *= square;
-        square *= square;
-    }
-    return (int64_t)result;
-}
-
-/* Python's integer %: the divisor's sign. b == -1 is special-cased because INT64_MIN % -1
- * overflows. */
-CT_EW_DEV int64_t py_imod(int64_t a, int64_t b) {
-    if (b == -1) return 0;
-    int64_t r = a % b;
-    return r != 0 && (r < 0) != (b < 0) ? r + b : r;
-}
-
-/* Integer arithmetic wraps, so it runs on the unsigned type UT; pow and remainder go
- * through int64, which holds every int32 result before the wrap to T. A remainder by zero
- * or a negative exponent raises *flag and gives 0 (the op fails as a whole). */
-template <typename T, typename UT> CT_EW_DEV T int_arith(int op, T a, T b, int *flag) {
-    switch (op) {
-    case CT_BOP_ADD: return (T)((UT)a + (UT)b);
-    case CT_BOP_SUB: return (T)((UT)a - (UT)b);
-    case CT_BOP_MUL: return (T)((UT)a * (UT)b);
-    case CT_BOP_MAXIMUM: return a > b ? a : b;
-    case CT_BOP_MINIMUM: return a < b ? a : b;
-    case CT_BOP_RELU_GRAD: return b > 0 ? a : (T)0;
-    case CT_BOP_POW:
-        if (b < 0) break;
-        return (T)(UT)(uint64_t)ipow(a, b);
-    case CT_BOP_REMAINDER:
-        if (b == 0) break;
-        return (T)(UT)(uint64_t)py_imod(a, b);
-    default: return 0; /* division computes in float; comparisons have their own kernel */
-    }
-    if (flag) *flag = 1;
-    return 0;
-}
-
-CT_EW_DEV int32_t arith_value(int op, int32_t a, int32_t b, int *flag) {
-    return int_arith<int32_t, uint32_t>(op, a, b, flag);
-}
-
-CT_EW_DEV int64_t arith_value(int op, int64_t a, int64_t b, int *flag) {
-    return int_arith<int64_t, uint64_t>(op, a, b, flag);
-}
+DEFINE_ARITH_VALUE(float, f32, F32_CASE_, CASE_FLOAT_(relu_grad, RELU_GRAD, f32))
+DEFINE_ARITH_VALUE(double, f64, F64_CASE_, CASE_FLOAT_(relu_grad, RELU_GRAD, f64))
+DEFINE_ARITH_VALUE(int32_t, i32, I32_CASE_, CASE_INT_(relu_grad, RELU_GRAD, i32))
+DEFINE_ARITH_VALUE(int64_t, i64, I64_CASE_, CASE_INT_(relu_grad, RELU_GRAD, i64))
 
 /* Comparisons and logical ops give 0/1. */
-template <typename T> CT_EW_DEV uint8_t compare_value(int op, T a, T b) {
-    switch (op) {
-    case CT_BOP_EQ: return a == b;
-    case CT_BOP_NE: return a != b;
-    case CT_BOP_LT: return a < b;
-    case CT_BOP_LE: return a <= b;
-    case CT_BOP_GT: return a > b;
-    case CT_BOP_GE: return a >= b;
-    case CT_BOP_LOGICAL_AND: return (a != 0) & (b != 0);
-    case CT_BOP_LOGICAL_OR: return (a != 0) | (b != 0);
-    default: return 0; /* arithmetic has its own kernels */
+#define DEFINE_COMPARE_VALUE(T, CASES)                                                             \
+    CT_EW_DEV uint8_t compare_value(int op, T a, T b) {                                            \
+        switch ((ct_binary_op)op) {                                                                \
+            CT_BINARY_OPS(CASES)                                                                   \
+        case CT_BOP_RELU_GRAD:                                                                     \
+        case CT_BOP_COUNT: break;                                                                  \
+        }                                                                                          \
+        return 0;                                                                                  \
     }
-}
+DEFINE_COMPARE_VALUE(float, CMP_F32_CASE_)
+DEFINE_COMPARE_VALUE(double, CMP_F64_CASE_)
+DEFINE_COMPARE_VALUE(int32_t, CMP_I32_CASE_)
+DEFINE_COMPARE_VALUE(int64_t, CMP_I64_CASE_)
 
 /* Contiguous float32: o[i] = a[i * sa] OP b[i * sb] for i < n, sa and sb 1 or 0 (a broadcast
  * scalar); four at a time when vec (o and every stride-1 input 16-byte aligned), the tail of
@@ -133,30 +118,24 @@ CT_EW_DEV void arith_f32_run(float *__restrict__ o, const float *__restrict__ a,
 
 /* One kernel for every arithmetic op: the switch sits outside the loops, so each op's loop
  * is compiled for that op alone. */
-#define CT_ARITH_CASE_(NAME)                                                                       \
-    case CT_BOP_##NAME:                                                                            \
-        arith_f32_run<CT_BOP_##NAME>(o, a, b, n, sa, sb, vec);                                     \
-        break;
-#define CT_ARITH_CASE_ARITH(NAME) CT_ARITH_CASE_(NAME)
-#define CT_ARITH_CASE_DIV(NAME) CT_ARITH_CASE_(NAME)
-#define CT_ARITH_CASE_COMPARE(NAME)
-#define CT_ARITH_CASE_LOGICAL(NAME)
-#define CT_ARITH_CASE_KIND_(name, NAME, kind) CT_ARITH_CASE_##kind(NAME)
+#define CT_ARITH_RUN_(NAME)                                                                        \
+    case CT_BOP_##NAME: arith_f32_run<CT_BOP_##NAME>(o, a, b, n, sa, sb, vec); break;
+#define CT_ARITH_RUN_ARITH(NAME) CT_ARITH_RUN_(NAME)
+#define CT_ARITH_RUN_FLOAT(NAME) CT_ARITH_RUN_(NAME)
+#define CT_ARITH_RUN_COMPARE(NAME) case CT_BOP_##NAME: break;
+#define CT_ARITH_RUN_LOGICAL(NAME) case CT_BOP_##NAME: break;
+#define CT_ARITH_RUN_INT(NAME) case CT_BOP_##NAME: break;
+#define CT_ARITH_RUN_SHIFT(NAME) case CT_BOP_##NAME: break;
+#define CT_ARITH_RUN_KIND_(name, NAME, kind, grad) CT_ARITH_RUN_##kind(NAME)
 static __global__ void arith_f32_contiguous(float *__restrict__ o, const float *__restrict__ a,
                                             const float *__restrict__ b, int64_t n, int64_t sa,
                                             int64_t sb, int op, bool vec) {
-    switch (op) {
-        CT_BINARY_OPS(CT_ARITH_CASE_KIND_)
-        CT_ARITH_CASE_(RELU_GRAD)
-    default: break;
+    switch ((ct_binary_op)op) {
+        CT_BINARY_OPS(CT_ARITH_RUN_KIND_)
+        CT_ARITH_RUN_(RELU_GRAD)
+    case CT_BOP_COUNT: break;
     }
 }
-#undef CT_ARITH_CASE_KIND_
-#undef CT_ARITH_CASE_LOGICAL
-#undef CT_ARITH_CASE_COMPARE
-#undef CT_ARITH_CASE_DIV
-#undef CT_ARITH_CASE_ARITH
-#undef CT_ARITH_CASE_
 
 /* Any layout and dtypes, computing in domain T; flag is NULL unless the op can fail. */
 template <typename T, typename I>
@@ -183,21 +162,15 @@ static __global__ void compare_strided(const __grid_constant__ ct_ew_args args, 
 
 /* ---- launchers ---- */
 
-enum { KIND_ARITH, KIND_DIV, KIND_COMPARE, KIND_LOGICAL };
+enum { KIND_ARITH, KIND_FLOAT, KIND_COMPARE, KIND_LOGICAL, KIND_INT, KIND_SHIFT };
 
-static const unsigned char op_kind[CT_BOP_COUNT] = {
-#define CT_BINARY_KIND_(name, NAME, kind) KIND_##kind,
+static const unsigned char op_kind[] = {
+#define CT_BINARY_KIND_(name, NAME, kind, grad) KIND_##kind,
     CT_BINARY_OPS(CT_BINARY_KIND_)
 #undef CT_BINARY_KIND_
         KIND_ARITH, /* CT_BOP_RELU_GRAD, the one internal op, after the table */
 };
-
-static const char *const op_names[CT_BOP_COUNT] = {
-#define CT_BINARY_NAME_(name, NAME, kind) "ct_" #name,
-    CT_BINARY_OPS(CT_BINARY_NAME_)
-#undef CT_BINARY_NAME_
-        "ReLU's backward",
-};
+static_assert(sizeof op_kind == CT_BOP_COUNT, "one kind per binary op");
 
 template <typename T>
 static ct_status launch_compare(int device, cudaStream_t stream, const ct_ew_args &a, int op) {
@@ -272,20 +245,13 @@ static ct_status launch_checked(int device, cudaStream_t stream, const ct_ew_arg
     if (status != CT_OK) return status;
     CT_CUDA_CHECK(device, freed);
     if (!raised) return CT_OK;
-    if (op == CT_BOP_REMAINDER)
-        return ct_cuda_fail(CT_ERR_INVALID_ARG,
-                            "%s: integer remainder by zero (a divisor element is 0); use a "
-                            "floating dtype to get NaN instead",
-                            op_names[op]);
-    return ct_cuda_fail(CT_ERR_INVALID_ARG,
-                        "%s: integers to negative integer powers are not allowed (an "
-                        "exponent element is negative); use a floating dtype",
-                        op_names[op]);
+    return ct_cuda_fail(CT_ERR_INVALID_ARG, "%s: %s", ct_ew_binary_name((ct_binary_op)op),
+                        ct_ew_error_text((ct_ew_error)raised));
 }
 
 template <typename T>
 static ct_status launch_int(int device, cudaStream_t stream, const ct_ew_args &a, int op) {
-    if (op == CT_BOP_POW || op == CT_BOP_REMAINDER) return launch_checked<T>(device, stream, a, op);
+    if (ct_ew_int_op_can_fail((ct_binary_op)op)) return launch_checked<T>(device, stream, a, op);
     return launch_arith<T>(device, stream, a, op, NULL);
 }
 
@@ -307,7 +273,7 @@ extern "C" ct_status ct_cuda_binary(int device, ct_binary_op op, const ct_ew_arg
         default: return launch_compare<int32_t>(device, stream, a, op);
         }
     }
-    if (op_kind[op] == KIND_DIV && domain >= CT_DOMAIN_I64) domain = CT_DOMAIN_F32;
+    if (op_kind[op] == KIND_FLOAT && domain >= CT_DOMAIN_I64) domain = CT_DOMAIN_F32;
     switch (domain) {
     case CT_DOMAIN_F32: return launch_f32(device, stream, a, op);
     case CT_DOMAIN_F64: return launch_arith<double>(device, stream, a, op, NULL);

@@ -2,8 +2,9 @@
  * the CPU kernels (cpu_unary.c).
  *
  * The compute domain is picked as on the CPU: FLOAT ops compute in float (double for f64);
- * SAME ops in the compute dtype's domain (int32 for i32, u8 and bool; int64 for i64);
- * logical_not tests its input in double and writes bool. Contiguous float32 in and out takes
+ * SAME and INT ops in the compute dtype's domain (int32 for i32, u8 and bool; int64 for
+ * i64); the predicates test their input in double and write bool. The per-element formulas
+ * are ew_formula_impl.h's, shared with the CPU; the switches are generated from op_list.h. Contiguous float32 in and out takes
  * a kernel per op with float4 loads and stores (when aligned); everything else runs the
  * generic strided kernel of its domain, which converts on load and store.
  *
@@ -11,86 +12,66 @@
  * even; gelu is the erf form, computed as x/2 erfc(-x/sqrt 2) as on the CPU; integer
  * negation wraps (through the unsigned type). Transcendental functions are CUDA's libm,
  * within a few ulp of the CPU's but not always bit-identical. */
-#include "backend/cpu/cpu_math_impl.h"
 #include "backend/cuda/cuda_ew_impl.cuh"
+#include "backend/ew_formula_impl.h"
 
-enum { KIND_FLOAT, KIND_SAME, KIND_BOOL };
+enum { KIND_FLOAT, KIND_SAME, KIND_BOOL, KIND_INT };
 
-static const unsigned char op_kind[CT_UOP_COUNT] = {
-#define CT_UNARY_KIND_(name, NAME, kind) KIND_##kind,
+static const unsigned char op_kind[] = {
+#define CT_UNARY_KIND_(name, NAME, kind, grad) KIND_##kind,
     CT_UNARY_OPS(CT_UNARY_KIND_)
 #undef CT_UNARY_KIND_
         KIND_SAME, /* clamp */
 };
+static_assert(sizeof op_kind == CT_UOP_COUNT, "one kind per unary op");
 
-/* float32 exp and sigmoid are the CPU's own algorithm (cpu_math_impl.h: within 1.1 ulp,
- * IEEE results at the edges), so they agree with the CPU bit for bit: exp with fused
- * multiply-adds, as the CPU computes it on FMA processors; sigmoid with separately rounded
- * ones (__fmul_rn and __fadd_rn, which nvcc does not fuse), as the CPU always computes it. */
-#define CT_EW_MADD_RN(a, b, c) __fadd_rn(__fmul_rn(a, b), c)
-CT_EW_DEV float exp_f32(float x){CT_EXPF_BODY(x, fmaf)} CT_EW_DEV
-    float exp_f32_rn(float x){CT_EXPF_BODY(x, CT_EW_MADD_RN)} CT_EW_DEV float sigmoid_f32(float x) {
-    return 1.0f / (1.0f + exp_f32_rn(-x));
-}
-CT_EW_DEV double sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }
+/* The case of a row in domain S: its formula (ew_formula_impl.h) where the kind computes in
+ * S, else nothing (the launcher never runs the op there). */
+#define CASE_FORMULA_(name, NAME, S)                                                               \
+    case CT_UOP_##NAME: return (ct_ew_##name##_##S)(x);
+#define CASE_NONE_(name, NAME, S)                                                                  \
+    case CT_UOP_##NAME: break;
+#define FLOAT_CASE_FLOAT CASE_FORMULA_
+#define FLOAT_CASE_SAME CASE_FORMULA_
+#define FLOAT_CASE_BOOL CASE_NONE_
+#define FLOAT_CASE_INT CASE_NONE_
+#define INT_CASE_FLOAT CASE_NONE_
+#define INT_CASE_SAME CASE_FORMULA_
+#define INT_CASE_BOOL CASE_NONE_
+#define INT_CASE_INT CASE_FORMULA_
+#define TEST_CASE_FLOAT CASE_NONE_
+#define TEST_CASE_SAME CASE_NONE_
+#define TEST_CASE_BOOL CASE_FORMULA_
+#define TEST_CASE_INT CASE_NONE_
+#define F32_CASE_(name, NAME, kind, grad) FLOAT_CASE_##kind(name, NAME, f32)
+#define F64_CASE_(name, NAME, kind, grad) FLOAT_CASE_##kind(name, NAME, f64)
+#define I32_CASE_(name, NAME, kind, grad) INT_CASE_##kind(name, NAME, i32)
+#define I64_CASE_(name, NAME, kind, grad) INT_CASE_##kind(name, NAME, i64)
+#define TEST_CASE_(name, NAME, kind, grad) TEST_CASE_##kind(name, NAME, test)
 
-/* op(x) in float or double; lo and hi are clamp's bounds. Integer results of floor, ceil
- * and round never reach here (integers keep their value in their own domain). */
-#define DEFINE_FLOAT_UNARY(T, SUF, EXP, SIGMOID)                                                   \
+/* op(x) in domain S over type T; lo and hi are clamp's bounds. */
+#define DEFINE_UNARY_VALUE(T, S, CASES)                                                            \
     CT_EW_DEV T unary_value(int op, T x, T lo, T hi) {                                             \
-        const T zero = 0, one = 1;                                                                 \
-        switch (op) {                                                                              \
-        case CT_UOP_NEG: return -x;                                                                \
-        case CT_UOP_ABS: return fabs##SUF(x);                                                      \
-        case CT_UOP_SIGN: return x > zero ? one : (x < zero ? -one : x);                           \
-        case CT_UOP_SQRT: return sqrt##SUF(x);                                                     \
-        case CT_UOP_RSQRT: return one / sqrt##SUF(x);                                              \
-        case CT_UOP_EXP: return EXP(x);                                                            \
-        case CT_UOP_EXPM1: return expm1##SUF(x);                                                   \
-        case CT_UOP_LOG: return log##SUF(x);                                                       \
-        case CT_UOP_LOG1P: return log1p##SUF(x);                                                   \
-        case CT_UOP_SIN: return sin##SUF(x);                                                       \
-        case CT_UOP_COS: return cos##SUF(x);                                                       \
-        case CT_UOP_TANH: return tanh##SUF(x);                                                     \
-        case CT_UOP_SIGMOID: return SIGMOID(x);                                                    \
-        case CT_UOP_RELU: return x < zero ? zero : x;                                              \
-        case CT_UOP_GELU: return (T)0.5 * x * erfc##SUF(-x * (T)0.70710678118654752440);           \
-        case CT_UOP_ERF: return erf##SUF(x);                                                       \
-        case CT_UOP_FLOOR: return floor##SUF(x);                                                   \
-        case CT_UOP_CEIL: return ceil##SUF(x);                                                     \
-        case CT_UOP_ROUND: return nearbyint##SUF(x); /* half to even */                            \
-        case CT_UOP_CLAMP: {                                                                       \
-            T t = x < lo ? lo : x;                                                                 \
-            return t > hi ? hi : t;                                                                \
+        switch ((ct_unary_op)op) {                                                                 \
+            CT_UNARY_OPS(CASES)                                                                    \
+        case CT_UOP_CLAMP: return ct_ew_clamp_##S(x, lo, hi);                                      \
+        case CT_UOP_COUNT: break;                                                                  \
         }                                                                                          \
-        default: return x; /* logical_not has its own kernel */                                    \
-        }                                                                                          \
+        return x;                                                                                  \
     }
-DEFINE_FLOAT_UNARY(float, f, exp_f32, sigmoid_f32)
-DEFINE_FLOAT_UNARY(double, , exp, sigmoid_f64)
+DEFINE_UNARY_VALUE(float, f32, F32_CASE_)
+DEFINE_UNARY_VALUE(double, f64, F64_CASE_)
+DEFINE_UNARY_VALUE(int32_t, i32, I32_CASE_)
+DEFINE_UNARY_VALUE(int64_t, i64, I64_CASE_)
 
-/* Integers wrap: negation goes through the unsigned type UT. floor, ceil and round of an
- * integer are the integer. */
-template <typename T, typename UT> CT_EW_DEV T int_unary(int op, T x, T lo, T hi) {
-    switch (op) {
-    case CT_UOP_NEG: return (T)((UT)0 - (UT)x);
-    case CT_UOP_ABS: return x < 0 ? (T)((UT)0 - (UT)x) : x;
-    case CT_UOP_SIGN: return (T)((x > 0) - (x < 0));
-    case CT_UOP_RELU: return x < 0 ? (T)0 : x;
-    case CT_UOP_CLAMP: {
-        T t = x < lo ? lo : x;
-        return t > hi ? hi : t;
+/* The predicates, on the input as double. */
+CT_EW_DEV uint8_t test_value(int op, double x) {
+    switch ((ct_unary_op)op) {
+        CT_UNARY_OPS(TEST_CASE_)
+    case CT_UOP_CLAMP:
+    case CT_UOP_COUNT: break;
     }
-    default: return x;
-    }
-}
-
-CT_EW_DEV int32_t unary_value(int op, int32_t x, int32_t lo, int32_t hi) {
-    return int_unary<int32_t, uint32_t>(op, x, lo, hi);
-}
-
-CT_EW_DEV int64_t unary_value(int op, int64_t x, int64_t lo, int64_t hi) {
-    return int_unary<int64_t, uint64_t>(op, x, lo, hi);
+    return 0;
 }
 
 /* Contiguous float32: o[i] = OP(x[i]) for i < n, four at a time when vec (o and x 16-byte
@@ -115,29 +96,23 @@ CT_EW_DEV void unary_f32_run(float *__restrict__ o, const float *__restrict__ x,
     }
 }
 
-/* One kernel for every float-valued op (logical_not has its own): the switch sits outside
- * the loops, so each op's loop is compiled for that op alone. */
-#define CT_F32_CASE_(NAME)                                                                         \
-    case CT_UOP_##NAME:                                                                            \
-        unary_f32_run<CT_UOP_##NAME>(o, x, n, lo, hi, vec);                                        \
-        break;
-#define CT_F32_CASE_FLOAT(NAME) CT_F32_CASE_(NAME)
-#define CT_F32_CASE_SAME(NAME) CT_F32_CASE_(NAME)
-#define CT_F32_CASE_BOOL(NAME)
-#define CT_F32_CASE_KIND_(name, NAME, kind) CT_F32_CASE_##kind(NAME)
+/* One kernel for every float-valued op (the predicates have their own): the switch sits
+ * outside the loops, so each op's loop is compiled for that op alone. */
+#define CT_F32_RUN_(NAME)                                                                          \
+    case CT_UOP_##NAME: unary_f32_run<CT_UOP_##NAME>(o, x, n, lo, hi, vec); break;
+#define CT_F32_RUN_FLOAT(NAME) CT_F32_RUN_(NAME)
+#define CT_F32_RUN_SAME(NAME) CT_F32_RUN_(NAME)
+#define CT_F32_RUN_BOOL(NAME) case CT_UOP_##NAME: break;
+#define CT_F32_RUN_INT(NAME) case CT_UOP_##NAME: break;
+#define CT_F32_RUN_KIND_(name, NAME, kind, grad) CT_F32_RUN_##kind(NAME)
 static __global__ void unary_f32_contiguous(float *__restrict__ o, const float *__restrict__ x,
                                             int64_t n, int op, float lo, float hi, bool vec) {
-    switch (op) {
-        CT_UNARY_OPS(CT_F32_CASE_KIND_)
-        CT_F32_CASE_(CLAMP)
-    default: break;
+    switch ((ct_unary_op)op) {
+        CT_UNARY_OPS(CT_F32_RUN_KIND_)
+        CT_F32_RUN_(CLAMP)
+    case CT_UOP_COUNT: break;
     }
 }
-#undef CT_F32_CASE_KIND_
-#undef CT_F32_CASE_BOOL
-#undef CT_F32_CASE_SAME
-#undef CT_F32_CASE_FLOAT
-#undef CT_F32_CASE_
 
 /* Any layout and dtypes, computing in domain T. */
 template <typename T, typename I>
@@ -150,13 +125,13 @@ static __global__ void unary_strided(const __grid_constant__ ct_ew_args a, int o
     }
 }
 
-/* logical_not: the input is zero-tested in double (exact for every dtype); out is bool. */
+/* The predicates: the input is tested in double (exact for what they test); out is bool. */
 template <typename I>
-static __global__ void logical_not_strided(const __grid_constant__ ct_ew_args a) {
+static __global__ void test_strided(const __grid_constant__ ct_ew_args a, int op) {
     CT_EW_LOOP(i, a.numel) {
         int64_t off[2];
         ct_ew_offsets<2>(a, (I)i, off);
-        *(uint8_t *)(a.data[0] + off[0]) = ct_cuda_load_f64(a.data[1] + off[1], a.dtype[1]) == 0.0;
+        *(uint8_t *)(a.data[0] + off[0]) = test_value(op, ct_cuda_load_f64(a.data[1] + off[1], a.dtype[1]));
     }
 }
 
@@ -174,12 +149,12 @@ static ct_status launch_strided(int device, cudaStream_t stream, const ct_ew_arg
     return CT_OK;
 }
 
-static ct_status launch_logical_not(int device, cudaStream_t stream, const ct_ew_args &a) {
+static ct_status launch_test(int device, cudaStream_t stream, const ct_ew_args &a, int op) {
     unsigned blocks = ct_ew_blocks(a.numel);
     if (ct_ew_small(&a))
-        logical_not_strided<uint32_t><<<blocks, CT_EW_THREADS, 0, stream>>>(a);
+        test_strided<uint32_t><<<blocks, CT_EW_THREADS, 0, stream>>>(a, op);
     else
-        logical_not_strided<uint64_t><<<blocks, CT_EW_THREADS, 0, stream>>>(a);
+        test_strided<uint64_t><<<blocks, CT_EW_THREADS, 0, stream>>>(a, op);
     CT_CUDA_CHECK(device, cudaGetLastError());
     return CT_OK;
 }
@@ -222,7 +197,7 @@ extern "C" ct_status ct_cuda_unary(int device, ct_unary_op op, const ct_ew_args 
     ct_status status = ct_ew_begin(device, args, &stream, &a);
     if (status != CT_OK) return status;
     ct_dtype compute = args->compute_dtype;
-    if (op_kind[op] == KIND_BOOL) return launch_logical_not(device, stream, a);
+    if (op_kind[op] == KIND_BOOL) return launch_test(device, stream, a, op);
     if (compute == CT_F64) return launch_strided<double>(device, stream, a, op, p0, p1);
     if (op_kind[op] == KIND_FLOAT || ct__is_float(compute))
         return launch_f32(device, stream, a, op, p0, p1);

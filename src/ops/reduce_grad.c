@@ -1,5 +1,5 @@
 /* Backward rules of the reductions (sum, mean, prod, max, min, var, std) and of matmul. */
-#include "autograd/grad_impl.h"
+#include "ops/grad_impl.h"
 #include "ops/op_impl.h"
 
 static ct_tensor *keep(ct_tensor *t) { return t ? ct_keep(t) : NULL; }

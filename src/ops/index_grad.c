@@ -1,6 +1,6 @@
 /* Backward rules of the indexing ops: ct_index_select and ct_gather send each gradient
  * element back to the element it was read from, accumulating repeated indices. */
-#include "autograd/grad_impl.h"
+#include "ops/grad_impl.h"
 #include "ops/op_impl.h"
 
 /* Zeros of x's shape with g added at the read positions, by index_add or scatter_add. */

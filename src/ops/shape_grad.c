@@ -1,6 +1,6 @@
 /* Backward rules of the shape and copy ops: reshape-like views, permutations, slices,
  * concatenation, and the ops whose gradient passes through unchanged. */
-#include "autograd/grad_impl.h"
+#include "ops/grad_impl.h"
 #include "ops/op_impl.h"
 
 static ct_status single(ct_tensor **grad_in, ct_tensor *g) {

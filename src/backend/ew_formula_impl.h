@@ -1,0 +1,328 @@
+/* The per-element formulas of the elementwise ops of op_list.h, written once for the CPU and
+ * the CUDA backend (header-only; device functions under nvcc), as optim_update_impl.h is for
+ * the optimisers. Each backend generates its kernels from the table rows and calls
+ * ct_ew_NAME_S for the op NAME in compute domain S, so a row without its formula fails to
+ * compile with "'ct_ew_NAME_S' undeclared".
+ *
+ * Domains (S): f32 (float32, and float16/bfloat16 computed in float), f64, i32 (integers and
+ * bool of at most 32 bits; results wrap when stored), i64, and `test` (the predicates of the
+ * BOOL kind, on the input converted to double, exact for the properties they test). Which
+ * domains a row needs follows from its kind:
+ *
+ *     unary  FLOAT: f32 f64   SAME: f32 f64 i32 i64   BOOL: test   INT: i32 i64
+ *     binary ARITH: f32 f64 i32 i64   FLOAT: f32 f64   COMPARE, LOGICAL: every domain
+ *            INT, SHIFT: i32 i64
+ *
+ * Integer binary formulas take `int *err` and set it to a ct_ew_error on operands the op
+ * rejects (a zero divisor, a negative exponent); the result is then discarded. NumPy's
+ * semantics throughout: integers wrap (computed on the unsigned type), maximum and minimum
+ * propagate NaN, remainder and floor_divide follow Python's % and //. */
+#ifndef CT_EW_FORMULA_IMPL_H
+#define CT_EW_FORMULA_IMPL_H
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend/backend_impl.h"
+#include "core/dtype_impl.h"
+
+#ifdef __CUDACC__
+#define CT_EW_FN static __device__ __forceinline__
+/* a * b + c rounded once (fused), and rounded twice (nvcc would otherwise fuse it). */
+#define CT_EW_MADD_FAST_(a, b, c) fmaf(a, b, c)
+#define CT_EW_MADD_RN_(a, b, c) __fadd_rn(__fmul_rn(a, b), c)
+#else
+#define CT_EW_FN static inline
+/* The CPU's generic code has no fused multiply-add (libm's fmaf is a call); its FMA
+ * processors get ct__expf_fma (cpu_math_impl.h), whose results equal CUDA's. */
+#define CT_EW_MADD_FAST_(a, b, c) ((a) * (b) + (c))
+#define CT_EW_MADD_RN_(a, b, c) ((a) * (b) + (c))
+#endif
+
+/* What an integer formula can reject. */
+typedef enum ct_ew_error {
+    CT_EW_OK = 0,
+    CT_EW_REMAINDER_BY_ZERO,
+    CT_EW_DIVISION_BY_ZERO,
+    CT_EW_NEGATIVE_POWER
+} ct_ew_error;
+
+/* The message of an error (after "ct_op: "), the same on every backend. */
+static inline const char *ct_ew_error_text(ct_ew_error error) {
+    switch (error) {
+    case CT_EW_REMAINDER_BY_ZERO:
+        return "integer remainder by zero (a divisor element is 0); use a floating dtype to get "
+               "NaN instead";
+    case CT_EW_DIVISION_BY_ZERO:
+        return "integer division by zero (a divisor element is 0); use a floating dtype to get "
+               "inf or NaN instead";
+    case CT_EW_NEGATIVE_POWER:
+        return "integers to negative integer powers are not allowed (an exponent element is "
+               "negative); use a floating dtype";
+    case CT_EW_OK: break;
+    }
+    return "no error";
+}
+
+/* The integer ops whose formula can set *err: the op layer counts the device's answer as a
+ * read-back, and the CUDA backend gives them a flag in device memory. */
+static inline bool ct_ew_int_op_can_fail(ct_binary_op op) {
+    return op == CT_BOP_POW || op == CT_BOP_REMAINDER || op == CT_BOP_FLOOR_DIVIDE;
+}
+
+/* The public name of a binary op, for messages. */
+static inline const char *ct_ew_binary_name(ct_binary_op op) {
+    switch (op) {
+#define CT_EW_NAME_(name, NAME, kind, grad)                                                        \
+    case CT_BOP_##NAME: return "ct_" #name;
+        CT_BINARY_OPS(CT_EW_NAME_)
+#undef CT_EW_NAME_
+    case CT_BOP_RELU_GRAD: return "ReLU's backward";
+    case CT_BOP_COUNT: break;
+    }
+    return "an unknown binary op";
+}
+
+/* ---- float32 exp: one algorithm for both backends ----
+ *
+ * e^x within 1.1 ulp over the whole range (checked on every float), with IEEE results at the
+ * edges: overflow gives +inf, results below the smallest subnormal give 0, subnormal results
+ * are rounded once, NaN gives NaN.
+ *
+ * x = n ln2 + r with |r| <= ln2/2; e^r = 1 + r + r^2 q(r) with q a degree-4 near-minimax fit
+ * of (e^r - 1 - r) / r^2 (relative error 3e-9, fitted for this file), evaluated in Estrin's
+ * order for instruction-level parallelism; e^x = e^r 2^n. n is clamped to [-150, 128], where
+ * the results end anyway: above, r grows and the result overflows to inf as it should;
+ * below x = -104 the final select gives 0. 2^n is applied as two factors 2^(n/2) and
+ * 2^(n - n/2), which stay normal floats for every such n, so only the last multiplication
+ * rounds (into a subnormal or to inf). MADD(a, b, c) is a * b + c, fused or not. */
+#define CT_EXPF_BODY(x, MADD)                                                                      \
+    const float shift = 0x1.8p23f;     /* adding it rounds |v| < 2^22 to an integer */             \
+    const float ln2_hi = 0.693359375f; /* 9 significant bits: n * ln2_hi is exact */               \
+    const float ln2_lo = -2.12194440e-4f;                                                          \
+    float t = MADD(x, 1.44269504f, shift);                                                         \
+    /* n from t's low mantissa bits (exact for |x| < 2^21); for huge or NaN x the bits are junk    \
+     * but defined (unsigned arithmetic) and the clamp, r or the final select decide. */           \
+    int32_t ni = (int32_t)(ct__f32_bits(t) - ct__f32_bits(shift));                                 \
+    ni = ni < -150 ? -150 : ni;                                                                    \
+    ni = ni > 128 ? 128 : ni;                                                                      \
+    float n = (float)ni;                                                                           \
+    float r = MADD(n, -ln2_lo, MADD(n, -ln2_hi, x));                                               \
+    float r2 = r * r;                                                                              \
+    float q01 = MADD(0.166665211f, r, 0.499999940f);                                               \
+    float q23 = MADD(0.00836871006f, r, 0.0416683890f);                                            \
+    float q = MADD(MADD(0.00138146128f, r2, q23), r2, q01);                                        \
+    float p = 1.0f + MADD(r2, q, r);                                                               \
+    int32_t n1 = ni / 2, n2 = ni - n1;                                                             \
+    float s1 = ct__bits_f32((uint32_t)(n1 + 127) << 23);                                           \
+    float s2 = ct__bits_f32((uint32_t)(n2 + 127) << 23);                                           \
+    return ct__select_f32(x < -104.0f, 0.0f, (p * s1) * s2);
+
+/* cond ? a : b through bit masks: GCC keeps a branch for a plain ?: on floats in some
+ * contexts (it specialises a constant arm), and a branch stops vectorization. */
+CT_BITS_FN float ct__select_f32(int cond, float a, float b) {
+    uint32_t mask = 0u - (uint32_t)cond;
+    return ct__bits_f32((ct__f32_bits(a) & mask) | (ct__f32_bits(b) & ~mask));
+}
+
+CT_EW_FN float ct_ew_exp_f32(float x) { CT_EXPF_BODY(x, CT_EW_MADD_FAST_) }
+CT_EW_FN double ct_ew_exp_f64(double x) { return exp(x); }
+/* 1 / (1 + e^-x) with separately rounded steps on both backends: no cancellation, so the
+ * relative error stays that of exp. */
+CT_EW_FN float ct_ew_exp_rn_f32(float x) { CT_EXPF_BODY(x, CT_EW_MADD_RN_) }
+CT_EW_FN float ct_ew_sigmoid_f32(float x) { return 1.0f / (1.0f + ct_ew_exp_rn_f32(-x)); }
+CT_EW_FN double ct_ew_sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+/* The libm function f for float (ff) or double (f). */
+#define CT_EW_M_f32(fn) fn##f
+#define CT_EW_M_f64(fn) fn
+
+/* ---- unary, floating domains: T float or double, M(f) its libm function f ---- */
+#define CT_EW_UNARY_FLOAT_(T, S, M)                                                                \
+    CT_EW_FN T ct_ew_neg_##S(T x) { return -x; }                                                   \
+    CT_EW_FN T ct_ew_abs_##S(T x) { return M(fabs)(x); }                                           \
+    CT_EW_FN T ct_ew_sign_##S(T x) { return x > (T)0 ? (T)1 : (x < (T)0 ? (T)-1 : x); }            \
+    CT_EW_FN T ct_ew_sqrt_##S(T x) { return M(sqrt)(x); }                                          \
+    CT_EW_FN T ct_ew_rsqrt_##S(T x) { return (T)1 / M(sqrt)(x); }                                  \
+    CT_EW_FN T ct_ew_expm1_##S(T x) { return M(expm1)(x); }                                        \
+    CT_EW_FN T ct_ew_log_##S(T x) { return M(log)(x); }                                            \
+    CT_EW_FN T ct_ew_log1p_##S(T x) { return M(log1p)(x); }                                        \
+    CT_EW_FN T ct_ew_sin_##S(T x) { return M(sin)(x); }                                            \
+    CT_EW_FN T ct_ew_cos_##S(T x) { return M(cos)(x); }                                            \
+    CT_EW_FN T ct_ew_tanh_##S(T x) { return M(tanh)(x); }                                          \
+    CT_EW_FN T ct_ew_relu_##S(T x) { return x < (T)0 ? (T)0 : x; }                                 \
+    /* erfc(-x/sqrt 2) = 1 + erf(x/sqrt 2), which does not cancel for negative x */                \
+    CT_EW_FN T ct_ew_gelu_##S(T x) {                                                               \
+        return (T)0.5 * x * M(erfc)(-x * (T)0.70710678118654752440);                               \
+    }                                                                                              \
+    CT_EW_FN T ct_ew_erf_##S(T x) { return M(erf)(x); }                                            \
+    CT_EW_FN T ct_ew_floor_##S(T x) { return M(floor)(x); }                                        \
+    CT_EW_FN T ct_ew_ceil_##S(T x) { return M(ceil)(x); }                                          \
+    CT_EW_FN T ct_ew_round_##S(T x) { return M(nearbyint)(x); }                                    \
+    CT_EW_FN T ct_ew_trunc_##S(T x) { return M(trunc)(x); }                                        \
+    CT_EW_FN T ct_ew_square_##S(T x) { return x * x; }                                             \
+    CT_EW_FN T ct_ew_reciprocal_##S(T x) { return (T)1 / x; }                                      \
+    CT_EW_FN T ct_ew_log2_##S(T x) { return M(log2)(x); }                                          \
+    CT_EW_FN T ct_ew_log10_##S(T x) { return M(log10)(x); }                                        \
+    CT_EW_FN T ct_ew_tan_##S(T x) { return M(tan)(x); }                                            \
+    CT_EW_FN T ct_ew_asin_##S(T x) { return M(asin)(x); }                                          \
+    CT_EW_FN T ct_ew_acos_##S(T x) { return M(acos)(x); }                                          \
+    CT_EW_FN T ct_ew_atan_##S(T x) { return M(atan)(x); }                                          \
+    CT_EW_FN T ct_ew_sinh_##S(T x) { return M(sinh)(x); }                                          \
+    CT_EW_FN T ct_ew_cosh_##S(T x) { return M(cosh)(x); }                                          \
+    CT_EW_FN T ct_ew_asinh_##S(T x) { return M(asinh)(x); }                                        \
+    CT_EW_FN T ct_ew_acosh_##S(T x) { return M(acosh)(x); }                                        \
+    CT_EW_FN T ct_ew_atanh_##S(T x) { return M(atanh)(x); }                                        \
+    CT_EW_FN T ct_ew_exp2_##S(T x) { return M(exp2)(x); }                                          \
+    /* clamp (not a row: it takes bounds): comparisons, which keep NaN */                          \
+    CT_EW_FN T ct_ew_clamp_##S(T x, T lo, T hi) {                                                  \
+        T t = x < lo ? lo : x;                                                                     \
+        return t > hi ? hi : t;                                                                    \
+    }
+CT_EW_UNARY_FLOAT_(float, f32, CT_EW_M_f32)
+CT_EW_UNARY_FLOAT_(double, f64, CT_EW_M_f64)
+
+/* ---- unary, integer domains: T int32_t or int64_t, UT its unsigned type ---- */
+#define CT_EW_UNARY_INT_(T, S, UT)                                                                 \
+    CT_EW_FN T ct_ew_neg_##S(T x) { return (T)((UT)0 - (UT)x); }                                   \
+    CT_EW_FN T ct_ew_abs_##S(T x) { return x < 0 ? (T)((UT)0 - (UT)x) : x; }                       \
+    CT_EW_FN T ct_ew_sign_##S(T x) { return (T)((x > 0) - (x < 0)); }                              \
+    CT_EW_FN T ct_ew_relu_##S(T x) { return x < 0 ? (T)0 : x; }                                    \
+    CT_EW_FN T ct_ew_floor_##S(T x) { return x; }                                                  \
+    CT_EW_FN T ct_ew_ceil_##S(T x) { return x; }                                                   \
+    CT_EW_FN T ct_ew_round_##S(T x) { return x; }                                                  \
+    CT_EW_FN T ct_ew_trunc_##S(T x) { return x; }                                                  \
+    CT_EW_FN T ct_ew_square_##S(T x) { return (T)((UT)x * (UT)x); }                                \
+    CT_EW_FN T ct_ew_bitwise_invert_##S(T x) { return (T)~(UT)x; }                                 \
+    CT_EW_FN T ct_ew_clamp_##S(T x, T lo, T hi) {                                                  \
+        T t = x < lo ? lo : x;                                                                     \
+        return t > hi ? hi : t;                                                                    \
+    }
+CT_EW_UNARY_INT_(int32_t, i32, uint32_t)
+CT_EW_UNARY_INT_(int64_t, i64, uint64_t)
+
+/* ---- unary predicates (BOOL kind), on the input as double ---- */
+CT_EW_FN uint8_t ct_ew_logical_not_test(double x) { return x == 0.0; }
+CT_EW_FN uint8_t ct_ew_signbit_test(double x) { return signbit(x) != 0; }
+CT_EW_FN uint8_t ct_ew_isnan_test(double x) { return x != x; }
+CT_EW_FN uint8_t ct_ew_isinf_test(double x) { return isinf(x) != 0; }
+CT_EW_FN uint8_t ct_ew_isfinite_test(double x) { return isfinite(x) != 0; }
+
+/* ---- binary, floating domains ---- */
+#define CT_EW_BINARY_FLOAT_(T, S, M)                                                               \
+    CT_EW_FN T ct_ew_add_##S(T a, T b) { return a + b; }                                           \
+    CT_EW_FN T ct_ew_sub_##S(T a, T b) { return a - b; }                                           \
+    CT_EW_FN T ct_ew_mul_##S(T a, T b) { return a * b; }                                           \
+    CT_EW_FN T ct_ew_div_##S(T a, T b) { return a / b; }                                           \
+    CT_EW_FN T ct_ew_pow_##S(T a, T b) { return M(pow)(a, b); }                                    \
+    /* a when it wins or is NaN, so NaN in either wins; | keeps the select branch-free */          \
+    CT_EW_FN T ct_ew_maximum_##S(T a, T b) { return ((a > b) | (a != a)) ? a : b; }                \
+    CT_EW_FN T ct_ew_minimum_##S(T a, T b) { return ((a < b) | (a != a)) ? a : b; }                \
+    /* Python's float %: fmod moved into the divisor's sign; a zero takes the divisor's sign */    \
+    CT_EW_FN T ct_ew_remainder_##S(T a, T b) {                                                     \
+        T r = M(fmod)(a, b);                                                                       \
+        if (r == 0) return M(copysign)((T)0, b);                                                   \
+        return (r < 0) != (b < 0) ? r + b : r;                                                     \
+    }                                                                                              \
+    CT_EW_FN T ct_ew_hypot_##S(T a, T b) { return M(hypot)(a, b); }                                \
+    CT_EW_FN T ct_ew_copysign_##S(T a, T b) { return M(copysign)(a, b); }                          \
+    CT_EW_FN T ct_ew_atan2_##S(T a, T b) { return M(atan2)(a, b); }                                \
+    /* equal operands (infinities too) give a + log 2; NaN propagates through d */                 \
+    CT_EW_FN T ct_ew_logaddexp_##S(T a, T b) {                                                     \
+        if (a == b) return a + (T)0.693147180559945309417;                                         \
+        T d = a - b;                                                                               \
+        if (d > 0) return a + M(log1p)(M(exp)(-d));                                                \
+        if (d <= 0) return b + M(log1p)(M(exp)(d));                                                \
+        return d;                                                                                  \
+    }                                                                                              \
+    /* Python's float //, as NumPy: from fmod so that floor(a / b) * b + a % b == a, rounded to    \
+     * the nearest integer; a zero divisor gives a / b (inf or NaN) */                             \
+    CT_EW_FN T ct_ew_floor_divide_##S(T a, T b) {                                                  \
+        if (b == 0) return a / b;                                                                  \
+        T mod = M(fmod)(a, b);                                                                     \
+        T q = (a - mod) / b;                                                                       \
+        if (mod != 0 && (b < 0) != (mod < 0)) q -= (T)1;                                           \
+        if (q == 0) return M(copysign)((T)0, a / b);                                               \
+        T f = M(floor)(q);                                                                         \
+        return q - f > (T)0.5 ? f + (T)1 : f;                                                      \
+    }                                                                                              \
+    /* ReLU's backward (not a row): a where b > 0, else 0 */                                       \
+    CT_EW_FN T ct_ew_relu_grad_##S(T a, T b) { return b > 0 ? a : (T)0; }
+CT_EW_BINARY_FLOAT_(float, f32, CT_EW_M_f32)
+CT_EW_BINARY_FLOAT_(double, f64, CT_EW_M_f64)
+
+/* ---- binary, integer domains: wrapping, on the unsigned type UT; BITS the width ---- */
+#define CT_EW_BINARY_INT_(T, S, UT, BITS)                                                          \
+    CT_EW_FN T ct_ew_add_##S(T a, T b, int *err) { return (void)err, (T)((UT)a + (UT)b); }         \
+    CT_EW_FN T ct_ew_sub_##S(T a, T b, int *err) { return (void)err, (T)((UT)a - (UT)b); }         \
+    CT_EW_FN T ct_ew_mul_##S(T a, T b, int *err) { return (void)err, (T)((UT)a * (UT)b); }         \
+    CT_EW_FN T ct_ew_maximum_##S(T a, T b, int *err) { return (void)err, a > b ? a : b; }          \
+    CT_EW_FN T ct_ew_minimum_##S(T a, T b, int *err) { return (void)err, a < b ? a : b; }          \
+    /* base^exponent by squaring, wrapping */                                                      \
+    CT_EW_FN T ct_ew_pow_##S(T a, T b, int *err) {                                                 \
+        if (b < 0) {                                                                               \
+            *err = CT_EW_NEGATIVE_POWER;                                                           \
+            return 0;                                                                              \
+        }                                                                                          \
+        UT result = 1, square = (UT)a;                                                             \
+        for (UT e = (UT)b; e; e >>= 1) {                                                           \
+            if (e & 1u) result *= square;                                                          \
+            square *= square;                                                                      \
+        }                                                                                          \
+        return (T)result;                                                                          \
+    }                                                                                              \
+    /* Python's %: the divisor's sign; b == -1 apart, as T_MIN % -1 overflows in C */              \
+    CT_EW_FN T ct_ew_remainder_##S(T a, T b, int *err) {                                           \
+        if (b == 0) {                                                                              \
+            *err = CT_EW_REMAINDER_BY_ZERO;                                                        \
+            return 0;                                                                              \
+        }                                                                                          \
+        if (b == -1) return 0;                                                                     \
+        T r = a % b;                                                                               \
+        return r != 0 && (r < 0) != (b < 0) ? r + b : r;                                           \
+    }                                                                                              \
+    /* Python's //: toward -inf; T_MIN // -1 wraps to T_MIN, as NumPy */                           \
+    CT_EW_FN T ct_ew_floor_divide_##S(T a, T b, int *err) {                                        \
+        if (b == 0) {                                                                              \
+            *err = CT_EW_DIVISION_BY_ZERO;                                                         \
+            return 0;                                                                              \
+        }                                                                                          \
+        if (b == -1) return (T)((UT)0 - (UT)a);                                                    \
+        T q = a / b;                                                                               \
+        return a % b != 0 && (a < 0) != (b < 0) ? q - 1 : q;                                       \
+    }                                                                                              \
+    CT_EW_FN T ct_ew_bitwise_and_##S(T a, T b, int *err) { return (void)err, a & b; }              \
+    CT_EW_FN T ct_ew_bitwise_or_##S(T a, T b, int *err) { return (void)err, a | b; }               \
+    CT_EW_FN T ct_ew_bitwise_xor_##S(T a, T b, int *err) { return (void)err, a ^ b; }              \
+    /* shifts by a count outside [0, BITS) give 0 (or -1 for a negative a shifted right) */        \
+    CT_EW_FN T ct_ew_bitwise_left_shift_##S(T a, T b, int *err) {                                  \
+        (void)err;                                                                                 \
+        return (UT)b < (UT)(BITS) ? (T)((UT)a << (UT)b) : (T)0;                                    \
+    }                                                                                              \
+    CT_EW_FN T ct_ew_bitwise_right_shift_##S(T a, T b, int *err) {                                 \
+        (void)err;                                                                                 \
+        if ((UT)b < (UT)(BITS)) return (T)(a >> (UT)b);                                            \
+        return a < 0 ? (T)-1 : (T)0;                                                               \
+    }                                                                                              \
+    CT_EW_FN T ct_ew_relu_grad_##S(T a, T b, int *err) { return (void)err, b > 0 ? a : (T)0; }
+CT_EW_BINARY_INT_(int32_t, i32, uint32_t, 32)
+CT_EW_BINARY_INT_(int64_t, i64, uint64_t, 64)
+
+/* ---- comparisons and logical ops, in every domain: 0 or 1; & and | keep them branch-free;
+ * NaN compares false except with ne ---- */
+#define CT_EW_COMPARE_(T, S)                                                                       \
+    CT_EW_FN uint8_t ct_ew_eq_##S(T a, T b) { return a == b; }                                     \
+    CT_EW_FN uint8_t ct_ew_ne_##S(T a, T b) { return a != b; }                                     \
+    CT_EW_FN uint8_t ct_ew_lt_##S(T a, T b) { return a < b; }                                      \
+    CT_EW_FN uint8_t ct_ew_le_##S(T a, T b) { return a <= b; }                                     \
+    CT_EW_FN uint8_t ct_ew_gt_##S(T a, T b) { return a > b; }                                      \
+    CT_EW_FN uint8_t ct_ew_ge_##S(T a, T b) { return a >= b; }                                     \
+    CT_EW_FN uint8_t ct_ew_logical_and_##S(T a, T b) { return (a != 0) & (b != 0); }               \
+    CT_EW_FN uint8_t ct_ew_logical_or_##S(T a, T b) { return (a != 0) | (b != 0); }
+CT_EW_COMPARE_(float, f32)
+CT_EW_COMPARE_(double, f64)
+CT_EW_COMPARE_(int32_t, i32)
+CT_EW_COMPARE_(int64_t, i64)
+
+#endif
