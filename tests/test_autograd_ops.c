@@ -28,24 +28,96 @@ static ct_tensor *apply_unary(ct_tensor *const *in, void *context) {
     return (*(unary_op *)context)(in[0]);
 }
 
+/* The input range of each differentiable row's gradient check, away from where the
+ * derivative is infinite or jumps. The cases are generated from op_list.h: a GRAD row
+ * without its range here does not compile ('range_NAME' undeclared). */
+typedef struct grad_range {
+    double lo, hi;
+} grad_range;
+#define RANGE(name, lo, hi) static const grad_range range_##name = {lo, hi};
+RANGE(neg, -2, 2)
+RANGE(abs, 0.1, 2)
+RANGE(sign, 0.1, 2)
+RANGE(sqrt, 0.5, 3)
+RANGE(rsqrt, 0.5, 3)
+RANGE(exp, -2, 2)
+RANGE(expm1, -2, 2)
+RANGE(log, 0.5, 3)
+RANGE(log1p, 0.5, 3)
+RANGE(sin, -3, 3)
+RANGE(cos, -3, 3)
+RANGE(tanh, -2, 2)
+RANGE(sigmoid, -3, 3)
+RANGE(relu, 0.1, 2)
+RANGE(gelu, -3, 3)
+RANGE(erf, -2, 2)
+RANGE(floor, 0.1, 0.9)
+RANGE(ceil, 0.1, 0.9)
+RANGE(round, 0.1, 0.4)
+RANGE(trunc, 0.1, 0.9)
+RANGE(square, -2, 2)
+RANGE(reciprocal, 0.5, 3)
+RANGE(log2, 0.5, 3)
+RANGE(log10, 0.5, 3)
+RANGE(tan, -1.2, 1.2)
+RANGE(asin, -0.9, 0.9)
+RANGE(acos, -0.9, 0.9)
+RANGE(atan, -3, 3)
+RANGE(sinh, -2, 2)
+RANGE(cosh, -2, 2)
+RANGE(asinh, -3, 3)
+RANGE(acosh, 1.2, 3)
+RANGE(atanh, -0.9, 0.9)
+RANGE(exp2, -2, 2)
+#undef RANGE
+
+typedef struct unary_grad_case {
+    const char *name;
+    unary_op op;
+    const grad_range *range; /* NULL: a NOGRAD row */
+} unary_grad_case;
+
+#define RANGE_GRAD(name) &range_##name
+#define RANGE_NOGRAD(name) NULL
+static const unary_grad_case unary_cases[] = {
+#define CASE_(name, NAME, kind, grad) {#name, ct_##name, RANGE_##grad(name)},
+    CT_UNARY_OPS(CASE_)
+#undef CASE_
+};
+
+/* Every GRAD row of the unary table, and abs and relu on the other side of 0. */
 DEVICE_TEST(test_autograd_unary) {
-    struct {
-        unary_op op;
-        double lo, hi;
-    } cases[] = {{ct_neg, -2, 2},    {ct_abs, 0.1, 2},   {ct_sqrt, 0.5, 3}, {ct_rsqrt, 0.5, 3},
-                 {ct_exp, -2, 2},    {ct_expm1, -2, 2},  {ct_log, 0.5, 3},  {ct_log1p, 0.5, 3},
-                 {ct_sin, -3, 3},    {ct_cos, -3, 3},    {ct_tanh, -2, 2},  {ct_sigmoid, -3, 3},
-                 {ct_relu, 0.1, 2},  {ct_gelu, -3, 3},   {ct_erf, -2, 2},   {ct_floor, 0.1, 0.9},
-                 {ct_abs, -2, -0.1}, {ct_relu, -2, -0.1}};
     int64_t shape[2] = {3, 4};
-    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        ct_tensor *x = leaf(device, 2, shape, 10 + c, cases[c].lo, cases[c].hi);
+    size_t n = sizeof unary_cases / sizeof unary_cases[0];
+    for (size_t c = 0; c < n + 2; c++) {
+        const unary_grad_case *u = c < n ? &unary_cases[c] : NULL;
+        if (u && !u->range) continue;
+        unary_op op = u ? u->op : c == n ? ct_abs : ct_relu;
+        double lo = u ? u->range->lo : -2, hi = u ? u->range->hi : -0.1;
+        ct_tensor *x = leaf(device, 2, shape, 10 + c, lo, hi);
         CHECK_NOT_NULL(x);
-        bool ok = ct_gradcheck(apply_unary, 1, &x, &cases[c].op, EPS, ATOL, RTOL);
+        bool ok = ct_gradcheck(apply_unary, 1, &x, &op, EPS, ATOL, RTOL);
         ct_release(x);
-        if (!ok) ct_test_fail(__FILE__, __LINE__, "unary case %zu", c);
+        if (!ok) ct_test_fail(__FILE__, __LINE__, "unary case %s", u ? u->name : "negative side");
         if (!ok) return;
     }
+}
+
+/* The NOGRAD unary rows give bool or integer results, which carry no gradient. */
+DEVICE_TEST(test_autograd_nograd_unary_rows_carry_no_grad) {
+    ct_tensor *x = leaf(device, 1, (int64_t[]){4}, 5, -2, 2);
+    ct_tensor *xi = ct_cast(x, CT_I32);
+    for (size_t c = 0; c < sizeof unary_cases / sizeof unary_cases[0]; c++) {
+        if (unary_cases[c].range) continue;
+        ct_tensor *y = unary_cases[c].op(unary_cases[c].op == ct_bitwise_invert ? xi : x);
+        if (!y) ct_test_fail(__FILE__, __LINE__, "ct_%s: %s", unary_cases[c].name, ct_last_error());
+        CHECK_NOT_NULL(y);
+        CHECK(!ct_requires_grad(y));
+        CHECK(!ct_dtype_is_floating(ct_dtype_of(y)));
+        ct_release(y);
+    }
+    ct_release(xi);
+    ct_release(x);
 }
 
 static ct_tensor *apply_clamp(ct_tensor *const *in, void *context) {
@@ -71,24 +143,82 @@ static ct_tensor *apply_binary(ct_tensor *const *in, void *context) {
     return (*(binary_op *)context)(in[0], in[1]);
 }
 
-/* Every differentiable binary op with broadcasting on either side. */
+/* The operand ranges of each differentiable binary row's gradient check; generated cases
+ * as for the unary rows ('range2_NAME' undeclared for a GRAD row without one). */
+typedef struct grad_range2 {
+    double alo, ahi, blo, bhi;
+} grad_range2;
+#define RANGE2(name, alo, ahi, blo, bhi)                                                           \
+    static const grad_range2 range2_##name = {alo, ahi, blo, bhi};
+RANGE2(add, -2, 2, 0.6, 1.9)
+RANGE2(sub, -2, 2, 0.6, 1.9)
+RANGE2(mul, -2, 2, 0.6, 1.9)
+RANGE2(div, 0.5, 2, 0.6, 1.9)
+RANGE2(pow, 0.5, 2, 0.6, 1.9)
+RANGE2(maximum, -2, 2, 0.6, 1.9)
+RANGE2(minimum, -2, 2, 0.6, 1.9)
+RANGE2(remainder, 0.5, 2, 0.6, 1.9)
+RANGE2(hypot, -2, 2, 0.6, 1.9)
+RANGE2(copysign, 0.2, 2, -1.9, -0.6)
+RANGE2(atan2, -2, 2, 0.6, 1.9)
+RANGE2(logaddexp, -2, 2, -1, 1)
+#undef RANGE2
+
+typedef struct binary_grad_case {
+    const char *name;
+    binary_op op;
+    const grad_range2 *range; /* NULL: a NOGRAD row */
+} binary_grad_case;
+
+#define RANGE2_GRAD(name) &range2_##name
+#define RANGE2_NOGRAD(name) NULL
+static const binary_grad_case binary_cases[] = {
+#define CASE_(name, NAME, kind, grad) {#name, ct_##name, RANGE2_##grad(name)},
+    CT_BINARY_OPS(CASE_)
+#undef CASE_
+};
+
+/* Every GRAD row of the binary table with broadcasting on either side. */
 DEVICE_TEST(test_autograd_binary) {
-    binary_op ops[] = {ct_add, ct_sub,     ct_mul,     ct_div,
-                       ct_pow, ct_maximum, ct_minimum, ct_remainder};
     int64_t shapes[3][2] = {{3, 4}, {1, 4}, {3, 1}};
-    for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+    for (size_t o = 0; o < sizeof binary_cases / sizeof binary_cases[0]; o++) {
+        const grad_range2 *r = binary_cases[o].range;
+        if (!r) continue;
         for (int s = 0; s < 3; s++) {
-            bool positive = ops[o] == ct_pow || ops[o] == ct_div || ops[o] == ct_remainder;
-            ct_tensor *in[2] = {leaf(device, 2, shapes[s], 20 + o, positive ? 0.5 : -2, 2),
-                                leaf(device, 2, shapes[(s + 1) % 3], 30 + o, 0.6, 1.9)};
+            ct_tensor *in[2] = {leaf(device, 2, shapes[s], 20 + o, r->alo, r->ahi),
+                                leaf(device, 2, shapes[(s + 1) % 3], 30 + o, r->blo, r->bhi)};
             CHECK_NOT_NULL(in[0]);
             CHECK_NOT_NULL(in[1]);
-            bool ok = ct_gradcheck(apply_binary, 2, in, &ops[o], EPS, ATOL, RTOL);
+            bool ok =
+                ct_gradcheck(apply_binary, 2, in, (void *)&binary_cases[o].op, EPS, ATOL, RTOL);
             release_all(2, in);
-            if (!ok) ct_test_fail(__FILE__, __LINE__, "binary op %zu shapes %d", o, s);
+            if (!ok)
+                ct_test_fail(__FILE__, __LINE__, "binary op %s shapes %d", binary_cases[o].name, s);
             if (!ok) return;
         }
     }
+}
+
+/* A NOGRAD row with a floating result and an input that requires grad is an error naming
+ * the op, never a zero gradient; without grad (or under no-grad) it computes. */
+DEVICE_TEST(test_autograd_nograd_row_is_unsupported) {
+    ct_tensor *x = leaf(device, 1, (int64_t[]){4}, 6, 0.5, 2);
+    ct_tensor *y = ct_full(1, (int64_t[]){4}, 0.3, CT_F64, device);
+    CHECK(ct_floor_divide(x, y) == NULL);
+    CHECK_ERROR(CT_ERR_UNSUPPORTED, "ct_floor_divide: the op is not differentiable");
+    CHECK(ct_floor_divide_scalar(x, 0.3) == NULL);
+    CHECK_ERROR(CT_ERR_UNSUPPORTED, "ct_floor_divide_scalar: the op is not differentiable");
+    ct_tensor *q = ct_floor_divide(y, y);
+    CHECK_NOT_NULL(q);
+    ct_release(q);
+    CHECK_OK(ct_no_grad_push());
+    q = ct_floor_divide(x, y);
+    CHECK_OK(ct_no_grad_pop());
+    CHECK_NOT_NULL(q);
+    CHECK(!ct_requires_grad(q));
+    ct_release(q);
+    ct_release(x);
+    ct_release(y);
 }
 
 typedef struct scalar_case {
@@ -103,9 +233,11 @@ static ct_tensor *apply_scalar(ct_tensor *const *in, void *context) {
 
 DEVICE_TEST(test_autograd_binary_scalar) {
     scalar_case cases[] = {
-        {ct_add_scalar, 2},     {ct_sub_scalar, 1.5},   {ct_mul_scalar, -3},
-        {ct_div_scalar, 0.25},  {ct_pow_scalar, 2.5},   {ct_pow_scalar, 0},
-        {ct_maximum_scalar, 1}, {ct_minimum_scalar, 1}, {ct_remainder_scalar, 0.7}};
+        {ct_add_scalar, 2},        {ct_sub_scalar, 1.5},     {ct_mul_scalar, -3},
+        {ct_div_scalar, 0.25},     {ct_pow_scalar, 2.5},     {ct_pow_scalar, 0},
+        {ct_maximum_scalar, 1},    {ct_minimum_scalar, 1},   {ct_remainder_scalar, 0.7},
+        {ct_hypot_scalar, 1.5},    {ct_copysign_scalar, -1}, {ct_atan2_scalar, 0.7},
+        {ct_logaddexp_scalar, 0.3}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         ct_tensor *x = leaf(device, 2, (int64_t[]){2, 5}, 40 + c, 0.1, 1.95);
         CHECK_NOT_NULL(x);

@@ -18,28 +18,53 @@ typedef ct_tensor *(*binary_fn)(const ct_tensor *, const ct_tensor *);
 typedef ct_tensor *(*scalar_fn)(const ct_tensor *, double);
 typedef double (*ref_fn)(double, double);
 
-static double ref_add(double a, double b) { return a + b; }
-static double ref_sub(double a, double b) { return a - b; }
-static double ref_mul(double a, double b) { return a * b; }
-static double ref_div(double a, double b) { return a / b; }
-static double ref_max(double a, double b) { return isnan(a) || isnan(b) ? NAN : fmax(a, b); }
-static double ref_min(double a, double b) { return isnan(a) || isnan(b) ? NAN : fmin(a, b); }
 /* Python's %: the result has the divisor's sign. */
 static double ref_rem(double a, double b) {
     double r = fmod(a, b);
     if (r != 0 && (r < 0) != (b < 0)) r += b;
     return r;
 }
-static double ref_eq(double a, double b) { return a == b; }
-static double ref_ne(double a, double b) { return a != b; }
-static double ref_lt(double a, double b) { return a < b; }
-static double ref_le(double a, double b) { return a <= b; }
-static double ref_gt(double a, double b) { return a > b; }
-static double ref_ge(double a, double b) { return a >= b; }
-static double ref_and(double a, double b) { return a != 0 && b != 0; }
-static double ref_or(double a, double b) { return a != 0 || b != 0; }
 
-enum { ARITH, DIV, COMPARE, LOGICAL };
+static double ref_logaddexp(double a, double b) {
+    if (a == b) return a + log(2.0);
+    double m = a > b ? a : b;
+    return isnan(a - b) ? NAN : m + log1p(exp(-fabs(a - b)));
+}
+
+/* One float64 reference per row of op_list.h: the case table below is generated from the
+ * rows, so a row without its reference here does not compile ('bref_NAME' undeclared).
+ * Integer results are computed exactly (the test's operands keep them small). */
+#define REF(name, expr)                                                                            \
+    static double bref_##name(double a, double b) { return (expr); }
+REF(add, a + b)
+REF(sub, a - b)
+REF(mul, a *b)
+REF(div, a / b)
+REF(pow, pow(a, b))
+REF(maximum, isnan(a) || isnan(b) ? NAN : fmax(a, b))
+REF(minimum, isnan(a) || isnan(b) ? NAN : fmin(a, b))
+REF(remainder, ref_rem(a, b))
+REF(eq, a == b)
+REF(ne, a != b)
+REF(lt, a < b)
+REF(le, a <= b)
+REF(gt, a > b)
+REF(ge, a >= b)
+REF(logical_and, a != 0 && b != 0)
+REF(logical_or, a != 0 || b != 0)
+REF(hypot, hypot(a, b))
+REF(copysign, copysign(a, b))
+REF(atan2, atan2(a, b))
+REF(logaddexp, ref_logaddexp(a, b))
+REF(floor_divide, b == 0 ? a / b : floor(a / b))
+REF(bitwise_and, (double)((int64_t)a &(int64_t)b))
+REF(bitwise_or, (double)((int64_t)a | (int64_t)b))
+REF(bitwise_xor, (double)((int64_t)a ^ (int64_t)b))
+REF(bitwise_left_shift, (double)((int64_t)a *((int64_t)1 << (int64_t)b)))
+REF(bitwise_right_shift, (double)((int64_t)a >> (int64_t)b))
+#undef REF
+
+enum { ARITH, FLOAT, COMPARE, LOGICAL, INT, SHIFT };
 
 typedef struct op_case {
     const char *name;
@@ -50,31 +75,31 @@ typedef struct op_case {
 } op_case;
 
 static const op_case ops[] = {
-    {"add", ct_add, ct_add_scalar, ref_add, ARITH},
-    {"sub", ct_sub, ct_sub_scalar, ref_sub, ARITH},
-    {"mul", ct_mul, ct_mul_scalar, ref_mul, ARITH},
-    {"div", ct_div, ct_div_scalar, ref_div, DIV},
-    {"pow", ct_pow, ct_pow_scalar, pow, ARITH},
-    {"maximum", ct_maximum, ct_maximum_scalar, ref_max, ARITH},
-    {"minimum", ct_minimum, ct_minimum_scalar, ref_min, ARITH},
-    {"remainder", ct_remainder, ct_remainder_scalar, ref_rem, ARITH},
-    {"eq", ct_eq, ct_eq_scalar, ref_eq, COMPARE},
-    {"ne", ct_ne, ct_ne_scalar, ref_ne, COMPARE},
-    {"lt", ct_lt, ct_lt_scalar, ref_lt, COMPARE},
-    {"le", ct_le, ct_le_scalar, ref_le, COMPARE},
-    {"gt", ct_gt, ct_gt_scalar, ref_gt, COMPARE},
-    {"ge", ct_ge, ct_ge_scalar, ref_ge, COMPARE},
-    {"logical_and", ct_logical_and, ct_logical_and_scalar, ref_and, LOGICAL},
-    {"logical_or", ct_logical_or, ct_logical_or_scalar, ref_or, LOGICAL},
+#define CASE_(name, NAME, kind, grad) {#name, ct_##name, ct_##name##_scalar, bref_##name, kind},
+    CT_BINARY_OPS(CASE_)
+#undef CASE_
 };
 #define OP_COUNT ((int)(sizeof ops / sizeof ops[0]))
-#define POW 4
-#define REMAINDER 7
+
+/* Ops whose integer divisor must not be 0, and the op pow. */
+static bool needs_divisor(int op) {
+    return ops[op].fn == ct_remainder || ops[op].fn == ct_floor_divide;
+}
+#define IS_POW(op) (ops[op].fn == ct_pow)
+
+/* Whether op takes operands of these dtypes (INT ops refuse floats, SHIFT ops also bool;
+ * bool - bool is an error): these combinations are checked by the error tests. */
+static bool takes(int op, ct_dtype a, ct_dtype b) {
+    ct_dtype p = ct_promote_types(a, b);
+    if (ops[op].kind == INT && ct_dtype_is_floating(p)) return false;
+    if (ops[op].kind == SHIFT && (ct_dtype_is_floating(p) || p == CT_BOOL)) return false;
+    return !(ops[op].fn == ct_sub && p == CT_BOOL);
+}
 
 static ct_dtype expected_dtype(int kind, ct_dtype a, ct_dtype b) {
     ct_dtype p = ct_promote_types(a, b);
     if (kind == COMPARE || kind == LOGICAL) return CT_BOOL;
-    if (kind == DIV && !ct_dtype_is_floating(p)) return CT_F32;
+    if (kind == FLOAT && !ct_dtype_is_floating(p)) return CT_F32;
     return p;
 }
 
@@ -85,14 +110,15 @@ static void operand_values(double *v, int64_t n, int op, int which, ct_dtype dty
     bool is_float = ct_dtype_is_floating(dtype);
     double lo = dtype == CT_U8 ? 0 : -4, hi = 4;
     if (dtype == CT_BOOL) lo = 0, hi = 2;
-    if (op == POW) lo = which == 0 ? (is_float ? 0.5 : 1) : 0, hi = which == 0 ? 3 : 4;
+    if (IS_POW(op)) lo = which == 0 ? (is_float ? 0.5 : 1) : 0, hi = which == 0 ? 3 : 4;
+    if (ops[op].kind == SHIFT && which == 1) lo = 0, hi = 4;
     ref_random(v, n, seed, lo, hi);
     for (int64_t i = 0; i < n; i++) {
         if (!is_float)
             v[i] = floor(v[i]);
-        else if (i % 5 == 2 && op != POW)
+        else if (i % 5 == 2 && !IS_POW(op))
             v[i] = 1.5;
-        if (op == REMAINDER && which == 1 && v[i] == 0) v[i] = dtype == CT_BOOL ? 1 : 3;
+        if (needs_divisor(op) && which == 1 && v[i] == 0) v[i] = dtype == CT_BOOL ? 1 : 3;
         v[i] = ref_round(v[i], dtype);
     }
 }
@@ -162,7 +188,7 @@ DEVICE_TEST(test_ops_binary_every_op_every_dtype) {
     for (int k = 0; k < OP_COUNT; k++)
         for (int d = 0; d < 8; d++) {
             ct_dtype dt = all_dtypes[d];
-            if (k == 1 && dt == CT_BOOL) continue; /* bool - bool is an error */
+            if (!takes(k, dt, dt)) continue; /* errors, checked below */
             RUN(check_op(device, k, dt, dt, 2, shape, 2, shape, false, (uint64_t)(k * 8 + d)));
         }
 }
@@ -177,6 +203,7 @@ DEVICE_TEST(test_ops_binary_mixed_dtypes) {
     for (int k = 0; k < OP_COUNT; k++)
         for (int p = 0; p < 10; p++) {
             uint64_t seed = (uint64_t)(300 + k * 10 + p);
+            if (!takes(k, pairs[p][0], pairs[p][1])) continue;
             RUN(check_op(device, k, pairs[p][0], pairs[p][1], 1, shape, 1, shape, false, seed));
             RUN(check_op(device, k, pairs[p][1], pairs[p][0], 1, shape, 1, shape, true, seed));
         }
@@ -214,6 +241,7 @@ DEVICE_TEST(test_ops_binary_broadcasting_and_layouts) {
     for (int k = 0; k < OP_COUNT; k++)
         for (int d = 0; d < 4; d++) {
             ct_dtype dt = dtypes[d];
+            if (!takes(k, dt, dt)) continue;
             uint64_t seed = (uint64_t)(500 + k * 4 + d);
             RUN(check_op(device, k, dt, dt, 3, s314, 2, s54, false, seed));
             RUN(check_op(device, k, dt, dt, 2, s54, 3, s314, true, seed));
@@ -251,6 +279,7 @@ DEVICE_TEST(test_ops_binary_nan_and_sign_semantics) {
         ct_tensor *ta = ref_tensor(a, 1, shape, dtypes[d], device);
         ct_tensor *tb = ref_tensor(b, 1, shape, dtypes[d], device);
         for (int k = 0; k < OP_COUNT; k++) {
+            if (!takes(k, dtypes[d], dtypes[d])) continue;
             double expected[6];
             for (int i = 0; i < 6; i++) expected[i] = ops[k].ref(a[i], b[i]);
             ct_tensor *y = ops[k].fn(ta, tb);
@@ -322,25 +351,26 @@ static void check_scalar(ct_device device, int op, ct_dtype dtype, double s, ct_
 DEVICE_TEST(test_ops_binary_scalar_forms) {
     for (int k = 0; k < OP_COUNT; k++) {
         int kind = ops[k].kind;
+        if (kind == INT || kind == SHIFT) continue; /* test_ops_binary_bitwise */
         bool boolean = kind == COMPARE || kind == LOGICAL;
-        double s = k == POW || k == REMAINDER ? 2.5 : 1.5; /* not integral */
+        double s = IS_POW(k) || needs_divisor(k) ? 2.5 : 1.5; /* not integral */
         RUN(check_scalar(device, k, CT_F32, s, boolean ? CT_BOOL : CT_F32, false));
-        RUN(check_scalar(device, k, CT_F64, k == POW ? s : -s, boolean ? CT_BOOL : CT_F64, true));
+        RUN(check_scalar(device, k, CT_F64, IS_POW(k) ? s : -s, boolean ? CT_BOOL : CT_F64, true));
         RUN(check_scalar(device, k, CT_F16, s, boolean ? CT_BOOL : CT_F16, false));
         RUN(check_scalar(device, k, CT_BF16, s, boolean ? CT_BOOL : CT_BF16, false));
         /* An integral scalar keeps an integer dtype; a fractional one gives float32. */
-        ct_dtype int_result = boolean ? CT_BOOL : kind == DIV ? CT_F32 : CT_I32;
+        ct_dtype int_result = boolean ? CT_BOOL : kind == FLOAT ? CT_F32 : CT_I32;
         RUN(check_scalar(device, k, CT_I32, 2, int_result, true));
         RUN(check_scalar(device, k, CT_I32, s, boolean ? CT_BOOL : CT_F32, false));
         RUN(check_scalar(device, k, CT_U8, 3,
-                         boolean       ? CT_BOOL
-                         : kind == DIV ? CT_F32
-                                       : CT_U8,
+                         boolean         ? CT_BOOL
+                         : kind == FLOAT ? CT_F32
+                                         : CT_U8,
                          false));
         /* bool with an integral scalar computes in int64. */
-        ct_dtype bool_result = boolean ? CT_BOOL : kind == DIV ? CT_F32 : CT_I64;
+        ct_dtype bool_result = boolean ? CT_BOOL : kind == FLOAT ? CT_F32 : CT_I64;
         RUN(check_scalar(device, k, CT_BOOL, 1, bool_result, false));
-        RUN(check_scalar(device, k, CT_I64, k == POW ? 3 : -3,
+        RUN(check_scalar(device, k, CT_I64, IS_POW(k) ? 3 : -3,
                          int_result == CT_I32 ? CT_I64 : int_result, false));
     }
     /* Out-of-range integral scalars wrap like the arithmetic itself. */
@@ -510,4 +540,97 @@ static void check_16bit_rounding(ct_device device, ct_dtype dtype) {
 DEVICE_TEST(test_ops_binary_16bit_rounding_is_exact) {
     RUN(check_16bit_rounding(device, CT_F16));
     RUN(check_16bit_rounding(device, CT_BF16));
+}
+
+/* Edge cases of the float ops that NumPy defines: signed zeros, infinities and NaN. */
+DEVICE_TEST(test_ops_binary_new_float_edges) {
+    static const double a[6] = {1, 0.0, -0.0, INFINITY, -INFINITY, NAN};
+    static const double b[6] = {-0.0, -0.0, -0.0, NAN, -INFINITY, 1};
+    static const double copysign_v[6] = {-1, -0.0, -0.0, INFINITY, -INFINITY, -NAN};
+    static const double hypot_v[6] = {1, 0, 0, INFINITY, INFINITY, NAN};
+    static const double atan2_v[6] = {M_PI / 2, M_PI, -M_PI, NAN, -3 * M_PI / 4, NAN};
+    static const double logaddexp_v[6] = {1 + log1p(exp(-1)), 0 + log(2.0), -0.0 + log(2.0), NAN,
+                                          -INFINITY,          NAN};
+    static const double floordiv_v[6] = {-INFINITY, NAN, NAN, NAN, NAN, NAN};
+    static const ct_dtype dtypes[] = {CT_F32, CT_F64};
+    for (int d = 0; d < 2; d++) {
+        ct_tensor *ta = ref_tensor(a, 1, (const int64_t[]){6}, dtypes[d], device);
+        ct_tensor *tb = ref_tensor(b, 1, (const int64_t[]){6}, dtypes[d], device);
+        ct_tensor *c = ct_copysign(ta, tb), *h = ct_hypot(ta, tb), *t = ct_atan2(ta, tb);
+        ct_tensor *l = ct_logaddexp(ta, tb), *f = ct_floor_divide(ta, tb);
+        CHECK_TENSOR(c, copysign_v);
+        CHECK_TENSOR(h, hypot_v);
+        CHECK_TENSOR(t, atan2_v);
+        CHECK_TENSOR(l, logaddexp_v);
+        CHECK_TENSOR(f, floordiv_v);
+        /* the signs of the zeros, which CHECK_TENSOR does not compare */
+        double *cv = ref_read(c);
+        CHECK(cv && signbit(cv[1]) && signbit(cv[2]));
+        free(cv);
+        ct_release(c), ct_release(h), ct_release(t), ct_release(l), ct_release(f);
+        ct_release(ta), ct_release(tb);
+    }
+    /* floor_divide rounds toward -inf; -0.0 results keep their sign, as Python's //. */
+    static const double fa[4] = {7, -7, 7, -0.5}, fb[4] = {2, 2, -2, 4};
+    static const double fq[4] = {3, -4, -4, -1};
+    ct_tensor *x = ref_tensor(fa, 1, (const int64_t[]){4}, CT_F64, device);
+    ct_tensor *y = ref_tensor(fb, 1, (const int64_t[]){4}, CT_F64, device);
+    ct_tensor *q = ct_floor_divide(x, y);
+    CHECK_TENSOR(q, fq);
+    ct_release(x), ct_release(y), ct_release(q);
+}
+
+/* The bitwise ops on integers: wrapping in the dtype's width, shifts past the width, bool
+ * as logic, floats (and bool for shifts) refused; integer floor_divide by zero refused. */
+DEVICE_TEST(test_ops_binary_bitwise) {
+    static const double a[5] = {-2147483648.0, 12, -12, 1, 5};
+    static const double b[5] = {-1, 10, 2, 31, 40};
+    static const double and_v[5] = {-2147483648.0, 8, 0, 1, 0};
+    static const double xor_v[5] = {2147483647.0, 6, -10, 30, 45};
+    static const double shl_v[5] = {0, 12288, -48, -2147483648.0, 0};
+    static const double shr_v[5] = {-1, 0, -3, 0, 0};
+    static const double fdiv_v[5] = {-2147483648.0, 1, -6, 0, 0};
+    ct_tensor *ta = ref_tensor(a, 1, (const int64_t[]){5}, CT_I32, device);
+    ct_tensor *tb = ref_tensor(b, 1, (const int64_t[]){5}, CT_I32, device);
+    ct_tensor *n = ct_bitwise_and(ta, tb), *x = ct_bitwise_xor(ta, tb);
+    ct_tensor *l = ct_bitwise_left_shift(ta, tb), *r = ct_bitwise_right_shift(ta, tb);
+    ct_tensor *f = ct_floor_divide(ta, tb);
+    CHECK(ct_dtype_of(n) == CT_I32 && ct_dtype_of(l) == CT_I32);
+    CHECK_TENSOR(n, and_v);
+    CHECK_TENSOR(x, xor_v);
+    CHECK_TENSOR(l, shl_v);
+    CHECK_TENSOR(r, shr_v);
+    CHECK_TENSOR(f, fdiv_v);
+    ct_release(n), ct_release(x), ct_release(l), ct_release(r), ct_release(f);
+    /* uint8 shifts by 8 or more give 0. */
+    static const double u[3] = {200, 200, 1}, us[3] = {1, 8, 7}, ushl[3] = {144, 0, 128};
+    ct_tensor *ua = ref_tensor(u, 1, (const int64_t[]){3}, CT_U8, device);
+    ct_tensor *ub = ref_tensor(us, 1, (const int64_t[]){3}, CT_U8, device);
+    ct_tensor *ul = ct_bitwise_left_shift(ua, ub);
+    CHECK(ct_dtype_of(ul) == CT_U8);
+    CHECK_TENSOR(ul, ushl);
+    ct_release(ua), ct_release(ub), ct_release(ul);
+    /* bool: logic, and a bool with an integral scalar computes in int64. */
+    ct_tensor *t = ct_ones(1, (const int64_t[]){2}, CT_BOOL, device);
+    ct_tensor *o = ct_bitwise_or(t, t), *s = ct_bitwise_and_scalar(t, 3);
+    CHECK(ct_dtype_of(o) == CT_BOOL && ct_dtype_of(s) == CT_I64);
+    static const double ones[2] = {1, 1};
+    CHECK_TENSOR(o, ones);
+    CHECK_TENSOR(s, ones);
+    ct_release(o), ct_release(s);
+    CHECK(ct_bitwise_left_shift(t, t) == NULL);
+    CHECK_ERROR(CT_ERR_DTYPE, "ct_bitwise_left_shift: takes integer tensors, not bool");
+    ct_release(t);
+    ct_tensor *fl = ct_ones(1, (const int64_t[]){5}, CT_F32, device);
+    CHECK(ct_bitwise_and(fl, ta) == NULL);
+    CHECK_ERROR(CT_ERR_DTYPE, "ct_bitwise_and: takes integer or bool tensors, not float64");
+    CHECK(ct_bitwise_xor_scalar(ta, 1.5) == NULL);
+    CHECK_ERROR(CT_ERR_DTYPE, "ct_bitwise_xor_scalar: takes integer or bool tensors");
+    ct_release(fl);
+    ct_tensor *zero = ct_zeros(1, (const int64_t[]){5}, CT_I32, device);
+    CHECK(ct_floor_divide(ta, zero) == NULL);
+    CHECK_ERROR(CT_ERR_INVALID_ARG, "ct_floor_divide: integer division by zero");
+    CHECK(ct_floor_divide_scalar(ta, 0) == NULL);
+    CHECK_ERROR(CT_ERR_INVALID_ARG, "ct_floor_divide_scalar: integer division by zero");
+    ct_release(zero), ct_release(ta), ct_release(tb);
 }

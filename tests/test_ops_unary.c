@@ -4,6 +4,7 @@
  * and the error paths. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ct_ref.h"
 
@@ -15,54 +16,89 @@
     } while (0)
 
 typedef ct_tensor *(*unary_fn)(const ct_tensor *);
-typedef double (*ref_fn)(double);
 
-static double ref_neg(double x) { return -x; }
-static double ref_sign(double x) { return x > 0 ? 1.0 : (x < 0 ? -1.0 : x); }
-static double ref_rsqrt(double x) { return 1.0 / sqrt(x); }
-static double ref_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
-static double ref_relu(double x) { return x < 0 ? 0.0 : x; }
-static double ref_gelu(double x) { return 0.5 * x * (1.0 + erf(x / sqrt(2.0))); }
-static double ref_logical_not(double x) { return x == 0.0; }
+/* The float64 reference of an op: its function of x, and the input range for floating
+ * dtypes (integer dtypes get small integers). */
+typedef struct unary_ref {
+    double (*fn)(double x);
+    double lo, hi;
+} unary_ref;
 
-enum { FLOAT, SAME, BOOL };
+/* One reference per row of op_list.h: the case table below is generated from the rows, so a
+ * row without its reference here does not compile ('uref_NAME' undeclared). */
+#define REF(name, lo, hi, expr)                                                                    \
+    static double ref_fn_##name(double x) { return (expr); }                                       \
+    static const unary_ref uref_##name = {ref_fn_##name, lo, hi};
+REF(neg, -5, 5, -x)
+REF(abs, -5, 5, fabs(x))
+REF(sign, -5, 5, x > 0 ? 1.0 : (x < 0 ? -1.0 : x))
+REF(sqrt, 0, 10, sqrt(x))
+REF(rsqrt, 0.1, 10, 1.0 / sqrt(x))
+REF(exp, -10, 10, exp(x))
+REF(expm1, -3, 3, expm1(x))
+REF(log, 0.01, 10, log(x))
+REF(log1p, -0.9, 10, log1p(x))
+REF(sin, -10, 10, sin(x))
+REF(cos, -10, 10, cos(x))
+REF(tanh, -5, 5, tanh(x))
+REF(sigmoid, -10, 10, 1.0 / (1.0 + exp(-x)))
+REF(relu, -5, 5, x < 0 ? 0.0 : x)
+REF(gelu, -5, 5, 0.5 * x * (1.0 + erf(x / sqrt(2.0))))
+REF(erf, -3, 3, erf(x))
+REF(floor, -5, 5, floor(x))
+REF(ceil, -5, 5, ceil(x))
+REF(round, -5, 5, nearbyint(x))
+REF(logical_not, -2, 2, x == 0.0)
+REF(trunc, -5, 5, trunc(x))
+REF(square, -5, 5, x *x)
+REF(reciprocal, -5, 5, 1.0 / x)
+REF(log2, 0.01, 10, log2(x))
+REF(log10, 0.01, 10, log10(x))
+REF(tan, -1.2, 1.2, tan(x))
+REF(asin, -1, 1, asin(x))
+REF(acos, -1, 1, acos(x))
+REF(atan, -5, 5, atan(x))
+REF(sinh, -5, 5, sinh(x))
+REF(cosh, -5, 5, cosh(x))
+REF(asinh, -5, 5, asinh(x))
+REF(acosh, 1, 10, acosh(x))
+REF(atanh, -0.99, 0.99, atanh(x))
+REF(exp2, -10, 10, exp2(x))
+REF(signbit, -2, 2, signbit(x) != 0)
+REF(isnan, -2, 2, isnan(x) != 0)
+REF(isinf, -2, 2, isinf(x) != 0)
+REF(isfinite, -2, 2, isfinite(x) != 0)
+/* integers only; on bool, logical not (check_op) */
+REF(bitwise_invert, 0, 0, (double)~(int64_t)x)
+#undef REF
+
+enum { FLOAT, SAME, BOOL, INT };
 
 typedef struct op_case {
     const char *name;
     unary_fn fn;
-    ref_fn ref;
+    const unary_ref *ref;
     int kind;
-    double lo, hi; /* input range for floating dtypes */
 } op_case;
 
 static const op_case ops[] = {
-    {"neg", ct_neg, ref_neg, SAME, -5, 5},
-    {"abs", ct_abs, fabs, SAME, -5, 5},
-    {"sign", ct_sign, ref_sign, SAME, -5, 5},
-    {"sqrt", ct_sqrt, sqrt, FLOAT, 0, 10},
-    {"rsqrt", ct_rsqrt, ref_rsqrt, FLOAT, 0.1, 10},
-    {"exp", ct_exp, exp, FLOAT, -10, 10},
-    {"expm1", ct_expm1, expm1, FLOAT, -3, 3},
-    {"log", ct_log, log, FLOAT, 0.01, 10},
-    {"log1p", ct_log1p, log1p, FLOAT, -0.9, 10},
-    {"sin", ct_sin, sin, FLOAT, -10, 10},
-    {"cos", ct_cos, cos, FLOAT, -10, 10},
-    {"tanh", ct_tanh, tanh, FLOAT, -5, 5},
-    {"sigmoid", ct_sigmoid, ref_sigmoid, FLOAT, -10, 10},
-    {"relu", ct_relu, ref_relu, SAME, -5, 5},
-    {"gelu", ct_gelu, ref_gelu, FLOAT, -5, 5},
-    {"erf", ct_erf, erf, FLOAT, -3, 3},
-    {"floor", ct_floor, floor, SAME, -5, 5},
-    {"ceil", ct_ceil, ceil, SAME, -5, 5},
-    {"round", ct_round, nearbyint, SAME, -5, 5},
-    {"logical_not", ct_logical_not, ref_logical_not, BOOL, -2, 2},
+#define CASE_(name, NAME, kind, grad) {#name, ct_##name, &uref_##name, kind},
+    CT_UNARY_OPS(CASE_)
+#undef CASE_
 };
 #define OP_COUNT ((int)(sizeof ops / sizeof ops[0]))
+
+/* Whether op takes dtype (INT ops refuse floats; negating bool is an error). */
+static bool takes(const op_case *op, ct_dtype dtype) {
+    if (op->kind == INT && ct_dtype_is_floating(dtype)) return false;
+    return !(op->fn == ct_neg && dtype == CT_BOOL);
+}
 
 static const ct_dtype all_dtypes[] = {CT_F32, CT_F64, CT_F16, CT_BF16,
                                       CT_I32, CT_I64, CT_U8,  CT_BOOL};
 
 static ct_dtype expected_dtype(int kind, ct_dtype in) {
+    if (kind == INT) return in;
     if (kind == BOOL) return CT_BOOL;
     if (kind == FLOAT && !ct_dtype_is_floating(in)) return CT_F32;
     return in;
@@ -82,10 +118,10 @@ static void input_values(double *v, int64_t n, const op_case *op, ct_dtype dtype
         for (int64_t i = 0; i < n; i++) v[i] = floor(v[i]);
         return;
     }
-    ref_random(v, n, seed, op->lo, op->hi);
+    ref_random(v, n, seed, op->ref->lo, op->ref->hi);
     for (int64_t i = 0; i < n; i++) {
-        if (i % 7 == 3 && op->lo < 0) v[i] = floor(v[i]) + 0.5;
-        if (i % 11 == 5 && op->lo <= 0) v[i] = 0.0;
+        if (i % 7 == 3 && op->ref->lo < 0) v[i] = floor(v[i]) + 0.5;
+        if (i % 11 == 5 && op->ref->lo <= 0) v[i] = 0.0;
         v[i] = ref_round(v[i], dtype);
     }
 }
@@ -99,7 +135,9 @@ static void check_op(ct_device device, const op_case *op, ct_dtype dtype, int nd
     CHECK(in && expected);
     input_values(in, n, op, dtype, seed);
     ct_dtype out_dtype = expected_dtype(op->kind, dtype);
-    for (int64_t i = 0; i < n; i++) expected[i] = ref_round(op->ref(in[i]), out_dtype);
+    bool invert_bool = op->kind == INT && dtype == CT_BOOL; /* NumPy: logical not */
+    for (int64_t i = 0; i < n; i++)
+        expected[i] = ref_round(invert_bool ? in[i] == 0 : op->ref->fn(in[i]), out_dtype);
     ct_tensor *x = strided ? ref_tensor_strided(in, ndim, shape, dtype, device)
                            : ref_tensor(in, ndim, shape, dtype, device);
     CHECK_NOT_NULL(x);
@@ -123,7 +161,7 @@ DEVICE_TEST(test_ops_unary_every_op_every_dtype) {
     static const int64_t shape[2] = {3, 5};
     for (int k = 0; k < OP_COUNT; k++)
         for (int d = 0; d < 8; d++) {
-            if (ops[k].fn == ct_neg && all_dtypes[d] == CT_BOOL) continue; /* an error */
+            if (!takes(&ops[k], all_dtypes[d])) continue; /* errors, checked below */
             RUN(check_op(device, &ops[k], all_dtypes[d], 2, shape, false, (uint64_t)(k * 8 + d)));
         }
 }
@@ -134,6 +172,7 @@ DEVICE_TEST(test_ops_unary_shapes_and_layouts) {
     for (int k = 0; k < OP_COUNT; k++)
         for (int d = 0; d < 4; d++) {
             ct_dtype dt = dtypes[d];
+            if (!takes(&ops[k], dt)) continue;
             uint64_t seed = (uint64_t)(100 + k * 4 + d);
             RUN(check_op(device, &ops[k], dt, 0, NULL, false, seed));
             RUN(check_op(device, &ops[k], dt, 1, s1, true, seed));
@@ -165,12 +204,13 @@ DEVICE_TEST(test_ops_unary_special_values) {
     static const ct_dtype dtypes[] = {CT_F32, CT_F64, CT_F16, CT_BF16};
     for (int d = 0; d < 4; d++)
         for (int k = 0; k < OP_COUNT; k++) {
-            if (ops[k].kind == BOOL) continue;
+            if (!takes(&ops[k], dtypes[d])) continue;
             ct_tensor *x = ref_tensor(v, 1, shape, dtypes[d], device);
             CHECK_NOT_NULL(x);
             ct_tensor *y = ops[k].fn(x);
+            if (!y) ct_test_fail(__FILE__, __LINE__, "ct_%s: %s", ops[k].name, ct_last_error());
             double expected[8];
-            for (int i = 0; i < 8; i++) expected[i] = ops[k].ref(v[i]);
+            for (int i = 0; i < 8; i++) expected[i] = ops[k].ref->fn(v[i]);
             CHECK_TENSOR(y, expected);
             ct_release(x);
             ct_release(y);
@@ -344,4 +384,45 @@ TEST(test_ops_unary_null_argument) {
     CHECK(y == NULL);
     CHECK_ERROR(CT_ERR_DTYPE, "ct_neg");
     ct_release(x);
+}
+
+/* The INT ops refuse floating dtypes; on integers ~x wraps in the dtype's width. */
+DEVICE_TEST(test_ops_unary_bitwise_invert) {
+    static const double v[4] = {0, 1, -1, 2147483647.0};
+    static const double expected[4] = {-1, -2, 0, -2147483648.0};
+    ct_tensor *x = ref_tensor(v, 1, (const int64_t[]){4}, CT_I32, device);
+    ct_tensor *y = ct_bitwise_invert(x);
+    CHECK(ct_dtype_of(y) == CT_I32);
+    CHECK_TENSOR(y, expected);
+    ct_release(x);
+    ct_release(y);
+    static const double u[3] = {0, 200, 255}, u_inv[3] = {255, 55, 0};
+    ct_tensor *xu = ref_tensor(u, 1, (const int64_t[]){3}, CT_U8, device);
+    ct_tensor *yu = ct_bitwise_invert(xu);
+    CHECK(ct_dtype_of(yu) == CT_U8);
+    CHECK_TENSOR(yu, u_inv);
+    ct_release(xu);
+    ct_release(yu);
+    ct_tensor *f = ct_zeros(1, (const int64_t[]){2}, CT_F32, device);
+    CHECK(ct_bitwise_invert(f) == NULL);
+    CHECK_ERROR(CT_ERR_DTYPE, "ct_bitwise_invert: takes integer or bool tensors, not float32");
+    ct_release(f);
+}
+
+/* The predicates on the values where they differ: signed zeros, NaN and infinities. */
+DEVICE_TEST(test_ops_unary_predicates) {
+    static const double v[6] = {-0.0, 0.0, NAN, -INFINITY, INFINITY, -3};
+    static const double signbit_v[6] = {1, 0, 0, 1, 0, 1}, isnan_v[6] = {0, 0, 1, 0, 0, 0};
+    static const double isinf_v[6] = {0, 0, 0, 1, 1, 0}, isfinite_v[6] = {1, 1, 0, 0, 0, 1};
+    static const ct_dtype dtypes[] = {CT_F32, CT_F64, CT_F16, CT_BF16};
+    for (int d = 0; d < 4; d++) {
+        ct_tensor *x = ref_tensor_strided(v, 1, (const int64_t[]){6}, dtypes[d], device);
+        ct_tensor *s = ct_signbit(x), *n = ct_isnan(x), *i = ct_isinf(x), *f = ct_isfinite(x);
+        CHECK(ct_dtype_of(s) == CT_BOOL);
+        CHECK_TENSOR(s, signbit_v);
+        CHECK_TENSOR(n, isnan_v);
+        CHECK_TENSOR(i, isinf_v);
+        CHECK_TENSOR(f, isfinite_v);
+        ct_release(s), ct_release(n), ct_release(i), ct_release(f), ct_release(x);
+    }
 }

@@ -29,7 +29,7 @@ CT_UNARY_OPS(CT_DECLARE_UNARY_)
 #undef CT_DECLARE_UNARY_
 
 /* ct_add(a, b) and ct_add_scalar(a, 2.0); the scalar is weakly typed (dtype.h). */
-#define CT_DECLARE_BINARY_(name, NAME, kind, grad)                                                      \
+#define CT_DECLARE_BINARY_(name, NAME, kind, grad)                                                 \
     CT_API ct_tensor *ct_##name(const ct_tensor *a, const ct_tensor *b);                           \
     CT_API ct_tensor *ct_##name##_scalar(const ct_tensor *a, double b);
 CT_BINARY_OPS(CT_DECLARE_BINARY_)

@@ -126,12 +126,16 @@ CT_BITS_FN float ct__select_f32(int cond, float a, float b) {
     return ct__bits_f32((ct__f32_bits(a) & mask) | (ct__f32_bits(b) & ~mask));
 }
 
-CT_EW_FN float ct_ew_exp_f32(float x) { CT_EXPF_BODY(x, CT_EW_MADD_FAST_) }
-CT_EW_FN double ct_ew_exp_f64(double x) { return exp(x); }
+CT_EW_FN float ct_ew_exp_f32(float x){CT_EXPF_BODY(x, CT_EW_MADD_FAST_)} CT_EW_FN
+    double ct_ew_exp_f64(double x) {
+    return exp(x);
+}
 /* 1 / (1 + e^-x) with separately rounded steps on both backends: no cancellation, so the
  * relative error stays that of exp. */
-CT_EW_FN float ct_ew_exp_rn_f32(float x) { CT_EXPF_BODY(x, CT_EW_MADD_RN_) }
-CT_EW_FN float ct_ew_sigmoid_f32(float x) { return 1.0f / (1.0f + ct_ew_exp_rn_f32(-x)); }
+CT_EW_FN float ct_ew_exp_rn_f32(float x){CT_EXPF_BODY(x, CT_EW_MADD_RN_)} CT_EW_FN
+    float ct_ew_sigmoid_f32(float x) {
+    return 1.0f / (1.0f + ct_ew_exp_rn_f32(-x));
+}
 CT_EW_FN double ct_ew_sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }
 
 /* The libm function f for float (ff) or double (f). */
@@ -194,7 +198,7 @@ CT_EW_UNARY_FLOAT_(double, f64, CT_EW_M_f64)
     CT_EW_FN T ct_ew_round_##S(T x) { return x; }                                                  \
     CT_EW_FN T ct_ew_trunc_##S(T x) { return x; }                                                  \
     CT_EW_FN T ct_ew_square_##S(T x) { return (T)((UT)x * (UT)x); }                                \
-    CT_EW_FN T ct_ew_bitwise_invert_##S(T x) { return (T)~(UT)x; }                                 \
+    CT_EW_FN T ct_ew_bitwise_invert_##S(T x) { return (T) ~(UT)x; }                                \
     CT_EW_FN T ct_ew_clamp_##S(T x, T lo, T hi) {                                                  \
         T t = x < lo ? lo : x;                                                                     \
         return t > hi ? hi : t;                                                                    \

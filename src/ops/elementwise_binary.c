@@ -3,8 +3,9 @@
  *
  * Dtypes: ARITH ops give ct_promote_types(a, b); FLOAT gives that when it is floating, else
  * float32 (true division, computed in float32 as PyTorch does); COMPARE and LOGICAL give
- * bool; INT and SHIFT give the promoted integer (or, for INT, bool) dtype and refuse floats. The kernel gets compute_dtype = the promoted dtype (the float result for DIV).
- * Subtracting two bools is an error, as in PyTorch.
+ * bool; INT and SHIFT give the promoted integer (or, for INT, bool) dtype and refuse floats. The
+ * kernel gets compute_dtype = the promoted dtype (the float result for DIV). Subtracting two bools
+ * is an error, as in PyTorch.
  *
  * Scalars (the *_scalar forms) are weak, as Python scalars in NumPy 2 and PyTorch: the
  * tensor's dtype wins, except that a non-integral (or non-finite) scalar with an integer or
@@ -132,8 +133,7 @@ static ct_tensor *binary(const char *name, ct_binary_op op, int kind, const ct_t
 static ct_dtype scalar_promote(int kind, ct_dtype t, double s) {
     if (ct__is_float(t)) return t;
     if (!isfinite(s) || s != floor(s)) return CT_F32;
-    if (t == CT_BOOL && kind != KIND_COMPARE && kind != KIND_LOGICAL)
-        return CT_I64;
+    if (t == CT_BOOL && kind != KIND_COMPARE && kind != KIND_LOGICAL) return CT_I64;
     return t;
 }
 
@@ -152,14 +152,14 @@ static ct_tensor *binary_scalar(const char *name, ct_binary_op op, int kind, con
     ct_dtype promoted = scalar_promote(kind, a->dtype, s);
     if (refused_dtype(name, op, kind, promoted)) return NULL;
     /* The kernel would find these too, but only this function knows its own name. */
-    if (!ct__is_float(promoted) && ((op == CT_BOP_REMAINDER && s == 0) ||
-                                    (op == CT_BOP_FLOOR_DIVIDE && s == 0) ||
-                                    (op == CT_BOP_POW && s < 0)))
+    if (!ct__is_float(promoted) &&
+        ((op == CT_BOP_REMAINDER && s == 0) || (op == CT_BOP_FLOOR_DIVIDE && s == 0) ||
+         (op == CT_BOP_POW && s < 0)))
         return ct__fail(CT_ERR_INVALID_ARG,
                         "%s: %s for an integer tensor; ct_cast the tensor to a floating "
                         "dtype first",
                         name,
-                        op == CT_BOP_POW         ? "integers to negative integer powers are not allowed"
+                        op == CT_BOP_POW ? "integers to negative integer powers are not allowed"
                         : op == CT_BOP_REMAINDER ? "integer remainder by zero"
                                                  : "integer division by zero");
     host_scalar scalar;
@@ -182,7 +182,7 @@ static ct_tensor *binary_scalar(const char *name, ct_binary_op op, int kind, con
     return out;
 }
 
-#define CT_DEFINE_BINARY_(name, NAME, kind, grad)                                                        \
+#define CT_DEFINE_BINARY_(name, NAME, kind, grad)                                                  \
     ct_tensor *ct_##name(const ct_tensor *a, const ct_tensor *b) {                                 \
         ct_tensor *out = binary("ct_" #name, CT_BOP_##NAME, KIND_##kind, a, b);                    \
         const ct_tensor *in[2] = {a, b};                                                           \

@@ -48,8 +48,8 @@ static ct_tensor *arcsine_like(const ct_tensor *x, const ct_tensor *g, double si
     return ct_mul_scalar(ct_mul(g, ct_rsqrt(ct_add_scalar(ct_neg(ct_mul(x, x)), 1.0))), sign);
 }
 
-#define RULE(name) static ct_tensor *grad_##name(const ct_tensor *x, const ct_tensor *y, \
-                                                 const ct_tensor *g)
+#define RULE(name)                                                                                 \
+    static ct_tensor *grad_##name(const ct_tensor *x, const ct_tensor *y, const ct_tensor *g)
 RULE(neg) { return (void)x, (void)y, ct_neg(g); }
 RULE(abs) { return (void)y, ct_mul(g, ct_sign(x)); }
 RULE(sign) { return flat(x, y, g); }
@@ -100,9 +100,9 @@ _Static_assert(sizeof unary_rules / sizeof unary_rules[0] == CT_UOP_COUNT, "a ru
 
 /* The rules that read the result y (the node saves it); the others read only x. */
 static const bool reads_result[CT_UOP_COUNT] = {
-    [CT_UOP_SQRT] = true, [CT_UOP_RSQRT] = true,   [CT_UOP_EXP] = true,
-    [CT_UOP_EXPM1] = true, [CT_UOP_TANH] = true,   [CT_UOP_SIGMOID] = true,
-    [CT_UOP_RECIPROCAL] = true, [CT_UOP_TAN] = true, [CT_UOP_EXP2] = true,
+    [CT_UOP_SQRT] = true,       [CT_UOP_RSQRT] = true, [CT_UOP_EXP] = true,
+    [CT_UOP_EXPM1] = true,      [CT_UOP_TANH] = true,  [CT_UOP_SIGMOID] = true,
+    [CT_UOP_RECIPROCAL] = true, [CT_UOP_TAN] = true,   [CT_UOP_EXP2] = true,
 };
 
 static ct_tensor *unary_gradient(const ct_node *node, const ct_tensor *g) {
@@ -175,8 +175,7 @@ typedef void (*binary_rule)(const binary_in *in, const ct_tensor *g, ct_tensor *
                             ct_tensor **gb);
 
 #define RULE(name)                                                                                 \
-    static void grad_##name(const binary_in *in, const ct_tensor *g, ct_tensor **ga,              \
-                            ct_tensor **gb)
+    static void grad_##name(const binary_in *in, const ct_tensor *g, ct_tensor **ga, ct_tensor **gb)
 RULE(add) {
     *ga = in->need_a ? ct__new_ref(g) : NULL;
     *gb = in->need_b ? ct__new_ref(g) : NULL;
@@ -196,7 +195,7 @@ RULE(div) {
 RULE(pow) {
     const ct_tensor *a = in->a, *b = in->b;
     if (in->need_a)
-        *ga = b         ? ct_mul(g, ct_mul(b, ct_pow(a, ct_sub_scalar(b, 1.0))))
+        *ga = b            ? ct_mul(g, ct_mul(b, ct_pow(a, ct_sub_scalar(b, 1.0))))
               : in->s == 0 ? zeros_like(g)
                            : ct_mul(g, ct_mul_scalar(ct_pow_scalar(a, in->s - 1.0), in->s));
     if (in->need_b) /* 0 where a == 0 and b >= 0, where log(a) would give NaN times 0 */
@@ -219,7 +218,8 @@ static void extremum(const binary_in *in, const ct_tensor *g, ct_tensor **ga, ct
         *ga = ct_mul(g, extremum_share(b ? (max ? ct_gt(a, b) : ct_lt(a, b))
                                          : (max ? ct_gt_scalar(a, s) : ct_lt_scalar(a, s)),
                                        ties, g->dtype));
-    if (in->need_b) *gb = ct_mul(g, extremum_share(max ? ct_gt(b, a) : ct_lt(b, a), ties, g->dtype));
+    if (in->need_b)
+        *gb = ct_mul(g, extremum_share(max ? ct_gt(b, a) : ct_lt(b, a), ties, g->dtype));
 }
 RULE(maximum) { extremum(in, g, ga, gb, true); }
 RULE(minimum) { extremum(in, g, ga, gb, false); }
@@ -237,8 +237,11 @@ RULE(hypot) {
 /* copysign(a, b) = |a| sign(b): d/da is sign(a) sign(b) (0 at a == 0), d/db is 0 */
 RULE(copysign) {
     ct_tensor *b = operand_b(in, g);
-    *ga = in->need_a ? ct_mul(g, ct_mul(ct_sign(in->a), ct_copysign(ct__full_on(g->storage->device, 0, NULL, 1.0, g->dtype), b)))
-                     : NULL;
+    *ga = in->need_a
+              ? ct_mul(g, ct_mul(ct_sign(in->a),
+                                 ct_copysign(
+                                     ct__full_on(g->storage->device, 0, NULL, 1.0, g->dtype), b)))
+              : NULL;
     *gb = in->need_b ? zeros_like(in->b) : NULL;
 }
 /* d atan2(a, b) = (b da - a db) / (a^2 + b^2) */

@@ -4,8 +4,8 @@
  * Result dtypes (op_list.h): FLOAT ops give float32 for integer and bool inputs and keep
  * floating dtypes; SAME ops keep the dtype; BOOL ops give bool; INT ops take integer and bool
  * tensors only and keep the dtype (bitwise_invert of bool is logical_not, as in NumPy).
- * Negating a bool tensor is an error, as in PyTorch. The success path makes the output and nothing else, so small ops
- * cost little more than the allocation. */
+ * Negating a bool tensor is an error, as in PyTorch. The success path makes the output and nothing
+ * else, so small ops cost little more than the allocation. */
 #include <math.h>
 
 #include "ops/grad_impl.h"
@@ -56,7 +56,7 @@ static ct_tensor *unary(const char *name, ct_unary_op op, int kind, const ct_ten
     return ct__grad_needed(1, &x) ? ct__record_unary(out, name, op, x, p0, p1) : out;
 }
 
-#define CT_DEFINE_UNARY_(name, NAME, kind, grad)                                                         \
+#define CT_DEFINE_UNARY_(name, NAME, kind, grad)                                                   \
     ct_tensor *ct_##name(const ct_tensor *x) {                                                     \
         return unary("ct_" #name, CT_UOP_##NAME, KIND_##kind, x, 0.0, 0.0);                        \
     }

@@ -25,6 +25,7 @@
 
 /* The case of a row in the loop of domain S: its formula (integer formulas report through
  * err) where the kind computes in S, else nothing (the kernel never runs the op there). */
+/* clang-format off */
 #define CASE_FLOAT_(name, NAME, S)                                                                 \
     case CT_BOP_##NAME: MAP((ct_ew_##name##_##S)(a[i], b[i]));
 #define CASE_INT_(name, NAME, S)                                                                   \
@@ -81,6 +82,7 @@ DEFINE_BINARY_LOOP(compare_f32, float, uint8_t, CMP_F32_CASE_, CASE_NONE_(, RELU
 DEFINE_BINARY_LOOP(compare_f64, double, uint8_t, CMP_F64_CASE_, CASE_NONE_(, RELU_GRAD, ))
 DEFINE_BINARY_LOOP(compare_i32, int32_t, uint8_t, CMP_I32_CASE_, CASE_NONE_(, RELU_GRAD, ))
 DEFINE_BINARY_LOOP(compare_i64, int64_t, uint8_t, CMP_I64_CASE_, CASE_NONE_(, RELU_GRAD, ))
+/* clang-format on */
 
 typedef int (*binary_fn)(ct_binary_op op, void *o, const void *a, const void *b, int64_t n);
 

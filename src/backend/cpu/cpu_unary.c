@@ -31,6 +31,7 @@ _Static_assert(sizeof op_kind == CT_UOP_COUNT, "one kind per unary op");
 
 /* The case of a row in the loop of domain S: its formula where the kind computes in S, else
  * nothing (the kernel never runs the op there). */
+/* clang-format off */
 #define CASE_FORMULA_(name, NAME, S)                                                               \
     case CT_UOP_##NAME: MAP((ct_ew_##name##_##S)(x[i]));
 #define CASE_NONE_(name, NAME, S)                                                                  \
@@ -97,10 +98,10 @@ DEFINE_UNARY_LOOP(unary_i32, int32_t, i32, I32_CASE_, (void)0,
                   (int32_t)ct__f64_to_i64(ceil(p0)), (int32_t)ct__f64_to_i64(floor(p1)))
 DEFINE_UNARY_LOOP(unary_i64, int64_t, i64, I64_CASE_, (void)0, ct__f64_to_i64(ceil(p0)),
                   ct__f64_to_i64(floor(p1)))
+/* clang-format on */
 
 /* The predicates: double in, bool (0/1 bytes) out. */
-static void unary_test(ct_unary_op op, void *vo, const void *vx, int64_t n, double p0,
-                       double p1) {
+static void unary_test(ct_unary_op op, void *vo, const void *vx, int64_t n, double p0, double p1) {
     (void)p0, (void)p1;
     uint8_t *restrict o = vo;
     const double *restrict x = vx;

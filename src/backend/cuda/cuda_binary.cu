@@ -19,6 +19,7 @@
 
 /* The case of a row in domain S: its formula (ew_formula_impl.h; integer formulas report
  * through err) where the kind computes in S, else nothing (never run there). */
+/* clang-format off */
 #define CASE_FLOAT_(name, NAME, S)                                                                 \
     case CT_BOP_##NAME: return (ct_ew_##name##_##S)(a, b);
 #define CASE_INT_(name, NAME, S)                                                                   \
@@ -89,6 +90,7 @@ DEFINE_COMPARE_VALUE(float, CMP_F32_CASE_)
 DEFINE_COMPARE_VALUE(double, CMP_F64_CASE_)
 DEFINE_COMPARE_VALUE(int32_t, CMP_I32_CASE_)
 DEFINE_COMPARE_VALUE(int64_t, CMP_I64_CASE_)
+/* clang-format on */
 
 /* Contiguous float32: o[i] = a[i * sa] OP b[i * sb] for i < n, sa and sb 1 or 0 (a broadcast
  * scalar); four at a time when vec (o and every stride-1 input 16-byte aligned), the tail of
@@ -118,6 +120,7 @@ CT_EW_DEV void arith_f32_run(float *__restrict__ o, const float *__restrict__ a,
 
 /* One kernel for every arithmetic op: the switch sits outside the loops, so each op's loop
  * is compiled for that op alone. */
+/* clang-format off */
 #define CT_ARITH_RUN_(NAME)                                                                        \
     case CT_BOP_##NAME: arith_f32_run<CT_BOP_##NAME>(o, a, b, n, sa, sb, vec); break;
 #define CT_ARITH_RUN_ARITH(NAME) CT_ARITH_RUN_(NAME)
@@ -127,6 +130,7 @@ CT_EW_DEV void arith_f32_run(float *__restrict__ o, const float *__restrict__ a,
 #define CT_ARITH_RUN_INT(NAME) case CT_BOP_##NAME: break;
 #define CT_ARITH_RUN_SHIFT(NAME) case CT_BOP_##NAME: break;
 #define CT_ARITH_RUN_KIND_(name, NAME, kind, grad) CT_ARITH_RUN_##kind(NAME)
+/* clang-format on */
 static __global__ void arith_f32_contiguous(float *__restrict__ o, const float *__restrict__ a,
                                             const float *__restrict__ b, int64_t n, int64_t sa,
                                             int64_t sb, int op, bool vec) {

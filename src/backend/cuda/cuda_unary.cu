@@ -4,9 +4,9 @@
  * The compute domain is picked as on the CPU: FLOAT ops compute in float (double for f64);
  * SAME and INT ops in the compute dtype's domain (int32 for i32, u8 and bool; int64 for
  * i64); the predicates test their input in double and write bool. The per-element formulas
- * are ew_formula_impl.h's, shared with the CPU; the switches are generated from op_list.h. Contiguous float32 in and out takes
- * a kernel per op with float4 loads and stores (when aligned); everything else runs the
- * generic strided kernel of its domain, which converts on load and store.
+ * are ew_formula_impl.h's, shared with the CPU; the switches are generated from op_list.h.
+ * Contiguous float32 in and out takes a kernel per op with float4 loads and stores (when aligned);
+ * everything else runs the generic strided kernel of its domain, which converts on load and store.
  *
  * Semantics: sign, relu and clamp keep NaN (comparisons, no fmin/fmax); round is half to
  * even; gelu is the erf form, computed as x/2 erfc(-x/sqrt 2) as on the CPU; integer
@@ -27,6 +27,7 @@ static_assert(sizeof op_kind == CT_UOP_COUNT, "one kind per unary op");
 
 /* The case of a row in domain S: its formula (ew_formula_impl.h) where the kind computes in
  * S, else nothing (the launcher never runs the op there). */
+/* clang-format off */
 #define CASE_FORMULA_(name, NAME, S)                                                               \
     case CT_UOP_##NAME: return (ct_ew_##name##_##S)(x);
 #define CASE_NONE_(name, NAME, S)                                                                  \
@@ -63,6 +64,7 @@ DEFINE_UNARY_VALUE(float, f32, F32_CASE_)
 DEFINE_UNARY_VALUE(double, f64, F64_CASE_)
 DEFINE_UNARY_VALUE(int32_t, i32, I32_CASE_)
 DEFINE_UNARY_VALUE(int64_t, i64, I64_CASE_)
+/* clang-format on */
 
 /* The predicates, on the input as double. */
 CT_EW_DEV uint8_t test_value(int op, double x) {
@@ -98,6 +100,7 @@ CT_EW_DEV void unary_f32_run(float *__restrict__ o, const float *__restrict__ x,
 
 /* One kernel for every float-valued op (the predicates have their own): the switch sits
  * outside the loops, so each op's loop is compiled for that op alone. */
+/* clang-format off */
 #define CT_F32_RUN_(NAME)                                                                          \
     case CT_UOP_##NAME: unary_f32_run<CT_UOP_##NAME>(o, x, n, lo, hi, vec); break;
 #define CT_F32_RUN_FLOAT(NAME) CT_F32_RUN_(NAME)
@@ -105,6 +108,7 @@ CT_EW_DEV void unary_f32_run(float *__restrict__ o, const float *__restrict__ x,
 #define CT_F32_RUN_BOOL(NAME) case CT_UOP_##NAME: break;
 #define CT_F32_RUN_INT(NAME) case CT_UOP_##NAME: break;
 #define CT_F32_RUN_KIND_(name, NAME, kind, grad) CT_F32_RUN_##kind(NAME)
+/* clang-format on */
 static __global__ void unary_f32_contiguous(float *__restrict__ o, const float *__restrict__ x,
                                             int64_t n, int op, float lo, float hi, bool vec) {
     switch ((ct_unary_op)op) {
@@ -131,7 +135,8 @@ static __global__ void test_strided(const __grid_constant__ ct_ew_args a, int op
     CT_EW_LOOP(i, a.numel) {
         int64_t off[2];
         ct_ew_offsets<2>(a, (I)i, off);
-        *(uint8_t *)(a.data[0] + off[0]) = test_value(op, ct_cuda_load_f64(a.data[1] + off[1], a.dtype[1]));
+        *(uint8_t *)(a.data[0] + off[0]) =
+            test_value(op, ct_cuda_load_f64(a.data[1] + off[1], a.dtype[1]));
     }
 }
 
