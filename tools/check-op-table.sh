@@ -1,0 +1,56 @@
+#!/bin/sh
+# An op is a table row plus its formula, backward rule and test reference: a row added to
+# include/ctensor/op_list.h without them must not build, and the compiler's message must name
+# the op. This builds a copy of the table with one new unary row (cbrt, differentiable) and
+# one new binary row (fdim), each with nothing else, and compiles one translation unit per
+# place the row needs (syntax only: cheap): the CPU kernels, the backward rules and the
+# tests' references. Each must fail naming the missing piece; the unchanged table must pass.
+#
+# Usage: tools/check-op-table.sh CC [compiler flags]      (run by ctest as test_op_table_rows)
+set -eu
+cc=$1
+shift
+here=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/good" "$work/bad"
+cp -r "$here/include/ctensor" "$work/good/"
+cp -r "$here/include/ctensor" "$work/bad/"
+awk '{ print }
+     /X\(exp2, EXP2, FLOAT, GRAD\)/ { print "    X(cbrt, CBRT, FLOAT, GRAD) \\" }
+     /X\(add, ADD, ARITH, GRAD\)/ { print "    X(fdim, FDIM, ARITH, GRAD) \\" }' \
+    "$here/include/ctensor/op_list.h" > "$work/bad/ctensor/op_list.h"
+grep -q 'X(cbrt, CBRT' "$work/bad/ctensor/op_list.h" && grep -q 'X(fdim, FDIM' "$work/bad/ctensor/op_list.h"
+
+compile() { # table file
+    "$cc" -std=c11 -fsyntax-only "$@" -I"$here/src" -I"$here/tests" -D_GNU_SOURCE \
+        "$here/$file" 2> "$work/err"
+}
+status=0
+for check in "src/backend/cpu/cpu_unary.c ct_ew_cbrt_f32" \
+             "src/backend/cpu/cpu_binary.c ct_ew_fdim_f32" \
+             "src/ops/elementwise_grad.c grad_cbrt" \
+             "src/ops/elementwise_grad.c grad_fdim" \
+             "tests/test_ops_unary.c uref_cbrt" \
+             "tests/test_ops_binary.c bref_fdim" \
+             "tests/test_autograd_ops.c range_cbrt"; do
+    file=${check% *}
+    name=${check#* }
+    if ! compile -I"$work/good" "$@"; then
+        echo "check-op-table: $file does not build with the unchanged table:"
+        cat "$work/err"
+        status=1
+        continue
+    fi
+    if compile -I"$work/bad" "$@"; then
+        echo "check-op-table: $file builds with a row that lacks $name"
+        status=1
+    elif ! grep -q "$name" "$work/err"; then
+        echo "check-op-table: $file fails without naming $name:"
+        cat "$work/err"
+        status=1
+    else
+        echo "check-op-table: $file: $(grep -m1 "$name" "$work/err" | sed 's/^.*error: //')"
+    fi
+done
+exit "$status"
