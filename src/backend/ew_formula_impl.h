@@ -40,6 +40,43 @@
 #define CT_EW_MADD_RN_(a, b, c) ((a) * (b) + (c))
 #endif
 
+/* Which family of compute domains a kind runs in (the table above), for the backends'
+ * generated switches: CT_EW_<U|B>_<FAMILY>_<kind>(yes, no) is yes where rows of that kind
+ * have formulas in that family (FLOATS: f32 f64; INTS: i32 i64; TESTS: test; COMPARES: every
+ * domain, 0/1 results), else no. */
+/* clang-format off */
+#define CT_EW_U_FLOATS_FLOAT(yes, no) yes
+#define CT_EW_U_FLOATS_SAME(yes, no) yes
+#define CT_EW_U_FLOATS_BOOL(yes, no) no
+#define CT_EW_U_FLOATS_INT(yes, no) no
+#define CT_EW_U_INTS_FLOAT(yes, no) no
+#define CT_EW_U_INTS_SAME(yes, no) yes
+#define CT_EW_U_INTS_BOOL(yes, no) no
+#define CT_EW_U_INTS_INT(yes, no) yes
+#define CT_EW_U_TESTS_FLOAT(yes, no) no
+#define CT_EW_U_TESTS_SAME(yes, no) no
+#define CT_EW_U_TESTS_BOOL(yes, no) yes
+#define CT_EW_U_TESTS_INT(yes, no) no
+#define CT_EW_B_FLOATS_ARITH(yes, no) yes
+#define CT_EW_B_FLOATS_FLOAT(yes, no) yes
+#define CT_EW_B_FLOATS_COMPARE(yes, no) no
+#define CT_EW_B_FLOATS_LOGICAL(yes, no) no
+#define CT_EW_B_FLOATS_INT(yes, no) no
+#define CT_EW_B_FLOATS_SHIFT(yes, no) no
+#define CT_EW_B_INTS_ARITH(yes, no) yes
+#define CT_EW_B_INTS_FLOAT(yes, no) no
+#define CT_EW_B_INTS_COMPARE(yes, no) no
+#define CT_EW_B_INTS_LOGICAL(yes, no) no
+#define CT_EW_B_INTS_INT(yes, no) yes
+#define CT_EW_B_INTS_SHIFT(yes, no) yes
+#define CT_EW_B_COMPARES_ARITH(yes, no) no
+#define CT_EW_B_COMPARES_FLOAT(yes, no) no
+#define CT_EW_B_COMPARES_COMPARE(yes, no) yes
+#define CT_EW_B_COMPARES_LOGICAL(yes, no) yes
+#define CT_EW_B_COMPARES_INT(yes, no) no
+#define CT_EW_B_COMPARES_SHIFT(yes, no) no
+/* clang-format on */
+
 /* What an integer formula can reject. */
 typedef enum ct_ew_error {
     CT_EW_OK = 0,

@@ -18,7 +18,6 @@ static _Thread_local int placement_depth;
 /* Written under config_lock, read without it (atomics) on every tensor creation. */
 static pthread_mutex_t config_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int logical_counts[2] = {1, 0}; /* CUDA: 0 = not split (one per physical) */
-static atomic_size_t logical_limits[2][CT_MAX_LOGICAL_DEVICES];
 
 static int soft_placement = -1; /* -1: read CT_SOFT_PLACEMENT on first use */
 
@@ -124,12 +123,6 @@ bool ct__device_is_split(ct_device_type type) {
     return type == CT_DEVICE_CUDA && atomic_load(&logical_counts[CT_DEVICE_CUDA]) > 0;
 }
 
-size_t ct__logical_limit(ct_device device) {
-    if ((unsigned)device.type > CT_DEVICE_CUDA || (unsigned)device.index >= CT_MAX_LOGICAL_DEVICES)
-        return 0;
-    return atomic_load(&logical_limits[device.type][device.index]);
-}
-
 /* Implemented by the memory layer: bytes live on a logical device. */
 size_t ct__pool_live_bytes(ct_device device);
 
@@ -161,8 +154,6 @@ ct_status ct_configure_logical_devices(ct_device_type type, int physical_index, 
     }
     pthread_mutex_lock(&config_lock);
     atomic_store(&logical_counts[type], n);
-    for (int i = 0; i < CT_MAX_LOGICAL_DEVICES; i++)
-        atomic_store(&logical_limits[type][i], memory_limits && i < n ? memory_limits[i] : 0);
     pthread_mutex_unlock(&config_lock);
     /* The configured limits become the pools' limits, which ct_set_memory_limit can change
      * later. The pools hold nothing now, so setting a limit cannot be refused. */

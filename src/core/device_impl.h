@@ -20,9 +20,6 @@ int ct__logical_count(ct_device_type type);
 /* Whether the physical device of this type was split with ct_configure_logical_devices. */
 bool ct__device_is_split(ct_device_type type);
 
-/* The memory limit configured for a logical device (0 = none). */
-size_t ct__logical_limit(ct_device device);
-
 /* ct_device_equal for the library's hot paths (inlined). */
 static inline bool ct__same_device(ct_device a, ct_device b) {
     return a.type == b.type && a.index == b.index;

@@ -32,32 +32,22 @@
     case CT_BOP_##NAME: MAP((ct_ew_##name##_##S)(a[i], b[i], &err));
 #define CASE_NONE_(name, NAME, S)                                                                  \
     case CT_BOP_##NAME: break;
-#define FLOAT_CASE_ARITH CASE_FLOAT_
-#define FLOAT_CASE_FLOAT CASE_FLOAT_
-#define FLOAT_CASE_COMPARE CASE_NONE_
-#define FLOAT_CASE_LOGICAL CASE_NONE_
-#define FLOAT_CASE_INT CASE_NONE_
-#define FLOAT_CASE_SHIFT CASE_NONE_
-#define INT_CASE_ARITH CASE_INT_
-#define INT_CASE_FLOAT CASE_NONE_
-#define INT_CASE_COMPARE CASE_NONE_
-#define INT_CASE_LOGICAL CASE_NONE_
-#define INT_CASE_INT CASE_INT_
-#define INT_CASE_SHIFT CASE_INT_
-#define CMP_CASE_ARITH CASE_NONE_
-#define CMP_CASE_FLOAT CASE_NONE_
-#define CMP_CASE_COMPARE CASE_FLOAT_
-#define CMP_CASE_LOGICAL CASE_FLOAT_
-#define CMP_CASE_INT CASE_NONE_
-#define CMP_CASE_SHIFT CASE_NONE_
-#define F32_CASE_(name, NAME, kind, grad) FLOAT_CASE_##kind(name, NAME, f32)
-#define F64_CASE_(name, NAME, kind, grad) FLOAT_CASE_##kind(name, NAME, f64)
-#define I32_CASE_(name, NAME, kind, grad) INT_CASE_##kind(name, NAME, i32)
-#define I64_CASE_(name, NAME, kind, grad) INT_CASE_##kind(name, NAME, i64)
-#define CMP_F32_CASE_(name, NAME, kind, grad) CMP_CASE_##kind(name, NAME, f32)
-#define CMP_F64_CASE_(name, NAME, kind, grad) CMP_CASE_##kind(name, NAME, f64)
-#define CMP_I32_CASE_(name, NAME, kind, grad) CMP_CASE_##kind(name, NAME, i32)
-#define CMP_I64_CASE_(name, NAME, kind, grad) CMP_CASE_##kind(name, NAME, i64)
+#define F32_CASE_(name, NAME, kind, grad)                                                          \
+    CT_EW_B_FLOATS_##kind(CASE_FLOAT_, CASE_NONE_)(name, NAME, f32)
+#define F64_CASE_(name, NAME, kind, grad)                                                          \
+    CT_EW_B_FLOATS_##kind(CASE_FLOAT_, CASE_NONE_)(name, NAME, f64)
+#define I32_CASE_(name, NAME, kind, grad)                                                          \
+    CT_EW_B_INTS_##kind(CASE_INT_, CASE_NONE_)(name, NAME, i32)
+#define I64_CASE_(name, NAME, kind, grad)                                                          \
+    CT_EW_B_INTS_##kind(CASE_INT_, CASE_NONE_)(name, NAME, i64)
+#define CMP_F32_CASE_(name, NAME, kind, grad)                                                      \
+    CT_EW_B_COMPARES_##kind(CASE_FLOAT_, CASE_NONE_)(name, NAME, f32)
+#define CMP_F64_CASE_(name, NAME, kind, grad)                                                      \
+    CT_EW_B_COMPARES_##kind(CASE_FLOAT_, CASE_NONE_)(name, NAME, f64)
+#define CMP_I32_CASE_(name, NAME, kind, grad)                                                      \
+    CT_EW_B_COMPARES_##kind(CASE_FLOAT_, CASE_NONE_)(name, NAME, i32)
+#define CMP_I64_CASE_(name, NAME, kind, grad)                                                      \
+    CT_EW_B_COMPARES_##kind(CASE_FLOAT_, CASE_NONE_)(name, NAME, i64)
 
 /* The loop of domain S over input type T and output type OT; it returns a ct_ew_error
  * (the last one an integer formula raised). RELU is ReLU's backward's case. */

@@ -36,23 +36,16 @@ _Static_assert(sizeof op_kind == CT_UOP_COUNT, "one kind per unary op");
     case CT_UOP_##NAME: MAP((ct_ew_##name##_##S)(x[i]));
 #define CASE_NONE_(name, NAME, S)                                                                  \
     case CT_UOP_##NAME: break;
-#define FLOAT_CASE_FLOAT CASE_FORMULA_
-#define FLOAT_CASE_SAME CASE_FORMULA_
-#define FLOAT_CASE_BOOL CASE_NONE_
-#define FLOAT_CASE_INT CASE_NONE_
-#define INT_CASE_FLOAT CASE_NONE_
-#define INT_CASE_SAME CASE_FORMULA_
-#define INT_CASE_BOOL CASE_NONE_
-#define INT_CASE_INT CASE_FORMULA_
-#define TEST_CASE_FLOAT CASE_NONE_
-#define TEST_CASE_SAME CASE_NONE_
-#define TEST_CASE_BOOL CASE_FORMULA_
-#define TEST_CASE_INT CASE_NONE_
-#define F32_CASE_(name, NAME, kind, grad) FLOAT_CASE_##kind(name, NAME, f32)
-#define F64_CASE_(name, NAME, kind, grad) FLOAT_CASE_##kind(name, NAME, f64)
-#define I32_CASE_(name, NAME, kind, grad) INT_CASE_##kind(name, NAME, i32)
-#define I64_CASE_(name, NAME, kind, grad) INT_CASE_##kind(name, NAME, i64)
-#define TEST_CASE_(name, NAME, kind, grad) TEST_CASE_##kind(name, NAME, test)
+#define F32_CASE_(name, NAME, kind, grad)                                                          \
+    CT_EW_U_FLOATS_##kind(CASE_FORMULA_, CASE_NONE_)(name, NAME, f32)
+#define F64_CASE_(name, NAME, kind, grad)                                                          \
+    CT_EW_U_FLOATS_##kind(CASE_FORMULA_, CASE_NONE_)(name, NAME, f64)
+#define I32_CASE_(name, NAME, kind, grad)                                                          \
+    CT_EW_U_INTS_##kind(CASE_FORMULA_, CASE_NONE_)(name, NAME, i32)
+#define I64_CASE_(name, NAME, kind, grad)                                                          \
+    CT_EW_U_INTS_##kind(CASE_FORMULA_, CASE_NONE_)(name, NAME, i64)
+#define TEST_CASE_(name, NAME, kind, grad)                                                         \
+    CT_EW_U_TESTS_##kind(CASE_FORMULA_, CASE_NONE_)(name, NAME, test)
 
 /* exp on float32 is the op that must run at memory speed, so it gets its own loop with a
  * fused multiply-add version (a quarter fewer instructions), picked per processor. */

@@ -32,23 +32,16 @@ static_assert(sizeof op_kind == CT_UOP_COUNT, "one kind per unary op");
     case CT_UOP_##NAME: return (ct_ew_##name##_##S)(x);
 #define CASE_NONE_(name, NAME, S)                                                                  \
     case CT_UOP_##NAME: break;
-#define FLOAT_CASE_FLOAT CASE_FORMULA_
-#define FLOAT_CASE_SAME CASE_FORMULA_
-#define FLOAT_CASE_BOOL CASE_NONE_
-#define FLOAT_CASE_INT CASE_NONE_
-#define INT_CASE_FLOAT CASE_NONE_
-#define INT_CASE_SAME CASE_FORMULA_
-#define INT_CASE_BOOL CASE_NONE_
-#define INT_CASE_INT CASE_FORMULA_
-#define TEST_CASE_FLOAT CASE_NONE_
-#define TEST_CASE_SAME CASE_NONE_
-#define TEST_CASE_BOOL CASE_FORMULA_
-#define TEST_CASE_INT CASE_NONE_
-#define F32_CASE_(name, NAME, kind, grad) FLOAT_CASE_##kind(name, NAME, f32)
-#define F64_CASE_(name, NAME, kind, grad) FLOAT_CASE_##kind(name, NAME, f64)
-#define I32_CASE_(name, NAME, kind, grad) INT_CASE_##kind(name, NAME, i32)
-#define I64_CASE_(name, NAME, kind, grad) INT_CASE_##kind(name, NAME, i64)
-#define TEST_CASE_(name, NAME, kind, grad) TEST_CASE_##kind(name, NAME, test)
+#define F32_CASE_(name, NAME, kind, grad)                                                          \
+    CT_EW_U_FLOATS_##kind(CASE_FORMULA_, CASE_NONE_)(name, NAME, f32)
+#define F64_CASE_(name, NAME, kind, grad)                                                          \
+    CT_EW_U_FLOATS_##kind(CASE_FORMULA_, CASE_NONE_)(name, NAME, f64)
+#define I32_CASE_(name, NAME, kind, grad)                                                          \
+    CT_EW_U_INTS_##kind(CASE_FORMULA_, CASE_NONE_)(name, NAME, i32)
+#define I64_CASE_(name, NAME, kind, grad)                                                          \
+    CT_EW_U_INTS_##kind(CASE_FORMULA_, CASE_NONE_)(name, NAME, i64)
+#define TEST_CASE_(name, NAME, kind, grad)                                                         \
+    CT_EW_U_TESTS_##kind(CASE_FORMULA_, CASE_NONE_)(name, NAME, test)
 
 /* op(x) in domain S over type T; lo and hi are clamp's bounds. */
 #define DEFINE_UNARY_VALUE(T, S, CASES)                                                            \
