@@ -2,14 +2,16 @@
  * operands of any dtypes.
  *
  * Arithmetic computes in the domain of args->compute_dtype (float for f32, f16 and bf16;
- * double for f64; int64 for integers and bool, wrapping on store), true division of
- * integers in float. Comparisons compute in the same domains and write bool; logical ops
+ * double for f64; int32 or int64 for integers and bool, wrapping on store), FLOAT-kind ops
+ * of integers in float. Comparisons compute in the same domains and write bool; logical ops
  * test each operand for zero in double (exact for every dtype). Each op is one plain loop
- * per domain (cpu_ew_impl.h), so contiguous float32 runs as a single vectorized loop.
+ * per domain over its formula (backend/ew_formula_impl.h), generated from the table rows
+ * with the switch outside the loop, so contiguous float32 runs as a single vectorized loop.
  *
- * NumPy semantics: maximum and minimum propagate NaN; remainder has the divisor's sign
- * (Python's %); comparisons with NaN are false except ne. Integer remainder by zero and
- * integer pow with a negative exponent fail with CT_ERR_INVALID_ARG. */
+ * NumPy semantics: maximum and minimum propagate NaN; remainder and floor_divide follow
+ * Python's % and //; comparisons with NaN are false except ne. Integer remainder or
+ * floor_divide by zero and integer pow with a negative exponent fail with
+ * CT_ERR_INVALID_ARG. */
 #include <math.h>
 #include <stdatomic.h>
 

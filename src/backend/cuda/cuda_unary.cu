@@ -11,7 +11,8 @@
  * Semantics: sign, relu and clamp keep NaN (comparisons, no fmin/fmax); round is half to
  * even; gelu is the erf form, computed as x/2 erfc(-x/sqrt 2) as on the CPU; integer
  * negation wraps (through the unsigned type). Transcendental functions are CUDA's libm,
- * within a few ulp of the CPU's but not always bit-identical. */
+ * within a few ulp of the CPU's but not always bit-identical; float32 exp and sigmoid are
+ * ew_formula_impl.h's own algorithm, the CPU's bits (exp as on FMA processors). */
 #include "backend/cuda/cuda_ew_impl.cuh"
 #include "backend/ew_formula_impl.h"
 
