@@ -12,7 +12,10 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-nm -D --defined-only "$lib" | awk '{ print $3 }' | sed 's/@.*//' | sort -u > "$work/exported"
+# Names that begin with an underscore belong to the implementation (the sanitizers' runtime
+# hooks in a CT_SANITIZE build, for one) and are left out.
+nm -D --defined-only "$lib" | awk '{ print $3 }' | sed 's/@.*//' | grep -v '^_' | sort -u \
+    > "$work/exported"
 printf '#include <ctensor/ctensor.h>\n' |
     "$cc" -E -P -I"$here/include" -x c - > "$work/headers.i"
 # Each declaration (text between semicolons and braces) that carries the visibility
