@@ -5,8 +5,8 @@
 
 #include "backend/plugin_impl.h"
 
-__attribute__((visibility("default"))) const ct_backend *
-ct_cuda_plugin_entry(const ct_plugin_host *host, char *reason, size_t reason_size) {
+__attribute__((visibility("default"))) const ct__backend_table *
+ct_cuda_plugin_entry(const ct__plugin_host *host, char *reason, size_t reason_size) {
     (void)host;
     snprintf(reason, reason_size,
              "the NVIDIA driver supports CUDA 11.4, the plugin was built with CUDA 13.0; update "

@@ -4,11 +4,11 @@
  * can fail are wrapped to pass their error on through the host, as the real plugin's do. */
 #include "backend/plugin_impl.h"
 
-const ct_backend *ct__cpu_backend(void);
+const ct__backend_table *ct__cpu_backend(void);
 
-static const ct_plugin_host *host;
-static const ct_kernels *cpu;
-static ct_kernels kernels;
+static const ct__plugin_host *host;
+static const ct__kernel_table *cpu;
+static ct__kernel_table kernels;
 
 static ct_status passed_on(ct_status status) {
     return status == CT_OK ? CT_OK : host->set_error(status, ct_last_error());
@@ -16,29 +16,29 @@ static ct_status passed_on(ct_status status) {
 
 /* The kernels that can fail, once each: X(name, (parameters), (arguments)). */
 #define FAILING_KERNELS(X)                                                                         \
-    X(unary, (int device, ct_unary_op op, const ct_ew_args *a, double p0, double p1),              \
+    X(unary, (int device, ct__unary_op op, const ct__ew_args *a, double p0, double p1),            \
       (device, op, a, p0, p1))                                                                     \
-    X(binary, (int device, ct_binary_op op, const ct_ew_args *a), (device, op, a))                 \
-    X(matmul, (int device, const ct_matmul_args *a), (device, a))                                  \
-    X(gather, (int device, const ct_gather_args *a), (device, a))                                  \
-    X(optim_step, (int device, const ct_optim_args *a), (device, a))                               \
-    X(list_norm, (int device, const ct_list_args *a, double p, double *out), (device, a, p, out))  \
-    X(list_scale, (int device, const ct_list_args *a, double factor), (device, a, factor))         \
-    X(cross_entropy, (int device, const ct_cross_entropy_args *a), (device, a))                    \
-    X(cross_entropy_backward, (int device, const ct_cross_entropy_args *a), (device, a))           \
-    X(index_add, (int device, const ct_index_add_args *a), (device, a))                            \
+    X(binary, (int device, ct__binary_op op, const ct__ew_args *a), (device, op, a))               \
+    X(matmul, (int device, const ct__matmul_args *a), (device, a))                                 \
+    X(gather, (int device, const ct__gather_args *a), (device, a))                                 \
+    X(optim_step, (int device, const ct__optim_args *a), (device, a))                              \
+    X(list_norm, (int device, const ct__list_args *a, double p, double *out), (device, a, p, out)) \
+    X(list_scale, (int device, const ct__list_args *a, double factor), (device, a, factor))        \
+    X(cross_entropy, (int device, const ct__cross_entropy_args *a), (device, a))                   \
+    X(cross_entropy_backward, (int device, const ct__cross_entropy_args *a), (device, a))          \
+    X(index_add, (int device, const ct__index_add_args *a), (device, a))                           \
     X(conv2d_workspace,                                                                            \
-      (int device, const struct ct_conv2d_args *a, bool backward, size_t *bytes),                  \
+      (int device, const struct ct__conv2d_args *a, bool backward, size_t *bytes),                 \
       (device, a, backward, bytes))                                                                \
-    X(conv2d_forward, (int device, const struct ct_conv2d_args *a), (device, a))                   \
-    X(conv2d_backward, (int device, const struct ct_conv2d_args *a), (device, a))
+    X(conv2d_forward, (int device, const struct ct__conv2d_args *a), (device, a))                  \
+    X(conv2d_backward, (int device, const struct ct__conv2d_args *a), (device, a))
 
 /* A kernel of the CPU's, its error passed on. */
 #define PASSED_ON(name, parameters, arguments)                                                     \
     static ct_status name parameters { return passed_on(cpu->name arguments); }
 FAILING_KERNELS(PASSED_ON)
 
-const ct_kernels *fake_gpu_kernels(const ct_plugin_host *the_host) {
+const ct__kernel_table *fake_gpu_kernels(const ct__plugin_host *the_host) {
     host = the_host;
     cpu = ct__cpu_backend()->kernels;
     kernels = *cpu;

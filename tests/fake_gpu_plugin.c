@@ -19,10 +19,10 @@
 #ifdef CT_FAKE_GPU_KERNELS
 /* Kernels run at once on the host, so no copy may stay queued before them. */
 static const bool defer_copies = false;
-const ct_kernels *fake_gpu_kernels(const ct_plugin_host *host); /* fake_gpu_kernels.c */
+const ct__kernel_table *fake_gpu_kernels(const ct__plugin_host *host); /* fake_gpu_kernels.c */
 #else
 static const bool defer_copies = true;
-static const ct_kernels no_kernels;
+static const ct__kernel_table no_kernels;
 #endif
 
 /* A queued copy from pinned memory, and a fence: done once `seq` copies have run. */
@@ -170,7 +170,7 @@ static bool fence_done(void *fence, bool wait) {
 
 static void fence_free(void *fence) { free(fence); }
 
-static ct_backend fake_backend = {
+static ct__backend_table fake_backend = {
     .name = "cuda",
     .type = CT_DEVICE_CUDA,
     .device_count = device_count,
@@ -192,8 +192,8 @@ static ct_backend fake_backend = {
     .fence_free = fence_free,
 };
 
-__attribute__((visibility("default"))) const ct_backend *
-ct_cuda_plugin_entry(const ct_plugin_host *host, char *reason, size_t reason_size) {
+__attribute__((visibility("default"))) const ct__backend_table *
+ct_cuda_plugin_entry(const ct__plugin_host *host, char *reason, size_t reason_size) {
     (void)host, (void)reason, (void)reason_size;
 #ifdef CT_FAKE_GPU_KERNELS
     fake_backend.kernels = fake_gpu_kernels(host);

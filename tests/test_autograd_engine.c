@@ -227,7 +227,7 @@ DEVICE_TEST(test_autograd_deep_chain_in_scope) {
     ct_release(x);
 }
 
-static ct_status no_backward(ct_node *node, const ct_tensor *g, ct_tensor **grad_in) {
+static ct_status no_backward(ct__node *node, const ct_tensor *g, ct_tensor **grad_in) {
     (void)node, (void)g, (void)grad_in;
     return CT_OK;
 }

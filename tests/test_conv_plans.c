@@ -5,21 +5,21 @@
 #include "ct_test.h"
 
 /* The first convolution of the small CNN, batch b. */
-static ct_conv2d_args geometry(int64_t b) {
-    return (ct_conv2d_args){.dtype = CT_F32,
-                            .batch = b,
-                            .in_channels = 1,
-                            .in_h = 28,
-                            .in_w = 28,
-                            .out_channels = 16,
-                            .kernel_h = 3,
-                            .kernel_w = 3,
-                            .out_h = 28,
-                            .out_w = 28,
-                            .stride = {1, 1},
-                            .padding = {1, 1},
-                            .dilation = {1, 1},
-                            .groups = 1};
+static ct__conv2d_args geometry(int64_t b) {
+    return (ct__conv2d_args){.dtype = CT_F32,
+                             .batch = b,
+                             .in_channels = 1,
+                             .in_h = 28,
+                             .in_w = 28,
+                             .out_channels = 16,
+                             .kernel_h = 3,
+                             .kernel_w = 3,
+                             .out_h = 28,
+                             .out_w = 28,
+                             .stride = {1, 1},
+                             .padding = {1, 1},
+                             .dilation = {1, 1},
+                             .groups = 1};
 }
 
 static ct_conv_plan plan_of(int algo, size_t bytes) {
@@ -32,7 +32,7 @@ static bool same_plan(const ct_conv_plan *a, const ct_conv_plan *b) {
 }
 
 TEST(test_conv_plan_found_under_its_own_geometry_only) {
-    ct_conv2d_args a = geometry(1001);
+    ct__conv2d_args a = geometry(1001);
     ct_conv_plan_key key, other;
     ct_cuda_conv_plan_key(0, &a, false, &key);
     ct_conv_plan found;
@@ -47,7 +47,7 @@ TEST(test_conv_plan_found_under_its_own_geometry_only) {
     CHECK(!ct_cuda_conv_plan_find(&other, &found));
     ct_cuda_conv_plan_key(0, &a, true, &other);
     CHECK(!ct_cuda_conv_plan_find(&other, &found));
-    ct_conv2d_args changed[6] = {a, a, a, a, a, a};
+    ct__conv2d_args changed[6] = {a, a, a, a, a, a};
     changed[0].dtype = CT_F64;
     changed[1].batch = 1002;
     changed[2].padding[1] = 0;
@@ -58,7 +58,7 @@ TEST(test_conv_plan_found_under_its_own_geometry_only) {
         ct_cuda_conv_plan_key(0, &changed[i], false, &other);
         CHECK(!ct_cuda_conv_plan_find(&other, &found));
     }
-    ct_conv2d_args moved = a;
+    ct__conv2d_args moved = a;
     moved.x = (char *)&found;
     moved.workspace_size = 12345;
     ct_cuda_conv_plan_key(0, &moved, false, &other);
@@ -67,7 +67,7 @@ TEST(test_conv_plan_found_under_its_own_geometry_only) {
 }
 
 TEST(test_conv_plan_remembered_again_replaces) {
-    ct_conv2d_args a = geometry(2001);
+    ct__conv2d_args a = geometry(2001);
     ct_conv_plan_key key;
     ct_cuda_conv_plan_key(0, &a, true, &key);
     ct_conv_plan first = plan_of(1, 10), second = plan_of(3, 20), found;
@@ -83,7 +83,7 @@ TEST(test_conv_plan_table_forgets_the_oldest_when_full) {
     enum { N = CT_CUDA_CONV_PLANS + 1 };
     ct_conv_plan_key keys[N];
     for (int i = 0; i < N; i++) {
-        ct_conv2d_args a = geometry(3000 + i);
+        ct__conv2d_args a = geometry(3000 + i);
         ct_cuda_conv_plan_key(0, &a, false, &keys[i]);
         ct_conv_plan plan = plan_of(i, (size_t)i * 100);
         ct_cuda_conv_plan_remember(&keys[i], &plan);

@@ -27,8 +27,8 @@ compile() { # table file
         "$here/$file" 2> "$work/err"
 }
 status=0
-for check in "src/backend/cpu/cpu_unary.c ct_ew_cbrt_f32" \
-             "src/backend/cpu/cpu_binary.c ct_ew_fdim_f32" \
+for check in "src/backend/cpu/cpu_unary.c ct__ew_cbrt_f32" \
+             "src/backend/cpu/cpu_binary.c ct__ew_fdim_f32" \
              "src/ops/elementwise_grad.c grad_cbrt" \
              "src/ops/elementwise_grad.c grad_fdim" \
              "tests/test_ops_unary.c uref_cbrt" \

@@ -11,14 +11,14 @@
 static atomic_uint_fast64_t pass_counter;
 
 typedef struct node_list {
-    ct_node **items;
+    ct__node **items;
     size_t count, capacity;
 } node_list;
 
-static bool list_push(node_list *list, ct_node *node) {
+static bool list_push(node_list *list, ct__node *node) {
     if (list->count == list->capacity) {
         size_t grown = list->capacity ? list->capacity * 2 : 64;
-        ct_node **items = ct__realloc(list->items, grown * sizeof *items);
+        ct__node **items = ct__realloc(list->items, grown * sizeof *items);
         if (!items) return false;
         list->items = items;
         list->capacity = grown;
@@ -28,14 +28,14 @@ static bool list_push(node_list *list, ct_node *node) {
 }
 
 /* The node of an input that has one, else NULL (leaves and inputs needing no grad). */
-static ct_node *input_node(const ct_node *node, int i) {
+static ct__node *input_node(const ct__node *node, int i) {
     const ct_tensor *input = node->inputs[i];
     return input ? input->grad_fn : NULL;
 }
 
 /* Depth-first post-order from root without recursion (graphs may be thousands of nodes
  * deep); each node is retained for the pass. Reversed, the order is topological. */
-static ct_status topological_order(const char *op, ct_node *root, node_list *order) {
+static ct_status topological_order(const char *op, ct__node *root, node_list *order) {
     uint64_t pass = atomic_fetch_add(&pass_counter, 1) + 1;
     node_list stack = {0};
     ct_status status = CT_OK;
@@ -44,7 +44,7 @@ static ct_status topological_order(const char *op, ct_node *root, node_list *ord
     /* The stack holds nodes whose inputs are being visited; a node leaves it once none of
      * its inputs' nodes is unvisited (nodes have few inputs, so rescanning is cheap). */
     while (status == CT_OK && stack.count) {
-        ct_node *node = stack.items[stack.count - 1];
+        ct__node *node = stack.items[stack.count - 1];
         if (node->released) {
             status = ct__error(CT_ERR_STATE,
                                "%s: the graph behind this tensor was freed by an earlier "
@@ -53,9 +53,9 @@ static ct_status topological_order(const char *op, ct_node *root, node_list *ord
                                op, node->name);
             break;
         }
-        ct_node *next = NULL;
+        ct__node *next = NULL;
         for (int i = 0; i < node->ninputs && !next; i++) {
-            ct_node *child = input_node(node, i);
+            ct__node *child = input_node(node, i);
             if (child && child->visit != pass) next = child;
         }
         if (next) {
@@ -142,7 +142,7 @@ static ct_status accumulate_leaf(ct_tensor *leaf, ct_tensor *g) {
 }
 
 /* Hand the gradients a node computed to its inputs. */
-static ct_status deliver(ct_node *node, ct_tensor **grads) {
+static ct_status deliver(ct__node *node, ct_tensor **grads) {
     ct_status status = CT_OK;
     for (int i = 0; i < node->ninputs; i++) {
         ct_tensor *g = grads[i];
@@ -164,7 +164,7 @@ static ct_status deliver(ct_node *node, ct_tensor **grads) {
     return status;
 }
 
-static ct_status run_node(ct_node *node, bool retain_graph) {
+static ct_status run_node(ct__node *node, bool retain_graph) {
     ct_tensor *g = node->grad;
     node->grad = NULL;
     if (!g) return CT_OK; /* no gradient reached this node */

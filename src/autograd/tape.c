@@ -26,9 +26,9 @@ bool ct__grad_needed(int n, const ct_tensor *const *inputs) {
     return false;
 }
 
-ct_node *ct__node_new(const char *name, ct_backward_fn backward, int n,
-                      const ct_tensor *const *inputs) {
-    ct_node *node = ct__calloc(1, sizeof *node + (size_t)n * sizeof(ct_tensor *));
+ct__node *ct__node_new(const char *name, ct__backward_fn backward, int n,
+                       const ct_tensor *const *inputs) {
+    ct__node *node = ct__calloc(1, sizeof *node + (size_t)n * sizeof(ct_tensor *));
     if (!node)
         return ct__fail(CT_ERR_OUT_OF_MEMORY, "%s: out of host memory for its autograd node", name);
     atomic_init(&node->refcount, 1);
@@ -42,13 +42,13 @@ ct_node *ct__node_new(const char *name, ct_backward_fn backward, int n,
     return node;
 }
 
-void ct__node_save(ct_node *node, int slot, const ct_tensor *t) {
+void ct__node_save(ct__node *node, int slot, const ct_tensor *t) {
     ct_release(node->saved[slot]);
     node->saved[slot] = ct_retain((ct_tensor *)t);
     node->saved_version[slot] = t ? ct__storage_version(t) : 0;
 }
 
-ct_tensor *ct__record(ct_tensor *out, ct_node *node) {
+ct_tensor *ct__record(ct_tensor *out, ct__node *node) {
     if (!out || !node) {
         ct_release(out);
         if (node) ct__node_release(node);
@@ -67,14 +67,14 @@ ct_tensor *ct__record(ct_tensor *out, ct_node *node) {
     return out;
 }
 
-ct_node *ct__node_retain(ct_node *node) {
+ct__node *ct__node_retain(ct__node *node) {
     atomic_fetch_add_explicit(&node->refcount, 1, memory_order_relaxed);
     return node;
 }
 
 /* The unscoped references a node holds are dropped with ct__tensor_drop's counterpart:
  * ct_release would look for them in this thread's scopes, which never held them. */
-void ct__node_free_graph_state(ct_node *node) {
+void ct__node_free_graph_state(ct__node *node) {
     for (int i = 0; i < node->ninputs; i++) {
         ct_tensor *input = node->inputs[i];
         node->inputs[i] = NULL;
@@ -90,7 +90,7 @@ void ct__node_free_graph_state(ct_node *node) {
     node->released = true;
 }
 
-void ct__node_release(ct_node *node) {
+void ct__node_release(ct__node *node) {
     if (atomic_fetch_sub_explicit(&node->refcount, 1, memory_order_acq_rel) != 1) return;
     ct__node_free_graph_state(node);
     ct__free_mem(node);
@@ -103,7 +103,7 @@ void ct__autograd_tensor_dead(ct_tensor *t) {
     t->grad = NULL;
 }
 
-ct_status ct__check_saved_unchanged(const char *op, const ct_node *node) {
+ct_status ct__check_saved_unchanged(const char *op, const ct__node *node) {
     for (int i = 0; i < CT_NODE_MAX_SAVED; i++) {
         const ct_tensor *t = node->saved[i];
         if (!t || ct__storage_version(t) == node->saved_version[i]) continue;

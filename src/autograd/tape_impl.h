@@ -4,7 +4,7 @@
  * backward needs, and attaches it to its result as grad_fn:
  *
  *     if (ct__grad_needed(2, inputs)) {
- *         ct_node *node = ct__node_new("ct_mul", mul_backward, 2, inputs);
+ *         ct__node *node = ct__node_new("ct_mul", mul_backward, 2, inputs);
  *         if (node) ct__node_save(node, 0, a), ct__node_save(node, 1, b);
  *         out = ct__record(out, node);   // NULL (and out released) if node is NULL
  *     }
@@ -23,22 +23,23 @@
 #include "core/error_impl.h"
 #include "core/tensor_impl.h"
 
-typedef struct ct_node ct_node;
+typedef struct ct__node ct__node;
 
 /* Gradients of a node's inputs from grad_out (the gradient of its result: the result's
  * shape, dtype and device). Write into grad_in[i] a new reference, or leave NULL when input
  * i gets no gradient (the engine skips inputs that need none: node->inputs[i] == NULL). A
  * gradient may have any shape that broadcasts to the input's (the engine sums it back) and
  * any floating dtype (the engine casts it). Runs with grad mode off. */
-typedef ct_status (*ct_backward_fn)(ct_node *node, const ct_tensor *grad_out, ct_tensor **grad_in);
+typedef ct_status (*ct__backward_fn)(ct__node *node, const ct_tensor *grad_out,
+                                     ct_tensor **grad_in);
 
 #define CT_NODE_MAX_SAVED 6
 #define CT_NODE_MAX_PARAMS 16
 
-struct ct_node {
+struct ct__node {
     atomic_int refcount;
     const char *name; /* the op, for messages: "ct_mul" */
-    ct_backward_fn backward;
+    ct__backward_fn backward;
     int ninputs;
     ct_tensor **inputs;                  /* ninputs entries; NULL for inputs needing no grad */
     ct_tensor *saved[CT_NODE_MAX_SAVED]; /* what backward reads (ct__node_save) */
@@ -58,27 +59,27 @@ struct ct_node {
 bool ct__grad_needed(int n, const ct_tensor *const *inputs);
 
 /* A node for op `name` over n inputs (entries may be NULL); NULL with CT_ERR_OUT_OF_MEMORY. */
-ct_node *ct__node_new(const char *name, ct_backward_fn backward, int n,
-                      const ct_tensor *const *inputs);
+ct__node *ct__node_new(const char *name, ct__backward_fn backward, int n,
+                       const ct_tensor *const *inputs);
 /* Keep a reference to t in node->saved[slot] (t may be NULL), and its storage's version:
  * backward refuses to run once t has been written in place since. */
-void ct__node_save(ct_node *node, int slot, const ct_tensor *t);
+void ct__node_save(ct__node *node, int slot, const ct_tensor *t);
 /* Attach node to out as its grad_fn and mark out as requiring grad; returns out. When node
  * or out is NULL, releases the other and returns NULL (the error is already set). A result
  * that is one of the node's inputs, or already has a grad_fn, is returned unchanged and the
  * node released. */
-ct_tensor *ct__record(ct_tensor *out, ct_node *node);
+ct_tensor *ct__record(ct_tensor *out, ct__node *node);
 
 /* In-place writes: CT_ERR_STATE for a tensor an op recorded (its history would be wrong),
  * and for a leaf that requires grad outside a no-grad region (as PyTorch). */
 ct_status ct__check_writable(const char *op, const ct_tensor *dst);
 
 /* CT_ERR_STATE when a tensor node saved has been written in place since it was saved. */
-ct_status ct__check_saved_unchanged(const char *op, const ct_node *node);
+ct_status ct__check_saved_unchanged(const char *op, const ct__node *node);
 
-ct_node *ct__node_retain(ct_node *node);
-void ct__node_release(ct_node *node);
+ct__node *ct__node_retain(ct__node *node);
+void ct__node_release(ct__node *node);
 /* Drop a node's inputs, saved tensors and context (after a backward that does not retain). */
-void ct__node_free_graph_state(ct_node *node);
+void ct__node_free_graph_state(ct__node *node);
 
 #endif

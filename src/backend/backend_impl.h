@@ -16,27 +16,27 @@
 
 #define CT_EW_MAX_OPERANDS 4
 
-struct ct_conv2d_args;
-struct ct_pool2d_args;
+struct ct__conv2d_args;
+struct ct__pool2d_args;
 
 /* Unary op ids: the op_list.h table, then ops that are not in the public unary table. */
-typedef enum ct_unary_op {
+typedef enum ct__unary_op {
 #define CT_UNARY_ENUM_(name, NAME, kind, grad) CT_UOP_##NAME,
     CT_UNARY_OPS(CT_UNARY_ENUM_)
 #undef CT_UNARY_ENUM_
         CT_UOP_CLAMP, /* p0 = lo, p1 = hi */
     CT_UOP_COUNT
-} ct_unary_op;
+} ct__unary_op;
 
-typedef enum ct_binary_op {
+typedef enum ct__binary_op {
 #define CT_BINARY_ENUM_(name, NAME, kind, grad) CT_BOP_##NAME,
     CT_BINARY_OPS(CT_BINARY_ENUM_)
 #undef CT_BINARY_ENUM_
         CT_BOP_RELU_GRAD, /* internal, arithmetic kind: out = b > 0 ? a : 0 (ReLU's backward) */
     CT_BOP_COUNT
-} ct_binary_op;
+} ct__binary_op;
 
-typedef enum ct_reduce_op {
+typedef enum ct__reduce_op {
 #define CT_REDUCE_ENUM_(name, NAME) CT_ROP_##NAME,
     CT_REDUCE_OPS(CT_REDUCE_ENUM_)
 #undef CT_REDUCE_ENUM_
@@ -45,14 +45,14 @@ typedef enum ct_reduce_op {
     CT_ROP_ARGMAX, /* index into the flattened (C-order) reduced axes */
     CT_ROP_ARGMIN,
     CT_ROP_COUNT
-} ct_reduce_op;
+} ct__reduce_op;
 
-typedef enum ct_random_kind { CT_RANDOM_UNIFORM = 0, CT_RANDOM_NORMAL = 1 } ct_random_kind;
+typedef enum ct__random_kind { CT_RANDOM_UNIFORM = 0, CT_RANDOM_NORMAL = 1 } ct__random_kind;
 
 /* Elementwise operands over one iteration space of shape `shape`. Operand 0 is the output.
  * Strides are in elements of each operand's dtype; a stride of 0 broadcasts. The op layer
  * coalesces axes, so operands that are all contiguous arrive as ndim == 1, stride 1. */
-typedef struct ct_ew_args {
+typedef struct ct__ew_args {
     int ndim;
     int nops;
     int64_t numel;
@@ -64,13 +64,13 @@ typedef struct ct_ew_args {
      * promoted dtype); unary ops: the dtype the op computes in (the output's, or the
      * input's for BOOL ops). */
     ct_dtype compute_dtype;
-} ct_ew_args;
+} ct__ew_args;
 
 /* Reduction of `in` over its inner axes, for every index over its outer axes. The output
  * has the outer shape (keepdim is the op layer's business). An empty inner space gives the
  * op's identity (sum 0, prod 1, all true, any false) or NaN (mean, var, std); the op layer
  * rejects max/min/argmax/argmin over an empty space. */
-typedef struct ct_reduce_args {
+typedef struct ct__reduce_args {
     int outer_ndim;
     int inner_ndim;
     int64_t outer_shape[CT_MAX_DIMS];
@@ -83,12 +83,12 @@ typedef struct ct_reduce_args {
     ct_dtype out_dtype;
     int64_t out_strides[CT_MAX_DIMS];
     double correction; /* var and std */
-} ct_reduce_args;
+} ct__reduce_args;
 
 /* out[b] (m x n) = a[b] (m x k) @ b[b] (k x n) for every batch index b, with broadcast batch
  * strides (0 where an operand is broadcast). a, b and out share dtype. out is row-major with
  * unit column stride. */
-typedef struct ct_matmul_args {
+typedef struct ct__matmul_args {
     ct_dtype dtype;
     int64_t m, n, k;
     int batch_ndim;
@@ -101,50 +101,50 @@ typedef struct ct_matmul_args {
     int64_t b_row_stride, b_col_stride;
     int64_t out_row_stride;
     bool allow_tf32; /* f32 may use TF32 (ct_set_matmul_precision("high")); CPU ignores it */
-} ct_matmul_args;
+} ct__matmul_args;
 
 /* Gather: iteration over the output's shape with operands out, index (i32 or i64), and
  * src (the source with its stride along `axis` set to 0). Each element reads
  * src[... + idx * src_axis_stride], idx < 0 counting from src_axis_size. */
-typedef struct ct_gather_args {
-    ct_ew_args it;
+typedef struct ct__gather_args {
+    ct__ew_args it;
     int64_t src_axis_stride;
     int64_t src_axis_size;
-} ct_gather_args;
+} ct__gather_args;
 
 /* The arithmetic domain a binary kernel computes in, chosen alike on every backend so that
  * results match bit for bit: f64, f32 (also for f16 and bf16), or for integers int32 when
  * the promoted dtype and both inputs fit in 32 bits (exact: results wrap to the output's
  * width on store) and int64 otherwise. The order indexes the backends' kernel tables. */
-typedef enum ct_compute_domain {
+typedef enum ct__compute_domain {
     CT_DOMAIN_F32,
     CT_DOMAIN_F64,
     CT_DOMAIN_I64,
     CT_DOMAIN_I32
-} ct_compute_domain;
+} ct__compute_domain;
 
-static inline bool ct_fits_i32_domain(ct_dtype dtype) {
+static inline bool ct__fits_i32_domain(ct_dtype dtype) {
     return dtype == CT_I32 || dtype == CT_U8 || dtype == CT_BOOL;
 }
 
 /* The domain of a binary op's arguments (out, a, b) with its compute dtype. */
-static inline ct_compute_domain ct_binary_domain(const ct_ew_args *args) {
+static inline ct__compute_domain ct__binary_domain(const ct__ew_args *args) {
     ct_dtype compute = args->compute_dtype;
     if (compute == CT_F64) return CT_DOMAIN_F64;
     if (compute == CT_F32 || compute == CT_F16 || compute == CT_BF16) return CT_DOMAIN_F32;
-    if (ct_fits_i32_domain(compute) && ct_fits_i32_domain(args->dtype[1]) &&
-        ct_fits_i32_domain(args->dtype[2]))
+    if (ct__fits_i32_domain(compute) && ct__fits_i32_domain(args->dtype[1]) &&
+        ct__fits_i32_domain(args->dtype[2]))
         return CT_DOMAIN_I32;
     return CT_DOMAIN_I64;
 }
 
 /* The nn family's argument structs (backend/norm_args_impl.h). */
-typedef struct ct_softmax_args ct_softmax_args;
-typedef struct ct_cross_entropy_args ct_cross_entropy_args;
-typedef struct ct_batch_norm_args ct_batch_norm_args;
-typedef struct ct_layer_norm_args ct_layer_norm_args;
-typedef struct ct_dropout_args ct_dropout_args;
-typedef struct ct_index_add_args ct_index_add_args;
+typedef struct ct__softmax_args ct__softmax_args;
+typedef struct ct__cross_entropy_args ct__cross_entropy_args;
+typedef struct ct__batch_norm_args ct__batch_norm_args;
+typedef struct ct__layer_norm_args ct__layer_norm_args;
+typedef struct ct__dropout_args ct__dropout_args;
+typedef struct ct__index_add_args ct__index_add_args;
 
 /* What a device backend's kernels read back to the host, waiting for the device: the
  * verdict of a check of their operands, or the value the call returns. The op layer counts
@@ -155,58 +155,58 @@ typedef struct ct_index_add_args ct_index_add_args;
 #define CT_READBACK_RAISED_FLAG 4  /* integer pow and remainder: a flag the operands raised */
 #define CT_READBACK_NORM 8         /* list_norm: its double result */
 
-typedef struct ct_kernels {
+typedef struct ct__kernel_table {
     /* out = op(in); operands out, in. p0, p1: op parameters (clamp bounds). */
-    ct_status (*unary)(int device, ct_unary_op op, const ct_ew_args *args, double p0, double p1);
+    ct_status (*unary)(int device, ct__unary_op op, const ct__ew_args *args, double p0, double p1);
     /* out = a op b; operands out, a, b (any dtypes; computed in args->compute_dtype). */
-    ct_status (*binary)(int device, ct_binary_op op, const ct_ew_args *args);
+    ct_status (*binary)(int device, ct__binary_op op, const ct__ew_args *args);
     /* out = cond ? a : b; operands out, cond (bool), a, b (a, b of out's dtype). */
-    ct_status (*where)(int device, const ct_ew_args *args);
+    ct_status (*where)(int device, const ct__ew_args *args);
     /* out = in, converting dtypes; operands out, in. */
-    ct_status (*copy)(int device, const ct_ew_args *args);
+    ct_status (*copy)(int device, const ct__ew_args *args);
     /* out = value; operand out. */
-    ct_status (*fill)(int device, const ct_ew_args *args, double value);
+    ct_status (*fill)(int device, const ct__ew_args *args, double value);
     /* out[i] = start + i * step, i the C-order linear index of the iteration; operand out. */
-    ct_status (*iota)(int device, const ct_ew_args *args, double start, double step);
+    ct_status (*iota)(int device, const ct__ew_args *args, double start, double step);
     /* Philox draws (random.h gives the stream layout); operand out, contiguous. */
-    ct_status (*random)(int device, const ct_ew_args *args, ct_random_kind kind, uint64_t seed,
+    ct_status (*random)(int device, const ct__ew_args *args, ct__random_kind kind, uint64_t seed,
                         uint64_t offset);
-    ct_status (*reduce)(int device, ct_reduce_op op, const ct_reduce_args *args);
-    ct_status (*matmul)(int device, const ct_matmul_args *args);
-    ct_status (*gather)(int device, const ct_gather_args *args);
+    ct_status (*reduce)(int device, ct__reduce_op op, const ct__reduce_args *args);
+    ct_status (*matmul)(int device, const ct__matmul_args *args);
+    ct_status (*gather)(int device, const ct__gather_args *args);
 
     /* Optimisers (src/optim; arguments in backend/optim_args_impl.h). */
     /* One fused update of every tensor of the list (SGD, Adam or AdamW). */
-    ct_status (*optim_step)(int device, const ct_optim_args *args);
+    ct_status (*optim_step)(int device, const ct__optim_args *args);
     /* *out = sum of |x|^p over every element of the list (p finite), or the largest |x|
      * (p infinite), NaN when an element is NaN; waits for the result. */
-    ct_status (*list_norm)(int device, const ct_list_args *args, double p, double *out);
+    ct_status (*list_norm)(int device, const ct__list_args *args, double p, double *out);
     /* x *= factor for every element of the list. */
-    ct_status (*list_scale)(int device, const ct_list_args *args, double factor);
+    ct_status (*list_scale)(int device, const ct__list_args *args, double factor);
     /* ---- nn family: softmax, cross-entropy, batch and layer norm, dropout, index_add
      * (contracts in backend/norm_args_impl.h) ---- */
-    ct_status (*softmax)(int device, const ct_softmax_args *args);
-    ct_status (*softmax_backward)(int device, const ct_softmax_args *args);
-    ct_status (*cross_entropy)(int device, const ct_cross_entropy_args *args);
-    ct_status (*cross_entropy_backward)(int device, const ct_cross_entropy_args *args);
-    ct_status (*batch_norm)(int device, const ct_batch_norm_args *args);
-    ct_status (*batch_norm_backward)(int device, const ct_batch_norm_args *args);
-    ct_status (*layer_norm)(int device, const ct_layer_norm_args *args);
-    ct_status (*layer_norm_backward)(int device, const ct_layer_norm_args *args);
-    ct_status (*dropout)(int device, const ct_dropout_args *args);
-    ct_status (*index_add)(int device, const ct_index_add_args *args);
+    ct_status (*softmax)(int device, const ct__softmax_args *args);
+    ct_status (*softmax_backward)(int device, const ct__softmax_args *args);
+    ct_status (*cross_entropy)(int device, const ct__cross_entropy_args *args);
+    ct_status (*cross_entropy_backward)(int device, const ct__cross_entropy_args *args);
+    ct_status (*batch_norm)(int device, const ct__batch_norm_args *args);
+    ct_status (*batch_norm_backward)(int device, const ct__batch_norm_args *args);
+    ct_status (*layer_norm)(int device, const ct__layer_norm_args *args);
+    ct_status (*layer_norm_backward)(int device, const ct__layer_norm_args *args);
+    ct_status (*dropout)(int device, const ct__dropout_args *args);
+    ct_status (*index_add)(int device, const ct__index_add_args *args);
     /* ---- convolution and pooling (arguments in backend/conv_args_impl.h) ---- */
     /* Bytes of scratch conv2d_forward (backward false) or conv2d_backward needs for args
      * (whose pointers may still be NULL); the op layer allocates it from the device pool. */
-    ct_status (*conv2d_workspace)(int device, const struct ct_conv2d_args *args, bool backward,
+    ct_status (*conv2d_workspace)(int device, const struct ct__conv2d_args *args, bool backward,
                                   size_t *bytes);
-    ct_status (*conv2d_forward)(int device, const struct ct_conv2d_args *args);
-    ct_status (*conv2d_backward)(int device, const struct ct_conv2d_args *args);
-    ct_status (*pool2d_forward)(int device, const struct ct_pool2d_args *args);
-    ct_status (*pool2d_backward)(int device, const struct ct_pool2d_args *args);
-} ct_kernels;
+    ct_status (*conv2d_forward)(int device, const struct ct__conv2d_args *args);
+    ct_status (*conv2d_backward)(int device, const struct ct__conv2d_args *args);
+    ct_status (*pool2d_forward)(int device, const struct ct__pool2d_args *args);
+    ct_status (*pool2d_backward)(int device, const struct ct__pool2d_args *args);
+} ct__kernel_table;
 
-typedef struct ct_backend {
+typedef struct ct__backend_table {
     const char *name;
     ct_device_type type;
     /* Physical devices present (0 when none); never fails. */
@@ -219,7 +219,7 @@ typedef struct ct_backend {
     ct_status (*copy_between)(int dst_device, void *dst, int src_device, const void *src,
                               size_t size);
     ct_status (*synchronize)(int device);
-    const ct_kernels *kernels;
+    const ct__kernel_table *kernels;
     /* ---- pinned host memory (src/mem/pinned.c; NULL in a backend without it) ---- */
     /* Page-locked host memory that every device of the backend can copy from and into by
      * DMA. CT_ERR_OUT_OF_MEMORY without a message (the core writes it). */
@@ -236,12 +236,12 @@ typedef struct ct_backend {
      * wait, blocks until it has. */
     bool (*fence_done)(void *fence, bool wait);
     void (*fence_free)(void *fence);
-} ct_backend;
+} ct__backend_table;
 
 /* The registry (src/backend/registry.c): the backend of a device type, or NULL with the
  * reason recorded as CT_ERR_DEVICE_UNAVAILABLE. */
-const ct_backend *ct__backend(ct_device_type type);
+const ct__backend_table *ct__backend(ct_device_type type);
 /* The CPU backend, always present. */
-const ct_backend *ct__cpu_backend(void);
+const ct__backend_table *ct__cpu_backend(void);
 
 #endif

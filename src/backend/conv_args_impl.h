@@ -16,7 +16,7 @@
  * gradient of the output, x and weight, and writes each of grad_x, grad_weight and grad_bias
  * that is not NULL (overwriting: nothing accumulates). workspace: scratch of the size the
  * backend's conv2d_workspace asked for (NULL when it asked for none). */
-typedef struct ct_conv2d_args {
+typedef struct ct__conv2d_args {
     ct_dtype dtype;
     int64_t batch, in_channels, in_h, in_w;
     int64_t out_channels, kernel_h, kernel_w, out_h, out_w;
@@ -25,13 +25,13 @@ typedef struct ct_conv2d_args {
     char *grad_x, *grad_weight, *grad_bias;
     char *workspace;
     size_t workspace_size;
-} ct_conv2d_args;
+} ct__conv2d_args;
 
-typedef enum ct_pool_kind {
+typedef enum ct__pool_kind {
     CT_POOL_MAX,         /* window max; padded cells never win */
     CT_POOL_AVG,         /* window sum / (kernel_h * kernel_w): padded cells count as zeros */
     CT_POOL_ADAPTIVE_AVG /* rows floor(i * in_h / out_h) .. ceil((i + 1) * in_h / out_h) */
-} ct_pool_kind;
+} ct__pool_kind;
 
 /* Pooling over `planes` = batch * channels planes of in_h x in_w into out_h x out_w.
  * Forward reads x and writes y (and, for max, indices: the in-plane flat index ih * in_w + iw
@@ -39,13 +39,13 @@ typedef enum ct_pool_kind {
  * indices may be NULL in forward when no backward will follow). Backward reads y as the gradient of
  * the output (and indices, for max) and writes the whole of x as the gradient of the input. kernel,
  * stride and padding are unused by the adaptive kind. */
-typedef struct ct_pool2d_args {
-    ct_pool_kind kind;
+typedef struct ct__pool2d_args {
+    ct__pool_kind kind;
     ct_dtype dtype;
     int64_t planes, in_h, in_w, out_h, out_w;
     int64_t kernel[2], stride[2], padding[2];
     char *x, *y;
     int64_t *indices;
-} ct_pool2d_args;
+} ct__pool2d_args;
 
 #endif

@@ -13,7 +13,7 @@ ct_status ct_device_info(ct_device device, ct_device_properties *out) {
         snprintf(message, sizeof message, "%s", ct_last_error());
         return ct__error(ct_last_status(), "ct_device_info: %s", message);
     }
-    const ct_backend *backend = ct__backend(device.type);
+    const ct__backend_table *backend = ct__backend(device.type);
     if (!backend) return ct_last_status();
     int physical = ct__physical_index(device);
     ct_status status = backend->properties(physical, out);

@@ -1,8 +1,8 @@
 /* The per-element formulas of the elementwise ops of op_list.h, written once for the CPU and
  * the CUDA backend (header-only; device functions under nvcc), as optim_update_impl.h is for
  * the optimisers. Each backend generates its kernels from the table rows and calls
- * ct_ew_NAME_S for the op NAME in compute domain S, so a row without its formula fails to
- * compile with "'ct_ew_NAME_S' undeclared".
+ * ct__ew_NAME_S for the op NAME in compute domain S, so a row without its formula fails to
+ * compile with "'ct__ew_NAME_S' undeclared".
  *
  * Domains (S): f32 (float32, and float16/bfloat16 computed in float), f64, i32 (integers and
  * bool of at most 32 bits; results wrap when stored), i64, and `test` (the predicates of the
@@ -13,7 +13,7 @@
  *     binary ARITH: f32 f64 i32 i64   FLOAT: f32 f64   COMPARE, LOGICAL: every domain
  *            INT, SHIFT: i32 i64
  *
- * Integer binary formulas take `int *err` and set it to a ct_ew_error on operands the op
+ * Integer binary formulas take `int *err` and set it to a ct__ew_error on operands the op
  * rejects (a zero divisor, a negative exponent); the result is then discarded. NumPy's
  * semantics throughout: integers wrap (computed on the unsigned type), maximum and minimum
  * propagate NaN, remainder and floor_divide follow Python's % and //. */
@@ -78,15 +78,15 @@
 /* clang-format on */
 
 /* What an integer formula can reject. */
-typedef enum ct_ew_error {
+typedef enum ct__ew_error {
     CT_EW_OK = 0,
     CT_EW_REMAINDER_BY_ZERO,
     CT_EW_DIVISION_BY_ZERO,
     CT_EW_NEGATIVE_POWER
-} ct_ew_error;
+} ct__ew_error;
 
 /* The message of an error (after "ct_op: "), the same on every backend. */
-static inline const char *ct_ew_error_text(ct_ew_error error) {
+static inline const char *ct__ew_error_text(ct__ew_error error) {
     switch (error) {
     case CT_EW_REMAINDER_BY_ZERO:
         return "integer remainder by zero (a divisor element is 0); use a floating dtype to get "
@@ -104,12 +104,12 @@ static inline const char *ct_ew_error_text(ct_ew_error error) {
 
 /* The integer ops whose formula can set *err: the op layer counts the device's answer as a
  * read-back, and the CUDA backend gives them a flag in device memory. */
-static inline bool ct_ew_int_op_can_fail(ct_binary_op op) {
+static inline bool ct__ew_int_op_can_fail(ct__binary_op op) {
     return op == CT_BOP_POW || op == CT_BOP_REMAINDER || op == CT_BOP_FLOOR_DIVIDE;
 }
 
 /* The public name of a binary op, for messages. */
-static inline const char *ct_ew_binary_name(ct_binary_op op) {
+static inline const char *ct__ew_binary_name(ct__binary_op op) {
     switch (op) {
 #define CT_EW_NAME_(name, NAME, kind, grad)                                                        \
     case CT_BOP_##NAME: return "ct_" #name;
@@ -163,17 +163,17 @@ CT_BITS_FN float ct__select_f32(int cond, float a, float b) {
     return ct__bits_f32((ct__f32_bits(a) & mask) | (ct__f32_bits(b) & ~mask));
 }
 
-CT_EW_FN float ct_ew_exp_f32(float x){CT_EXPF_BODY(x, CT_EW_MADD_FAST_)} CT_EW_FN
-    double ct_ew_exp_f64(double x) {
+CT_EW_FN float ct__ew_exp_f32(float x){CT_EXPF_BODY(x, CT_EW_MADD_FAST_)} CT_EW_FN
+    double ct__ew_exp_f64(double x) {
     return exp(x);
 }
 /* 1 / (1 + e^-x) with separately rounded steps on both backends: no cancellation, so the
  * relative error stays that of exp. */
-CT_EW_FN float ct_ew_exp_rn_f32(float x){CT_EXPF_BODY(x, CT_EW_MADD_RN_)} CT_EW_FN
-    float ct_ew_sigmoid_f32(float x) {
-    return 1.0f / (1.0f + ct_ew_exp_rn_f32(-x));
+CT_EW_FN float ct__ew_exp_rn_f32(float x){CT_EXPF_BODY(x, CT_EW_MADD_RN_)} CT_EW_FN
+    float ct__ew_sigmoid_f32(float x) {
+    return 1.0f / (1.0f + ct__ew_exp_rn_f32(-x));
 }
-CT_EW_FN double ct_ew_sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }
+CT_EW_FN double ct__ew_sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }
 
 /* The libm function f for float (ff) or double (f). */
 #define CT_EW_M_f32(fn) fn##f
@@ -181,43 +181,43 @@ CT_EW_FN double ct_ew_sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }
 
 /* ---- unary, floating domains: T float or double, M(f) its libm function f ---- */
 #define CT_EW_UNARY_FLOAT_(T, S, M)                                                                \
-    CT_EW_FN T ct_ew_neg_##S(T x) { return -x; }                                                   \
-    CT_EW_FN T ct_ew_abs_##S(T x) { return M(fabs)(x); }                                           \
-    CT_EW_FN T ct_ew_sign_##S(T x) { return x > (T)0 ? (T)1 : (x < (T)0 ? (T)-1 : x); }            \
-    CT_EW_FN T ct_ew_sqrt_##S(T x) { return M(sqrt)(x); }                                          \
-    CT_EW_FN T ct_ew_rsqrt_##S(T x) { return (T)1 / M(sqrt)(x); }                                  \
-    CT_EW_FN T ct_ew_expm1_##S(T x) { return M(expm1)(x); }                                        \
-    CT_EW_FN T ct_ew_log_##S(T x) { return M(log)(x); }                                            \
-    CT_EW_FN T ct_ew_log1p_##S(T x) { return M(log1p)(x); }                                        \
-    CT_EW_FN T ct_ew_sin_##S(T x) { return M(sin)(x); }                                            \
-    CT_EW_FN T ct_ew_cos_##S(T x) { return M(cos)(x); }                                            \
-    CT_EW_FN T ct_ew_tanh_##S(T x) { return M(tanh)(x); }                                          \
-    CT_EW_FN T ct_ew_relu_##S(T x) { return x < (T)0 ? (T)0 : x; }                                 \
+    CT_EW_FN T ct__ew_neg_##S(T x) { return -x; }                                                  \
+    CT_EW_FN T ct__ew_abs_##S(T x) { return M(fabs)(x); }                                          \
+    CT_EW_FN T ct__ew_sign_##S(T x) { return x > (T)0 ? (T)1 : (x < (T)0 ? (T)-1 : x); }           \
+    CT_EW_FN T ct__ew_sqrt_##S(T x) { return M(sqrt)(x); }                                         \
+    CT_EW_FN T ct__ew_rsqrt_##S(T x) { return (T)1 / M(sqrt)(x); }                                 \
+    CT_EW_FN T ct__ew_expm1_##S(T x) { return M(expm1)(x); }                                       \
+    CT_EW_FN T ct__ew_log_##S(T x) { return M(log)(x); }                                           \
+    CT_EW_FN T ct__ew_log1p_##S(T x) { return M(log1p)(x); }                                       \
+    CT_EW_FN T ct__ew_sin_##S(T x) { return M(sin)(x); }                                           \
+    CT_EW_FN T ct__ew_cos_##S(T x) { return M(cos)(x); }                                           \
+    CT_EW_FN T ct__ew_tanh_##S(T x) { return M(tanh)(x); }                                         \
+    CT_EW_FN T ct__ew_relu_##S(T x) { return x < (T)0 ? (T)0 : x; }                                \
     /* erfc(-x/sqrt 2) = 1 + erf(x/sqrt 2), which does not cancel for negative x */                \
-    CT_EW_FN T ct_ew_gelu_##S(T x) {                                                               \
+    CT_EW_FN T ct__ew_gelu_##S(T x) {                                                              \
         return (T)0.5 * x * M(erfc)(-x * (T)0.70710678118654752440);                               \
     }                                                                                              \
-    CT_EW_FN T ct_ew_erf_##S(T x) { return M(erf)(x); }                                            \
-    CT_EW_FN T ct_ew_floor_##S(T x) { return M(floor)(x); }                                        \
-    CT_EW_FN T ct_ew_ceil_##S(T x) { return M(ceil)(x); }                                          \
-    CT_EW_FN T ct_ew_round_##S(T x) { return M(nearbyint)(x); }                                    \
-    CT_EW_FN T ct_ew_trunc_##S(T x) { return M(trunc)(x); }                                        \
-    CT_EW_FN T ct_ew_square_##S(T x) { return x * x; }                                             \
-    CT_EW_FN T ct_ew_reciprocal_##S(T x) { return (T)1 / x; }                                      \
-    CT_EW_FN T ct_ew_log2_##S(T x) { return M(log2)(x); }                                          \
-    CT_EW_FN T ct_ew_log10_##S(T x) { return M(log10)(x); }                                        \
-    CT_EW_FN T ct_ew_tan_##S(T x) { return M(tan)(x); }                                            \
-    CT_EW_FN T ct_ew_asin_##S(T x) { return M(asin)(x); }                                          \
-    CT_EW_FN T ct_ew_acos_##S(T x) { return M(acos)(x); }                                          \
-    CT_EW_FN T ct_ew_atan_##S(T x) { return M(atan)(x); }                                          \
-    CT_EW_FN T ct_ew_sinh_##S(T x) { return M(sinh)(x); }                                          \
-    CT_EW_FN T ct_ew_cosh_##S(T x) { return M(cosh)(x); }                                          \
-    CT_EW_FN T ct_ew_asinh_##S(T x) { return M(asinh)(x); }                                        \
-    CT_EW_FN T ct_ew_acosh_##S(T x) { return M(acosh)(x); }                                        \
-    CT_EW_FN T ct_ew_atanh_##S(T x) { return M(atanh)(x); }                                        \
-    CT_EW_FN T ct_ew_exp2_##S(T x) { return M(exp2)(x); }                                          \
+    CT_EW_FN T ct__ew_erf_##S(T x) { return M(erf)(x); }                                           \
+    CT_EW_FN T ct__ew_floor_##S(T x) { return M(floor)(x); }                                       \
+    CT_EW_FN T ct__ew_ceil_##S(T x) { return M(ceil)(x); }                                         \
+    CT_EW_FN T ct__ew_round_##S(T x) { return M(nearbyint)(x); }                                   \
+    CT_EW_FN T ct__ew_trunc_##S(T x) { return M(trunc)(x); }                                       \
+    CT_EW_FN T ct__ew_square_##S(T x) { return x * x; }                                            \
+    CT_EW_FN T ct__ew_reciprocal_##S(T x) { return (T)1 / x; }                                     \
+    CT_EW_FN T ct__ew_log2_##S(T x) { return M(log2)(x); }                                         \
+    CT_EW_FN T ct__ew_log10_##S(T x) { return M(log10)(x); }                                       \
+    CT_EW_FN T ct__ew_tan_##S(T x) { return M(tan)(x); }                                           \
+    CT_EW_FN T ct__ew_asin_##S(T x) { return M(asin)(x); }                                         \
+    CT_EW_FN T ct__ew_acos_##S(T x) { return M(acos)(x); }                                         \
+    CT_EW_FN T ct__ew_atan_##S(T x) { return M(atan)(x); }                                         \
+    CT_EW_FN T ct__ew_sinh_##S(T x) { return M(sinh)(x); }                                         \
+    CT_EW_FN T ct__ew_cosh_##S(T x) { return M(cosh)(x); }                                         \
+    CT_EW_FN T ct__ew_asinh_##S(T x) { return M(asinh)(x); }                                       \
+    CT_EW_FN T ct__ew_acosh_##S(T x) { return M(acosh)(x); }                                       \
+    CT_EW_FN T ct__ew_atanh_##S(T x) { return M(atanh)(x); }                                       \
+    CT_EW_FN T ct__ew_exp2_##S(T x) { return M(exp2)(x); }                                         \
     /* clamp (not a row: it takes bounds): comparisons, which keep NaN */                          \
-    CT_EW_FN T ct_ew_clamp_##S(T x, T lo, T hi) {                                                  \
+    CT_EW_FN T ct__ew_clamp_##S(T x, T lo, T hi) {                                                 \
         T t = x < lo ? lo : x;                                                                     \
         return t > hi ? hi : t;                                                                    \
     }
@@ -226,17 +226,17 @@ CT_EW_UNARY_FLOAT_(double, f64, CT_EW_M_f64)
 
 /* ---- unary, integer domains: T int32_t or int64_t, UT its unsigned type ---- */
 #define CT_EW_UNARY_INT_(T, S, UT)                                                                 \
-    CT_EW_FN T ct_ew_neg_##S(T x) { return (T)((UT)0 - (UT)x); }                                   \
-    CT_EW_FN T ct_ew_abs_##S(T x) { return x < 0 ? (T)((UT)0 - (UT)x) : x; }                       \
-    CT_EW_FN T ct_ew_sign_##S(T x) { return (T)((x > 0) - (x < 0)); }                              \
-    CT_EW_FN T ct_ew_relu_##S(T x) { return x < 0 ? (T)0 : x; }                                    \
-    CT_EW_FN T ct_ew_floor_##S(T x) { return x; }                                                  \
-    CT_EW_FN T ct_ew_ceil_##S(T x) { return x; }                                                   \
-    CT_EW_FN T ct_ew_round_##S(T x) { return x; }                                                  \
-    CT_EW_FN T ct_ew_trunc_##S(T x) { return x; }                                                  \
-    CT_EW_FN T ct_ew_square_##S(T x) { return (T)((UT)x * (UT)x); }                                \
-    CT_EW_FN T ct_ew_bitwise_invert_##S(T x) { return (T) ~(UT)x; }                                \
-    CT_EW_FN T ct_ew_clamp_##S(T x, T lo, T hi) {                                                  \
+    CT_EW_FN T ct__ew_neg_##S(T x) { return (T)((UT)0 - (UT)x); }                                  \
+    CT_EW_FN T ct__ew_abs_##S(T x) { return x < 0 ? (T)((UT)0 - (UT)x) : x; }                      \
+    CT_EW_FN T ct__ew_sign_##S(T x) { return (T)((x > 0) - (x < 0)); }                             \
+    CT_EW_FN T ct__ew_relu_##S(T x) { return x < 0 ? (T)0 : x; }                                   \
+    CT_EW_FN T ct__ew_floor_##S(T x) { return x; }                                                 \
+    CT_EW_FN T ct__ew_ceil_##S(T x) { return x; }                                                  \
+    CT_EW_FN T ct__ew_round_##S(T x) { return x; }                                                 \
+    CT_EW_FN T ct__ew_trunc_##S(T x) { return x; }                                                 \
+    CT_EW_FN T ct__ew_square_##S(T x) { return (T)((UT)x * (UT)x); }                               \
+    CT_EW_FN T ct__ew_bitwise_invert_##S(T x) { return (T) ~(UT)x; }                               \
+    CT_EW_FN T ct__ew_clamp_##S(T x, T lo, T hi) {                                                 \
         T t = x < lo ? lo : x;                                                                     \
         return t > hi ? hi : t;                                                                    \
     }
@@ -244,33 +244,33 @@ CT_EW_UNARY_INT_(int32_t, i32, uint32_t)
 CT_EW_UNARY_INT_(int64_t, i64, uint64_t)
 
 /* ---- unary predicates (BOOL kind), on the input as double ---- */
-CT_EW_FN uint8_t ct_ew_logical_not_test(double x) { return x == 0.0; }
-CT_EW_FN uint8_t ct_ew_signbit_test(double x) { return signbit(x) != 0; }
-CT_EW_FN uint8_t ct_ew_isnan_test(double x) { return x != x; }
-CT_EW_FN uint8_t ct_ew_isinf_test(double x) { return isinf(x) != 0; }
-CT_EW_FN uint8_t ct_ew_isfinite_test(double x) { return isfinite(x) != 0; }
+CT_EW_FN uint8_t ct__ew_logical_not_test(double x) { return x == 0.0; }
+CT_EW_FN uint8_t ct__ew_signbit_test(double x) { return signbit(x) != 0; }
+CT_EW_FN uint8_t ct__ew_isnan_test(double x) { return x != x; }
+CT_EW_FN uint8_t ct__ew_isinf_test(double x) { return isinf(x) != 0; }
+CT_EW_FN uint8_t ct__ew_isfinite_test(double x) { return isfinite(x) != 0; }
 
 /* ---- binary, floating domains ---- */
 #define CT_EW_BINARY_FLOAT_(T, S, M)                                                               \
-    CT_EW_FN T ct_ew_add_##S(T a, T b) { return a + b; }                                           \
-    CT_EW_FN T ct_ew_sub_##S(T a, T b) { return a - b; }                                           \
-    CT_EW_FN T ct_ew_mul_##S(T a, T b) { return a * b; }                                           \
-    CT_EW_FN T ct_ew_div_##S(T a, T b) { return a / b; }                                           \
-    CT_EW_FN T ct_ew_pow_##S(T a, T b) { return M(pow)(a, b); }                                    \
+    CT_EW_FN T ct__ew_add_##S(T a, T b) { return a + b; }                                          \
+    CT_EW_FN T ct__ew_sub_##S(T a, T b) { return a - b; }                                          \
+    CT_EW_FN T ct__ew_mul_##S(T a, T b) { return a * b; }                                          \
+    CT_EW_FN T ct__ew_div_##S(T a, T b) { return a / b; }                                          \
+    CT_EW_FN T ct__ew_pow_##S(T a, T b) { return M(pow)(a, b); }                                   \
     /* a when it wins or is NaN, so NaN in either wins; | keeps the select branch-free */          \
-    CT_EW_FN T ct_ew_maximum_##S(T a, T b) { return ((a > b) | (a != a)) ? a : b; }                \
-    CT_EW_FN T ct_ew_minimum_##S(T a, T b) { return ((a < b) | (a != a)) ? a : b; }                \
+    CT_EW_FN T ct__ew_maximum_##S(T a, T b) { return ((a > b) | (a != a)) ? a : b; }               \
+    CT_EW_FN T ct__ew_minimum_##S(T a, T b) { return ((a < b) | (a != a)) ? a : b; }               \
     /* Python's float %: fmod moved into the divisor's sign; a zero takes the divisor's sign */    \
-    CT_EW_FN T ct_ew_remainder_##S(T a, T b) {                                                     \
+    CT_EW_FN T ct__ew_remainder_##S(T a, T b) {                                                    \
         T r = M(fmod)(a, b);                                                                       \
         if (r == 0) return M(copysign)((T)0, b);                                                   \
         return (r < 0) != (b < 0) ? r + b : r;                                                     \
     }                                                                                              \
-    CT_EW_FN T ct_ew_hypot_##S(T a, T b) { return M(hypot)(a, b); }                                \
-    CT_EW_FN T ct_ew_copysign_##S(T a, T b) { return M(copysign)(a, b); }                          \
-    CT_EW_FN T ct_ew_atan2_##S(T a, T b) { return M(atan2)(a, b); }                                \
+    CT_EW_FN T ct__ew_hypot_##S(T a, T b) { return M(hypot)(a, b); }                               \
+    CT_EW_FN T ct__ew_copysign_##S(T a, T b) { return M(copysign)(a, b); }                         \
+    CT_EW_FN T ct__ew_atan2_##S(T a, T b) { return M(atan2)(a, b); }                               \
     /* equal operands (infinities too) give a + log 2; NaN propagates through d */                 \
-    CT_EW_FN T ct_ew_logaddexp_##S(T a, T b) {                                                     \
+    CT_EW_FN T ct__ew_logaddexp_##S(T a, T b) {                                                    \
         if (a == b) return a + (T)0.693147180559945309417;                                         \
         T d = a - b;                                                                               \
         if (d > 0) return a + M(log1p)(M(exp)(-d));                                                \
@@ -279,7 +279,7 @@ CT_EW_FN uint8_t ct_ew_isfinite_test(double x) { return isfinite(x) != 0; }
     }                                                                                              \
     /* Python's float //, as NumPy: from fmod so that floor(a / b) * b + a % b == a, rounded to    \
      * the nearest integer; a zero divisor gives a / b (inf or NaN) */                             \
-    CT_EW_FN T ct_ew_floor_divide_##S(T a, T b) {                                                  \
+    CT_EW_FN T ct__ew_floor_divide_##S(T a, T b) {                                                 \
         if (b == 0) return a / b;                                                                  \
         T mod = M(fmod)(a, b);                                                                     \
         T q = (a - mod) / b;                                                                       \
@@ -289,19 +289,19 @@ CT_EW_FN uint8_t ct_ew_isfinite_test(double x) { return isfinite(x) != 0; }
         return q - f > (T)0.5 ? f + (T)1 : f;                                                      \
     }                                                                                              \
     /* ReLU's backward (not a row): a where b > 0, else 0 */                                       \
-    CT_EW_FN T ct_ew_relu_grad_##S(T a, T b) { return b > 0 ? a : (T)0; }
+    CT_EW_FN T ct__ew_relu_grad_##S(T a, T b) { return b > 0 ? a : (T)0; }
 CT_EW_BINARY_FLOAT_(float, f32, CT_EW_M_f32)
 CT_EW_BINARY_FLOAT_(double, f64, CT_EW_M_f64)
 
 /* ---- binary, integer domains: wrapping, on the unsigned type UT; BITS the width ---- */
 #define CT_EW_BINARY_INT_(T, S, UT, BITS)                                                          \
-    CT_EW_FN T ct_ew_add_##S(T a, T b, int *err) { return (void)err, (T)((UT)a + (UT)b); }         \
-    CT_EW_FN T ct_ew_sub_##S(T a, T b, int *err) { return (void)err, (T)((UT)a - (UT)b); }         \
-    CT_EW_FN T ct_ew_mul_##S(T a, T b, int *err) { return (void)err, (T)((UT)a * (UT)b); }         \
-    CT_EW_FN T ct_ew_maximum_##S(T a, T b, int *err) { return (void)err, a > b ? a : b; }          \
-    CT_EW_FN T ct_ew_minimum_##S(T a, T b, int *err) { return (void)err, a < b ? a : b; }          \
+    CT_EW_FN T ct__ew_add_##S(T a, T b, int *err) { return (void)err, (T)((UT)a + (UT)b); }        \
+    CT_EW_FN T ct__ew_sub_##S(T a, T b, int *err) { return (void)err, (T)((UT)a - (UT)b); }        \
+    CT_EW_FN T ct__ew_mul_##S(T a, T b, int *err) { return (void)err, (T)((UT)a * (UT)b); }        \
+    CT_EW_FN T ct__ew_maximum_##S(T a, T b, int *err) { return (void)err, a > b ? a : b; }         \
+    CT_EW_FN T ct__ew_minimum_##S(T a, T b, int *err) { return (void)err, a < b ? a : b; }         \
     /* base^exponent by squaring, wrapping */                                                      \
-    CT_EW_FN T ct_ew_pow_##S(T a, T b, int *err) {                                                 \
+    CT_EW_FN T ct__ew_pow_##S(T a, T b, int *err) {                                                \
         if (b < 0) {                                                                               \
             *err = CT_EW_NEGATIVE_POWER;                                                           \
             return 0;                                                                              \
@@ -314,7 +314,7 @@ CT_EW_BINARY_FLOAT_(double, f64, CT_EW_M_f64)
         return (T)result;                                                                          \
     }                                                                                              \
     /* Python's %: the divisor's sign; b == -1 apart, as T_MIN % -1 overflows in C */              \
-    CT_EW_FN T ct_ew_remainder_##S(T a, T b, int *err) {                                           \
+    CT_EW_FN T ct__ew_remainder_##S(T a, T b, int *err) {                                          \
         if (b == 0) {                                                                              \
             *err = CT_EW_REMAINDER_BY_ZERO;                                                        \
             return 0;                                                                              \
@@ -324,7 +324,7 @@ CT_EW_BINARY_FLOAT_(double, f64, CT_EW_M_f64)
         return r != 0 && (r < 0) != (b < 0) ? r + b : r;                                           \
     }                                                                                              \
     /* Python's //: toward -inf; T_MIN // -1 wraps to T_MIN, as NumPy */                           \
-    CT_EW_FN T ct_ew_floor_divide_##S(T a, T b, int *err) {                                        \
+    CT_EW_FN T ct__ew_floor_divide_##S(T a, T b, int *err) {                                       \
         if (b == 0) {                                                                              \
             *err = CT_EW_DIVISION_BY_ZERO;                                                         \
             return 0;                                                                              \
@@ -333,34 +333,34 @@ CT_EW_BINARY_FLOAT_(double, f64, CT_EW_M_f64)
         T q = a / b;                                                                               \
         return a % b != 0 && (a < 0) != (b < 0) ? q - 1 : q;                                       \
     }                                                                                              \
-    CT_EW_FN T ct_ew_bitwise_and_##S(T a, T b, int *err) { return (void)err, a & b; }              \
-    CT_EW_FN T ct_ew_bitwise_or_##S(T a, T b, int *err) { return (void)err, a | b; }               \
-    CT_EW_FN T ct_ew_bitwise_xor_##S(T a, T b, int *err) { return (void)err, a ^ b; }              \
+    CT_EW_FN T ct__ew_bitwise_and_##S(T a, T b, int *err) { return (void)err, a & b; }             \
+    CT_EW_FN T ct__ew_bitwise_or_##S(T a, T b, int *err) { return (void)err, a | b; }              \
+    CT_EW_FN T ct__ew_bitwise_xor_##S(T a, T b, int *err) { return (void)err, a ^ b; }             \
     /* shifts by a count outside [0, BITS) give 0 (or -1 for a negative a shifted right) */        \
-    CT_EW_FN T ct_ew_bitwise_left_shift_##S(T a, T b, int *err) {                                  \
+    CT_EW_FN T ct__ew_bitwise_left_shift_##S(T a, T b, int *err) {                                 \
         (void)err;                                                                                 \
         return (UT)b < (UT)(BITS) ? (T)((UT)a << (UT)b) : (T)0;                                    \
     }                                                                                              \
-    CT_EW_FN T ct_ew_bitwise_right_shift_##S(T a, T b, int *err) {                                 \
+    CT_EW_FN T ct__ew_bitwise_right_shift_##S(T a, T b, int *err) {                                \
         (void)err;                                                                                 \
         if ((UT)b < (UT)(BITS)) return (T)(a >> (UT)b);                                            \
         return a < 0 ? (T)-1 : (T)0;                                                               \
     }                                                                                              \
-    CT_EW_FN T ct_ew_relu_grad_##S(T a, T b, int *err) { return (void)err, b > 0 ? a : (T)0; }
+    CT_EW_FN T ct__ew_relu_grad_##S(T a, T b, int *err) { return (void)err, b > 0 ? a : (T)0; }
 CT_EW_BINARY_INT_(int32_t, i32, uint32_t, 32)
 CT_EW_BINARY_INT_(int64_t, i64, uint64_t, 64)
 
 /* ---- comparisons and logical ops, in every domain: 0 or 1; & and | keep them branch-free;
  * NaN compares false except with ne ---- */
 #define CT_EW_COMPARE_(T, S)                                                                       \
-    CT_EW_FN uint8_t ct_ew_eq_##S(T a, T b) { return a == b; }                                     \
-    CT_EW_FN uint8_t ct_ew_ne_##S(T a, T b) { return a != b; }                                     \
-    CT_EW_FN uint8_t ct_ew_lt_##S(T a, T b) { return a < b; }                                      \
-    CT_EW_FN uint8_t ct_ew_le_##S(T a, T b) { return a <= b; }                                     \
-    CT_EW_FN uint8_t ct_ew_gt_##S(T a, T b) { return a > b; }                                      \
-    CT_EW_FN uint8_t ct_ew_ge_##S(T a, T b) { return a >= b; }                                     \
-    CT_EW_FN uint8_t ct_ew_logical_and_##S(T a, T b) { return (a != 0) & (b != 0); }               \
-    CT_EW_FN uint8_t ct_ew_logical_or_##S(T a, T b) { return (a != 0) | (b != 0); }
+    CT_EW_FN uint8_t ct__ew_eq_##S(T a, T b) { return a == b; }                                    \
+    CT_EW_FN uint8_t ct__ew_ne_##S(T a, T b) { return a != b; }                                    \
+    CT_EW_FN uint8_t ct__ew_lt_##S(T a, T b) { return a < b; }                                     \
+    CT_EW_FN uint8_t ct__ew_le_##S(T a, T b) { return a <= b; }                                    \
+    CT_EW_FN uint8_t ct__ew_gt_##S(T a, T b) { return a > b; }                                     \
+    CT_EW_FN uint8_t ct__ew_ge_##S(T a, T b) { return a >= b; }                                    \
+    CT_EW_FN uint8_t ct__ew_logical_and_##S(T a, T b) { return (a != 0) & (b != 0); }              \
+    CT_EW_FN uint8_t ct__ew_logical_or_##S(T a, T b) { return (a != 0) | (b != 0); }
 CT_EW_COMPARE_(float, f32)
 CT_EW_COMPARE_(double, f64)
 CT_EW_COMPARE_(int32_t, i32)

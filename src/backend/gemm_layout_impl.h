@@ -7,17 +7,18 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-typedef struct ct_gemm_layout {
+typedef struct ct__gemm_layout {
     bool direct;     /* usable as it is (else: pack it first) */
     bool transposed; /* as the transpose of a row-major matrix */
     int64_t ld;      /* its leading dimension */
-} ct_gemm_layout;
+} ct__gemm_layout;
 
 /* A rows x cols matrix with strides rs, cs (elements) as a row-major GEMM operand: either
  * unit column stride (as is) or unit row stride (transposed). The stride of a size-1 axis
  * never matters, so such an axis fits either way. */
-static inline ct_gemm_layout ct_gemm_layout_of(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
-    ct_gemm_layout l = {false, false, 0};
+static inline ct__gemm_layout ct__gemm_layout_of(int64_t rows, int64_t cols, int64_t rs,
+                                                 int64_t cs) {
+    ct__gemm_layout l = {false, false, 0};
     int64_t min_rs = cols > 1 ? cols : 1, min_cs = rows > 1 ? rows : 1;
     if ((cs == 1 || cols == 1) && (rows == 1 || rs >= min_rs)) {
         l.direct = true;

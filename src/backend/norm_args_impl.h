@@ -14,7 +14,7 @@
 /* Softmax along the middle axis of a (outer, n, inner) array. Forward: out = softmax(in),
  * or log_softmax(in) when `log`. Backward: in is the forward's output y, grad is dL/dy and
  * out receives dL/dx (softmax: y * (g - sum(g * y)); log: g - exp(y) * sum(g)). */
-struct ct_softmax_args {
+struct ct__softmax_args {
     ct_dtype dtype;
     int64_t outer, n, inner;
     bool log;
@@ -34,7 +34,7 @@ struct ct_softmax_args {
  * log-sum-exp (rows not ignored). Backward: grad is dL/dout (one element, grad_stride 0, for
  * mean and sum; n elements, grad_stride 1, for none), count and lse are the forward's, and
  * out (n, c) receives dL/dlogits = (exp(x - lse) - smoothed one-hot) * scale_i. */
-struct ct_cross_entropy_args {
+struct ct__cross_entropy_args {
     ct_dtype dtype, target_dtype;
     int64_t n, c;
     const char *logits, *target;
@@ -55,7 +55,7 @@ struct ct_cross_entropy_args {
  * running statistics normalise. Forward writes y and the per-channel mean and invstd
  * (float64, c) it used. Backward reads x, mean, invstd, grad_out and writes grad_x (when not
  * NULL) and the per-channel grad_weight and grad_bias (`dtype`, c; when not NULL). */
-struct ct_batch_norm_args {
+struct ct__batch_norm_args {
     ct_dtype dtype;
     int64_t n, c, inner;
     const char *x;
@@ -75,7 +75,7 @@ struct ct_batch_norm_args {
  * `dtype` or NULL. Forward writes y and the per-row mean and invstd (float64, rows).
  * Backward reads x, mean, invstd, grad_out and writes grad_x, grad_weight and grad_bias
  * (each when not NULL; the last two sum over rows). */
-struct ct_layer_norm_args {
+struct ct__layer_norm_args {
     ct_dtype dtype;
     int64_t rows, n;
     const char *x;
@@ -90,7 +90,7 @@ struct ct_layer_norm_args {
 /* Dropout of numel elements: element i draws word i % 4 of the Philox block at counter
  * offset + i / 4 of stream seed (random.h's layout) as u = word * 2^-32; it is kept when
  * u >= p. mask[i] = kept ? scale : 0 and y[i] = x[i] * scale or 0. */
-struct ct_dropout_args {
+struct ct__dropout_args {
     ct_dtype dtype;
     int64_t numel;
     const char *x;
@@ -107,8 +107,8 @@ struct ct_dropout_args {
  * dst_axis_size) and adds src to dst at v * dst_axis_stride. dst, src share a dtype (any);
  * index is CT_I32 or CT_I64. Repeated indices accumulate. An index out of range is
  * CT_ERR_INVALID_ARG with the value (dst is then partly updated: the op discards it). */
-struct ct_index_add_args {
-    ct_ew_args rest;
+struct ct__index_add_args {
+    ct__ew_args rest;
     int64_t k;
     int64_t index_stride, src_stride;
     int64_t dst_axis_stride, dst_axis_size;

@@ -1,4 +1,4 @@
-/* Arguments of the optimiser kernels (the optimiser block of ct_kernels in backend_impl.h).
+/* Arguments of the optimiser kernels (the optimiser block of ct__kernel_table in backend_impl.h).
  *
  * Optimiser kernels work on lists of contiguous tensors of one device, so that a step updates
  * every parameter of a device in one pass (one OpenMP region on the CPU, one multi-tensor
@@ -12,11 +12,11 @@
 
 #include "ctensor/dtype.h"
 
-typedef enum ct_optim_kind { CT_OPTIM_SGD, CT_OPTIM_ADAM, CT_OPTIM_ADAMW } ct_optim_kind;
+typedef enum ct__optim_kind { CT_OPTIM_SGD, CT_OPTIM_ADAM, CT_OPTIM_ADAMW } ct__optim_kind;
 
 /* One parameter's update: its data, gradient and state, all contiguous, numel elements of
  * dtype (f32 or f64). */
-typedef struct ct_optim_tensor {
+typedef struct ct__optim_tensor {
     char *param; /* updated in place */
     char *grad;
     /* SGD: [0] the momentum buffer (when momentum != 0). Adam and AdamW: [0] exp_avg,
@@ -30,30 +30,30 @@ typedef struct ct_optim_tensor {
     /* Adam: lr / (1 - beta1^step) and sqrt(1 - beta2^step) for this parameter's step. */
     double step_size;
     double bias_correction2_sqrt;
-} ct_optim_tensor;
+} ct__optim_tensor;
 
-typedef struct ct_optim_args {
-    ct_optim_kind kind;
+typedef struct ct__optim_args {
+    ct__optim_kind kind;
     int count;
-    const ct_optim_tensor *tensors; /* count entries, host memory */
-    int64_t total;                  /* the sum of their numels */
+    const ct__optim_tensor *tensors; /* count entries, host memory */
+    int64_t total;                   /* the sum of their numels */
     double lr, momentum, dampening, weight_decay;
     double beta1, beta2, eps;
     bool nesterov, amsgrad;
-} ct_optim_args;
+} ct__optim_args;
 
 /* A list of contiguous floating tensors (any floating dtype): the gradients that gradient
  * clipping measures and scales. */
-typedef struct ct_list_tensor {
+typedef struct ct__list_tensor {
     char *data;
     int64_t numel;
     ct_dtype dtype;
-} ct_list_tensor;
+} ct__list_tensor;
 
-typedef struct ct_list_args {
+typedef struct ct__list_args {
     int count;
-    const ct_list_tensor *tensors; /* count entries, host memory */
-    int64_t total;                 /* the sum of their numels */
-} ct_list_args;
+    const ct__list_tensor *tensors; /* count entries, host memory */
+    int64_t total;                  /* the sum of their numels */
+} ct__list_args;
 
 #endif

@@ -28,14 +28,14 @@
  *      v = beta2 * v + (1 - beta2) * g * g; (amsgrad: vmax = max(vmax, v), NaN first, and v
  *      reads vmax); p -= step_size * m / (sqrt(v) / bias_correction2_sqrt + eps). */
 #define CT_OPTIM_DEFINE_(T, S, SQRT)                                                               \
-    typedef struct ct_sgd_coef_##S {                                                               \
+    typedef struct ct__sgd_coef_##S {                                                              \
         T lr, momentum, damp, wd;                                                                  \
         bool nesterov, fresh;                                                                      \
-    } ct_sgd_coef_##S;                                                                             \
+    } ct__sgd_coef_##S;                                                                            \
                                                                                                    \
-    CT_OPTIM_FN ct_sgd_coef_##S ct_sgd_coef_make_##S(const ct_optim_args *a,                       \
-                                                     const ct_optim_tensor *t) {                   \
-        ct_sgd_coef_##S c;                                                                         \
+    CT_OPTIM_FN ct__sgd_coef_##S ct__sgd_coef_make_##S(const ct__optim_args *a,                    \
+                                                       const ct__optim_tensor *t) {                \
+        ct__sgd_coef_##S c;                                                                        \
         c.lr = (T)a->lr;                                                                           \
         c.momentum = (T)a->momentum;                                                               \
         c.damp = (T)(1.0 - a->dampening);                                                          \
@@ -45,7 +45,7 @@
         return c;                                                                                  \
     }                                                                                              \
                                                                                                    \
-    CT_OPTIM_FN void ct_sgd_update_##S(const ct_sgd_coef_##S *c, T *p, T g, T *buf) {              \
+    CT_OPTIM_FN void ct__sgd_update_##S(const ct__sgd_coef_##S *c, T *p, T g, T *buf) {            \
         T pv = *p;                                                                                 \
         if (c->wd != 0) g = g + c->wd * pv;                                                        \
         if (c->momentum != 0) {                                                                    \
@@ -56,14 +56,14 @@
         *p = pv - c->lr * g;                                                                       \
     }                                                                                              \
                                                                                                    \
-    typedef struct ct_adam_coef_##S {                                                              \
+    typedef struct ct__adam_coef_##S {                                                             \
         T decay, wd, w1, beta2, w2, step_size, bc2_sqrt, eps;                                      \
         bool decoupled, amsgrad;                                                                   \
-    } ct_adam_coef_##S;                                                                            \
+    } ct__adam_coef_##S;                                                                           \
                                                                                                    \
-    CT_OPTIM_FN ct_adam_coef_##S ct_adam_coef_make_##S(const ct_optim_args *a,                     \
-                                                       const ct_optim_tensor *t) {                 \
-        ct_adam_coef_##S c;                                                                        \
+    CT_OPTIM_FN ct__adam_coef_##S ct__adam_coef_make_##S(const ct__optim_args *a,                  \
+                                                         const ct__optim_tensor *t) {              \
+        ct__adam_coef_##S c;                                                                       \
         c.decoupled = a->kind == CT_OPTIM_ADAMW;                                                   \
         c.decay = (T)(1.0 - a->lr * a->weight_decay);                                              \
         c.wd = (T)a->weight_decay;                                                                 \
@@ -77,8 +77,8 @@
         return c;                                                                                  \
     }                                                                                              \
                                                                                                    \
-    CT_OPTIM_FN void ct_adam_update_##S(const ct_adam_coef_##S *c, T *p, T g, T *m, T *v,          \
-                                        T *vmax) {                                                 \
+    CT_OPTIM_FN void ct__adam_update_##S(const ct__adam_coef_##S *c, T *p, T g, T *m, T *v,        \
+                                         T *vmax) {                                                \
         T pv = *p;                                                                                 \
         if (c->decoupled)                                                                          \
             pv = pv * c->decay;                                                                    \
@@ -107,7 +107,7 @@ CT_OPTIM_DEFINE_(double, f64, sqrt)
 
 /* A gradient element's contribution to a p-norm: |x|^p (p finite; squares and magnitudes
  * exactly), or |x| for the largest magnitude (p infinite). */
-CT_OPTIM_FN double ct_norm_term(double x, double p) {
+CT_OPTIM_FN double ct__norm_term(double x, double p) {
     double a = fabs(x);
     if (p == 2.0) return a * a;
     if (p == 1.0 || isinf(p)) return a;
@@ -115,6 +115,6 @@ CT_OPTIM_FN double ct_norm_term(double x, double p) {
 }
 
 /* The larger of two norm partials, NaN first (a NaN gradient makes the norm NaN). */
-CT_OPTIM_FN double ct_norm_max(double a, double b) { return (a > b || a != a) ? a : b; }
+CT_OPTIM_FN double ct__norm_max(double a, double b) { return (a > b || a != a) ? a : b; }
 
 #endif

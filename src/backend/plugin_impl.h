@@ -16,23 +16,23 @@ extern "C" {
 
 #define CT_PLUGIN_ABI_VERSION 1
 
-typedef struct ct_plugin_host {
+typedef struct ct__plugin_host {
     int abi_version;
     /* Record a failure on the calling thread (ct_last_status / ct_last_error). */
     ct_status (*set_error)(ct_status status, const char *message);
     /* Send a message through the library's log hook. */
     void (*log)(ct_log_level level, const char *message);
-} ct_plugin_host;
+} ct__plugin_host;
 
-typedef const ct_backend *(*ct_plugin_entry_fn)(const ct_plugin_host *host, char *reason,
-                                                size_t reason_size);
+typedef const ct__backend_table *(*ct__plugin_entry_fn)(const ct__plugin_host *host, char *reason,
+                                                        size_t reason_size);
 
 #define CT_CUDA_PLUGIN_ENTRY "ct_cuda_plugin_entry"
 
 /* A second export that needs no driver: the plugin's build facts (runtime version,
  * architectures) and the driver version it sees, for ct_cuda_get_build_info. Optional: a
  * plugin without it leaves those fields zero. */
-typedef void (*ct_plugin_info_fn)(ct_cuda_build_info *out);
+typedef void (*ct__plugin_info_fn)(ct_cuda_build_info *out);
 
 #define CT_CUDA_PLUGIN_INFO "ct_cuda_plugin_info"
 

@@ -3,7 +3,7 @@
  * use, so one build runs on machines with and without a GPU, driver or CUDA runtime.
  *
  * The plugin exports `ct_cuda_plugin_entry` (backend/plugin_impl.h), which takes the
- * core's host services and returns its ct_backend or NULL with a reason. CT_CUDA_PLUGIN
+ * core's host services and returns its ct__backend_table or NULL with a reason. CT_CUDA_PLUGIN
  * names the plugin's path explicitly. */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -23,10 +23,10 @@ static ct_status host_set_error(ct_status status, const char *message) {
 
 static void host_log(ct_log_level level, const char *message) { ct__log(level, "%s", message); }
 
-static const ct_plugin_host plugin_host = {CT_PLUGIN_ABI_VERSION, host_set_error, host_log};
+static const ct__plugin_host plugin_host = {CT_PLUGIN_ABI_VERSION, host_set_error, host_log};
 
 static pthread_once_t cuda_once = PTHREAD_ONCE_INIT;
-static const ct_backend *cuda_backend;
+static const ct__backend_table *cuda_backend;
 static char cuda_reason[2048];
 static ct_cuda_build_info cuda_build; /* what the plugin said of itself, and its path */
 
@@ -100,8 +100,8 @@ static void *open_plugin(void) {
 }
 
 /* The plugin's own account of its build, which it gives without a driver. */
-static void read_build_info(void *handle, ct_plugin_entry_fn entry) {
-    ct_plugin_info_fn info;
+static void read_build_info(void *handle, ct__plugin_entry_fn entry) {
+    ct__plugin_info_fn info;
     Dl_info where;
     cuda_build.plugin_loaded = true;
     if (dladdr(*(void **)&entry, &where) && where.dli_fname)
@@ -113,7 +113,7 @@ static void read_build_info(void *handle, ct_plugin_entry_fn entry) {
 static void load_cuda_plugin(void) {
     void *handle = open_plugin();
     if (!handle) return;
-    ct_plugin_entry_fn entry;
+    ct__plugin_entry_fn entry;
     *(void **)&entry = dlsym(handle, CT_CUDA_PLUGIN_ENTRY);
     if (!entry) {
         snprintf(cuda_reason, sizeof cuda_reason,
@@ -130,7 +130,7 @@ static void load_cuda_plugin(void) {
     }
 }
 
-const ct_backend *ct__backend(ct_device_type type) {
+const ct__backend_table *ct__backend(ct_device_type type) {
     if (type == CT_DEVICE_CPU) return ct__cpu_backend();
     if (type == CT_DEVICE_CUDA) {
         pthread_once(&cuda_once, load_cuda_plugin);

@@ -13,7 +13,7 @@ ct_status ct_synchronize(ct_device device) {
         return ct__error(ct_last_status(), "ct_synchronize: %s", message);
     }
     if (device.type == CT_DEVICE_CPU) return CT_OK;
-    const ct_backend *backend = ct__backend(device.type);
+    const ct__backend_table *backend = ct__backend(device.type);
     if (!backend) return ct_last_status();
     return backend->synchronize(ct__physical_index(device));
 }

@@ -33,20 +33,20 @@ ct_status ct__transfer(const ct_device *dst_device, void *dst, const ct_device *
      * staged copies. */
     ct_status status = CT_OK;
     if (direction == CT_TRANSFER_H2D) {
-        const ct_backend *b = ct__backend(dst_device->type);
+        const ct__backend_table *b = ct__backend(dst_device->type);
         if (!b) return ct_last_status();
         int device = ct__physical_index(*dst_device);
         if (ct__pinned_upload(b, device, dst, src, size, &status)) return status;
         return b->copy_from_host(device, dst, src, size);
     }
     if (direction == CT_TRANSFER_D2H) {
-        const ct_backend *b = ct__backend(src_device->type);
+        const ct__backend_table *b = ct__backend(src_device->type);
         if (!b) return ct_last_status();
         int device = ct__physical_index(*src_device);
         if (ct__pinned_download(b, device, dst, src, size, &status)) return status;
         return b->copy_to_host(device, dst, src, size);
     }
-    const ct_backend *b = ct__backend(dst_device->type);
+    const ct__backend_table *b = ct__backend(dst_device->type);
     return b ? b->copy_between(ct__physical_index(*dst_device), dst,
                                ct__physical_index(*src_device), src, size)
              : ct_last_status();

@@ -4,5 +4,5 @@
 #include "ctensor/random.h"
 
 void ct_philox4x32_10(const uint32_t counter[4], const uint32_t key[2], uint32_t out[4]) {
-    ct_philox_block(counter, key, out);
+    ct__philox_block(counter, key, out);
 }

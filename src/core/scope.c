@@ -18,21 +18,21 @@ typedef struct extra_ref {
     long refs;
 } extra_ref;
 
-typedef struct ct_scope_frame {
+typedef struct ct__scope_frame {
     ct_tensor **items; /* creation entries; NULL once released or kept */
     size_t count, capacity;
     extra_ref *extras; /* extra references, packed */
     size_t extra_count, extra_capacity;
-    struct ct_scope_frame *parent;
-} ct_scope_frame;
+    struct ct__scope_frame *parent;
+} ct__scope_frame;
 
-static _Thread_local ct_scope_frame *top;
+static _Thread_local ct__scope_frame *top;
 static _Thread_local int depth;
 
 int ct_scope_depth(void) { return depth; }
 
 ct_status ct_scope_begin(void) {
-    ct_scope_frame *frame = ct__calloc(1, sizeof *frame);
+    ct__scope_frame *frame = ct__calloc(1, sizeof *frame);
     if (!frame) return ct__error(CT_ERR_OUT_OF_MEMORY, "ct_scope_begin: out of host memory");
     frame->parent = top;
     top = frame;
@@ -51,7 +51,7 @@ static bool reserve(void **items, size_t count, size_t *capacity, size_t element
     return true;
 }
 
-static bool add_creation_entry(ct_scope_frame *frame, ct_tensor *t) {
+static bool add_creation_entry(ct__scope_frame *frame, ct_tensor *t) {
     if (!reserve((void **)&frame->items, frame->count, &frame->capacity, sizeof *frame->items))
         return false;
     t->scope = frame;
@@ -60,13 +60,13 @@ static bool add_creation_entry(ct_scope_frame *frame, ct_tensor *t) {
     return true;
 }
 
-static extra_ref *find_extra(ct_scope_frame *frame, const ct_tensor *t) {
+static extra_ref *find_extra(ct__scope_frame *frame, const ct_tensor *t) {
     for (size_t i = frame->extra_count; i > 0; i--) /* the newest are the likeliest */
         if (frame->extras[i - 1].tensor == t) return &frame->extras[i - 1];
     return NULL;
 }
 
-static bool add_extra(ct_scope_frame *frame, ct_tensor *t) {
+static bool add_extra(ct__scope_frame *frame, ct_tensor *t) {
     extra_ref *e = find_extra(frame, t);
     if (e) {
         e->refs++;
@@ -80,7 +80,7 @@ static bool add_extra(ct_scope_frame *frame, ct_tensor *t) {
 }
 
 /* Give back one extra reference (the caller drops it). */
-static void remove_extra(ct_scope_frame *frame, extra_ref *e) {
+static void remove_extra(ct__scope_frame *frame, extra_ref *e) {
     if (--e->refs > 0) return;
     *e = frame->extras[--frame->extra_count];
 }
@@ -103,7 +103,7 @@ ct_tensor *ct__new_ref(const ct_tensor *t) {
 /* Give back the innermost reference this thread's scopes hold on t, if any (the caller
  * drops it). */
 void ct__scope_forget(ct_tensor *t) {
-    for (ct_scope_frame *frame = top; frame; frame = frame->parent) {
+    for (ct__scope_frame *frame = top; frame; frame = frame->parent) {
         extra_ref *e = find_extra(frame, t);
         if (e) {
             remove_extra(frame, e);
@@ -120,7 +120,7 @@ ct_tensor *ct_keep(ct_tensor *t) {
     if (!t || !top) return t;
     extra_ref *e = find_extra(top, t);
     if (!e && t->scope != top) return t; /* not held by the current scope */
-    ct_scope_frame *parent = top->parent;
+    ct__scope_frame *parent = top->parent;
     size_t slot = t->scope_slot;
     bool moved = !parent || (e ? add_extra(parent, t) : add_creation_entry(parent, t));
     if (!moved)
@@ -139,7 +139,7 @@ ct_status ct_scope_end(void) {
     if (!top)
         return ct__error(CT_ERR_STATE,
                          "ct_scope_end: no scope is open; pair it with ct_scope_begin");
-    ct_scope_frame *frame = top;
+    ct__scope_frame *frame = top;
     top = frame->parent;
     depth--;
     for (size_t i = 0; i < frame->extra_count; i++)

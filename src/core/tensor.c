@@ -63,7 +63,7 @@ static bool strides_are_contiguous(const ct_tensor *t);
 /* A tensor header and its storage header in one heap block. */
 typedef struct tensor_block {
     ct_tensor tensor;
-    ct_storage storage;
+    ct__storage storage;
 } tensor_block;
 
 /* Where a storage's data comes from. */
@@ -71,7 +71,7 @@ typedef enum storage_kind { FROM_POOL, FROM_HOST, FROM_PINNED } storage_kind;
 
 /* The storage's data of its size, from where kind says: CT_OK, or the status with the error
  * set (`op` leads the pinned memory's messages). */
-static ct_status storage_data_alloc(ct_storage *storage, storage_kind kind, const char *op) {
+static ct_status storage_data_alloc(ct__storage *storage, storage_kind kind, const char *op) {
     storage->host_owned = kind == FROM_HOST;
     storage->pinned = kind == FROM_PINNED;
     size_t bytes = storage->size;
@@ -83,7 +83,7 @@ static ct_status storage_data_alloc(ct_storage *storage, storage_kind kind, cons
                : ct__error(CT_ERR_OUT_OF_MEMORY, "out of host memory for %zu bytes", bytes);
 }
 
-static void storage_data_free(ct_storage *storage) {
+static void storage_data_free(ct__storage *storage) {
     if (storage->pinned)
         ct__pinned_free(storage->data);
     else if (storage->host_owned)
@@ -92,7 +92,7 @@ static void storage_data_free(ct_storage *storage) {
         ct__pool_free(storage->device, storage->data, storage->size);
 }
 
-static void storage_release(ct_storage *storage) {
+static void storage_release(ct__storage *storage) {
     if (atomic_fetch_sub_explicit(&storage->refcount, 1, memory_order_acq_rel) != 1) return;
     storage_data_free(storage);
     ct__free_mem(storage->block);
@@ -101,7 +101,7 @@ static void storage_release(ct_storage *storage) {
 /* Fill a tensor header and hand it to the current scope; the caller has taken the storage
  * reference it holds. On failure (no memory to grow the scope) the caller undoes both. */
 static ct_status tensor_init(ct_tensor *t, ct_dtype dtype, int ndim, const int64_t *shape,
-                             const int64_t *strides, int64_t offset, ct_storage *storage) {
+                             const int64_t *strides, int64_t offset, ct__storage *storage) {
     atomic_init(&t->refcount, 1);
     t->dtype = dtype;
     t->ndim = ndim;
@@ -137,7 +137,7 @@ static ct_tensor *tensor_new(ct_device device, ct_dtype dtype, int ndim, const i
                         (long long)numel);
     tensor_block *block = ct__malloc(sizeof *block);
     if (!block) return ct__fail(CT_ERR_OUT_OF_MEMORY, "out of host memory for a tensor header");
-    ct_storage *storage = &block->storage;
+    ct__storage *storage = &block->storage;
     storage->device = device;
     storage->size = bytes;
     if (storage_data_alloc(storage, kind, op) != CT_OK) {

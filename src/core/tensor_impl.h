@@ -12,7 +12,7 @@
 #include "core/dtype_impl.h"
 #include "ctensor/ctensor.h"
 
-typedef struct ct_storage {
+typedef struct ct__storage {
     atomic_int refcount;
     ct_device device;
     void *data;
@@ -28,10 +28,10 @@ typedef struct ct_storage {
      * autograd node records it for each tensor it saves, and backward refuses a saved tensor
      * written since, as PyTorch's version counter does. */
     atomic_uint_fast64_t version;
-} ct_storage;
+} ct__storage;
 
-struct ct_scope_frame;
-struct ct_node;
+struct ct__scope_frame;
+struct ct__node;
 
 struct ct_tensor {
     atomic_int refcount;
@@ -42,13 +42,13 @@ struct ct_tensor {
     int64_t strides[CT_MAX_DIMS];
     int64_t offset;  /* elements from the start of the storage */
     bool contiguous; /* C-contiguous; computed once, since shape and strides never change */
-    ct_storage *storage;
-    struct ct_scope_frame *scope; /* the scope holding a reference, or NULL */
+    ct__storage *storage;
+    struct ct__scope_frame *scope; /* the scope holding a reference, or NULL */
     size_t scope_slot;
     /* Autograd (src/autograd): whether gradients flow to this tensor, the node that made it
      * (NULL for leaves), and a leaf's accumulated gradient (an unscoped reference). */
     bool requires_grad;
-    struct ct_node *grad_fn;
+    struct ct__node *grad_fn;
     struct ct_tensor *grad;
 };
 

@@ -8,7 +8,7 @@
 #include "data/loader_impl.h"
 #include "ops/op_impl.h"
 
-static void clear_slot(ct_loader_slot *slot) {
+static void clear_slot(ct__loader_slot *slot) {
     ct_release(slot->inputs);
     ct_release(slot->labels);
     memset(slot, 0, sizeof *slot);
@@ -34,7 +34,7 @@ static void *worker_main(void *arg) {
         int64_t epoch = l->epoch;
         const int64_t *order = l->order;
         pthread_mutex_unlock(&l->lock);
-        ct_loader_slot prepared = {.batch = b};
+        ct__loader_slot prepared = {.batch = b};
         ct__loader_prepare(l, order, epoch, b, &prepared);
         pthread_mutex_lock(&l->lock);
         l->in_flight--;
@@ -180,15 +180,15 @@ ct_status ct_loader_start_epoch(ct_loader *l, int64_t epoch) {
 }
 
 /* Batch b, prepared here (no workers) or taken from its slot once a worker published it. */
-static void take_batch(ct_loader *l, int64_t b, ct_loader_slot *out) {
+static void take_batch(ct_loader *l, int64_t b, ct__loader_slot *out) {
     if (l->nthreads == 0) {
-        *out = (ct_loader_slot){.batch = b};
+        *out = (ct__loader_slot){.batch = b};
         ct__loader_prepare(l, l->order, l->epoch, b, out);
         l->consumed++;
         return;
     }
     pthread_mutex_lock(&l->lock);
-    ct_loader_slot *slot = &l->slots[b % l->depth];
+    ct__loader_slot *slot = &l->slots[b % l->depth];
     while (slot->batch != b) pthread_cond_wait(&l->changed, &l->lock);
     *out = *slot;
     memset(slot, 0, sizeof *slot);
@@ -211,7 +211,7 @@ ct_status ct_loader_next(ct_loader *l, ct_tensor **inputs, ct_tensor **labels) {
         return ct__error(CT_ERR_STATE,
                          "ct_loader_next: no epoch has started; call ct_loader_start_epoch first");
     if (l->consumed >= l->batches) return CT_OK;
-    ct_loader_slot batch;
+    ct__loader_slot batch;
     take_batch(l, l->consumed, &batch);
     if (batch.status != CT_OK) {
         /* Recorded before clear_slot, which zeroes the status and the message too. */

@@ -23,7 +23,7 @@ enum { SHUFFLE_KEY = 1, AUGMENT_KEY = 2 };
  * blocks from counter 0 on make the model's first weights, and a shuffle keyed by the seed
  * would draw those same words. */
 static uint64_t loader_key(uint64_t seed, uint64_t use, int64_t epoch) {
-    return ct_splitmix64(ct_splitmix64(seed ^ use) + (uint64_t)epoch);
+    return ct__splitmix64(ct__splitmix64(seed ^ use) + (uint64_t)epoch);
 }
 
 void ct__loader_order(ct_loader *loader, int64_t epoch) {
@@ -33,7 +33,7 @@ void ct__loader_order(ct_loader *loader, int64_t epoch) {
     uint64_t key = loader_key(loader->options.seed, SHUFFLE_KEY, epoch);
     for (int64_t i = n - 1; i > 0; i--) {
         uint32_t w[4];
-        ct_philox_stream_block(key, (uint64_t)i, w);
+        ct__philox_stream_block(key, (uint64_t)i, w);
         uint64_t r = ((uint64_t)w[0] << 32 | w[1]) % (uint64_t)(i + 1);
         int64_t t = loader->order[i];
         loader->order[i] = loader->order[r];
@@ -101,7 +101,7 @@ static ct_tensor *batch_tensor(const ct_loader_options *o, int ndim, const int64
     return ct_empty(ndim, shape, dtype, CT_CPU);
 }
 
-static void record_failure(ct_loader_slot *out) {
+static void record_failure(ct__loader_slot *out) {
     out->status = ct_last_status();
     snprintf(out->message, sizeof out->message, "%s", ct_last_error());
 }
@@ -137,7 +137,7 @@ static void fill_rows(const ct_loader *loader, const int64_t *first, int64_t fro
         if (r + CT_LOADER_PREFETCH < to) prefetch_sample(loader, first[r + CT_LOADER_PREFETCH]);
         uint32_t w[4] = {0, 0, 0, 0};
         if (pad || o->horizontal_flip)
-            ct_philox_stream_block(augment_key, (uint64_t)(position + r), w);
+            ct__philox_stream_block(augment_key, (uint64_t)(position + r), w);
         int dy = pad ? (int)(w[0] % (uint32_t)(2 * pad + 1)) - pad : 0;
         int dx = pad ? (int)(w[1] % (uint32_t)(2 * pad + 1)) - pad : 0;
         bool flip = o->horizontal_flip && (w[2] & 1u);
@@ -168,7 +168,7 @@ static void fill_batch(const ct_loader *loader, const int64_t *first, int64_t ro
 }
 
 void ct__loader_prepare(const ct_loader *loader, const int64_t *order, int64_t epoch, int64_t b,
-                        ct_loader_slot *out) {
+                        ct__loader_slot *out) {
     const ct_loader_options *o = &loader->options;
     int64_t start = b * o->batch_size, end = start + o->batch_size;
     if (end > loader->count) end = loader->count;

@@ -10,12 +10,12 @@
 #include "ctensor/loader.h"
 
 /* One prepared batch in the queue. */
-typedef struct ct_loader_slot {
+typedef struct ct__loader_slot {
     int64_t batch; /* -1: empty */
     ct_tensor *inputs, *labels;
     ct_status status;
     char message[512];
-} ct_loader_slot;
+} ct__loader_slot;
 
 struct ct_loader {
     ct_loader_options options;
@@ -30,7 +30,7 @@ struct ct_loader {
     /* The queue: batch b goes to slot b % depth once b < consumed + depth. */
     pthread_mutex_t lock;
     pthread_cond_t changed;
-    ct_loader_slot *slots;
+    ct__loader_slot *slots;
     int depth;
     int64_t next_to_prepare, consumed;
     int in_flight;       /* batches taken by workers and not yet published */
@@ -49,6 +49,6 @@ void ct__loader_order(ct_loader *loader, int64_t epoch);
 /* Batch b of the current order as tensors on the loader's device; the status and message of
  * a failure go to the slot. Called by workers (or the consumer) without the lock. */
 void ct__loader_prepare(const ct_loader *loader, const int64_t *order, int64_t epoch, int64_t b,
-                        ct_loader_slot *out);
+                        ct__loader_slot *out);
 
 #endif

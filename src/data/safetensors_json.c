@@ -261,7 +261,7 @@ static ct_status parse_uint_array(parser *p, const char *what, uint64_t *values,
     return CT_OK;
 }
 
-static ct_status parse_dtype(parser *p, ct_st_entry *e) {
+static ct_status parse_dtype(parser *p, ct__st_entry *e) {
     size_t at = p->pos;
     char *name;
     if (parse_string(p, "a dtype", &name) != CT_OK) return ct_last_status();
@@ -279,7 +279,7 @@ static ct_status parse_dtype(parser *p, ct_st_entry *e) {
     return CT_ERR_FORMAT;
 }
 
-static ct_status parse_shape(parser *p, ct_st_entry *e) {
+static ct_status parse_shape(parser *p, ct__st_entry *e) {
     uint64_t dims[CT_MAX_DIMS];
     size_t at = p->pos;
     if (parse_uint_array(p, "shape", dims, CT_MAX_DIMS, &e->ndim) != CT_OK) return ct_last_status();
@@ -292,7 +292,7 @@ static ct_status parse_shape(parser *p, ct_st_entry *e) {
     return CT_OK;
 }
 
-static ct_status parse_offsets(parser *p, ct_st_entry *e) {
+static ct_status parse_offsets(parser *p, ct__st_entry *e) {
     uint64_t offsets[2];
     int count;
     size_t at = p->pos;
@@ -306,7 +306,7 @@ static ct_status parse_offsets(parser *p, ct_st_entry *e) {
 }
 
 /* One field "key": value of a tensor entry; seen[] marks dtype, shape, data_offsets. */
-static ct_status parse_field(parser *p, ct_st_entry *e, bool seen[3]) {
+static ct_status parse_field(parser *p, ct__st_entry *e, bool seen[3]) {
     static const char *const fields[3] = {"dtype", "shape", "data_offsets"};
     size_t at = p->pos;
     char *key;
@@ -332,7 +332,7 @@ static ct_status parse_field(parser *p, ct_st_entry *e, bool seen[3]) {
     return parse_offsets(p, e);
 }
 
-static ct_status parse_tensor_info(parser *p, ct_st_entry *e) {
+static ct_status parse_tensor_info(parser *p, ct__st_entry *e) {
     static const char *const fields[3] = {"dtype", "shape", "data_offsets"};
     if (expect(p, '{', "to open a tensor entry") != CT_OK) return ct_last_status();
     bool seen[3] = {false, false, false};
@@ -360,7 +360,7 @@ static bool grow(void **items, size_t *capacity, size_t count, size_t elem) {
     return true;
 }
 
-static ct_status parse_metadata_pair(parser *p, ct_st_header *h) {
+static ct_status parse_metadata_pair(parser *p, ct__st_header *h) {
     size_t at = p->pos;
     char *key, *value;
     if (parse_string(p, "a metadata key", &key) != CT_OK) return ct_last_status();
@@ -382,11 +382,11 @@ static ct_status parse_metadata_pair(parser *p, ct_st_header *h) {
         ct__free_mem(value);
         return out_of_memory(p);
     }
-    h->meta[h->meta_count++] = (ct_st_pair){key, value, at};
+    h->meta[h->meta_count++] = (ct__st_pair){key, value, at};
     return CT_OK;
 }
 
-static ct_status parse_metadata(parser *p, ct_st_header *h) {
+static ct_status parse_metadata(parser *p, ct__st_header *h) {
     if (expect(p, '{', "to open \"__metadata__\" (an object of strings)") != CT_OK)
         return ct_last_status();
     if (peek(p) == '}') {
@@ -401,7 +401,7 @@ static ct_status parse_metadata(parser *p, ct_st_header *h) {
 }
 
 /* One top-level "name": {...} or "__metadata__": {...}. */
-static ct_status parse_member(parser *p, ct_st_header *h, bool *seen_metadata) {
+static ct_status parse_member(parser *p, ct__st_header *h, bool *seen_metadata) {
     size_t at = p->pos;
     char *name;
     if (parse_string(p, "a tensor name", &name) != CT_OK) return ct_last_status();
@@ -416,7 +416,7 @@ static ct_status parse_member(parser *p, ct_st_header *h, bool *seen_metadata) {
         ct__free_mem(name);
         return out_of_memory(p);
     }
-    ct_st_entry *e = &h->entries[h->count++];
+    ct__st_entry *e = &h->entries[h->count++];
     memset(e, 0, sizeof *e);
     e->name = name;
     e->at = at;
@@ -454,7 +454,7 @@ static ct_status check_unique(const parser *p, const void *base, size_t count, s
     return status;
 }
 
-ct_status ct__st_parse_header(const char *file, const char *json, size_t size, ct_st_header *out) {
+ct_status ct__st_parse_header(const char *file, const char *json, size_t size, ct__st_header *out) {
     parser p = {file, (const unsigned char *)json, size, 0};
     bool seen_metadata = false;
     if (expect(&p, '{', "at the start of the header") != CT_OK) return ct_last_status();
@@ -469,14 +469,14 @@ ct_status ct__st_parse_header(const char *file, const char *json, size_t size, c
     if (peek(&p) >= 0)
         return fail_at(&p, p.pos, "trailing data after the header's JSON object: %s",
                        describe(p.s[p.pos], cbuf));
-    if (check_unique(&p, out->entries, out->count, sizeof *out->entries, offsetof(ct_st_entry, at),
+    if (check_unique(&p, out->entries, out->count, sizeof *out->entries, offsetof(ct__st_entry, at),
                      "tensor name") != CT_OK)
         return ct_last_status();
-    return check_unique(&p, out->meta, out->meta_count, sizeof *out->meta, offsetof(ct_st_pair, at),
-                        "metadata key");
+    return check_unique(&p, out->meta, out->meta_count, sizeof *out->meta,
+                        offsetof(ct__st_pair, at), "metadata key");
 }
 
-void ct__st_header_free(ct_st_header *h) {
+void ct__st_header_free(ct__st_header *h) {
     for (size_t i = 0; i < h->count; i++) ct__free_mem(h->entries[i].name);
     for (size_t i = 0; i < h->meta_count; i++) {
         ct__free_mem(h->meta[i].key);

@@ -92,7 +92,7 @@ static ct_status read_header(reader *r, char **json) {
 }
 
 /* Shape, dtype and byte range of one entry agree, and the range lies in the buffer. */
-static ct_status check_entry(const reader *r, const ct_st_entry *e) {
+static ct_status check_entry(const reader *r, const ct__st_entry *e) {
     int64_t numel = 1;
     for (int i = 0; i < e->ndim; i++)
         if (ct__mul_overflow_i64(numel, e->shape[i], &numel))
@@ -128,25 +128,25 @@ static ct_status check_entry(const reader *r, const ct_st_entry *e) {
 }
 
 static int compare_ranges(const void *a, const void *b) {
-    const ct_st_entry *x = *(const ct_st_entry *const *)a, *y = *(const ct_st_entry *const *)b;
+    const ct__st_entry *x = *(const ct__st_entry *const *)a, *y = *(const ct__st_entry *const *)b;
     if (x->begin != y->begin) return x->begin < y->begin ? -1 : 1;
     return (x->end > y->end) - (x->end < y->end);
 }
 
 /* The ranges tile the buffer exactly, as the format requires: no overlap, no hole, nothing
  * after the last tensor. */
-static ct_status check_coverage(const reader *r, const ct_st_header *h) {
-    const ct_st_entry **sorted = ct__malloc((h->count ? h->count : 1) * sizeof *sorted);
+static ct_status check_coverage(const reader *r, const ct__st_header *h) {
+    const ct__st_entry **sorted = ct__malloc((h->count ? h->count : 1) * sizeof *sorted);
     if (!sorted)
         return ct__error(CT_ERR_OUT_OF_MEMORY, "ct_safetensors_load: %s: out of host memory",
                          r->path);
     for (size_t i = 0; i < h->count; i++) sorted[i] = &h->entries[i];
     qsort(sorted, h->count, sizeof *sorted, compare_ranges);
     uint64_t cursor = 0;
-    const ct_st_entry *last = NULL;
+    const ct__st_entry *last = NULL;
     ct_status status = CT_OK;
     for (size_t i = 0; i < h->count && status == CT_OK; i++) {
-        const ct_st_entry *e = sorted[i];
+        const ct__st_entry *e = sorted[i];
         if (e->begin < cursor)
             status = format_error(r,
                                   "tensor \"%.64s\" data_offsets [%llu, %llu] overlap those of "
@@ -173,14 +173,14 @@ static ct_status check_coverage(const reader *r, const ct_st_header *h) {
     return status;
 }
 
-static ct_status check_header(const reader *r, const ct_st_header *h) {
+static ct_status check_header(const reader *r, const ct__st_header *h) {
     for (size_t i = 0; i < h->count; i++)
         if (check_entry(r, &h->entries[i]) != CT_OK) return ct_last_status();
     return check_coverage(r, h);
 }
 
 /* Read each tensor's bytes and make it on device, in header order. */
-static ct_status load_tensors(const reader *r, const ct_st_header *h, ct_device device,
+static ct_status load_tensors(const reader *r, const ct__st_header *h, ct_device device,
                               ct_state_dict *sd) {
     uint64_t largest = 0; /* bounded by the buffer, so by the file's size */
     for (size_t i = 0; i < h->count; i++)
@@ -194,7 +194,7 @@ static ct_status load_tensors(const reader *r, const ct_st_header *h, ct_device 
                          r->path, (unsigned long long)largest);
     ct_status status = CT_OK;
     for (size_t i = 0; i < h->count && status == CT_OK; i++) {
-        const ct_st_entry *e = &h->entries[i];
+        const ct__st_entry *e = &h->entries[i];
         size_t bytes = (size_t)(e->end - e->begin);
         errno = 0;
         if (bytes && (fseeko(r->f, (off_t)(8 + r->header_size + e->begin), SEEK_SET) != 0 ||
@@ -214,7 +214,8 @@ static ct_status load_tensors(const reader *r, const ct_st_header *h, ct_device 
     return status;
 }
 
-static ct_status fill(const reader *r, const ct_st_header *h, ct_device device, ct_state_dict *sd) {
+static ct_status fill(const reader *r, const ct__st_header *h, ct_device device,
+                      ct_state_dict *sd) {
     for (size_t i = 0; i < h->meta_count; i++)
         if (ct_state_dict_set_metadata(sd, h->meta[i].key, h->meta[i].value) != CT_OK)
             return ct_last_status();
@@ -229,7 +230,7 @@ ct_state_dict *ct_safetensors_load(const char *path, ct_device device) {
         return ct__fail(CT_ERR_IO, "ct_safetensors_load: cannot open %s: %s", path,
                         strerror(errno));
     char *json = NULL;
-    ct_st_header header = {0};
+    ct__st_header header = {0};
     ct_state_dict *sd = NULL;
     ct_status status = read_header(&r, &json);
     if (status == CT_OK) status = ct__st_parse_header(path, json, r.header_size, &header);

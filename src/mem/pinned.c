@@ -23,18 +23,18 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pinned_block *live;   /* handed out */
 static pinned_block *cached; /* free, kept for reuse */
 static size_t cached_bytes;
-static atomic_int live_count;            /* read without the lock */
-static const ct_backend *pinned_backend; /* set with the first block */
+static atomic_int live_count;                   /* read without the lock */
+static const ct__backend_table *pinned_backend; /* set with the first block */
 static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
 
-static ct_status backend_for(const char *op, const ct_backend **out) {
+static ct_status backend_for(const char *op, const ct__backend_table **out) {
     if (!ct_cuda_is_available())
         return ct__error(CT_ERR_DEVICE_UNAVAILABLE,
                          "%s: pinned (page-locked) host memory needs a CUDA device, since the "
                          "CUDA driver allocates it and only GPUs copy from it by DMA; CUDA is "
                          "unavailable: %s; use ordinary CPU tensors here",
                          op, ct_cuda_unavailable_reason());
-    const ct_backend *b = ct__backend(CT_DEVICE_CUDA);
+    const ct__backend_table *b = ct__backend(CT_DEVICE_CUDA);
     if (!b) return ct_last_status();
     if (!b->pinned_alloc)
         return ct__error(CT_ERR_UNSUPPORTED,
@@ -93,7 +93,7 @@ static void add_live(pinned_block *b) {
 }
 
 /* A new block from the driver; once more after giving the cache back. */
-static ct_status fresh_block(const char *op, const ct_backend *backend, size_t size,
+static ct_status fresh_block(const char *op, const ct__backend_table *backend, size_t size,
                              pinned_block **out) {
     void *ptr = NULL;
     if (backend->pinned_alloc(size, &ptr) != CT_OK) {
@@ -116,7 +116,7 @@ static ct_status fresh_block(const char *op, const ct_backend *backend, size_t s
 }
 
 ct_status ct__pinned_alloc(const char *op, size_t size, void **out) {
-    const ct_backend *backend = NULL;
+    const ct__backend_table *backend = NULL;
     if (backend_for(op, &backend) != CT_OK) return ct_last_status();
     if (size > SIZE_MAX - ROUND)
         return ct__error(CT_ERR_OUT_OF_MEMORY, "%s: %zu bytes of pinned memory is too many", op,
@@ -168,7 +168,7 @@ static pinned_block *live_block_of(const void *p, size_t size) {
     return NULL;
 }
 
-bool ct__pinned_upload(const ct_backend *backend, int device, void *dst, const void *src,
+bool ct__pinned_upload(const ct__backend_table *backend, int device, void *dst, const void *src,
                        size_t size, ct_status *status) {
     if (!backend->copy_from_pinned || atomic_load(&live_count) == 0) return false;
     pthread_mutex_lock(&lock);
@@ -179,7 +179,7 @@ bool ct__pinned_upload(const ct_backend *backend, int device, void *dst, const v
     return b != NULL;
 }
 
-bool ct__pinned_download(const ct_backend *backend, int device, void *dst, const void *src,
+bool ct__pinned_download(const ct__backend_table *backend, int device, void *dst, const void *src,
                          size_t size, ct_status *status) {
     if (!backend->copy_to_pinned || atomic_load(&live_count) == 0) return false;
     pthread_mutex_lock(&lock);

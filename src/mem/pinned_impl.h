@@ -33,11 +33,11 @@ void ct__pinned_empty_cache(void);
 /* When src lies in a live pinned block: the copy of size bytes to dst on the backend's
  * physical device as one DMA that returns before it ends (the block keeps its fence), and
  * true with the copy's status in *status. false (nothing done) otherwise. */
-bool ct__pinned_upload(const ct_backend *backend, int device, void *dst, const void *src,
+bool ct__pinned_upload(const ct__backend_table *backend, int device, void *dst, const void *src,
                        size_t size, ct_status *status);
 /* When dst lies in a live pinned block: the copy from the device into it as one DMA, waited
  * for, and true with its status in *status. false (nothing done) otherwise. */
-bool ct__pinned_download(const ct_backend *backend, int device, void *dst, const void *src,
+bool ct__pinned_download(const ct__backend_table *backend, int device, void *dst, const void *src,
                          size_t size, ct_status *status);
 
 #endif

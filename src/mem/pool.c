@@ -37,8 +37,8 @@ static bool raw_failure_injected(void) {
 
 /* ---- nodes ---- */
 
-static ct_block *node_get(ct_pool *pool) {
-    ct_block *node = pool->spare;
+static ct__block *node_get(ct__pool *pool) {
+    ct__block *node = pool->spare;
     if (node)
         pool->spare = node->next;
     else
@@ -47,19 +47,19 @@ static ct_block *node_get(ct_pool *pool) {
     return node;
 }
 
-static void node_put(ct_pool *pool, ct_block *node) {
+static void node_put(ct__pool *pool, ct__block *node) {
     node->next = pool->spare;
     pool->spare = node;
 }
 
 /* Free-index insertion and removal that keep the inactive-split count. */
-static void free_insert(ct_pool *pool, ct_block *block) {
+static void free_insert(ct__pool *pool, ct__block *block) {
     block->counted_split = block->prev || block->next;
     if (block->counted_split) pool->inactive_split += block->size;
     ct__free_index_insert(&pool->free_blocks[block->kind], block);
 }
 
-static void free_remove(ct_pool *pool, ct_block *block) {
+static void free_remove(ct__pool *pool, ct__block *block) {
     if (block->counted_split) pool->inactive_split -= block->size;
     block->counted_split = false;
     ct__free_index_remove(&pool->free_blocks[block->kind], block);
@@ -67,7 +67,7 @@ static void free_remove(ct_pool *pool, ct_block *block) {
 
 /* ---- segments ---- */
 
-ct_status ct__pool_new_segment(ct_pool *pool, ct_device device, const ct_backend *backend,
+ct_status ct__pool_new_segment(ct__pool *pool, ct_device device, const ct__backend_table *backend,
                                size_t size, int kind, const char **why) {
     size_t limit = pool->stats.limit;
     if (limit && (pool->stats.reserved > limit || size > limit - pool->stats.reserved)) {
@@ -80,7 +80,7 @@ ct_status ct__pool_new_segment(ct_pool *pool, ct_device device, const ct_backend
         *why = "the device refused the allocation";
         return CT_ERR_OUT_OF_MEMORY;
     }
-    ct_block *head = node_get(pool);
+    ct__block *head = node_get(pool);
     if (!head) {
         backend->raw_free(physical, ptr, size);
         *why = "out of host memory for the pool's bookkeeping";
@@ -99,11 +99,11 @@ ct_status ct__pool_new_segment(ct_pool *pool, ct_device device, const ct_backend
     return CT_OK;
 }
 
-void ct__pool_release_cache(ct_pool *pool, const ct_backend *backend) {
+void ct__pool_release_cache(ct__pool *pool, const ct__backend_table *backend) {
     ct__pool_flush_fast(pool);
-    ct_block *head = pool->segments;
+    ct__block *head = pool->segments;
     while (head) {
-        ct_block *following = head->seg_next;
+        ct__block *following = head->seg_next;
         if (!head->allocated && !head->next) { /* one free block spans the segment */
             free_remove(pool, head);
             if (head->seg_prev)
@@ -119,14 +119,14 @@ void ct__pool_release_cache(ct_pool *pool, const ct_backend *backend) {
         head = following;
     }
     while (pool->spare) { /* spare nodes are host memory the cache holds too */
-        ct_block *node = pool->spare;
+        ct__block *node = pool->spare;
         pool->spare = node->next;
         ct__free_mem(node);
     }
 }
 
 /* The segment size for a request that no free block fits, or 0 on overflow. */
-static size_t segment_size(const ct_pool *pool, size_t rounded, int kind) {
+static size_t segment_size(const ct__pool *pool, size_t rounded, int kind) {
     size_t limit = pool->stats.limit, reserved = pool->stats.reserved;
     if (pool->no_growth && limit)
         return reserved < limit && limit - reserved >= rounded ? limit - reserved : rounded;
@@ -142,8 +142,8 @@ static size_t segment_size(const ct_pool *pool, size_t rounded, int kind) {
 
 /* ---- allocation ---- */
 
-static ct_block *find_free(ct_pool *pool, size_t rounded, int kind) {
-    ct_block *block = ct__free_index_best_fit(&pool->free_blocks[kind], rounded);
+static ct__block *find_free(ct__pool *pool, size_t rounded, int kind) {
+    ct__block *block = ct__free_index_best_fit(&pool->free_blocks[kind], rounded);
     /* Without growth, the reservation (a large segment) serves small requests too. */
     if (!block && kind == CT_BLOCK_SMALL && pool->no_growth)
         block = ct__free_index_best_fit(&pool->free_blocks[CT_BLOCK_LARGE], rounded);
@@ -151,7 +151,7 @@ static ct_block *find_free(ct_pool *pool, size_t rounded, int kind) {
 }
 
 /* Count a block as handed out for a rounded request. */
-static void hand_out(ct_pool *pool, ct_block *block, size_t rounded) {
+static void hand_out(ct__pool *pool, ct__block *block, size_t rounded) {
     block->requested = rounded;
     ct_memory_statistics *s = &pool->stats;
     s->allocated += rounded;
@@ -161,14 +161,14 @@ static void hand_out(ct_pool *pool, ct_block *block, size_t rounded) {
 }
 
 /* Hand out free block for a rounded request, splitting off a worthwhile rest. */
-static void take_block(ct_pool *pool, ct_block *block, size_t rounded) {
+static void take_block(ct__pool *pool, ct__block *block, size_t rounded) {
     free_remove(pool, block);
     size_t rest = block->size - rounded;
     /* A large block keeps a rest of 1 MiB or less (useless to large requests), unless it
      * serves small requests too, as the reservation does without growth. */
     bool worth = rest >= ROUND && (block->kind == CT_BLOCK_SMALL || pool->no_growth ||
                                    rounded <= SMALL_MAX || rest > SMALL_MAX);
-    ct_block *tail = worth ? node_get(pool) : NULL; /* no node: hand out the whole block */
+    ct__block *tail = worth ? node_get(pool) : NULL; /* no node: hand out the whole block */
     if (tail) {
         tail->ptr = block->ptr + rounded;
         tail->size = rest;
@@ -190,7 +190,7 @@ static void fmt_mib(char *buf, size_t size, size_t bytes) {
 }
 
 /* Record the out-of-memory error (lock held). */
-static ct_status out_of_memory(ct_pool *pool, ct_device device, const ct_backend *backend,
+static ct_status out_of_memory(ct__pool *pool, ct_device device, const ct__backend_table *backend,
                                size_t request, const char *why) {
     char name[32], alloc[32], reserved[32], limit[48], free_text[64], req[32];
     const ct_memory_statistics *s = &pool->stats;
@@ -217,10 +217,10 @@ static ct_status out_of_memory(ct_pool *pool, ct_device device, const ct_backend
 }
 
 /* Find or make a block for a rounded request (lock held); *why on failure. */
-static ct_block *obtain(ct_pool *pool, ct_device device, const ct_backend *backend, size_t rounded,
-                        const char **why) {
+static ct__block *obtain(ct__pool *pool, ct_device device, const ct__backend_table *backend,
+                         size_t rounded, const char **why) {
     int kind = rounded <= SMALL_MAX ? CT_BLOCK_SMALL : CT_BLOCK_LARGE;
-    ct_block *block = find_free(pool, rounded, kind);
+    ct__block *block = find_free(pool, rounded, kind);
     if (!block && pool->fast_bytes) {
         ct__pool_flush_fast(pool); /* merging the parked blocks may make room */
         block = find_free(pool, rounded, kind);
@@ -244,15 +244,15 @@ static ct_block *obtain(ct_pool *pool, ct_device device, const ct_backend *backe
 }
 
 ct_status ct__pool_alloc(ct_device device, size_t size, void **out) {
-    const ct_backend *backend = ct__backend(device.type);
+    const ct__backend_table *backend = ct__backend(device.type);
     if (!backend) return ct_last_status();
-    ct_pool *pool = ct__pool_of(device);
+    ct__pool *pool = ct__pool_of(device);
     size_t rounded = size <= ROUND             ? ROUND
                      : size > SIZE_MAX - ROUND ? 0 /* overflows */
                                                : (size + ROUND - 1) / ROUND * ROUND;
     const char *why = "the size overflows";
     ct__pool_lock(pool);
-    ct_block *block = rounded && rounded <= CT_FAST_MAX ? pool->fast[rounded / ROUND - 1] : NULL;
+    ct__block *block = rounded && rounded <= CT_FAST_MAX ? pool->fast[rounded / ROUND - 1] : NULL;
     if (block) { /* a parked block of this size: still in the live table */
         pool->fast[rounded / ROUND - 1] = block->left;
         block->left = NULL;
@@ -282,7 +282,7 @@ ct_status ct__pool_alloc(ct_device device, size_t size, void **out) {
 /* ---- freeing ---- */
 
 /* Join right, a block just after left, into left; neither is in a free index. */
-static void join(ct_pool *pool, ct_block *left, ct_block *right) {
+static void join(ct__pool *pool, ct__block *left, ct__block *right) {
     left->size += right->size;
     left->next = right->next;
     if (right->next) right->next->prev = left;
@@ -290,9 +290,9 @@ static void join(ct_pool *pool, ct_block *left, ct_block *right) {
 }
 
 /* Make a block that left the live table free: merge it with free neighbours and index it. */
-static void release_block(ct_pool *pool, ct_block *block) {
+static void release_block(ct__pool *pool, ct__block *block) {
     block->allocated = false;
-    ct_block *next = block->next, *prev = block->prev;
+    ct__block *next = block->next, *prev = block->prev;
     if (next && !next->allocated) {
         free_remove(pool, next);
         join(pool, block, next);
@@ -305,10 +305,10 @@ static void release_block(ct_pool *pool, ct_block *block) {
     free_insert(pool, block);
 }
 
-void ct__pool_flush_fast(ct_pool *pool) {
+void ct__pool_flush_fast(ct__pool *pool) {
     for (unsigned bin = 0; bin < CT_FAST_BINS; bin++) {
         while (pool->fast[bin]) {
-            ct_block *block = pool->fast[bin];
+            ct__block *block = pool->fast[bin];
             pool->fast[bin] = block->left;
             block->left = NULL;
             block->in_fast = false;
@@ -322,9 +322,9 @@ void ct__pool_flush_fast(ct_pool *pool) {
 void ct__pool_free(ct_device device, void *ptr, size_t size) {
     (void)size; /* the block knows its size */
     if (!ptr) return;
-    ct_pool *pool = ct__pool_of(device);
+    ct__pool *pool = ct__pool_of(device);
     ct__pool_lock(pool);
-    ct_block *block = ct__live_find(&pool->live, ptr);
+    ct__block *block = ct__live_find(&pool->live, ptr);
     if (block && !block->in_fast) {
         pool->stats.allocated -= block->requested;
         pool->stats.active -= block->size;
@@ -347,7 +347,7 @@ void ct__pool_free(ct_device device, void *ptr, size_t size) {
 size_t ct__pool_live_bytes(ct_device device) {
     if ((unsigned)device.type > CT_DEVICE_CUDA || (unsigned)device.index >= CT_MAX_LOGICAL_DEVICES)
         return 0;
-    ct_pool *pool = ct__pool_of(device);
+    ct__pool *pool = ct__pool_of(device);
     ct__pool_lock(pool);
     size_t live = pool->stats.allocated;
     ct__pool_unlock(pool);

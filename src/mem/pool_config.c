@@ -14,7 +14,7 @@
 #include "mem/pinned_impl.h"
 #include "mem/pool_state_impl.h"
 
-ct_pool ct__pools[CT_DEVICE_SLOTS];
+ct__pool ct__pools[CT_DEVICE_SLOTS];
 atomic_bool ct__pools_ready;
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 
@@ -122,7 +122,7 @@ static void read_env(void) {
         for (int i = 0; i < CT_DEVICE_SLOTS; i++) ct__pools[i].no_growth = true;
 }
 
-ct_pool *ct__pool_of_slow(ct_device device) {
+ct__pool *ct__pool_of_slow(ct_device device) {
     pthread_once(&env_once, read_env);
     atomic_store_explicit(&ct__pools_ready, true, memory_order_release);
     return &ct__pools[ct__device_slot(device)];
@@ -140,8 +140,8 @@ static ct_status check_device(const char *op, ct_device device) {
     return CT_OK;
 }
 
-static ct_status checked_pool(const char *op, ct_device device, const ct_backend **backend,
-                              ct_pool **pool) {
+static ct_status checked_pool(const char *op, ct_device device, const ct__backend_table **backend,
+                              ct__pool **pool) {
     if (check_device(op, device) != CT_OK) return ct_last_status();
     *backend = ct__backend(device.type);
     if (!*backend) return ct_last_status();
@@ -150,8 +150,8 @@ static ct_status checked_pool(const char *op, ct_device device, const ct_backend
 }
 
 ct_status ct_empty_cache(ct_device device) {
-    const ct_backend *backend = NULL;
-    ct_pool *pool = NULL;
+    const ct__backend_table *backend = NULL;
+    ct__pool *pool = NULL;
     if (checked_pool("ct_empty_cache", device, &backend, &pool) != CT_OK) return ct_last_status();
     ct__pool_lock(pool);
     ct__pool_release_cache(pool, backend);
@@ -161,8 +161,8 @@ ct_status ct_empty_cache(ct_device device) {
 }
 
 ct_status ct_set_memory_limit(ct_device device, size_t bytes) {
-    const ct_backend *backend = NULL;
-    ct_pool *pool = NULL;
+    const ct__backend_table *backend = NULL;
+    ct__pool *pool = NULL;
     if (checked_pool("ct_set_memory_limit", device, &backend, &pool) != CT_OK)
         return ct_last_status();
     ct__pool_lock(pool);
@@ -183,8 +183,8 @@ ct_status ct_set_memory_limit(ct_device device, size_t bytes) {
 }
 
 ct_status ct_set_memory_growth(ct_device device, bool grow) {
-    const ct_backend *backend = NULL;
-    ct_pool *pool = NULL;
+    const ct__backend_table *backend = NULL;
+    ct__pool *pool = NULL;
     if (checked_pool("ct_set_memory_growth", device, &backend, &pool) != CT_OK)
         return ct_last_status();
     char name[32];

@@ -17,12 +17,12 @@ static ct_status check_device(const char *op, ct_device device) {
 }
 
 /* The statistics with the derived fields filled in (lock held). */
-static ct_memory_statistics snapshot(const ct_pool *pool) {
+static ct_memory_statistics snapshot(const ct__pool *pool) {
     ct_memory_statistics s = pool->stats;
     s.inactive_split = pool->inactive_split + pool->fast_bytes;
     s.largest_free_block = 0;
     for (int kind = 0; kind < 2; kind++) {
-        const ct_block *largest = ct__free_index_largest(&pool->free_blocks[kind]);
+        const ct__block *largest = ct__free_index_largest(&pool->free_blocks[kind]);
         if (largest && largest->size > s.largest_free_block) s.largest_free_block = largest->size;
     }
     s.growth = !(pool->no_growth && s.limit);
@@ -32,7 +32,7 @@ static ct_memory_statistics snapshot(const ct_pool *pool) {
 ct_status ct_memory_stats(ct_device device, ct_memory_statistics *out) {
     if (!out) return ct__error(CT_ERR_INVALID_ARG, "ct_memory_stats: out must not be NULL");
     if (check_device("ct_memory_stats", device) != CT_OK) return ct_last_status();
-    ct_pool *pool = ct__pool_of(device);
+    ct__pool *pool = ct__pool_of(device);
     ct__pool_lock(pool);
     *out = snapshot(pool);
     ct__pool_unlock(pool);
@@ -41,7 +41,7 @@ ct_status ct_memory_stats(ct_device device, ct_memory_statistics *out) {
 
 ct_status ct_reset_peak_memory(ct_device device) {
     if (check_device("ct_reset_peak_memory", device) != CT_OK) return ct_last_status();
-    ct_pool *pool = ct__pool_of(device);
+    ct__pool *pool = ct__pool_of(device);
     ct__pool_lock(pool);
     pool->stats.peak_allocated = pool->stats.allocated;
     ct__pool_unlock(pool);
@@ -69,7 +69,7 @@ static const char *human(char *buf, size_t size, size_t bytes) {
 char *ct_memory_summary(ct_device device) {
     ct_memory_statistics s;
     if (check_device("ct_memory_summary", device) != CT_OK) return NULL;
-    ct_pool *pool = ct__pool_of(device);
+    ct__pool *pool = ct__pool_of(device);
     ct__pool_lock(pool);
     s = snapshot(pool);
     ct__pool_unlock(pool);
@@ -101,11 +101,11 @@ char *ct_memory_summary(ct_device device) {
 /* ---- the audit ---- */
 
 /* Check one segment's blocks and add them up (lock held); NULL or what is wrong. */
-static const char *audit_segment(ct_pool *pool, ct_block *head, ct__pool_audit_result *r,
+static const char *audit_segment(ct__pool *pool, ct__block *head, ct__pool_audit_result *r,
                                  size_t *split_free) {
     if (head->prev) return "a segment head has a left neighbour";
     r->segments++;
-    for (ct_block *b = head; b; b = b->next) {
+    for (ct__block *b = head; b; b = b->next) {
         r->segment_bytes += b->size;
         if (b->kind != head->kind) return "blocks of one segment differ in kind";
         if ((size_t)(b->ptr - head->ptr) % 512 != 0)
@@ -139,9 +139,9 @@ static const char *audit_segment(ct_pool *pool, ct_block *head, ct__pool_audit_r
     return NULL;
 }
 
-static const char *audit_pool(ct_pool *pool, ct__pool_audit_result *r) {
+static const char *audit_pool(ct__pool *pool, ct__pool_audit_result *r) {
     size_t split_free = 0;
-    for (ct_block *head = pool->segments; head; head = head->seg_next) {
+    for (ct__block *head = pool->segments; head; head = head->seg_next) {
         if (head->seg_next && head->seg_next->seg_prev != head) return "the segment list is broken";
         const char *problem = audit_segment(pool, head, r, &split_free);
         if (problem) return problem;
@@ -156,7 +156,7 @@ static const char *audit_pool(ct_pool *pool, ct__pool_audit_result *r) {
     if (r->parked_bytes != pool->fast_bytes) return "the parked bytes differ from the bins";
     size_t parked = 0;
     for (unsigned bin = 0; bin < CT_FAST_BINS; bin++)
-        for (const ct_block *b = pool->fast[bin]; b; b = b->left) {
+        for (const ct__block *b = pool->fast[bin]; b; b = b->left) {
             if (!b->in_fast || b->size != (bin + 1) * 512u) return "a fast bin holds a wrong block";
             parked++;
         }
@@ -174,7 +174,7 @@ ct_status ct__pool_audit(ct_device device, ct__pool_audit_result *out) {
     if (check_device("ct__pool_audit", device) != CT_OK) return ct_last_status();
     ct__pool_audit_result r;
     memset(&r, 0, sizeof r);
-    ct_pool *pool = ct__pool_of(device);
+    ct__pool *pool = ct__pool_of(device);
     ct__pool_lock(pool);
     const char *problem = audit_pool(pool, &r);
     ct__pool_unlock(pool);

@@ -19,25 +19,25 @@
 #define CT_FAST_MAX 8192u
 #define CT_FAST_BINS (CT_FAST_MAX / 512u)
 
-typedef struct ct_pool {
-    atomic_int lock;              /* 0 free, 1 held; zero-initialised pools are usable */
-    bool no_growth;               /* reserve the limit up front instead of growing on demand */
-    ct_free_index free_blocks[2]; /* by kind: CT_BLOCK_SMALL, CT_BLOCK_LARGE */
-    ct_live_table live;
-    ct_block *segments;           /* heads of the segments held */
-    ct_block *spare;              /* unused nodes, linked by next */
-    ct_block *fast[CT_FAST_BINS]; /* parked blocks by size / 512 - 1, linked by left */
+typedef struct ct__pool {
+    atomic_int lock;               /* 0 free, 1 held; zero-initialised pools are usable */
+    bool no_growth;                /* reserve the limit up front instead of growing on demand */
+    ct__free_index free_blocks[2]; /* by kind: CT_BLOCK_SMALL, CT_BLOCK_LARGE */
+    ct__live_table live;
+    ct__block *segments;           /* heads of the segments held */
+    ct__block *spare;              /* unused nodes, linked by next */
+    ct__block *fast[CT_FAST_BINS]; /* parked blocks by size / 512 - 1, linked by left */
     size_t fast_bytes;
     size_t inactive_split; /* free bytes in segments that also hold allocated blocks */
     ct_memory_statistics stats;
-} ct_pool;
+} ct__pool;
 
 /* The pool of a logical device (the device must be valid); reads the environment the first
  * time any pool is asked for. */
-ct_pool *ct__pool_of_slow(ct_device device);
-extern ct_pool ct__pools[CT_DEVICE_SLOTS];
+ct__pool *ct__pool_of_slow(ct_device device);
+extern ct__pool ct__pools[CT_DEVICE_SLOTS];
 extern atomic_bool ct__pools_ready;
-static inline ct_pool *ct__pool_of(ct_device device) {
+static inline ct__pool *ct__pool_of(ct_device device) {
     if (atomic_load_explicit(&ct__pools_ready, memory_order_acquire))
         return &ct__pools[ct__device_slot(device)];
     return ct__pool_of_slow(device);
@@ -45,7 +45,7 @@ static inline ct_pool *ct__pool_of(ct_device device) {
 
 /* A spinlock: the critical sections are short, and an uncontended exchange costs less than a
  * mutex. A waiter that spins long yields the processor to the holder. */
-static inline void ct__pool_lock(ct_pool *pool) {
+static inline void ct__pool_lock(ct__pool *pool) {
     if (!atomic_exchange_explicit(&pool->lock, 1, memory_order_acquire)) return;
     for (unsigned spins = 0;; spins++) {
         if (!atomic_load_explicit(&pool->lock, memory_order_relaxed) &&
@@ -55,17 +55,17 @@ static inline void ct__pool_lock(ct_pool *pool) {
     }
 }
 
-static inline void ct__pool_unlock(ct_pool *pool) {
+static inline void ct__pool_unlock(ct__pool *pool) {
     atomic_store_explicit(&pool->lock, 0, memory_order_release);
 }
 
 /* Merge the parked blocks back into the free index (lock held). */
-void ct__pool_flush_fast(ct_pool *pool);
+void ct__pool_flush_fast(ct__pool *pool);
 /* Give every wholly free segment back to the backend (lock held). */
-void ct__pool_release_cache(ct_pool *pool, const ct_backend *backend);
+void ct__pool_release_cache(ct__pool *pool, const ct__backend_table *backend);
 /* Make a segment of size bytes of the given kind and put it in the free index (lock held).
  * CT_OK, or CT_ERR_OUT_OF_MEMORY without a message; *why says which resource refused. */
-ct_status ct__pool_new_segment(ct_pool *pool, ct_device device, const ct_backend *backend,
+ct_status ct__pool_new_segment(ct__pool *pool, ct_device device, const ct__backend_table *backend,
                                size_t size, int kind, const char **why);
 
 #endif

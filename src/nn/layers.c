@@ -78,7 +78,7 @@ ct_module *ct_nn_conv2d(int64_t in_channels, int64_t out_channels, int64_t kerne
 }
 
 /* num_batches_tracked += 1 (a 0-d int64 buffer), as PyTorch counts training batches. */
-static ct_status count_batch(ct_module_tensor *slot) {
+static ct_status count_batch(ct__module_tensor *slot) {
     ct_tensor *next = ct_add_scalar(slot->tensor, 1.0);
     if (!next) return ct_last_status();
     ct__scope_forget(next);

@@ -63,7 +63,7 @@ static ct_tensor *avg_pool_forward(ct_module *m, const ct_tensor *x) {
     return ct_avg_pool2d(x, &m->pool);
 }
 
-static ct_module *pool(const char *op, const char *kind, ct_forward_fn forward,
+static ct_module *pool(const char *op, const char *kind, ct__forward_fn forward,
                        const ct_pool2d_options *options) {
     if (!options)
         return ct__fail(CT_ERR_INVALID_ARG, "%s: options are NULL; give at least the kernel size",

@@ -8,7 +8,7 @@
 #include "nn/module_impl.h"
 #include "ops/op_impl.h"
 
-ct_module *ct__module_new(const char *kind, ct_forward_fn forward) {
+ct_module *ct__module_new(const char *kind, ct__forward_fn forward) {
     ct_module *m = ct__calloc(1, sizeof *m);
     if (!m) return ct__fail(CT_ERR_OUT_OF_MEMORY, "out of host memory for a %s module", kind);
     m->kind = kind;
@@ -24,7 +24,7 @@ ct_status ct__module_add(ct_module *m, const char *name, ct_tensor *t, bool buff
         ct__tensor_drop(t);
         return ct_last_status();
     }
-    m->tensors[m->ntensors++] = (ct_module_tensor){name, t, buffer};
+    m->tensors[m->ntensors++] = (ct__module_tensor){name, t, buffer};
     return CT_OK;
 }
 
@@ -52,10 +52,10 @@ ct_tensor *ct_module_forward(ct_module *m, const ct_tensor *x) {
 
 /* ---- the flattened state ---- */
 
-static bool add_entry(ct_module *root, const char *prefix, ct_module_tensor *slot, int *capacity) {
+static bool add_entry(ct_module *root, const char *prefix, ct__module_tensor *slot, int *capacity) {
     if (root->nstate == *capacity) {
         int grown = *capacity ? *capacity * 2 : 16;
-        ct_state_entry *state = ct__realloc(root->state, sizeof *state * (size_t)grown);
+        ct__state_entry *state = ct__realloc(root->state, sizeof *state * (size_t)grown);
         if (!state) return false;
         root->state = state;
         *capacity = grown;
@@ -64,7 +64,7 @@ static bool add_entry(ct_module *root, const char *prefix, ct_module_tensor *slo
     char *name = ct__malloc(size);
     if (!name) return false;
     snprintf(name, size, "%s%s", prefix, slot->name);
-    root->state[root->nstate++] = (ct_state_entry){name, slot};
+    root->state[root->nstate++] = (ct__state_entry){name, slot};
     return true;
 }
 
@@ -157,7 +157,7 @@ ct_status ct_module_to(ct_module *m, ct_device device) {
     ct_no_grad_pop();
     for (int i = 0; i < m->nstate; i++) {
         if (!moved[i]) continue;
-        ct_module_tensor *slot = m->state[i].slot;
+        ct__module_tensor *slot = m->state[i].slot;
         if (status != CT_OK) {
             ct__tensor_drop(moved[i]);
             continue;

@@ -10,24 +10,24 @@
 #define CT_MODULE_MAX_TENSORS 5
 
 /* A named parameter or buffer slot; the tensor is an unscoped reference the module owns. */
-typedef struct ct_module_tensor {
+typedef struct ct__module_tensor {
     const char *name; /* "weight", "running_mean", ... (static strings) */
     ct_tensor *tensor;
     bool buffer;
-} ct_module_tensor;
+} ct__module_tensor;
 
 /* One entry of the flattened state: its full dotted name and its slot. */
-typedef struct ct_state_entry {
+typedef struct ct__state_entry {
     char *name;
-    ct_module_tensor *slot;
-} ct_state_entry;
+    ct__module_tensor *slot;
+} ct__state_entry;
 
-typedef ct_tensor *(*ct_forward_fn)(ct_module *m, const ct_tensor *x);
+typedef ct_tensor *(*ct__forward_fn)(ct_module *m, const ct_tensor *x);
 
 struct ct_module {
     const char *kind; /* "Linear", "Conv2d", ... as PyTorch prints them */
-    ct_forward_fn forward;
-    ct_module_tensor tensors[CT_MODULE_MAX_TENSORS];
+    ct__forward_fn forward;
+    ct__module_tensor tensors[CT_MODULE_MAX_TENSORS];
     int ntensors;
     ct_module **children;
     int nchildren;
@@ -41,12 +41,12 @@ struct ct_module {
     int axis;
     /* The flattened state, built on first use (the structure never changes after
      * construction). */
-    ct_state_entry *state;
+    ct__state_entry *state;
     int nstate;
 };
 
 /* A module of kind with its forward; NULL with CT_ERR_OUT_OF_MEMORY. */
-ct_module *ct__module_new(const char *kind, ct_forward_fn forward);
+ct_module *ct__module_new(const char *kind, ct__forward_fn forward);
 /* Add a parameter (requires grad) or buffer; t is consumed (the module owns it). */
 ct_status ct__module_add(ct_module *m, const char *name, ct_tensor *t, bool buffer);
 /* How many entries m's state has (its parameters and buffers); -1 with the error set (op

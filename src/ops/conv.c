@@ -83,7 +83,7 @@ static ct_status check_channels(const ct_tensor *x, const ct_tensor *w, const ct
 
 /* Check shapes and fill the geometry of a (no pointers). */
 static ct_status check_shapes(const ct_tensor *x, const ct_tensor *w, const ct_tensor *bias,
-                              const conv_params *p, ct_conv2d_args *a) {
+                              const conv_params *p, ct__conv2d_args *a) {
     if (x->ndim != 4 || w->ndim != 4)
         return ct__error(CT_ERR_SHAPE,
                          OP ": input (N, C, H, W) and weight (O, C / groups, kh, kw) must be 4-d; "
@@ -103,16 +103,16 @@ static ct_status check_shapes(const ct_tensor *x, const ct_tensor *w, const ct_t
                              k == 0 ? "empty against" : "bigger than", (long long)n);
         out[i] = (n - span) / p->stride[i] + 1;
     }
-    *a = (ct_conv2d_args){.batch = x->shape[0],
-                          .in_channels = x->shape[1],
-                          .in_h = x->shape[2],
-                          .in_w = x->shape[3],
-                          .out_channels = w->shape[0],
-                          .kernel_h = w->shape[2],
-                          .kernel_w = w->shape[3],
-                          .out_h = out[0],
-                          .out_w = out[1],
-                          .groups = p->groups};
+    *a = (ct__conv2d_args){.batch = x->shape[0],
+                           .in_channels = x->shape[1],
+                           .in_h = x->shape[2],
+                           .in_w = x->shape[3],
+                           .out_channels = w->shape[0],
+                           .kernel_h = w->shape[2],
+                           .kernel_w = w->shape[3],
+                           .out_h = out[0],
+                           .out_w = out[1],
+                           .groups = p->groups};
     for (int i = 0; i < 2; i++) {
         a->stride[i] = p->stride[i];
         a->padding[i] = p->padding[i];
@@ -130,9 +130,9 @@ static ct_tensor *prepared(const ct_tensor *t, ct_dtype dtype) {
 }
 
 /* Run the forward or backward kernel with workspace from the device's pool. */
-static ct_status run_kernel(ct_device device, ct_conv2d_args *a, bool backward) {
+static ct_status run_kernel(ct_device device, ct__conv2d_args *a, bool backward) {
     int physical;
-    const ct_kernels *k = ct__kernels(device, &physical);
+    const ct__kernel_table *k = ct__kernels(device, &physical);
     if (!k) return ct_last_status();
     size_t bytes = 0;
     ct_status status = k->conv2d_workspace(physical, a, backward, &bytes);
@@ -157,7 +157,7 @@ static ct_status padding_only(ct_tensor *y, const ct_tensor *bias, int64_t out_c
 }
 
 /* The convolution of prepared (contiguous, compute-dtype) operands. */
-static ct_tensor *forward(ct_device device, ct_conv2d_args *a, const ct_tensor *x,
+static ct_tensor *forward(ct_device device, ct__conv2d_args *a, const ct_tensor *x,
                           const ct_tensor *w, const ct_tensor *bias) {
     int64_t shape[4] = {a->batch, a->out_channels, a->out_h, a->out_w};
     ct_tensor *y = ct__tensor_new(device, x->dtype, 4, shape);
@@ -179,7 +179,7 @@ static ct_tensor *forward(ct_device device, ct_conv2d_args *a, const ct_tensor *
     return y;
 }
 
-static void save_params(ct_node *node, const conv_params *p) {
+static void save_params(ct__node *node, const conv_params *p) {
     for (int i = 0; i < 2; i++) {
         node->ints[i] = p->stride[i];
         node->ints[2 + i] = p->padding[i];
@@ -210,13 +210,13 @@ static ct_status empty_grads(const ct_tensor *g, ct_tensor *gx, ct_tensor *gw, c
 }
 
 /* Gradients of input, weight and bias (those the engine asks for) from grad_out. */
-static ct_status conv2d_backward(ct_node *node, const ct_tensor *grad_out, ct_tensor **grad_in) {
+static ct_status conv2d_backward(ct__node *node, const ct_tensor *grad_out, ct_tensor **grad_in) {
     const ct_tensor *x = node->saved[0], *w = node->saved[1];
     conv_params p = {{node->ints[0], node->ints[1]},
                      {node->ints[2], node->ints[3]},
                      {node->ints[4], node->ints[5]},
                      node->ints[6]};
-    ct_conv2d_args a;
+    ct__conv2d_args a;
     ct_status status = check_shapes(x, w, NULL, &p, &a);
     if (status != CT_OK) return status;
     ct_device device = x->storage->device;
@@ -257,8 +257,8 @@ static ct_status conv2d_backward(ct_node *node, const ct_tensor *grad_out, ct_te
 }
 
 /* Prepare operands, convolve, cast back to the input dtype, record the node. */
-static ct_tensor *convolve(ct_device device, const ct_tensor *const *args, int n, ct_conv2d_args *a,
-                           const conv_params *p) {
+static ct_tensor *convolve(ct_device device, const ct_tensor *const *args, int n,
+                           ct__conv2d_args *a, const conv_params *p) {
     ct_dtype dtype = args[0]->dtype, compute = dtype == CT_F64 ? CT_F64 : CT_F32;
     bool record = ct__grad_needed(n, args);
     ct_no_grad_push();
@@ -271,7 +271,7 @@ static ct_tensor *convolve(ct_device device, const ct_tensor *const *args, int n
     ct_release(y);
     ct_release(b);
     if (out && record) {
-        ct_node *node = ct__node_new(OP, conv2d_backward, n, args);
+        ct__node *node = ct__node_new(OP, conv2d_backward, n, args);
         if (node) {
             ct__node_save(node, 0, x);
             ct__node_save(node, 1, w);
@@ -303,7 +303,7 @@ ct_tensor *ct_conv2d(const ct_tensor *x, const ct_tensor *weight, const ct_tenso
     if (!ct__check_args(OP, n, args, &device)) return NULL;
     if (x->ndim == 3 && weight->ndim == 4) return conv_unbatched(x, weight, bias, options);
     conv_params p;
-    ct_conv2d_args a;
+    ct__conv2d_args a;
     if (read_options(options, &p) != CT_OK || check_dtypes(x, weight, bias) != CT_OK ||
         check_shapes(x, weight, bias, &p, &a) != CT_OK)
         return NULL;

@@ -48,9 +48,9 @@ ct_status ct_fill(ct_tensor *dst, double value) {
     if (dst->numel == 0) return CT_OK;
     ct__storage_written(dst);
     int physical;
-    const ct_kernels *k = ct__kernels(dst->storage->device, &physical);
+    const ct__kernel_table *k = ct__kernels(dst->storage->device, &physical);
     if (!k) return ct_last_status();
-    ct_ew_args args;
+    ct__ew_args args;
     ct__ew_init(&args, dst->ndim, dst->shape);
     ct__ew_add(&args, dst);
     ct__ew_coalesce(&args);

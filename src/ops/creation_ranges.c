@@ -25,8 +25,8 @@ static ct_tensor *iota(const char *op, ct_device device, int64_t n, double start
     ct_tensor *t = ct__tensor_new(device, dtype, 1, &n);
     if (!t || n == 0) return t;
     int physical;
-    const ct_kernels *k = ct__kernels(device, &physical);
-    ct_ew_args args;
+    const ct__kernel_table *k = ct__kernels(device, &physical);
+    ct__ew_args args;
     ct__ew_init(&args, 1, &n);
     ct__ew_add(&args, t);
     if (!k || k->iota(physical, &args, start, step) != CT_OK) {

@@ -5,7 +5,7 @@
 #include "ops/nn_impl.h"
 #include "ops/random_impl.h"
 
-static ct_status dropout_backward(ct_node *node, const ct_tensor *grad_out, ct_tensor **grad_in) {
+static ct_status dropout_backward(ct__node *node, const ct_tensor *grad_out, ct_tensor **grad_in) {
     grad_in[0] = ct_mul(grad_out, node->saved[0]);
     return grad_in[0] ? CT_OK : ct_last_status();
 }
@@ -18,13 +18,13 @@ static ct_tensor *dropout_forward(const char *op, ct_device device, const ct_ten
         return *mask ? ct__full_on(device, x->ndim, x->shape, 0.0, x->dtype) : NULL;
     }
     int physical;
-    const ct_kernels *k = ct__kernels(device, &physical);
+    const ct__kernel_table *k = ct__kernels(device, &physical);
     if (!k) return NULL;
     ct_tensor *xc = ct__nn_operand(x, x->dtype, device, op);
     *mask = xc ? ct__tensor_new(device, x->dtype, x->ndim, x->shape) : NULL;
     ct_tensor *y = *mask ? ct__tensor_new(device, x->dtype, x->ndim, x->shape) : NULL;
     if (y && y->numel > 0) {
-        ct_dropout_args args = {
+        ct__dropout_args args = {
             .dtype = x->dtype,
             .numel = x->numel,
             .x = ct__data(xc),
@@ -58,7 +58,7 @@ ct_tensor *ct_dropout(const ct_tensor *x, double p, bool training) {
     ct_tensor *y = dropout_forward(op, device, x, p, &mask);
     ct_no_grad_pop();
     if (y && ct__grad_needed(1, &x)) {
-        ct_node *node = ct__node_new(op, dropout_backward, 1, &x);
+        ct__node *node = ct__node_new(op, dropout_backward, 1, &x);
         if (node) ct__node_save(node, 0, mask);
         y = ct__record(y, node);
     }

@@ -45,16 +45,16 @@ typedef struct host_scalar {
 
 /* Make out and run the kernel over (ndim, shape) with operands a and b, or a and the host
  * scalar s when b is NULL. a and b are on device already. */
-static ct_tensor *launch(const char *name, ct_binary_op op, int kind, ct_device device, int ndim,
+static ct_tensor *launch(const char *name, ct__binary_op op, int kind, ct_device device, int ndim,
                          const int64_t *shape, ct_dtype promoted, const ct_tensor *a,
                          const ct_tensor *b, const host_scalar *s) {
     int physical;
-    const ct_kernels *kernels = ct__kernels(device, &physical);
+    const ct__kernel_table *kernels = ct__kernels(device, &physical);
     if (!kernels) return NULL;
     ct_dtype out_dtype = result_dtype(kind, promoted);
     ct_tensor *out = ct__tensor_new(device, out_dtype, ndim, shape);
     if (!out || out->numel == 0) return out;
-    ct_ew_args args;
+    ct__ew_args args;
     const ct_tensor *operands[3] = {out, a, b};
     if (b && ct__ew_flat(&args, 3, operands)) {
         /* same shapes, contiguous: no broadcasting to work out */
@@ -73,7 +73,7 @@ static ct_tensor *launch(const char *name, ct_binary_op op, int kind, ct_device 
     args.compute_dtype = kind == KIND_FLOAT ? out_dtype : promoted;
     /* Integer pow, remainder and floor_divide check their operands on the device (negative
      * exponents, zero divisors). */
-    bool checked = ct_ew_int_op_can_fail(op) && !ct__is_float(args.compute_dtype);
+    bool checked = ct__ew_int_op_can_fail(op) && !ct__is_float(args.compute_dtype);
     if ((checked &&
          ct__transfer_account_readback(device, CT_READBACK_RAISED_FLAG, name) != CT_OK) ||
         kernels->binary(physical, op, &args) != CT_OK) {
@@ -85,7 +85,7 @@ static ct_tensor *launch(const char *name, ct_binary_op op, int kind, ct_device 
 
 /* The dtypes an op refuses: bool - bool, and floats (and bool for shifts) in the bitwise
  * ops. Sets the error and returns true when the promoted dtype is one of them. */
-static bool refused_dtype(const char *name, ct_binary_op op, int kind, ct_dtype promoted) {
+static bool refused_dtype(const char *name, ct__binary_op op, int kind, ct_dtype promoted) {
     if (op == CT_BOP_SUB && promoted == CT_BOOL) {
         ct__error(CT_ERR_DTYPE,
                   "%s: subtracting bool tensors is not supported; combine masks with "
@@ -104,7 +104,7 @@ static bool refused_dtype(const char *name, ct_binary_op op, int kind, ct_dtype 
     return false;
 }
 
-static ct_tensor *binary(const char *name, ct_binary_op op, int kind, const ct_tensor *a,
+static ct_tensor *binary(const char *name, ct__binary_op op, int kind, const ct_tensor *a,
                          const ct_tensor *b) {
     const ct_tensor *pair[2] = {a, b};
     ct_device device;
@@ -145,7 +145,7 @@ static ct_dtype scalar_dtype(ct_dtype promoted, double s) {
     return s >= INT32_MIN && s <= INT32_MAX ? CT_I32 : CT_I64;
 }
 
-static ct_tensor *binary_scalar(const char *name, ct_binary_op op, int kind, const ct_tensor *a,
+static ct_tensor *binary_scalar(const char *name, ct__binary_op op, int kind, const ct_tensor *a,
                                 double s) {
     ct_device device;
     if (!ct__check_args(name, 1, &a, &device)) return NULL;
@@ -215,11 +215,11 @@ static ct_tensor *where_operand(const ct_tensor *t, ct_device device, ct_dtype d
 static ct_tensor *where_launch(ct_device device, int ndim, const int64_t *shape,
                                ct_tensor *const *ops) {
     int physical;
-    const ct_kernels *kernels = ct__kernels(device, &physical);
+    const ct__kernel_table *kernels = ct__kernels(device, &physical);
     if (!kernels) return NULL;
     ct_tensor *out = ct__tensor_new(device, ops[1]->dtype, ndim, shape);
     if (!out || out->numel == 0) return out;
-    ct_ew_args args;
+    ct__ew_args args;
     ct__ew_init(&args, ndim, shape);
     ct__ew_add(&args, out);
     for (int i = 0; i < 3; i++) ct__ew_add(&args, ops[i]);

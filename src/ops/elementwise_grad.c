@@ -105,16 +105,16 @@ static const bool reads_result[CT_UOP_COUNT] = {
     [CT_UOP_RECIPROCAL] = true, [CT_UOP_TAN] = true,   [CT_UOP_EXP2] = true,
 };
 
-static ct_tensor *unary_gradient(const ct_node *node, const ct_tensor *g) {
+static ct_tensor *unary_gradient(const ct__node *node, const ct_tensor *g) {
     const ct_tensor *x = node->saved[0], *y = node->saved[1];
-    ct_unary_op op = (ct_unary_op)node->ints[0];
+    ct__unary_op op = (ct__unary_op)node->ints[0];
     if (op == CT_UOP_CLAMP)
         return masked(g, ct_logical_and(ct_ge_scalar(x, node->scalars[0]),
                                         ct_le_scalar(x, node->scalars[1])));
     return unary_rules[op](x, y, g);
 }
 
-static ct_status unary_backward(ct_node *node, const ct_tensor *g, ct_tensor **grad_in) {
+static ct_status unary_backward(ct__node *node, const ct_tensor *g, ct_tensor **grad_in) {
     if (ct_scope_begin() != CT_OK) return ct_last_status();
     grad_in[0] = keep(unary_gradient(node, g));
     ct_status status = grad_in[0] ? CT_OK : ct_last_status();
@@ -133,11 +133,11 @@ static ct_tensor *no_rule(ct_tensor *out, const char *name) {
                     name);
 }
 
-ct_tensor *ct__record_unary(ct_tensor *out, const char *name, ct_unary_op op, const ct_tensor *x,
+ct_tensor *ct__record_unary(ct_tensor *out, const char *name, ct__unary_op op, const ct_tensor *x,
                             double p0, double p1) {
     if (!out || !ct__is_float(out->dtype)) return out;
     if (op != CT_UOP_CLAMP && !unary_rules[op]) return no_rule(out, name);
-    ct_node *node = ct__node_new(name, unary_backward, 1, &x);
+    ct__node *node = ct__node_new(name, unary_backward, 1, &x);
     if (node) {
         node->ints[0] = op;
         node->scalars[0] = p0;
@@ -268,7 +268,7 @@ static const binary_rule binary_rules[] = {
 };
 _Static_assert(sizeof binary_rules / sizeof binary_rules[0] == CT_BOP_COUNT, "a rule per op");
 
-static ct_status binary_backward(ct_node *node, const ct_tensor *g, ct_tensor **grad_in) {
+static ct_status binary_backward(ct__node *node, const ct_tensor *g, ct_tensor **grad_in) {
     if (ct_scope_begin() != CT_OK) return ct_last_status();
     binary_in in = {node->saved[0], node->saved[1], node->scalars[0], node->inputs[0] != NULL,
                     node->ninputs > 1 && node->inputs[1]};
@@ -283,12 +283,12 @@ static ct_status binary_backward(ct_node *node, const ct_tensor *g, ct_tensor **
     return status;
 }
 
-ct_tensor *ct__record_binary(ct_tensor *out, const char *name, ct_binary_op op, const ct_tensor *a,
+ct_tensor *ct__record_binary(ct_tensor *out, const char *name, ct__binary_op op, const ct_tensor *a,
                              const ct_tensor *b, double s) {
     if (!out || !ct__is_float(out->dtype)) return out;
     if (!binary_rules[op]) return no_rule(out, name);
     const ct_tensor *inputs[2] = {a, b};
-    ct_node *node = ct__node_new(name, binary_backward, b ? 2 : 1, inputs);
+    ct__node *node = ct__node_new(name, binary_backward, b ? 2 : 1, inputs);
     if (node) {
         node->ints[0] = op;
         node->scalars[0] = s;
@@ -304,7 +304,7 @@ ct_tensor *ct__record_binary(ct_tensor *out, const char *name, ct_binary_op op, 
     return ct__record(out, node);
 }
 
-static ct_status where_backward(ct_node *node, const ct_tensor *g, ct_tensor **grad_in) {
+static ct_status where_backward(ct__node *node, const ct_tensor *g, ct_tensor **grad_in) {
     if (ct_scope_begin() != CT_OK) return ct_last_status();
     const ct_tensor *cond = node->saved[0];
     ct_tensor *zero = ct__full_on(g->storage->device, 0, NULL, 0.0, g->dtype);
@@ -321,7 +321,7 @@ ct_tensor *ct__record_where(ct_tensor *out, const ct_tensor *cond, const ct_tens
                             const ct_tensor *b) {
     if (!out || !ct__is_float(out->dtype)) return out;
     const ct_tensor *inputs[3] = {NULL, a, b};
-    ct_node *node = ct__node_new("ct_where", where_backward, 3, inputs);
+    ct__node *node = ct__node_new("ct_where", where_backward, 3, inputs);
     if (node) ct__node_save(node, 0, cond);
     return ct__record(out, node);
 }

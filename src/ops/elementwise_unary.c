@@ -20,7 +20,7 @@ static ct_dtype result_dtype(int kind, ct_dtype in) {
 }
 
 /* out = op(x) with parameters p0, p1 (clamp's bounds). */
-static ct_tensor *unary(const char *name, ct_unary_op op, int kind, const ct_tensor *x, double p0,
+static ct_tensor *unary(const char *name, ct__unary_op op, int kind, const ct_tensor *x, double p0,
                         double p1) {
     ct_device device;
     if (!ct__check_args(name, 1, &x, &device)) return NULL;
@@ -36,14 +36,14 @@ static ct_tensor *unary(const char *name, ct_unary_op op, int kind, const ct_ten
                         name, ct_dtype_name(x->dtype));
     if (op == CT_UOP_BITWISE_INVERT && x->dtype == CT_BOOL) op = CT_UOP_LOGICAL_NOT;
     int physical;
-    const ct_kernels *kernels = ct__kernels(device, &physical);
+    const ct__kernel_table *kernels = ct__kernels(device, &physical);
     if (!kernels) return NULL;
     ct_dtype out_dtype = result_dtype(kind, x->dtype);
     ct_tensor *out = ct__tensor_new(device, out_dtype, x->ndim, x->shape);
     if (!out) return NULL;
     if (out->numel == 0)
         return ct__grad_needed(1, &x) ? ct__record_unary(out, name, op, x, p0, p1) : out;
-    ct_ew_args args;
+    ct__ew_args args;
     ct__ew_init(&args, x->ndim, x->shape);
     ct__ew_add(&args, out);
     ct__ew_add(&args, x);

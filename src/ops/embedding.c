@@ -7,7 +7,8 @@
 
 #include "ops/nn_impl.h"
 
-static ct_status embedding_backward(ct_node *node, const ct_tensor *grad_out, ct_tensor **grad_in) {
+static ct_status embedding_backward(ct__node *node, const ct_tensor *grad_out,
+                                    ct_tensor **grad_in) {
     const ct_tensor *flat = node->saved[0];
     int64_t table[2] = {node->ints[0], node->ints[1]};
     int64_t rows[2] = {flat->numel, table[1]};
@@ -70,7 +71,7 @@ ct_tensor *ct_embedding(const ct_tensor *indices, const ct_tensor *weight) {
     ct_tensor *out = embedding_forward(op, device, indices, weight, &flat);
     ct_no_grad_pop();
     if (out && ct__grad_needed(2, args)) {
-        ct_node *node = ct__node_new(op, embedding_backward, 2, args);
+        ct__node *node = ct__node_new(op, embedding_backward, 2, args);
         if (node) {
             ct__node_save(node, 0, flat);
             node->ints[0] = weight->shape[0];

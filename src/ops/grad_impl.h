@@ -8,15 +8,15 @@
 #include "backend/backend_impl.h"
 
 /* name: the op ("ct_relu"); p0, p1: clamp's bounds. */
-ct_tensor *ct__record_unary(ct_tensor *out, const char *name, ct_unary_op op, const ct_tensor *x,
+ct_tensor *ct__record_unary(ct_tensor *out, const char *name, ct__unary_op op, const ct_tensor *x,
                             double p0, double p1);
 /* b NULL: the op's second operand is the scalar s. */
-ct_tensor *ct__record_binary(ct_tensor *out, const char *name, ct_binary_op op, const ct_tensor *a,
+ct_tensor *ct__record_binary(ct_tensor *out, const char *name, ct__binary_op op, const ct_tensor *a,
                              const ct_tensor *b, double s);
 ct_tensor *ct__record_where(ct_tensor *out, const ct_tensor *cond, const ct_tensor *a,
                             const ct_tensor *b);
 /* reduced[d]: axis d of x was reduced; correction for var and std. */
-ct_tensor *ct__record_reduce(ct_tensor *out, const char *name, ct_reduce_op op, const ct_tensor *x,
+ct_tensor *ct__record_reduce(ct_tensor *out, const char *name, ct__reduce_op op, const ct_tensor *x,
                              const bool *reduced, bool keepdim, double correction);
 ct_tensor *ct__record_matmul(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
 

@@ -26,12 +26,12 @@ static ct_tensor *run_gather(const char *op, ct_device device, ct_tensor *out,
                              const ct_tensor *x, int axis) {
     if (out->numel == 0) return out;
     int physical;
-    const ct_kernels *k = ct__kernels(device, &physical);
+    const ct__kernel_table *k = ct__kernels(device, &physical);
     if (!k) {
         ct_release(out);
         return NULL;
     }
-    ct_gather_args g;
+    ct__gather_args g;
     ct__ew_init(&g.it, out->ndim, out->shape);
     ct__ew_add(&g.it, out);
     ct__ew_add_strided(&g.it, ct__data(index), index->dtype, index_strides);
@@ -149,7 +149,7 @@ static ct_tensor *fill_pieces(const char *op, ct_device device, int n,
                               const ct_tensor *const *tensors, ct_tensor *out, int axis,
                               bool stacked) {
     int physical;
-    const ct_kernels *k = ct__kernels(device, &physical);
+    const ct__kernel_table *k = ct__kernels(device, &physical);
     if (!k) goto fail;
     int64_t dst_strides[CT_MAX_DIMS];
     for (int d = 0, s = 0; d < out->ndim; d++)
@@ -163,7 +163,7 @@ static ct_tensor *fill_pieces(const char *op, ct_device device, int n,
         /* A 0-d CPU piece joins a device op as a scalar: bring it over first. */
         ct_tensor *src = ct__operand_on(piece, device, op);
         if (!src) goto fail;
-        ct_ew_args args;
+        ct__ew_args args;
         ct__ew_init(&args, piece->ndim, piece->shape);
         ct__ew_add_strided(&args, ct__data(out) + at * out->strides[axis] * size, out->dtype,
                            dst_strides);

@@ -13,7 +13,7 @@ static ct_status run_index_add(const char *op, ct_tensor *dst, int a, const ct_t
                                const int64_t *index_strides, const ct_tensor *src,
                                const int64_t *shape) {
     int physical;
-    const ct_kernels *k = ct__kernels(dst->storage->device, &physical);
+    const ct__kernel_table *k = ct__kernels(dst->storage->device, &physical);
     if (!k) return ct_last_status();
     int64_t rest_shape[CT_MAX_DIMS], dst_s[CT_MAX_DIMS], index_s[CT_MAX_DIMS], src_s[CT_MAX_DIMS];
     int r = 0;
@@ -24,7 +24,7 @@ static ct_status run_index_add(const char *op, ct_tensor *dst, int a, const ct_t
         index_s[r] = index_strides[d];
         src_s[r++] = src->strides[d];
     }
-    ct_index_add_args args;
+    ct__index_add_args args;
     ct__ew_init(&args.rest, r, rest_shape);
     ct__ew_add_strided(&args.rest, ct__data(dst), dst->dtype, dst_s);
     ct__ew_add_strided(&args.rest, ct__data(index), index->dtype, index_s);
@@ -74,8 +74,9 @@ static bool check_common(const char *op, const ct_tensor *x, int axis, const ct_
 }
 
 /* The copy of x that receives the additions, and the node over (x, index, src). */
-static ct_tensor *add_and_record(const char *op, ct_backward_fn backward, const ct_tensor *x, int a,
-                                 const ct_tensor *index, const ct_tensor *src, bool scatter) {
+static ct_tensor *add_and_record(const char *op, ct__backward_fn backward, const ct_tensor *x,
+                                 int a, const ct_tensor *index, const ct_tensor *src,
+                                 bool scatter) {
     ct_no_grad_push();
     ct_tensor *out = ct_clone(x);
     ct_status status = CT_ERR_INVALID_ARG;
@@ -95,7 +96,7 @@ static ct_tensor *add_and_record(const char *op, ct_backward_fn backward, const 
     }
     const ct_tensor *inputs[3] = {x, index, src};
     if (!ct__grad_needed(3, inputs)) return out;
-    ct_node *node = ct__node_new(op, backward, 3, inputs);
+    ct__node *node = ct__node_new(op, backward, 3, inputs);
     if (node) {
         ct__node_save(node, 0, index);
         node->ints[0] = a;
@@ -103,7 +104,8 @@ static ct_tensor *add_and_record(const char *op, ct_backward_fn backward, const 
     return ct__record(out, node);
 }
 
-static ct_status index_add_backward(ct_node *node, const ct_tensor *grad_out, ct_tensor **grad_in) {
+static ct_status index_add_backward(ct__node *node, const ct_tensor *grad_out,
+                                    ct_tensor **grad_in) {
     if (node->inputs[0] && !(grad_in[0] = ct__new_ref(grad_out))) return ct_last_status();
     if (node->inputs[2]) {
         grad_in[2] = ct_index_select(grad_out, (int)node->ints[0], node->saved[0]);
@@ -170,7 +172,7 @@ static ct_tensor *scatter_source_grad(const ct_tensor *grad_out, int a, const ct
     return NULL;
 }
 
-static ct_status scatter_add_backward(ct_node *node, const ct_tensor *grad_out,
+static ct_status scatter_add_backward(ct__node *node, const ct_tensor *grad_out,
                                       ct_tensor **grad_in) {
     if (node->inputs[0] && !(grad_in[0] = ct__new_ref(grad_out))) return ct_last_status();
     if (node->inputs[2]) {

@@ -4,7 +4,7 @@
 #include "ops/op_impl.h"
 
 /* Zeros of x's shape with g added at the read positions, by index_add or scatter_add. */
-static ct_status scatter_backward(ct_node *node, const ct_tensor *g, ct_tensor **grad_in) {
+static ct_status scatter_backward(ct__node *node, const ct_tensor *g, ct_tensor **grad_in) {
     const ct_tensor *x = node->inputs[0], *index = node->saved[0];
     int axis = (int)node->ints[0];
     ct_tensor *zeros = ct__full_on(g->storage->device, x->ndim, x->shape, 0.0, g->dtype);
@@ -22,7 +22,7 @@ static ct_status scatter_backward(ct_node *node, const ct_tensor *g, ct_tensor *
 static ct_tensor *record(ct_tensor *out, const char *name, const ct_tensor *x, int axis,
                          const ct_tensor *index, bool scatter) {
     if (!out || !ct__is_float(out->dtype)) return out;
-    ct_node *node = ct__node_new(name, scatter_backward, 1, &x);
+    ct__node *node = ct__node_new(name, scatter_backward, 1, &x);
     if (node) {
         node->ints[0] = axis;
         node->ints[1] = scatter;

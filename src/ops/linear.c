@@ -10,7 +10,7 @@ static ct_tensor *as_rows(const ct_tensor *t) {
     return ct_reshape(t, 2, (int64_t[]){-1, t->ndim ? t->shape[t->ndim - 1] : 1});
 }
 
-static ct_status linear_backward(ct_node *node, const ct_tensor *g, ct_tensor **grad_in) {
+static ct_status linear_backward(ct__node *node, const ct_tensor *g, ct_tensor **grad_in) {
     const ct_tensor *x = node->saved[0], *w = node->saved[1];
     if (ct_scope_begin() != CT_OK) return ct_last_status();
     ct_tensor *g_rows = as_rows(g);
@@ -59,7 +59,7 @@ ct_tensor *ct_linear(const ct_tensor *x, const ct_tensor *weight, const ct_tenso
     ct_no_grad_push();
     ct_tensor *out = forward(x, weight, bias);
     ct_no_grad_pop();
-    ct_node *node = out ? ct__node_new("ct_linear", linear_backward, n, args) : NULL;
+    ct__node *node = out ? ct__node_new("ct_linear", linear_backward, n, args) : NULL;
     if (node) ct__node_save(node, 0, x), ct__node_save(node, 1, weight);
     return ct__record(out, node);
 }

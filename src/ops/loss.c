@@ -42,10 +42,10 @@ static bool check_cross_entropy(const char *op, const ct_tensor *logits, const c
 
 /* Kernel arguments over contiguous logits and target; stats: the count of rows not ignored
  * (one float64) and each row's log-sum-exp (n float64). */
-static ct_cross_entropy_args cross_entropy_args(const ct_tensor *logits, const ct_tensor *target,
-                                                const ct_cross_entropy_options *o,
-                                                ct_tensor *const *stats) {
-    return (ct_cross_entropy_args){
+static ct__cross_entropy_args cross_entropy_args(const ct_tensor *logits, const ct_tensor *target,
+                                                 const ct_cross_entropy_options *o,
+                                                 ct_tensor *const *stats) {
+    return (ct__cross_entropy_args){
         .dtype = logits->dtype,
         .target_dtype = target->dtype,
         .n = logits->shape[0],
@@ -60,13 +60,13 @@ static ct_cross_entropy_args cross_entropy_args(const ct_tensor *logits, const c
     };
 }
 
-static ct_status cross_entropy_backward(ct_node *node, const ct_tensor *grad_out,
+static ct_status cross_entropy_backward(ct__node *node, const ct_tensor *grad_out,
                                         ct_tensor **grad_in) {
     const ct_tensor *logits = node->saved[0], *target = node->saved[1];
     ct_cross_entropy_options o = {(ct_reduction)node->ints[0], node->scalars[0], node->ints[1]};
     ct_device device = logits->storage->device;
     int physical;
-    const ct_kernels *k = ct__kernels(device, &physical);
+    const ct__kernel_table *k = ct__kernels(device, &physical);
     if (!k) return ct_last_status();
     ct_tensor *g = ct__nn_operand(grad_out, logits->dtype, device, node->name);
     ct_tensor *out = g ? ct__tensor_new(device, logits->dtype, 2, logits->shape) : NULL;
@@ -74,7 +74,7 @@ static ct_status cross_entropy_backward(ct_node *node, const ct_tensor *grad_out
         ct_release(g);
         return ct_last_status();
     }
-    ct_cross_entropy_args args = cross_entropy_args(logits, target, &o, &node->saved[2]);
+    ct__cross_entropy_args args = cross_entropy_args(logits, target, &o, &node->saved[2]);
     args.out = ct__data(out);
     args.grad = ct__data(g);
     args.grad_stride = o.reduction == CT_REDUCTION_NONE ? 1 : 0;
@@ -94,7 +94,7 @@ static ct_tensor *cross_entropy_forward(const char *op, ct_device device, const 
                                         const ct_tensor *target, const ct_cross_entropy_options *o,
                                         ct_tensor **saved) {
     int physical;
-    const ct_kernels *k = ct__kernels(device, &physical);
+    const ct__kernel_table *k = ct__kernels(device, &physical);
     if (!k) return NULL;
     saved[0] = ct__nn_operand(logits, logits->dtype, device, op);
     saved[1] = saved[0] ? ct__nn_operand(target, target->dtype, device, op) : NULL;
@@ -104,7 +104,7 @@ static ct_tensor *cross_entropy_forward(const char *op, ct_device device, const 
     ct_tensor *out =
         saved[3] ? ct__tensor_new(device, logits->dtype, per_row ? 1 : 0, logits->shape) : NULL;
     if (!out) return NULL;
-    ct_cross_entropy_args args = cross_entropy_args(saved[0], saved[1], o, &saved[2]);
+    ct__cross_entropy_args args = cross_entropy_args(saved[0], saved[1], o, &saved[2]);
     args.out = ct__data(out);
     if (ct__transfer_account_readback(device, CT_READBACK_BAD_VALUE,
                                       "ct_cross_entropy (its check of the targets)") != CT_OK ||
@@ -128,7 +128,7 @@ ct_tensor *ct_cross_entropy(const ct_tensor *logits, const ct_tensor *target,
     ct_tensor *loss = cross_entropy_forward(op, device, logits, target, o, saved);
     ct_no_grad_pop();
     if (loss && ct__grad_needed(2, args)) {
-        ct_node *node = ct__node_new(op, cross_entropy_backward, 2, args);
+        ct__node *node = ct__node_new(op, cross_entropy_backward, 2, args);
         if (node) {
             for (int i = 0; i < 4; i++) ct__node_save(node, i, saved[i]);
             node->ints[0] = o->reduction;
@@ -143,7 +143,7 @@ ct_tensor *ct_cross_entropy(const ct_tensor *logits, const ct_tensor *target,
 
 /* d(loss)/d(input) = g * 2 * (input - target), divided by the element count for the mean;
  * the target's gradient is its negative. Shapes broadcast; the engine sums them back. */
-static ct_status mse_backward(ct_node *node, const ct_tensor *grad_out, ct_tensor **grad_in) {
+static ct_status mse_backward(ct__node *node, const ct_tensor *grad_out, ct_tensor **grad_in) {
     const ct_tensor *diff = node->saved[0];
     double factor = 2.0;
     if (node->ints[0] == CT_REDUCTION_MEAN) factor /= (double)diff->numel;
@@ -189,7 +189,7 @@ ct_tensor *ct_mse_loss(const ct_tensor *input, const ct_tensor *target, ct_reduc
     ct_tensor *loss = mse_forward(input, target, reduction, &diff);
     ct_no_grad_pop();
     if (loss && ct__grad_needed(2, args)) {
-        ct_node *node = ct__node_new(op, mse_backward, 2, args);
+        ct__node *node = ct__node_new(op, mse_backward, 2, args);
         if (node) {
             ct__node_save(node, 0, diff);
             node->ints[0] = reduction;

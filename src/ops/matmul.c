@@ -104,10 +104,10 @@ static void batch_strides(const ct_tensor *t, int tb, int n, int64_t *out) {
 }
 
 /* Kernel arguments for a @ b (same dtype) into the contiguous out. */
-static void build_args(ct_matmul_args *x, const ct_tensor *a, const ct_tensor *b,
+static void build_args(ct__matmul_args *x, const ct_tensor *a, const ct_tensor *b,
                        const ct_tensor *out, int batch_ndim, const int64_t *batch_shape) {
     matrix_view va = as_matrices(a, false), vb = as_matrices(b, true);
-    *x = (ct_matmul_args){.dtype = out->dtype, .m = va.rows, .n = vb.cols, .k = va.cols};
+    *x = (ct__matmul_args){.dtype = out->dtype, .m = va.rows, .n = vb.cols, .k = va.cols};
     x->batch_ndim = batch_ndim;
     x->a = ct__data(a);
     x->b = ct__data(b);
@@ -138,14 +138,14 @@ static ct_tensor *run(ct_device device, const ct_tensor *a, const ct_tensor *b, 
     if (b->ndim > 1) shape[ndim++] = b->shape[b->ndim - 1];
     ct_tensor *out = ct__tensor_new(device, a->dtype, ndim, shape);
     if (!out || out->numel == 0) return out;
-    ct_matmul_args x;
+    ct__matmul_args x;
     build_args(&x, a, b, out, batch_ndim, batch_shape);
     ct_status status;
     if (x.k == 0) {
         status = ct_fill(out, 0.0);
     } else {
         int physical;
-        const ct_kernels *k = ct__kernels(device, &physical);
+        const ct__kernel_table *k = ct__kernels(device, &physical);
         status = k ? k->matmul(physical, &x) : ct_last_status();
     }
     if (status != CT_OK) {

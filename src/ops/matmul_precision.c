@@ -1,6 +1,6 @@
 /* The process-wide f32 matmul precision (ct_set_matmul_precision): whether f32 matmul may
  * use TF32 tensor cores on devices that have them. ct_matmul reads it for every product and
- * passes it to the kernel in ct_matmul_args.allow_tf32; the CPU kernel ignores it. */
+ * passes it to the kernel in ct__matmul_args.allow_tf32; the CPU kernel ignores it. */
 #include <stdatomic.h>
 #include <string.h>
 

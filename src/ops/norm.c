@@ -32,7 +32,7 @@ static int present(int n, const ct_tensor *const *all, const ct_tensor **out) {
 
 /* New tensors for the gradients the node's inputs need (x, weight, bias), shaped like the
  * saved x and weight; false (none made) on failure. */
-static bool new_grads(ct_node *node, const ct_tensor *x, const ct_tensor *w, ct_tensor **g) {
+static bool new_grads(ct__node *node, const ct_tensor *x, const ct_tensor *w, ct_tensor **g) {
     ct_device device = x->storage->device;
     g[0] = node->inputs[0] ? ct__tensor_new(device, x->dtype, x->ndim, x->shape) : NULL;
     g[1] = node->inputs[1] ? ct__tensor_new(device, x->dtype, w->ndim, w->shape) : NULL;
@@ -53,14 +53,14 @@ static char *data_or_null(const ct_tensor *t) { return t ? ct__data(t) : NULL; }
 /* What both norms' backward passes work with: the kernels of the saved x's device, the
  * incoming gradient in x's dtype there, and the new gradients of (x, weight, bias). */
 typedef struct norm_backward {
-    const ct_kernels *kernels;
+    const ct__kernel_table *kernels;
     int physical;
     ct_tensor *grad_out;
     ct_tensor *grads[3];
 } norm_backward;
 
 /* Fills b; false (nothing held) on failure. */
-static bool norm_backward_begin(ct_node *node, const ct_tensor *grad_out, norm_backward *b) {
+static bool norm_backward_begin(ct__node *node, const ct_tensor *grad_out, norm_backward *b) {
     const ct_tensor *x = node->saved[0], *w = node->saved[1];
     ct_device device = x->storage->device;
     *b = (norm_backward){0};
@@ -84,10 +84,10 @@ static ct_status norm_backward_end(norm_backward *b, ct_status status, ct_tensor
 }
 
 /* Save x, weight, mean, invstd and record the node over (x, weight, bias). */
-static ct_tensor *record_norm(const char *op, ct_backward_fn backward, ct_tensor *y,
+static ct_tensor *record_norm(const char *op, ct__backward_fn backward, ct_tensor *y,
                               const ct_tensor *const *inputs, ct_tensor *const *saved,
                               int64_t flag) {
-    ct_node *node = ct__node_new(op, backward, 3, inputs);
+    ct__node *node = ct__node_new(op, backward, 3, inputs);
     if (node) {
         for (int i = 0; i < 4; i++) ct__node_save(node, i, saved[i]);
         node->ints[0] = flag;
@@ -128,9 +128,9 @@ static bool check_batch_norm(const char *op, const ct_tensor *x, const ct_tensor
     return true;
 }
 
-static ct_batch_norm_args batch_norm_args(const ct_tensor *x, const ct_tensor *w,
-                                          ct_tensor *const *stats) {
-    return (ct_batch_norm_args){
+static ct__batch_norm_args batch_norm_args(const ct_tensor *x, const ct_tensor *w,
+                                           ct_tensor *const *stats) {
+    return (ct__batch_norm_args){
         .dtype = x->dtype,
         .n = x->shape[0],
         .c = x->shape[1],
@@ -142,11 +142,11 @@ static ct_batch_norm_args batch_norm_args(const ct_tensor *x, const ct_tensor *w
     };
 }
 
-static ct_status batch_norm_backward(ct_node *node, const ct_tensor *grad_out,
+static ct_status batch_norm_backward(ct__node *node, const ct_tensor *grad_out,
                                      ct_tensor **grad_in) {
     norm_backward b;
     if (!norm_backward_begin(node, grad_out, &b)) return ct_last_status();
-    ct_batch_norm_args args = batch_norm_args(node->saved[0], node->saved[1], &node->saved[2]);
+    ct__batch_norm_args args = batch_norm_args(node->saved[0], node->saved[1], &node->saved[2]);
     args.training = node->ints[0] != 0;
     args.grad_out = ct__data(b.grad_out);
     args.grad_x = data_or_null(b.grads[0]);
@@ -157,7 +157,7 @@ static ct_status batch_norm_backward(ct_node *node, const ct_tensor *grad_out,
 }
 
 /* Running statistics: pointer, dtype and stride, or NULL. */
-static void set_running(ct_batch_norm_args *args, ct_tensor *rm, ct_tensor *rv) {
+static void set_running(ct__batch_norm_args *args, ct_tensor *rm, ct_tensor *rv) {
     if (rm) {
         args->running_mean = ct__data(rm);
         args->running_mean_dtype = rm->dtype;
@@ -176,7 +176,7 @@ static ct_tensor *batch_norm_forward(const char *op, ct_device device, const ct_
                                      const ct_tensor *b, bool training, double momentum, double eps,
                                      ct_tensor **saved) {
     int physical;
-    const ct_kernels *k = ct__kernels(device, &physical);
+    const ct__kernel_table *k = ct__kernels(device, &physical);
     if (!k) return NULL;
     saved[0] = ct__nn_operand(x, x->dtype, device, op);
     saved[1] = w ? ct__nn_operand(w, x->dtype, device, op) : NULL;
@@ -186,7 +186,7 @@ static ct_tensor *batch_norm_forward(const char *op, ct_device device, const ct_
     ct_tensor *y = ct__tensor_new(device, x->dtype, x->ndim, x->shape);
     bool ok = y && saved[0] && (saved[1] || !w) && (bc || !b) && saved[2] && saved[3];
     if (ok && x->shape[1] > 0) {
-        ct_batch_norm_args args = batch_norm_args(saved[0], saved[1], &saved[2]);
+        ct__batch_norm_args args = batch_norm_args(saved[0], saved[1], &saved[2]);
         args.bias = data_or_null(bc);
         args.training = training;
         args.momentum = momentum;
@@ -226,10 +226,10 @@ ct_tensor *ct_batch_norm(const ct_tensor *x, ct_tensor *running_mean, ct_tensor 
 
 /* ---- layer norm ---- */
 
-static ct_layer_norm_args layer_norm_args(const ct_tensor *x, const ct_tensor *w,
-                                          ct_tensor *const *stats) {
+static ct__layer_norm_args layer_norm_args(const ct_tensor *x, const ct_tensor *w,
+                                           ct_tensor *const *stats) {
     int64_t rows = stats[0]->numel;
-    return (ct_layer_norm_args){
+    return (ct__layer_norm_args){
         .dtype = x->dtype,
         .rows = rows,
         .n = rows ? x->numel / rows : 0,
@@ -240,12 +240,12 @@ static ct_layer_norm_args layer_norm_args(const ct_tensor *x, const ct_tensor *w
     };
 }
 
-static ct_status layer_norm_backward(ct_node *node, const ct_tensor *grad_out,
+static ct_status layer_norm_backward(ct__node *node, const ct_tensor *grad_out,
                                      ct_tensor **grad_in) {
     norm_backward b;
     if (!norm_backward_begin(node, grad_out, &b)) return ct_last_status();
     const ct_tensor *x = node->saved[0];
-    ct_layer_norm_args args = layer_norm_args(x, node->saved[1], &node->saved[2]);
+    ct__layer_norm_args args = layer_norm_args(x, node->saved[1], &node->saved[2]);
     args.n = ct__nn_numel(x->shape, x->ndim - (int)node->ints[0], x->ndim);
     args.grad_out = ct__data(b.grad_out);
     args.grad_x = data_or_null(b.grads[0]);
@@ -265,7 +265,7 @@ static ct_tensor *layer_norm_forward(const char *op, ct_device device, const ct_
                                      int k_axes, const ct_tensor *w, const ct_tensor *b, double eps,
                                      ct_tensor **saved) {
     int physical;
-    const ct_kernels *k = ct__kernels(device, &physical);
+    const ct__kernel_table *k = ct__kernels(device, &physical);
     if (!k) return NULL;
     int64_t rows = ct__nn_numel(x->shape, 0, x->ndim - k_axes);
     saved[0] = ct__nn_operand(x, x->dtype, device, op);
@@ -276,7 +276,7 @@ static ct_tensor *layer_norm_forward(const char *op, ct_device device, const ct_
     ct_tensor *y = ct__tensor_new(device, x->dtype, x->ndim, x->shape);
     bool ok = y && saved[0] && (saved[1] || !w) && (bc || !b) && saved[2] && saved[3];
     if (ok && x->numel > 0) {
-        ct_layer_norm_args args = layer_norm_args(saved[0], saved[1], &saved[2]);
+        ct__layer_norm_args args = layer_norm_args(saved[0], saved[1], &saved[2]);
         args.bias = data_or_null(bc);
         args.eps = eps;
         args.y = ct__data(y);

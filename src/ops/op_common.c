@@ -98,7 +98,7 @@ ct_status ct__normalize_axis(const char *op, int axis, int ndim, int *out) {
     return CT_OK;
 }
 
-void ct__ew_init(ct_ew_args *args, int ndim, const int64_t *shape) {
+void ct__ew_init(ct__ew_args *args, int ndim, const int64_t *shape) {
     /* No memset: the struct is large and this runs on every op; kernels read only the
      * fields set here and by ct__ew_add. */
     args->nops = 0;
@@ -111,7 +111,7 @@ void ct__ew_init(ct_ew_args *args, int ndim, const int64_t *shape) {
     }
 }
 
-void ct__ew_add(ct_ew_args *args, const ct_tensor *t) {
+void ct__ew_add(ct__ew_args *args, const ct_tensor *t) {
     int k = args->nops++;
     args->data[k] = ct__data(t);
     args->dtype[k] = t->dtype;
@@ -121,7 +121,7 @@ void ct__ew_add(ct_ew_args *args, const ct_tensor *t) {
     }
 }
 
-bool ct__ew_flat(ct_ew_args *args, int n, const ct_tensor *const *tensors) {
+bool ct__ew_flat(ct__ew_args *args, int n, const ct_tensor *const *tensors) {
     const ct_tensor *first = tensors[0];
     for (int i = 0; i < n; i++) {
         const ct_tensor *t = tensors[i];
@@ -142,21 +142,21 @@ bool ct__ew_flat(ct_ew_args *args, int n, const ct_tensor *const *tensors) {
     return true;
 }
 
-void ct__ew_add_strided(ct_ew_args *args, char *data, ct_dtype dtype, const int64_t *strides) {
+void ct__ew_add_strided(ct__ew_args *args, char *data, ct_dtype dtype, const int64_t *strides) {
     int k = args->nops++;
     args->data[k] = data;
     args->dtype[k] = dtype;
     for (int d = 0; d < args->ndim; d++) args->strides[k][d] = strides ? strides[d] : 0;
 }
 
-static void ew_move_axis(ct_ew_args *args, int to, int from) {
+static void ew_move_axis(ct__ew_args *args, int to, int from) {
     args->shape[to] = args->shape[from];
     for (int k = 0; k < args->nops; k++) args->strides[k][to] = args->strides[k][from];
 }
 
 /* Merge neighbouring axes when, for every operand, a step of the outer axis equals a full
  * sweep of the inner one; drop size-1 axes. Contiguous operands end as one axis. */
-void ct__ew_coalesce(ct_ew_args *args) {
+void ct__ew_coalesce(ct__ew_args *args) {
     if (args->ndim <= 1) return;
     int out = 0;
     for (int d = 1; d < args->ndim; d++) {
@@ -178,8 +178,8 @@ void ct__ew_coalesce(ct_ew_args *args) {
     args->ndim = out + 1;
 }
 
-const ct_kernels *ct__kernels(ct_device device, int *physical) {
-    const ct_backend *backend = ct__backend(device.type);
+const ct__kernel_table *ct__kernels(ct_device device, int *physical) {
+    const ct__backend_table *backend = ct__backend(device.type);
     if (!backend) return NULL;
     *physical = ct__physical_index(device);
     return backend->kernels;
@@ -202,8 +202,8 @@ ct_tensor *ct__full_on(ct_device device, int ndim, const int64_t *shape, double 
     ct_tensor *t = ct__tensor_new(device, dtype, ndim, shape);
     if (!t || t->numel == 0) return t;
     int physical;
-    const ct_kernels *k = ct__kernels(device, &physical);
-    ct_ew_args args;
+    const ct__kernel_table *k = ct__kernels(device, &physical);
+    ct__ew_args args;
     ct__ew_init(&args, ndim, shape);
     ct__ew_add(&args, t);
     ct__ew_coalesce(&args);
@@ -226,9 +226,9 @@ ct_status ct__copy_into(ct_tensor *dst, const ct_tensor *src, const char *op) {
                          op);
     if (dst->numel == 0) return CT_OK;
     int physical;
-    const ct_kernels *k = ct__kernels(dst->storage->device, &physical);
+    const ct__kernel_table *k = ct__kernels(dst->storage->device, &physical);
     if (!k) return ct_last_status();
-    ct_ew_args args;
+    ct__ew_args args;
     ct__ew_init(&args, dst->ndim, dst->shape);
     ct__ew_add(&args, dst);
     ct__ew_add(&args, src);

@@ -26,19 +26,19 @@ ct_status ct__normalize_axis(const char *op, int axis, int ndim, int *out);
 
 /* Kernel arguments: start an iteration space, add operands (right-aligned broadcasting:
  * missing leading axes and size-1 axes get stride 0), then coalesce axes. */
-void ct__ew_init(ct_ew_args *args, int ndim, const int64_t *shape);
-void ct__ew_add(ct_ew_args *args, const ct_tensor *t);
-void ct__ew_coalesce(ct_ew_args *args);
+void ct__ew_init(ct__ew_args *args, int ndim, const int64_t *shape);
+void ct__ew_add(ct__ew_args *args, const ct_tensor *t);
+void ct__ew_coalesce(ct__ew_args *args);
 /* When every tensor is contiguous and shaped like the first, start a one-axis iteration
  * over them all (out first) and return true; else leave args alone and return false. The
  * common case of an op skips broadcasting and coalescing this way. */
-bool ct__ew_flat(ct_ew_args *args, int n, const ct_tensor *const *tensors);
+bool ct__ew_flat(ct__ew_args *args, int n, const ct_tensor *const *tensors);
 /* Add an operand with explicit strides over the iteration space (no broadcasting rules);
  * strides NULL broadcasts one element (all strides 0). */
-void ct__ew_add_strided(ct_ew_args *args, char *data, ct_dtype dtype, const int64_t *strides);
+void ct__ew_add_strided(ct__ew_args *args, char *data, ct_dtype dtype, const int64_t *strides);
 
 /* The kernels of a device's backend and its physical index (NULL with the error set). */
-const ct_kernels *ct__kernels(ct_device device, int *physical);
+const ct__kernel_table *ct__kernels(ct_device device, int *physical);
 
 /* t as an operand on device: t itself (a new reference) when there already; a 0-d CPU
  * tensor is copied there as an implicit transfer. */

@@ -11,7 +11,7 @@
 /* Node ints: kind, then kernel, stride, padding (two each). */
 enum { P_KIND, P_KERNEL, P_STRIDE = P_KERNEL + 2, P_PADDING = P_STRIDE + 2 };
 
-static const char *pool_name(ct_pool_kind kind) {
+static const char *pool_name(ct__pool_kind kind) {
     return kind == CT_POOL_MAX   ? "ct_max_pool2d"
            : kind == CT_POOL_AVG ? "ct_avg_pool2d"
                                  : "ct_adaptive_avg_pool2d";
@@ -32,7 +32,7 @@ static ct_status check_input(const char *op, const ct_tensor *x) {
 }
 
 /* Window options into a's kernel, stride, padding and output size. */
-static ct_status window_geometry(const char *op, const ct_pool2d_options *o, ct_pool2d_args *a) {
+static ct_status window_geometry(const char *op, const ct_pool2d_options *o, ct__pool2d_args *a) {
     if (!o)
         return ct__error(CT_ERR_INVALID_ARG,
                          "%s: options are NULL; the kernel size is "
@@ -66,24 +66,24 @@ static ct_status window_geometry(const char *op, const ct_pool2d_options *o, ct_
     return CT_OK;
 }
 
-static void plane_geometry(const ct_tensor *x, ct_pool_kind kind, ct_pool2d_args *a) {
-    *a = (ct_pool2d_args){.kind = kind, .planes = 1};
+static void plane_geometry(const ct_tensor *x, ct__pool_kind kind, ct__pool2d_args *a) {
+    *a = (ct__pool2d_args){.kind = kind, .planes = 1};
     for (int d = 0; d < x->ndim - 2; d++) a->planes *= x->shape[d];
     a->in_h = x->shape[x->ndim - 2];
     a->in_w = x->shape[x->ndim - 1];
 }
 
-static ct_status run_kernel(ct_device device, const ct_pool2d_args *a, bool backward) {
+static ct_status run_kernel(ct_device device, const ct__pool2d_args *a, bool backward) {
     int physical;
-    const ct_kernels *k = ct__kernels(device, &physical);
+    const ct__kernel_table *k = ct__kernels(device, &physical);
     if (!k) return ct_last_status();
     return backward ? k->pool2d_backward(physical, a) : k->pool2d_forward(physical, a);
 }
 
-static ct_status pool_backward(ct_node *node, const ct_tensor *grad_out, ct_tensor **grad_in) {
+static ct_status pool_backward(ct__node *node, const ct_tensor *grad_out, ct_tensor **grad_in) {
     const ct_tensor *x = node->inputs[0];
-    ct_pool2d_args a;
-    plane_geometry(x, (ct_pool_kind)node->ints[P_KIND], &a);
+    ct__pool2d_args a;
+    plane_geometry(x, (ct__pool_kind)node->ints[P_KIND], &a);
     for (int i = 0; i < 2; i++) {
         a.kernel[i] = node->ints[P_KERNEL + i];
         a.stride[i] = node->ints[P_STRIDE + i];
@@ -117,7 +117,7 @@ static ct_status pool_backward(ct_node *node, const ct_tensor *grad_out, ct_tens
 }
 
 /* Pool x (checked) with the geometry in a; records the node when x requires grad. */
-static ct_tensor *pool(ct_device device, const ct_tensor *x, ct_pool2d_args *a) {
+static ct_tensor *pool(ct_device device, const ct_tensor *x, ct__pool2d_args *a) {
     const char *op = pool_name(a->kind);
     bool record = ct__grad_needed(1, &x);
     ct_dtype compute = x->dtype == CT_F64 ? CT_F64 : CT_F32;
@@ -146,7 +146,7 @@ static ct_tensor *pool(ct_device device, const ct_tensor *x, ct_pool2d_args *a) 
     ct_release(cx);
     ct_release(y);
     if (out && record) {
-        ct_node *node = ct__node_new(op, pool_backward, 1, &x);
+        ct__node *node = ct__node_new(op, pool_backward, 1, &x);
         if (node) {
             ct__node_save(node, 0, idx);
             node->ints[P_KIND] = a->kind;
@@ -163,11 +163,11 @@ static ct_tensor *pool(ct_device device, const ct_tensor *x, ct_pool2d_args *a) 
 }
 
 static ct_tensor *window_pool(const ct_tensor *x, const ct_pool2d_options *options,
-                              ct_pool_kind kind) {
+                              ct__pool_kind kind) {
     const char *op = pool_name(kind);
     ct_device device;
     if (!ct__check_args(op, 1, &x, &device) || check_input(op, x) != CT_OK) return NULL;
-    ct_pool2d_args a;
+    ct__pool2d_args a;
     plane_geometry(x, kind, &a);
     /* Padding would give windows with no element of x (max pooling made them -inf). */
     if (a.in_h == 0 || a.in_w == 0)
@@ -191,7 +191,7 @@ ct_tensor *ct_adaptive_avg_pool2d(const ct_tensor *x, int64_t out_h, int64_t out
     const char *op = "ct_adaptive_avg_pool2d";
     ct_device device;
     if (!ct__check_args(op, 1, &x, &device) || check_input(op, x) != CT_OK) return NULL;
-    ct_pool2d_args a;
+    ct__pool2d_args a;
     plane_geometry(x, CT_POOL_ADAPTIVE_AVG, &a);
     if (out_h <= 0 || out_w <= 0)
         return ct__fail(CT_ERR_INVALID_ARG, "%s: output size %lld x %lld must be positive", op,

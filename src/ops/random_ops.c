@@ -41,7 +41,7 @@ static ct_status check_float_dtype(const char *op, ct_dtype dtype) {
 }
 
 static ct_tensor *draw(const char *op, int ndim, const int64_t *shape, ct_dtype dtype,
-                       ct_device requested, ct_random_kind kind) {
+                       ct_device requested, ct__random_kind kind) {
     int64_t numel;
     ct_device device;
     if (check_float_dtype(op, dtype) != CT_OK ||
@@ -49,14 +49,14 @@ static ct_tensor *draw(const char *op, int ndim, const int64_t *shape, ct_dtype 
         ct__resolve_device(op, requested, &device) != CT_OK)
         return NULL;
     int physical;
-    const ct_kernels *k = ct__kernels(device, &physical);
+    const ct__kernel_table *k = ct__kernels(device, &physical);
     if (!k) return NULL;
     ct_tensor *t = ct__tensor_new(device, dtype, ndim, shape);
     if (!t || numel == 0) return t;
     uint64_t blocks = ((uint64_t)numel + 3) / 4;
     uint64_t seed, offset;
     ct__random_take(blocks, &seed, &offset);
-    ct_ew_args args;
+    ct__ew_args args;
     ct__ew_init(&args, ndim, shape);
     ct__ew_add(&args, t);
     ct__ew_coalesce(&args);

@@ -46,7 +46,7 @@ static bool parse_axes(const char *name, const ct_tensor *x, int naxes, const in
     return true;
 }
 
-static ct_dtype result_dtype(ct_reduce_op op, ct_dtype in) {
+static ct_dtype result_dtype(ct__reduce_op op, ct_dtype in) {
     bool fl = ct__is_float(in);
     switch (op) {
     case CT_ROP_SUM:
@@ -99,8 +99,8 @@ static int inner_order(const ct_tensor *x, const bool *reduced, bool keep_c_orde
     return n;
 }
 
-static void build_args(ct_reduce_op op, const ct_tensor *x, const bool *reduced, bool keepdim,
-                       const ct_tensor *out, double correction, ct_reduce_args *a) {
+static void build_args(ct__reduce_op op, const ct_tensor *x, const bool *reduced, bool keepdim,
+                       const ct_tensor *out, double correction, ct__reduce_args *a) {
     a->outer_ndim = 0;
     a->inner_ndim = 0;
     int out_axis = 0; /* out's axis matching x's kept axis d */
@@ -145,8 +145,8 @@ static ct_tensor *make_output(const ct_tensor *x, const bool *reduced, bool keep
     return ct__tensor_new(device, dtype, ndim, shape);
 }
 
-static ct_tensor *reduce(const char *name, ct_reduce_op op, const ct_tensor *x, const bool *reduced,
-                         bool keepdim, double correction, ct_device device) {
+static ct_tensor *reduce(const char *name, ct__reduce_op op, const ct_tensor *x,
+                         const bool *reduced, bool keepdim, double correction, ct_device device) {
     bool needs_elements =
         op == CT_ROP_MAX || op == CT_ROP_MIN || op == CT_ROP_ARGMAX || op == CT_ROP_ARGMIN;
     if (needs_elements && reduced_numel(x, reduced) == 0)
@@ -157,8 +157,8 @@ static ct_tensor *reduce(const char *name, ct_reduce_op op, const ct_tensor *x, 
     ct_tensor *out = make_output(x, reduced, keepdim, result_dtype(op, x->dtype), device);
     if (!out || out->numel == 0) return out;
     int physical;
-    const ct_kernels *k = ct__kernels(device, &physical);
-    ct_reduce_args args;
+    const ct__kernel_table *k = ct__kernels(device, &physical);
+    ct__reduce_args args;
     build_args(op, x, reduced, keepdim, out, correction, &args);
     if (!k || k->reduce(physical, op, &args) != CT_OK) {
         ct_release(out);
@@ -167,7 +167,7 @@ static ct_tensor *reduce(const char *name, ct_reduce_op op, const ct_tensor *x, 
     return out;
 }
 
-static ct_tensor *reduce_axes(const char *name, ct_reduce_op op, const ct_tensor *x, int naxes,
+static ct_tensor *reduce_axes(const char *name, ct__reduce_op op, const ct_tensor *x, int naxes,
                               const int *axes, bool keepdim, double correction) {
     ct_device device;
     if (!ct__check_args(name, 1, &x, &device)) return NULL;
@@ -194,7 +194,7 @@ ct_tensor *ct_std(const ct_tensor *x, int naxes, const int *axes, double correct
     return reduce_axes("ct_std", CT_ROP_STD, x, naxes, axes, keepdim, correction);
 }
 
-static ct_tensor *arg_extremum(const char *name, ct_reduce_op op, const ct_tensor *x, int axis,
+static ct_tensor *arg_extremum(const char *name, ct__reduce_op op, const ct_tensor *x, int axis,
                                bool keepdim) {
     ct_device device;
     if (!ct__check_args(name, 1, &x, &device)) return NULL;

@@ -5,13 +5,13 @@
 static ct_tensor *keep(ct_tensor *t) { return t ? ct_keep(t) : NULL; }
 
 /* t (the reduced shape) with the reduced axes of x back as size-1 axes. */
-static ct_tensor *with_kept_axes(const ct_tensor *t, const ct_node *node, const ct_tensor *x) {
+static ct_tensor *with_kept_axes(const ct_tensor *t, const ct__node *node, const ct_tensor *x) {
     int64_t shape[CT_MAX_DIMS];
     for (int d = 0; d < x->ndim; d++) shape[d] = node->ints[1 + d] ? 1 : x->shape[d];
     return ct_reshape(t, x->ndim, shape);
 }
 
-static ct_tensor *reduce_gradient(const ct_node *node, const ct_tensor *g) {
+static ct_tensor *reduce_gradient(const ct__node *node, const ct_tensor *g) {
     const ct_tensor *x = node->saved[0];
     ct_tensor *gk = with_kept_axes(g, node, x);
     ct_tensor *yk = node->saved[1] ? with_kept_axes(node->saved[1], node, x) : NULL;
@@ -20,7 +20,7 @@ static ct_tensor *reduce_gradient(const ct_node *node, const ct_tensor *g) {
     for (int d = 0; d < x->ndim; d++)
         if (node->ints[1 + d]) count *= x->shape[d], axes[naxes++] = d;
     double dof = (double)count - node->scalars[0];
-    switch ((ct_reduce_op)node->ints[0]) {
+    switch ((ct__reduce_op)node->ints[0]) {
     case CT_ROP_SUM: return ct_expand(gk, x->ndim, x->shape);
     case CT_ROP_MEAN: return ct_expand(ct_div_scalar(gk, (double)count), x->ndim, x->shape);
     case CT_ROP_PROD: return ct_div(ct_mul(gk, yk), x); /* x with zeros gives NaN; see notes */
@@ -40,7 +40,7 @@ static ct_tensor *reduce_gradient(const ct_node *node, const ct_tensor *g) {
     }
 }
 
-static ct_status reduce_backward(ct_node *node, const ct_tensor *g, ct_tensor **grad_in) {
+static ct_status reduce_backward(ct__node *node, const ct_tensor *g, ct_tensor **grad_in) {
     if (ct_scope_begin() != CT_OK) return ct_last_status();
     grad_in[0] = keep(reduce_gradient(node, g));
     ct_status status = grad_in[0] ? CT_OK : ct_last_status();
@@ -48,16 +48,16 @@ static ct_status reduce_backward(ct_node *node, const ct_tensor *g, ct_tensor **
     return status;
 }
 
-static bool differentiable(ct_reduce_op op) {
+static bool differentiable(ct__reduce_op op) {
     return op == CT_ROP_SUM || op == CT_ROP_MEAN || op == CT_ROP_PROD || op == CT_ROP_MAX ||
            op == CT_ROP_MIN || op == CT_ROP_VAR || op == CT_ROP_STD;
 }
 
-ct_tensor *ct__record_reduce(ct_tensor *out, const char *name, ct_reduce_op op, const ct_tensor *x,
+ct_tensor *ct__record_reduce(ct_tensor *out, const char *name, ct__reduce_op op, const ct_tensor *x,
                              const bool *reduced, bool keepdim, double correction) {
     (void)keepdim; /* the reduced axes alone say how to put them back */
     if (!out || !differentiable(op) || !ct__is_float(out->dtype)) return out;
-    ct_node *node = ct__node_new(name, reduce_backward, 1, &x);
+    ct__node *node = ct__node_new(name, reduce_backward, 1, &x);
     if (!node) return ct__record(out, NULL);
     node->ints[0] = op;
     for (int d = 0; d < x->ndim; d++) node->ints[1 + d] = reduced[d];
@@ -83,7 +83,7 @@ static ct_tensor *as_matrix(const ct_tensor *t, bool left) {
 
 /* a (..., m, k) @ b (..., k, n) = y: ga = g b^T, gb = a^T g; the engine sums broadcast
  * batch axes. 1-D operands are treated as matrices and their added axis dropped again. */
-static ct_status matmul_backward(ct_node *node, const ct_tensor *g, ct_tensor **grad_in) {
+static ct_status matmul_backward(ct__node *node, const ct_tensor *g, ct_tensor **grad_in) {
     if (ct_scope_begin() != CT_OK) return ct_last_status();
     const ct_tensor *a = node->saved[0], *b = node->saved[1];
     if (a->ndim == 1 && b->ndim == 1) { /* a dot product */
@@ -119,7 +119,7 @@ static ct_status matmul_backward(ct_node *node, const ct_tensor *g, ct_tensor **
 ct_tensor *ct__record_matmul(ct_tensor *out, const ct_tensor *a, const ct_tensor *b) {
     if (!out || !ct__is_float(out->dtype)) return out;
     const ct_tensor *inputs[2] = {a, b};
-    ct_node *node = ct__node_new("ct_matmul", matmul_backward, 2, inputs);
+    ct__node *node = ct__node_new("ct_matmul", matmul_backward, 2, inputs);
     if (node) ct__node_save(node, 0, a), ct__node_save(node, 1, b);
     return ct__record(out, node);
 }

@@ -8,7 +8,7 @@ static ct_status single(ct_tensor **grad_in, ct_tensor *g) {
     return g ? CT_OK : ct_last_status();
 }
 
-static ct_status reshape_backward(ct_node *node, const ct_tensor *g, ct_tensor **grad_in) {
+static ct_status reshape_backward(ct__node *node, const ct_tensor *g, ct_tensor **grad_in) {
     const ct_tensor *x = node->inputs[0];
     return single(grad_in, ct_reshape(g, x->ndim, x->shape));
 }
@@ -18,7 +18,7 @@ ct_tensor *ct__record_reshape(ct_tensor *out, const ct_tensor *x, const char *na
     return ct__record(out, ct__node_new(name, reshape_backward, 1, &x));
 }
 
-static ct_status identity_backward(ct_node *node, const ct_tensor *g, ct_tensor **grad_in) {
+static ct_status identity_backward(ct__node *node, const ct_tensor *g, ct_tensor **grad_in) {
     (void)node;
     return single(grad_in, ct__new_ref(g));
 }
@@ -28,7 +28,7 @@ ct_tensor *ct__record_identity(ct_tensor *out, const ct_tensor *x, const char *n
     return ct__record(out, ct__node_new(name, identity_backward, 1, &x));
 }
 
-static ct_status permute_backward(ct_node *node, const ct_tensor *g, ct_tensor **grad_in) {
+static ct_status permute_backward(ct__node *node, const ct_tensor *g, ct_tensor **grad_in) {
     int inverse[CT_MAX_DIMS];
     for (int d = 0; d < g->ndim; d++) inverse[node->ints[d]] = d;
     return single(grad_in, ct_permute(g, g->ndim, inverse));
@@ -36,14 +36,14 @@ static ct_status permute_backward(ct_node *node, const ct_tensor *g, ct_tensor *
 
 ct_tensor *ct__record_permute(ct_tensor *out, const ct_tensor *x, int ndim, const int *perm) {
     if (!out || !ct__is_float(out->dtype)) return out;
-    ct_node *node = ct__node_new("ct_permute", permute_backward, 1, &x);
+    ct__node *node = ct__node_new("ct_permute", permute_backward, 1, &x);
     if (node)
         for (int d = 0; d < ndim; d++) node->ints[d] = perm[d];
     return ct__record(out, node);
 }
 
 /* Zeros of x's shape with g written into the slice the forward took. */
-static ct_status slice_backward(ct_node *node, const ct_tensor *g, ct_tensor **grad_in) {
+static ct_status slice_backward(ct__node *node, const ct_tensor *g, ct_tensor **grad_in) {
     const ct_tensor *x = node->inputs[0];
     int axis = (int)node->ints[0];
     ct_tensor *full = ct__full_on(g->storage->device, x->ndim, x->shape, 0.0, g->dtype);
@@ -65,13 +65,13 @@ static ct_status slice_backward(ct_node *node, const ct_tensor *g, ct_tensor **g
 ct_tensor *ct__record_slice(ct_tensor *out, const ct_tensor *x, int axis, int64_t start,
                             int64_t step) {
     if (!out || !ct__is_float(out->dtype)) return out;
-    ct_node *node = ct__node_new("ct_slice", slice_backward, 1, &x);
+    ct__node *node = ct__node_new("ct_slice", slice_backward, 1, &x);
     if (node) node->ints[0] = axis, node->ints[1] = start, node->ints[2] = step;
     return ct__record(out, node);
 }
 
 /* Input i's part of g: a slice along the axis (squeezed for stack). */
-static ct_status concat_backward(ct_node *node, const ct_tensor *g, ct_tensor **grad_in) {
+static ct_status concat_backward(ct__node *node, const ct_tensor *g, ct_tensor **grad_in) {
     int axis = (int)node->ints[0];
     bool stacked = node->ints[1];
     const int64_t *lengths = node->context;
@@ -99,7 +99,7 @@ ct_tensor *ct__record_concat(ct_tensor *out, int n, const ct_tensor *const *tens
                              bool stacked) {
     if (!out || !ct__is_float(out->dtype)) return out;
     const char *name = stacked ? "ct_stack" : "ct_concat";
-    ct_node *node = ct__node_new(name, concat_backward, n, tensors);
+    ct__node *node = ct__node_new(name, concat_backward, n, tensors);
     int64_t *lengths = node ? ct__malloc(sizeof(int64_t) * (size_t)n) : NULL;
     if (node && !lengths) {
         ct__node_release(node);

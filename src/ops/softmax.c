@@ -9,14 +9,14 @@ static ct_tensor *run_softmax(const char *op, const ct_tensor *x, const ct_tenso
                               bool log) {
     ct_device device = x->storage->device;
     int physical;
-    const ct_kernels *k = ct__kernels(device, &physical);
+    const ct__kernel_table *k = ct__kernels(device, &physical);
     if (!k) return NULL;
     ct_tensor *xc = ct__nn_operand(x, x->dtype, device, op);
     ct_tensor *gc = grad ? ct__nn_operand(grad, x->dtype, device, op) : NULL;
     ct_tensor *out =
         xc && (gc || !grad) ? ct__tensor_new(device, x->dtype, x->ndim, x->shape) : NULL;
     if (out && out->numel > 0) {
-        ct_softmax_args args = {
+        ct__softmax_args args = {
             .dtype = x->dtype,
             .outer = ct__nn_numel(x->shape, 0, a),
             .n = x->ndim ? x->shape[a] : 1,
@@ -38,7 +38,7 @@ static ct_tensor *run_softmax(const char *op, const ct_tensor *x, const ct_tenso
     return out;
 }
 
-static ct_status softmax_backward(ct_node *node, const ct_tensor *grad_out, ct_tensor **grad_in) {
+static ct_status softmax_backward(ct__node *node, const ct_tensor *grad_out, ct_tensor **grad_in) {
     const ct_tensor *y = node->saved[0];
     grad_in[0] = run_softmax(node->name, y, grad_out, (int)node->ints[0], node->ints[1] != 0);
     return grad_in[0] ? CT_OK : ct_last_status();
@@ -54,7 +54,7 @@ static ct_tensor *softmax_op(const char *op, const ct_tensor *x, int axis, bool 
     ct_tensor *y = run_softmax(op, x, NULL, a, log);
     ct_no_grad_pop();
     if (!y || !ct__grad_needed(1, &x)) return y;
-    ct_node *node = ct__node_new(op, softmax_backward, 1, &x);
+    ct__node *node = ct__node_new(op, softmax_backward, 1, &x);
     ct_tensor *saved = node ? ct__nn_alias(y) : NULL;
     if (node) {
         ct__node_save(node, 0, saved);

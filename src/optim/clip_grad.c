@@ -39,22 +39,22 @@ static ct_status gather_grads(int n, ct_tensor *const *params, clip_item *items)
 
 /* Run the norm (scale == false) or the scaling over the gradients of each device in turn;
  * the norm partials combine into *acc. */
-static ct_status per_device(int n, clip_item *items, ct_list_tensor *entries, bool scale, double p,
+static ct_status per_device(int n, clip_item *items, ct__list_tensor *entries, bool scale, double p,
                             double factor, double *acc) {
     for (int i = 0; i < n; i++) items[i].visited = false;
     for (int first = 0; first < n; first++) {
         if (!items[first].flat || items[first].visited) continue;
         ct_device device = items[first].flat->storage->device;
-        ct_list_args args = {.count = 0, .tensors = entries, .total = 0};
+        ct__list_args args = {.count = 0, .tensors = entries, .total = 0};
         for (int i = first; i < n; i++) {
             const ct_tensor *t = items[i].flat;
             if (!t || items[i].visited || !ct__same_device(t->storage->device, device)) continue;
             items[i].visited = true;
-            entries[args.count++] = (ct_list_tensor){ct__data(t), t->numel, t->dtype};
+            entries[args.count++] = (ct__list_tensor){ct__data(t), t->numel, t->dtype};
             args.total += t->numel;
         }
         int physical;
-        const ct_kernels *k = ct__kernels(device, &physical);
+        const ct__kernel_table *k = ct__kernels(device, &physical);
         if (!k) return ct_last_status();
         if (!k->list_norm || !k->list_scale)
             return ct__error(CT_ERR_UNSUPPORTED,
@@ -71,7 +71,7 @@ static ct_status per_device(int n, clip_item *items, ct_list_tensor *entries, bo
             if (s == CT_OK) s = k->list_norm(physical, &args, p, &part);
         }
         if (s != CT_OK) return s;
-        *acc = isinf(p) ? ct_norm_max(*acc, part) : *acc + part;
+        *acc = isinf(p) ? ct__norm_max(*acc, part) : *acc + part;
     }
     return CT_OK;
 }
@@ -92,7 +92,7 @@ static ct_status check_args(int n, ct_tensor *const *params, double max_norm, do
 
 /* The norm, then the scaling when it is over max_norm; the non-contiguous gradients get
  * their scaled copies back. */
-static ct_status clip(int n, clip_item *items, ct_list_tensor *entries, double max_norm, double p,
+static ct_status clip(int n, clip_item *items, ct__list_tensor *entries, double max_norm, double p,
                       double *total) {
     double acc = 0.0;
     ct_status s = per_device(n, items, entries, false, p, 1.0, &acc);
@@ -114,7 +114,7 @@ ct_status ct_clip_grad_norm(int n, ct_tensor *const *params, double max_norm, do
     ct_status s = check_args(n, params, max_norm, norm_type);
     if (s != CT_OK) return s;
     clip_item *items = ct__calloc(n ? (size_t)n : 1, sizeof *items);
-    ct_list_tensor *entries = ct__calloc(n ? (size_t)n : 1, sizeof *entries);
+    ct__list_tensor *entries = ct__calloc(n ? (size_t)n : 1, sizeof *entries);
     if (!items || !entries) {
         ct__free_mem(items), ct__free_mem(entries);
         return ct__error(CT_ERR_OUT_OF_MEMORY, OP ": out of host memory for %d parameters", n);

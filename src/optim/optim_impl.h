@@ -15,21 +15,21 @@
  * [2] max_exp_avg_sq. */
 #define CT_OPTIM_BUFFERS 3
 
-typedef struct ct_param_state {
+typedef struct ct__param_state {
     /* Unscoped references (dropped with ct__tensor_drop), NULL until the first step or a
      * load; each like its parameter (shape, dtype, device), contiguous. */
     ct_tensor *buf[CT_OPTIM_BUFFERS];
     double step;   /* Adam: the steps this parameter has taken */
     bool has_step; /* Adam: the "step" entry exists */
-} ct_param_state;
+} ct__param_state;
 
 struct ct_optimizer {
     const char *name; /* the constructor, for messages: "ct_adam" */
     int n;
     ct_tensor **params; /* unscoped references */
-    ct_param_state *state;
+    ct__param_state *state;
     /* The kind and hyperparameters (the list fields are filled per step). */
-    ct_optim_args hyper;
+    ct__optim_args hyper;
 };
 
 /* The buffers a parameter of this optimiser has once it has stepped: a mask of

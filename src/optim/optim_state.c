@@ -39,7 +39,7 @@ static const char *key_list(const ct_optimizer *opt, char *buf, size_t size) {
     return buf;
 }
 
-static bool has_entry(const ct_param_state *s, const state_key *key) {
+static bool has_entry(const ct__param_state *s, const state_key *key) {
     return key->slot < 0 ? s->has_step : s->buf[key->slot] != NULL;
 }
 
@@ -65,7 +65,7 @@ ct_status ct_optimizer_state_at(const ct_optimizer *opt, int i, const char **nam
     const state_key *keys;
     int nkeys = keys_of(opt, &keys), seen = 0;
     for (int p = 0; p < opt->n; p++) {
-        const ct_param_state *s = &opt->state[p];
+        const ct__param_state *s = &opt->state[p];
         for (int k = 0; k < nkeys; k++) {
             if (!has_entry(s, &keys[k]) || seen++ != i) continue;
             ct_tensor *t = keys[k].slot < 0 ? ct_scalar(s->step, CT_F32, CT_CPU)
@@ -103,7 +103,7 @@ static bool parse_name(const ct_optimizer *opt, const char *name, int *param,
     return false;
 }
 
-static ct_status load_step(ct_param_state *s, const char *name, const ct_tensor *value) {
+static ct_status load_step(ct__param_state *s, const char *name, const ct_tensor *value) {
     if (value->ndim != 0 || value->dtype != CT_F32)
         return ct__error(CT_ERR_FORMAT,
                          "ct_optimizer_load_state: \"%s\" must be a 0-d f32 "
@@ -121,7 +121,7 @@ static ct_status load_step(ct_param_state *s, const char *name, const ct_tensor 
     return CT_OK;
 }
 
-static ct_status load_buffer(ct_param_state *s, int slot, const ct_tensor *param, const char *name,
+static ct_status load_buffer(ct__param_state *s, int slot, const ct_tensor *param, const char *name,
                              const ct_tensor *value) {
     if (!ct__same_shape(value, param) || value->dtype != param->dtype)
         return ct__error(CT_ERR_FORMAT,
@@ -164,7 +164,7 @@ ct_status ct_optimizer_load_state(ct_optimizer *opt, const char *name, const ct_
                          "\"state.<0..%d>.<key>\" with key one of: %s",
                          name, opt->name + 3, opt->n, opt->n - 1, key_list(opt, keys, sizeof keys));
     }
-    ct_param_state *s = &opt->state[param];
+    ct__param_state *s = &opt->state[param];
     if (key->slot < 0) return load_step(s, name, value);
     return load_buffer(s, key->slot, opt->params[param], name, value);
 }

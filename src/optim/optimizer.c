@@ -108,10 +108,10 @@ static ct_status check_params(const char *op, int n, ct_tensor *const *params) {
 }
 
 static ct_optimizer *optimizer_new(const char *op, int n, ct_tensor *const *params,
-                                   const ct_optim_args *hyper) {
+                                   const ct__optim_args *hyper) {
     ct_optimizer *opt = ct__calloc(1, sizeof *opt);
     ct_tensor **refs = ct__calloc((size_t)n, sizeof *refs);
-    ct_param_state *state = ct__calloc((size_t)n, sizeof *state);
+    ct__param_state *state = ct__calloc((size_t)n, sizeof *state);
     if (!opt || !refs || !state) {
         ct__free_mem(opt), ct__free_mem(refs), ct__free_mem(state);
         return ct__fail(CT_ERR_OUT_OF_MEMORY, "%s: out of host memory for %d parameters", op, n);
@@ -127,25 +127,25 @@ static ct_optimizer *optimizer_new(const char *op, int n, ct_tensor *const *para
 
 ct_optimizer *ct_sgd(int n, ct_tensor *const *params, const ct_sgd_options *options) {
     if (check_sgd(options) != CT_OK || check_params("ct_sgd", n, params) != CT_OK) return NULL;
-    ct_optim_args hyper = {.kind = CT_OPTIM_SGD,
-                           .lr = options->lr,
-                           .momentum = options->momentum,
-                           .dampening = options->dampening,
-                           .weight_decay = options->weight_decay,
-                           .nesterov = options->nesterov};
+    ct__optim_args hyper = {.kind = CT_OPTIM_SGD,
+                            .lr = options->lr,
+                            .momentum = options->momentum,
+                            .dampening = options->dampening,
+                            .weight_decay = options->weight_decay,
+                            .nesterov = options->nesterov};
     return optimizer_new("ct_sgd", n, params, &hyper);
 }
 
-static ct_optimizer *adam_new(const char *op, ct_optim_kind kind, int n, ct_tensor *const *params,
+static ct_optimizer *adam_new(const char *op, ct__optim_kind kind, int n, ct_tensor *const *params,
                               const ct_adam_options *o) {
     if (check_adam(op, o) != CT_OK || check_params(op, n, params) != CT_OK) return NULL;
-    ct_optim_args hyper = {.kind = kind,
-                           .lr = o->lr,
-                           .beta1 = o->beta1,
-                           .beta2 = o->beta2,
-                           .eps = o->eps,
-                           .weight_decay = o->weight_decay,
-                           .amsgrad = o->amsgrad};
+    ct__optim_args hyper = {.kind = kind,
+                            .lr = o->lr,
+                            .beta1 = o->beta1,
+                            .beta2 = o->beta2,
+                            .eps = o->eps,
+                            .weight_decay = o->weight_decay,
+                            .amsgrad = o->amsgrad};
     return optimizer_new(op, n, params, &hyper);
 }
 
@@ -268,9 +268,9 @@ static ct_status prepare_state(ct_optimizer *opt, int i, param_work *w) {
     return CT_OK;
 }
 
-static void fill_entry(const ct_optimizer *opt, int i, const param_work *w, ct_optim_tensor *e) {
+static void fill_entry(const ct_optimizer *opt, int i, const param_work *w, ct__optim_tensor *e) {
     const ct_tensor *p = opt->params[i];
-    const ct_param_state *s = &opt->state[i];
+    const ct__param_state *s = &opt->state[i];
     memset(e, 0, sizeof *e);
     e->param = ct__data(p);
     e->grad = ct__data(w->grad);
@@ -288,9 +288,9 @@ static void fill_entry(const ct_optimizer *opt, int i, const param_work *w, ct_o
 /* Update every parameter with a gradient on the device of parameter `first`; marks them
  * done (w[i].grad = NULL after release) and commits their step. */
 static ct_status step_device(ct_optimizer *opt, int first, param_work *w,
-                             ct_optim_tensor *entries) {
+                             ct__optim_tensor *entries) {
     ct_device device = opt->params[first]->storage->device;
-    ct_optim_args args = opt->hyper;
+    ct__optim_args args = opt->hyper;
     int count = 0;
     args.total = 0;
     for (int i = first; i < opt->n; i++) {
@@ -301,7 +301,7 @@ static ct_status step_device(ct_optimizer *opt, int first, param_work *w,
     args.count = count;
     args.tensors = entries;
     int physical;
-    const ct_kernels *k = ct__kernels(device, &physical);
+    const ct__kernel_table *k = ct__kernels(device, &physical);
     if (!k) return ct_last_status();
     if (!k->optim_step)
         return ct__error(CT_ERR_UNSUPPORTED,
@@ -336,7 +336,7 @@ static void step_cleanup(ct_optimizer *opt, param_work *w) {
     }
 }
 
-static ct_status step_all(ct_optimizer *opt, param_work *w, ct_optim_tensor *entries) {
+static ct_status step_all(ct_optimizer *opt, param_work *w, ct__optim_tensor *entries) {
     for (int i = 0; i < opt->n; i++) {
         ct_status s = prepare_grad(opt->params[i], i, &w[i]);
         if (s != CT_OK) return s;
@@ -355,7 +355,7 @@ static ct_status step_all(ct_optimizer *opt, param_work *w, ct_optim_tensor *ent
 ct_status ct_optimizer_step(ct_optimizer *opt) {
     if (!opt) return ct__error(CT_ERR_INVALID_ARG, "ct_optimizer_step: opt is NULL");
     param_work *w = ct__calloc((size_t)opt->n, sizeof *w);
-    ct_optim_tensor *entries = ct__calloc((size_t)opt->n, sizeof *entries);
+    ct__optim_tensor *entries = ct__calloc((size_t)opt->n, sizeof *entries);
     if (!w || !entries) {
         ct__free_mem(w), ct__free_mem(entries);
         return ct__error(CT_ERR_OUT_OF_MEMORY,

@@ -62,7 +62,7 @@ static ct_status cpu_synchronize(int device) {
     return CT_OK;
 }
 
-static const ct_kernels cpu_kernels = {
+static const ct__kernel_table cpu_kernels = {
     .unary = ct__cpu_unary,
     .binary = ct__cpu_binary,
     .where = ct__cpu_where,
@@ -93,7 +93,7 @@ static const ct_kernels cpu_kernels = {
     .pool2d_backward = ct__cpu_pool2d_backward,
 };
 
-static const ct_backend cpu_backend = {
+static const ct__backend_table cpu_backend = {
     .name = "cpu",
     .type = CT_DEVICE_CPU,
     .device_count = cpu_device_count,
@@ -107,4 +107,4 @@ static const ct_backend cpu_backend = {
     .kernels = &cpu_kernels,
 };
 
-const ct_backend *ct__cpu_backend(void) { return &cpu_backend; }
+const ct__backend_table *ct__cpu_backend(void) { return &cpu_backend; }

@@ -29,9 +29,9 @@
  * err) where the kind computes in S, else nothing (the kernel never runs the op there). */
 /* clang-format off */
 #define CASE_FLOAT_(name, NAME, S)                                                                 \
-    case CT_BOP_##NAME: MAP((ct_ew_##name##_##S)(a[i], b[i]));
+    case CT_BOP_##NAME: MAP((ct__ew_##name##_##S)(a[i], b[i]));
 #define CASE_INT_(name, NAME, S)                                                                   \
-    case CT_BOP_##NAME: MAP((ct_ew_##name##_##S)(a[i], b[i], &err));
+    case CT_BOP_##NAME: MAP((ct__ew_##name##_##S)(a[i], b[i], &err));
 #define CASE_NONE_(name, NAME, S)                                                                  \
     case CT_BOP_##NAME: break;
 #define F32_CASE_(name, NAME, kind, grad)                                                          \
@@ -51,10 +51,10 @@
 #define CMP_I64_CASE_(name, NAME, kind, grad)                                                      \
     CT_EW_B_COMPARES_##kind(CASE_FLOAT_, CASE_NONE_)(name, NAME, i64)
 
-/* The loop of domain S over input type T and output type OT; it returns a ct_ew_error
+/* The loop of domain S over input type T and output type OT; it returns a ct__ew_error
  * (the last one an integer formula raised). RELU is ReLU's backward's case. */
 #define DEFINE_BINARY_LOOP(fname, T, OT, CASES, RELU)                                              \
-    CT_CPU_CLONES static int fname(ct_binary_op op, void *vo, const void *va, const void *vb,      \
+    CT_CPU_CLONES static int fname(ct__binary_op op, void *vo, const void *va, const void *vb,      \
                                    int64_t n) {                                                    \
         OT *restrict o = vo;                                                                       \
         const T *restrict a = va, *restrict b = vb;                                                \
@@ -76,17 +76,17 @@ DEFINE_BINARY_LOOP(compare_i32, int32_t, uint8_t, CMP_I32_CASE_, CASE_NONE_(, RE
 DEFINE_BINARY_LOOP(compare_i64, int64_t, uint8_t, CMP_I64_CASE_, CASE_NONE_(, RELU_GRAD, ))
 /* clang-format on */
 
-typedef int (*binary_fn)(ct_binary_op op, void *o, const void *a, const void *b, int64_t n);
+typedef int (*binary_fn)(ct__binary_op op, void *o, const void *a, const void *b, int64_t n);
 
 /* A compute domain: the dtypes its loop reads and writes directly, and its conversions. */
 typedef struct binary_domain {
     ct_dtype in_native, out_native;
-    ct_cpu_load_fn load;
-    ct_cpu_store_fn store;
+    ct__cpu_load_fn load;
+    ct__cpu_store_fn store;
     binary_fn run;
 } binary_domain;
 
-/* Indexed by ct_compute_domain. */
+/* Indexed by ct__compute_domain. */
 static const binary_domain arith_domains[4] = {
     [CT_DOMAIN_F32] = {CT_F32, CT_F32, ct__cpu_load_f32, ct__cpu_store_f32, arith_f32},
     [CT_DOMAIN_F64] = {CT_F64, CT_F64, ct__cpu_load_f64, ct__cpu_store_f64, arith_f64},
@@ -101,7 +101,7 @@ static const binary_domain compare_domains[4] = {
 };
 
 typedef struct binary_ctx {
-    ct_binary_op op;
+    ct__binary_op op;
     ct_dtype dtype[3];
     const binary_domain *domain;
     bool stream;
@@ -162,11 +162,11 @@ static const unsigned char op_kind[] = {
 };
 _Static_assert(sizeof op_kind == CT_BOP_COUNT, "one kind per binary op");
 
-ct_status ct__cpu_binary(int device, ct_binary_op op, const ct_ew_args *args) {
+ct_status ct__cpu_binary(int device, ct__binary_op op, const ct__ew_args *args) {
     (void)device;
     if ((unsigned)op >= CT_BOP_COUNT)
         return ct__error(CT_ERR_INVALID_ARG, "cpu binary kernel: unknown op %d", (int)op);
-    int index = ct_binary_domain(args);
+    int index = ct__binary_domain(args);
     const binary_domain *domain = &arith_domains[index];
     if (op_kind[op] == KIND_LOGICAL)
         domain = &compare_domains[CT_DOMAIN_F64];
@@ -182,7 +182,7 @@ ct_status ct__cpu_binary(int device, ct_binary_op op, const ct_ew_args *args) {
     ct__cpu_parallel_rows(args, binary_row, &ctx);
     int error = atomic_load(&ctx.error);
     if (error != CT_EW_OK)
-        return ct__error(CT_ERR_INVALID_ARG, "%s: %s", ct_ew_binary_name(op),
-                         ct_ew_error_text((ct_ew_error)error));
+        return ct__error(CT_ERR_INVALID_ARG, "%s: %s", ct__ew_binary_name(op),
+                         ct__ew_error_text((ct__ew_error)error));
     return CT_OK;
 }

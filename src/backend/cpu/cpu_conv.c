@@ -1,4 +1,4 @@
-/* CPU 2-d convolution (ct_conv2d_args in backend/conv_args_impl.h): im2col + OpenBLAS GEMM,
+/* CPU 2-d convolution (ct__conv2d_args in backend/conv_args_impl.h): im2col + OpenBLAS GEMM,
  * one image at a time, in tiles of output rows (cpu_conv_typed_impl.h). Forward:
  * Y_n = W @ col_n (+ bias). Backward: dW = sum_n dY_n @ col_n^T, db = sum_n of dY_n's rows,
  * and dcol_n = W^T @ dY_n folded back into dX_n by col2im. A tile's col, GEMMs and output
@@ -39,7 +39,7 @@ typedef struct conv_offset {
     int64_t io, jo, row_lo, row_hi, lo, hi;
 } conv_offset;
 
-static conv_offset conv_offset_in_tile(const ct_conv2d_args *a, int64_t i, int64_t j, int64_t oh0,
+static conv_offset conv_offset_in_tile(const ct__conv2d_args *a, int64_t i, int64_t j, int64_t oh0,
                                        int64_t oh1) {
     conv_offset f;
     f.io = i * a->dilation[0] - a->padding[0];
@@ -68,7 +68,7 @@ static void conv_gemm(ct_dtype dtype, bool ta, bool tb, int64_t m, int64_t n, in
 #define CT_CONV_TILE_ELEMENTS ((int64_t)1 << 18)
 
 /* Output rows per tile: as many as fit CT_CONV_TILE_ELEMENTS, at least one. */
-static int64_t conv_tile_rows(const ct_conv2d_args *a) {
+static int64_t conv_tile_rows(const ct__conv2d_args *a) {
     int64_t row = a->in_channels * a->kernel_h * a->kernel_w * a->out_w;
     int64_t rows = row > 0 ? CT_CONV_TILE_ELEMENTS / row : a->out_h;
     if (rows < 1) rows = 1;
@@ -76,7 +76,7 @@ static int64_t conv_tile_rows(const ct_conv2d_args *a) {
 }
 
 /* Elements of one tile's column matrix: (in_channels * kh * kw) x (rows * out_w). */
-static int64_t conv_col_elements(const ct_conv2d_args *a) {
+static int64_t conv_col_elements(const ct__conv2d_args *a) {
     return a->in_channels * a->kernel_h * a->kernel_w * conv_tile_rows(a) * a->out_w;
 }
 
@@ -93,31 +93,31 @@ static int64_t conv_col_elements(const ct_conv2d_args *a) {
 
 /* The forward pass's work items are (image, tile) pairs, the backward pass's images (its
  * tiles all add into the image's input gradient). */
-static int64_t work_items(const ct_conv2d_args *a, bool backward) {
+static int64_t work_items(const ct__conv2d_args *a, bool backward) {
     int64_t rows = conv_tile_rows(a);
     int64_t tiles = rows > 0 ? (a->out_h + rows - 1) / rows : 1;
     return backward ? a->batch : a->batch * tiles;
 }
 
-static int64_t thread_count(const ct_conv2d_args *a, bool backward) {
+static int64_t thread_count(const ct__conv2d_args *a, bool backward) {
     int64_t threads = ct__cpu_threads(), items = work_items(a, backward);
     return threads < items ? threads : items > 0 ? items : 1;
 }
 
 /* Blocks of images: a few per thread, so that threads finishing early find more work. */
-static int64_t block_count(const ct_conv2d_args *a, int64_t threads) {
+static int64_t block_count(const ct__conv2d_args *a, int64_t threads) {
     return 4 * threads < a->batch ? 4 * threads : a->batch > 0 ? a->batch : 1;
 }
 
 /* Workspace elements for `threads` threads: a col each, then (backward) a partial dw and
  * db per block. */
-static int64_t workspace_elements(const ct_conv2d_args *a, bool backward, int64_t threads) {
+static int64_t workspace_elements(const ct__conv2d_args *a, bool backward, int64_t threads) {
     int64_t part = a->out_channels * (a->in_channels / a->groups) * a->kernel_h * a->kernel_w +
                    a->out_channels;
     return threads * conv_col_elements(a) + (backward ? block_count(a, threads) * part : 0);
 }
 
-ct_status ct__cpu_conv2d_workspace(int device, const ct_conv2d_args *args, bool backward,
+ct_status ct__cpu_conv2d_workspace(int device, const ct__conv2d_args *args, bool backward,
                                    size_t *bytes) {
     (void)device;
     int64_t k = args->in_channels * args->kernel_h * args->kernel_w;
@@ -131,7 +131,7 @@ ct_status ct__cpu_conv2d_workspace(int device, const ct_conv2d_args *args, bool 
     return CT_OK;
 }
 
-static ct_status run(const ct_conv2d_args *a, bool backward) {
+static ct_status run(const ct__conv2d_args *a, bool backward) {
     if (a->batch == 0) return CT_OK;
     int64_t size = (int64_t)(a->workspace_size / ct__dtype_size(a->dtype));
     /* Fewer threads if the thread count grew since the workspace was sized. */
@@ -154,12 +154,12 @@ static ct_status run(const ct_conv2d_args *a, bool backward) {
     return CT_OK;
 }
 
-ct_status ct__cpu_conv2d_forward(int device, const ct_conv2d_args *args) {
+ct_status ct__cpu_conv2d_forward(int device, const ct__conv2d_args *args) {
     (void)device;
     return run(args, false);
 }
 
-ct_status ct__cpu_conv2d_backward(int device, const ct_conv2d_args *args) {
+ct_status ct__cpu_conv2d_backward(int device, const ct__conv2d_args *args) {
     (void)device;
     return run(args, true);
 }

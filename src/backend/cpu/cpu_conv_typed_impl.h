@@ -11,13 +11,13 @@
  * for a kernel offset, the output plane is the input plane shifted by `shift` elements, so
  * the valid rows of a tile move as one block; the columns outside [lo, hi), which the block
  * took from the neighbouring rows, and the rows outside, are zero. */
-static bool CT_CONV_FN(same_width)(const ct_conv2d_args *a) {
+static bool CT_CONV_FN(same_width)(const ct__conv2d_args *a) {
     return a->stride[0] == 1 && a->stride[1] == 1 && a->out_w == a->in_w;
 }
 
 /* im2col of input channel c of one image x, output rows [oh0, oh1), into its
  * kernel_h * kernel_w rows of col (leading dimension ld). */
-CT_CPU_CLONES static void CT_CONV_FN(im2col_plane)(const ct_conv2d_args *a, const CT_CONV_T *x,
+CT_CPU_CLONES static void CT_CONV_FN(im2col_plane)(const ct__conv2d_args *a, const CT_CONV_T *x,
                                                    CT_CONV_T *col, int64_t ld, int64_t c,
                                                    int64_t oh0, int64_t oh1) {
     int64_t ow_n = a->out_w, h = a->in_h, w = a->in_w, sw = a->stride[1];
@@ -51,7 +51,7 @@ CT_CPU_CLONES static void CT_CONV_FN(im2col_plane)(const ct_conv2d_args *a, cons
  * from its rows of col (leading dimension ld) into dx. col is scratch: its entries outside
  * the image are zeroed on the way, so that a "same" convolution's rows add as one block (as
  * im2col_plane copies them). */
-CT_CPU_CLONES static void CT_CONV_FN(col2im_plane)(const ct_conv2d_args *a, CT_CONV_T *col,
+CT_CPU_CLONES static void CT_CONV_FN(col2im_plane)(const ct__conv2d_args *a, CT_CONV_T *col,
                                                    int64_t ld, int64_t c, CT_CONV_T *dx,
                                                    int64_t oh0, int64_t oh1) {
     int64_t ow_n = a->out_w, h = a->in_h, w = a->in_w, sw = a->stride[1];
@@ -110,7 +110,7 @@ CT_CPU_CLONES static void CT_CONV_FN(add_row_sums)(CT_CONV_T *db, const CT_CONV_
 
 /* Forward of output rows [oh0, oh1) of image n into y with one thread's col:
  * y_n's rows = W @ col + bias. */
-static void CT_CONV_FN(forward_tile)(const ct_conv2d_args *a, int64_t n, int64_t oh0, int64_t oh1,
+static void CT_CONV_FN(forward_tile)(const ct__conv2d_args *a, int64_t n, int64_t oh0, int64_t oh1,
                                      CT_CONV_T *col) {
     int64_t l = a->out_h * a->out_w, g_n = a->groups, c_n = a->in_channels;
     int64_t og = a->out_channels / g_n, kg = c_n / g_n * a->kernel_h * a->kernel_w;
@@ -127,7 +127,7 @@ static void CT_CONV_FN(forward_tile)(const ct_conv2d_args *a, int64_t n, int64_t
 
 /* Backward of image n: this thread's dw and db partial sums grow by image n's share;
  * grad_x's image n is written whole. col: the thread's scratch for one tile. */
-static void CT_CONV_FN(backward_image)(const ct_conv2d_args *a, int64_t n, CT_CONV_T *col,
+static void CT_CONV_FN(backward_image)(const ct__conv2d_args *a, int64_t n, CT_CONV_T *col,
                                        CT_CONV_T *dw, CT_CONV_T *db) {
     int64_t l = a->out_h * a->out_w, g_n = a->groups, c_n = a->in_channels;
     int64_t og = a->out_channels / g_n, kg = c_n / g_n * a->kernel_h * a->kernel_w;
@@ -167,7 +167,7 @@ static CT_CONV_T *CT_CONV_FN(thread_col)(CT_CONV_T *ws, int64_t col_n) {
 
 /* The forward pass: (image, tile) items taken by nt threads as they come free (a thread
  * the OS deschedules then holds no one up), each thread with its own col. */
-static void CT_CONV_FN(run_forward)(const ct_conv2d_args *a, int nt) {
+static void CT_CONV_FN(run_forward)(const ct__conv2d_args *a, int nt) {
     int64_t rows = conv_tile_rows(a), col_n = conv_col_elements(a);
     int64_t tiles = rows > 0 ? (a->out_h + rows - 1) / rows : 0;
     CT_CONV_T *ws = (CT_CONV_T *)a->workspace;
@@ -191,7 +191,7 @@ static void CT_CONV_FN(run_forward)(const ct_conv2d_args *a, int nt) {
  * as they come free. Scratch: one col per thread, then a partial dw and db per block, summed
  * in block order at the end, so the result does not depend on which thread ran which block
  * (nor on the team being smaller than nt inside another parallel region). */
-static void CT_CONV_FN(run_backward)(const ct_conv2d_args *a, int nt, int64_t nblocks) {
+static void CT_CONV_FN(run_backward)(const ct__conv2d_args *a, int nt, int64_t nblocks) {
     int64_t wn = a->out_channels * (a->in_channels / a->groups) * a->kernel_h * a->kernel_w;
     int64_t part = wn + a->out_channels, col_n = conv_col_elements(a);
     CT_CONV_T *ws = (CT_CONV_T *)a->workspace, *parts = ws + nt * col_n;

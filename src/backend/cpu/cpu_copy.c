@@ -40,7 +40,7 @@ static void copy_row(char *const *ptrs, const int64_t *strides, int64_t n, void 
     }
 }
 
-ct_status ct__cpu_copy(int device, const ct_ew_args *args) {
+ct_status ct__cpu_copy(int device, const ct__ew_args *args) {
     (void)device;
     copy_ctx ctx = {args->dtype[0], args->dtype[1]};
     ct__cpu_parallel_rows(args, copy_row, &ctx);
@@ -66,7 +66,7 @@ static void fill_row(char *const *ptrs, const int64_t *strides, int64_t n, void 
     for (int64_t i = 0; i < n; i++) memcpy(out + i * strides[0], c->pattern, size);
 }
 
-ct_status ct__cpu_fill(int device, const ct_ew_args *args, double value) {
+ct_status ct__cpu_fill(int device, const ct__ew_args *args, double value) {
     (void)device;
     fill_ctx ctx = {args->dtype[0], value, {0}};
     ct__store_f64((char *)ctx.pattern, ctx.dtype, value);
@@ -74,7 +74,7 @@ ct_status ct__cpu_fill(int device, const ct_ew_args *args, double value) {
     return CT_OK;
 }
 
-ct_status ct__cpu_iota(int device, const ct_ew_args *args, double start, double step) {
+ct_status ct__cpu_iota(int device, const ct__ew_args *args, double start, double step) {
     (void)device;
     /* Small and rare: a sequential walk keeps the linear index simple. */
     int64_t index[CT_MAX_DIMS] = {0};

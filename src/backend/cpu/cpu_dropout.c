@@ -3,19 +3,19 @@
 #include "backend/cpu/cpu_norm_impl.h"
 #include "core/philox_impl.h"
 
-CT_CPU_INLINE void dropout_block(const ct_dropout_args *a, int64_t b, ct_dtype dtype) {
+CT_CPU_INLINE void dropout_block(const ct__dropout_args *a, int64_t b, ct_dtype dtype) {
     uint32_t w[4];
-    ct_philox_stream_block(a->seed, a->offset + (uint64_t)b, w);
+    ct__philox_stream_block(a->seed, a->offset + (uint64_t)b, w);
     int64_t first = 4 * b, left = a->numel - first;
     int count = left < 4 ? (int)left : 4;
     for (int i = 0; i < count; i++) {
-        double keep = ct_philox_uniform(w[i], 32) >= a->p ? a->scale : 0.0;
+        double keep = ct__philox_uniform(w[i], 32) >= a->p ? a->scale : 0.0;
         ct__stf(a->mask, first + i, dtype, keep);
         ct__stf(a->y, first + i, dtype, ct__ldf(a->x, first + i, dtype) * keep);
     }
 }
 
-ct_status ct__cpu_dropout(int device, const ct_dropout_args *args) {
+ct_status ct__cpu_dropout(int device, const ct__dropout_args *args) {
     (void)device;
     int64_t blocks = (args->numel + 3) / 4;
 #ifdef _OPENMP

@@ -224,7 +224,7 @@ void ct__cpu_stream_fence(void) {
 #endif
 }
 
-bool ct__cpu_should_stream(const ct_ew_args *args) {
+bool ct__cpu_should_stream(const ct__ew_args *args) {
     return args->ndim == 1 && args->strides[0][0] == 1 &&
            args->numel * (int64_t)ct__dtype_size(args->dtype[0]) >= CT_CPU_STREAM_BYTES;
 }

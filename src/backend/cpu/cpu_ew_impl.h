@@ -43,10 +43,10 @@ void ct__cpu_store_i32(char *dst, int64_t stride, ct_dtype dtype, const void *sr
 void ct__cpu_store_bool(char *dst, int64_t stride, ct_dtype dtype, const void *src, int64_t n);
 
 /* The loads and stores of one domain, as the kernels' row functions take them. */
-typedef void (*ct_cpu_load_fn)(void *dst, const char *src, int64_t stride, ct_dtype dtype,
-                               int64_t n);
-typedef void (*ct_cpu_store_fn)(char *dst, int64_t stride, ct_dtype dtype, const void *src,
+typedef void (*ct__cpu_load_fn)(void *dst, const char *src, int64_t stride, ct_dtype dtype,
                                 int64_t n);
+typedef void (*ct__cpu_store_fn)(char *dst, int64_t stride, ct_dtype dtype, const void *src,
+                                 int64_t n);
 
 /* Copy bytes to dst with streaming stores where dst allows (else memcpy); call
  * ct__cpu_stream_fence before other threads may read what was streamed. */
@@ -54,6 +54,6 @@ void ct__cpu_stream_copy(void *dst, const void *src, size_t bytes);
 void ct__cpu_stream_fence(void);
 
 /* Whether an op writing args' operand 0 should stream it: contiguous and large. */
-bool ct__cpu_should_stream(const ct_ew_args *args);
+bool ct__cpu_should_stream(const ct__ew_args *args);
 
 #endif

@@ -66,9 +66,9 @@ static void gather_row(char *const *ptrs, const int64_t *strides, int64_t n, voi
     }
 }
 
-ct_status ct__cpu_gather(int device, const ct_gather_args *args) {
+ct_status ct__cpu_gather(int device, const ct__gather_args *args) {
     (void)device;
-    const ct_ew_args *it = &args->it;
+    const ct__ew_args *it = &args->it;
     gather_ctx ctx;
     ctx.elem_size = ct__dtype_size(it->dtype[0]);
     ctx.index_dtype = it->dtype[1];

@@ -20,26 +20,28 @@
 #define CT_CPU_CLONES
 #endif
 
-typedef void (*ct_cpu_row_fn)(char *const *ptrs, const int64_t *byte_strides, int64_t n, void *ctx);
+typedef void (*ct__cpu_row_fn)(char *const *ptrs, const int64_t *byte_strides, int64_t n,
+                               void *ctx);
 
 /* Walk elements [begin, end) (C-order linear indices) of args in rows. */
-void ct__cpu_rows(const ct_ew_args *args, int64_t begin, int64_t end, ct_cpu_row_fn fn, void *ctx);
+void ct__cpu_rows(const ct__ew_args *args, int64_t begin, int64_t end, ct__cpu_row_fn fn,
+                  void *ctx);
 /* Walk every element, in parallel above the threshold. Row functions must be thread-safe
  * (they may write only their own output elements). */
-void ct__cpu_parallel_rows(const ct_ew_args *args, ct_cpu_row_fn fn, void *ctx);
+void ct__cpu_parallel_rows(const ct__ew_args *args, ct__cpu_row_fn fn, void *ctx);
 /* Number of OpenMP threads kernels use (1 without OpenMP). */
 int ct__cpu_threads(void);
 
-ct_status ct__cpu_unary(int device, ct_unary_op op, const ct_ew_args *args, double p0, double p1);
-ct_status ct__cpu_binary(int device, ct_binary_op op, const ct_ew_args *args);
-ct_status ct__cpu_where(int device, const ct_ew_args *args);
-ct_status ct__cpu_copy(int device, const ct_ew_args *args);
-ct_status ct__cpu_fill(int device, const ct_ew_args *args, double value);
-ct_status ct__cpu_iota(int device, const ct_ew_args *args, double start, double step);
-ct_status ct__cpu_random(int device, const ct_ew_args *args, ct_random_kind kind, uint64_t seed,
+ct_status ct__cpu_unary(int device, ct__unary_op op, const ct__ew_args *args, double p0, double p1);
+ct_status ct__cpu_binary(int device, ct__binary_op op, const ct__ew_args *args);
+ct_status ct__cpu_where(int device, const ct__ew_args *args);
+ct_status ct__cpu_copy(int device, const ct__ew_args *args);
+ct_status ct__cpu_fill(int device, const ct__ew_args *args, double value);
+ct_status ct__cpu_iota(int device, const ct__ew_args *args, double start, double step);
+ct_status ct__cpu_random(int device, const ct__ew_args *args, ct__random_kind kind, uint64_t seed,
                          uint64_t offset);
-ct_status ct__cpu_reduce(int device, ct_reduce_op op, const ct_reduce_args *args);
-ct_status ct__cpu_matmul(int device, const ct_matmul_args *args);
+ct_status ct__cpu_reduce(int device, ct__reduce_op op, const ct__reduce_args *args);
+ct_status ct__cpu_matmul(int device, const ct__matmul_args *args);
 /* c = op(a) @ op(b) + beta * c for f32 or f64, row-major, leading dimensions in elements
  * (cpu_gemm.c): OpenBLAS on ctensor's OpenMP threads, never on OpenBLAS's own. A parallel
  * region that calls it must call ct__cpu_blas_single_threaded before it opens. */
@@ -47,18 +49,18 @@ void ct__cpu_gemm(ct_dtype dtype, bool ta, bool tb, int64_t m, int64_t n, int64_
                   int64_t lda, const void *b, int64_t ldb, double beta, void *c, int64_t ldc);
 /* Set OpenBLAS's own thread count to 1 (a process-wide setting). */
 void ct__cpu_blas_single_threaded(void);
-ct_status ct__cpu_gather(int device, const ct_gather_args *args);
+ct_status ct__cpu_gather(int device, const ct__gather_args *args);
 /* Convolution and pooling (cpu_conv.c, cpu_pool.c; arguments in backend/conv_args_impl.h). */
-ct_status ct__cpu_conv2d_workspace(int device, const struct ct_conv2d_args *args, bool backward,
+ct_status ct__cpu_conv2d_workspace(int device, const struct ct__conv2d_args *args, bool backward,
                                    size_t *bytes);
-ct_status ct__cpu_conv2d_forward(int device, const struct ct_conv2d_args *args);
-ct_status ct__cpu_conv2d_backward(int device, const struct ct_conv2d_args *args);
-ct_status ct__cpu_pool2d_forward(int device, const struct ct_pool2d_args *args);
-ct_status ct__cpu_pool2d_backward(int device, const struct ct_pool2d_args *args);
+ct_status ct__cpu_conv2d_forward(int device, const struct ct__conv2d_args *args);
+ct_status ct__cpu_conv2d_backward(int device, const struct ct__conv2d_args *args);
+ct_status ct__cpu_pool2d_forward(int device, const struct ct__pool2d_args *args);
+ct_status ct__cpu_pool2d_backward(int device, const struct ct__pool2d_args *args);
 
 /* Optimisers (cpu_optim.c). */
-ct_status ct__cpu_optim_step(int device, const ct_optim_args *args);
-ct_status ct__cpu_list_norm(int device, const ct_list_args *args, double p, double *out);
-ct_status ct__cpu_list_scale(int device, const ct_list_args *args, double factor);
+ct_status ct__cpu_optim_step(int device, const ct__optim_args *args);
+ct_status ct__cpu_list_norm(int device, const ct__list_args *args, double p, double *out);
+ct_status ct__cpu_list_scale(int device, const ct__list_args *args, double factor);
 
 #endif

@@ -12,7 +12,7 @@
 #include "core/error_impl.h"
 
 typedef struct {
-    const ct_index_add_args *a;
+    const ct__index_add_args *a;
     ct_dtype dtype;
     bool index_i32;
     int64_t index_stride, src_stride, dst_axis_stride; /* bytes */
@@ -60,7 +60,7 @@ static void add_row(char *const *ptrs, const int64_t *strides, int64_t n, void *
 
 /* Walk the positions off the axis, split over threads on 64-position boundaries. */
 static void walk(add_ctx *c) {
-    const ct_ew_args *rest = &c->a->rest;
+    const ct__ew_args *rest = &c->a->rest;
     int64_t numel = rest->numel;
 #ifdef _OPENMP
     int threads = omp_get_max_threads();
@@ -79,7 +79,7 @@ static void walk(add_ctx *c) {
     ct__cpu_rows(rest, 0, numel, add_row, c);
 }
 
-ct_status ct__cpu_index_add(int device, const ct_index_add_args *args) {
+ct_status ct__cpu_index_add(int device, const ct__index_add_args *args) {
     (void)device;
     if (args->rest.numel == 0 || args->k == 0) return CT_OK;
     add_ctx c;

@@ -16,7 +16,8 @@ int ct__cpu_threads(void) {
 #endif
 }
 
-void ct__cpu_rows(const ct_ew_args *args, int64_t begin, int64_t end, ct_cpu_row_fn fn, void *ctx) {
+void ct__cpu_rows(const ct__ew_args *args, int64_t begin, int64_t end, ct__cpu_row_fn fn,
+                  void *ctx) {
     if (begin >= end) return;
     int nops = args->nops, ndim = args->ndim;
     char *ptrs[CT_EW_MAX_OPERANDS];
@@ -62,7 +63,7 @@ void ct__cpu_rows(const ct_ew_args *args, int64_t begin, int64_t end, ct_cpu_row
     }
 }
 
-void ct__cpu_parallel_rows(const ct_ew_args *args, ct_cpu_row_fn fn, void *ctx) {
+void ct__cpu_parallel_rows(const ct__ew_args *args, ct__cpu_row_fn fn, void *ctx) {
     int64_t numel = args->numel;
     if (numel == 0) return;
     if (args->ndim <= 1 && numel < CT_CPU_PARALLEL_THRESHOLD) {

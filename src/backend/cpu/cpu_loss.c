@@ -7,7 +7,7 @@
 #include "backend/cpu/cpu_norm_impl.h"
 #include "core/error_impl.h"
 
-static inline int64_t load_target(const ct_cross_entropy_args *a, int64_t i) {
+static inline int64_t load_target(const ct__cross_entropy_args *a, int64_t i) {
     return a->target_dtype == CT_I32 ? ((const int32_t *)a->target)[i]
                                      : ((const int64_t *)a->target)[i];
 }
@@ -26,7 +26,7 @@ CT_CPU_INLINE double row_lse(const char *x, int64_t base, int64_t c, ct_dtype dt
 }
 
 /* Row i's loss against class t (in range). */
-CT_CPU_INLINE void row_loss(const ct_cross_entropy_args *a, int64_t i, int64_t t, double *loss,
+CT_CPU_INLINE void row_loss(const ct__cross_entropy_args *a, int64_t i, int64_t t, double *loss,
                             ct_dtype dtype) {
     int64_t base = i * a->c;
     double lse = row_lse(a->logits, base, a->c, dtype);
@@ -42,7 +42,7 @@ CT_CPU_INLINE void row_loss(const ct_cross_entropy_args *a, int64_t i, int64_t t
     *loss = (1.0 - a->label_smoothing) * nll + a->label_smoothing * smooth;
 }
 
-static ct_status bad_target(const ct_cross_entropy_args *a, int64_t t) {
+static ct_status bad_target(const ct__cross_entropy_args *a, int64_t t) {
     return ct__error(CT_ERR_INVALID_ARG,
                      "ct_cross_entropy: target %lld is out of range for %lld classes (valid "
                      "labels are 0 to %lld, or ignore_index %lld for a row that counts for "
@@ -51,9 +51,9 @@ static ct_status bad_target(const ct_cross_entropy_args *a, int64_t t) {
                      (long long)a->ignore_index);
 }
 
-ct_status ct__cpu_cross_entropy(int device, const ct_cross_entropy_args *args) {
+ct_status ct__cpu_cross_entropy(int device, const ct__cross_entropy_args *args) {
     (void)device;
-    const ct_cross_entropy_args *a = args;
+    const ct__cross_entropy_args *a = args;
     bool per_row = a->reduction == CT_REDUCTION_NONE;
     double total = 0.0;
     int64_t count = 0;
@@ -89,7 +89,7 @@ ct_status ct__cpu_cross_entropy(int device, const ct_cross_entropy_args *args) {
 
 /* dlogits[i, k] = (softmax[i, k] - ((1 - ls) * [k == t] + ls / c)) * scale, 0 for an
  * ignored row. */
-CT_CPU_INLINE void row_backward(const ct_cross_entropy_args *a, int64_t i, double scale,
+CT_CPU_INLINE void row_backward(const ct__cross_entropy_args *a, int64_t i, double scale,
                                 ct_dtype dtype) {
     int64_t base = i * a->c, t = load_target(a, i);
     if (t == a->ignore_index) {
@@ -113,9 +113,9 @@ CT_CPU_INLINE void row_backward(const ct_cross_entropy_args *a, int64_t i, doubl
     }
 }
 
-ct_status ct__cpu_cross_entropy_backward(int device, const ct_cross_entropy_args *args) {
+ct_status ct__cpu_cross_entropy_backward(int device, const ct__cross_entropy_args *args) {
     (void)device;
-    const ct_cross_entropy_args *a = args;
+    const ct__cross_entropy_args *a = args;
     double divisor = a->reduction == CT_REDUCTION_MEAN ? *(const double *)a->count : 1.0;
 #ifdef _OPENMP
 #pragma omp parallel for if (a->n * a->c >= CT_CPU_PARALLEL_THRESHOLD) schedule(static)

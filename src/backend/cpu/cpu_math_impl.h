@@ -8,7 +8,7 @@
 #include "backend/ew_formula_impl.h"
 
 /* e^x with separate multiplications and additions (every x86-64). */
-static inline float ct__expf(float x) { return ct_ew_exp_f32(x); }
+static inline float ct__expf(float x) { return ct__ew_exp_f32(x); }
 
 /* The same with fused multiply-adds: CUDA's results exactly. For code compiled for FMA
  * processors only (elsewhere __builtin_fmaf is a libm call). */
@@ -17,6 +17,6 @@ static inline float ct__expf_fma(float x) { CT_EXPF_BODY(x, __builtin_fmaf) }
 #endif
 
 /* 1 / (1 + e^-x): no cancellation, so the relative error stays that of ct__expf. */
-static inline float ct__sigmoidf(float x) { return ct_ew_sigmoid_f32(x); }
+static inline float ct__sigmoidf(float x) { return ct__ew_sigmoid_f32(x); }
 
 #endif

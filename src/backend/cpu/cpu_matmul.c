@@ -1,4 +1,4 @@
-/* CPU matmul kernels (ct_matmul_args in backend_impl.h).
+/* CPU matmul kernels (ct__matmul_args in backend_impl.h).
  *
  * f32 and f64 go to OpenBLAS GEMM, one call per batch index, each split over ctensor's
  * threads (ct__cpu_gemm). An operand whose matrix has a unit stride on either axis is passed as it
@@ -19,7 +19,7 @@
 /* ---- batch iteration ---- */
 
 /* Element offsets of batch index `linear` (C order over args->batch_shape). */
-static void batch_offsets(const ct_matmul_args *x, int64_t linear, int64_t *a, int64_t *b,
+static void batch_offsets(const ct__matmul_args *x, int64_t linear, int64_t *a, int64_t *b,
                           int64_t *out) {
     *a = *b = *out = 0;
     for (int d = x->batch_ndim - 1; d >= 0; d--) {
@@ -31,7 +31,7 @@ static void batch_offsets(const ct_matmul_args *x, int64_t linear, int64_t *a, i
     }
 }
 
-static int64_t batch_count(const ct_matmul_args *x) {
+static int64_t batch_count(const ct__matmul_args *x) {
     int64_t n = 1;
     for (int d = 0; d < x->batch_ndim; d++) n *= x->batch_shape[d];
     return n;
@@ -75,11 +75,11 @@ static void unpack(char *out, ct_dtype dtype, int64_t row_stride, const float *c
 typedef struct {
     bool f64;     /* compute in f64 (else f32) */
     bool convert; /* f16/bf16: operands and result go through f32 scratch */
-    ct_gemm_layout la, lb;
+    ct__gemm_layout la, lb;
     void *a_pack, *b_pack, *c_tmp; /* scratch, NULL where unused */
 } blas_plan;
 
-static void gemm(const blas_plan *p, const ct_matmul_args *x, const void *a, int64_t lda,
+static void gemm(const blas_plan *p, const ct__matmul_args *x, const void *a, int64_t lda,
                  const void *b, int64_t ldb, void *c, int64_t ldc) {
     ct__cpu_gemm(p->f64 ? CT_F64 : CT_F32, p->la.direct && p->la.transposed,
                  p->lb.direct && p->lb.transposed, x->m, x->n, x->k, a, lda, b, ldb, 0.0, c, ldc);
@@ -87,7 +87,7 @@ static void gemm(const blas_plan *p, const ct_matmul_args *x, const void *a, int
 
 /* One batch index: pack what must be packed (skipping a repack of an operand broadcast
  * over the batch), multiply, convert the result where needed. */
-static void blas_batch(const blas_plan *p, const ct_matmul_args *x, int64_t ao, int64_t bo,
+static void blas_batch(const blas_plan *p, const ct__matmul_args *x, int64_t ao, int64_t bo,
                        int64_t oo, int64_t *packed_a, int64_t *packed_b) {
     int64_t size = (int64_t)ct__dtype_size(x->dtype);
     const char *a = x->a + ao * size, *b = x->b + bo * size;
@@ -116,7 +116,7 @@ static void blas_batch(const blas_plan *p, const ct_matmul_args *x, int64_t ao, 
     }
 }
 
-static ct_status blas_matmul(const ct_matmul_args *x) {
+static ct_status blas_matmul(const ct__matmul_args *x) {
     if (x->m > INT_MAX || x->n > INT_MAX || x->k > INT_MAX || x->out_row_stride > INT_MAX)
         return ct__error(CT_ERR_UNSUPPORTED,
                          "ct_matmul: matrix sizes %lld x %lld @ %lld x %lld exceed BLAS's 32-bit "
@@ -124,9 +124,9 @@ static ct_status blas_matmul(const ct_matmul_args *x) {
                          (long long)x->m, (long long)x->k, (long long)x->k, (long long)x->n);
     blas_plan p = {
         x->dtype == CT_F64, x->dtype == CT_F16 || x->dtype == CT_BF16, {0}, {0}, NULL, NULL, NULL};
-    ct_gemm_layout packed = {false, false, 0};
-    p.la = p.convert ? packed : ct_gemm_layout_of(x->m, x->k, x->a_row_stride, x->a_col_stride);
-    p.lb = p.convert ? packed : ct_gemm_layout_of(x->k, x->n, x->b_row_stride, x->b_col_stride);
+    ct__gemm_layout packed = {false, false, 0};
+    p.la = p.convert ? packed : ct__gemm_layout_of(x->m, x->k, x->a_row_stride, x->a_col_stride);
+    p.lb = p.convert ? packed : ct__gemm_layout_of(x->k, x->n, x->b_row_stride, x->b_col_stride);
     size_t esize = p.f64 ? sizeof(double) : sizeof(float);
     size_t na = p.la.direct ? 0 : (size_t)(x->m * x->k);
     size_t nb = p.lb.direct ? 0 : (size_t)(x->k * x->n);
@@ -157,7 +157,7 @@ static ct_status blas_matmul(const ct_matmul_args *x) {
 /* One output row: out[j] = sum_p a[p] * b[p][j], accumulated in place in the unsigned type
  * of the output's width (U), so every overflow wraps as the dtype does. */
 #define CT_INT_ROW_(name, T, U)                                                                    \
-    static void name(const ct_matmul_args *x, const char *a, const char *b, char *out) {           \
+    static void name(const ct__matmul_args *x, const char *a, const char *b, char *out) {          \
         U *o = (U *)out;                                                                           \
         for (int64_t j = 0; j < x->n; j++) o[j] = 0;                                               \
         for (int64_t p = 0; p < x->k; p++) {                                                       \
@@ -175,7 +175,7 @@ CT_INT_ROW_(row_u8, uint8_t, uint8_t)
 #undef CT_INT_ROW_
 
 /* bool: out[j] = OR_p (a[p] AND b[p][j]). */
-static void row_bool(const ct_matmul_args *x, const char *a, const char *b, char *out) {
+static void row_bool(const ct__matmul_args *x, const char *a, const char *b, char *out) {
     uint8_t *o = (uint8_t *)out;
     for (int64_t j = 0; j < x->n; j++) o[j] = 0;
     for (int64_t p = 0; p < x->k; p++) {
@@ -185,9 +185,9 @@ static void row_bool(const ct_matmul_args *x, const char *a, const char *b, char
     }
 }
 
-typedef void (*int_row_fn)(const ct_matmul_args *x, const char *a, const char *b, char *out);
+typedef void (*int_row_fn)(const ct__matmul_args *x, const char *a, const char *b, char *out);
 
-static ct_status int_matmul(const ct_matmul_args *x) {
+static ct_status int_matmul(const ct__matmul_args *x) {
     int_row_fn row = x->dtype == CT_I32   ? row_i32
                      : x->dtype == CT_I64 ? row_i64
                      : x->dtype == CT_U8  ? row_u8
@@ -208,7 +208,7 @@ static ct_status int_matmul(const ct_matmul_args *x) {
 }
 
 /* k == 0 never arrives here: the op layer fills the zeros itself. */
-ct_status ct__cpu_matmul(int device, const ct_matmul_args *args) {
+ct_status ct__cpu_matmul(int device, const ct__matmul_args *args) {
     (void)device;
     if (args->m == 0 || args->n == 0 || batch_count(args) == 0) return CT_OK;
     if (ct__is_float(args->dtype)) return blas_matmul(args);

@@ -16,7 +16,7 @@ static inline double param_or(const char *p, int64_t i, ct_dtype dtype, double a
 }
 
 /* The training statistics of channel ch: mean and sum of squared deviations. */
-CT_CPU_INLINE void bn_stats(const ct_batch_norm_args *a, int64_t ch, double *mean, double *sq,
+CT_CPU_INLINE void bn_stats(const ct__batch_norm_args *a, int64_t ch, double *mean, double *sq,
                             ct_dtype dtype) {
     int64_t s = a->inner, count = a->n * s;
     double sum = 0.0, dev = 0.0;
@@ -37,7 +37,7 @@ CT_CPU_INLINE void bn_stats(const ct_batch_norm_args *a, int64_t ch, double *mea
 }
 
 /* Fold the batch statistics into the running ones (unbiased variance, as PyTorch). */
-static void bn_update_running(const ct_batch_norm_args *a, int64_t ch, double mean, double sq) {
+static void bn_update_running(const ct__batch_norm_args *a, int64_t ch, double mean, double sq) {
     double count = (double)(a->n * a->inner), mom = a->momentum;
     if (a->running_mean) {
         int64_t i = ch * a->running_mean_stride;
@@ -52,7 +52,7 @@ static void bn_update_running(const ct_batch_norm_args *a, int64_t ch, double me
     }
 }
 
-CT_CPU_INLINE void bn_channel(const ct_batch_norm_args *a, int64_t ch, ct_dtype dtype) {
+CT_CPU_INLINE void bn_channel(const ct__batch_norm_args *a, int64_t ch, ct_dtype dtype) {
     double mean, invstd;
     if (a->training) {
         double sq;
@@ -75,7 +75,7 @@ CT_CPU_INLINE void bn_channel(const ct_batch_norm_args *a, int64_t ch, ct_dtype 
     }
 }
 
-ct_status ct__cpu_batch_norm(int device, const ct_batch_norm_args *args) {
+ct_status ct__cpu_batch_norm(int device, const ct__batch_norm_args *args) {
     (void)device;
 #ifdef _OPENMP
 #pragma omp parallel for if (args->n * args->c * args->inner >= CT_CPU_PARALLEL_THRESHOLD)         \
@@ -88,7 +88,7 @@ ct_status ct__cpu_batch_norm(int device, const ct_batch_norm_args *args) {
 
 /* Training: dx = w * invstd * (g - mean(g) - xhat * mean(g * xhat)); evaluation (the
  * statistics are constants): dx = g * w * invstd. dw = sum(g * xhat), db = sum(g). */
-CT_CPU_INLINE void bn_channel_backward(const ct_batch_norm_args *a, int64_t ch, ct_dtype dtype) {
+CT_CPU_INLINE void bn_channel_backward(const ct__batch_norm_args *a, int64_t ch, ct_dtype dtype) {
     double mean = ((const double *)a->mean)[ch], invstd = ((const double *)a->invstd)[ch];
     double w = param_or(a->weight, ch, dtype, 1.0), sum_g = 0.0, sum_gd = 0.0;
     int64_t s = a->inner;
@@ -117,7 +117,7 @@ CT_CPU_INLINE void bn_channel_backward(const ct_batch_norm_args *a, int64_t ch, 
     }
 }
 
-ct_status ct__cpu_batch_norm_backward(int device, const ct_batch_norm_args *args) {
+ct_status ct__cpu_batch_norm_backward(int device, const ct__batch_norm_args *args) {
     (void)device;
 #ifdef _OPENMP
 #pragma omp parallel for if (args->n * args->c * args->inner >= CT_CPU_PARALLEL_THRESHOLD)         \
@@ -128,7 +128,7 @@ ct_status ct__cpu_batch_norm_backward(int device, const ct_batch_norm_args *args
     return CT_OK;
 }
 
-CT_CPU_INLINE void ln_row(const ct_layer_norm_args *a, int64_t r, ct_dtype dtype) {
+CT_CPU_INLINE void ln_row(const ct__layer_norm_args *a, int64_t r, ct_dtype dtype) {
     int64_t n = a->n, base = r * n;
     double sum = 0.0, sq = 0.0;
     for (int64_t j = 0; j < n; j++) sum += ct__ldf(a->x, base + j, dtype);
@@ -147,7 +147,7 @@ CT_CPU_INLINE void ln_row(const ct_layer_norm_args *a, int64_t r, ct_dtype dtype
     }
 }
 
-ct_status ct__cpu_layer_norm(int device, const ct_layer_norm_args *args) {
+ct_status ct__cpu_layer_norm(int device, const ct__layer_norm_args *args) {
     (void)device;
 #ifdef _OPENMP
 #pragma omp parallel for if (args->rows * args->n >= CT_CPU_PARALLEL_THRESHOLD) schedule(static)
@@ -157,7 +157,7 @@ ct_status ct__cpu_layer_norm(int device, const ct_layer_norm_args *args) {
 }
 
 /* dx = invstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = g * w. */
-CT_CPU_INLINE void ln_row_backward(const ct_layer_norm_args *a, int64_t r, ct_dtype dtype) {
+CT_CPU_INLINE void ln_row_backward(const ct__layer_norm_args *a, int64_t r, ct_dtype dtype) {
     int64_t n = a->n, base = r * n;
     double mean = ((const double *)a->mean)[r], invstd = ((const double *)a->invstd)[r];
     double sum_d = 0.0, sum_dx = 0.0;
@@ -175,7 +175,7 @@ CT_CPU_INLINE void ln_row_backward(const ct_layer_norm_args *a, int64_t r, ct_dt
 }
 
 /* dw[j] = sum over rows of g * xhat, db[j] = sum of g, for columns [j0, j1). */
-CT_CPU_INLINE void ln_columns_backward(const ct_layer_norm_args *a, int64_t j0, int64_t j1,
+CT_CPU_INLINE void ln_columns_backward(const ct__layer_norm_args *a, int64_t j0, int64_t j1,
                                        ct_dtype dtype) {
     double dw[COLUMN_BLOCK] = {0}, db[COLUMN_BLOCK] = {0};
     for (int64_t r = 0; r < a->rows; r++) {
@@ -192,9 +192,9 @@ CT_CPU_INLINE void ln_columns_backward(const ct_layer_norm_args *a, int64_t j0, 
     }
 }
 
-ct_status ct__cpu_layer_norm_backward(int device, const ct_layer_norm_args *args) {
+ct_status ct__cpu_layer_norm_backward(int device, const ct__layer_norm_args *args) {
     (void)device;
-    const ct_layer_norm_args *a = args;
+    const ct__layer_norm_args *a = args;
     bool parallel = a->rows * a->n >= CT_CPU_PARALLEL_THRESHOLD;
     if (a->grad_x) {
 #ifdef _OPENMP

@@ -89,15 +89,15 @@ CT_CPU_INLINE double ct__row_exp_sum_f32(const float *x, float *out, int64_t n, 
         }                                                                                          \
     } while (0)
 
-ct_status ct__cpu_softmax(int device, const ct_softmax_args *args);
-ct_status ct__cpu_softmax_backward(int device, const ct_softmax_args *args);
-ct_status ct__cpu_cross_entropy(int device, const ct_cross_entropy_args *args);
-ct_status ct__cpu_cross_entropy_backward(int device, const ct_cross_entropy_args *args);
-ct_status ct__cpu_batch_norm(int device, const ct_batch_norm_args *args);
-ct_status ct__cpu_batch_norm_backward(int device, const ct_batch_norm_args *args);
-ct_status ct__cpu_layer_norm(int device, const ct_layer_norm_args *args);
-ct_status ct__cpu_layer_norm_backward(int device, const ct_layer_norm_args *args);
-ct_status ct__cpu_dropout(int device, const ct_dropout_args *args);
-ct_status ct__cpu_index_add(int device, const ct_index_add_args *args);
+ct_status ct__cpu_softmax(int device, const ct__softmax_args *args);
+ct_status ct__cpu_softmax_backward(int device, const ct__softmax_args *args);
+ct_status ct__cpu_cross_entropy(int device, const ct__cross_entropy_args *args);
+ct_status ct__cpu_cross_entropy_backward(int device, const ct__cross_entropy_args *args);
+ct_status ct__cpu_batch_norm(int device, const ct__batch_norm_args *args);
+ct_status ct__cpu_batch_norm_backward(int device, const ct__batch_norm_args *args);
+ct_status ct__cpu_layer_norm(int device, const ct__layer_norm_args *args);
+ct_status ct__cpu_layer_norm_backward(int device, const ct__layer_norm_args *args);
+ct_status ct__cpu_dropout(int device, const ct__dropout_args *args);
+ct_status ct__cpu_index_add(int device, const ct__index_add_args *args);
 
 #endif

@@ -29,41 +29,41 @@ static int parts_for(int64_t total) {
 
 /* Elements [lo, hi) of one tensor's update, in its element type. */
 #define CPU_UPDATE_(T, S)                                                                          \
-    static void update_##S(const ct_optim_args *a, const ct_optim_tensor *t, int64_t lo,           \
+    static void update_##S(const ct__optim_args *a, const ct__optim_tensor *t, int64_t lo,         \
                            int64_t hi) {                                                           \
         T *p = (T *)t->param, *s0 = (T *)t->state[0], *s1 = (T *)t->state[1];                      \
         T *s2 = (T *)t->state[2];                                                                  \
         const T *g = (const T *)t->grad;                                                           \
         if (a->kind == CT_OPTIM_SGD) {                                                             \
-            ct_sgd_coef_##S c = ct_sgd_coef_make_##S(a, t);                                        \
+            ct__sgd_coef_##S c = ct__sgd_coef_make_##S(a, t);                                      \
             for (int64_t i = lo; i < hi; i++)                                                      \
-                ct_sgd_update_##S(&c, p + i, g[i], STATE_AT_(s0, i));                              \
+                ct__sgd_update_##S(&c, p + i, g[i], STATE_AT_(s0, i));                             \
             return;                                                                                \
         }                                                                                          \
-        ct_adam_coef_##S c = ct_adam_coef_make_##S(a, t);                                          \
+        ct__adam_coef_##S c = ct__adam_coef_make_##S(a, t);                                        \
         /* The common settings get loops of their own, where the per-element branches fold         \
          * away and the loop vectorises; the formulas are the same. */                             \
         if (!c.amsgrad && c.w1 < (T)0.5 && (c.decoupled || c.wd == 0)) {                           \
             if (c.decoupled)                                                                       \
                 for (int64_t i = lo; i < hi; i++)                                                  \
-                    ct_adam_update_##S(&c, p + i, g[i], s0 + i, s1 + i, NULL);                     \
+                    ct__adam_update_##S(&c, p + i, g[i], s0 + i, s1 + i, NULL);                    \
             else                                                                                   \
                 for (int64_t i = lo; i < hi; i++)                                                  \
-                    ct_adam_update_##S(&c, p + i, g[i], s0 + i, s1 + i, NULL);                     \
+                    ct__adam_update_##S(&c, p + i, g[i], s0 + i, s1 + i, NULL);                    \
             return;                                                                                \
         }                                                                                          \
         for (int64_t i = lo; i < hi; i++)                                                          \
-            ct_adam_update_##S(&c, p + i, g[i], s0 + i, s1 + i, STATE_AT_(s2, i));                 \
+            ct__adam_update_##S(&c, p + i, g[i], s0 + i, s1 + i, STATE_AT_(s2, i));                \
     }
 
 CPU_UPDATE_(float, f32)
 CPU_UPDATE_(double, f64)
 
 /* Elements [begin, end) of the list's index space. */
-static void update_range(const ct_optim_args *a, int64_t begin, int64_t end) {
+static void update_range(const ct__optim_args *a, int64_t begin, int64_t end) {
     int64_t base = 0;
     for (int k = 0; k < a->count && base < end; k++) {
-        const ct_optim_tensor *t = &a->tensors[k];
+        const ct__optim_tensor *t = &a->tensors[k];
         int64_t lo = begin > base ? begin - base : 0;
         int64_t hi = end - base < t->numel ? end - base : t->numel;
         if (lo < hi) {
@@ -76,7 +76,7 @@ static void update_range(const ct_optim_args *a, int64_t begin, int64_t end) {
     }
 }
 
-ct_status ct__cpu_optim_step(int device, const ct_optim_args *args) {
+ct_status ct__cpu_optim_step(int device, const ct__optim_args *args) {
     (void)device;
     int parts = parts_for(args->total);
     if (parts == 1) {
@@ -99,11 +99,11 @@ typedef struct list_cursor {
 } list_cursor;
 
 static double combine(double acc, double term, double p) {
-    return isinf(p) ? ct_norm_max(acc, term) : acc + term;
+    return isinf(p) ? ct__norm_max(acc, term) : acc + term;
 }
 
 /* The norm partial of elements [lo, hi) of one tensor, fast for the sum of squares. */
-static double tensor_partial(const ct_list_tensor *t, int64_t lo, int64_t hi, double p) {
+static double tensor_partial(const ct__list_tensor *t, int64_t lo, int64_t hi, double p) {
     double acc = 0.0;
     if (p == 2.0 && t->dtype == CT_F32) {
         const float *x = (const float *)t->data;
@@ -117,19 +117,20 @@ static double tensor_partial(const ct_list_tensor *t, int64_t lo, int64_t hi, do
     }
     size_t size = ct__dtype_size(t->dtype);
     for (int64_t i = lo; i < hi; i++)
-        acc = combine(acc, ct_norm_term(ct__load_f64(t->data + i * (int64_t)size, t->dtype), p), p);
+        acc =
+            combine(acc, ct__norm_term(ct__load_f64(t->data + i * (int64_t)size, t->dtype), p), p);
     return acc;
 }
 
 /* The norm partial of elements [begin, end), advancing the cursor to begin's tensor. */
-static double range_partial(const ct_list_args *a, list_cursor *c, int64_t begin, int64_t end,
+static double range_partial(const ct__list_args *a, list_cursor *c, int64_t begin, int64_t end,
                             double p) {
     while (c->k < a->count && c->base + a->tensors[c->k].numel <= begin)
         c->base += a->tensors[c->k++].numel;
     double acc = 0.0;
     int64_t base = c->base;
     for (int k = c->k; k < a->count && base < end; k++) {
-        const ct_list_tensor *t = &a->tensors[k];
+        const ct__list_tensor *t = &a->tensors[k];
         int64_t lo = begin > base ? begin - base : 0;
         int64_t hi = end - base < t->numel ? end - base : t->numel;
         if (lo < hi) acc = combine(acc, tensor_partial(t, lo, hi, p), p);
@@ -139,7 +140,7 @@ static double range_partial(const ct_list_args *a, list_cursor *c, int64_t begin
 }
 
 /* Partials of blocks [first, last) of NORM_BLOCK elements. */
-static void block_partials(const ct_list_args *a, int64_t first, int64_t last, double p,
+static void block_partials(const ct__list_args *a, int64_t first, int64_t last, double p,
                            double *partials) {
     list_cursor c = {0, 0};
     for (int64_t b = first; b < last; b++) {
@@ -148,7 +149,7 @@ static void block_partials(const ct_list_args *a, int64_t first, int64_t last, d
     }
 }
 
-ct_status ct__cpu_list_norm(int device, const ct_list_args *args, double p, double *out) {
+ct_status ct__cpu_list_norm(int device, const ct__list_args *args, double p, double *out) {
     (void)device;
     int64_t blocks = (args->total + NORM_BLOCK - 1) / NORM_BLOCK;
     if (blocks <= 1) {
@@ -174,10 +175,10 @@ ct_status ct__cpu_list_norm(int device, const ct_list_args *args, double p, doub
     return CT_OK;
 }
 
-static void scale_range(const ct_list_args *a, int64_t begin, int64_t end, double factor) {
+static void scale_range(const ct__list_args *a, int64_t begin, int64_t end, double factor) {
     int64_t base = 0;
     for (int k = 0; k < a->count && base < end; k++) {
-        const ct_list_tensor *t = &a->tensors[k];
+        const ct__list_tensor *t = &a->tensors[k];
         int64_t lo = begin > base ? begin - base : 0;
         int64_t hi = end - base < t->numel ? end - base : t->numel;
         base += t->numel;
@@ -196,7 +197,7 @@ static void scale_range(const ct_list_args *a, int64_t begin, int64_t end, doubl
     }
 }
 
-ct_status ct__cpu_list_scale(int device, const ct_list_args *args, double factor) {
+ct_status ct__cpu_list_scale(int device, const ct__list_args *args, double factor) {
     (void)device;
     int parts = parts_for(args->total);
     if (parts == 1) {

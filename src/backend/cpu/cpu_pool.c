@@ -1,4 +1,4 @@
-/* CPU 2-d pooling (ct_pool2d_args in backend/conv_args_impl.h): max, average and adaptive
+/* CPU 2-d pooling (ct__pool2d_args in backend/conv_args_impl.h): max, average and adaptive
  * average, forward and backward, one plane (image, channel) per OpenMP work item. */
 #include <math.h>
 #include <stdbool.h>
@@ -13,7 +13,7 @@ typedef struct {
     int64_t start, end, divisor;
 } pool_window;
 
-static pool_window pool_window_of(const ct_pool2d_args *a, int axis, int64_t i) {
+static pool_window pool_window_of(const ct__pool2d_args *a, int axis, int64_t i) {
     int64_t n = axis ? a->in_w : a->in_h, o = axis ? a->out_w : a->out_h;
     pool_window win;
     if (a->kind == CT_POOL_ADAPTIVE_AVG) {
@@ -31,7 +31,7 @@ static pool_window pool_window_of(const ct_pool2d_args *a, int axis, int64_t i) 
     return win;
 }
 
-static bool pool_is_plain_2x2(const ct_pool2d_args *a) {
+static bool pool_is_plain_2x2(const ct__pool2d_args *a) {
     return a->kernel[0] == 2 && a->kernel[1] == 2 && a->stride[0] == 2 && a->stride[1] == 2 &&
            a->padding[0] == 0 && a->padding[1] == 0;
 }
@@ -56,7 +56,7 @@ static bool pool_is_plain_2x2(const ct_pool2d_args *a) {
 #undef CT_POOL_FN
 
 /* Planes in dynamic blocks: a thread the OS deschedules does not hold the others up. */
-static void run_planes(const ct_pool2d_args *a, bool backward) {
+static void run_planes(const ct__pool2d_args *a, bool backward) {
     int64_t work = a->planes * (a->in_h * a->in_w + a->out_h * a->out_w);
     (void)work;
 #ifdef _OPENMP
@@ -77,13 +77,13 @@ static void run_planes(const ct_pool2d_args *a, bool backward) {
     }
 }
 
-ct_status ct__cpu_pool2d_forward(int device, const ct_pool2d_args *args) {
+ct_status ct__cpu_pool2d_forward(int device, const ct__pool2d_args *args) {
     (void)device;
     run_planes(args, false);
     return CT_OK;
 }
 
-ct_status ct__cpu_pool2d_backward(int device, const ct_pool2d_args *args) {
+ct_status ct__cpu_pool2d_backward(int device, const ct__pool2d_args *args) {
     (void)device;
     run_planes(args, true);
     return CT_OK;

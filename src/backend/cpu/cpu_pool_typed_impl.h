@@ -58,7 +58,7 @@ static void CT_POOL_FN(max_row_2x2_nan)(const CT_POOL_T *x0, const CT_POOL_T *x1
 /* Max pooling of a plane with 2x2 windows at stride 2 and no padding (the common case), row
  * by row. idx_out may be NULL (no backward to follow): a stack buffer then takes the indices,
  * a row's piece at a time. */
-static void CT_POOL_FN(max_plane_2x2)(const ct_pool2d_args *a, const CT_POOL_T *x, CT_POOL_T *y,
+static void CT_POOL_FN(max_plane_2x2)(const ct__pool2d_args *a, const CT_POOL_T *x, CT_POOL_T *y,
                                       int64_t *idx_out) {
     enum { PIECE = 64 };
     int64_t w = a->in_w, ow_n = a->out_w, scratch[PIECE];
@@ -76,7 +76,7 @@ static void CT_POOL_FN(max_plane_2x2)(const ct_pool2d_args *a, const CT_POOL_T *
 }
 
 /* Forward of plane p: max (with the first maximum's index) or average. */
-static void CT_POOL_FN(forward_plane)(const ct_pool2d_args *a, int64_t p) {
+static void CT_POOL_FN(forward_plane)(const ct__pool2d_args *a, int64_t p) {
     const CT_POOL_T *x = (const CT_POOL_T *)a->x + p * a->in_h * a->in_w;
     CT_POOL_T *y = (CT_POOL_T *)a->y + p * a->out_h * a->out_w;
     int64_t *idx = a->indices ? a->indices + p * a->out_h * a->out_w : NULL;
@@ -108,7 +108,7 @@ static void CT_POOL_FN(forward_plane)(const ct_pool2d_args *a, int64_t p) {
 }
 
 /* Backward of plane p: the input gradient from the output gradient y. */
-static void CT_POOL_FN(backward_plane)(const ct_pool2d_args *a, int64_t p) {
+static void CT_POOL_FN(backward_plane)(const ct__pool2d_args *a, int64_t p) {
     CT_POOL_T *dx = (CT_POOL_T *)a->x + p * a->in_h * a->in_w;
     const CT_POOL_T *dy = (const CT_POOL_T *)a->y + p * a->out_h * a->out_w;
     for (int64_t i = 0; i < a->in_h * a->in_w; i++) dx[i] = 0;

@@ -1,4 +1,4 @@
-/* CPU reduction kernel: walks the outer (kept) × inner (reduced) spaces of ct_reduce_args
+/* CPU reduction kernel: walks the outer (kept) × inner (reduced) spaces of ct__reduce_args
  * and feeds rows of the inner space to the accumulators of cpu_reduce_acc.c.
  *
  * Parallelism: with many outputs, OpenMP threads split the outputs (each output is computed
@@ -30,13 +30,13 @@ typedef struct inner_space {
 } inner_space;
 
 typedef struct reduce_plan {
-    const ct_reduce_args *args;
-    ct_reduce_op op;
-    ct_reduce_kind kind; /* for var/std: the second pass (the first is CT_RK_FSUM) */
+    const ct__reduce_args *args;
+    ct__reduce_op op;
+    ct__reduce_kind kind; /* for var/std: the second pass (the first is CT_RK_FSUM) */
     inner_space inner;
 } reduce_plan;
 
-static ct_reduce_kind kind_of(ct_reduce_op op, ct_dtype dtype) {
+static ct__reduce_kind kind_of(ct__reduce_op op, ct_dtype dtype) {
     bool fl = ct__is_float(dtype);
     switch (op) {
     case CT_ROP_SUM: return fl ? CT_RK_FSUM : CT_RK_ISUM;
@@ -52,7 +52,7 @@ static ct_reduce_kind kind_of(ct_reduce_op op, ct_dtype dtype) {
     }
 }
 
-static void inner_init(const ct_reduce_args *a, inner_space *s) {
+static void inner_init(const ct__reduce_args *a, inner_space *s) {
     int64_t size = (int64_t)ct__dtype_size(a->in_dtype);
     s->numel = 1;
     for (int d = 0; d < a->inner_ndim; d++) s->numel *= a->inner_shape[d];
@@ -72,8 +72,8 @@ static void inner_init(const ct_reduce_args *a, inner_space *s) {
 }
 
 /* Feed inner elements [begin, end) (C-order linear indices) at base to acc. */
-static void walk_inner(const reduce_plan *p, ct_reduce_kind kind, const char *base, int64_t begin,
-                       int64_t end, double mean, ct_reduce_acc *acc) {
+static void walk_inner(const reduce_plan *p, ct__reduce_kind kind, const char *base, int64_t begin,
+                       int64_t end, double mean, ct__reduce_acc *acc) {
     const inner_space *s = &p->inner;
     if (begin >= end) return;
     int64_t index[CT_MAX_DIMS];
@@ -98,31 +98,31 @@ static void walk_inner(const reduce_plan *p, ct_reduce_kind kind, const char *ba
 }
 
 /* One pass over the whole inner space at base, sequentially. */
-static ct_reduce_part pass_serial(const reduce_plan *p, ct_reduce_kind kind, const char *base,
-                                  double mean) {
-    ct_reduce_acc acc;
+static ct__reduce_part pass_serial(const reduce_plan *p, ct__reduce_kind kind, const char *base,
+                                   double mean) {
+    ct__reduce_acc acc;
     ct__reduce_acc_init(kind, &acc);
     walk_inner(p, kind, base, 0, p->inner.numel, mean, &acc);
     return ct__reduce_acc_result(kind, &acc);
 }
 
 /* One pass over the inner space in fixed chunks, reduced in parallel, merged in order. */
-static ct_reduce_part pass_chunked(const reduce_plan *p, ct_reduce_kind kind, const char *base,
-                                   double mean) {
+static ct__reduce_part pass_chunked(const reduce_plan *p, ct__reduce_kind kind, const char *base,
+                                    double mean) {
     int64_t n = p->inner.numel;
     int64_t chunk = (n + MAX_CHUNKS - 1) / MAX_CHUNKS;
     chunk = chunk < MIN_CHUNK ? MIN_CHUNK : (chunk + 127) / 128 * 128;
     int64_t nchunks = (n + chunk - 1) / chunk;
-    ct_reduce_part parts[MAX_CHUNKS];
+    ct__reduce_part parts[MAX_CHUNKS];
 #pragma omp parallel for schedule(static)
     for (int64_t c = 0; c < nchunks; c++) {
-        ct_reduce_acc acc;
+        ct__reduce_acc acc;
         ct__reduce_acc_init(kind, &acc);
         int64_t end = (c + 1) * chunk < n ? (c + 1) * chunk : n;
         walk_inner(p, kind, base, c * chunk, end, mean, &acc);
         parts[c] = ct__reduce_acc_result(kind, &acc);
     }
-    ct_reduce_acc total;
+    ct__reduce_acc total;
     ct__reduce_acc_init(kind, &total);
     for (int64_t c = 0; c < nchunks; c++) ct__reduce_acc_merge(kind, &total, &parts[c]);
     return ct__reduce_acc_result(kind, &total);
@@ -137,7 +137,7 @@ static double variance(double sqdev, int64_t n, double correction) {
     return sqdev / divisor;
 }
 
-static void store_result(const reduce_plan *p, const ct_reduce_part *r, char *out) {
+static void store_result(const reduce_plan *p, const ct__reduce_part *r, char *out) {
     ct_dtype dt = p->args->out_dtype;
     bool integer = p->kind == CT_RK_ISUM || p->kind == CT_RK_IPROD;
     int64_t inner = p->inner.numel;
@@ -172,18 +172,18 @@ static void store_result(const reduce_plan *p, const ct_reduce_part *r, char *ou
 
 /* Reduce the inner space at base into out, with passes run serially or chunked. */
 static void reduce_one(const reduce_plan *p, const char *base, char *out, bool chunked) {
-    ct_reduce_part (*pass)(const reduce_plan *, ct_reduce_kind, const char *, double) =
+    ct__reduce_part (*pass)(const reduce_plan *, ct__reduce_kind, const char *, double) =
         chunked ? pass_chunked : pass_serial;
     double mean = 0.0;
     if (p->op == CT_ROP_VAR || p->op == CT_ROP_STD) {
         if (p->inner.numel > 0) mean = pass(p, CT_RK_FSUM, base, 0.0).f / (double)p->inner.numel;
     }
-    ct_reduce_part r = pass(p, p->kind, base, mean);
+    ct__reduce_part r = pass(p, p->kind, base, mean);
     store_result(p, &r, out);
 }
 
 /* Input and output byte offsets of outer element o (C-order linear index). */
-static void outer_offsets(const ct_reduce_args *a, int64_t o, int64_t *in, int64_t *out) {
+static void outer_offsets(const ct__reduce_args *a, int64_t o, int64_t *in, int64_t *out) {
     int64_t in_off = 0, out_off = 0;
     for (int d = a->outer_ndim - 1; d >= 0; d--) {
         int64_t i = o % a->outer_shape[d];
@@ -195,10 +195,10 @@ static void outer_offsets(const ct_reduce_args *a, int64_t o, int64_t *in, int64
     *out = out_off * (int64_t)ct__dtype_size(a->out_dtype);
 }
 
-/* Column sums (see ct_reduce_tile): sum, mean, var and std of f32/f64 when the last outer
+/* Column sums (see ct__reduce_tile): sum, mean, var and std of f32/f64 when the last outer
  * axis is contiguous in the input and the reduced space is not. */
 static bool tile_applicable(const reduce_plan *p) {
-    const ct_reduce_args *a = p->args;
+    const ct__reduce_args *a = p->args;
     if (p->kind != CT_RK_FSUM && p->kind != CT_RK_SQDEV) return false;
     if (a->in_dtype != CT_F32 && a->in_dtype != CT_F64) return false;
     if (a->outer_ndim == 0 || a->in_outer_strides[a->outer_ndim - 1] != 1) return false;
@@ -206,7 +206,7 @@ static bool tile_applicable(const reduce_plan *p) {
 }
 
 /* Feed every step of the inner space at base to tile. */
-static void walk_tile(const reduce_plan *p, const char *base, ct_reduce_tile *tile) {
+static void walk_tile(const reduce_plan *p, const char *base, ct__reduce_tile *tile) {
     const inner_space *s = &p->inner;
     int64_t index[CT_MAX_DIMS] = {0};
     for (int64_t rows = s->numel / s->row_len; rows > 0; rows--) {
@@ -222,14 +222,14 @@ static void walk_tile(const reduce_plan *p, const char *base, ct_reduce_tile *ti
 
 /* Tile t: up to CT_REDUCE_TILE outputs along the last outer axis. */
 static void reduce_tile(const reduce_plan *p, int64_t t) {
-    const ct_reduce_args *a = p->args;
+    const ct__reduce_args *a = p->args;
     int64_t len = a->outer_shape[a->outer_ndim - 1];
     int64_t per_row = (len + CT_REDUCE_TILE - 1) / CT_REDUCE_TILE;
     int64_t col = t % per_row * CT_REDUCE_TILE;
     int w = (int)(len - col < CT_REDUCE_TILE ? len - col : CT_REDUCE_TILE);
     int64_t in_off, out_off;
     outer_offsets(a, t / per_row * len + col, &in_off, &out_off);
-    ct_reduce_tile tile;
+    ct__reduce_tile tile;
     double mean[CT_REDUCE_TILE], totals[CT_REDUCE_TILE];
     bool two_pass = p->kind == CT_RK_SQDEV;
     if (two_pass) {
@@ -243,12 +243,12 @@ static void reduce_tile(const reduce_plan *p, int64_t t) {
     ct__reduce_tile_totals(&tile, totals);
     int64_t out_step = a->out_strides[a->outer_ndim - 1] * (int64_t)ct__dtype_size(a->out_dtype);
     for (int k = 0; k < w; k++) {
-        ct_reduce_part r = {totals[k], 0, 0, -1, false};
+        ct__reduce_part r = {totals[k], 0, 0, -1, false};
         store_result(p, &r, a->out + out_off + k * out_step);
     }
 }
 
-ct_status ct__cpu_reduce(int device, ct_reduce_op op, const ct_reduce_args *args) {
+ct_status ct__cpu_reduce(int device, ct__reduce_op op, const ct__reduce_args *args) {
     (void)device;
     reduce_plan plan = {args, op, kind_of(op, args->in_dtype), {0}};
     inner_init(args, &plan.inner);

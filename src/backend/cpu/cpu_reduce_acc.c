@@ -12,14 +12,14 @@
 
 #define BLOCK 128
 
-static void pairwise_push(ct_pairwise *p, double v) {
+static void pairwise_push(ct__pairwise *p, double v) {
     int l = 0;
     for (uint64_t c = p->count; c & 1u; c >>= 1, l++) v = p->level[l] + v;
     p->level[l] = v;
     p->count++;
 }
 
-static double pairwise_total(const ct_pairwise *p) {
+static double pairwise_total(const ct__pairwise *p) {
     double total = 0.0;
     int l = 0;
     for (uint64_t c = p->count; c; c >>= 1, l++)
@@ -57,7 +57,7 @@ static double block_generic(ct_dtype dtype, const char *p, int64_t stride, int64
 }
 
 static void sum_row(ct_dtype dtype, const char *p, int64_t stride, int64_t n, bool sqdev,
-                    double mean, ct_pairwise *acc) {
+                    double mean, ct__pairwise *acc) {
     int64_t size = (int64_t)ct__dtype_size(dtype);
     for (int64_t i = 0; i < n; i += BLOCK) {
         int64_t m = n - i < BLOCK ? n - i : BLOCK;
@@ -79,7 +79,7 @@ static void sum_row(ct_dtype dtype, const char *p, int64_t stride, int64_t n, bo
  * a flag remembers it instead. The contiguous f32/f64 loops keep eight independent lanes,
  * which breaks the dependency chain of one running value. */
 #define DEFINE_EXTREMUM(name, T, CMP)                                                              \
-    static void name(const T *x, int64_t n, ct_reduce_part *r) {                                   \
+    static void name(const T *x, int64_t n, ct__reduce_part *r) {                                  \
         T lane[8];                                                                                 \
         int nan[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                                     \
         for (int k = 0; k < 8; k++) lane[k] = (T)r->f;                                             \
@@ -107,7 +107,7 @@ DEFINE_EXTREMUM(max_f64, double, >)
 DEFINE_EXTREMUM(min_f64, double, <)
 
 static void extremum_row(bool is_max, ct_dtype dtype, const char *p, int64_t stride, int64_t n,
-                         ct_reduce_part *r) {
+                         ct__reduce_part *r) {
     int64_t size = (int64_t)ct__dtype_size(dtype);
     if (stride == size && dtype == CT_F32) {
         (is_max ? max_f32 : min_f32)((const float *)p, n, r);
@@ -125,7 +125,7 @@ static void extremum_row(bool is_max, ct_dtype dtype, const char *p, int64_t str
 }
 
 static void int_extremum_row(bool is_max, ct_dtype dtype, const char *p, int64_t stride, int64_t n,
-                             ct_reduce_part *r) {
+                             ct__reduce_part *r) {
     for (int64_t i = 0; i < n; i++) {
         int64_t v = ct__load_i64(p + i * stride, dtype);
         if (is_max ? v > r->i : v < r->i) r->i = v;
@@ -141,7 +141,7 @@ static bool float_arg_better(bool is_max, double v, double best) {
 }
 
 static void arg_row(bool is_max, bool is_float, ct_dtype dtype, const char *p, int64_t stride,
-                    int64_t n, int64_t first, ct_reduce_part *r) {
+                    int64_t n, int64_t first, ct__reduce_part *r) {
     for (int64_t i = 0; i < n; i++) {
         const char *q = p + i * stride;
         if (is_float) {
@@ -155,15 +155,15 @@ static void arg_row(bool is_max, bool is_float, ct_dtype dtype, const char *p, i
 }
 
 static void logical_row(bool is_all, ct_dtype dtype, const char *p, int64_t stride, int64_t n,
-                        ct_reduce_part *r) {
+                        ct__reduce_part *r) {
     /* all stops at the first zero, any at the first non-zero: the answer is then known. */
     for (int64_t i = 0; i < n && r->flag == is_all; i++)
         if ((ct__load_f64(p + i * stride, dtype) != 0.0) != is_all) r->flag = !is_all;
 }
 
-void ct__reduce_acc_init(ct_reduce_kind kind, ct_reduce_acc *acc) {
+void ct__reduce_acc_init(ct__reduce_kind kind, ct__reduce_acc *acc) {
     acc->sum.count = 0;
-    ct_reduce_part *r = &acc->part;
+    ct__reduce_part *r = &acc->part;
     r->f = 0.0;
     r->u = 0;
     r->i = 0;
@@ -181,9 +181,9 @@ void ct__reduce_acc_init(ct_reduce_kind kind, ct_reduce_acc *acc) {
     }
 }
 
-void ct__reduce_acc_row(ct_reduce_kind kind, ct_dtype dtype, const char *p, int64_t stride,
-                        int64_t n, int64_t first, double mean, ct_reduce_acc *acc) {
-    ct_reduce_part *r = &acc->part;
+void ct__reduce_acc_row(ct__reduce_kind kind, ct_dtype dtype, const char *p, int64_t stride,
+                        int64_t n, int64_t first, double mean, ct__reduce_acc *acc) {
+    ct__reduce_part *r = &acc->part;
     switch (kind) {
     case CT_RK_FSUM: sum_row(dtype, p, stride, n, false, mean, &acc->sum); break;
     case CT_RK_SQDEV: sum_row(dtype, p, stride, n, true, mean, &acc->sum); break;
@@ -209,14 +209,14 @@ void ct__reduce_acc_row(ct_reduce_kind kind, ct_dtype dtype, const char *p, int6
     }
 }
 
-ct_reduce_part ct__reduce_acc_result(ct_reduce_kind kind, const ct_reduce_acc *acc) {
-    ct_reduce_part r = acc->part;
+ct__reduce_part ct__reduce_acc_result(ct__reduce_kind kind, const ct__reduce_acc *acc) {
+    ct__reduce_part r = acc->part;
     if (kind == CT_RK_FSUM || kind == CT_RK_SQDEV) r.f = pairwise_total(&acc->sum);
     return r;
 }
 
-void ct__reduce_acc_merge(ct_reduce_kind kind, ct_reduce_acc *acc, const ct_reduce_part *next) {
-    ct_reduce_part *r = &acc->part;
+void ct__reduce_acc_merge(ct__reduce_kind kind, ct__reduce_acc *acc, const ct__reduce_part *next) {
+    ct__reduce_part *r = &acc->part;
     bool is_max = kind == CT_RK_FARGMAX || kind == CT_RK_IARGMAX;
     switch (kind) {
     case CT_RK_FSUM:
@@ -253,7 +253,7 @@ void ct__reduce_acc_merge(ct_reduce_kind kind, ct_reduce_acc *acc, const ct_redu
     }
 }
 
-void ct__reduce_tile_init(ct_reduce_tile *tile, int w, const double *mean) {
+void ct__reduce_tile_init(ct__reduce_tile *tile, int w, const double *mean) {
     tile->w = w;
     tile->in_block = 0;
     tile->mean = mean;
@@ -263,7 +263,7 @@ void ct__reduce_tile_init(ct_reduce_tile *tile, int w, const double *mean) {
     }
 }
 
-static void tile_flush(ct_reduce_tile *tile) {
+static void tile_flush(ct__reduce_tile *tile) {
     for (int k = 0; k < tile->w; k++) {
         pairwise_push(&tile->sum[k], tile->block[k]);
         tile->block[k] = 0.0;
@@ -273,7 +273,7 @@ static void tile_flush(ct_reduce_tile *tile) {
 
 /* One step: block[k] += TERM(x[k]) for the tile's w outputs. */
 #define DEFINE_TILE_STEP(name, T)                                                                  \
-    static void name(ct_reduce_tile *tile, const T *x) {                                           \
+    static void name(ct__reduce_tile *tile, const T *x) {                                          \
         int w = tile->w;                                                                           \
         double *block = tile->block;                                                               \
         const double *mean = tile->mean;                                                           \
@@ -285,7 +285,7 @@ static void tile_flush(ct_reduce_tile *tile) {
 DEFINE_TILE_STEP(tile_step_f32, float)
 DEFINE_TILE_STEP(tile_step_f64, double)
 
-void ct__reduce_tile_feed(ct_reduce_tile *tile, ct_dtype dtype, const char *p, int64_t stride,
+void ct__reduce_tile_feed(ct__reduce_tile *tile, ct_dtype dtype, const char *p, int64_t stride,
                           int64_t n) {
     for (int64_t j = 0; j < n; j++) {
         const char *q = p + j * stride;
@@ -297,7 +297,7 @@ void ct__reduce_tile_feed(ct_reduce_tile *tile, ct_dtype dtype, const char *p, i
     }
 }
 
-void ct__reduce_tile_totals(ct_reduce_tile *tile, double *totals) {
+void ct__reduce_tile_totals(ct__reduce_tile *tile, double *totals) {
     if (tile->in_block) tile_flush(tile);
     for (int k = 0; k < tile->w; k++) totals[k] = pairwise_total(&tile->sum[k]);
 }

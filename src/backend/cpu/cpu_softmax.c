@@ -18,7 +18,7 @@ static void softmax_row_f32(const float *x, float *y, int64_t n, bool log_softma
     for (int64_t k = 0; k < n; k++) y[k] = (float)(y[k] * inv);
 }
 
-CT_CPU_INLINE void softmax_line(const ct_softmax_args *a, int64_t line, ct_dtype dtype) {
+CT_CPU_INLINE void softmax_line(const ct__softmax_args *a, int64_t line, ct_dtype dtype) {
     int64_t s = a->inner, base = line / s * a->n * s + line % s;
     if (dtype == CT_F32 && s == 1) {
         softmax_row_f32((const float *)a->in + base, (float *)a->out + base, a->n, a->log);
@@ -51,7 +51,7 @@ CT_CPU_INLINE void softmax_line(const ct_softmax_args *a, int64_t line, ct_dtype
 
 /* dx = y * (g - sum(g * y)) for softmax, g - exp(y) * sum(g) for log-softmax (y the
  * forward's output). */
-CT_CPU_INLINE void softmax_backward_line(const ct_softmax_args *a, int64_t line, ct_dtype dtype) {
+CT_CPU_INLINE void softmax_backward_line(const ct__softmax_args *a, int64_t line, ct_dtype dtype) {
     int64_t s = a->inner, base = line / s * a->n * s + line % s;
     double dot = 0.0;
     for (int64_t k = 0; k < a->n; k++) {
@@ -65,7 +65,7 @@ CT_CPU_INLINE void softmax_backward_line(const ct_softmax_args *a, int64_t line,
     }
 }
 
-ct_status ct__cpu_softmax(int device, const ct_softmax_args *args) {
+ct_status ct__cpu_softmax(int device, const ct__softmax_args *args) {
     (void)device;
     int64_t lines = args->outer * args->inner;
 #ifdef _OPENMP
@@ -76,7 +76,7 @@ ct_status ct__cpu_softmax(int device, const ct_softmax_args *args) {
     return CT_OK;
 }
 
-ct_status ct__cpu_softmax_backward(int device, const ct_softmax_args *args) {
+ct_status ct__cpu_softmax_backward(int device, const ct__softmax_args *args) {
     (void)device;
     int64_t lines = args->outer * args->inner;
 #ifdef _OPENMP

@@ -33,7 +33,7 @@ _Static_assert(sizeof op_kind == CT_UOP_COUNT, "one kind per unary op");
  * nothing (the kernel never runs the op there). */
 /* clang-format off */
 #define CASE_FORMULA_(name, NAME, S)                                                               \
-    case CT_UOP_##NAME: MAP((ct_ew_##name##_##S)(x[i]));
+    case CT_UOP_##NAME: MAP((ct__ew_##name##_##S)(x[i]));
 #define CASE_NONE_(name, NAME, S)                                                                  \
     case CT_UOP_##NAME: break;
 #define F32_CASE_(name, NAME, kind, grad)                                                          \
@@ -57,7 +57,7 @@ __attribute__((target("avx2,fma"))) static void exp_loop_fma(float *restrict o,
 }
 #endif
 
-static bool exp_fast(ct_unary_op op, float *restrict o, const float *restrict x, int64_t n) {
+static bool exp_fast(ct__unary_op op, float *restrict o, const float *restrict x, int64_t n) {
 #if CT_EXP_FMA_LOOP
     if (op == CT_UOP_EXP && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
         exp_loop_fma(o, x, n);
@@ -72,7 +72,7 @@ static bool exp_fast(ct_unary_op op, float *restrict o, const float *restrict x,
  * float32; integers: clamp keeps the integers inside [lo, hi], bounds ceil(lo) and floor(hi),
  * which the op layer has saturated to the dtype's range). */
 #define DEFINE_UNARY_LOOP(fname, T, S, CASES, PROLOGUE, LO, HI)                                    \
-    CT_CPU_CLONES static void fname(ct_unary_op op, void *vo, const void *vx, int64_t n,           \
+    CT_CPU_CLONES static void fname(ct__unary_op op, void *vo, const void *vx, int64_t n,           \
                                     double p0, double p1) {                                        \
         T *restrict o = vo;                                                                        \
         const T *restrict x = vx;                                                                  \
@@ -80,7 +80,7 @@ static bool exp_fast(ct_unary_op op, float *restrict o, const float *restrict x,
         const T lo = (LO), hi = (HI);                                                              \
         switch (op) {                                                                              \
             CT_UNARY_OPS(CASES)                                                                    \
-        case CT_UOP_CLAMP: MAP(ct_ew_clamp_##S(x[i], lo, hi));                                     \
+        case CT_UOP_CLAMP: MAP(ct__ew_clamp_##S(x[i], lo, hi));                                     \
         case CT_UOP_COUNT: break;                                                                  \
         }                                                                                          \
     }
@@ -94,7 +94,7 @@ DEFINE_UNARY_LOOP(unary_i64, int64_t, i64, I64_CASE_, (void)0, ct__f64_to_i64(ce
 /* clang-format on */
 
 /* The predicates: double in, bool (0/1 bytes) out. */
-static void unary_test(ct_unary_op op, void *vo, const void *vx, int64_t n, double p0, double p1) {
+static void unary_test(ct__unary_op op, void *vo, const void *vx, int64_t n, double p0, double p1) {
     (void)p0, (void)p1;
     uint8_t *restrict o = vo;
     const double *restrict x = vx;
@@ -105,13 +105,13 @@ static void unary_test(ct_unary_op op, void *vo, const void *vx, int64_t n, doub
     }
 }
 
-typedef void (*unary_fn)(ct_unary_op op, void *o, const void *x, int64_t n, double p0, double p1);
+typedef void (*unary_fn)(ct__unary_op op, void *o, const void *x, int64_t n, double p0, double p1);
 
 /* A compute domain: the dtypes its loop reads and writes directly, and its conversions. */
 typedef struct unary_domain {
     ct_dtype in_native, out_native;
-    ct_cpu_load_fn load;
-    ct_cpu_store_fn store;
+    ct__cpu_load_fn load;
+    ct__cpu_store_fn store;
     unary_fn run;
 } unary_domain;
 
@@ -127,7 +127,7 @@ static const unary_domain domain_test = {CT_F64, CT_BOOL, ct__cpu_load_f64, ct__
                                          unary_test};
 
 typedef struct unary_ctx {
-    ct_unary_op op;
+    ct__unary_op op;
     ct_dtype out_dtype, in_dtype;
     const unary_domain *domain;
     double p0, p1;
@@ -170,14 +170,15 @@ static void unary_row(char *const *ptrs, const int64_t *strides, int64_t n, void
 /* The domain an op computes in: FLOAT ops in float (double for float64 results), SAME and
  * INT ops in the compute dtype's domain (int32 for int32, uint8 and bool), predicates in
  * their own. */
-static const unary_domain *pick_domain(ct_unary_op op, ct_dtype compute) {
+static const unary_domain *pick_domain(ct__unary_op op, ct_dtype compute) {
     if (op_kind[op] == KIND_BOOL) return &domain_test;
     if (compute == CT_F64) return &domain_f64;
     if (op_kind[op] == KIND_FLOAT || ct__is_float(compute)) return &domain_f32;
     return compute == CT_I64 ? &domain_i64 : &domain_i32;
 }
 
-ct_status ct__cpu_unary(int device, ct_unary_op op, const ct_ew_args *args, double p0, double p1) {
+ct_status ct__cpu_unary(int device, ct__unary_op op, const ct__ew_args *args, double p0,
+                        double p1) {
     (void)device;
     if ((unsigned)op >= CT_UOP_COUNT)
         return ct__error(CT_ERR_INVALID_ARG, "cpu unary kernel: unknown op %d", (int)op);

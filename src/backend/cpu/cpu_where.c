@@ -37,7 +37,7 @@ static void where_row(char *const *ptrs, const int64_t *strides, int64_t n, void
     }
 }
 
-ct_status ct__cpu_where(int device, const ct_ew_args *args) {
+ct_status ct__cpu_where(int device, const ct__ew_args *args) {
     (void)device;
     int64_t size = (int64_t)ct__dtype_size(args->dtype[0]);
     ct__cpu_parallel_rows(args, where_row, &size);

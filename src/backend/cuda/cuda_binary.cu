@@ -21,9 +21,9 @@
  * through err) where the kind computes in S, else nothing (never run there). */
 /* clang-format off */
 #define CASE_FLOAT_(name, NAME, S)                                                                 \
-    case CT_BOP_##NAME: return (ct_ew_##name##_##S)(a, b);
+    case CT_BOP_##NAME: return (ct__ew_##name##_##S)(a, b);
 #define CASE_INT_(name, NAME, S)                                                                   \
-    case CT_BOP_##NAME: return (ct_ew_##name##_##S)(a, b, err);
+    case CT_BOP_##NAME: return (ct__ew_##name##_##S)(a, b, err);
 #define CASE_NONE_(name, NAME, S)                                                                  \
     case CT_BOP_##NAME: break;
 #define F32_CASE_(name, NAME, kind, grad)                                                          \
@@ -48,7 +48,7 @@
 #define DEFINE_ARITH_VALUE(T, S, CASES, RELU)                                                      \
     CT_EW_DEV T arith_cases(int op, T a, T b, int *err) {                                          \
         (void)err;                                                                                 \
-        switch ((ct_binary_op)op) {                                                                \
+        switch ((ct__binary_op)op) {                                                                \
             CT_BINARY_OPS(CASES)                                                                   \
             RELU                                                                                   \
         case CT_BOP_COUNT: break;                                                                  \
@@ -69,7 +69,7 @@ DEFINE_ARITH_VALUE(int64_t, i64, I64_CASE_, CASE_INT_(relu_grad, RELU_GRAD, i64)
 /* Comparisons and logical ops give 0/1. */
 #define DEFINE_COMPARE_VALUE(T, CASES)                                                             \
     CT_EW_DEV uint8_t compare_value(int op, T a, T b) {                                            \
-        switch ((ct_binary_op)op) {                                                                \
+        switch ((ct__binary_op)op) {                                                                \
             CT_BINARY_OPS(CASES)                                                                   \
         case CT_BOP_RELU_GRAD:                                                                     \
         case CT_BOP_COUNT: break;                                                                  \
@@ -124,7 +124,7 @@ CT_EW_DEV void arith_f32_run(float *__restrict__ o, const float *__restrict__ a,
 static __global__ void arith_f32_contiguous(float *__restrict__ o, const float *__restrict__ a,
                                             const float *__restrict__ b, int64_t n, int64_t sa,
                                             int64_t sb, int op, bool vec) {
-    switch ((ct_binary_op)op) {
+    switch ((ct__binary_op)op) {
         CT_BINARY_OPS(CT_ARITH_RUN_KIND_)
         CT_ARITH_RUN_(RELU_GRAD)
     case CT_BOP_COUNT: break;
@@ -133,7 +133,7 @@ static __global__ void arith_f32_contiguous(float *__restrict__ o, const float *
 
 /* Any layout and dtypes, computing in domain T; flag is NULL unless the op can fail. */
 template <typename T, typename I>
-static __global__ void arith_strided(const __grid_constant__ ct_ew_args args, int op, int *flag) {
+static __global__ void arith_strided(const __grid_constant__ ct__ew_args args, int op, int *flag) {
     CT_EW_LOOP(i, args.numel) {
         int64_t off[3];
         ct_ew_offsets<3>(args, (I)i, off);
@@ -144,7 +144,7 @@ static __global__ void arith_strided(const __grid_constant__ ct_ew_args args, in
 }
 
 template <typename T, typename I>
-static __global__ void compare_strided(const __grid_constant__ ct_ew_args args, int op) {
+static __global__ void compare_strided(const __grid_constant__ ct__ew_args args, int op) {
     CT_EW_LOOP(i, args.numel) {
         int64_t off[3];
         ct_ew_offsets<3>(args, (I)i, off);
@@ -167,7 +167,7 @@ static const unsigned char op_kind[] = {
 static_assert(sizeof op_kind == CT_BOP_COUNT, "one kind per binary op");
 
 template <typename T>
-static ct_status launch_compare(int device, cudaStream_t stream, const ct_ew_args &a, int op) {
+static ct_status launch_compare(int device, cudaStream_t stream, const ct__ew_args &a, int op) {
     unsigned blocks = ct_ew_blocks(a.numel);
     if (ct_ew_small(&a))
         compare_strided<T, uint32_t><<<blocks, CT_EW_THREADS, 0, stream>>>(a, op);
@@ -178,7 +178,7 @@ static ct_status launch_compare(int device, cudaStream_t stream, const ct_ew_arg
 }
 
 template <typename T>
-static ct_status launch_arith(int device, cudaStream_t stream, const ct_ew_args &a, int op,
+static ct_status launch_arith(int device, cudaStream_t stream, const ct__ew_args &a, int op,
                               int *flag) {
     unsigned blocks = ct_ew_blocks(a.numel);
     if (ct_ew_small(&a))
@@ -191,7 +191,7 @@ static ct_status launch_arith(int device, cudaStream_t stream, const ct_ew_args 
 
 /* Whether a (byte strides) is float32 throughout with a contiguous output and each input
  * contiguous or a broadcast element. */
-static bool contiguous_f32(const ct_ew_args &a) {
+static bool contiguous_f32(const ct__ew_args &a) {
     if (a.ndim != 1 || a.strides[0][0] != 4) return false;
     for (int k = 0; k < 3; k++)
         if (a.dtype[k] != CT_F32) return false;
@@ -200,7 +200,7 @@ static bool contiguous_f32(const ct_ew_args &a) {
     return true;
 }
 
-static ct_status launch_f32(int device, cudaStream_t stream, const ct_ew_args &a, int op) {
+static ct_status launch_f32(int device, cudaStream_t stream, const ct__ew_args &a, int op) {
     if (!contiguous_f32(a)) return launch_arith<float>(device, stream, a, op, NULL);
     bool vec = (uintptr_t)a.data[0] % 16 == 0;
     for (int k = 1; k < 3; k++)
@@ -217,7 +217,7 @@ static_assert(sizeof(int) == CT_READBACK_RAISED_FLAG, "the op layer counts this 
 
 /* Run the integer op with the device flag *flag and read it back into *raised. */
 template <typename T>
-static ct_status run_flagged(int device, cudaStream_t stream, const ct_ew_args &a, int op,
+static ct_status run_flagged(int device, cudaStream_t stream, const ct__ew_args &a, int op,
                              int *flag, int *raised) {
     CT_CUDA_CHECK(device, cudaMemsetAsync(flag, 0, sizeof *flag, stream));
     ct_status status = launch_arith<T>(device, stream, a, op, flag);
@@ -231,7 +231,7 @@ static ct_status run_flagged(int device, cudaStream_t stream, const ct_ew_args &
 /* Integer pow and remainder, which fail on some operands: the flag is a stream-ordered
  * allocation, freed whatever happens. */
 template <typename T>
-static ct_status launch_checked(int device, cudaStream_t stream, const ct_ew_args &a, int op) {
+static ct_status launch_checked(int device, cudaStream_t stream, const ct__ew_args &a, int op) {
     int *flag = NULL, raised = 0;
     CT_CUDA_CHECK(device, cudaMallocAsync((void **)&flag, sizeof *flag, stream));
     ct_status status = run_flagged<T>(device, stream, a, op, flag, &raised);
@@ -239,25 +239,25 @@ static ct_status launch_checked(int device, cudaStream_t stream, const ct_ew_arg
     if (status != CT_OK) return status;
     CT_CUDA_CHECK(device, freed);
     if (!raised) return CT_OK;
-    return ct_cuda_fail(CT_ERR_INVALID_ARG, "%s: %s", ct_ew_binary_name((ct_binary_op)op),
-                        ct_ew_error_text((ct_ew_error)raised));
+    return ct_cuda_fail(CT_ERR_INVALID_ARG, "%s: %s", ct__ew_binary_name((ct__binary_op)op),
+                        ct__ew_error_text((ct__ew_error)raised));
 }
 
 template <typename T>
-static ct_status launch_int(int device, cudaStream_t stream, const ct_ew_args &a, int op) {
-    if (ct_ew_int_op_can_fail((ct_binary_op)op)) return launch_checked<T>(device, stream, a, op);
+static ct_status launch_int(int device, cudaStream_t stream, const ct__ew_args &a, int op) {
+    if (ct__ew_int_op_can_fail((ct__binary_op)op)) return launch_checked<T>(device, stream, a, op);
     return launch_arith<T>(device, stream, a, op, NULL);
 }
 
-extern "C" ct_status ct_cuda_binary(int device, ct_binary_op op, const ct_ew_args *args) {
+extern "C" ct_status ct_cuda_binary(int device, ct__binary_op op, const ct__ew_args *args) {
     if ((unsigned)op >= CT_BOP_COUNT)
         return ct_cuda_fail(CT_ERR_INVALID_ARG, "cuda binary kernel: unknown op %d", (int)op);
     if (args->numel <= 0) return CT_OK;
     cudaStream_t stream;
-    ct_ew_args a;
+    ct__ew_args a;
     ct_status status = ct_ew_begin(device, args, &stream, &a);
     if (status != CT_OK) return status;
-    int domain = ct_binary_domain(args);
+    int domain = ct__binary_domain(args);
     if (op_kind[op] == KIND_LOGICAL) return launch_compare<double>(device, stream, a, op);
     if (op_kind[op] == KIND_COMPARE) {
         switch (domain) {

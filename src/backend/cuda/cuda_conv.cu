@@ -1,4 +1,4 @@
-// CUDA 2-d convolution (ct_conv2d_args in backend/conv_args_impl.h) through cuDNN's
+// CUDA 2-d convolution (ct__conv2d_args in backend/conv_args_impl.h) through cuDNN's
 // convolution API: cudnnConvolutionForward, BackwardData, BackwardFilter and BackwardBias
 // on NCHW tensors, with the groups set on the convolution descriptor. Algorithms come from
 // the cudnnGet*Algorithm_v7 heuristics (the first one that succeeds in FMA math), asked once per
@@ -76,7 +76,7 @@ struct conv_descs {
     }
 };
 
-static bool fits_int(const ct_conv2d_args *a) {
+static bool fits_int(const ct__conv2d_args *a) {
     const int64_t v[] = {a->batch,        a->in_channels, a->in_h,       a->in_w,
                          a->out_channels, a->kernel_h,    a->kernel_w,   a->stride[0],
                          a->stride[1],    a->padding[0],  a->padding[1], a->dilation[0],
@@ -86,7 +86,7 @@ static bool fits_int(const ct_conv2d_args *a) {
     return true;
 }
 
-static ct_status make_descs(int device, const ct_conv2d_args *a, conv_descs *d) {
+static ct_status make_descs(int device, const ct__conv2d_args *a, conv_descs *d) {
     if (!fits_int(a))
         return ct_cuda_fail(CT_ERR_UNSUPPORTED,
                             "ct_conv2d: a size or setting exceeds cuDNN's 32-bit int; split the "
@@ -178,7 +178,7 @@ static ct_status ask_heuristics(int device, cudnnHandle_t h, const conv_descs &d
 
 // The plan of a's geometry: remembered, or asked of the heuristics and remembered. h and d
 // are the caller's handle and descriptors, or NULL to make them here on a miss.
-static ct_status find_plan(int device, const ct_conv2d_args *a, bool backward, cudnnHandle_t h,
+static ct_status find_plan(int device, const ct__conv2d_args *a, bool backward, cudnnHandle_t h,
                            const conv_descs *d, ct_conv_plan *p) {
     ct_conv_plan_key key;
     ct_cuda_conv_plan_key(device, a, backward, &key);
@@ -196,14 +196,14 @@ static ct_status find_plan(int device, const ct_conv2d_args *a, bool backward, c
 }
 
 // The workspace a call with these arguments needs under plan p.
-static size_t workspace_need(const ct_conv2d_args *a, bool backward, const ct_conv_plan *p) {
+static size_t workspace_need(const ct__conv2d_args *a, bool backward, const ct_conv_plan *p) {
     if (!backward) return p->bytes[0];
     size_t data = a->grad_x ? p->bytes[0] : 0, filter = a->grad_weight ? p->bytes[1] : 0;
     return data > filter ? data : filter;
 }
 
 // Everything a launch needs: handle, descriptors and a plan that fits the given workspace.
-static ct_status prepare(int device, const ct_conv2d_args *a, bool backward, cudnnHandle_t *h,
+static ct_status prepare(int device, const ct__conv2d_args *a, bool backward, cudnnHandle_t *h,
                          conv_descs *d, ct_conv_plan *p) {
     ct_status status = device_handle(device, h);
     if (status == CT_OK) status = make_descs(device, a, d);
@@ -231,8 +231,8 @@ static scaling scaling_for(ct_dtype dtype) {
 
 } // namespace
 
-extern "C" ct_status ct_cuda_conv2d_workspace(int device, const ct_conv2d_args *args, bool backward,
-                                              size_t *bytes) {
+extern "C" ct_status ct_cuda_conv2d_workspace(int device, const ct__conv2d_args *args,
+                                              bool backward, size_t *bytes) {
     std::unique_lock<std::mutex> held;
     ct_status status = lock_device(device, &held);
     if (status != CT_OK) return status;
@@ -242,7 +242,7 @@ extern "C" ct_status ct_cuda_conv2d_workspace(int device, const ct_conv2d_args *
     return status;
 }
 
-extern "C" ct_status ct_cuda_conv2d_forward(int device, const ct_conv2d_args *args) {
+extern "C" ct_status ct_cuda_conv2d_forward(int device, const ct__conv2d_args *args) {
     std::unique_lock<std::mutex> held;
     ct_status status = lock_device(device, &held);
     if (status != CT_OK) return status;
@@ -261,7 +261,7 @@ extern "C" ct_status ct_cuda_conv2d_forward(int device, const ct_conv2d_args *ar
     return CT_OK;
 }
 
-extern "C" ct_status ct_cuda_conv2d_backward(int device, const ct_conv2d_args *args) {
+extern "C" ct_status ct_cuda_conv2d_backward(int device, const ct__conv2d_args *args) {
     std::unique_lock<std::mutex> held;
     ct_status status = lock_device(device, &held);
     if (status != CT_OK) return status;

@@ -15,7 +15,7 @@ static plan_entry plans[CT_CUDA_CONV_PLANS];
 static int plans_used;   /* entries filled, from the start */
 static int plans_oldest; /* the next entry to replace once all are filled */
 
-void ct_cuda_conv_plan_key(int device, const ct_conv2d_args *args, bool backward,
+void ct_cuda_conv_plan_key(int device, const ct__conv2d_args *args, bool backward,
                            ct_conv_plan_key *key) {
     *key = (ct_conv_plan_key){.device = device,
                               .dtype = args->dtype,

@@ -38,7 +38,7 @@ typedef struct ct_conv_plan {
     size_t bytes[2];
 } ct_conv_plan;
 
-void ct_cuda_conv_plan_key(int device, const ct_conv2d_args *args, bool backward,
+void ct_cuda_conv_plan_key(int device, const ct__conv2d_args *args, bool backward,
                            ct_conv_plan_key *key);
 /* The remembered plan of key into *plan; false when there is none. Thread-safe. */
 bool ct_cuda_conv_plan_find(const ct_conv_plan_key *key, ct_conv_plan *plan);

@@ -12,7 +12,7 @@
 enum { COPY_TO_F32, COPY_VIA_I64, COPY_VIA_F64 };
 
 template <typename E, typename I>
-static __global__ void copy_bits(const __grid_constant__ ct_ew_args args) {
+static __global__ void copy_bits(const __grid_constant__ ct__ew_args args) {
     CT_EW_LOOP(i, args.numel) {
         int64_t off[2];
         ct_ew_offsets<2>(args, (I)i, off);
@@ -21,7 +21,7 @@ static __global__ void copy_bits(const __grid_constant__ ct_ew_args args) {
 }
 
 template <typename I>
-static __global__ void copy_convert(const __grid_constant__ ct_ew_args args, int route) {
+static __global__ void copy_convert(const __grid_constant__ ct__ew_args args, int route) {
     ct_dtype out_dtype = args.dtype[0], in_dtype = args.dtype[1];
     CT_EW_LOOP(i, args.numel) {
         int64_t off[2];
@@ -45,7 +45,7 @@ static int copy_route(ct_dtype out, ct_dtype in) {
 }
 
 template <typename E>
-static ct_status launch_bits(int device, cudaStream_t stream, const ct_ew_args &a) {
+static ct_status launch_bits(int device, cudaStream_t stream, const ct__ew_args &a) {
     unsigned blocks = ct_ew_blocks(a.numel);
     if (ct_ew_small(&a))
         copy_bits<E, uint32_t><<<blocks, CT_EW_THREADS, 0, stream>>>(a);
@@ -55,7 +55,7 @@ static ct_status launch_bits(int device, cudaStream_t stream, const ct_ew_args &
     return CT_OK;
 }
 
-static ct_status launch_convert(int device, cudaStream_t stream, const ct_ew_args &a) {
+static ct_status launch_convert(int device, cudaStream_t stream, const ct__ew_args &a) {
     unsigned blocks = ct_ew_blocks(a.numel);
     int route = copy_route(a.dtype[0], a.dtype[1]);
     if (ct_ew_small(&a))
@@ -66,10 +66,10 @@ static ct_status launch_convert(int device, cudaStream_t stream, const ct_ew_arg
     return CT_OK;
 }
 
-extern "C" ct_status ct_cuda_copy(int device, const ct_ew_args *args) {
+extern "C" ct_status ct_cuda_copy(int device, const ct__ew_args *args) {
     if (args->numel <= 0) return CT_OK;
     cudaStream_t stream;
-    ct_ew_args a;
+    ct__ew_args a;
     ct_status status = ct_ew_begin(device, args, &stream, &a);
     if (status != CT_OK) return status;
     if (a.dtype[0] != a.dtype[1]) return launch_convert(device, stream, a);

@@ -1,7 +1,7 @@
 /* The CUDA plugin's entry point and discovery: finds the driver, compares its CUDA version
  * with the runtime the plugin was built with, counts the devices, checks each device's
  * architecture against the build's, and says in one line why CUDA cannot be used when it
- * cannot. Also the device properties and the ct_backend table. */
+ * cannot. Also the device properties and the ct__backend_table table. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -185,7 +185,7 @@ static ct_status cuda_properties(int device, ct_device_properties *out) {
     return CT_OK;
 }
 
-static const ct_kernels cuda_kernels = {
+static const ct__kernel_table cuda_kernels = {
     .unary = ct_cuda_unary,
     .binary = ct_cuda_binary,
     .where = ct_cuda_where,
@@ -216,7 +216,7 @@ static const ct_kernels cuda_kernels = {
     .index_add = ct_cuda_index_add,
 };
 
-static const ct_backend cuda_backend = {
+static const ct__backend_table cuda_backend = {
     .name = "cuda",
     .type = CT_DEVICE_CUDA,
     .device_count = cuda_device_count,
@@ -236,8 +236,8 @@ static const ct_backend cuda_backend = {
     .fence_free = ct_cuda_fence_free,
 };
 
-__attribute__((visibility("default"))) const ct_backend *
-ct_cuda_plugin_entry(const ct_plugin_host *host, char *reason, size_t reason_size) {
+__attribute__((visibility("default"))) const ct__backend_table *
+ct_cuda_plugin_entry(const ct__plugin_host *host, char *reason, size_t reason_size) {
     if (!host || host->abi_version != CT_PLUGIN_ABI_VERSION) {
         snprintf(reason, reason_size,
                  "the CUDA plugin speaks plugin ABI %d, the core ABI %d; rebuild both from one "

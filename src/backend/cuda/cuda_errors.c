@@ -6,7 +6,7 @@
 
 #include "backend/cuda/cuda_impl.h"
 
-const ct_plugin_host *ct_cuda_host;
+const ct__plugin_host *ct_cuda_host;
 
 ct_status ct_cuda_fail(ct_status status, const char *fmt, ...) {
     char message[1024];

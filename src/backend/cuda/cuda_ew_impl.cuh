@@ -13,7 +13,7 @@
  * (integers and bool of at most 32 bits). ct_ew_domain<T> holds a domain's load (any dtype
  * into T) and store (T into any dtype), each the exact mirror of the CPU's.
  *
- * Kernels take ct_ew_args by value as a __grid_constant__ parameter (no per-thread copy)
+ * Kernels take ct__ew_args by value as a __grid_constant__ parameter (no per-thread copy)
  * with strides converted to BYTES by ct_ew_begin, and walk their elements in
  * grid-stride loops over 64-bit linear indices; offsets divide by the shape in the index
  * type I, 32-bit when the element count fits (cheaper divisions), else 64-bit. */
@@ -48,15 +48,15 @@ static inline unsigned ct_ew_blocks(int64_t work) {
 }
 
 /* Whether linear indices of args fit the 32-bit index type. */
-static inline bool ct_ew_small(const ct_ew_args *args) {
+static inline bool ct_ew_small(const ct__ew_args *args) {
     return args->numel <= (int64_t)UINT32_MAX;
 }
 
 /* The start of every elementwise launcher: the device's compute stream (a failure's status
  * is recorded by ct_cuda_stream_get) and a copy of args with its element strides converted
  * to byte strides, the form the kernels take. */
-static inline ct_status ct_ew_begin(int device, const ct_ew_args *args, cudaStream_t *stream,
-                                    ct_ew_args *a) {
+static inline ct_status ct_ew_begin(int device, const ct__ew_args *args, cudaStream_t *stream,
+                                    ct__ew_args *a) {
     ct_status status = ct_cuda_stream_get(device, stream);
     if (status != CT_OK) return status;
     *a = *args;
@@ -71,7 +71,7 @@ static inline ct_status ct_ew_begin(int device, const ct_ew_args *args, cudaStre
  * operands of a (byte strides). The outermost coordinate is what is left of i after the
  * inner divisions, so a one-axis space divides nothing. */
 template <int N, typename I>
-CT_EW_DEV void ct_ew_offsets(const ct_ew_args &a, I i, int64_t off[N]) {
+CT_EW_DEV void ct_ew_offsets(const ct__ew_args &a, I i, int64_t off[N]) {
 #pragma unroll
     for (int k = 0; k < N; k++) off[k] = 0;
     for (int d = a.ndim - 1; d > 0; d--) {

@@ -7,7 +7,7 @@
 #include "backend/cuda/cuda_ew_impl.cuh"
 
 template <typename E, typename I>
-static __global__ void fill_strided(const __grid_constant__ ct_ew_args args, E value) {
+static __global__ void fill_strided(const __grid_constant__ ct__ew_args args, E value) {
     CT_EW_LOOP(i, args.numel) {
         int64_t off[1];
         ct_ew_offsets<1>(args, (I)i, off);
@@ -16,7 +16,7 @@ static __global__ void fill_strided(const __grid_constant__ ct_ew_args args, E v
 }
 
 template <typename E>
-static ct_status launch_fill(int device, cudaStream_t stream, const ct_ew_args &a,
+static ct_status launch_fill(int device, cudaStream_t stream, const ct__ew_args &a,
                              const unsigned char *pattern) {
     E value;
     memcpy(&value, pattern, sizeof value);
@@ -36,10 +36,10 @@ static bool one_byte(const unsigned char *pattern, size_t size) {
     return true;
 }
 
-extern "C" ct_status ct_cuda_fill(int device, const ct_ew_args *args, double value) {
+extern "C" ct_status ct_cuda_fill(int device, const ct__ew_args *args, double value) {
     if (args->numel <= 0) return CT_OK;
     cudaStream_t stream;
-    ct_ew_args a;
+    ct__ew_args a;
     ct_status status = ct_ew_begin(device, args, &stream, &a);
     if (status != CT_OK) return status;
     size_t size = ct__dtype_size(a.dtype[0]);

@@ -1,4 +1,4 @@
-// CUDA gather kernel (ct_gather_args in backend_impl.h) for ct_gather and ct_index_select:
+// CUDA gather kernel (ct__gather_args in backend_impl.h) for ct_gather and ct_index_select:
 // out[i] = src[i with its `axis` coordinate replaced by index[i]], elements copied as raw
 // bytes (src and out share a dtype), negative indices counting from the end.
 //
@@ -19,7 +19,7 @@ namespace {
 #define GATHER_MAX_BLOCKS 65536
 #define NO_BAD_POSITION UINT64_MAX
 
-// The iteration of ct_gather_args with byte strides; operands out, index, src.
+// The iteration of ct__gather_args with byte strides; operands out, index, src.
 struct gather_geom {
     int ndim;
     int64_t numel;
@@ -71,8 +71,8 @@ __global__ void __launch_bounds__(GATHER_THREADS)
     }
 }
 
-static void geom_init(gather_geom *g, const ct_gather_args *args) {
-    const ct_ew_args *it = &args->it;
+static void geom_init(gather_geom *g, const ct__gather_args *args) {
+    const ct__ew_args *it = &args->it;
     *g = gather_geom{};
     g->ndim = it->ndim;
     g->numel = it->numel;
@@ -140,7 +140,7 @@ static ct_status read_index(int device, cudaStream_t stream, const gather_geom &
 
 } // namespace
 
-extern "C" ct_status ct_cuda_gather(int device, const ct_gather_args *args) {
+extern "C" ct_status ct_cuda_gather(int device, const ct__gather_args *args) {
     gather_geom g;
     geom_init(&g, args);
     if (g.numel == 0) return CT_OK;

@@ -15,7 +15,7 @@ extern "C" {
 #endif
 
 /* Set by the plugin entry point. */
-extern const ct_plugin_host *ct_cuda_host;
+extern const ct__plugin_host *ct_cuda_host;
 
 /* Record status with a printf-style message through the host; returns status. */
 ct_status ct_cuda_fail(ct_status status, const char *fmt, ...)
@@ -52,30 +52,30 @@ ct_status ct_cuda_set_device(int device);
  * the source has been read, without waiting for the stream, the DMA queued on it. */
 ct_status ct_cuda_copy_from_host(int device, void *dst, const void *src, size_t size);
 
-/* Kernel launchers (the ct_kernels table of the CUDA backend). */
-ct_status ct_cuda_unary(int device, ct_unary_op op, const ct_ew_args *args, double p0, double p1);
-ct_status ct_cuda_binary(int device, ct_binary_op op, const ct_ew_args *args);
-ct_status ct_cuda_where(int device, const ct_ew_args *args);
-ct_status ct_cuda_copy(int device, const ct_ew_args *args);
-ct_status ct_cuda_fill(int device, const ct_ew_args *args, double value);
-ct_status ct_cuda_iota(int device, const ct_ew_args *args, double start, double step);
-ct_status ct_cuda_random(int device, const ct_ew_args *args, ct_random_kind kind, uint64_t seed,
+/* Kernel launchers (the ct__kernel_table table of the CUDA backend). */
+ct_status ct_cuda_unary(int device, ct__unary_op op, const ct__ew_args *args, double p0, double p1);
+ct_status ct_cuda_binary(int device, ct__binary_op op, const ct__ew_args *args);
+ct_status ct_cuda_where(int device, const ct__ew_args *args);
+ct_status ct_cuda_copy(int device, const ct__ew_args *args);
+ct_status ct_cuda_fill(int device, const ct__ew_args *args, double value);
+ct_status ct_cuda_iota(int device, const ct__ew_args *args, double start, double step);
+ct_status ct_cuda_random(int device, const ct__ew_args *args, ct__random_kind kind, uint64_t seed,
                          uint64_t offset);
-ct_status ct_cuda_reduce(int device, ct_reduce_op op, const ct_reduce_args *args);
-ct_status ct_cuda_matmul(int device, const ct_matmul_args *args);
-ct_status ct_cuda_gather(int device, const ct_gather_args *args);
+ct_status ct_cuda_reduce(int device, ct__reduce_op op, const ct__reduce_args *args);
+ct_status ct_cuda_matmul(int device, const ct__matmul_args *args);
+ct_status ct_cuda_gather(int device, const ct__gather_args *args);
 /* Convolution (cuda_conv.cu, cuDNN) and pooling (cuda_pool.cu); backend/conv_args_impl.h. */
-ct_status ct_cuda_conv2d_workspace(int device, const struct ct_conv2d_args *args, bool backward,
+ct_status ct_cuda_conv2d_workspace(int device, const struct ct__conv2d_args *args, bool backward,
                                    size_t *bytes);
-ct_status ct_cuda_conv2d_forward(int device, const struct ct_conv2d_args *args);
-ct_status ct_cuda_conv2d_backward(int device, const struct ct_conv2d_args *args);
-ct_status ct_cuda_pool2d_forward(int device, const struct ct_pool2d_args *args);
-ct_status ct_cuda_pool2d_backward(int device, const struct ct_pool2d_args *args);
+ct_status ct_cuda_conv2d_forward(int device, const struct ct__conv2d_args *args);
+ct_status ct_cuda_conv2d_backward(int device, const struct ct__conv2d_args *args);
+ct_status ct_cuda_pool2d_forward(int device, const struct ct__pool2d_args *args);
+ct_status ct_cuda_pool2d_backward(int device, const struct ct__pool2d_args *args);
 
 /* Optimisers (cuda_optim.cu). */
-ct_status ct_cuda_optim_step(int device, const ct_optim_args *args);
-ct_status ct_cuda_list_norm(int device, const ct_list_args *args, double p, double *out);
-ct_status ct_cuda_list_scale(int device, const ct_list_args *args, double factor);
+ct_status ct_cuda_optim_step(int device, const ct__optim_args *args);
+ct_status ct_cuda_list_norm(int device, const ct__list_args *args, double p, double *out);
+ct_status ct_cuda_list_scale(int device, const ct__list_args *args, double factor);
 
 #ifdef __cplusplus
 }

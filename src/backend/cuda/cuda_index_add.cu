@@ -1,4 +1,4 @@
-// CUDA index_add / scatter_add kernel (ct_index_add_args in backend/norm_args_impl.h):
+// CUDA index_add / scatter_add kernel (ct__index_add_args in backend/norm_args_impl.h):
 // dst[..., index, ...] += src along one axis, repeated indices accumulating. f32 and f64 take
 // one thread per (position off the axis, position on it) and add with atomicAdd; every other
 // dtype takes one thread per position off the axis, which walks the indexed axis in order
@@ -10,7 +10,7 @@
 namespace {
 
 // Element offsets (not bytes) of position r off the axis in the three operands of rest.
-NN_DEV void rest_offsets(const ct_ew_args &rest, int64_t r, int64_t off[3]) {
+NN_DEV void rest_offsets(const ct__ew_args &rest, int64_t r, int64_t off[3]) {
     off[0] = off[1] = off[2] = 0;
     for (int d = rest.ndim - 1; d >= 0; d--) {
         int64_t c = r % rest.shape[d];
@@ -20,9 +20,9 @@ NN_DEV void rest_offsets(const ct_ew_args &rest, int64_t r, int64_t off[3]) {
 }
 
 // The dst element of position (r, k), or NULL (reported) for an index out of range.
-NN_DEV char *target(const ct_index_add_args &a, const int64_t off[3], int64_t k,
+NN_DEV char *target(const ct__index_add_args &a, const int64_t off[3], int64_t k,
                     nn_bad_slot *slot) {
-    const ct_ew_args &rest = a.rest;
+    const ct__ew_args &rest = a.rest;
     const char *ip =
         rest.data[1] + (off[1] + k * a.index_stride) * ct_cuda_dtype_size(rest.dtype[1]);
     int64_t v = rest.dtype[1] == CT_I32 ? *(const int32_t *)ip : *(const int64_t *)ip;
@@ -35,7 +35,7 @@ NN_DEV char *target(const ct_index_add_args &a, const int64_t off[3], int64_t k,
 }
 
 template <typename T>
-__global__ void __launch_bounds__(NN_THREADS) add_atomic(ct_index_add_args a, nn_bad_slot *slot) {
+__global__ void __launch_bounds__(NN_THREADS) add_atomic(ct__index_add_args a, nn_bad_slot *slot) {
     int64_t total = a.rest.numel * a.k;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
          i += (int64_t)gridDim.x * blockDim.x) {
@@ -62,7 +62,7 @@ NN_DEV void add_element(char *dst, const char *src, ct_dtype dtype) {
     }
 }
 
-__global__ void __launch_bounds__(NN_THREADS) add_serial(ct_index_add_args a, nn_bad_slot *slot) {
+__global__ void __launch_bounds__(NN_THREADS) add_serial(ct__index_add_args a, nn_bad_slot *slot) {
     ct_dtype dtype = a.rest.dtype[0];
     int64_t size = ct_cuda_dtype_size(dtype);
     for (int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; r < a.rest.numel;
@@ -77,7 +77,7 @@ __global__ void __launch_bounds__(NN_THREADS) add_serial(ct_index_add_args a, nn
     }
 }
 
-ct_status launch(int device, cudaStream_t stream, const ct_index_add_args *args,
+ct_status launch(int device, cudaStream_t stream, const ct__index_add_args *args,
                  nn_bad_slot *slot) {
     ct_dtype dtype = args->rest.dtype[0];
     int64_t total = args->rest.numel * args->k;
@@ -93,7 +93,7 @@ ct_status launch(int device, cudaStream_t stream, const ct_index_add_args *args,
 
 } // namespace
 
-extern "C" ct_status ct_cuda_index_add(int device, const ct_index_add_args *args) {
+extern "C" ct_status ct_cuda_index_add(int device, const ct__index_add_args *args) {
     if (args->rest.numel == 0 || args->k == 0) return CT_OK;
     cudaStream_t stream;
     ct_status status = ct_cuda_stream_get(device, &stream);

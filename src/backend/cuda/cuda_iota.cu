@@ -5,7 +5,7 @@
 #include "backend/cuda/cuda_ew_impl.cuh"
 
 template <typename I>
-static __global__ void iota_strided(const __grid_constant__ ct_ew_args args, double start,
+static __global__ void iota_strided(const __grid_constant__ ct__ew_args args, double start,
                                     double step) {
     CT_EW_LOOP(i, args.numel) {
         int64_t off[1];
@@ -15,10 +15,10 @@ static __global__ void iota_strided(const __grid_constant__ ct_ew_args args, dou
     }
 }
 
-extern "C" ct_status ct_cuda_iota(int device, const ct_ew_args *args, double start, double step) {
+extern "C" ct_status ct_cuda_iota(int device, const ct__ew_args *args, double start, double step) {
     if (args->numel <= 0) return CT_OK;
     cudaStream_t stream;
-    ct_ew_args a;
+    ct__ew_args a;
     ct_status status = ct_ew_begin(device, args, &stream, &a);
     if (status != CT_OK) return status;
     unsigned blocks = ct_ew_blocks(a.numel);

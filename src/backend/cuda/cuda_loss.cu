@@ -1,4 +1,4 @@
-// CUDA cross-entropy kernels with a fused log-softmax (ct_cross_entropy_args in
+// CUDA cross-entropy kernels with a fused log-softmax (ct__cross_entropy_args in
 // backend/norm_args_impl.h), the CPU's arithmetic (cpu_loss.c) in double. Forward: one block
 // per row writes the row's loss to a float64 scratch array (and to the output for
 // CT_REDUCTION_NONE), then one block sums the rows in a fixed order, counts the rows not
@@ -9,13 +9,13 @@
 
 namespace {
 
-NN_DEV int64_t load_target(const ct_cross_entropy_args &a, int64_t i) {
+NN_DEV int64_t load_target(const ct__cross_entropy_args &a, int64_t i) {
     return a.target_dtype == CT_I32 ? ((const int32_t *)a.target)[i]
                                     : ((const int64_t *)a.target)[i];
 }
 
 // The row's maximum and log-sum-exp, in every thread of the block.
-NN_DEV void row_lse(const ct_cross_entropy_args &a, int64_t base, double *shared, double *lse) {
+NN_DEV void row_lse(const ct__cross_entropy_args &a, int64_t base, double *shared, double *lse) {
     double m = -INFINITY, sum = 0.0;
     for (int64_t k = threadIdx.x; k < a.c; k += blockDim.x)
         m = fmax(m, nn_load(a.logits, base + k, a.dtype));
@@ -27,7 +27,7 @@ NN_DEV void row_lse(const ct_cross_entropy_args &a, int64_t base, double *shared
 }
 
 __global__ void __launch_bounds__(NN_THREADS)
-    ce_rows(ct_cross_entropy_args a, double *losses, nn_bad_slot *slot) {
+    ce_rows(ct__cross_entropy_args a, double *losses, nn_bad_slot *slot) {
     __shared__ double shared[NN_THREADS / 32];
     bool per_row = a.reduction == CT_REDUCTION_NONE;
     for (int64_t row = blockIdx.x; row < a.n; row += gridDim.x) {
@@ -62,7 +62,7 @@ __global__ void __launch_bounds__(NN_THREADS)
 
 // One block: the sum of the row losses, the count of rows not ignored, the reduced loss.
 __global__ void __launch_bounds__(NN_THREADS)
-    ce_finish(ct_cross_entropy_args a, const double *losses) {
+    ce_finish(ct__cross_entropy_args a, const double *losses) {
     __shared__ double shared[NN_THREADS / 32];
     double total = 0.0, count = 0.0;
     for (int64_t i = threadIdx.x; i < a.n; i += blockDim.x) {
@@ -79,7 +79,7 @@ __global__ void __launch_bounds__(NN_THREADS)
         nn_store(a.out, 0, a.dtype, count != 0.0 ? total / count : (double)NAN);
 }
 
-__global__ void __launch_bounds__(NN_THREADS) ce_backward_rows(ct_cross_entropy_args a) {
+__global__ void __launch_bounds__(NN_THREADS) ce_backward_rows(ct__cross_entropy_args a) {
     double divisor = a.reduction == CT_REDUCTION_MEAN ? *(const double *)a.count : 1.0;
     for (int64_t row = blockIdx.x; row < a.n; row += gridDim.x) {
         int64_t t = load_target(a, row), base = row * a.c;
@@ -100,7 +100,7 @@ __global__ void __launch_bounds__(NN_THREADS) ce_backward_rows(ct_cross_entropy_
 }
 
 // The two forward kernels on the stream, with the scratch for the row losses.
-ct_status forward(int device, cudaStream_t stream, const ct_cross_entropy_args *args,
+ct_status forward(int device, cudaStream_t stream, const ct__cross_entropy_args *args,
                   nn_bad_slot *slot) {
     double *losses = NULL;
     size_t bytes = sizeof(double) * (size_t)(args->n > 0 ? args->n : 1);
@@ -120,7 +120,7 @@ ct_status forward(int device, cudaStream_t stream, const ct_cross_entropy_args *
 
 } // namespace
 
-extern "C" ct_status ct_cuda_cross_entropy(int device, const ct_cross_entropy_args *args) {
+extern "C" ct_status ct_cuda_cross_entropy(int device, const ct__cross_entropy_args *args) {
     cudaStream_t stream;
     ct_status status = ct_cuda_stream_get(device, &stream);
     nn_bad_slot *slot = NULL;
@@ -141,7 +141,8 @@ extern "C" ct_status ct_cuda_cross_entropy(int device, const ct_cross_entropy_ar
                         (long long)args->ignore_index);
 }
 
-extern "C" ct_status ct_cuda_cross_entropy_backward(int device, const ct_cross_entropy_args *args) {
+extern "C" ct_status ct_cuda_cross_entropy_backward(int device,
+                                                    const ct__cross_entropy_args *args) {
     if (args->n * args->c == 0) return CT_OK;
     cudaStream_t stream;
     ct_status status = ct_cuda_stream_get(device, &stream);

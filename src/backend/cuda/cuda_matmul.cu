@@ -1,4 +1,4 @@
-// CUDA matmul (ct_matmul_args in backend_impl.h): out[b] (m x n, row-major) = a[b] @ b[b].
+// CUDA matmul (ct__matmul_args in backend_impl.h): out[b] (m x n, row-major) = a[b] @ b[b].
 //
 // Floats go to cuBLAS: f32 with CUBLAS_COMPUTE_32F (CUBLAS_COMPUTE_32F_FAST_TF32 only when
 // args->allow_tf32, i.e. ct_set_matmul_precision("high")), f64 with CUBLAS_COMPUTE_64F, f16
@@ -96,7 +96,7 @@ struct operand {
     int64_t rs, cs;
 };
 
-static int64_t batch_count(const ct_matmul_args *x) {
+static int64_t batch_count(const ct__matmul_args *x) {
     int64_t n = 1;
     for (int d = 0; d < x->batch_ndim; d++) n *= x->batch_shape[d];
     return n;
@@ -115,7 +115,7 @@ static __host__ __device__ int64_t batch_offset(int ndim, const int64_t *shape,
 
 // Whether offset(linear) == linear * *step for every batch index (then *step is the stride
 // of a strided-batched call).
-static bool uniform_batches(const ct_matmul_args *x, const int64_t *strides, int64_t *step) {
+static bool uniform_batches(const ct__matmul_args *x, const int64_t *strides, int64_t *step) {
     int64_t span = 1; // product of the sizes after axis d
     *step = 0;
     bool found = false;
@@ -233,7 +233,7 @@ __global__ void __launch_bounds__(ITILE *ITILE) int_matmul_kernel(int_geom g) {
 
 // ---- launchers ----
 
-static ct_status int_matmul(int device, cudaStream_t stream, const ct_matmul_args *x) {
+static ct_status int_matmul(int device, cudaStream_t stream, const ct__matmul_args *x) {
     int_geom g = {};
     g.batch_ndim = x->batch_ndim;
     for (int d = 0; d < x->batch_ndim; d++) {
@@ -263,12 +263,13 @@ static ct_status int_matmul(int device, cudaStream_t stream, const ct_matmul_arg
 // leading dimension `ld`, or packed. In the swapped product out^T = b^T a^T, a row-major
 // matrix (unit column stride) is CUBLAS_OP_N with ld = rs, a column-major one (unit row
 // stride) CUBLAS_OP_T with ld = cs. A size-1 axis's stride never matters.
-static cublasOperation_t op_of(ct_gemm_layout l) {
+static cublasOperation_t op_of(ct__gemm_layout l) {
     return l.direct && l.transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
 }
 
 // Bytes of packed scratch for op (rows x cols): one matrix per index of its own batch axes.
-static size_t packed_bytes(const ct_matmul_args *x, const operand &op, int64_t rows, int64_t cols) {
+static size_t packed_bytes(const ct__matmul_args *x, const operand &op, int64_t rows,
+                           int64_t cols) {
     int64_t n = rows * cols * ct_cuda_dtype_size(x->dtype);
     for (int d = 0; d < x->batch_ndim; d++)
         if (op.batch_strides[d] != 0) n *= x->batch_shape[d];
@@ -277,7 +278,7 @@ static size_t packed_bytes(const ct_matmul_args *x, const operand &op, int64_t r
 
 // Pack op into dst and make op describe the packed copy (row-major, its own batch axes
 // contiguous, broadcast axes still stride 0).
-static ct_status pack(int device, cudaStream_t stream, const ct_matmul_args *x, operand *op,
+static ct_status pack(int device, cudaStream_t stream, const ct__matmul_args *x, operand *op,
                       int64_t rows, int64_t cols, char *dst) {
     pack_geom g = {};
     int64_t stride = rows * cols;
@@ -319,7 +320,7 @@ struct gemm_types {
     bool f64_scalars; // alpha and beta are doubles (else floats)
 };
 
-static gemm_types types_of(const ct_matmul_args *x) {
+static gemm_types types_of(const ct__matmul_args *x) {
     switch (x->dtype) {
     case CT_F64: return {CUDA_R_64F, CUBLAS_COMPUTE_64F, true};
     case CT_F16: return {CUDA_R_16F, CUBLAS_COMPUTE_32F, false};
@@ -335,13 +336,13 @@ struct gemm_plan {
     cublasHandle_t handle;
     gemm_types types;
     operand a, b;
-    ct_gemm_layout la, lb;
+    ct__gemm_layout la, lb;
     int64_t batches;
     void **ptrs; // scratch for 3 * batches pointers (irregular batches only)
 };
 
 // The cuBLAS calls: one GEMM, a strided batch, or a pointer-array batch.
-static ct_status run_gemm(int device, cudaStream_t stream, const ct_matmul_args *x,
+static ct_status run_gemm(int device, cudaStream_t stream, const ct__matmul_args *x,
                           const gemm_plan &p) {
     const double one64 = 1.0, zero64 = 0.0;
     const float one32 = 1.0f, zero32 = 0.0f;
@@ -387,16 +388,16 @@ static ct_status run_gemm(int device, cudaStream_t stream, const ct_matmul_args 
 }
 
 // Pack what must be packed into scratch (laid out as a_pack, b_pack, pointers), then multiply.
-static ct_status gemm_with_scratch(int device, cudaStream_t stream, const ct_matmul_args *x,
+static ct_status gemm_with_scratch(int device, cudaStream_t stream, const ct__matmul_args *x,
                                    gemm_plan *p, char *scratch, size_t b_at, size_t ptrs_at) {
     ct_status status = CT_OK;
     if (!p->la.direct) {
         status = pack(device, stream, x, &p->a, x->m, x->k, scratch);
-        p->la = ct_gemm_layout_of(x->m, x->k, p->a.rs, p->a.cs);
+        p->la = ct__gemm_layout_of(x->m, x->k, p->a.rs, p->a.cs);
     }
     if (status == CT_OK && !p->lb.direct) {
         status = pack(device, stream, x, &p->b, x->k, x->n, scratch + b_at);
-        p->lb = ct_gemm_layout_of(x->k, x->n, p->b.rs, p->b.cs);
+        p->lb = ct__gemm_layout_of(x->k, x->n, p->b.rs, p->b.cs);
     }
     if (status != CT_OK) return status;
     p->ptrs = (void **)(scratch + ptrs_at);
@@ -405,7 +406,7 @@ static ct_status gemm_with_scratch(int device, cudaStream_t stream, const ct_mat
 
 static size_t align_up(size_t n) { return (n + SCRATCH_ALIGN - 1) / SCRATCH_ALIGN * SCRATCH_ALIGN; }
 
-static ct_status float_matmul(int device, cudaStream_t stream, const ct_matmul_args *x) {
+static ct_status float_matmul(int device, cudaStream_t stream, const ct__matmul_args *x) {
     int64_t batches = batch_count(x);
     if (x->m > INT_MAX || x->n > INT_MAX || x->k > INT_MAX || x->out_row_stride > INT_MAX ||
         batches > INT_MAX)
@@ -424,8 +425,8 @@ static ct_status float_matmul(int device, cudaStream_t stream, const ct_matmul_a
         p.a.batch_strides[d] = x->a_batch_strides[d];
         p.b.batch_strides[d] = x->b_batch_strides[d];
     }
-    p.la = ct_gemm_layout_of(x->m, x->k, p.a.rs, p.a.cs);
-    p.lb = ct_gemm_layout_of(x->k, x->n, p.b.rs, p.b.cs);
+    p.la = ct__gemm_layout_of(x->m, x->k, p.a.rs, p.a.cs);
+    p.lb = ct__gemm_layout_of(x->k, x->n, p.b.rs, p.b.cs);
     p.batches = batches;
     size_t a_bytes = p.la.direct ? 0 : align_up(packed_bytes(x, p.a, x->m, x->k));
     size_t b_bytes = p.lb.direct ? 0 : align_up(packed_bytes(x, p.b, x->k, x->n));
@@ -445,7 +446,7 @@ static ct_status float_matmul(int device, cudaStream_t stream, const ct_matmul_a
 } // namespace
 
 // k == 0 never arrives here: the op layer fills the zeros itself.
-extern "C" ct_status ct_cuda_matmul(int device, const ct_matmul_args *args) {
+extern "C" ct_status ct_cuda_matmul(int device, const ct__matmul_args *args) {
     if (args->m == 0 || args->n == 0 || batch_count(args) == 0) return CT_OK;
     cudaStream_t stream = ct_cuda_stream(device);
     if (!stream) return CT_ERR_BACKEND; // ct_cuda_stream recorded why

@@ -1,5 +1,5 @@
-// CUDA batch and layer normalisation kernels, forward and backward (ct_batch_norm_args and
-// ct_layer_norm_args in backend/norm_args_impl.h), the CPU's arithmetic (cpu_norm.c) in
+// CUDA batch and layer normalisation kernels, forward and backward (ct__batch_norm_args and
+// ct__layer_norm_args in backend/norm_args_impl.h), the CPU's arithmetic (cpu_norm.c) in
 // double. Batch norm: one block per channel, its threads striding over the channel's
 // n * inner elements (runs of `inner` consecutive elements, so reads coalesce), two-pass
 // statistics through block sums, then the normalised output. Layer norm: one block per
@@ -14,11 +14,11 @@ NN_DEV double param_or(const char *p, int64_t i, ct_dtype dtype, double absent) 
 }
 
 // The position of the channel's element e (of n * inner) in the (n, c, inner) array.
-NN_DEV int64_t bn_at(const ct_batch_norm_args &a, int64_t ch, int64_t e) {
+NN_DEV int64_t bn_at(const ct__batch_norm_args &a, int64_t ch, int64_t e) {
     return (e / a.inner * a.c + ch) * a.inner + e % a.inner;
 }
 
-NN_DEV void bn_statistics(const ct_batch_norm_args &a, int64_t ch, double *shared, double *mean,
+NN_DEV void bn_statistics(const ct__batch_norm_args &a, int64_t ch, double *shared, double *mean,
                           double *invstd) {
     int64_t count = a.n * a.inner;
     if (!a.training) {
@@ -53,7 +53,7 @@ NN_DEV void bn_statistics(const ct_batch_norm_args &a, int64_t ch, double *share
     }
 }
 
-__global__ void __launch_bounds__(NN_THREADS) bn_forward(ct_batch_norm_args a) {
+__global__ void __launch_bounds__(NN_THREADS) bn_forward(ct__batch_norm_args a) {
     __shared__ double shared[NN_THREADS / 32];
     int64_t count = a.n * a.inner;
     for (int64_t ch = blockIdx.x; ch < a.c; ch += gridDim.x) {
@@ -74,7 +74,7 @@ __global__ void __launch_bounds__(NN_THREADS) bn_forward(ct_batch_norm_args a) {
 
 // Training: dx = w * invstd * (g - mean(g) - xhat * mean(g * xhat)); evaluation:
 // dx = g * w * invstd. dw = sum(g * xhat), db = sum(g).
-__global__ void __launch_bounds__(NN_THREADS) bn_backward(ct_batch_norm_args a) {
+__global__ void __launch_bounds__(NN_THREADS) bn_backward(ct__batch_norm_args a) {
     __shared__ double shared[NN_THREADS / 32];
     int64_t count = a.n * a.inner;
     for (int64_t ch = blockIdx.x; ch < a.c; ch += gridDim.x) {
@@ -105,7 +105,7 @@ __global__ void __launch_bounds__(NN_THREADS) bn_backward(ct_batch_norm_args a) 
     }
 }
 
-__global__ void __launch_bounds__(NN_THREADS) ln_forward(ct_layer_norm_args a) {
+__global__ void __launch_bounds__(NN_THREADS) ln_forward(ct__layer_norm_args a) {
     __shared__ double shared[NN_THREADS / 32];
     for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
         int64_t base = r * a.n;
@@ -131,7 +131,7 @@ __global__ void __launch_bounds__(NN_THREADS) ln_forward(ct_layer_norm_args a) {
 }
 
 // dx = invstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = g * w.
-__global__ void __launch_bounds__(NN_THREADS) ln_backward_rows(ct_layer_norm_args a) {
+__global__ void __launch_bounds__(NN_THREADS) ln_backward_rows(ct__layer_norm_args a) {
     __shared__ double shared[NN_THREADS / 32];
     for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
         int64_t base = r * a.n;
@@ -154,7 +154,7 @@ __global__ void __launch_bounds__(NN_THREADS) ln_backward_rows(ct_layer_norm_arg
     }
 }
 
-__global__ void __launch_bounds__(NN_THREADS) ln_backward_columns(ct_layer_norm_args a) {
+__global__ void __launch_bounds__(NN_THREADS) ln_backward_columns(ct__layer_norm_args a) {
     for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < a.n;
          j += (int64_t)gridDim.x * blockDim.x) {
         double dw = 0.0, db = 0.0;
@@ -171,7 +171,7 @@ __global__ void __launch_bounds__(NN_THREADS) ln_backward_columns(ct_layer_norm_
 
 } // namespace
 
-extern "C" ct_status ct_cuda_batch_norm(int device, const ct_batch_norm_args *args) {
+extern "C" ct_status ct_cuda_batch_norm(int device, const ct__batch_norm_args *args) {
     if (args->c == 0) return CT_OK;
     cudaStream_t stream;
     ct_status status = ct_cuda_stream_get(device, &stream);
@@ -181,7 +181,7 @@ extern "C" ct_status ct_cuda_batch_norm(int device, const ct_batch_norm_args *ar
     return CT_OK;
 }
 
-extern "C" ct_status ct_cuda_batch_norm_backward(int device, const ct_batch_norm_args *args) {
+extern "C" ct_status ct_cuda_batch_norm_backward(int device, const ct__batch_norm_args *args) {
     if (args->c == 0) return CT_OK;
     cudaStream_t stream;
     ct_status status = ct_cuda_stream_get(device, &stream);
@@ -191,7 +191,7 @@ extern "C" ct_status ct_cuda_batch_norm_backward(int device, const ct_batch_norm
     return CT_OK;
 }
 
-extern "C" ct_status ct_cuda_layer_norm(int device, const ct_layer_norm_args *args) {
+extern "C" ct_status ct_cuda_layer_norm(int device, const ct__layer_norm_args *args) {
     if (args->rows * args->n == 0) return CT_OK;
     cudaStream_t stream;
     ct_status status = ct_cuda_stream_get(device, &stream);
@@ -201,7 +201,7 @@ extern "C" ct_status ct_cuda_layer_norm(int device, const ct_layer_norm_args *ar
     return CT_OK;
 }
 
-extern "C" ct_status ct_cuda_layer_norm_backward(int device, const ct_layer_norm_args *args) {
+extern "C" ct_status ct_cuda_layer_norm_backward(int device, const ct__layer_norm_args *args) {
     if (args->rows * args->n == 0) return CT_OK;
     cudaStream_t stream;
     ct_status status = ct_cuda_stream_get(device, &stream);

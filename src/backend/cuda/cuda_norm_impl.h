@@ -11,16 +11,16 @@
 extern "C" {
 #endif
 
-ct_status ct_cuda_softmax(int device, const ct_softmax_args *args);
-ct_status ct_cuda_softmax_backward(int device, const ct_softmax_args *args);
-ct_status ct_cuda_cross_entropy(int device, const ct_cross_entropy_args *args);
-ct_status ct_cuda_cross_entropy_backward(int device, const ct_cross_entropy_args *args);
-ct_status ct_cuda_batch_norm(int device, const ct_batch_norm_args *args);
-ct_status ct_cuda_batch_norm_backward(int device, const ct_batch_norm_args *args);
-ct_status ct_cuda_layer_norm(int device, const ct_layer_norm_args *args);
-ct_status ct_cuda_layer_norm_backward(int device, const ct_layer_norm_args *args);
-ct_status ct_cuda_dropout(int device, const ct_dropout_args *args);
-ct_status ct_cuda_index_add(int device, const ct_index_add_args *args);
+ct_status ct_cuda_softmax(int device, const ct__softmax_args *args);
+ct_status ct_cuda_softmax_backward(int device, const ct__softmax_args *args);
+ct_status ct_cuda_cross_entropy(int device, const ct__cross_entropy_args *args);
+ct_status ct_cuda_cross_entropy_backward(int device, const ct__cross_entropy_args *args);
+ct_status ct_cuda_batch_norm(int device, const ct__batch_norm_args *args);
+ct_status ct_cuda_batch_norm_backward(int device, const ct__batch_norm_args *args);
+ct_status ct_cuda_layer_norm(int device, const ct__layer_norm_args *args);
+ct_status ct_cuda_layer_norm_backward(int device, const ct__layer_norm_args *args);
+ct_status ct_cuda_dropout(int device, const ct__dropout_args *args);
+ct_status ct_cuda_index_add(int device, const ct__index_add_args *args);
 
 #ifdef __cplusplus
 }

@@ -85,30 +85,30 @@ static unsigned grid_for(int64_t nchunks) {
 
 // Elements [lo, hi) of one tensor's update, this block's threads striding over them.
 #define DEVICE_UPDATE_(T, S)                                                                       \
-    __device__ void update_##S(const ct_optim_args *a, const ct_optim_tensor *t, int64_t lo,       \
+    __device__ void update_##S(const ct__optim_args *a, const ct__optim_tensor *t, int64_t lo,     \
                                int64_t hi) {                                                       \
         T *p = (T *)t->param, *s0 = (T *)t->state[0], *s1 = (T *)t->state[1];                      \
         T *s2 = (T *)t->state[2];                                                                  \
         const T *g = (const T *)t->grad;                                                           \
         if (a->kind == CT_OPTIM_SGD) {                                                             \
-            ct_sgd_coef_##S c = ct_sgd_coef_make_##S(a, t);                                        \
+            ct__sgd_coef_##S c = ct__sgd_coef_make_##S(a, t);                                      \
             for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x)                            \
-                ct_sgd_update_##S(&c, p + i, g[i], s0 ? s0 + i : nullptr);                         \
+                ct__sgd_update_##S(&c, p + i, g[i], s0 ? s0 + i : nullptr);                        \
             return;                                                                                \
         }                                                                                          \
-        ct_adam_coef_##S c = ct_adam_coef_make_##S(a, t);                                          \
+        ct__adam_coef_##S c = ct__adam_coef_make_##S(a, t);                                        \
         for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x)                                \
-            ct_adam_update_##S(&c, p + i, g[i], s0 + i, s1 + i, s2 ? s2 + i : nullptr);            \
+            ct__adam_update_##S(&c, p + i, g[i], s0 + i, s1 + i, s2 ? s2 + i : nullptr);           \
     }
 
 DEVICE_UPDATE_(float, f32)
 DEVICE_UPDATE_(double, f64)
 
 // args.tensors points at the device copy of the entries.
-__global__ void optim_kernel(const __grid_constant__ ct_optim_args args, const chunk_entry *chunks,
+__global__ void optim_kernel(const __grid_constant__ ct__optim_args args, const chunk_entry *chunks,
                              int64_t nchunks) {
     for (int64_t c = blockIdx.x; c < nchunks; c += gridDim.x) {
-        const ct_optim_tensor *t = &args.tensors[chunks[c].tensor];
+        const ct__optim_tensor *t = &args.tensors[chunks[c].tensor];
         int64_t lo = chunks[c].start;
         int64_t hi = lo + CHUNK < t->numel ? lo + CHUNK : t->numel;
         if (t->dtype == CT_F32)
@@ -119,7 +119,7 @@ __global__ void optim_kernel(const __grid_constant__ ct_optim_args args, const c
 }
 
 __device__ double combine(double acc, double term, bool is_max) {
-    return is_max ? ct_norm_max(acc, term) : acc + term;
+    return is_max ? ct__norm_max(acc, term) : acc + term;
 }
 
 // Combine the THREADS values of shared[] into shared[0] in a fixed tree.
@@ -132,18 +132,18 @@ __device__ void block_combine(double *shared, bool is_max) {
     }
 }
 
-__global__ void norm_partials(const ct_list_tensor *tensors, const chunk_entry *chunks,
+__global__ void norm_partials(const ct__list_tensor *tensors, const chunk_entry *chunks,
                               int64_t nchunks, double p, double *partials) {
     __shared__ double shared[THREADS];
     bool is_max = isinf(p);
     for (int64_t c = blockIdx.x; c < nchunks; c += gridDim.x) {
-        const ct_list_tensor *t = &tensors[chunks[c].tensor];
+        const ct__list_tensor *t = &tensors[chunks[c].tensor];
         int64_t lo = chunks[c].start;
         int64_t hi = lo + CHUNK < t->numel ? lo + CHUNK : t->numel;
         int64_t size = ct_cuda_dtype_size(t->dtype);
         double acc = 0.0;
         for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x)
-            acc = combine(acc, ct_norm_term(ct_cuda_load_f64(t->data + i * size, t->dtype), p),
+            acc = combine(acc, ct__norm_term(ct_cuda_load_f64(t->data + i * size, t->dtype), p),
                           is_max);
         shared[threadIdx.x] = acc;
         block_combine(shared, is_max);
@@ -164,11 +164,11 @@ __global__ void norm_final(const double *partials, int64_t n, double p, double *
 }
 
 // f64 multiplies in double; f32, f16 and bf16 in float, as on the CPU.
-__global__ void scale_kernel(const ct_list_tensor *tensors, const chunk_entry *chunks,
+__global__ void scale_kernel(const ct__list_tensor *tensors, const chunk_entry *chunks,
                              int64_t nchunks, double factor) {
     float f = (float)factor;
     for (int64_t c = blockIdx.x; c < nchunks; c += gridDim.x) {
-        const ct_list_tensor *t = &tensors[chunks[c].tensor];
+        const ct__list_tensor *t = &tensors[chunks[c].tensor];
         int64_t lo = chunks[c].start;
         int64_t hi = lo + CHUNK < t->numel ? lo + CHUNK : t->numel;
         int64_t size = ct_cuda_dtype_size(t->dtype);
@@ -192,21 +192,21 @@ static ct_status finish(int device, cudaStream_t stream, char *dev, cudaError_t 
 
 } // namespace
 
-extern "C" ct_status ct_cuda_optim_step(int device, const ct_optim_args *args) {
+extern "C" ct_status ct_cuda_optim_step(int device, const ct__optim_args *args) {
     if (args->count == 0 || args->total == 0) return CT_OK;
     cudaStream_t stream;
     ct_status status = ct_cuda_stream_get(device, &stream);
     if (status != CT_OK) return status;
-    table<ct_optim_tensor> t = {};
+    table<ct__optim_tensor> t = {};
     status = upload(device, stream, args->tensors, args->count, 0, &t);
     if (status != CT_OK) return status;
-    ct_optim_args a = *args;
+    ct__optim_args a = *args;
     a.tensors = t.tensors;
     optim_kernel<<<grid_for(t.nchunks), THREADS, 0, stream>>>(a, t.chunks, t.nchunks);
     return finish(device, stream, t.dev, cudaGetLastError());
 }
 
-extern "C" ct_status ct_cuda_list_norm(int device, const ct_list_args *args, double p,
+extern "C" ct_status ct_cuda_list_norm(int device, const ct__list_args *args, double p,
                                        double *out) {
     *out = 0.0;
     if (args->count == 0 || args->total == 0) return CT_OK;
@@ -215,7 +215,7 @@ extern "C" ct_status ct_cuda_list_norm(int device, const ct_list_args *args, dou
     if (status != CT_OK) return status;
     int64_t nchunks = 0;
     for (int k = 0; k < args->count; k++) nchunks += (args->tensors[k].numel + CHUNK - 1) / CHUNK;
-    table<ct_list_tensor> t = {};
+    table<ct__list_tensor> t = {};
     status = upload(device, stream, args->tensors, args->count,
                     (size_t)(nchunks + 1) * sizeof(double), &t);
     if (status != CT_OK) return status;
@@ -236,12 +236,12 @@ extern "C" ct_status ct_cuda_list_norm(int device, const ct_list_args *args, dou
     return CT_OK;
 }
 
-extern "C" ct_status ct_cuda_list_scale(int device, const ct_list_args *args, double factor) {
+extern "C" ct_status ct_cuda_list_scale(int device, const ct__list_args *args, double factor) {
     if (args->count == 0 || args->total == 0) return CT_OK;
     cudaStream_t stream;
     ct_status status = ct_cuda_stream_get(device, &stream);
     if (status != CT_OK) return status;
-    table<ct_list_tensor> t = {};
+    table<ct__list_tensor> t = {};
     status = upload(device, stream, args->tensors, args->count, 0, &t);
     if (status != CT_OK) return status;
     scale_kernel<<<grid_for(t.nchunks), THREADS, 0, stream>>>(t.tensors, t.chunks, t.nchunks,

@@ -1,4 +1,4 @@
-// CUDA 2-d pooling (ct_pool2d_args in backend/conv_args_impl.h): max, average
+// CUDA 2-d pooling (ct__pool2d_args in backend/conv_args_impl.h): max, average
 // (count_include_pad) and adaptive average, forward and backward, with the CPU kernels'
 // windows and rules (cpu_pool.c): the first maximum wins, a NaN beats every number and the
 // first NaN wins, averages sum in double. Forward runs one thread per output. Backward runs
@@ -19,7 +19,7 @@ struct window {
 };
 
 // The input rows (axis 0) or columns (axis 1) of output i, clipped, and the divisor.
-__device__ window window_of(const ct_pool2d_args &a, int axis, int64_t i) {
+__device__ window window_of(const ct__pool2d_args &a, int axis, int64_t i) {
     int64_t n = axis ? a.in_w : a.in_h, o = axis ? a.out_w : a.out_h;
     window w;
     if (a.kind == CT_POOL_ADAPTIVE_AVG) {
@@ -38,7 +38,8 @@ __device__ window window_of(const ct_pool2d_args &a, int axis, int64_t i) {
 
 // Outputs [lo, hi) along an axis whose windows may hold input index i (a superset: the
 // caller checks each window).
-__device__ void candidates(const ct_pool2d_args &a, int axis, int64_t i, int64_t *lo, int64_t *hi) {
+__device__ void candidates(const ct__pool2d_args &a, int axis, int64_t i, int64_t *lo,
+                           int64_t *hi) {
     int64_t n = axis ? a.in_w : a.in_h, o = axis ? a.out_w : a.out_h;
     if (a.kind == CT_POOL_ADAPTIVE_AVG) {
         *lo = i * o / n;
@@ -53,7 +54,7 @@ __device__ void candidates(const ct_pool2d_args &a, int axis, int64_t i, int64_t
 }
 
 template <typename T>
-__global__ void __launch_bounds__(POOL_THREADS) forward_kernel(ct_pool2d_args a, int64_t total) {
+__global__ void __launch_bounds__(POOL_THREADS) forward_kernel(ct__pool2d_args a, int64_t total) {
     const T *x = (const T *)a.x;
     T *y = (T *)a.y;
     int64_t step = (int64_t)gridDim.x * blockDim.x;
@@ -81,7 +82,7 @@ __global__ void __launch_bounds__(POOL_THREADS) forward_kernel(ct_pool2d_args a,
 }
 
 template <typename T>
-__global__ void __launch_bounds__(POOL_THREADS) backward_kernel(ct_pool2d_args a, int64_t total) {
+__global__ void __launch_bounds__(POOL_THREADS) backward_kernel(ct__pool2d_args a, int64_t total) {
     T *dx = (T *)a.x;
     const T *dy = (const T *)a.y;
     int64_t step = (int64_t)gridDim.x * blockDim.x;
@@ -115,7 +116,7 @@ static unsigned blocks_for(int64_t total) {
     return (unsigned)(blocks > MAX_BLOCKS ? MAX_BLOCKS : blocks);
 }
 
-static ct_status launch(int device, const ct_pool2d_args *args, bool backward) {
+static ct_status launch(int device, const ct__pool2d_args *args, bool backward) {
     int64_t total = args->planes * (backward ? args->in_h * args->in_w : args->out_h * args->out_w);
     if (total == 0) return CT_OK;
     cudaStream_t stream;
@@ -137,10 +138,10 @@ static ct_status launch(int device, const ct_pool2d_args *args, bool backward) {
 
 } // namespace
 
-extern "C" ct_status ct_cuda_pool2d_forward(int device, const ct_pool2d_args *args) {
+extern "C" ct_status ct_cuda_pool2d_forward(int device, const ct__pool2d_args *args) {
     return launch(device, args, false);
 }
 
-extern "C" ct_status ct_cuda_pool2d_backward(int device, const ct_pool2d_args *args) {
+extern "C" ct_status ct_cuda_pool2d_backward(int device, const ct__pool2d_args *args) {
     return launch(device, args, true);
 }

@@ -24,22 +24,22 @@ static __global__ void random_blocks(char *out, ct_dtype dtype, int64_t numel, i
                                      int kind, int bits, uint64_t seed, uint64_t offset) {
     CT_EW_LOOP(b, (numel + 3) / 4) {
         uint32_t w[4];
-        ct_philox_stream_block(seed, offset + (uint64_t)b, w);
+        ct__philox_stream_block(seed, offset + (uint64_t)b, w);
         int64_t left = numel - 4 * b;
         int count = left < 4 ? (int)left : 4;
         double values[4] = {0, 0, 0, 0};
         if (kind == CT_RANDOM_NORMAL) {
-            ct_philox_box_muller(w[0], w[1], &values[0], &values[1]);
-            if (count > 2) ct_philox_box_muller(w[2], w[3], &values[2], &values[3]);
+            ct__philox_box_muller(w[0], w[1], &values[0], &values[1]);
+            if (count > 2) ct__philox_box_muller(w[2], w[3], &values[2], &values[3]);
         } else {
-            for (int i = 0; i < count; i++) values[i] = ct_philox_uniform(w[i], bits);
+            for (int i = 0; i < count; i++) values[i] = ct__philox_uniform(w[i], bits);
         }
         for (int i = 0; i < count; i++)
             ct_cuda_store_f64(out + (4 * b + i) * size, dtype, values[i]);
     }
 }
 
-extern "C" ct_status ct_cuda_random(int device, const ct_ew_args *args, ct_random_kind kind,
+extern "C" ct_status ct_cuda_random(int device, const ct__ew_args *args, ct__random_kind kind,
                                     uint64_t seed, uint64_t offset) {
     int64_t numel = args->numel;
     if (numel <= 0) return CT_OK;

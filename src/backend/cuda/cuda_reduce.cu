@@ -1,4 +1,4 @@
-// CUDA reduction kernels (ct_reduce_args in backend_impl.h), with the semantics of the CPU's
+// CUDA reduction kernels (ct__reduce_args in backend_impl.h), with the semantics of the CPU's
 // cpu_reduce.c: float sums, means, products and var/std accumulate in double, integer sums
 // and products wrap modulo 2^64, max/min propagate NaN, arg-extrema return the first index
 // of the extremum with a NaN counting as the extremum, empty reductions give the identity
@@ -72,7 +72,7 @@ struct reduce_geom {
     const char *in;
     char *out;
     ct_dtype in_dtype, out_dtype;
-    ct_reduce_op op;
+    ct__reduce_op op;
     int kind;
     bool fused; // var/std with one chunk per output: both passes in one kernel
     double correction;
@@ -368,7 +368,7 @@ __global__ void reduce_merge_kernel(reduce_geom g, const reduce_part *parts, dou
 
 // ---- launchers ----
 
-static int kind_of(ct_reduce_op op, ct_dtype dtype) {
+static int kind_of(ct__reduce_op op, ct_dtype dtype) {
     bool fl = ct_cuda_is_float(dtype);
     switch (op) {
     case CT_ROP_SUM: return fl ? RK_FSUM : RK_ISUM;
@@ -384,7 +384,7 @@ static int kind_of(ct_reduce_op op, ct_dtype dtype) {
     }
 }
 
-static void geom_init(reduce_geom *g, ct_reduce_op op, const ct_reduce_args *a) {
+static void geom_init(reduce_geom *g, ct__reduce_op op, const ct__reduce_args *a) {
     int64_t in_size = ct_cuda_dtype_size(a->in_dtype), out_size = ct_cuda_dtype_size(a->out_dtype);
     *g = reduce_geom{};
     g->outer_ndim = a->outer_ndim;
@@ -412,7 +412,7 @@ static void geom_init(reduce_geom *g, ct_reduce_op op, const ct_reduce_args *a) 
 
 // Column mode when adjacent outputs sit next to each other in the input while the inner
 // elements do not, or when inner spaces are too short to keep a block busy.
-static bool use_columns(const ct_reduce_args *a, int64_t outer, int64_t inner) {
+static bool use_columns(const ct__reduce_args *a, int64_t outer, int64_t inner) {
     if (a->outer_ndim == 0 || outer < 32) return false;
     bool adjacent_outputs = a->in_outer_strides[a->outer_ndim - 1] == 1;
     bool inner_contiguous = a->inner_ndim > 0 && a->in_inner_strides[a->inner_ndim - 1] == 1;
@@ -471,7 +471,7 @@ static ct_status run_passes(int device, cudaStream_t stream, reduce_geom g, bool
 
 } // namespace
 
-extern "C" ct_status ct_cuda_reduce(int device, ct_reduce_op op, const ct_reduce_args *args) {
+extern "C" ct_status ct_cuda_reduce(int device, ct__reduce_op op, const ct__reduce_args *args) {
     reduce_geom g;
     geom_init(&g, op, args);
     if (g.outer == 0) return CT_OK;

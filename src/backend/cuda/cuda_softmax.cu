@@ -1,4 +1,4 @@
-// CUDA softmax and log-softmax kernels, forward and backward (ct_softmax_args in
+// CUDA softmax and log-softmax kernels, forward and backward (ct__softmax_args in
 // backend/norm_args_impl.h), the CPU's arithmetic (cpu_softmax.c) in double. Along the last
 // axis (inner == 1) one block takes a row, its threads striding over the row and combining
 // through block reductions; along another axis one thread takes a line (its elements are
@@ -10,7 +10,7 @@ namespace {
 // Forward of one line through a thread (STEP 1, START 0) or a row through a block
 // (STEP blockDim.x, START threadIdx.x, REDUCE across the block).
 template <bool BLOCK>
-NN_DEV void softmax_line(const ct_softmax_args &a, int64_t base, int64_t s, double *shared) {
+NN_DEV void softmax_line(const ct__softmax_args &a, int64_t base, int64_t s, double *shared) {
     int64_t start = BLOCK ? threadIdx.x : 0, step = BLOCK ? blockDim.x : 1;
     double m = -INFINITY, sum = 0.0;
     for (int64_t k = start; k < a.n; k += step) m = fmax(m, nn_load(a.in, base + k * s, a.dtype));
@@ -27,7 +27,7 @@ NN_DEV void softmax_line(const ct_softmax_args &a, int64_t base, int64_t s, doub
 
 // Backward: softmax dx = y * (g - sum(g * y)); log-softmax dx = g - exp(y) * sum(g).
 template <bool BLOCK>
-NN_DEV void softmax_backward_line(const ct_softmax_args &a, int64_t base, int64_t s,
+NN_DEV void softmax_backward_line(const ct__softmax_args &a, int64_t base, int64_t s,
                                   double *shared) {
     int64_t start = BLOCK ? threadIdx.x : 0, step = BLOCK ? blockDim.x : 1;
     double dot = 0.0;
@@ -43,7 +43,7 @@ NN_DEV void softmax_backward_line(const ct_softmax_args &a, int64_t base, int64_
 }
 
 template <bool BACKWARD>
-__global__ void __launch_bounds__(NN_THREADS) softmax_rows(ct_softmax_args a) {
+__global__ void __launch_bounds__(NN_THREADS) softmax_rows(ct__softmax_args a) {
     __shared__ double shared[NN_THREADS / 32];
     for (int64_t row = blockIdx.x; row < a.outer; row += gridDim.x) {
         if (BACKWARD)
@@ -54,7 +54,7 @@ __global__ void __launch_bounds__(NN_THREADS) softmax_rows(ct_softmax_args a) {
 }
 
 template <bool BACKWARD>
-__global__ void __launch_bounds__(NN_THREADS) softmax_lines(ct_softmax_args a) {
+__global__ void __launch_bounds__(NN_THREADS) softmax_lines(ct__softmax_args a) {
     int64_t lines = a.outer * a.inner;
     for (int64_t line = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; line < lines;
          line += (int64_t)gridDim.x * blockDim.x) {
@@ -66,7 +66,7 @@ __global__ void __launch_bounds__(NN_THREADS) softmax_lines(ct_softmax_args a) {
     }
 }
 
-template <bool BACKWARD> ct_status launch(int device, const ct_softmax_args *args) {
+template <bool BACKWARD> ct_status launch(int device, const ct__softmax_args *args) {
     if (args->outer * args->n * args->inner == 0) return CT_OK;
     cudaStream_t stream;
     ct_status status = ct_cuda_stream_get(device, &stream);
@@ -82,10 +82,10 @@ template <bool BACKWARD> ct_status launch(int device, const ct_softmax_args *arg
 
 } // namespace
 
-extern "C" ct_status ct_cuda_softmax(int device, const ct_softmax_args *args) {
+extern "C" ct_status ct_cuda_softmax(int device, const ct__softmax_args *args) {
     return launch<false>(device, args);
 }
 
-extern "C" ct_status ct_cuda_softmax_backward(int device, const ct_softmax_args *args) {
+extern "C" ct_status ct_cuda_softmax_backward(int device, const ct__softmax_args *args) {
     return launch<true>(device, args);
 }

@@ -30,7 +30,7 @@ static_assert(sizeof op_kind == CT_UOP_COUNT, "one kind per unary op");
  * S, else nothing (the launcher never runs the op there). */
 /* clang-format off */
 #define CASE_FORMULA_(name, NAME, S)                                                               \
-    case CT_UOP_##NAME: return (ct_ew_##name##_##S)(x);
+    case CT_UOP_##NAME: return (ct__ew_##name##_##S)(x);
 #define CASE_NONE_(name, NAME, S)                                                                  \
     case CT_UOP_##NAME: break;
 #define F32_CASE_(name, NAME, kind, grad)                                                          \
@@ -47,9 +47,9 @@ static_assert(sizeof op_kind == CT_UOP_COUNT, "one kind per unary op");
 /* op(x) in domain S over type T; lo and hi are clamp's bounds. */
 #define DEFINE_UNARY_VALUE(T, S, CASES)                                                            \
     CT_EW_DEV T unary_value(int op, T x, T lo, T hi) {                                             \
-        switch ((ct_unary_op)op) {                                                                 \
+        switch ((ct__unary_op)op) {                                                                 \
             CT_UNARY_OPS(CASES)                                                                    \
-        case CT_UOP_CLAMP: return ct_ew_clamp_##S(x, lo, hi);                                      \
+        case CT_UOP_CLAMP: return ct__ew_clamp_##S(x, lo, hi);                                      \
         case CT_UOP_COUNT: break;                                                                  \
         }                                                                                          \
         return x;                                                                                  \
@@ -62,7 +62,7 @@ DEFINE_UNARY_VALUE(int64_t, i64, I64_CASE_)
 
 /* The predicates, on the input as double. */
 CT_EW_DEV uint8_t test_value(int op, double x) {
-    switch ((ct_unary_op)op) {
+    switch ((ct__unary_op)op) {
         CT_UNARY_OPS(TEST_CASE_)
     case CT_UOP_CLAMP:
     case CT_UOP_COUNT: break;
@@ -105,7 +105,7 @@ CT_EW_DEV void unary_f32_run(float *__restrict__ o, const float *__restrict__ x,
 /* clang-format on */
 static __global__ void unary_f32_contiguous(float *__restrict__ o, const float *__restrict__ x,
                                             int64_t n, int op, float lo, float hi, bool vec) {
-    switch ((ct_unary_op)op) {
+    switch ((ct__unary_op)op) {
         CT_UNARY_OPS(CT_F32_RUN_KIND_)
         CT_F32_RUN_(CLAMP)
     case CT_UOP_COUNT: break;
@@ -114,7 +114,7 @@ static __global__ void unary_f32_contiguous(float *__restrict__ o, const float *
 
 /* Any layout and dtypes, computing in domain T. */
 template <typename T, typename I>
-static __global__ void unary_strided(const __grid_constant__ ct_ew_args a, int op, T lo, T hi) {
+static __global__ void unary_strided(const __grid_constant__ ct__ew_args a, int op, T lo, T hi) {
     CT_EW_LOOP(i, a.numel) {
         int64_t off[2];
         ct_ew_offsets<2>(a, (I)i, off);
@@ -125,7 +125,7 @@ static __global__ void unary_strided(const __grid_constant__ ct_ew_args a, int o
 
 /* The predicates: the input is tested in double (exact for what they test); out is bool. */
 template <typename I>
-static __global__ void test_strided(const __grid_constant__ ct_ew_args a, int op) {
+static __global__ void test_strided(const __grid_constant__ ct__ew_args a, int op) {
     CT_EW_LOOP(i, a.numel) {
         int64_t off[2];
         ct_ew_offsets<2>(a, (I)i, off);
@@ -137,7 +137,7 @@ static __global__ void test_strided(const __grid_constant__ ct_ew_args a, int op
 /* ---- launchers ---- */
 
 template <typename T>
-static ct_status launch_strided(int device, cudaStream_t stream, const ct_ew_args &a, int op, T lo,
+static ct_status launch_strided(int device, cudaStream_t stream, const ct__ew_args &a, int op, T lo,
                                 T hi) {
     unsigned blocks = ct_ew_blocks(a.numel);
     if (ct_ew_small(&a))
@@ -148,7 +148,7 @@ static ct_status launch_strided(int device, cudaStream_t stream, const ct_ew_arg
     return CT_OK;
 }
 
-static ct_status launch_test(int device, cudaStream_t stream, const ct_ew_args &a, int op) {
+static ct_status launch_test(int device, cudaStream_t stream, const ct__ew_args &a, int op) {
     unsigned blocks = ct_ew_blocks(a.numel);
     if (ct_ew_small(&a))
         test_strided<uint32_t><<<blocks, CT_EW_THREADS, 0, stream>>>(a, op);
@@ -159,13 +159,13 @@ static ct_status launch_test(int device, cudaStream_t stream, const ct_ew_args &
 }
 
 /* Whether a (byte strides) is float32 in and out, both contiguous. */
-static bool contiguous_f32(const ct_ew_args &a) {
+static bool contiguous_f32(const ct__ew_args &a) {
     return a.ndim == 1 && a.dtype[0] == CT_F32 && a.dtype[1] == CT_F32 && a.strides[0][0] == 4 &&
            a.strides[1][0] == 4;
 }
 
-static ct_status launch_f32(int device, cudaStream_t stream, const ct_ew_args &a, int op, double p0,
-                            double p1) {
+static ct_status launch_f32(int device, cudaStream_t stream, const ct__ew_args &a, int op,
+                            double p0, double p1) {
     if (contiguous_f32(a)) {
         bool vec = ((uintptr_t)a.data[0] % 16 == 0) && ((uintptr_t)a.data[1] % 16 == 0);
         unsigned blocks = ct_ew_blocks(vec ? (a.numel + 3) / 4 : a.numel);
@@ -180,19 +180,19 @@ static ct_status launch_f32(int device, cudaStream_t stream, const ct_ew_args &a
 /* Clamp's bounds in an integer domain: the integers inside [p0, p1] (the op layer has
  * saturated the bounds to the dtype's range), converted as the CPU does. */
 template <typename T>
-static ct_status launch_int(int device, cudaStream_t stream, const ct_ew_args &a, int op, double p0,
-                            double p1) {
+static ct_status launch_int(int device, cudaStream_t stream, const ct__ew_args &a, int op,
+                            double p0, double p1) {
     T lo = (T)ct__f64_to_i64(ceil(p0)), hi = (T)ct__f64_to_i64(floor(p1));
     return launch_strided<T>(device, stream, a, op, lo, hi);
 }
 
-extern "C" ct_status ct_cuda_unary(int device, ct_unary_op op, const ct_ew_args *args, double p0,
+extern "C" ct_status ct_cuda_unary(int device, ct__unary_op op, const ct__ew_args *args, double p0,
                                    double p1) {
     if ((unsigned)op >= CT_UOP_COUNT)
         return ct_cuda_fail(CT_ERR_INVALID_ARG, "cuda unary kernel: unknown op %d", (int)op);
     if (args->numel <= 0) return CT_OK;
     cudaStream_t stream;
-    ct_ew_args a;
+    ct__ew_args a;
     ct_status status = ct_ew_begin(device, args, &stream, &a);
     if (status != CT_OK) return status;
     ct_dtype compute = args->compute_dtype;

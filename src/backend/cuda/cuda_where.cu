@@ -5,7 +5,7 @@
 
 /* E is an unsigned integer of the element size; operands are out, cond, a, b. */
 template <typename E, typename I>
-static __global__ void where_strided(const __grid_constant__ ct_ew_args args) {
+static __global__ void where_strided(const __grid_constant__ ct__ew_args args) {
     CT_EW_LOOP(i, args.numel) {
         int64_t off[4];
         ct_ew_offsets<4>(args, (I)i, off);
@@ -16,7 +16,7 @@ static __global__ void where_strided(const __grid_constant__ ct_ew_args args) {
 }
 
 template <typename E>
-static ct_status launch_where(int device, cudaStream_t stream, const ct_ew_args &a) {
+static ct_status launch_where(int device, cudaStream_t stream, const ct__ew_args &a) {
     unsigned blocks = ct_ew_blocks(a.numel);
     if (ct_ew_small(&a))
         where_strided<E, uint32_t><<<blocks, CT_EW_THREADS, 0, stream>>>(a);
@@ -26,10 +26,10 @@ static ct_status launch_where(int device, cudaStream_t stream, const ct_ew_args 
     return CT_OK;
 }
 
-extern "C" ct_status ct_cuda_where(int device, const ct_ew_args *args) {
+extern "C" ct_status ct_cuda_where(int device, const ct__ew_args *args) {
     if (args->numel <= 0) return CT_OK;
     cudaStream_t stream;
-    ct_ew_args a;
+    ct__ew_args a;
     ct_status status = ct_ew_begin(device, args, &stream, &a);
     if (status != CT_OK) return status;
     switch (ct__dtype_size(args->dtype[0])) {
