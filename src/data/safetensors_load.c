@@ -8,9 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/error_impl.h"
+#include "data/data_file_impl.h"
 #include "data/safetensors_impl.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -47,11 +48,6 @@ static ct_status io_error(const reader *r, const char *what) {
 
 /* The size prefix, checked against the limit and the file's size. */
 static ct_status read_prefix(reader *r) {
-    struct stat st;
-    if (fstat(fileno(r->f), &st) != 0) return io_error(r, "stat");
-    if (!S_ISREG(st.st_mode))
-        return ct__error(CT_ERR_IO, "ct_safetensors_load: %s is not a regular file", r->path);
-    r->file_size = (uint64_t)st.st_size;
     if (r->file_size < 8)
         return format_error(r,
                             "the file is %llu bytes; a safetensors file starts with an 8-byte "
@@ -224,10 +220,16 @@ static ct_status fill(const reader *r, const ct_st_header *h, ct_device device, 
 ct_state_dict *ct_safetensors_load(const char *path, ct_device device) {
     if (!path) return ct__fail(CT_ERR_INVALID_ARG, "ct_safetensors_load: path is NULL");
     reader r = {.path = path};
-    r.f = fopen(path, "rb");
-    if (!r.f)
-        return ct__fail(CT_ERR_IO, "ct_safetensors_load: cannot open %s: %s", path,
-                        strerror(errno));
+    /* Opened without blocking (a FIFO would wait for a writer) and checked to be a regular
+     * file, whose size bounds every number in the header. */
+    int fd = ct__open_regular("ct_safetensors_load", path, &r.file_size);
+    if (fd < 0) return NULL;
+    r.f = fdopen(fd, "rb");
+    if (!r.f) {
+        ct__error(CT_ERR_IO, "ct_safetensors_load: cannot open %s: %s", path, strerror(errno));
+        close(fd);
+        return NULL;
+    }
     char *json = NULL;
     ct_st_header header = {0};
     ct_state_dict *sd = NULL;
