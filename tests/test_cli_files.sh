@@ -184,6 +184,8 @@ refused test_cli_files_unknown_option 'unknown option "--frobnicate"' $ctensor t
 refused test_cli_files_device_index "cuda:16\": there" $ctensor train --device cuda:16
 refused test_cli_files_labels_with_folder "only a .npy dataset takes --labels" \
     $train --labels "$work/labels.npy"
+refused test_cli_files_ct_device_garbage 'CT_DEVICE="garbage" is not a device' \
+    env CT_DEVICE=garbage $train
 mkdir -p "$work/loop"
 ln -s train-images-idx3-ubyte "$work/loop/train-images-idx3-ubyte"
 refused test_cli_files_dataset_member_unreadable "Too many levels of symbolic links" \
@@ -212,6 +214,8 @@ elif ! grep -q "GOMP_SPINCOUNT" "$err"; then skip test_cli_files_passive_waiting
 else fail test_cli_files_passive_waiting "libgomp spins ($(grep GOMP_SPINCOUNT "$err" | tail -1))"; fi
 if ! command -v valgrind >/dev/null; then
     skip test_cli_files_under_valgrind "valgrind is not installed"
+elif ldd "$ctensor" 2>/dev/null | grep -q libasan; then
+    skip test_cli_files_under_valgrind "an AddressSanitizer build, which valgrind cannot run"
 else
     run valgrind -q --error-exitcode=99 "$ctensor" --help
     if [ "$code" = 0 ] && grep -q "usage: ctensor COMMAND" "$out"; then pass test_cli_files_under_valgrind

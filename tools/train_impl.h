@@ -13,6 +13,7 @@ typedef struct train_options {
     const char *dataset; /* "fashion-mnist" | DIR | FILE.npy */
     const char *labels;  /* labels .npy beside a FILE.npy dataset */
     ct_device device;
+    bool device_given; /* --device was given (else CT_DEVICE, else auto) */
     int epochs;
     int64_t batch_size; /* 0: auto */
     double lr;

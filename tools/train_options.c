@@ -16,7 +16,8 @@ static const char help[] =
     "                             images in FILE.npy with --labels LABELS.npy (default\n"
     "                             fashion-mnist)\n"
     "  --labels FILE.npy          labels for a .npy dataset\n"
-    "  --device auto|cpu|cuda[:N] where to train (default auto: the best device present)\n"
+    "  --device auto|cpu|cuda[:N] where to train (default $CT_DEVICE, else auto: the best\n"
+    "                             device present)\n"
     "  --epochs N                 passes over the training set (default 3)\n"
     "  --batch-size N|auto        samples per step (default 128); auto: the largest that\n"
     "                             fits the device's memory, found by halving on\n"
@@ -101,6 +102,7 @@ static int parse_value(const char *option, const char *value, train_options *o) 
         o->labels = value;
     } else if (strcmp(option, "--device") == 0) {
         if (ct_device_parse(value, &o->device) != CT_OK) return bad_device(value);
+        o->device_given = true;
     } else if (strcmp(option, "--epochs") == 0) {
         if (!parse_int(value, 1, 100000, &n)) return bad(option, value, "an integer >= 1");
         o->epochs = (int)n;
@@ -181,6 +183,16 @@ int train_parse(int argc, char **argv, train_options *o) {
         }
     }
     if (o->resume && !o->checkpoint) return bad("--resume", "", "--checkpoint FILE with it");
+    /* Without --device, CT_DEVICE is the default placement; garbage there is an error, not a
+     * silent "auto" that may train somewhere the user did not mean. */
+    const char *env = getenv("CT_DEVICE");
+    if (!o->device_given && env && *env && ct_device_parse(env, &o->device) != CT_OK) {
+        fprintf(stderr,
+                "ctensor train: CT_DEVICE=\"%.64s\" is not a device: expected auto, cpu, cuda or "
+                "cuda:N; fix or unset it, or give --device\n",
+                env);
+        return 2;
+    }
     /* On the CPU a worker thread takes its time from the step's own threads: measured with
      * bench/bench_loader on 2 cores, preparing batches in the step's thread keeps the
      * throughput of batches made beforehand, one worker loses 6% and two 25%. A GPU leaves
