@@ -4,7 +4,8 @@
  * left alone; a symbolic link is written through; the temporary files of writers that were
  * killed are swept by the next save, and only those (a file whose writer is alive, or of
  * another name, stays); and saves killed at random moments leave a valid file and, after the
- * next save, no temporary. */
+ * next save, no temporary; and a full disk or a read error at each I/O call in turn (the
+ * seam of data/io_fault_impl.h) is a clear error that loses nothing and leaves nothing. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "ct_test.h"
+#include "data/io_fault_impl.h"
 #include "safetensors_test.h"
 
 /* A reader that blocks is a failure, said as such, not a hung test program. */
@@ -289,4 +291,73 @@ TEST(test_data_files_killed_saves_leave_no_temporary) {
     st_remove_dir(dir);
     CHECK(bad == 0);
     CHECK(leftover == 0);
+}
+
+/* ENOSPC at each I/O call of a save in turn: the save fails with the system's reason, the
+ * file it was to replace still holds the old values, and no temporary file is left; past
+ * the last call the save goes through. */
+TEST(test_data_files_full_disk_at_every_write_keeps_the_old_file) {
+    char dir[256];
+    CHECK(st_make_dir(dir));
+    const char *path = st_path(dir, "ck.safetensors", 0);
+    ct_state_dict *old = one_tensor(1000, 1.0), *new = one_tensor(1000, 2.0);
+    CHECK(old && new &&ct_safetensors_save(path, old) == CT_OK);
+    bool ok = true;
+    int n = 1;
+    for (; ok && n < 100; n++) {
+        ct__io_fail_after(n, ENOSPC);
+        ct_status status = ct_safetensors_save(path, new);
+        ct__io_fail_after(0, 0);
+        if (status == CT_OK) break;
+        ok = status == CT_ERR_IO && strstr(ct_last_error(), strerror(ENOSPC)) &&
+             first_value(path) == 1.0 && st_count_entries(dir) == 1;
+        if (!ok)
+            printf("    fault at I/O call %d: %s: %s\n", n, ct_status_name(status),
+                   ct_last_error());
+        ct_clear_error();
+    }
+    ok = ok && n > 2 && n < 100 && first_value(path) == 2.0;
+    ct_state_dict_free(old);
+    ct_state_dict_free(new);
+    st_remove_dir(dir);
+    CHECK(ok);
+}
+
+/* EIO at each read of a load in turn (safetensors, and the readers' shared byte source): a
+ * clear CT_ERR_IO, nothing leaked (the runner checks), and past the last read it loads. */
+TEST(test_data_files_read_error_at_every_read) {
+    char dir[256];
+    CHECK(st_make_dir(dir));
+    const char *path = st_path(dir, "ck.safetensors", 0);
+    const char *csv = st_path(dir, "data.csv", 1);
+    ct_state_dict *sd = one_tensor(10, 3.0);
+    CHECK(sd && ct_safetensors_save(path, sd) == CT_OK);
+    ct_state_dict_free(sd);
+    CHECK(st_write_bytes(csv, "1,2,0\n3,4,1\n", 12));
+    bool ok = true;
+    int loaded_at = 0, read_at = 0;
+    for (int n = 1; ok && n < 50 && !(loaded_at && read_at); n++) {
+        ct__io_fail_after(n, EIO);
+        ct_state_dict *back = loaded_at ? NULL : ct_safetensors_load(path, CT_CPU);
+        bool load_failed = !loaded_at && !back;
+        ok = !load_failed ||
+             (ct_last_status() == CT_ERR_IO && strstr(ct_last_error(), strerror(EIO)));
+        if (back || loaded_at) loaded_at = loaded_at ? loaded_at : n;
+        ct_state_dict_free(back);
+        ct_clear_error();
+        ct__io_fail_after(read_at ? 0 : n, EIO);
+        ct_tensor *x = NULL, *y = NULL;
+        ct_status status = read_at ? CT_OK : ct_read_csv(csv, NULL, &x, &y);
+        ok =
+            ok && (status == CT_OK || (status == CT_ERR_IO && strstr(ct_last_error(), "data.csv")));
+        if (status == CT_OK && !read_at) read_at = n;
+        ct_release(x);
+        ct_release(y);
+        ct__io_fail_after(0, 0);
+        if (!ok) printf("    fault at read %d: %s\n", n, ct_last_error());
+        ct_clear_error();
+    }
+    st_remove_dir(dir);
+    CHECK(ok);
+    CHECK(loaded_at > 1 && read_at > 1);
 }

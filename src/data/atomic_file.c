@@ -15,6 +15,7 @@
 #include "core/error_impl.h"
 #include "data/atomic_file_impl.h"
 #include "data/data_file_impl.h"
+#include "data/io_fault_impl.h"
 
 #define CT_TEMP_ATTEMPTS 100
 
@@ -222,8 +223,8 @@ static ct_status sync_directory(const ct__atomic_file *a) {
 ct_status ct__atomic_commit(ct__atomic_file *a) {
     const char *name = a->tmp ? a->tmp : "the temporary file";
     errno = 0;
-    if (fflush(a->f) != 0) return io_error(a, "write", name);
-    if (fsync(fileno(a->f)) != 0) return io_error(a, "sync", name);
+    if (ct__io_fault() || fflush(a->f) != 0) return io_error(a, "write", name);
+    if (ct__io_fault() || fsync(fileno(a->f)) != 0) return io_error(a, "sync", name);
     if (a->unnamed && link_unnamed(a) != CT_OK) return ct_last_status();
     if (rename(a->tmp, a->target) != 0) {
         char buf[256];

@@ -9,6 +9,7 @@
 #include <zlib.h>
 
 #include "data/data_file_impl.h"
+#include "data/io_fault_impl.h"
 
 /* Deflate expands at most about 1032:1, so a gzip file of n bytes cannot hold more than
  * this many times n bytes of data (plus a little for tiny files). */
@@ -143,6 +144,7 @@ static ct_status read_gzip(ct__data_file *f, void *dst, size_t n, size_t *got) {
 ct_status ct__data_read_some(ct__data_file *f, void *dst, size_t n, size_t *got) {
     *got = 0;
     if (n == 0) return CT_OK;
+    if (ct__io_fault()) return io_error(f->fn, f->path, "read", errno);
     if (f->gz) {
         if (read_gzip(f, dst, n, got) != CT_OK) return ct_last_status();
     } else {

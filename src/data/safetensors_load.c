@@ -12,6 +12,7 @@
 
 #include "core/error_impl.h"
 #include "data/data_file_impl.h"
+#include "data/io_fault_impl.h"
 #include "data/safetensors_impl.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -55,7 +56,7 @@ static ct_status read_prefix(reader *r) {
                             (unsigned long long)r->file_size);
     unsigned char prefix[8];
     errno = 0;
-    if (fread(prefix, 1, 8, r->f) != 8) return io_error(r, "read");
+    if (ct__io_fault() || fread(prefix, 1, 8, r->f) != 8) return io_error(r, "read");
     uint64_t n = 0;
     for (int i = 7; i >= 0; i--) n = n << 8 | prefix[i];
     if (n > CT_ST_MAX_HEADER)
@@ -83,7 +84,8 @@ static ct_status read_header(reader *r, char **json) {
                          "a %llu-byte header",
                          r->path, (unsigned long long)r->header_size);
     errno = 0;
-    if (fread(*json, 1, r->header_size, r->f) != r->header_size) return io_error(r, "read");
+    if (ct__io_fault() || fread(*json, 1, r->header_size, r->f) != r->header_size)
+        return io_error(r, "read");
     return CT_OK;
 }
 
@@ -193,7 +195,8 @@ static ct_status load_tensors(const reader *r, const ct_st_header *h, ct_device 
         const ct_st_entry *e = &h->entries[i];
         size_t bytes = (size_t)(e->end - e->begin);
         errno = 0;
-        if (bytes && (fseeko(r->f, (off_t)(8 + r->header_size + e->begin), SEEK_SET) != 0 ||
+        if (bytes && (ct__io_fault() ||
+                      fseeko(r->f, (off_t)(8 + r->header_size + e->begin), SEEK_SET) != 0 ||
                       fread(staging, 1, bytes, r->f) != bytes)) {
             status = io_error(r, "read");
             break;
