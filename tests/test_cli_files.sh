@@ -97,6 +97,7 @@ else fail test_cli_files_symlink_checkpoint_written_through "exit $code, or the 
 # no temporary file is left.
 ck="$work/killed.safetensors"
 valid=0 temporaries=0
+run $train --epochs 1 --checkpoint "$ck" # (so that there is a checkpoint from the start)
 for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
     $train --epochs 100000 --checkpoint "$ck" >/dev/null 2>&1 &
     pid=$!
