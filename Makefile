@@ -48,6 +48,12 @@ bench-train: deps
 	@bench/run_train.sh $(BUILD)
 
 # The suite under AddressSanitizer and UndefinedBehaviorSanitizer, in its own build folder.
+# libFuzzer harnesses of the readers and of `ctensor train`'s parser, FUZZ_SECONDS each.
+FUZZ_SECONDS ?= 60
+.PHONY: fuzz
+fuzz: deps
+	@tools/run-fuzz.sh $(FUZZ_SECONDS)
+
 sanitize: deps
 	@$(MAKE) --no-print-directory build BUILD=$(BUILD)-sanitize BUILD_TYPE=Debug \
 		CMAKE_FLAGS="-DCT_SANITIZE=address,undefined -DCT_BUILD_BENCH=OFF -DCT_CUDA=OFF $(CMAKE_FLAGS)"

@@ -84,9 +84,9 @@ TEST(test_data_idx_missing_file_is_io_error) {
     CHECK(ct_read_idx(tmp_path("no-such-file.idx")) == NULL);
     CHECK_ERROR(CT_ERR_IO, "no-such-file.idx: No such file or directory");
     CHECK(ct_read_idx(tmp_path("")) == NULL); /* the temporary folder itself */
-    CHECK_ERROR(CT_ERR_IO, "Is a directory");
+    CHECK_ERROR(CT_ERR_IO, "is a folder, not a regular file");
     CHECK(ct_read_idx("/dev/null") == NULL); /* a device: no size to check claims against */
-    CHECK_ERROR(CT_ERR_IO, "ct_read_idx: /dev/null is not a regular file");
+    CHECK_ERROR(CT_ERR_IO, "ct_read_idx: /dev/null is a character device, not a regular file");
     CHECK(ct_read_idx(NULL) == NULL);
     CHECK_ERROR(CT_ERR_INVALID_ARG, "path is NULL");
 }

@@ -83,9 +83,12 @@ TEST(test_memory_env_units) {
 }
 
 TEST(test_memory_env_malformed_parts) {
-    const char *bad[] = {
-        "cpu=2XB",         "cpu",        "=5MiB",         "cpu=",        "auto=1GiB", "cpu=-1MiB",
-        "cpu=99999999TiB", "tpu:0=1GiB", "cpu=1GiB junk", "cuda:99=1GiB"};
+    const char *bad[] = {"cpu=2XB",         "cpu",
+                         "=5MiB",           "cpu=",
+                         "auto=1GiB",       "cpu=-1MiB",
+                         "cpu=99999999TiB", "tpu:0=1GiB",
+                         "cpu=1GiB junk",   "cuda:99=1GiB",
+                         "cpu=0",           "cpu=0MiB" /* 0 read as "no limit" once: refused */};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char text[64];
         snprintf(text, sizeof text, "cuda:0=1MiB,%s", bad[i]);

@@ -341,7 +341,7 @@ TEST(test_safetensors_load_missing_file_or_directory) {
     CHECK(!missing && s1 == CT_ERR_IO && strstr(msg, "none.safetensors") &&
           strstr(msg, strerror(ENOENT)));
     CHECK(!directory);
-    CHECK_ERROR(CT_ERR_IO, "is not a regular file");
+    CHECK_ERROR(CT_ERR_IO, "is a folder, not a regular file");
 }
 
 /* A big dict for overwriting a small file; b is non-contiguous so the save stages it. */

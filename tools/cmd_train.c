@@ -1,6 +1,7 @@
 /* `ctensor train`: train the MLP or the small CNN on a dataset on a device, with a data
  * loader that prepares and moves batches while the step runs, progress, checkpoints, and
  * a summary of accuracy, time, throughput, memory and transfers. */
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -26,6 +27,22 @@ typedef struct trainer {
      * synchronisation). */
     ct_tensor *loss_sum, *correct;
 } trainer;
+
+/* SIGINT or SIGTERM, once received: the run stops at the end of the step. A second one
+ * ends the process at once (the handler puts the default action back). */
+static volatile sig_atomic_t stop_signal;
+
+static void request_stop(int sig) {
+    stop_signal = sig;
+    signal(sig, SIG_DFL);
+}
+
+static void catch_stop_signals(void) {
+    struct sigaction action = {.sa_handler = request_stop};
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, NULL);
+    sigaction(SIGTERM, &action, NULL);
+}
 
 static double now(void) {
     struct timespec ts;
@@ -120,7 +137,7 @@ static ct_status train_epoch(trainer *t, int epoch, epoch_result *r) {
         if (more) status = step(t, x, y);
         if (more && status == CT_OK) samples += ct_size(y, 0), done++;
         ct_scope_end();
-        if (!more || status != CT_OK) break;
+        if (!more || status != CT_OK || stop_signal) break;
         double elapsed = now() - start;
         if (t->o->progress && (elapsed - last_report > 0.2 || done == steps)) {
             last_report = elapsed;
@@ -164,7 +181,7 @@ static ct_status evaluate(trainer *t, double *accuracy) {
             }
         }
         ct_scope_end();
-        if (!more) break;
+        if (!more || stop_signal) break;
     }
     ct_no_grad_pop();
     double total = 0;
@@ -190,13 +207,7 @@ static ct_loader *make_loader(const trainer *t, const ct_tensor *images, const c
 static ct_optimizer *make_optimizer(const train_options *o, ct_module *model) {
     ct_tensor *params[32];
     int n = ct_module_parameters(model, params, 32);
-    if (strcmp(o->optimizer, "sgd") == 0)
-        return ct_sgd(n, params, &(ct_sgd_options){.lr = o->lr, .momentum = 0.9});
-    ct_adam_options adam =
-        strcmp(o->optimizer, "adamw") == 0 ? ct_adamw_defaults() : ct_adam_defaults();
-    adam.lr = o->lr;
-    return strcmp(o->optimizer, "adamw") == 0 ? ct_adamw(n, params, &adam)
-                                              : ct_adam(n, params, &adam);
+    return train_optimizer(o, n, params);
 }
 
 /* Whether a training step at batch b fits in the device's memory: forward and backward on
@@ -257,10 +268,15 @@ static int set_up(trainer *t, int *first_epoch, int64_t *batch) {
     if (o->checkpoint && !train_checkpoint_folder_writable(o->checkpoint)) return 1;
     if (o->resume) {
         int done = 0;
-        if (train_load_checkpoint(o->checkpoint, t->model, t->optimizer, &done) != CT_OK)
-            return failed(o->checkpoint);
+        if (train_load_checkpoint(o, t->model, t->optimizer, &done) != CT_OK) return 1;
         *first_epoch = done + 1;
     }
+    /* The first save is tried now, so that a path that cannot take the file or a full disk is
+     * found in seconds, not after an epoch of training. */
+    if (o->checkpoint && *first_epoch <= o->epochs &&
+        train_save_checkpoint(o->checkpoint, t->model, t->optimizer, *first_epoch - 1, o->seed) !=
+            CT_OK)
+        return failed(o->checkpoint);
     *batch = o->batch_size;
     if (*batch == 0) {
         ct_status status = auto_batch(t, batch);
@@ -276,18 +292,29 @@ static int set_up(trainer *t, int *first_epoch, int64_t *batch) {
     return t->test ? 0 : failed("data loader");
 }
 
-static int run(trainer *t, train_summary *summary) {
+/* A checkpoint at or past --epochs: nothing to train; the loaded model is evaluated, so the
+ * summary's accuracy is measured, not the zeros of a run that did not happen. */
+static int evaluate_only(trainer *t, train_summary *summary, int done) {
+    if (!t->o->json)
+        printf("checkpoint already at epoch %d of %d; nothing to train: evaluating the loaded "
+               "model\n",
+               done, t->o->epochs);
+    if (evaluate(t, &summary->test_accuracy) != CT_OK) return step_failed(t, "evaluation");
+    summary->tested = !stop_signal;
+    summary->interrupted_by = stop_signal;
+    return 0;
+}
+
+/* The epochs from first_epoch; stops early, after a step, on SIGINT or SIGTERM. */
+static int train_epochs(trainer *t, train_summary *summary, int first_epoch) {
     train_options *o = t->o;
-    int first_epoch;
-    int rc = set_up(t, &first_epoch, &summary->batch_size);
-    if (rc) return rc;
-    ct_reset_peak_memory(o->device);
-    ct_transfer_stats_reset();
-    for (int epoch = first_epoch; epoch <= o->epochs; epoch++) {
+    for (int epoch = first_epoch; epoch <= o->epochs && !stop_signal; epoch++) {
         epoch_result r;
         double test_accuracy;
         if (train_epoch(t, epoch, &r) != CT_OK) return step_failed(t, "training");
+        if (stop_signal) break;
         if (evaluate(t, &test_accuracy) != CT_OK) return step_failed(t, "evaluation");
+        if (stop_signal) break;
         int64_t samples = ct_size(t->data.train_images, 0);
         train_epoch_line(o, epoch, r.loss, r.accuracy, test_accuracy, r.seconds,
                          samples / r.seconds);
@@ -296,10 +323,35 @@ static int run(trainer *t, train_summary *summary) {
         summary->data_seconds += r.data_seconds;
         summary->final_loss = r.loss, summary->train_accuracy = r.accuracy;
         summary->test_accuracy = test_accuracy;
+        summary->tested = true;
         if (o->checkpoint &&
             train_save_checkpoint(o->checkpoint, t->model, t->optimizer, epoch, o->seed) != CT_OK)
             return failed(o->checkpoint);
     }
+    if (stop_signal) {
+        int last = first_epoch - 1 + summary->epochs_run;
+        fprintf(stderr,
+                "ctensor train: %s: stopped after a step of epoch %d; the epoch is not counted%s\n",
+                stop_signal == SIGINT ? "interrupted (SIGINT)" : "terminated (SIGTERM)", last + 1,
+                o->checkpoint ? last > 0 ? ", and the checkpoint holds the end of the last one"
+                                         : ", and the checkpoint holds the model before training"
+                              : "");
+        summary->interrupted_by = stop_signal;
+    }
+    return 0;
+}
+
+static int run(trainer *t, train_summary *summary) {
+    train_options *o = t->o;
+    int first_epoch;
+    int rc = set_up(t, &first_epoch, &summary->batch_size);
+    if (rc) return rc;
+    summary->checkpoint_epoch = first_epoch - 1;
+    ct_reset_peak_memory(o->device);
+    ct_transfer_stats_reset();
+    rc = first_epoch > o->epochs ? evaluate_only(t, summary, first_epoch - 1)
+                                 : train_epochs(t, summary, first_epoch);
+    if (rc) return rc;
     summary->train_samples = ct_size(t->data.train_images, 0);
     summary->test_samples = ct_size(t->data.test_images, 0);
     summary->samples_per_second =
@@ -316,11 +368,13 @@ int ct_cli_train(int argc, char **argv) {
     int parsed = train_parse(argc, argv, &o);
     if (parsed >= 0) return parsed;
     if (ct_device_check(o.device) != CT_OK) return failed("--device");
+    catch_stop_signals();
     trainer t = {.o = &o};
     train_summary summary = {.model = o.model, .optimizer = o.optimizer, .epochs = o.epochs};
     ct_device_str(o.device, summary.device, sizeof summary.device);
     int rc = run(&t, &summary);
     if (rc == 0) train_print_summary(&o, &summary);
+    if (rc == 0 && summary.interrupted_by) rc = 128 + summary.interrupted_by;
     ct_release(t.loss_sum);
     ct_release(t.correct);
     ct_loader_free(t.train);

@@ -10,6 +10,8 @@ cd "$(dirname "$0")/.."
 # decimal comma (de_DE) from its sources.
 packages="build-essential cmake pkg-config libopenblas-dev zlib1g-dev python3-numpy python3-venv
           python3-torch gnuplot-nox dataset-fashion-mnist locales"
+# clang: the libFuzzer harnesses (make fuzz); valgrind: test_cli_files runs ctensor under it.
+packages="$packages clang valgrind"
 missing=""
 for p in $packages; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

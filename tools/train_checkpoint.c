@@ -1,5 +1,9 @@
 /* `ctensor train`'s checkpoints: one safetensors file with the model's state under its
- * PyTorch names, the optimiser's under "optimizer.", and the epoch and seed as metadata. */
+ * PyTorch names, the optimiser's under "optimizer.", and the epoch and seed as metadata.
+ * Loading is strict, so that a resumed run is the run it claims to continue: every tensor of
+ * the model and (after epoch 1) every entry of the optimiser's state must be there, nothing
+ * else may be, and every value must be finite; --resume-weights-only takes the weights alone
+ * on purpose, with a warning. Each error is one line on stderr. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +13,9 @@
 #include "train_impl.h"
 
 #define OPTIMIZER_PREFIX "optimizer."
+#define MAX_KEYS 8
+#define KEY_SIZE 32
+#define LISTED 4 /* names listed in a message before "and N more" */
 
 static ct_status add_optimizer(ct_state_dict *sd, const ct_optimizer *optimizer) {
     ct_status status = CT_OK;
@@ -54,27 +61,184 @@ ct_status train_save_checkpoint(const char *path, const ct_module *model,
     return status;
 }
 
-ct_status train_load_checkpoint(const char *path, ct_module *model, ct_optimizer *optimizer,
-                                int *epoch) {
-    ct_state_dict *sd = ct_safetensors_load(path, CT_CPU);
-    if (!sd) return ct_last_status();
+/* The state keys one parameter has once it has taken a step ("step", "exp_avg", ...): those
+ * of an optimiser of the same kind after one step on a scalar. */
+static int state_keys(const train_options *o, char keys[MAX_KEYS][KEY_SIZE]) {
+    ct_scope_begin();
+    ct_tensor *p = ct_zeros(0, NULL, CT_F32, CT_CPU);
+    ct_optimizer *probe =
+        p && ct_set_requires_grad(p, true) == CT_OK ? train_optimizer(o, 1, &p) : NULL;
+    int n = 0;
+    if (probe && ct_backward(ct_mul_scalar(p, 2.0)) == CT_OK && ct_optimizer_step(probe) == CT_OK)
+        for (int i = 0; n < MAX_KEYS && i < ct_optimizer_state_count(probe); i++) {
+            const char *name;
+            ct_tensor *t;
+            if (ct_optimizer_state_at(probe, i, &name, &t) != CT_OK) break;
+            ct_release(t);
+            snprintf(keys[n++], KEY_SIZE, "%s", name + strlen("state.0."));
+        }
+    ct_optimizer_free(probe);
+    ct_scope_end();
+    return n;
+}
+
+/* A list of names for a message: "a, b, c, d and 3 more". */
+typedef struct name_list {
+    char text[512];
+    int count;
+} name_list;
+
+static void list_add(name_list *l, const char *name) {
+    size_t len = strlen(l->text);
+    if (l->count < LISTED)
+        snprintf(l->text + len, sizeof l->text - len, "%s%s", l->count ? ", " : "", name);
+    l->count++;
+}
+
+static const char *list_text(name_list *l) {
+    size_t len = strlen(l->text);
+    if (l->count > LISTED)
+        snprintf(l->text + len, sizeof l->text - len, " and %d more", l->count - LISTED);
+    return l->text;
+}
+
+static bool model_has(const ct_module *model, const char *name) {
+    ct_tensor *t;
+    bool buffer;
+    for (int i = 0;; i++) {
+        const char *own = ct_module_state_at(model, i, &t, &buffer);
+        if (!own) return false;
+        if (strcmp(own, name) == 0) return true;
+    }
+}
+
+/* Whether every value of t is finite: t * 0 sums to 0 exactly when it is. */
+static bool finite(const ct_tensor *t) {
+    if (!ct_dtype_is_floating(ct_dtype_of(t)) || ct_numel(t) == 0) return true;
+    ct_scope_begin();
+    double sum = 1;
+    bool read = ct_item(ct_sum(ct_mul_scalar(t, 0.0), 0, NULL, false), &sum) == CT_OK;
+    ct_scope_end();
+    return !read || sum == 0;
+}
+
+/* What is wrong with sd as a checkpoint of this model and optimiser at epoch done. */
+typedef struct problems {
+    name_list missing, extra, not_finite;
+} problems;
+
+static bool known_state(const char *entry, char keys[MAX_KEYS][KEY_SIZE], int nkeys, int params) {
+    char name[256];
+    for (int k = 0; k < nkeys; k++)
+        for (int j = 0; j < params; j++) {
+            snprintf(name, sizeof name, OPTIMIZER_PREFIX "state.%d.%.31s", j, keys[k]);
+            if (strcmp(name, entry) == 0) return true;
+        }
+    return false;
+}
+
+static void find_problems(const train_options *o, const ct_module *model, const ct_state_dict *sd,
+                          int done, problems *p) {
+    char keys[MAX_KEYS][KEY_SIZE], name[256];
+    int nkeys = state_keys(o, keys);
+    ct_tensor *tensors[64];
+    int params = ct_module_parameters(model, tensors, 64);
+    for (int i = 0; i < ct_state_dict_size(sd); i++) {
+        const char *entry = ct_state_dict_name_at(sd, i);
+        if (!model_has(model, entry) && !known_state(entry, keys, nkeys, params))
+            list_add(&p->extra, entry);
+        if (!finite(ct_state_dict_tensor_at(sd, i))) list_add(&p->not_finite, entry);
+    }
+    /* Before the first epoch the optimiser has no state yet. */
+    for (int j = 0; done > 0 && j < params; j++)
+        for (int k = 0; k < nkeys; k++) {
+            snprintf(name, sizeof name, OPTIMIZER_PREFIX "state.%d.%.31s", j, keys[k]);
+            if (!ct_state_dict_get(sd, name)) list_add(&p->missing, name);
+        }
+    ct_clear_error();
+}
+
+/* The epoch in sd's metadata, or -1 after printing what is wrong with it. */
+static int saved_epoch(const char *path, const ct_state_dict *sd) {
     const char *text = ct_state_dict_get_metadata(sd, "epoch");
     char *end = NULL;
+    errno = 0;
     long done = text ? strtol(text, &end, 10) : -1;
-    ct_status status = CT_OK;
-    if (!text || *end || done < 0 || done > 100000) {
-        fprintf(stderr, "ctensor train: %s: no valid \"epoch\" in the checkpoint's metadata\n",
+    if (text && text[0] && !*end && !errno && done >= 0 && done <= 100000) return (int)done;
+    if (text)
+        fprintf(stderr,
+                "ctensor train: %s: the checkpoint's \"epoch\" is \"%.40s\"; expected a whole "
+                "number from 0 to 100000\n",
+                path, text);
+    else
+        fprintf(stderr,
+                "ctensor train: %s: the checkpoint has no \"epoch\" in its metadata: it was not "
+                "written by ctensor train\n",
                 path);
-        status = CT_ERR_FORMAT;
+    return -1;
+}
+
+/* One line for what makes sd unusable; true when it is usable (with a warning line for what
+ * --resume-weights-only leaves out). */
+static bool usable(const train_options *o, problems *p) {
+    const char *path = o->checkpoint;
+    if (p->not_finite.count) {
+        fprintf(stderr,
+                "ctensor train: %s: refused: non-finite values (NaN or infinity) in %s; the run "
+                "that wrote it diverged: resume from an earlier checkpoint or start again\n",
+                path, list_text(&p->not_finite));
+        return false;
     }
-    if (status == CT_OK) status = ct_module_load_state_dict(model, sd, NULL);
-    for (int i = 0; status == CT_OK && i < ct_state_dict_size(sd); i++) {
+    if (!p->missing.count && !p->extra.count) return true;
+    char what[1200] = "";
+    if (p->missing.count)
+        snprintf(what, sizeof what, "the optimiser's state lacks %s", list_text(&p->missing));
+    if (p->extra.count)
+        snprintf(what + strlen(what), sizeof what - strlen(what),
+                 "%sit holds tensors this model and optimiser do not have: %s",
+                 p->missing.count ? "; " : "", list_text(&p->extra));
+    if (o->resume_weights_only) {
+        fprintf(stderr,
+                "ctensor train: warning: %s: %s; --resume-weights-only: the weights are loaded, "
+                "the optimiser starts afresh\n",
+                path, what);
+        return true;
+    }
+    fprintf(stderr,
+            "ctensor train: %s: refused: %s (the run would not continue the one that wrote it; "
+            "--resume-weights-only loads the weights alone)\n",
+            path, what);
+    return false;
+}
+
+/* The model's tensors, and the optimiser's state unless weights only, from sd. */
+static ct_status load_into(const train_options *o, const ct_state_dict *sd, ct_module *model,
+                           ct_optimizer *optimizer) {
+    ct_status status = ct_module_load_state_dict(model, sd, NULL);
+    for (int i = 0; status == CT_OK && !o->resume_weights_only && i < ct_state_dict_size(sd); i++) {
         const char *name = ct_state_dict_name_at(sd, i);
         if (strncmp(name, OPTIMIZER_PREFIX, strlen(OPTIMIZER_PREFIX)) == 0)
             status = ct_optimizer_load_state(optimizer, name + strlen(OPTIMIZER_PREFIX),
                                              ct_state_dict_tensor_at(sd, i));
     }
+    if (status != CT_OK) fprintf(stderr, "ctensor train: %s: %s\n", o->checkpoint, ct_last_error());
+    return status;
+}
+
+ct_status train_load_checkpoint(const train_options *o, ct_module *model, ct_optimizer *optimizer,
+                                int *epoch) {
+    ct_state_dict *sd = ct_safetensors_load(o->checkpoint, CT_CPU);
+    if (!sd) {
+        fprintf(stderr, "ctensor train: %s\n", ct_last_error());
+        return ct_last_status();
+    }
+    problems p = {0};
+    ct_status status = CT_ERR_FORMAT;
+    *epoch = saved_epoch(o->checkpoint, sd);
+    if (*epoch >= 0) {
+        find_problems(o, model, sd, *epoch, &p);
+        if (usable(o, &p)) status = load_into(o, sd, model, optimizer);
+    }
     ct_state_dict_free(sd);
-    *epoch = (int)done;
     return status;
 }

@@ -1,6 +1,7 @@
 /* The training data of `ctensor train`: Fashion-MNIST, a folder of MNIST-named IDX files,
  * or a .npy of images with a .npy of labels (its last tenth held out as the test set);
  * checked to be 28x28 images with labels 0..9. */
+#include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -73,15 +74,23 @@ ct_status train_load_data(const train_options *o, train_data *out) {
     memset(out, 0, sizeof *out);
     size_t len = strlen(o->dataset);
     if (len > 4 && strcmp(o->dataset + len - 4, ".npy") == 0) return load_npy(o, out);
+    if (o->labels)
+        return fail("--labels", "only a .npy dataset takes --labels: a folder of IDX files and "
+                                "fashion-mnist hold their own labels");
     ct_mnist mnist;
-    struct stat st;
     ct_status status;
-    if (strcmp(o->dataset, "fashion-mnist") == 0)
+    if (strcmp(o->dataset, "fashion-mnist") == 0) {
         status = ct_load_fashion_mnist(&mnist);
-    else if (stat(o->dataset, &st) == 0 && S_ISDIR(st.st_mode))
+    } else {
+        struct stat st;
+        bool found = stat(o->dataset, &st) == 0;
+        /* "Permission denied" and the like are said as such, not as an unknown dataset. */
+        if (!found && errno != ENOENT) return fail(o->dataset, strerror(errno));
+        if (!found || !S_ISDIR(st.st_mode))
+            return fail(o->dataset,
+                        "not fashion-mnist, a folder of MNIST IDX files, or a .npy file");
         status = ct_load_mnist_dir(o->dataset, &mnist);
-    else
-        return fail(o->dataset, "not fashion-mnist, a folder of MNIST IDX files, or a .npy file");
+    }
     if (status != CT_OK) return fail(o->dataset, ct_last_error());
     out->train_images = mnist.train_images, out->train_labels = mnist.train_labels;
     out->test_images = mnist.test_images, out->test_labels = mnist.test_labels;

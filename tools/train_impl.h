@@ -13,6 +13,7 @@ typedef struct train_options {
     const char *dataset; /* "fashion-mnist" | DIR | FILE.npy */
     const char *labels;  /* labels .npy beside a FILE.npy dataset */
     ct_device device;
+    bool device_given; /* --device was given (else CT_DEVICE, else auto) */
     int epochs;
     int64_t batch_size; /* 0: auto */
     double lr;
@@ -22,6 +23,7 @@ typedef struct train_options {
     int64_t limit; /* use the first `limit` training samples (0: all) */
     const char *checkpoint;
     bool resume;
+    bool resume_weights_only; /* --resume taking the model's weights alone, on purpose */
     bool json;
     bool progress; /* a progress bar (stdout is a terminal and not --json) */
 } train_options;
@@ -39,7 +41,10 @@ typedef struct train_summary {
     double data_seconds;       /* of which spent waiting for the loader's next batch */
     double samples_per_second; /* training samples over training time */
     double final_loss, train_accuracy, test_accuracy;
-    size_t peak_memory; /* the device pool's high-water mark */
+    bool tested;          /* test_accuracy was measured (an epoch ended, or the loaded model) */
+    int checkpoint_epoch; /* resumed from a checkpoint of this epoch (0: not resumed) */
+    int interrupted_by;   /* the signal that stopped the run, or 0 */
+    size_t peak_memory;   /* the device pool's high-water mark */
     ct_transfer_statistics transfers;
 } train_summary;
 
@@ -52,15 +57,21 @@ void train_print_summary(const train_options *o, const train_summary *s);
 
 /* The model of o->model (NULL with the error set). */
 ct_module *train_model(const char *name);
+/* The optimiser of o->optimizer and o->lr over n parameters (NULL with the error set). */
+ct_optimizer *train_optimizer(const train_options *o, int n, ct_tensor **params);
 
 /* Whether path's folder takes new files, checked before training so that an epoch is not
  * trained for nothing; prints the error line when not. */
 bool train_checkpoint_folder_writable(const char *path);
-/* Save the model, optimiser and epoch to path (atomically); load them back, checking
- * every name, shape and dtype. */
+/* Save the model, optimiser and epoch to path (atomically). */
 ct_status train_save_checkpoint(const char *path, const ct_module *model,
                                 const ct_optimizer *optimizer, int epoch, uint64_t seed);
-ct_status train_load_checkpoint(const char *path, ct_module *model, ct_optimizer *optimizer,
+/* Load o->checkpoint into model and optimizer and say its epoch. Refused (one line on stderr,
+ * nothing loaded) when a tensor of the model or, past epoch 0, an entry of the optimiser's
+ * state is missing, when it holds other tensors, or when a value is not finite; with
+ * o->resume_weights_only the weights alone are loaded, with a warning line, whatever the
+ * optimiser's state is. */
+ct_status train_load_checkpoint(const train_options *o, ct_module *model, ct_optimizer *optimizer,
                                 int *epoch);
 
 #endif

@@ -16,7 +16,8 @@ static const char help[] =
     "                             images in FILE.npy with --labels LABELS.npy (default\n"
     "                             fashion-mnist)\n"
     "  --labels FILE.npy          labels for a .npy dataset\n"
-    "  --device auto|cpu|cuda[:N] where to train (default auto: the best device present)\n"
+    "  --device auto|cpu|cuda[:N] where to train (default $CT_DEVICE, else auto: the best\n"
+    "                             device present)\n"
     "  --epochs N                 passes over the training set (default 3)\n"
     "  --batch-size N|auto        samples per step (default 128); auto: the largest that\n"
     "                             fits the device's memory, found by halving on\n"
@@ -28,13 +29,56 @@ static const char help[] =
     "                             CPU, whose cores the step needs; 2 for a GPU)\n"
     "  --limit N                  train on the first N samples only\n"
     "  --checkpoint FILE          save model and optimiser after each epoch (safetensors)\n"
-    "  --resume                   continue from --checkpoint's last epoch\n"
+    "  --resume                   continue from --checkpoint's last epoch; the checkpoint\n"
+    "                             must hold the whole model and optimiser state, nothing\n"
+    "                             else, all finite\n"
+    "  --resume-weights-only      --resume with the weights alone: the optimiser starts\n"
+    "                             afresh (a warning says what was left out)\n"
     "  --json                     print the summary as one JSON object\n";
 
 static int bad(const char *option, const char *value, const char *expected) {
     fprintf(stderr, "ctensor train: %s \"%s\": expected %s (see ctensor train --help)\n", option,
             value ? value : "", expected);
     return 2;
+}
+
+static const char *const value_options[] = {"--model",  "--dataset",    "--labels", "--device",
+                                            "--epochs", "--batch-size", "--lr",     "--optimizer",
+                                            "--seed",   "--workers",    "--limit",  "--checkpoint"};
+
+static bool takes_value(const char *option) {
+    for (size_t i = 0; i < sizeof value_options / sizeof value_options[0]; i++)
+        if (strcmp(option, value_options[i]) == 0) return true;
+    return false;
+}
+
+static int unknown(const char *option) {
+    fprintf(stderr, "ctensor train: unknown option \"%s\" (see ctensor train --help)\n", option);
+    return 2;
+}
+
+/* --device VALUE that does not parse: when only its index is out of range, say how many
+ * devices there are; else the forms accepted. */
+static int bad_device(const char *value) {
+    const char *colon = strrchr(value, ':');
+    char kind[32];
+    ct_device device;
+    if (colon && colon[1] && strspn(colon + 1, "0123456789") == strlen(colon + 1) &&
+        snprintf(kind, sizeof kind, "%.*s:0", (int)(colon - value), value) < (int)sizeof kind &&
+        ct_device_parse(kind, &device) == CT_OK) {
+        bool cuda = device.type == CT_DEVICE_CUDA;
+        int count = ct_device_count(device.type);
+        if (cuda && count == 0)
+            fprintf(stderr, "ctensor train: --device \"%s\": there is no CUDA device (%s)\n", value,
+                    ct_cuda_unavailable_reason());
+        else
+            fprintf(stderr,
+                    "ctensor train: --device \"%s\": there %s %d %s device%s (%s:0 to %s:%d)\n",
+                    value, count == 1 ? "is" : "are", count, cuda ? "CUDA" : "CPU",
+                    count == 1 ? "" : "s", cuda ? "cuda" : "cpu", cuda ? "cuda" : "cpu", count - 1);
+        return 2;
+    }
+    return bad("--device", value, "auto, cpu, cuda or cuda:N");
 }
 
 /* A whole decimal integer in [lo, hi]. */
@@ -57,8 +101,8 @@ static int parse_value(const char *option, const char *value, train_options *o) 
     } else if (strcmp(option, "--labels") == 0) {
         o->labels = value;
     } else if (strcmp(option, "--device") == 0) {
-        if (ct_device_parse(value, &o->device) != CT_OK)
-            return bad(option, value, "auto, cpu, cuda or cuda:N");
+        if (ct_device_parse(value, &o->device) != CT_OK) return bad_device(value);
+        o->device_given = true;
     } else if (strcmp(option, "--epochs") == 0) {
         if (!parse_int(value, 1, 100000, &n)) return bad(option, value, "an integer >= 1");
         o->epochs = (int)n;
@@ -89,11 +133,10 @@ static int parse_value(const char *option, const char *value, train_options *o) 
         if (!parse_int(value, 1, INT64_MAX, &n)) return bad(option, value, "a positive integer");
         o->limit = n;
     } else if (strcmp(option, "--checkpoint") == 0) {
+        if (!value[0]) return bad(option, value, "a file path");
         o->checkpoint = value;
     } else {
-        fprintf(stderr, "ctensor train: unknown option \"%s\" (see ctensor train --help)\n",
-                option);
-        return 2;
+        return unknown(option);
     }
     return -1;
 }
@@ -117,6 +160,8 @@ int train_parse(int argc, char **argv, train_options *o) {
             o->json = true;
         } else if (strcmp(arg, "--resume") == 0) {
             o->resume = true;
+        } else if (strcmp(arg, "--resume-weights-only") == 0) {
+            o->resume = o->resume_weights_only = true;
         } else {
             /* --option value or --option=value */
             char name[64];
@@ -127,9 +172,10 @@ int train_parse(int argc, char **argv, train_options *o) {
                 value = eq + 1;
             } else {
                 snprintf(name, sizeof name, "%s", arg);
-                if (strncmp(arg, "--", 2) != 0 || i + 1 >= argc)
-                    return strncmp(arg, "--", 2) ? bad("argument", arg, "an option (--name value)")
-                                                 : bad(arg, "", "a value after it");
+                if (strncmp(arg, "--", 2) != 0)
+                    return bad("argument", arg, "an option (--name value)");
+                if (!takes_value(arg)) return unknown(arg);
+                if (i + 1 >= argc) return bad(arg, "", "a value after it");
                 value = argv[++i];
             }
             int status = parse_value(name, value, o);
@@ -137,6 +183,16 @@ int train_parse(int argc, char **argv, train_options *o) {
         }
     }
     if (o->resume && !o->checkpoint) return bad("--resume", "", "--checkpoint FILE with it");
+    /* Without --device, CT_DEVICE is the default placement; garbage there is an error, not a
+     * silent "auto" that may train somewhere the user did not mean. */
+    const char *env = getenv("CT_DEVICE");
+    if (!o->device_given && env && *env && ct_device_parse(env, &o->device) != CT_OK) {
+        fprintf(stderr,
+                "ctensor train: CT_DEVICE=\"%.64s\" is not a device: expected auto, cpu, cuda or "
+                "cuda:N; fix or unset it, or give --device\n",
+                env);
+        return 2;
+    }
     /* On the CPU a worker thread takes its time from the step's own threads: measured with
      * bench/bench_loader on 2 cores, preparing batches in the step's thread keeps the
      * throughput of batches made beforehand, one worker loses 6% and two 25%. A GPU leaves

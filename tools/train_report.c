@@ -44,11 +44,19 @@ static void print_text(const train_summary *s) {
     printf("  model         %s, %lld parameters, %s, batch %lld\n", s->model,
            (long long)s->parameters, s->optimizer, (long long)s->batch_size);
     printf("  device        %s\n", s->device);
-    printf("  test accuracy %.2f%% (%lld samples)\n", 100 * s->test_accuracy,
-           (long long)s->test_samples);
-    printf("  training      %d %s of %lld samples in %.1f s: %.0f samples/s\n", s->epochs_run,
-           s->epochs_run == 1 ? "epoch" : "epochs", (long long)s->train_samples, s->seconds,
-           s->samples_per_second);
+    if (s->tested)
+        printf("  test accuracy %.2f%% (%lld samples)%s\n", 100 * s->test_accuracy,
+               (long long)s->test_samples,
+               s->epochs_run ? "" : ", of the model loaded from the checkpoint");
+    else
+        printf("  test accuracy not measured: no epoch ended\n");
+    if (s->epochs_run)
+        printf("  training      %d %s of %lld samples in %.1f s: %.0f samples/s\n", s->epochs_run,
+               s->epochs_run == 1 ? "epoch" : "epochs", (long long)s->train_samples, s->seconds,
+               s->samples_per_second);
+    else
+        printf("  training      none%s\n", s->interrupted_by ? ": interrupted in the first epoch"
+                                                             : ": the checkpoint was at --epochs");
     printf("  data loading  %.2f s waiting for the next batch, %.1f%% of the training time\n",
            s->data_seconds, s->seconds > 0 ? 100 * s->data_seconds / s->seconds : 0.0);
     printf("  peak memory   %.1f MiB on %s\n", mib(s->peak_memory), s->device);
@@ -61,6 +69,13 @@ static void print_text(const train_summary *s) {
            mib(t->counters[CT_TRANSFER_D2H][0].bytes + t->counters[CT_TRANSFER_D2H][1].bytes));
 }
 
+static void json_number(const char *name, double value, bool measured) {
+    if (measured)
+        printf(", \"%s\": %.6f", name, value);
+    else
+        printf(", \"%s\": null", name);
+}
+
 static void print_json(const train_summary *s) {
     const ct_transfer_statistics *t = &s->transfers;
     printf("{\"model\": ");
@@ -71,12 +86,17 @@ static void print_json(const train_summary *s) {
     ct_cli_json_string(stdout, s->device);
     printf(", \"parameters\": %lld, \"batch_size\": %lld, \"epochs\": %d, \"train_samples\": %lld, "
            "\"test_samples\": %lld, \"seconds\": %.3f, \"samples_per_second\": %.1f, "
-           "\"data_wait_seconds\": %.3f, \"final_loss\": %.6f, \"train_accuracy\": %.6f, "
-           "\"test_accuracy\": %.6f, \"peak_memory_bytes\": %zu",
+           "\"data_wait_seconds\": %.3f",
            (long long)s->parameters, (long long)s->batch_size, s->epochs_run,
            (long long)s->train_samples, (long long)s->test_samples, s->seconds,
-           s->samples_per_second, s->data_seconds, s->final_loss, s->train_accuracy,
-           s->test_accuracy, s->peak_memory);
+           s->samples_per_second, s->data_seconds);
+    /* A figure that was not measured is null, never a zero. */
+    json_number("final_loss", s->final_loss, s->epochs_run > 0);
+    json_number("train_accuracy", s->train_accuracy, s->epochs_run > 0);
+    json_number("test_accuracy", s->test_accuracy, s->tested);
+    printf(
+        ", \"resumed_from_epoch\": %d, \"interrupted_by_signal\": %d, \"peak_memory_bytes\": %zu",
+        s->checkpoint_epoch, s->interrupted_by, s->peak_memory);
     const char *names[3] = {"host_to_device", "device_to_host", "device_to_device"};
     printf(", \"transfers\": {");
     for (int d = 0; d < 3; d++)

@@ -6,8 +6,10 @@
  * corrupt, truncated or claims sizes it does not hold gives CT_ERR_FORMAT with the file's
  * path and the byte offset (or the line and column) of the problem; sizes are checked against
  * the file before anything is allocated. A file that cannot be opened gives CT_ERR_IO with the
- * path and the system's reason. Any reader accepts a gzip-compressed file (detected by its
- * magic bytes) and reads it through zlib. Readers are thread-safe (they share no state). */
+ * path and the system's reason; so does a path that is not a regular file (a folder, a FIFO,
+ * a device, a socket), refused at once: a reader never waits for a FIFO's writer. Any reader
+ * accepts a gzip-compressed file (detected by its magic bytes) and reads it through zlib. Readers
+ * are thread-safe (they share no state). */
 #ifndef CTENSOR_DATA_H
 #define CTENSOR_DATA_H
 

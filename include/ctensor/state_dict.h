@@ -62,8 +62,14 @@ CT_API const char *ct_state_dict_metadata_key_at(const ct_state_dict *sd, int i)
  * atomic: a temporary file in the same directory is written, flushed, synced and renamed over
  * path, then the directory is synced; on failure the temporary file is removed and an existing
  * file at path is left as it was (except when only the final directory sync fails: the new
- * file is then in place, but the rename may not survive a crash). CT_ERR_IO with the path and
- * the system's reason; CT_ERR_OUT_OF_MEMORY; CT_ERR_INVALID_ARG for NULL arguments; errors of
+ * file is then in place, but the rename may not survive a crash). path is a new file or a
+ * regular file; a symbolic link is written through (the file it leads to is replaced, the link
+ * kept); a device, FIFO, socket or folder, or a link to one or to nothing, is refused with
+ * CT_ERR_IO and left as it is. The temporary file has no name until it is complete (where the
+ * file system has O_TMPFILE), so a process killed while writing leaves nothing; else it is
+ * "<path>.tmp.<pid>.<n>", and each save removes such files that no live process holds (their
+ * writer holds a lock on them) from the folder. CT_ERR_IO with the path and the system's
+ * reason; CT_ERR_OUT_OF_MEMORY; CT_ERR_INVALID_ARG for NULL arguments; errors of
  * ct_copy_to_host. */
 CT_API ct_status ct_safetensors_save(const char *path, const ct_state_dict *sd);
 
@@ -74,7 +80,8 @@ CT_API ct_status ct_safetensors_save(const char *path, const ct_state_dict *sd);
  * rank (<= CT_MAX_DIMS), shape and byte range (which must match numel * element size), and the
  * buffer (the ranges must cover it exactly, without overlaps or holes, as the format requires).
  * NULL with CT_ERR_FORMAT naming the file, the problem and the byte offset where useful;
- * CT_ERR_IO when the file cannot be read; errors of ct_from_data. */
+ * CT_ERR_IO when the file cannot be read or is not a regular file (a FIFO is refused at once,
+ * never waited on); errors of ct_from_data. */
 CT_API ct_state_dict *ct_safetensors_load(const char *path, ct_device device);
 
 #ifdef __cplusplus

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/device_impl.h"
 #include "core/error_impl.h"
@@ -198,7 +199,13 @@ ct_status ct_device_check(ct_device device) {
 bool ct_soft_placement(void) {
     if (soft_placement < 0) {
         const char *env = getenv("CT_SOFT_PLACEMENT");
-        soft_placement = env && (strcmp(env, "1") == 0 || strcmp(env, "true") == 0);
+        bool on = env && (strcmp(env, "1") == 0 || strcasecmp(env, "true") == 0);
+        if (env && *env && !on && strcmp(env, "0") && strcasecmp(env, "false"))
+            ct__log(CT_LOG_WARNING,
+                    "CT_SOFT_PLACEMENT=\"%.64s\" is not a setting; expected 1 or true, 0 or "
+                    "false: soft placement stays off",
+                    env);
+        soft_placement = on;
     }
     return soft_placement == 1;
 }

@@ -22,6 +22,14 @@ ct_transfer_guard ct_get_transfer_guard(void) {
         guard_mode = CT_GUARD_ALLOW;
         if (env && strcmp(env, "log") == 0) guard_mode = CT_GUARD_LOG;
         if (env && strcmp(env, "disallow") == 0) guard_mode = CT_GUARD_DISALLOW_IMPLICIT;
+        /* Garbage is said once per process (each thread reads the variable), not obeyed. */
+        static atomic_bool warned;
+        if (env && *env && strcmp(env, "allow") && strcmp(env, "log") && strcmp(env, "disallow") &&
+            !atomic_exchange(&warned, true))
+            ct__log(CT_LOG_WARNING,
+                    "CT_TRANSFER_GUARD=\"%.64s\" is not a transfer guard; expected allow, log or "
+                    "disallow: using allow",
+                    env);
     }
     return (ct_transfer_guard)guard_mode;
 }

@@ -1,12 +1,15 @@
 /* The data readers' byte source (data_file_impl.h): plain or gzip files, offsets for error
  * messages, and payload reads sized against the file before they allocate. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "data/data_file_impl.h"
+#include "data/io_fault_impl.h"
 
 /* Deflate expands at most about 1032:1, so a gzip file of n bytes cannot hold more than
  * this many times n bytes of data (plus a little for tiny files). */
@@ -34,35 +37,63 @@ ct_status ct__data_format_error(const ct__data_file *f, uint64_t offset, const c
                      (unsigned long long)offset, f->gz ? " of the uncompressed data" : "", problem);
 }
 
-/* Open as a plain file, find its size, and switch to zlib when it starts with 1f 8b. */
+const char *ct__file_kind(unsigned mode) {
+    return S_ISDIR(mode)    ? "a folder"
+           : S_ISFIFO(mode) ? "a pipe (FIFO)"
+           : S_ISCHR(mode)  ? "a character device"
+           : S_ISBLK(mode)  ? "a block device"
+           : S_ISSOCK(mode) ? "a socket"
+           : S_ISLNK(mode)  ? "a symbolic link"
+                            : "not a regular file";
+}
+
+/* O_NONBLOCK makes open(2) return at once on a FIFO with no writer (it would wait for one);
+ * on a regular file it does nothing, and it is cleared once fstat has said what the file is. */
+int ct__open_regular(const char *fn, const char *path, uint64_t *size) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) return io_error(fn, path, "open", errno), -1;
+    struct stat st;
+    int err = fstat(fd, &st) != 0 ? errno : 0;
+    if (!err && S_ISREG(st.st_mode) && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0)
+        err = errno;
+    if (err || !S_ISREG(st.st_mode)) {
+        close(fd);
+        if (err) return io_error(fn, path, "read", err), -1;
+        ct__error(CT_ERR_IO, "%s: %s is %s, not a regular file; give the path of a file", fn, path,
+                  ct__file_kind(st.st_mode));
+        return -1;
+    }
+    *size = (uint64_t)st.st_size;
+    return fd;
+}
+
+/* Open as a plain file, find its size, and switch to zlib when it starts with 1f 8b (on the
+ * same descriptor, so the file checked is the file read). */
 ct_status ct__data_open(ct__data_file *f, const char *fn, const char *path) {
     *f = (ct__data_file){.fn = fn, .path = path};
     if (!path) return ct__error(CT_ERR_INVALID_ARG, "%s: path is NULL", fn);
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return io_error(fn, path, "open", errno);
-    /* A folder opens for reading on Linux: say what it is instead of failing later. A device
-     * or a pipe has no size to check the header's claims against. */
-    struct stat st;
-    int err = fstat(fileno(fp), &st) != 0 ? errno : S_ISDIR(st.st_mode) ? EISDIR : 0;
-    if (err || !S_ISREG(st.st_mode)) {
-        fclose(fp);
-        return err ? io_error(fn, path, "read", err)
-                   : ct__error(CT_ERR_IO,
-                               "%s: %s is not a regular file (a device, pipe or socket); "
-                               "give the path of a file",
-                               fn, path);
-    }
-    f->size = (uint64_t)st.st_size;
+    int fd = ct__open_regular(fn, path, &f->size);
+    if (fd < 0) return ct_last_status();
     unsigned char magic[2];
-    bool gzipped = fread(magic, 1, 2, fp) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
-    if (!gzipped) {
-        rewind(fp);
-        f->plain = fp;
-        return CT_OK;
+    ssize_t got = read(fd, magic, 2);
+    bool gzipped = got == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+    if (got < 0 || lseek(fd, 0, SEEK_SET) != 0) {
+        int err = errno;
+        close(fd);
+        return io_error(fn, path, "read", err);
     }
-    fclose(fp);
-    gzFile gz = gzopen(path, "rb");
-    if (!gz) return io_error(fn, path, "open", errno ? errno : ENOMEM);
+    if (!gzipped) {
+        f->plain = fdopen(fd, "rb");
+        if (f->plain) return CT_OK;
+        int err = errno;
+        close(fd);
+        return io_error(fn, path, "open", err);
+    }
+    gzFile gz = gzdopen(fd, "rb");
+    if (!gz) {
+        close(fd);
+        return io_error(fn, path, "open", ENOMEM);
+    }
     gzbuffer(gz, 1u << 17);
     f->gz = gz;
     return CT_OK;
@@ -113,6 +144,7 @@ static ct_status read_gzip(ct__data_file *f, void *dst, size_t n, size_t *got) {
 ct_status ct__data_read_some(ct__data_file *f, void *dst, size_t n, size_t *got) {
     *got = 0;
     if (n == 0) return CT_OK;
+    if (ct__io_fault()) return io_error(f->fn, f->path, "read", errno);
     if (f->gz) {
         if (read_gzip(f, dst, n, got) != CT_OK) return ct_last_status();
     } else {

@@ -23,6 +23,13 @@ typedef struct ct__data_file {
     uint64_t offset;  /* bytes consumed so far (of the decompressed stream, for gzip) */
 } ct__data_file;
 
+/* Open path for reading as a regular file without ever blocking (a FIFO, a device, a socket
+ * or a folder is CT_ERR_IO naming the path and what it is); the descriptor, with *size the
+ * file's size, or -1 with the error set. */
+int ct__open_regular(const char *fn, const char *path, uint64_t *size);
+/* What a file of this st_mode is, for messages: "a pipe (FIFO)", "a folder", ... */
+const char *ct__file_kind(unsigned mode);
+
 /* Open path for fn. CT_ERR_IO with the path and strerror when it cannot be opened. */
 ct_status ct__data_open(ct__data_file *f, const char *fn, const char *path);
 void ct__data_close(ct__data_file *f);

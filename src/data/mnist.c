@@ -34,10 +34,20 @@ static ct_status find_file(const load_context *c, const char *dir, const char *n
     if (n < 0 || (size_t)n + 3 >= size)
         return ct__error(CT_ERR_INVALID_ARG, "%s: the folder name %s is too long", c->fn, dir);
     if (stat(path, &st) == 0) return CT_OK;
-    strcat(path, ".gz");
-    if (stat(path, &st) == 0) return CT_OK;
-    return ct__error(CT_ERR_IO, "%s: %s/%s not found (nor %s.gz)%s%s", c->fn, dir, name, name,
-                     c->hint[0] ? ": " : "", c->hint);
+    int err = errno;
+    /* Only a file that is not there is "not found": a folder that cannot be searched (no x
+     * permission) or a name too long is a different problem, said as such. */
+    if (err == ENOENT) {
+        strcat(path, ".gz");
+        if (stat(path, &st) == 0) return CT_OK;
+        err = errno;
+        if (err == ENOENT)
+            return ct__error(CT_ERR_IO, "%s: %s/%s not found (nor %s.gz)%s%s", c->fn, dir, name,
+                             name, c->hint[0] ? ": " : "", c->hint);
+    }
+    char buf[256];
+    return ct__error(CT_ERR_IO, "%s: cannot read %s: %s", c->fn, path,
+                     strerror_r(err, buf, sizeof buf));
 }
 
 static ct_tensor *read_part(const load_context *c, const char *dir, const char *name, char *path,

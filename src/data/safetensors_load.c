@@ -8,9 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/error_impl.h"
+#include "data/data_file_impl.h"
+#include "data/io_fault_impl.h"
 #include "data/safetensors_impl.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -47,11 +49,6 @@ static ct_status io_error(const reader *r, const char *what) {
 
 /* The size prefix, checked against the limit and the file's size. */
 static ct_status read_prefix(reader *r) {
-    struct stat st;
-    if (fstat(fileno(r->f), &st) != 0) return io_error(r, "stat");
-    if (!S_ISREG(st.st_mode))
-        return ct__error(CT_ERR_IO, "ct_safetensors_load: %s is not a regular file", r->path);
-    r->file_size = (uint64_t)st.st_size;
     if (r->file_size < 8)
         return format_error(r,
                             "the file is %llu bytes; a safetensors file starts with an 8-byte "
@@ -59,7 +56,7 @@ static ct_status read_prefix(reader *r) {
                             (unsigned long long)r->file_size);
     unsigned char prefix[8];
     errno = 0;
-    if (fread(prefix, 1, 8, r->f) != 8) return io_error(r, "read");
+    if (ct__io_fault() || fread(prefix, 1, 8, r->f) != 8) return io_error(r, "read");
     uint64_t n = 0;
     for (int i = 7; i >= 0; i--) n = n << 8 | prefix[i];
     if (n > CT_ST_MAX_HEADER)
@@ -87,7 +84,8 @@ static ct_status read_header(reader *r, char **json) {
                          "a %llu-byte header",
                          r->path, (unsigned long long)r->header_size);
     errno = 0;
-    if (fread(*json, 1, r->header_size, r->f) != r->header_size) return io_error(r, "read");
+    if (ct__io_fault() || fread(*json, 1, r->header_size, r->f) != r->header_size)
+        return io_error(r, "read");
     return CT_OK;
 }
 
@@ -197,7 +195,8 @@ static ct_status load_tensors(const reader *r, const ct__st_header *h, ct_device
         const ct__st_entry *e = &h->entries[i];
         size_t bytes = (size_t)(e->end - e->begin);
         errno = 0;
-        if (bytes && (fseeko(r->f, (off_t)(8 + r->header_size + e->begin), SEEK_SET) != 0 ||
+        if (bytes && (ct__io_fault() ||
+                      fseeko(r->f, (off_t)(8 + r->header_size + e->begin), SEEK_SET) != 0 ||
                       fread(staging, 1, bytes, r->f) != bytes)) {
             status = io_error(r, "read");
             break;
@@ -225,10 +224,16 @@ static ct_status fill(const reader *r, const ct__st_header *h, ct_device device,
 ct_state_dict *ct_safetensors_load(const char *path, ct_device device) {
     if (!path) return ct__fail(CT_ERR_INVALID_ARG, "ct_safetensors_load: path is NULL");
     reader r = {.path = path};
-    r.f = fopen(path, "rb");
-    if (!r.f)
-        return ct__fail(CT_ERR_IO, "ct_safetensors_load: cannot open %s: %s", path,
-                        strerror(errno));
+    /* Opened without blocking (a FIFO would wait for a writer) and checked to be a regular
+     * file, whose size bounds every number in the header. */
+    int fd = ct__open_regular("ct_safetensors_load", path, &r.file_size);
+    if (fd < 0) return NULL;
+    r.f = fdopen(fd, "rb");
+    if (!r.f) {
+        ct__error(CT_ERR_IO, "ct_safetensors_load: cannot open %s: %s", path, strerror(errno));
+        close(fd);
+        return NULL;
+    }
     char *json = NULL;
     ct__st_header header = {0};
     ct_state_dict *sd = NULL;

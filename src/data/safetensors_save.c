@@ -1,8 +1,8 @@
 /* Writing safetensors files: the layout (the Python package's order: larger elements first,
  * then by name, so every tensor is aligned to its element size within the 8-aligned buffer),
- * the JSON header, and an atomic replace of the target: a temporary file beside it is written,
- * flushed, synced and renamed over it, then the directory is synced. Readers of the target see
- * the old file or the new one, never a part; a failure leaves the old file and no temporary. */
+ * the JSON header, and an atomic replace of the target (atomic_file.c: a locked temporary
+ * file beside it is written, synced and renamed over it). Readers of the target see the old
+ * file or the new one, never a part; a failure leaves the old file and no temporary. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
@@ -13,6 +13,8 @@
 
 #include "core/error_impl.h"
 #include "core/tensor_impl.h"
+#include "data/atomic_file_impl.h"
+#include "data/io_fault_impl.h"
 #include "data/safetensors_impl.h"
 
 /* A growing string; `failed` is sticky, so a sequence of appends is checked once. */
@@ -148,56 +150,22 @@ static ct_status build_header(const ct_state_dict *sd, const item *items, size_t
     return CT_OK;
 }
 
-/* The temporary file beside the target, and the target. */
-typedef struct writer {
-    const char *path;
-    char *tmp, *dir;
-    FILE *f;
-} writer;
-
 static ct_status io_error(const char *what, const char *path) {
     return ct__error(CT_ERR_IO, "ct_safetensors_save: cannot %s %s: %s", what, path,
                      strerror(errno));
 }
 
-/* A new file "<path>.tmp.<pid>.<n>": beside the target, so the rename stays in one file
- * system; O_EXCL so two writers never share one. Mode 0666 less the umask, as fopen gives. */
-static ct_status open_temp(writer *w) {
-    static atomic_uint counter;
-    size_t size = strlen(w->path) + 48;
-    w->tmp = ct__malloc(size);
-    if (!w->tmp) return ct__error(CT_ERR_OUT_OF_MEMORY, "ct_safetensors_save: out of host memory");
-    int fd = -1;
-    for (int attempt = 0; fd < 0 && attempt < 100; attempt++) {
-        snprintf(w->tmp, size, "%s.tmp.%ld.%u", w->path, (long)getpid(),
-                 atomic_fetch_add(&counter, 1));
-        fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd < 0 && errno != EEXIST) break;
-    }
-    if (fd < 0) {
-        ct_status status = io_error("create a temporary file", w->tmp);
-        ct__free_mem(w->tmp);
-        w->tmp = NULL;
-        return status;
-    }
-    w->f = fdopen(fd, "wb");
-    if (!w->f) {
-        ct_status status = io_error("open", w->tmp);
-        close(fd);
-        return status;
-    }
-    return CT_OK;
-}
-
-static ct_status write_bytes(writer *w, const void *data, size_t n) {
+static ct_status write_bytes(ct__atomic_file *w, const void *data, size_t n) {
     errno = 0;
-    if (n && fwrite(data, 1, n, w->f) != n) return io_error("write", w->tmp);
+    if (n && (ct__io_fault() || fwrite(data, 1, n, w->f) != n))
+        return io_error("write", w->tmp ? w->tmp : w->target);
     return CT_OK;
 }
 
 /* One tensor's bytes in C order: straight from host memory when it is contiguous there, else
  * through ct_copy_to_host (an explicit transfer for a device tensor) into *staging. */
-static ct_status write_tensor(writer *w, const item *it, void **staging, size_t *staging_size) {
+static ct_status write_tensor(ct__atomic_file *w, const item *it, void **staging,
+                              size_t *staging_size) {
     size_t bytes = (size_t)(it->end - it->begin);
     if (bytes == 0) return CT_OK;
     if (ct_device_of(it->t).type == CT_DEVICE_CPU && ct_is_contiguous(it->t))
@@ -217,56 +185,16 @@ static ct_status write_tensor(writer *w, const item *it, void **staging, size_t 
     return write_bytes(w, *staging, bytes);
 }
 
-/* The directory holding w->path, made before the rename so nothing can fail for memory after
- * it. */
-static ct_status directory_of(writer *w) {
-    const char *slash = strrchr(w->path, '/');
-    size_t len = !slash ? 1 : slash == w->path ? 1 : (size_t)(slash - w->path);
-    w->dir = ct__malloc(len + 1);
-    if (!w->dir) return ct__error(CT_ERR_OUT_OF_MEMORY, "ct_safetensors_save: out of host memory");
-    memcpy(w->dir, slash ? w->path : ".", len);
-    w->dir[len] = '\0';
-    return CT_OK;
-}
-
-/* fsync the directory, so the rename itself survives a crash. */
-static ct_status sync_directory(const writer *w) {
-    ct_status status = CT_OK;
-    int fd = open(w->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    /* Some file systems cannot sync a directory (EINVAL): the rename is done all the same. */
-    if (fd < 0 || (fsync(fd) != 0 && errno != EINVAL))
-        status = io_error("sync the directory", w->dir);
-    if (fd >= 0) close(fd);
-    return status;
-}
-
-/* Flush, sync and close the temporary file, then rename it over the target. */
-static ct_status commit(writer *w) {
-    errno = 0;
-    if (fflush(w->f) != 0) return io_error("write", w->tmp);
-    if (fsync(fileno(w->f)) != 0) return io_error("sync", w->tmp);
-    FILE *f = w->f;
-    w->f = NULL;
-    if (fclose(f) != 0) return io_error("close", w->tmp);
-    if (rename(w->tmp, w->path) != 0) {
-        ct__error(CT_ERR_IO, "ct_safetensors_save: cannot rename %s to %s: %s", w->tmp, w->path,
-                  strerror(errno));
-        return CT_ERR_IO;
-    }
-    ct__free_mem(w->tmp);
-    w->tmp = NULL; /* renamed: nothing to remove */
-    return sync_directory(w);
-}
-
-static ct_status write_file(writer *w, const text *header, const item *items, size_t n) {
-    if (directory_of(w) != CT_OK || open_temp(w) != CT_OK) return ct_last_status();
+static ct_status write_file(ct__atomic_file *w, const char *path, const text *header,
+                            const item *items, size_t n) {
+    if (ct__atomic_open(w, "ct_safetensors_save", path) != CT_OK) return ct_last_status();
     ct_status status = write_bytes(w, header->s, header->len);
     void *staging = NULL;
     size_t staging_size = 0;
     for (size_t i = 0; i < n && status == CT_OK; i++)
         status = write_tensor(w, &items[i], &staging, &staging_size);
     ct__free_mem(staging);
-    if (status == CT_OK) status = commit(w);
+    if (status == CT_OK) status = ct__atomic_commit(w);
     return status;
 }
 
@@ -277,14 +205,11 @@ ct_status ct_safetensors_save(const char *path, const ct_state_dict *sd) {
     item *items = NULL;
     size_t n = 0;
     text header = {0};
-    writer w = {.path = path};
+    ct__atomic_file w = {0};
     ct_status status = layout(sd, &items, &n);
     if (status == CT_OK) status = build_header(sd, items, n, &header);
-    if (status == CT_OK) status = write_file(&w, &header, items, n);
-    if (w.f) fclose(w.f);
-    if (w.tmp) unlink(w.tmp);
-    ct__free_mem(w.tmp);
-    ct__free_mem(w.dir);
+    if (status == CT_OK) status = write_file(&w, path, &header, items, n);
+    ct__atomic_close(&w);
     ct__free_mem(header.s);
     ct__free_mem(items);
     return status;

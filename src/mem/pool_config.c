@@ -64,7 +64,9 @@ static bool parse_item(const char *item, size_t *limits, size_t count) {
     const char *value = eq + 1;
     while (*value == ' ') value++;
     size_t bytes;
-    if (!parse_size(value, &bytes) || (size_t)ct__device_slot(device) >= count) return false;
+    /* 0 would read as "no limit" (the pools' unset value): refused, not obeyed backwards. */
+    if (!parse_size(value, &bytes) || bytes == 0 || (size_t)ct__device_slot(device) >= count)
+        return false;
     limits[ct__device_slot(device)] = bytes;
     return true;
 }
@@ -86,8 +88,9 @@ ct_status ct__parse_memory_limits(const char *text, size_t *limits, size_t count
     if (!bad[0]) return CT_OK;
     return ct__error(CT_ERR_INVALID_ARG,
                      "CT_MEMORY_LIMIT: cannot read \"%s\"; expected DEVICE=SIZE items separated "
-                     "by commas, with a unit of B, KB, MB, GB, TB, KiB, MiB, GiB or TiB, e.g. "
-                     "\"cuda:0=8GiB,cpu=2GiB\"; that part is ignored",
+                     "by commas, SIZE above 0 with a unit of B, KB, MB, GB, TB, KiB, MiB, GiB or "
+                     "TiB, e.g. \"cuda:0=8GiB,cpu=2GiB\" (leave a device out for no limit); "
+                     "that part is ignored",
                      bad);
 }
 
