@@ -16,8 +16,6 @@
 
 #include "backend/cpu/cpu_impl.h"
 
-/* OpenBLAS's own threshold for threading a product (m * n * k, interface/gemm.c). */
-#define CT_GEMM_PARALLEL_THRESHOLD (4 * 65536)
 /* Slabs start on multiples of this, so each keeps OpenBLAS's full-width micro-kernels. */
 #define CT_GEMM_SLAB_ALIGN 16
 
@@ -47,8 +45,8 @@ void ct__cpu_gemm(ct_dtype dtype, bool ta, bool tb, int64_t m, int64_t n, int64_
 #endif
     /* In a parallel region, its maker has done this: it writes a global. */
     if (!nested) ct__cpu_blas_single_threaded();
-    int threads = nested ? 1 : ct__cpu_threads();
-    if (threads < 2 || (double)m * (double)n * (double)k < CT_GEMM_PARALLEL_THRESHOLD) {
+    int threads = nested ? 1 : ct__cpu_threads_for_gemm(m, n, k);
+    if (threads < 2) {
         gemm_call(dtype, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
         return;
     }
