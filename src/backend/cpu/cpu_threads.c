@@ -89,7 +89,9 @@ int ct__cpu_threads_for(double serial_ns) {
     double per_thread = CT_CPU_SPLIT_FACTOR * ct__cpu_region_ns();
     double floor_ns = CT_CPU_MIN_SPLIT * CT_CPU_NS_PER_ELEMENT;
     double ceiling_ns = CT_CPU_MAX_SPLIT * CT_CPU_NS_PER_ELEMENT;
-    per_thread = per_thread < floor_ns ? floor_ns : per_thread > ceiling_ns ? ceiling_ns : per_thread;
+    per_thread = per_thread < floor_ns     ? floor_ns
+                 : per_thread > ceiling_ns ? ceiling_ns
+                                           : per_thread;
     double n = serial_ns / per_thread;
     return n >= threads ? threads : n < 2.0 ? 1 : (int)n;
 }
