@@ -58,8 +58,14 @@ ct_status ct__cpu_matmul(int device, const ct_matmul_args *args);
  * region that calls it must call ct__cpu_blas_single_threaded before it opens. */
 void ct__cpu_gemm(ct_dtype dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *a,
                   int64_t lda, const void *b, int64_t ldb, double beta, void *c, int64_t ldc);
-/* Set OpenBLAS's own thread count to 1 (a process-wide setting). */
+/* Set OpenBLAS's own thread count to 1 (a process-wide setting), after
+ * ct__cpu_blas_pick_core. */
 void ct__cpu_blas_single_threaded(void);
+/* Once per process: where OpenBLAS fell back to kernels older than the processor runs (and
+ * OPENBLAS_CORETYPE is unset), make it use the best family it has (cpu_blas_core.c). */
+void ct__cpu_blas_pick_core(void);
+/* "" or " (chosen by ctensor: ...)", for ct_cpu_kernels. Picks the core first. */
+const char *ct__cpu_blas_core_note(void);
 ct_status ct__cpu_gather(int device, const ct_gather_args *args);
 /* Convolution and pooling (cpu_conv.c, cpu_pool.c; arguments in backend/conv_args_impl.h). */
 ct_status ct__cpu_conv2d_workspace(int device, const struct ct_conv2d_args *args, bool backward,
