@@ -65,7 +65,8 @@ static bool probe_unset(char *core, size_t size, double *rate) {
 void doctor_check_blas(doctor_report *r, const char *config) {
     const char *kernels = ct_cpu_kernels(); /* also has ctensor pick OpenBLAS's family */
     const char *env = getenv("OPENBLAS_CORETYPE");
-    const char *blas = strstr(kernels, "OpenBLAS ");
+    const char *blas =
+        strncmp(config, "not OpenBLAS", 12) == 0 ? NULL : strstr(kernels, "OpenBLAS ");
     int blas_len = blas ? (int)strcspn(blas, ";") : 0;
     char other[32];
     double here, unset;

@@ -58,7 +58,9 @@ static void pick_core(void) {
     snprintf(before, sizeof before, "%s", corename());
     if (core_has_avx2(before)) return;
     /* The environment is read once, here, before any BLAS call of ctensor's; the variable
-     * is removed again so that the process's environment is as the user left it. */
+     * is removed again so that the process's environment is as the user left it. (setenv
+     * races with a getenv on another thread at that moment: a risk taken once per process,
+     * at the first matmul or convolution.) */
     setenv("OPENBLAS_CORETYPE", best, 1);
     quit();
     init();
