@@ -1,7 +1,9 @@
 #!/bin/sh
 # The training benchmark (`make bench-train`): `ctensor train` and PyTorch on Fashion-MNIST
 # with the same model, batch (128), optimiser (Adam 1e-3) and threads, in one run: each
-# epoch's time, samples/s (data loading included) and test accuracy, with the ratio.
+# epoch's samples/s (data loading included) and test accuracy. Each side also runs at one
+# thread, and ctensor (at its default threads) is compared with the best of PyTorch's two
+# and with its own one-thread run, so a threading regression shows as a ratio.
 # PyTorch gets its best settings on this machine (the training issue): passive OpenMP
 # waiting and glibc malloc tunables that keep freed memory; OPENBLAS_CORETYPE is unset for
 # both sides so OpenBLAS picks its own kernels.
@@ -24,31 +26,54 @@ if [ ! -x "$build/ctensor" ]; then
     exit 1
 fi
 unset OPENBLAS_CORETYPE
-export OMP_NUM_THREADS="$threads" OPENBLAS_NUM_THREADS="$threads"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 status=0
+echo "CPU: $(lscpu | sed -n 's/^Model name: *//p' | head -n 1), $(nproc) cores; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+# samples/s of epoch E in FILE (ctensor's "epoch E/N ... S samples/s" or the peer's line).
+sps() {
+    case "$1" in
+    *ours*) grep "^epoch $2/" "$1" | sed 's/.* \([0-9.]*\) samples\/s.*/\1/' ;;
+    *) grep " epoch $2 " "$1" | awk '{print $8}' ;;
+    esac
+}
 for model in ${BENCH_MODELS:-mlp cnn}; do
-    "$build/ctensor" train --model "$model" --epochs "$epochs" --device "$device" \
-        --batch-size "$batch" --dataset "$data" > "$tmp/ours"
-    echo "$model on $device, batch $batch, Adam 1e-3, $threads threads"
-    if ! OMP_WAIT_POLICY=passive \
-        GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296 \
-        "${BENCH_PYTHON:-/usr/bin/python3}" "$here/peer_torch_train.py" "$model" "$epochs" \
-        "$batch" "$threads" --data "$data" --device "$device" > "$tmp/theirs" 2> "$tmp/error"; then
-        # ctensor's epochs still count; the peer's failure is the run's.
-        echo "  PyTorch failed: $(tail -n 1 "$tmp/error")"
-        grep '^epoch' "$tmp/ours" | sed 's/^/  ctensor: /'
+    # ctensor at $threads threads (its default on a machine of that many cores), then at one
+    # thread; the peer at one thread and at $threads, with its best settings.
+    OMP_NUM_THREADS="$threads" OPENBLAS_NUM_THREADS="$threads" "$build/ctensor" train \
+        --model "$model" --epochs "$epochs" --device "$device" --batch-size "$batch" \
+        --dataset "$data" > "$tmp/ours.$threads"
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$build/ctensor" train --model "$model" \
+        --epochs "$epochs" --device "$device" --batch-size "$batch" --dataset "$data" \
+        > "$tmp/ours.1"
+    echo "$model on $device, batch $batch, Adam 1e-3 (samples/s; ratio: ctensor at $threads threads against the best of PyTorch, and against its own 1 thread)"
+    failed=0
+    for t in 1 "$threads"; do
+        if ! OMP_NUM_THREADS="$t" OPENBLAS_NUM_THREADS="$t" OMP_WAIT_POLICY=passive \
+            GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296 \
+            "${BENCH_PYTHON:-/usr/bin/python3}" "$here/peer_torch_train.py" "$model" "$epochs" \
+            "$batch" "$t" --data "$data" --device "$device" > "$tmp/theirs.$t" 2> "$tmp/error"; then
+            # ctensor's epochs still count; the peer's failure is the run's.
+            echo "  PyTorch ($t threads) failed: $(tail -n 1 "$tmp/error")"
+            failed=1
+        fi
+    done
+    if [ "$failed" = 1 ]; then
+        grep '^epoch' "$tmp/ours.$threads" | sed 's/^/  ctensor: /'
         status=1
         continue
     fi
-    printf '  %-5s %14s %14s %8s %12s %12s\n' epoch ctensor_sps torch_sps ratio ctensor_acc torch_acc
-    grep '^epoch' "$tmp/ours" | sed 's|/| |' | while read -r _ e _ _ _ _ _ _ _ _ acc _ _ sps _; do
-        line=$(grep " epoch $e " "$tmp/theirs")
-        tsps=$(echo "$line" | awk '{print $8}')
-        tacc=$(echo "$line" | awk '{print $10}')
-        awk -v e="$e" -v s="$sps" -v t="$tsps" -v a="$acc" -v b="$tacc" 'BEGIN {
-            printf "  %-5d %14.0f %14.0f %7.2fx %11s %11.2f%%\n", e, s, t, s / t, a, 100 * b }'
+    printf '  %-5s %12s %12s %12s %12s %9s %9s %11s %11s\n' epoch "ctensor_${threads}t" ctensor_1t \
+        torch_1t "torch_${threads}t" vs_torch vs_own_1t ctensor_acc torch_acc
+    for e in $(seq 1 "$epochs"); do
+        acc=$(grep "^epoch $e/" "$tmp/ours.$threads" | sed 's/.*test acc \([0-9.]*%\).*/\1/')
+        tacc=$(grep " epoch $e " "$tmp/theirs.$threads" | awk '{print $10}')
+        awk -v e="$e" -v c="$(sps "$tmp/ours.$threads" "$e")" -v c1="$(sps "$tmp/ours.1" "$e")" \
+            -v t1="$(sps "$tmp/theirs.1" "$e")" -v tn="$(sps "$tmp/theirs.$threads" "$e")" \
+            -v a="$acc" -v b="$tacc" 'BEGIN {
+            best = t1 > tn ? t1 : tn
+            printf "  %-5d %12.0f %12.0f %12.0f %12.0f %8.2fx %8.2fx %11s %10.2f%%\n", e, c, c1, t1, tn,
+                c / best, c / c1, a, 100 * b }'
     done
 done
 exit "$status"

@@ -64,7 +64,10 @@ static void json_row(const ct_device_properties *p, const ct_cli_cpu *cpu, const
            cpu->avx512_bf16 ? "true" : "false", cpu->f16c ? "true" : "false",
            cpu->fma ? "true" : "false");
     ct_cli_json_string(stdout, blas->config);
-    printf(", \"blas_threads\": %d, \"openmp_threads\": %d}", blas->threads, blas->omp_threads);
+    printf(", \"blas_threads\": %d, \"openmp_threads\": %d, \"kernels\": ", blas->threads,
+           blas->omp_threads);
+    ct_cli_json_string(stdout, ct_cpu_kernels());
+    printf("}");
 }
 
 /* Every device of both types, the table's rows or the JSON array's entries; 1 when a
@@ -129,6 +132,7 @@ int ct_cli_devices(int argc, char **argv) {
     }
     printf("\nCPU: %d cores, SIMD %s; BLAS %s (%d threads); %d OpenMP threads\n", cpu.cores,
            cpu.features, blas.config, blas.threads, blas.omp_threads);
+    printf("CPU kernels: %s\n", ct_cpu_kernels());
     if (reason[0]) printf("CUDA: unavailable: %s\n", reason);
     printf("auto picks %s\n", picked);
     return status;

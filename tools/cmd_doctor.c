@@ -253,6 +253,7 @@ static void print_json(const doctor_report *r, const char *device) {
 int ct_cli_doctor(int argc, char **argv) {
     static doctor_report report;
     bool json;
+    if (argc == 2 && strcmp(argv[1], "--sgemm-probe") == 0) return doctor_sgemm_probe();
     int status = ct_cli_parse_flags(argc, argv, &json, doctor_help);
     if (status >= 0) return status;
     ct_cuda_build_info info;

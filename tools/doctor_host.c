@@ -115,7 +115,6 @@ void doctor_check_cpu(doctor_report *r) {
     doctor_add(r, "CPU features", cpu.avx2 ? CHECK_PASS : CHECK_WARN, DOCTOR_OK,
                "none needed: ctensor runs without them, more slowly", "%d cores; %s%s", cpu.cores,
                cpu.features, cpu.avx2 ? "" : " (no AVX2: the CPU kernels run slower)");
-    doctor_add(r, "BLAS", blas.threads > 0 ? CHECK_PASS : CHECK_WARN, DOCTOR_OK,
-               "link ctensor with OpenBLAS for fast matmul on the CPU", "%s", blas.config);
+    doctor_check_blas(r, blas.config);
     check_threads(r, &cpu, &blas);
 }

@@ -40,5 +40,9 @@ void doctor_check_gpus(doctor_report *r, const ct_cuda_build_info *info);
  * features, BLAS and threads. */
 void doctor_check_memory(doctor_report *r);
 void doctor_check_cpu(doctor_report *r);
+/* The BLAS check (doctor_blas.c), given openblas_get_config's text; and the hidden
+ * `doctor --sgemm-probe` it runs in a copy of the program: prints "FAMILY GFLOPS". */
+void doctor_check_blas(doctor_report *r, const char *config);
+int doctor_sgemm_probe(void);
 
 #endif

@@ -123,6 +123,13 @@ CT_API bool ct_soft_placement(void);
 CT_API ct_status ct_configure_logical_devices(ct_device_type type, int physical_index, int n,
                                               const size_t *memory_limits);
 
+/* Which CPU kernels run on this processor and how the CPU splits work over threads, in one
+ * line for people (`ctensor devices`): the vector width of the elementwise loops and of exp,
+ * OpenBLAS's kernel family, and the measured cost of a parallel region with the smallest
+ * op that gets two threads. A static string, valid until the next call; thread-safe to
+ * call, though concurrent callers share the buffer. Measures the region on first use. */
+CT_API const char *ct_cpu_kernels(void);
+
 #ifdef __cplusplus
 }
 #endif

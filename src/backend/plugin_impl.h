@@ -36,6 +36,12 @@ typedef void (*ct__plugin_info_fn)(ct_cuda_build_info *out);
 
 #define CT_CUDA_PLUGIN_INFO "ct_cuda_plugin_info"
 
+/* Why CUDA is unusable when libcuda.so.1 does not load (%s: dlerror's text): the plugin
+ * says it, and the core says it for the plugin without loading it (backend/registry.c). */
+#define CT_NO_DRIVER_REASON                                                                        \
+    "no NVIDIA driver: libcuda.so.1 cannot be loaded (%s); install the NVIDIA driver "             \
+    "(nvidia-smi should then list the GPU)"
+
 #ifdef __cplusplus
 }
 #endif

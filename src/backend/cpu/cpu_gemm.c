@@ -16,8 +16,11 @@
 
 #include "backend/cpu/cpu_impl.h"
 
-/* OpenBLAS's own threshold for threading a product (m * n * k, interface/gemm.c). */
-#define CT_GEMM_PARALLEL_THRESHOLD (4 * 65536)
+/* No slab of a split product is this small (m * n * k): OpenBLAS's AVX-512 families use
+ * other kernels, with another order of summation, for products up to 100^3 (its "small
+ * matrix" kernels), so a split there would change the result's last bits with the thread
+ * count. Above, each element's sum runs in the one order whatever the slab. */
+#define CT_GEMM_MIN_SLAB 1e6
 /* Slabs start on multiples of this, so each keeps OpenBLAS's full-width micro-kernels. */
 #define CT_GEMM_SLAB_ALIGN 16
 
@@ -36,6 +39,7 @@ static void gemm_call(ct_dtype dtype, bool ta, bool tb, int64_t m, int64_t n, in
 }
 
 void ct__cpu_blas_single_threaded(void) {
+    ct__cpu_blas_pick_core();
     if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
 }
 
@@ -47,8 +51,10 @@ void ct__cpu_gemm(ct_dtype dtype, bool ta, bool tb, int64_t m, int64_t n, int64_
 #endif
     /* In a parallel region, its maker has done this: it writes a global. */
     if (!nested) ct__cpu_blas_single_threaded();
-    int threads = nested ? 1 : ct__cpu_threads();
-    if (threads < 2 || (double)m * (double)n * (double)k < CT_GEMM_PARALLEL_THRESHOLD) {
+    int threads = nested ? 1 : ct__cpu_threads_for_gemm(m, n, k);
+    double mnk = (double)m * (double)n * (double)k;
+    while (threads > 1 && mnk / threads <= CT_GEMM_MIN_SLAB) threads--;
+    if (threads < 2) {
         gemm_call(dtype, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
         return;
     }

@@ -4,13 +4,26 @@
  * Iteration: an elementwise iteration space is walked in rows along its last axis. A row
  * function gets each operand's pointer to the row's first element, each operand's byte
  * stride along the row, and the row's length. ct__cpu_parallel_rows splits the space over
- * OpenMP threads when it holds at least CT_CPU_PARALLEL_THRESHOLD elements. */
+ * as many OpenMP threads as its size pays for (ct__cpu_threads_for_elements). */
 #ifndef CT_CPU_IMPL_H
 #define CT_CPU_IMPL_H
 
 #include "backend/backend_impl.h"
 
-#define CT_CPU_PARALLEL_THRESHOLD 32768
+/* The parallel policy (cpu_threads.c): the work below which an op runs on one thread, in
+ * elements of elementwise-like work, from the measured cost of a parallel region. A call,
+ * not a constant; INT64_MAX with one thread. */
+#define CT_CPU_PARALLEL_THRESHOLD ct__cpu_parallel_threshold()
+int64_t ct__cpu_parallel_threshold(void);
+/* Threads for work of this size (1 inside a parallel region or with one thread): serial
+ * time in ns, elements of elementwise-like work, or an m x n x k GEMM. */
+int ct__cpu_threads_for(double serial_ns);
+int ct__cpu_threads_for_elements(int64_t elements);
+int ct__cpu_threads_for_gemm(int64_t m, int64_t n, int64_t k);
+/* The measured cost of opening a parallel region on the whole team, in ns (measured on the
+ * first call); ct__cpu_set_region_ns replaces it (tests, to force either side of a split). */
+double ct__cpu_region_ns(void);
+void ct__cpu_set_region_ns(double ns);
 
 /* Hot loops get an AVX2+FMA clone picked at load time, so a generic x86-64 build still
  * runs them 8 floats at a time where the processor allows. */
@@ -47,8 +60,14 @@ ct_status ct__cpu_matmul(int device, const ct__matmul_args *args);
  * region that calls it must call ct__cpu_blas_single_threaded before it opens. */
 void ct__cpu_gemm(ct_dtype dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *a,
                   int64_t lda, const void *b, int64_t ldb, double beta, void *c, int64_t ldc);
-/* Set OpenBLAS's own thread count to 1 (a process-wide setting). */
+/* Set OpenBLAS's own thread count to 1 (a process-wide setting), after
+ * ct__cpu_blas_pick_core. */
 void ct__cpu_blas_single_threaded(void);
+/* Once per process: where OpenBLAS fell back to kernels older than the processor runs (and
+ * OPENBLAS_CORETYPE is unset), make it use the best family it has (cpu_blas_core.c). */
+void ct__cpu_blas_pick_core(void);
+/* "" or " (chosen by ctensor: ...)", for ct_cpu_kernels. Picks the core first. */
+const char *ct__cpu_blas_core_note(void);
 ct_status ct__cpu_gather(int device, const ct__gather_args *args);
 /* Convolution and pooling (cpu_conv.c, cpu_pool.c; arguments in backend/conv_args_impl.h). */
 ct_status ct__cpu_conv2d_workspace(int device, const struct ct__conv2d_args *args, bool backward,

@@ -79,8 +79,8 @@ void ct__cpu_parallel_rows(const ct__ew_args *args, ct__cpu_row_fn fn, void *ctx
         return;
     }
 #ifdef _OPENMP
-    int threads = omp_get_max_threads();
-    if (numel >= CT_CPU_PARALLEL_THRESHOLD && threads > 1) {
+    int threads = ct__cpu_threads_for_elements(numel);
+    if (threads > 1) {
 #pragma omp parallel num_threads(threads)
         {
             int t = omp_get_thread_num(), nt = omp_get_num_threads();

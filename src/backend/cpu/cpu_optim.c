@@ -19,10 +19,9 @@ static int64_t part_start(int64_t total, int parts, int k) {
     return q * k + (k < r ? k : r);
 }
 
-static int parts_for(int64_t total) {
-    int threads = ct__cpu_threads();
-    return total >= CT_CPU_PARALLEL_THRESHOLD && threads > 1 ? threads : 1;
-}
+/* An update reads and writes a parameter, its gradient and up to two state buffers per
+ * element: about four elementwise ops' worth of work (the parallel policy's unit). */
+static int parts_for(int64_t total) { return ct__cpu_threads_for_elements(4 * total); }
 
 /* The offset i of an optional state buffer (NULL stays NULL: no arithmetic on it). */
 #define STATE_AT_(buf, i) ((buf) ? (buf) + (i) : NULL)

@@ -12,6 +12,7 @@
 
 #include "backend/cpu/cpu_ew_impl.h"
 #include "backend/cpu/cpu_math_impl.h"
+#include "backend/cpu/cpu_simd_impl.h"
 #include "core/error_impl.h"
 
 enum { KIND_FLOAT, KIND_SAME, KIND_BOOL, KIND_INT };
@@ -58,6 +59,12 @@ __attribute__((target("avx2,fma"))) static void exp_loop_fma(float *restrict o,
 #endif
 
 static bool exp_fast(ct__unary_op op, float *restrict o, const float *restrict x, int64_t n) {
+#if CT_CPU_AVX512_KERNELS
+    if (op == CT_UOP_EXP && ct__cpu_has_avx512()) {
+        ct__cpu_exp_f32_avx512(o, x, n);
+        return true;
+    }
+#endif
 #if CT_EXP_FMA_LOOP
     if (op == CT_UOP_EXP && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
         exp_loop_fma(o, x, n);

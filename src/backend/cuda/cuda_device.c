@@ -42,10 +42,7 @@ static bool driver_present(char *reason, size_t size) {
         return true;
     }
     const char *why = dlerror();
-    snprintf(reason, size,
-             "no NVIDIA driver: libcuda.so.1 cannot be loaded (%s); install the NVIDIA driver "
-             "(nvidia-smi should then list the GPU)",
-             why ? why : "not found");
+    snprintf(reason, size, CT_NO_DRIVER_REASON, why ? why : "not found");
     return false;
 }
 

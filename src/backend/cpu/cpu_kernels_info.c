@@ -1,0 +1,46 @@
+/* ct_cpu_kernels (ctensor/device.h): the CPU kernels picked for this processor at run time
+ * and the parallel policy's measured figures, as one line. */
+#include <dlfcn.h>
+#include <stdio.h>
+
+#include "backend/cpu/cpu_impl.h"
+#include "backend/cpu/cpu_simd_impl.h"
+
+/* The elementwise loops' clone that the loader picks (CT_CPU_CLONES: x86-64-v3 or the
+ * baseline). */
+static const char *clone_width(void) {
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "AVX2+FMA";
+    return "SSE2";
+#else
+    return "the compiler's baseline";
+#endif
+}
+
+/* OpenBLAS's kernel family in use (its run-time choice, OPENBLAS_CORETYPE's or
+ * ctensor's), and who chose it. */
+static const char *blas_core(void) {
+    static char text[224];
+    char *(*corename)(void);
+    const char *note = ct__cpu_blas_core_note();
+    *(void **)&corename = dlsym(RTLD_DEFAULT, "openblas_get_corename");
+    snprintf(text, sizeof text, "%s%s", corename ? corename() : "unknown", note);
+    return text;
+}
+
+CT_API const char *ct_cpu_kernels(void) {
+    static char line[512];
+    const char *exp = ct__cpu_has_avx512() ? "AVX-512" : clone_width();
+    int threads = ct__cpu_threads();
+    if (threads < 2) {
+        snprintf(line, sizeof line, "elementwise %s, exp %s, OpenBLAS %s; 1 thread", clone_width(),
+                 exp, blas_core());
+        return line;
+    }
+    snprintf(line, sizeof line,
+             "elementwise %s, exp %s, OpenBLAS %s; parallel region %.1f us, ops of %lld+ "
+             "elements on 2+ threads",
+             clone_width(), exp, blas_core(), ct__cpu_region_ns() / 1000.0,
+             (long long)ct__cpu_parallel_threshold());
+    return line;
+}

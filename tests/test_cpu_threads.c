@@ -1,0 +1,208 @@
+/* The CPU parallel policy (backend/cpu/cpu_threads.c): a measured region cost, thread
+ * counts that grow with the work, and results that do not depend on the thread count.
+ *
+ * Bit for bit whatever the thread count: elementwise ops, reductions (fixed chunks merged
+ * in order), matmul (slabs of C, each element's sum over k in OpenBLAS's one order), the
+ * optimiser update, and so a whole MLP training step. The convolution's weight gradient is
+ * the one documented exception: its per-block partial sums are as many as 4 x threads, so
+ * the order of its sum depends on the thread count (differences within 1e-6 of the largest
+ * gradient here). Each comparison forces the split (a region cost of 0) on
+ * two threads against one thread. */
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ctensor/optim.h>
+
+#include "backend/cpu/cpu_impl.h"
+#include "ct_test.h"
+
+/* The bytes of a CPU f32 tensor, in a new buffer (NULL on failure). */
+static float *host_copy(const ct_tensor *t) {
+    if (!t) return NULL;
+    size_t bytes = (size_t)ct_numel(t) * sizeof(float);
+    float *out = malloc(bytes);
+    if (out && ct_copy_to_host(t, out, bytes) != CT_OK) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+typedef float *(*compute_fn)(void *ctx);
+
+/* Run fn on one thread and on two with the split forced; compare the bits of n floats. */
+static bool same_on_one_and_two_threads(compute_fn fn, void *ctx, int64_t n) {
+    int threads = omp_get_max_threads();
+    double region = ct__cpu_region_ns();
+    omp_set_num_threads(1);
+    float *one = fn(ctx);
+    omp_set_num_threads(2);
+    ct__cpu_set_region_ns(0.0);
+    float *two = fn(ctx);
+    ct__cpu_set_region_ns(region);
+    omp_set_num_threads(threads);
+    bool same = one && two && memcmp(one, two, (size_t)n * sizeof(float)) == 0;
+    free(one);
+    free(two);
+    return same;
+}
+
+TEST(test_cpu_threads_region_cost_measured) {
+    double ns = ct__cpu_region_ns();
+    CHECK(ns >= 0.0 && ns < 1e8);     /* under 100 ms, even on a busy machine */
+    CHECK(ct__cpu_region_ns() == ns); /* measured once */
+    CHECK(ct__cpu_parallel_threshold() >= 8192);
+}
+
+TEST(test_cpu_threads_grow_with_work) {
+    if (omp_get_max_threads() < 2) {
+        ct_test_skip("one OpenMP thread (OMP_NUM_THREADS=1)");
+        return;
+    }
+    double region = ct__cpu_region_ns();
+    ct__cpu_set_region_ns(10000.0); /* 10 us: 8 x 10 us of work per split */
+    CHECK(ct__cpu_threads_for(1000.0) == 1);
+    CHECK(ct__cpu_threads_for(79000.0) == 1);
+    CHECK(ct__cpu_threads_for(81000.0) == 2);
+    CHECK(ct__cpu_threads_for_elements(32768) == 1); /* an MLP's activations: 8 us */
+    CHECK(ct__cpu_threads_for_gemm(128, 256, 784) == 2);
+    CHECK(ct__cpu_threads_for_gemm(128, 10, 128) == 1);
+    CHECK(ct__cpu_parallel_threshold() == 320000);
+    ct__cpu_set_region_ns(region);
+}
+
+typedef struct {
+    ct_tensor *a, *b;
+} pair;
+
+static float *elementwise_chain(void *ctx) {
+    pair *p = ctx;
+    ct_scope_begin();
+    float *out = host_copy(ct_mul(ct_exp(ct_neg(ct_abs(p->a))), ct_add(p->a, p->b)));
+    ct_scope_end();
+    return out;
+}
+
+static float *reductions(void *ctx) {
+    pair *p = ctx;
+    ct_scope_begin();
+    float *out = host_copy(
+        ct_concat(3,
+                  (const ct_tensor *[]){ct_reshape(ct_sum(p->a, 0, NULL, false), 1, (int64_t[]){1}),
+                                        ct_sum(p->a, 1, (int[]){0}, false),
+                                        ct_mean(p->a, 1, (int[]){1}, false)},
+                  0));
+    ct_scope_end();
+    return out;
+}
+
+static float *product(void *ctx) {
+    pair *p = ctx;
+    ct_scope_begin();
+    float *out = host_copy(ct_matmul(p->a, ct_transpose(p->b, 0, 1)));
+    ct_scope_end();
+    return out;
+}
+
+TEST(test_cpu_threads_ops_bitwise_equal) {
+    ct_manual_seed(7);
+    pair p = {ct_randn(2, (int64_t[]){512, 600}, CT_F32, CT_CPU),
+              ct_randn(2, (int64_t[]){512, 600}, CT_F32, CT_CPU)};
+    CHECK_NOT_NULL(p.a);
+    CHECK_NOT_NULL(p.b);
+    CHECK(same_on_one_and_two_threads(elementwise_chain, &p, 512 * 600));
+    CHECK(same_on_one_and_two_threads(reductions, &p, 1 + 600 + 512));
+    CHECK(same_on_one_and_two_threads(product, &p, 512 * 512));
+    ct_release(p.a);
+    ct_release(p.b);
+}
+
+/* Three Adam steps of the MLP of `ctensor train` (784-256-128-10, batch 128) from one
+ * seed; the parameters afterwards, concatenated. */
+static float *mlp_steps(void *ctx) {
+    (void)ctx;
+    ct_manual_seed(3);
+    ct_module *model = ct_nn_sequential(
+        5, (ct_module *[]){ct_nn_linear(784, 256, true), ct_nn_relu(), ct_nn_linear(256, 128, true),
+                           ct_nn_relu(), ct_nn_linear(128, 10, true)});
+    ct_tensor *params[8];
+    int n = model ? ct_module_parameters(model, params, 8) : 0;
+    ct_optimizer *adam = n > 0 ? ct_adam(n, params, NULL) : NULL;
+    ct_tensor *x = ct_randn(2, (int64_t[]){128, 784}, CT_F32, CT_CPU);
+    ct_tensor *labels = ct_arange(0, 128, 1, CT_I64, CT_CPU);
+    ct_tensor *y = ct_remainder_scalar(labels, 10);
+    bool ok = adam && x && y;
+    for (int step = 0; ok && step < 3; step++) {
+        ct_scope_begin();
+        ct_tensor *loss = ct_cross_entropy(ct_module_forward(model, x), y, NULL);
+        ok = ct_optimizer_zero_grad(adam) == CT_OK && ct_backward(loss) == CT_OK &&
+             ct_optimizer_step(adam) == CT_OK;
+        ct_scope_end();
+    }
+    float *out = NULL;
+    if (ok) {
+        ct_scope_begin();
+        ct_tensor *flat[8];
+        for (int i = 0; i < n; i++) flat[i] = ct_reshape(params[i], 1, (int64_t[]){-1});
+        out = host_copy(ct_concat(n, (const ct_tensor *const *)flat, 0));
+        ct_scope_end();
+    }
+    ct_release(x);
+    ct_release(labels);
+    ct_release(y);
+    ct_optimizer_free(adam);
+    ct_module_free(model);
+    return out;
+}
+
+TEST(test_cpu_threads_mlp_step_bitwise_equal) {
+    int64_t n = 784 * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10;
+    CHECK(same_on_one_and_two_threads(mlp_steps, NULL, n));
+}
+
+/* The weight gradient of a convolution of the CNN's second layer (batch 64). */
+static float *conv_weight_grad(void *ctx) {
+    pair *p = ctx;
+    ct_scope_begin();
+    ct_conv2d_options pad = {.padding = {1, 1}};
+    float *out = NULL;
+    if (ct_backward(ct_sum(ct_conv2d(p->a, p->b, NULL, &pad), 0, NULL, false)) == CT_OK)
+        out = host_copy(ct_grad(p->b));
+    ct_zero_grad(p->b);
+    ct_scope_end();
+    return out;
+}
+
+TEST(test_cpu_threads_conv_weight_grad_close) {
+    ct_manual_seed(11);
+    pair p = {ct_randn(4, (int64_t[]){64, 32, 14, 14}, CT_F32, CT_CPU),
+              ct_randn(4, (int64_t[]){64, 32, 3, 3}, CT_F32, CT_CPU)};
+    CHECK_OK(ct_set_requires_grad(p.b, true));
+    int threads = omp_get_max_threads();
+    double region = ct__cpu_region_ns();
+    omp_set_num_threads(1);
+    float *one = conv_weight_grad(&p);
+    omp_set_num_threads(2);
+    ct__cpu_set_region_ns(0.0);
+    float *two = conv_weight_grad(&p);
+    ct__cpu_set_region_ns(region);
+    omp_set_num_threads(threads);
+    CHECK(one && two);
+    /* Each gradient is a sum of 64 x 14 x 14 products of N(0, 1) values (some near 0 by
+     * cancellation): the differences are measured against the largest gradient. */
+    double worst = 0, largest = 0;
+    for (int64_t i = 0; one && two && i < 64 * 32 * 9; i++) {
+        double d = fabs((double)one[i] - two[i]);
+        worst = d > worst ? d : worst;
+        largest = fabs((double)one[i]) > largest ? fabs((double)one[i]) : largest;
+    }
+    printf("    conv weight gradient, 1 and 2 threads: largest difference %.3g of %.3g\n", worst,
+           largest);
+    CHECK(worst <= 1e-6 * largest);
+    free(one);
+    free(two);
+    ct_release(p.a);
+    ct_release(p.b);
+}
