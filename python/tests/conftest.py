@@ -6,8 +6,13 @@ import os
 
 import numpy as np
 import pytest
+from hypothesis import settings
 
 import ctensor as ct
+
+# No example database: the suite leaves no files behind (a .hypothesis folder).
+settings.register_profile("ctensor", database=None)
+settings.load_profile("ctensor")
 
 
 def _devices():

@@ -356,3 +356,21 @@ def test_hypothesis_array_api_strategies():
         assert ct.all(ct.eq(x, x) | ct.isnan(x)).item()
 
     check()
+
+
+def test_promotion_agrees_with_array_api_strict():
+    """Every pair of dtypes that both have and that the standard defines (array-api-strict
+    raises for the pairs it leaves to the implementation): the same result."""
+    xp = pytest.importorskip("array_api_strict", reason="array-api-strict is not installed")
+    names = ["bool", "uint8", "int32", "int64", "float32", "float64"]
+    checked = 0
+    for a in names:
+        for b in names:
+            try:
+                theirs = xp.result_type(getattr(xp, a), getattr(xp, b))
+            except TypeError:
+                continue
+            mine = ct.result_type(getattr(ct, a), getattr(ct, b)).name
+            assert str(theirs).split(".")[-1] == mine, (a, b, theirs, mine)
+            checked += 1
+    assert checked >= 14
