@@ -66,33 +66,40 @@ static bool is_integer_array(PyObject *item) {
     return ctpy_is_tensor(item) && ct_dtype_is_integer(ct_dtype_of(ctpy_tensor_of(item)));
 }
 
+/* Count the key's items that use an axis, and check the key; -1 with an IndexError. */
+static int check_key(PyObject *items, const ct_tensor *t, int *used, int *arrays) {
+    int ellipses = 0;
+    *used = *arrays = 0;
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(items); k++) {
+        PyObject *item = PyTuple_GET_ITEM(items, k);
+        *used += uses_axis(item);
+        ellipses += item == Py_Ellipsis;
+        *arrays += is_integer_array(item);
+        if (ctpy_is_tensor(item) && ct_dtype_of(ctpy_tensor_of(item)) == CT_BOOL) {
+            PyErr_SetString(PyExc_IndexError,
+                            "boolean mask indexing needs a nonzero op, which ctensor's core "
+                            "does not have yet; use where() instead");
+            return -1;
+        }
+    }
+    if (ellipses <= 1 && *used <= ct_ndim(t) && *arrays <= 1) return 0;
+    PyErr_Format(PyExc_IndexError,
+                 ellipses > 1  ? "an index can have only one ellipsis ('...')"
+                 : *arrays > 1 ? "only one integer array per index is supported (the core "
+                                 "has no multi-axis gather)"
+                               : "too many indices: %d for an array of %d dimensions",
+                 *used, ct_ndim(t));
+    return -1;
+}
+
 /* x[key] as a new reference; *gathered says whether an integer array made it a copy. */
 static ct_tensor *index_tensor(ct_tensor *t, PyObject *key, bool *gathered) {
     PyObject *items = key_items(key);
     if (!items) return NULL;
     Py_ssize_t n = PyTuple_GET_SIZE(items);
-    int used = 0, ellipses = 0, arrays = 0;
-    for (Py_ssize_t k = 0; k < n; k++) {
-        PyObject *item = PyTuple_GET_ITEM(items, k);
-        used += uses_axis(item);
-        ellipses += item == Py_Ellipsis;
-        arrays += is_integer_array(item);
-        if (ctpy_is_tensor(item) && ct_dtype_of(ctpy_tensor_of(item)) == CT_BOOL) {
-            Py_DECREF(items);
-            PyErr_SetString(PyExc_IndexError,
-                            "boolean mask indexing needs a nonzero op, which ctensor's core "
-                            "does not have yet; use where() instead");
-            return NULL;
-        }
-    }
-    if (ellipses > 1 || used > ct_ndim(t) || arrays > 1) {
+    int used, arrays;
+    if (check_key(items, t, &used, &arrays) < 0) {
         Py_DECREF(items);
-        PyErr_Format(PyExc_IndexError,
-                     ellipses > 1 ? "an index can have only one ellipsis ('...')"
-                     : arrays > 1 ? "only one integer array per index is supported (the core "
-                                    "has no multi-axis gather)"
-                                  : "too many indices: %d for an array of %d dimensions",
-                     used, ct_ndim(t));
         return NULL;
     }
     *gathered = arrays > 0;
