@@ -103,12 +103,13 @@ static PyObject *apply_inplace(slot which, PyObject *x, PyObject *y) {
     bool same_shape = ct_ndim(src) == ct_ndim(dst) &&
                       !memcmp(ct_shape(src), ct_shape(dst), sizeof(int64_t) * ct_ndim(dst));
     if (ct_dtype_of(src) != ct_dtype_of(dst) || !same_shape) {
+        ctpy_raise_status(ct_dtype_of(src) != ct_dtype_of(dst) ? CT_ERR_DTYPE : CT_ERR_SHAPE,
+                          "in-place operator: the result (%s, %d axes) does not fit the array "
+                          "(%s, %d axes); write x = x op y instead",
+                          ct_dtype_name(ct_dtype_of(src)), ct_ndim(src),
+                          ct_dtype_name(ct_dtype_of(dst)), ct_ndim(dst));
         Py_DECREF(result);
-        return ctpy_raise_status(ct_dtype_of(src) != ct_dtype_of(dst) ? CT_ERR_DTYPE : CT_ERR_SHAPE,
-                                 "in-place operator: the result (%s, %d axes) does not fit the "
-                                 "array (%s, %d axes); write x = x op y instead",
-                                 ct_dtype_name(ct_dtype_of(src)), ct_ndim(src),
-                                 ct_dtype_name(ct_dtype_of(dst)), ct_ndim(dst));
+        return NULL;
     }
     ct_status status;
     CTPY_NOGIL(status = ct_copy(dst, src));
