@@ -14,8 +14,9 @@ cd "$venv"
 "$venv/bin/python3" - <<'PY'
 import os
 import ctensor as ct
+import sys
 where = os.path.dirname(ct.__file__)
-assert where.startswith(os.environ.get("VIRTUAL_ENV", os.path.dirname(os.path.dirname(where)))), where
+assert where.startswith(sys.prefix) and "site-packages" in where, where  # the venv's copy
 files = sorted(os.listdir(where))
 assert any(f.startswith("libctensor.so") for f in files), files
 print("installed:", ", ".join(f for f in files if not f.startswith("__")))
