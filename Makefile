@@ -6,7 +6,7 @@ CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
 
 .PHONY: all build deps test demo bench bench-step bench-train bench-loader sanitize install clean format \
-	format-check
+	format-check python-install bench-python
 
 all: build
 
@@ -62,6 +62,17 @@ sanitize: deps
 install: build
 	cmake --install $(BUILD)
 
+# The Python module into .venv (pip install . through scikit-build-core, its own build
+# folder kept for the next time).
+python-install: deps
+	.venv/bin/python3 -m pip install --no-build-isolation --disable-pip-version-check . \
+		--config-settings=build-dir=$(BUILD)-python
+
+# The Python module's speed: a + b against NumPy and PyTorch.
+bench-python: deps
+	@$(MAKE) --no-print-directory build
+	PYTHONPATH=$(BUILD)/python OMP_WAIT_POLICY=passive .venv/bin/python3 bench/bench_python.py
+
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h' '*.cu' '*.cuh')
 
@@ -69,4 +80,4 @@ format-check:
 	clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h' '*.cu' '*.cuh')
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-sanitize
+	rm -rf $(BUILD) $(BUILD)-sanitize $(BUILD)-python

@@ -1,14 +1,18 @@
 #!/bin/sh
 # Install what ctensor needs, if any is missing: the Debian packages (with apt-get when run
 # as root, else print the exact command to run), then a Python virtual environment in .venv
-# with the packages the interop tests use (safetensors), seeing the system's numpy.
+# with the packages the interop tests use (safetensors), seeing the system's numpy, and what
+# the Python module needs to build and test (scikit-build-core, pytest, hypothesis,
+# array-api-strict).
 # Quick when everything is there already.
 set -e
 cd "$(dirname "$0")/.."
 # python3-torch: the checkpoint test loads ctensor's files in PyTorch and back, and the
 # training benchmarks run it as the peer. locales: test_c_locale makes a locale with a
 # decimal comma (de_DE) from its sources.
+# python3-dev: the CPython headers the Python module (python/) is built against.
 packages="build-essential cmake pkg-config libopenblas-dev zlib1g-dev python3-numpy python3-venv
+          python3-dev
           python3-torch gnuplot-nox dataset-fashion-mnist locales"
 # clang: the libFuzzer harnesses (make fuzz); valgrind: test_cli_files runs ctensor under it.
 packages="$packages clang valgrind"
@@ -34,4 +38,11 @@ if ! "$venv/bin/python3" -c "import numpy, safetensors.numpy" 2>/dev/null; then
     echo "setting up $venv (Python with safetensors)"
     [ -x "$venv/bin/python3" ] || /usr/bin/python3 -m venv --system-site-packages "$venv"
     "$venv/bin/python3" -m pip install --quiet --disable-pip-version-check safetensors
+fi
+# The Python module's build (pip install .) and its tests (python/tests).
+if ! "$venv/bin/python3" -c "import scikit_build_core, pytest, hypothesis, array_api_strict" \
+    2>/dev/null; then
+    echo "adding the Python module's build and test packages to $venv"
+    "$venv/bin/python3" -m pip install --quiet --disable-pip-version-check scikit-build-core \
+        pytest hypothesis array-api-strict
 fi

@@ -96,6 +96,29 @@ CT_API ct_status ct_copy_to_host(const ct_tensor *t, void *dst, size_t size);
 /* The value of a one-element tensor as a double (an implicit transfer from a device). */
 CT_API ct_status ct_item(const ct_tensor *t, double *out);
 
+/* ---- memory shared with other libraries (DLPack, Python's buffer protocol) ---- */
+
+/* The address of element (0, ..., 0) of t on its device: a device pointer for a GPU tensor;
+ * NULL for NULL. Element (i0, i1, ...) is at this address plus sum(i_d * strides[d])
+ * elements (ct_strides). Valid while t, or a view of its storage, lives. Work queued on the
+ * device may still be writing it: ct_synchronize(ct_device_of(t)) before another library
+ * reads it on another stream or the host. Writing through it bypasses autograd's checks. */
+CT_API void *ct_data_ptr(const ct_tensor *t);
+
+/* Gives memory lent to ctensor back to its owner (ct_from_external). */
+typedef void (*ct_external_free_fn)(void *context);
+
+/* A tensor over memory that ctensor does not own (another library's array: DLPack import),
+ * without a copy: data is element (0, ..., 0) on device (a CUDA device pointer for a GPU),
+ * strides are in elements (NULL: C order; negative strides allowed). When the last view of
+ * it dies, release(context) is called once, on the thread that released it (release may be
+ * NULL). The memory is outside every pool: memory statistics and limits do not count it.
+ * On failure (a bad shape, dtype or device: the status and message as ct_empty's) NULL is
+ * returned and release is not called: the caller still owns the memory. */
+CT_API ct_tensor *ct_from_external(void *data, int ndim, const int64_t *shape,
+                                   const int64_t *strides, ct_dtype dtype, ct_device device,
+                                   ct_external_free_fn release, void *context);
+
 /* ---- printing (NumPy layout; summarised past 1000 elements; implicit transfers) ---- */
 
 /* A new string (release with ct_free), or NULL on failure. */

@@ -84,7 +84,9 @@ static ct_status storage_data_alloc(ct__storage *storage, storage_kind kind, con
 }
 
 static void storage_data_free(ct__storage *storage) {
-    if (storage->pinned)
+    if (storage->external_free)
+        storage->external_free(storage->external_context);
+    else if (storage->pinned)
         ct__pinned_free(storage->data);
     else if (storage->host_owned)
         ct__free_mem(storage->data);
@@ -140,6 +142,8 @@ static ct_tensor *tensor_new(ct_device device, ct_dtype dtype, int ndim, const i
     ct__storage *storage = &block->storage;
     storage->device = device;
     storage->size = bytes;
+    storage->external_free = NULL;
+    storage->external_context = NULL;
     if (storage_data_alloc(storage, kind, op) != CT_OK) {
         ct__free_mem(block);
         return NULL;
@@ -239,4 +243,71 @@ static bool strides_are_contiguous(const ct_tensor *t) {
 
 bool ct_shares_storage(const ct_tensor *a, const ct_tensor *b) {
     return a && b && a->storage == b->storage;
+}
+
+/* ---- memory shared with other libraries ---- */
+
+void *ct_data_ptr(const ct_tensor *t) { return t ? ct__data(t) : NULL; }
+
+/* What an external storage given no release function does when it dies. */
+static void keep_external(void *context) { (void)context; }
+
+/* The lowest and highest element offsets from element (0, ..., 0) that a view with these
+ * sizes and strides reaches (0 and 0 without elements). */
+static void view_span(int ndim, const int64_t *shape, const int64_t *strides, int64_t *low,
+                      int64_t *high) {
+    *low = *high = 0;
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] == 0) {
+            *low = *high = 0;
+            return;
+        }
+        int64_t reach = (shape[d] - 1) * strides[d];
+        if (reach < 0)
+            *low += reach;
+        else
+            *high += reach;
+    }
+}
+
+ct_tensor *ct_from_external(void *data, int ndim, const int64_t *shape, const int64_t *strides,
+                            ct_dtype dtype, ct_device device, ct_external_free_fn release,
+                            void *context) {
+    int64_t numel, own_strides[CT_MAX_DIMS];
+    if (!ct_dtype_is_valid(dtype))
+        return ct__fail(CT_ERR_DTYPE,
+                        "ct_from_external: invalid dtype %d; use one of CT_F32 .. "
+                        "CT_BOOL",
+                        dtype);
+    if (ct__check_shape("ct_from_external", ndim, shape, &numel) != CT_OK) return NULL;
+    if (!data && numel > 0)
+        return ct__fail(CT_ERR_INVALID_ARG, "ct_from_external: data is NULL for %lld elements",
+                        (long long)numel);
+    if (device.type == CT_DEVICE_DEFAULT) device = ct_default_device();
+    if (ct_device_check(device) != CT_OK) return NULL;
+    if (!strides) {
+        ct__contiguous_strides(ndim, shape, own_strides);
+        strides = own_strides;
+    }
+    int64_t low, high;
+    view_span(ndim, shape, strides, &low, &high);
+    tensor_block *block = ct__malloc(sizeof *block);
+    if (!block) return ct__fail(CT_ERR_OUT_OF_MEMORY, "out of host memory for a tensor header");
+    ct__storage *storage = &block->storage;
+    size_t element = ct__dtype_size(dtype);
+    storage->device = device;
+    storage->data = (char *)data + low * (int64_t)element;
+    storage->size = (size_t)(high - low + 1) * element;
+    storage->block = block;
+    storage->host_owned = false;
+    storage->pinned = false;
+    storage->external_free = release ? release : keep_external;
+    storage->external_context = context;
+    atomic_init(&storage->refcount, 1);
+    atomic_init(&storage->version, 0);
+    if (tensor_init(&block->tensor, dtype, ndim, shape, strides, -low, storage) != CT_OK) {
+        ct__free_mem(block);
+        return NULL;
+    }
+    return &block->tensor;
 }

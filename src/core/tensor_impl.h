@@ -24,6 +24,10 @@ typedef struct ct__storage {
     bool host_owned;
     /* The data is page-locked host memory from ct__pinned_alloc (ct__pinned_tensor_new). */
     bool pinned;
+    /* The data belongs to someone else (ct_from_external): external_free(external_context)
+     * gives it back when the storage dies; NULL for ctensor's own memory. */
+    ct_external_free_fn external_free;
+    void *external_context;
     /* In-place writes so far (ct_fill, ct_copy, optimiser steps, running statistics): an
      * autograd node records it for each tensor it saves, and backward refuses a saved tensor
      * written since, as PyTorch's version counter does. */

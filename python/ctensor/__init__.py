@@ -1,0 +1,53 @@
+"""ctensor: arrays on devices (the CPU, and CUDA GPUs when present) from Python.
+
+A thin binding over the C library libctensor (the extension ctensor._ctensor, written in C
+against the CPython API): every computation is one call into the C API, run with the GIL
+released. The namespace follows the Python array API standard (2023.12) for what the C
+library has; python/README.md lists what it does not have yet. Complex dtypes and the
+`linalg` and `fft` extensions are not part of it.
+
+    import ctensor as ct
+    x = ct.asarray([1.0, 4.0, 9.0], device="auto")   # cuda:0 when usable, else the CPU
+    print(ct.sqrt(x))
+    with ct.device("cpu"):
+        y = ct.zeros((2, 3))
+"""
+
+from ctensor._ctensor import *  # noqa: F401,F403  (the namespace is the extension's)
+from ctensor._ctensor import __array_api_version__  # noqa: F401
+from ctensor._ctensor import cuda  # noqa: F401
+
+pi = 3.141592653589793
+e = 2.718281828459045
+inf = float("inf")
+nan = float("nan")
+newaxis = None
+
+
+class _Info:
+    """What __array_namespace_info__() reports: capabilities, devices and dtypes."""
+
+    def capabilities(self):
+        return {"boolean indexing": False, "data-dependent shapes": False, "max dimensions": 8}
+
+    def default_device(self):
+        return default_device()  # noqa: F405
+
+    def devices(self):
+        return devices()  # noqa: F405
+
+    def default_dtypes(self, *, device=None):
+        return {"real floating": float32, "complex floating": None,  # noqa: F405
+                "integral": int64, "indexing": int64}  # noqa: F405
+
+    def dtypes(self, *, device=None, kind=None):
+        every = {d.name: d for d in (bool, float32, float64, float16, bfloat16,  # noqa: F405
+                                     int32, int64, uint8)}  # noqa: F405
+        if kind is None:
+            return every
+        return {n: d for n, d in every.items() if isdtype(d, kind)}  # noqa: F405
+
+
+def __array_namespace_info__():
+    """The array API's inspection object for this namespace."""
+    return _Info()

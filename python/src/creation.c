@@ -1,0 +1,232 @@
+/* Creation functions of the array API: asarray, zeros, ones, empty, full and their *_like
+ * forms, arange, linspace, eye. Each is one call of the C library's creation function on
+ * the device asked for (the default placement otherwise, which `with ctensor.device(...)`
+ * sets). */
+#include <math.h>
+
+#include "ctpy_impl.h"
+
+static PyObject *py_asarray(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"obj", "dtype", "device", "copy", NULL};
+    PyObject *obj, *copy = Py_None;
+    ct_dtype dtype = (ct_dtype)-1;
+    ct_device device = CT_DEFAULT;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$O&O&O:asarray", keywords, &obj,
+                                     ctpy_opt_dtype, &dtype, ctpy_opt_device, &device, &copy))
+        return NULL;
+    bool was_tensor = ctpy_is_tensor(obj);
+    if (copy == Py_False && was_tensor) {
+        ct_tensor *t = ctpy_tensor_of(obj);
+        bool moves = device.type != CT_DEVICE_DEFAULT && !ct_device_equal(device, ct_device_of(t));
+        if (moves || ((int)dtype >= 0 && dtype != ct_dtype_of(t)))
+            return PyErr_Format(PyExc_ValueError,
+                                "asarray(copy=False): the array would have to be copied");
+    } else if (copy == Py_False && !PyObject_CheckBuffer(obj) &&
+               !PyObject_HasAttrString(obj, "__dlpack__")) {
+        return PyErr_Format(PyExc_ValueError, "asarray(copy=False): a %s is always copied",
+                            Py_TYPE(obj)->tp_name);
+    }
+    ct_tensor *t = ctpy_as_tensor(obj, dtype, device);
+    if (!t) return NULL;
+    bool may_share = was_tensor ? ct_shares_storage(t, ctpy_tensor_of(obj))
+                                : PyObject_CheckBuffer(obj) || !ctpy_is_scalar(obj);
+    if (copy == Py_True && may_share) {
+        ct_tensor *clone;
+        CTPY_NOGIL(clone = ct_clone(t));
+        ct_release(t);
+        t = clone;
+    }
+    if (was_tensor && t == ctpy_tensor_of(obj)) {
+        ct_release(t);
+        return Py_NewRef(obj);
+    }
+    return ctpy_wrap(t);
+}
+
+/* ---- zeros, ones, empty, full ---- */
+
+enum fill_kind { FILL_ZEROS, FILL_ONES, FILL_EMPTY, FILL_FULL };
+
+static PyObject *filled(int ndim, const int64_t *shape, enum fill_kind kind, double value,
+                        ct_dtype dtype, ct_device device) {
+    ct_tensor *out;
+    CTPY_NOGIL(out = kind == FILL_ZEROS   ? ct_zeros(ndim, shape, dtype, device)
+                     : kind == FILL_ONES  ? ct_ones(ndim, shape, dtype, device)
+                     : kind == FILL_EMPTY ? ct_empty(ndim, shape, dtype, device)
+                                          : ct_full(ndim, shape, value, dtype, device));
+    return ctpy_wrap(out);
+}
+
+/* The dtype full() gives fill_value when none is asked for. */
+static ct_dtype value_dtype(PyObject *value) {
+    return PyBool_Check(value)   ? CT_BOOL
+           : PyLong_Check(value) ? CTPY_DEFAULT_INT
+                                 : CTPY_DEFAULT_FLOAT;
+}
+
+static PyObject *make(PyObject *args, PyObject *kwargs, enum fill_kind kind, const char *name) {
+    static char *plain[] = {"shape", "dtype", "device", NULL};
+    static char *full[] = {"shape", "fill_value", "dtype", "device", NULL};
+    PyObject *spec, *value = NULL;
+    ct_dtype dtype = (ct_dtype)-1;
+    ct_device device = CT_DEFAULT;
+    char format[32];
+    snprintf(format, sizeof format, kind == FILL_FULL ? "OO|$O&O&:%s" : "O|$O&O&:%s", name);
+    int ok = kind == FILL_FULL
+                 ? PyArg_ParseTupleAndKeywords(args, kwargs, format, full, &spec, &value,
+                                               ctpy_opt_dtype, &dtype, ctpy_opt_device, &device)
+                 : PyArg_ParseTupleAndKeywords(args, kwargs, format, plain, &spec, ctpy_opt_dtype,
+                                               &dtype, ctpy_opt_device, &device);
+    if (!ok) return NULL;
+    int64_t shape[CT_MAX_DIMS];
+    int ndim;
+    if (ctpy_parse_shape(spec, shape, &ndim) < 0) return NULL;
+    double v = 0;
+    if (value) {
+        if (!ctpy_is_scalar(value))
+            return PyErr_Format(PyExc_TypeError, "full: fill_value must be a Python number");
+        v = PyFloat_AsDouble(value);
+        if ((int)dtype < 0) dtype = value_dtype(value);
+    }
+    if ((int)dtype < 0) dtype = CTPY_DEFAULT_FLOAT;
+    return filled(ndim, shape, kind, v, dtype, device);
+}
+
+static PyObject *py_zeros(PyObject *s, PyObject *a, PyObject *k) {
+    return make(a, k, FILL_ZEROS, "zeros");
+}
+static PyObject *py_ones(PyObject *s, PyObject *a, PyObject *k) {
+    return make(a, k, FILL_ONES, "ones");
+}
+static PyObject *py_empty(PyObject *s, PyObject *a, PyObject *k) {
+    return make(a, k, FILL_EMPTY, "empty");
+}
+static PyObject *py_full(PyObject *s, PyObject *a, PyObject *k) {
+    return make(a, k, FILL_FULL, "full");
+}
+
+static PyObject *make_like(PyObject *args, PyObject *kwargs, enum fill_kind kind,
+                           const char *name) {
+    static char *plain[] = {"x", "dtype", "device", NULL};
+    static char *full[] = {"x", "fill_value", "dtype", "device", NULL};
+    PyObject *x, *value = NULL;
+    ct_dtype dtype = (ct_dtype)-1;
+    ct_device device = CT_DEFAULT;
+    char format[32];
+    snprintf(format, sizeof format, kind == FILL_FULL ? "O!O|$O&O&:%s" : "O!|$O&O&:%s", name);
+    int ok =
+        kind == FILL_FULL
+            ? PyArg_ParseTupleAndKeywords(args, kwargs, format, full, &ctpy_tensor_type, &x, &value,
+                                          ctpy_opt_dtype, &dtype, ctpy_opt_device, &device)
+            : PyArg_ParseTupleAndKeywords(args, kwargs, format, plain, &ctpy_tensor_type, &x,
+                                          ctpy_opt_dtype, &dtype, ctpy_opt_device, &device);
+    if (!ok) return NULL;
+    ct_tensor *t = ctpy_tensor_of(x);
+    if ((int)dtype < 0) dtype = ct_dtype_of(t);
+    if (device.type == CT_DEVICE_DEFAULT) device = ct_device_of(t);
+    double v = value ? PyFloat_AsDouble(value) : 0;
+    if (v == -1.0 && PyErr_Occurred()) return NULL;
+    return filled(ct_ndim(t), ct_shape(t), kind, v, dtype, device);
+}
+
+static PyObject *py_zeros_like(PyObject *s, PyObject *a, PyObject *k) {
+    return make_like(a, k, FILL_ZEROS, "zeros_like");
+}
+static PyObject *py_ones_like(PyObject *s, PyObject *a, PyObject *k) {
+    return make_like(a, k, FILL_ONES, "ones_like");
+}
+static PyObject *py_empty_like(PyObject *s, PyObject *a, PyObject *k) {
+    return make_like(a, k, FILL_EMPTY, "empty_like");
+}
+static PyObject *py_full_like(PyObject *s, PyObject *a, PyObject *k) {
+    return make_like(a, k, FILL_FULL, "full_like");
+}
+
+/* ---- ranges ---- */
+
+static PyObject *py_arange(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"start", "stop", "step", "dtype", "device", NULL};
+    PyObject *start, *stop = Py_None, *step = NULL;
+    ct_dtype dtype = (ct_dtype)-1;
+    ct_device device = CT_DEFAULT;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OO$O&O&:arange", keywords, &start, &stop,
+                                     &step, ctpy_opt_dtype, &dtype, ctpy_opt_device, &device))
+        return NULL;
+    if (stop == Py_None) {
+        stop = start;
+        start = NULL;
+    }
+    double a = start ? PyFloat_AsDouble(start) : 0, b = PyFloat_AsDouble(stop);
+    double s = step ? PyFloat_AsDouble(step) : 1;
+    if (PyErr_Occurred()) return NULL;
+    bool integral =
+        (!start || PyLong_Check(start)) && PyLong_Check(stop) && (!step || PyLong_Check(step));
+    if ((int)dtype < 0) dtype = integral ? CTPY_DEFAULT_INT : CTPY_DEFAULT_FLOAT;
+    ct_tensor *out;
+    CTPY_NOGIL(out = ct_arange(a, b, s, dtype, device));
+    return ctpy_wrap(out);
+}
+
+static PyObject *py_linspace(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"start", "stop", "num", "dtype", "device", "endpoint", NULL};
+    double start, stop;
+    Py_ssize_t num;
+    ct_dtype dtype = CTPY_DEFAULT_FLOAT;
+    ct_device device = CT_DEFAULT;
+    int endpoint = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "ddn|$O&O&p:linspace", keywords, &start, &stop,
+                                     &num, ctpy_opt_dtype, &dtype, ctpy_opt_device, &device,
+                                     &endpoint))
+        return NULL;
+    if ((int)dtype < 0) dtype = CTPY_DEFAULT_FLOAT;
+    ct_tensor *out, *all;
+    if (endpoint) {
+        CTPY_NOGIL(out = ct_linspace(start, stop, num, dtype, device));
+        return ctpy_wrap(out);
+    }
+    /* Without the endpoint: the first num of num + 1 points. */
+    CTPY_NOGIL(all = ct_linspace(start, stop, num + 1, dtype, device));
+    out = all ? ct_slice(all, 0, 0, num, 1) : NULL;
+    ct_release(all);
+    return ctpy_wrap(out);
+}
+
+static PyObject *py_eye(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"n_rows", "n_cols", "k", "dtype", "device", NULL};
+    Py_ssize_t n, m = -1, k = 0;
+    PyObject *cols = Py_None;
+    ct_dtype dtype = CTPY_DEFAULT_FLOAT;
+    ct_device device = CT_DEFAULT;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "n|O$nO&O&:eye", keywords, &n, &cols, &k,
+                                     ctpy_opt_dtype, &dtype, ctpy_opt_device, &device))
+        return NULL;
+    if (cols != Py_None && (m = PyLong_AsSsize_t(cols)) == -1 && PyErr_Occurred()) return NULL;
+    if (k != 0)
+        return ctpy_raise_status(CT_ERR_UNSUPPORTED,
+                                 "eye(k=%zd): ctensor's ct_eye has only the main diagonal", k);
+    if ((int)dtype < 0) dtype = CTPY_DEFAULT_FLOAT;
+    ct_tensor *out;
+    CTPY_NOGIL(out = ct_eye(n, m < 0 ? n : m, dtype, device));
+    return ctpy_wrap(out);
+}
+
+#define KW (PyCFunction)(void (*)(void))
+#define KWARGS METH_VARARGS | METH_KEYWORDS
+PyMethodDef ctpy_creation_functions[] = {
+    {"asarray", KW py_asarray, KWARGS,
+     "asarray(obj, /, *, dtype=None, device=None, copy=None): an array from a Tensor, a Python "
+     "number, nested lists, a buffer (NumPy array) or a DLPack producer."},
+    {"zeros", KW py_zeros, KWARGS, "zeros(shape, *, dtype=None, device=None)."},
+    {"ones", KW py_ones, KWARGS, "ones(shape, *, dtype=None, device=None)."},
+    {"empty", KW py_empty, KWARGS, "empty(shape, *, dtype=None, device=None)."},
+    {"full", KW py_full, KWARGS, "full(shape, fill_value, *, dtype=None, device=None)."},
+    {"zeros_like", KW py_zeros_like, KWARGS, "zeros_like(x, *, dtype=None, device=None)."},
+    {"ones_like", KW py_ones_like, KWARGS, "ones_like(x, *, dtype=None, device=None)."},
+    {"empty_like", KW py_empty_like, KWARGS, "empty_like(x, *, dtype=None, device=None)."},
+    {"full_like", KW py_full_like, KWARGS, "full_like(x, fill_value, *, dtype=None, device=None)."},
+    {"arange", KW py_arange, KWARGS, "arange(start, /, stop=None, step=1, *, dtype, device)."},
+    {"linspace", KW py_linspace, KWARGS,
+     "linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True)."},
+    {"eye", KW py_eye, KWARGS, "eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None)."},
+    {NULL},
+};

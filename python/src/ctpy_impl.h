@@ -1,0 +1,122 @@
+/* The Python module's private header: the object types (Tensor, Device, DType), the
+ * conversions between Python values and ctensor's (devices, dtypes, scalars, arrays), the
+ * exceptions that carry the C library's messages, and the functions each file adds to the
+ * module. The module is a thin binding: every computation is a call into libctensor's
+ * public API, made with the GIL released. */
+#ifndef CTPY_IMPL_H
+#define CTPY_IMPL_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdbool.h>
+
+#include <ctensor/ctensor.h>
+
+/* A ctensor array: one reference to a ct_tensor, released when the object dies. */
+typedef struct ctpy_tensor {
+    PyObject_HEAD ct_tensor *t;
+} ctpy_tensor;
+
+/* A device value; as a context manager it pushes itself on the placement stack. */
+typedef struct ctpy_device {
+    PyObject_HEAD ct_device device;
+} ctpy_device;
+
+/* A dtype: one object per ct_dtype (ctensor.float32 ...). */
+typedef struct ctpy_dtype {
+    PyObject_HEAD ct_dtype dtype;
+} ctpy_dtype;
+
+extern PyTypeObject ctpy_tensor_type;
+extern PyTypeObject ctpy_device_type;
+extern PyTypeObject ctpy_dtype_type;
+
+/* Run a statement with the GIL released: every kernel, copy and wait. */
+#define CTPY_NOGIL(statement)                                                                      \
+    do {                                                                                           \
+        PyThreadState *ctpy_saved_ = PyEval_SaveThread();                                          \
+        statement;                                                                                 \
+        PyEval_RestoreThread(ctpy_saved_);                                                         \
+    } while (0)
+
+static inline bool ctpy_is_tensor(PyObject *o) { return PyObject_TypeCheck(o, &ctpy_tensor_type); }
+static inline ct_tensor *ctpy_tensor_of(PyObject *o) { return ((ctpy_tensor *)o)->t; }
+
+/* ---- errors (errors.c) ---- */
+
+/* Raise the exception for the thread's last ctensor failure (its class from the status,
+ * its text the C message) and clear it; returns NULL. */
+PyObject *ctpy_raise(void);
+/* Raise the exception class of a status with a message of the module's own. */
+PyObject *ctpy_raise_status(ct_status status, const char *format, ...);
+/* CT_OK, or raise for status and return -1. */
+int ctpy_check(ct_status status);
+int ctpy_errors_init(PyObject *module);
+
+/* ---- objects (objects.c) ---- */
+
+/* A new Tensor that takes the reference t (NULL: raise the last ctensor error). */
+PyObject *ctpy_wrap(ct_tensor *t);
+PyObject *ctpy_dtype_object(ct_dtype dtype); /* a new reference to ctensor.<dtype> */
+PyObject *ctpy_device_object(ct_device device);
+/* Converters for PyArg_Parse "O&": a DType, a dtype name, or a NumPy dtype (by name);
+ * ctpy_opt_dtype also takes None (written as -1). */
+int ctpy_to_dtype(PyObject *o, void *out);
+int ctpy_opt_dtype(PyObject *o, void *out);
+/* A Device, a string ct_device_parse reads, or None (CT_DEFAULT). */
+int ctpy_opt_device(PyObject *o, void *out);
+/* The module's default float and integer dtypes. */
+#define CTPY_DEFAULT_FLOAT CT_F32
+#define CTPY_DEFAULT_INT CT_I64
+
+/* ---- conversion of Python values to tensors (asarray.c) ---- */
+
+/* obj as a tensor (a new reference): a Tensor as it is, else a copy of a Python scalar,
+ * nested sequence, buffer (NumPy array) or DLPack producer on device (CT_DEFAULT: the
+ * default placement), as dtype (-1: inferred). NULL with an exception set. */
+ct_tensor *ctpy_as_tensor(PyObject *obj, ct_dtype dtype, ct_device device);
+/* Whether o is a Python bool, int or float (a weakly typed scalar). */
+bool ctpy_is_scalar(PyObject *o);
+/* A tensor from a DLPack producer, without a copy when the memory allows. */
+PyObject *ctpy_from_dlpack(PyObject *self, PyObject *args, PyObject *kwargs);
+
+/* ---- axes (manipulate.c) ---- */
+
+/* axis=None (all: *naxes = -1), an int, or a tuple of ints into axes[CT_MAX_DIMS]. */
+int ctpy_parse_axes(PyObject *o, int *axes, int *naxes);
+/* A shape from a tuple/list of ints or an int. */
+int ctpy_parse_shape(PyObject *o, int64_t *shape, int *ndim);
+
+/* ---- the functions and methods each file adds ---- */
+
+extern PyMethodDef ctpy_device_functions[];   /* devices.c */
+extern PyMethodDef ctpy_stats_functions[];    /* stats.c */
+extern PyMethodDef ctpy_creation_functions[]; /* creation.c */
+extern PyMethodDef ctpy_math_functions[];     /* math.c */
+extern PyMethodDef ctpy_manip_functions[];    /* manipulate.c */
+extern PyMethodDef ctpy_dtype_functions[];    /* dtypes.c */
+extern PyNumberMethods ctpy_tensor_number;    /* operators.c */
+extern PyMappingMethods ctpy_tensor_mapping;  /* indexing.c */
+extern PyBufferProcs ctpy_tensor_buffer;      /* interop.c */
+extern PyMethodDef ctpy_interop_methods[];    /* interop.c: Tensor methods */
+PyObject *ctpy_tensor_richcompare(PyObject *a, PyObject *b, int op);
+/* Fill the operator tables from the op rows the core has (operators.c). */
+int ctpy_operators_init(PyObject *module);
+/* The cuda submodule and the Device type's module-level functions (devices.c). */
+int ctpy_devices_init(PyObject *module);
+int ctpy_dtypes_init(PyObject *module);
+int ctpy_stats_init(PyObject *module);
+
+/* Elementwise calls used by several files (math.c). */
+typedef ct_tensor *(*ctpy_binary_fn)(const ct_tensor *, const ct_tensor *);
+typedef ct_tensor *(*ctpy_scalar_fn)(const ct_tensor *, double);
+typedef ct_tensor *(*ctpy_unary_fn)(const ct_tensor *);
+/* op(a, b) where either may be a Python scalar (weakly typed) or an array-like. */
+PyObject *ctpy_binary(PyObject *a, PyObject *b, ctpy_binary_fn fn, ctpy_scalar_fn scalar_fn,
+                      bool commutes);
+PyObject *ctpy_unary(PyObject *x, ctpy_unary_fn fn);
+/* The core's binary and unary functions by their row names (NULL when absent). */
+const void *ctpy_find_binary(const char *name, ctpy_scalar_fn *scalar_fn);
+ctpy_unary_fn ctpy_find_unary(const char *name);
+
+#endif

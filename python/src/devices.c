@@ -1,0 +1,171 @@
+/* Devices from Python: ctensor.devices(), default_device(), synchronize(),
+ * configure_logical_devices(), set_soft_placement(), and the ctensor.cuda namespace
+ * (is_available, device_count, unavailable_reason, synchronize, get_device_properties). */
+#include "ctpy_impl.h"
+
+static int device_type_of(PyObject *o, ct_device_type *out) {
+    const char *text = PyUnicode_Check(o) ? PyUnicode_AsUTF8(o) : NULL;
+    if (text && (!strcmp(text, "cpu") || !strcmp(text, "CPU"))) return *out = CT_DEVICE_CPU, 0;
+    if (text && (!strcmp(text, "cuda") || !strcmp(text, "gpu") || !strcmp(text, "GPU")))
+        return *out = CT_DEVICE_CUDA, 0;
+    if (!PyErr_Occurred())
+        PyErr_Format(PyExc_ValueError, "device type %R: expected 'cpu' or 'cuda'", o);
+    return -1;
+}
+
+static PyObject *py_devices(PyObject *self, PyObject *unused) {
+    int cpus = ct_device_count(CT_DEVICE_CPU), gpus = ct_device_count(CT_DEVICE_CUDA);
+    ct_clear_error();
+    PyObject *list = PyList_New(0);
+    for (int i = 0; list && i < cpus + gpus; i++) {
+        ct_device d =
+            i < cpus ? (ct_device){CT_DEVICE_CPU, i} : (ct_device){CT_DEVICE_CUDA, i - cpus};
+        PyObject *o = ctpy_device_object(d);
+        if (!o || PyList_Append(list, o) < 0) Py_CLEAR(list);
+        Py_XDECREF(o);
+    }
+    return list;
+}
+
+static PyObject *py_default_device(PyObject *self, PyObject *unused) {
+    return ctpy_device_object(ct_default_device());
+}
+
+static PyObject *py_synchronize(PyObject *self, PyObject *args) {
+    ct_device device = CT_DEFAULT;
+    if (!PyArg_ParseTuple(args, "|O&:synchronize", ctpy_opt_device, &device)) return NULL;
+    ct_status status;
+    CTPY_NOGIL(status = ct_synchronize(device));
+    if (ctpy_check(status) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_configure_logical_devices(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"type", "n", "memory_limits", "physical_index", NULL};
+    PyObject *type, *limits = Py_None;
+    int n, physical = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Oi|Oi:configure_logical_devices", keywords,
+                                     &type, &n, &limits, &physical))
+        return NULL;
+    ct_device_type t;
+    if (device_type_of(type, &t) < 0) return NULL;
+    size_t bytes[CT_MAX_LOGICAL_DEVICES];
+    if (limits != Py_None) {
+        PyObject *seq = PySequence_Fast(limits, "memory_limits must be a list of byte counts");
+        if (!seq) return NULL;
+        Py_ssize_t count = PySequence_Fast_GET_SIZE(seq);
+        for (Py_ssize_t i = 0; i < count && i < CT_MAX_LOGICAL_DEVICES; i++) {
+            PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+            bytes[i] = item == Py_None ? 0 : PyLong_AsSize_t(item);
+        }
+        Py_DECREF(seq);
+        if (PyErr_Occurred()) return NULL;
+        if (count != n)
+            return PyErr_Format(PyExc_ValueError,
+                                "memory_limits has %zd entries for %d logical devices", count, n);
+    }
+    if (ctpy_check(ct_configure_logical_devices(t, physical, n, limits == Py_None ? NULL : bytes)) <
+        0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_set_soft_placement(PyObject *self, PyObject *arg) {
+    int on = PyObject_IsTrue(arg);
+    if (on < 0) return NULL;
+    ct_set_soft_placement(on);
+    Py_RETURN_NONE;
+}
+
+PyMethodDef ctpy_device_functions[] = {
+    {"devices", py_devices, METH_NOARGS, "Every (logical) device present: cpu, then cuda."},
+    {"default_device", py_default_device, METH_NOARGS, "This thread's default placement."},
+    {"synchronize", py_synchronize, METH_VARARGS,
+     "synchronize(device=None): wait until the device's queued work has finished."},
+    {"configure_logical_devices", (PyCFunction)(void (*)(void))py_configure_logical_devices,
+     METH_VARARGS | METH_KEYWORDS,
+     "configure_logical_devices(type, n, memory_limits=None, physical_index=0): split a "
+     "physical device into n logical devices before its first use."},
+    {"set_soft_placement", py_set_soft_placement, METH_O,
+     "set_soft_placement(on): an unavailable device falls back to the CPU with a warning."},
+    {NULL},
+};
+
+/* ---- ctensor.cuda ---- */
+
+static PyObject *cuda_is_available(PyObject *self, PyObject *unused) {
+    bool available;
+    CTPY_NOGIL(available = ct_cuda_is_available());
+    return PyBool_FromLong(available);
+}
+
+static PyObject *cuda_device_count(PyObject *self, PyObject *unused) {
+    int n;
+    CTPY_NOGIL(n = ct_cuda_is_available() ? ct_device_count(CT_DEVICE_CUDA) : 0);
+    ct_clear_error();
+    return PyLong_FromLong(n);
+}
+
+static PyObject *cuda_unavailable_reason(PyObject *self, PyObject *unused) {
+    return PyUnicode_FromString(ct_cuda_unavailable_reason());
+}
+
+static PyObject *cuda_synchronize(PyObject *self, PyObject *args) {
+    int index = 0;
+    if (!PyArg_ParseTuple(args, "|i:synchronize", &index)) return NULL;
+    ct_status status;
+    CTPY_NOGIL(status = ct_synchronize((ct_device){CT_DEVICE_CUDA, index}));
+    if (ctpy_check(status) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *device_properties(PyObject *self, PyObject *args) {
+    ct_device device;
+    if (!PyArg_ParseTuple(args, "O&:get_device_properties", ctpy_opt_device, &device)) return NULL;
+    ct_device_properties p;
+    if (ctpy_check(ct_device_info(device, &p)) < 0) return NULL;
+    return Py_BuildValue("{s:s,s:n,s:n,s:n,s:(ii),s:i,s:i,s:O}", "name", p.name, "total_memory",
+                         (Py_ssize_t)p.memory_total, "free_memory", (Py_ssize_t)p.memory_free,
+                         "memory_limit", (Py_ssize_t)p.memory_limit, "compute_capability",
+                         p.compute_capability_major, p.compute_capability_minor, "multiprocessors",
+                         p.multiprocessors, "physical_index", p.physical_index, "is_logical",
+                         p.is_logical ? Py_True : Py_False);
+}
+
+static PyMethodDef cuda_functions[] = {
+    {"is_available", cuda_is_available, METH_NOARGS, "Whether a usable CUDA device is present."},
+    {"device_count", cuda_device_count, METH_NOARGS, "The number of (logical) CUDA devices."},
+    {"unavailable_reason", cuda_unavailable_reason, METH_NOARGS,
+     "Why CUDA cannot be used, in one line ('' when it can)."},
+    {"synchronize", cuda_synchronize, METH_VARARGS, "synchronize(index=0): wait for cuda:index."},
+    {NULL},
+};
+
+static struct PyModuleDef cuda_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "ctensor.cuda",
+    .m_doc = "CUDA devices: availability and why not.",
+    .m_size = -1,
+    .m_methods = cuda_functions,
+};
+
+static PyMethodDef properties_def = {"get_device_properties", device_properties, METH_VARARGS,
+                                     "get_device_properties(device): name, memory, capability."};
+
+int ctpy_devices_init(PyObject *module) {
+    if (PyType_Ready(&ctpy_device_type) < 0) return -1;
+    if (PyModule_AddObjectRef(module, "device", (PyObject *)&ctpy_device_type) < 0) return -1;
+    if (PyModule_AddObjectRef(module, "Device", (PyObject *)&ctpy_device_type) < 0) return -1;
+    PyObject *cuda = PyModule_Create(&cuda_module);
+    if (!cuda) return -1;
+    PyObject *properties = PyCFunction_New(&properties_def, NULL);
+    int failed = !properties ||
+                 PyModule_AddObjectRef(cuda, "get_device_properties", properties) < 0 ||
+                 PyModule_AddObjectRef(module, "get_device_properties", properties) < 0;
+    Py_XDECREF(properties);
+    if (failed || PyModule_AddObjectRef(module, "cuda", cuda) < 0) return Py_DECREF(cuda), -1;
+    PyObject *modules = PyImport_GetModuleDict();
+    int status = PyDict_SetItemString(modules, "ctensor.cuda", cuda);
+    Py_DECREF(cuda);
+    return status;
+}

@@ -1,0 +1,417 @@
+/* Manipulation functions of the array API over the C library's shape ops: reshape,
+ * permute_dims, expand_dims, squeeze, broadcast_to, broadcast_arrays, concat, stack, flip,
+ * moveaxis, roll, unstack, meshgrid, take, matrix_transpose and vecdot; views where the C
+ * op makes views. */
+#include "ctpy_impl.h"
+
+int ctpy_parse_axes(PyObject *o, int *axes, int *naxes) {
+    if (o == Py_None) return *naxes = -1, 0;
+    if (PyLong_Check(o)) {
+        axes[0] = PyLong_AsLong(o);
+        *naxes = 1;
+        return axes[0] == -1 && PyErr_Occurred() ? -1 : 0;
+    }
+    if (!PyTuple_Check(o) || PyTuple_GET_SIZE(o) > CT_MAX_DIMS) {
+        PyErr_Format(PyExc_TypeError, "axis must be None, an int or a tuple of ints, not %R", o);
+        return -1;
+    }
+    *naxes = (int)PyTuple_GET_SIZE(o);
+    for (int i = 0; i < *naxes; i++) {
+        axes[i] = PyLong_AsLong(PyTuple_GET_ITEM(o, i));
+        if (axes[i] == -1 && PyErr_Occurred()) return -1;
+    }
+    return 0;
+}
+
+int ctpy_parse_shape(PyObject *o, int64_t *shape, int *ndim) {
+    if (PyIndex_Check(o)) {
+        shape[0] = PyNumber_AsSsize_t(o, PyExc_OverflowError);
+        *ndim = 1;
+        return shape[0] == -1 && PyErr_Occurred() ? -1 : 0;
+    }
+    PyObject *seq = PySequence_Fast(o, "a shape must be an int or a sequence of ints");
+    if (!seq) return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n > CT_MAX_DIMS) {
+        Py_DECREF(seq);
+        ctpy_raise_status(CT_ERR_SHAPE, "a shape of %zd axes; ctensor has at most %d", n,
+                          CT_MAX_DIMS);
+        return -1;
+    }
+    *ndim = (int)n;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        shape[i] = PyNumber_AsSsize_t(PySequence_Fast_GET_ITEM(seq, i), PyExc_OverflowError);
+        if (shape[i] == -1 && PyErr_Occurred()) return Py_DECREF(seq), -1;
+    }
+    Py_DECREF(seq);
+    return 0;
+}
+
+/* A Tensor argument (anything else is a TypeError: manipulation takes arrays). */
+static ct_tensor *tensor_arg(PyObject *o, const char *name) {
+    if (ctpy_is_tensor(o)) return ctpy_tensor_of(o);
+    PyErr_Format(PyExc_TypeError, "%s: expected a ctensor.Tensor, got %s", name,
+                 Py_TYPE(o)->tp_name);
+    return NULL;
+}
+
+static PyObject *py_reshape(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"x", "shape", "copy", NULL};
+    PyObject *x, *spec, *copy = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$O:reshape", keywords, &x, &spec, &copy))
+        return NULL;
+    ct_tensor *t = tensor_arg(x, "reshape"), *out;
+    int64_t shape[CT_MAX_DIMS];
+    int ndim;
+    if (!t || ctpy_parse_shape(spec, shape, &ndim) < 0) return NULL;
+    CTPY_NOGIL(out = copy == Py_False ? ct_view(t, ndim, shape) : ct_reshape(t, ndim, shape));
+    if (out && copy == Py_True && ct_shares_storage(out, t)) {
+        ct_tensor *clone = ct_clone(out);
+        ct_release(out);
+        out = clone;
+    }
+    return ctpy_wrap(out);
+}
+
+static PyObject *py_permute_dims(PyObject *self, PyObject *args) {
+    PyObject *x, *axes_obj;
+    if (!PyArg_ParseTuple(args, "OO:permute_dims", &x, &axes_obj)) return NULL;
+    ct_tensor *t = tensor_arg(x, "permute_dims");
+    int axes[CT_MAX_DIMS], n;
+    if (!t || ctpy_parse_axes(axes_obj, axes, &n) < 0) return NULL;
+    return ctpy_wrap(ct_permute(t, n < 0 ? 0 : n, axes));
+}
+
+static PyObject *py_expand_dims(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"x", "axis", NULL};
+    PyObject *x;
+    int axis = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$i:expand_dims", keywords, &x, &axis))
+        return NULL;
+    ct_tensor *t = tensor_arg(x, "expand_dims");
+    if (!t) return NULL;
+    int ndim = ct_ndim(t);
+    if (axis < -ndim - 1 || axis > ndim)
+        return PyErr_Format(PyExc_IndexError, "expand_dims: axis %d is out of range for %d axes",
+                            axis, ndim);
+    return ctpy_wrap(ct_unsqueeze(t, axis < 0 ? axis + ndim + 1 : axis));
+}
+
+static PyObject *py_squeeze(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"x", "axis", NULL};
+    PyObject *x, *axis_obj;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO:squeeze", keywords, &x, &axis_obj))
+        return NULL;
+    ct_tensor *t = tensor_arg(x, "squeeze");
+    int axes[CT_MAX_DIMS], n;
+    if (!t || ctpy_parse_axes(axis_obj, axes, &n) < 0) return NULL;
+    if (n < 0) return ctpy_wrap(ct_squeeze(t, CT_AXIS_NONE));
+    int ndim = ct_ndim(t);
+    /* Highest axis first, so that the others keep their numbers. */
+    for (int i = 0; i < n; i++) axes[i] = axes[i] < 0 ? axes[i] + ndim : axes[i];
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && axes[j] > axes[j - 1]; j--) {
+            int swap = axes[j];
+            axes[j] = axes[j - 1];
+            axes[j - 1] = swap;
+        }
+    ct_tensor *cur = ct_retain(t);
+    for (int i = 0; cur && i < n; i++) {
+        ct_tensor *next = ct_squeeze(cur, axes[i]);
+        ct_release(cur);
+        cur = next;
+    }
+    return ctpy_wrap(cur);
+}
+
+static PyObject *py_broadcast_to(PyObject *self, PyObject *args) {
+    PyObject *x, *spec;
+    if (!PyArg_ParseTuple(args, "OO:broadcast_to", &x, &spec)) return NULL;
+    ct_tensor *t = tensor_arg(x, "broadcast_to");
+    int64_t shape[CT_MAX_DIMS];
+    int ndim;
+    if (!t || ctpy_parse_shape(spec, shape, &ndim) < 0) return NULL;
+    return ctpy_wrap(ct_expand(t, ndim, shape));
+}
+
+/* The NumPy broadcast of n shapes into shape/ndim; CT_ERR_SHAPE raised when they clash. */
+static int broadcast_shape(int n, ct_tensor **ts, int64_t *shape, int *ndim) {
+    *ndim = 0;
+    for (int i = 0; i < n; i++) *ndim = ct_ndim(ts[i]) > *ndim ? ct_ndim(ts[i]) : *ndim;
+    for (int d = 0; d < *ndim; d++) shape[d] = 1;
+    for (int i = 0; i < n; i++) {
+        int off = *ndim - ct_ndim(ts[i]);
+        for (int d = 0; d < ct_ndim(ts[i]); d++) {
+            int64_t s = ct_shape(ts[i])[d];
+            if (s == shape[off + d] || s == 1) continue;
+            if (shape[off + d] != 1) {
+                ctpy_raise_status(CT_ERR_SHAPE,
+                                  "broadcast_arrays: axis %d has sizes %lld and %lld, which do "
+                                  "not broadcast",
+                                  off + d, (long long)shape[off + d], (long long)s);
+                return -1;
+            }
+            shape[off + d] = s;
+        }
+    }
+    return 0;
+}
+
+/* The arguments (a sequence of Tensors) as a new list and their tensors in ts. */
+static PyObject *tensor_list(PyObject *seq_obj, ct_tensor **ts, int capacity, int *n,
+                             const char *name) {
+    PyObject *seq = PySequence_Fast(seq_obj, "expected a sequence of arrays");
+    if (!seq) return NULL;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(seq);
+    if (count > capacity) {
+        Py_DECREF(seq);
+        return PyErr_Format(PyExc_ValueError, "%s: at most %d arrays", name, capacity);
+    }
+    for (Py_ssize_t i = 0; i < count; i++)
+        if (!(ts[i] = tensor_arg(PySequence_Fast_GET_ITEM(seq, i), name)))
+            return Py_DECREF(seq), NULL;
+    *n = (int)count;
+    return seq;
+}
+
+#define CTPY_MAX_ARRAYS 1024
+
+static PyObject *py_broadcast_arrays(PyObject *self, PyObject *args) {
+    ct_tensor *ts[CTPY_MAX_ARRAYS];
+    int n;
+    PyObject *seq = tensor_list(args, ts, CTPY_MAX_ARRAYS, &n, "broadcast_arrays");
+    if (!seq) return NULL;
+    int64_t shape[CT_MAX_DIMS];
+    int ndim;
+    PyObject *out = broadcast_shape(n, ts, shape, &ndim) < 0 ? NULL : PyList_New(n);
+    for (int i = 0; out && i < n; i++) {
+        PyObject *o = ctpy_wrap(ct_expand(ts[i], ndim, shape));
+        if (!o)
+            Py_CLEAR(out);
+        else
+            PyList_SET_ITEM(out, i, o);
+    }
+    Py_DECREF(seq);
+    return out;
+}
+
+typedef ct_tensor *(*join_fn)(int, const ct_tensor *const *, int);
+
+static PyObject *join(PyObject *args, PyObject *kwargs, const char *format, join_fn fn) {
+    static char *keywords[] = {"arrays", "axis", NULL};
+    PyObject *arrays, *axis_obj = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, format, keywords, &arrays, &axis_obj))
+        return NULL;
+    ct_tensor *ts[CTPY_MAX_ARRAYS];
+    int n;
+    PyObject *seq = tensor_list(arrays, ts, CTPY_MAX_ARRAYS, &n, "concat");
+    if (!seq) return NULL;
+    ct_tensor *flat[CTPY_MAX_ARRAYS];
+    int axis = 0;
+    bool flatten = axis_obj == Py_None;
+    if (axis_obj && !flatten && (axis = PyLong_AsLong(axis_obj)) == -1 && PyErr_Occurred())
+        return Py_DECREF(seq), NULL;
+    for (int i = 0; flatten && i < n; i++) flat[i] = ct_reshape(ts[i], 1, (int64_t[]){-1});
+    ct_tensor *out;
+    CTPY_NOGIL(out = fn(n, (const ct_tensor *const *)(flatten ? flat : ts), axis));
+    for (int i = 0; flatten && i < n; i++) ct_release(flat[i]);
+    Py_DECREF(seq);
+    return ctpy_wrap(out);
+}
+
+static PyObject *py_concat(PyObject *self, PyObject *args, PyObject *kwargs) {
+    return join(args, kwargs, "O|$O:concat", ct_concat);
+}
+
+static PyObject *py_stack(PyObject *self, PyObject *args, PyObject *kwargs) {
+    return join(args, kwargs, "O|$O:stack", ct_stack);
+}
+
+static PyObject *py_flip(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"x", "axis", NULL};
+    PyObject *x, *axis_obj = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$O:flip", keywords, &x, &axis_obj))
+        return NULL;
+    ct_tensor *t = tensor_arg(x, "flip");
+    int axes[CT_MAX_DIMS], n;
+    if (!t || ctpy_parse_axes(axis_obj, axes, &n) < 0) return NULL;
+    if (n < 0)
+        for (n = 0; n < ct_ndim(t); n++) axes[n] = n;
+    ct_tensor *cur = ct_retain(t);
+    for (int i = 0; cur && i < n; i++) {
+        ct_tensor *next = ct_slice(cur, axes[i], INT64_MAX, INT64_MIN, -1);
+        ct_release(cur);
+        cur = next;
+    }
+    return ctpy_wrap(cur);
+}
+
+static PyObject *py_moveaxis(PyObject *self, PyObject *args) {
+    PyObject *x, *src_obj, *dst_obj;
+    if (!PyArg_ParseTuple(args, "OOO:moveaxis", &x, &src_obj, &dst_obj)) return NULL;
+    ct_tensor *t = tensor_arg(x, "moveaxis");
+    int src[CT_MAX_DIMS], dst[CT_MAX_DIMS], ns, nd;
+    if (!t || ctpy_parse_axes(src_obj, src, &ns) < 0 || ctpy_parse_axes(dst_obj, dst, &nd) < 0)
+        return NULL;
+    int ndim = ct_ndim(t), perm[CT_MAX_DIMS], taken[CT_MAX_DIMS] = {0};
+    if (ns != nd || ns < 0)
+        return PyErr_Format(PyExc_ValueError, "moveaxis: source and destination differ in length");
+    for (int d = 0; d < ndim; d++) perm[d] = -1;
+    for (int i = 0; i < ns; i++) {
+        int s = src[i] < 0 ? src[i] + ndim : src[i], e = dst[i] < 0 ? dst[i] + ndim : dst[i];
+        if (s < 0 || s >= ndim || e < 0 || e >= ndim || taken[s] || perm[e] >= 0)
+            return PyErr_Format(PyExc_ValueError, "moveaxis: bad or repeated axes");
+        perm[e] = s;
+        taken[s] = 1;
+    }
+    for (int d = 0, next = 0; d < ndim; d++) {
+        if (perm[d] >= 0) continue;
+        while (taken[next]) next++;
+        perm[d] = next;
+        taken[next] = 1;
+    }
+    return ctpy_wrap(ct_permute(t, ndim, perm));
+}
+
+static PyObject *py_roll(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"x", "shift", "axis", NULL};
+    PyObject *x, *axis_obj = Py_None;
+    Py_ssize_t shift;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "On|$O:roll", keywords, &x, &shift, &axis_obj))
+        return NULL;
+    ct_tensor *t = tensor_arg(x, "roll");
+    int axes[CT_MAX_DIMS], n;
+    if (!t || ctpy_parse_axes(axis_obj, axes, &n) < 0) return NULL;
+    if (n > 1) return PyErr_Format(PyExc_ValueError, "roll: one axis (or None) only");
+    bool flat = n < 0;
+    int axis = flat ? 0 : axes[0];
+    ct_tensor *src = flat ? ct_reshape(t, 1, (int64_t[]){-1}) : ct_retain(t);
+    int64_t size = src ? ct_size(src, axis) : 0, k = size ? ((shift % size) + size) % size : 0;
+    ct_tensor *parts[2] = {src ? ct_slice(src, axis, size - k, INT64_MAX, 1) : NULL,
+                           src ? ct_slice(src, axis, 0, size - k, 1) : NULL};
+    ct_tensor *joined;
+    CTPY_NOGIL(joined = ct_concat(2, (const ct_tensor *const *)parts, axis));
+    ct_release(parts[0]);
+    ct_release(parts[1]);
+    ct_release(src);
+    ct_tensor *out = flat && joined ? ct_reshape(joined, ct_ndim(t), ct_shape(t)) : joined;
+    if (flat) ct_release(joined);
+    return ctpy_wrap(out);
+}
+
+static PyObject *py_unstack(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"x", "axis", NULL};
+    PyObject *x;
+    int axis = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$i:unstack", keywords, &x, &axis))
+        return NULL;
+    ct_tensor *t = tensor_arg(x, "unstack");
+    if (!t) return NULL;
+    if (axis < -ct_ndim(t) || axis >= ct_ndim(t))
+        return PyErr_Format(PyExc_IndexError, "unstack: axis %d out of range", axis);
+    if (axis < 0) axis += ct_ndim(t);
+    int64_t n = ct_shape(t)[axis];
+    PyObject *out = PyTuple_New(n);
+    for (int64_t i = 0; out && i < n; i++) {
+        ct_tensor *row = ct_slice(t, axis, i, i + 1, 1);
+        PyObject *o = ctpy_wrap(row ? ct_squeeze(row, axis) : NULL);
+        ct_release(row);
+        if (!o)
+            Py_CLEAR(out);
+        else
+            PyTuple_SET_ITEM(out, i, o);
+    }
+    return out;
+}
+
+static PyObject *py_meshgrid(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"indexing", NULL};
+    const char *indexing = "xy";
+    PyObject *empty = PyTuple_New(0);
+    int ok =
+        empty && PyArg_ParseTupleAndKeywords(empty, kwargs, "|$s:meshgrid", keywords, &indexing);
+    Py_XDECREF(empty);
+    if (!ok) return NULL;
+    ct_tensor *ts[CT_MAX_DIMS];
+    int n;
+    PyObject *seq = tensor_list(args, ts, CT_MAX_DIMS, &n, "meshgrid");
+    if (!seq) return NULL;
+    bool xy = strcmp(indexing, "xy") == 0 && n >= 2;
+    int64_t shape[CT_MAX_DIMS];
+    for (int i = 0; i < n; i++) shape[i] = ct_numel(ts[i]);
+    if (xy) shape[0] = ct_numel(ts[1]), shape[1] = ct_numel(ts[0]);
+    PyObject *out = PyList_New(n);
+    for (int i = 0; out && i < n; i++) {
+        int64_t view[CT_MAX_DIMS];
+        int at = xy && i < 2 ? 1 - i : i;
+        for (int d = 0; d < n; d++) view[d] = d == at ? -1 : 1;
+        ct_tensor *r = ct_reshape(ts[i], n, view);
+        PyObject *o = ctpy_wrap(r ? ct_expand(r, n, shape) : NULL);
+        ct_release(r);
+        if (!o)
+            Py_CLEAR(out);
+        else
+            PyList_SET_ITEM(out, i, o);
+    }
+    Py_DECREF(seq);
+    return out;
+}
+
+static PyObject *py_take(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"x", "indices", "axis", NULL};
+    PyObject *x, *indices, *axis_obj = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$O:take", keywords, &x, &indices, &axis_obj))
+        return NULL;
+    ct_tensor *t = tensor_arg(x, "take"), *index = t ? tensor_arg(indices, "take") : NULL, *out;
+    if (!index) return NULL;
+    int axis = 0;
+    if (axis_obj == Py_None && ct_ndim(t) != 1)
+        return PyErr_Format(PyExc_ValueError, "take: axis is needed for a %d-D array", ct_ndim(t));
+    if (axis_obj != Py_None && (axis = PyLong_AsLong(axis_obj)) == -1 && PyErr_Occurred())
+        return NULL;
+    CTPY_NOGIL(out = ct_index_select(t, axis, index));
+    return ctpy_wrap(out);
+}
+
+static PyObject *py_matrix_transpose(PyObject *self, PyObject *x) {
+    ct_tensor *t = tensor_arg(x, "matrix_transpose");
+    if (!t) return NULL;
+    if (ct_ndim(t) < 2)
+        return ctpy_raise_status(CT_ERR_SHAPE, "matrix_transpose: needs at least 2 axes");
+    return ctpy_wrap(ct_transpose(t, -2, -1));
+}
+
+static PyObject *py_vecdot(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"x1", "x2", "axis", NULL};
+    PyObject *a, *b;
+    int axis = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$i:vecdot", keywords, &a, &b, &axis))
+        return NULL;
+    ct_tensor *x = tensor_arg(a, "vecdot"), *y = x ? tensor_arg(b, "vecdot") : NULL, *out = NULL;
+    if (!y) return NULL;
+    CTPY_NOGIL(ct_tensor *product = ct_mul(x, y); out = ct_sum(product, 1, &axis, false);
+               ct_release(product));
+    return ctpy_wrap(out);
+}
+
+#define KW (PyCFunction)(void (*)(void))
+#define KWARGS METH_VARARGS | METH_KEYWORDS
+PyMethodDef ctpy_manip_functions[] = {
+    {"reshape", KW py_reshape, KWARGS, "reshape(x, shape, *, copy=None)."},
+    {"permute_dims", py_permute_dims, METH_VARARGS, "permute_dims(x, axes): a view."},
+    {"expand_dims", KW py_expand_dims, KWARGS, "expand_dims(x, *, axis=0): a view."},
+    {"squeeze", KW py_squeeze, KWARGS, "squeeze(x, axis): remove size-1 axes (a view)."},
+    {"broadcast_to", py_broadcast_to, METH_VARARGS, "broadcast_to(x, shape): a view."},
+    {"broadcast_arrays", py_broadcast_arrays, METH_VARARGS, "broadcast_arrays(*arrays): views."},
+    {"concat", KW py_concat, KWARGS, "concat(arrays, *, axis=0); axis=None flattens first."},
+    {"stack", KW py_stack, KWARGS, "stack(arrays, *, axis=0)."},
+    {"flip", KW py_flip, KWARGS, "flip(x, *, axis=None): a view."},
+    {"moveaxis", py_moveaxis, METH_VARARGS, "moveaxis(x, source, destination): a view."},
+    {"roll", KW py_roll, KWARGS, "roll(x, shift, *, axis=None) (one axis or none)."},
+    {"unstack", KW py_unstack, KWARGS, "unstack(x, *, axis=0): a tuple of views."},
+    {"meshgrid", KW py_meshgrid, KWARGS, "meshgrid(*arrays, indexing='xy'): views."},
+    {"take", KW py_take, KWARGS, "take(x, indices, *, axis=None)."},
+    {"matrix_transpose", py_matrix_transpose, METH_O, "The last two axes swapped (a view)."},
+    {"vecdot", KW py_vecdot, KWARGS, "vecdot(x1, x2, *, axis=-1): sum(x1 * x2, axis)."},
+    {NULL},
+};

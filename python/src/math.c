@@ -1,0 +1,306 @@
+/* The elementwise functions, generated from the op table's rows (CT_UNARY_OPS and
+ * CT_BINARY_OPS in op_list.h, so a new row appears here by itself) under their ctensor
+ * names and the array API's (subtract for sub, ...); where, clip; the reductions of
+ * CT_REDUCE_OPS, var, std, argmax, argmin; and matmul. Python scalars are weakly typed, as
+ * the standard says: x + 1 keeps x's dtype (the C *_scalar ops). */
+#include <math.h>
+
+#include "ctpy_impl.h"
+
+bool ctpy_is_scalar(PyObject *o) { return PyBool_Check(o) || PyLong_Check(o) || PyFloat_Check(o); }
+
+/* The dtype of a 0-d tensor standing for the weak scalar s beside a tensor of dtype t (the
+ * rule of the *_scalar ops, for the operations where the scalar comes first). */
+static ct_dtype weak_dtype(ct_dtype t, PyObject *scalar, double s) {
+    if (ct_dtype_is_floating(t)) return t;
+    if (PyFloat_Check(scalar) && (!isfinite(s) || s != floor(s))) return CT_F32;
+    if (t == CT_BOOL && !PyBool_Check(scalar)) return CT_I64;
+    return t;
+}
+
+/* A tensor argument as a new reference: a Tensor, or an array-like copied to near's device
+ * (the default placement when near is NULL). */
+static ct_tensor *operand(PyObject *o, const ct_tensor *near) {
+    if (ctpy_is_tensor(o)) return ct_retain(ctpy_tensor_of(o));
+    return ctpy_as_tensor(o, (ct_dtype)-1, near ? ct_device_of(near) : CT_DEFAULT);
+}
+
+static PyObject *tensor_tensor(const ct_tensor *a, const ct_tensor *b, ctpy_binary_fn fn) {
+    ct_tensor *out;
+    CTPY_NOGIL(out = fn(a, b));
+    return ctpy_wrap(out);
+}
+
+PyObject *ctpy_binary(PyObject *a, PyObject *b, ctpy_binary_fn fn, ctpy_scalar_fn scalar_fn,
+                      bool commutes) {
+    bool ta = ctpy_is_tensor(a), tb = ctpy_is_tensor(b);
+    if (ta && tb) return tensor_tensor(ctpy_tensor_of(a), ctpy_tensor_of(b), fn);
+    PyObject *scalar = ta ? b : a;
+    if ((ta || tb) && ctpy_is_scalar(scalar) && scalar_fn) {
+        double s = PyFloat_AsDouble(scalar);
+        if (s == -1.0 && PyErr_Occurred()) return NULL;
+        const ct_tensor *t = ctpy_tensor_of(ta ? a : b);
+        ct_tensor *out;
+        if (ta || commutes) {
+            CTPY_NOGIL(out = scalar_fn(t, s));
+            return ctpy_wrap(out);
+        }
+        ct_tensor *first;
+        CTPY_NOGIL(first =
+                       ct_full(0, NULL, s, weak_dtype(ct_dtype_of(t), scalar, s), ct_device_of(t)));
+        if (!first) return ctpy_raise();
+        PyObject *result = tensor_tensor(first, t, fn);
+        ct_release(first);
+        return result;
+    }
+    ct_tensor *x = operand(a, tb ? ctpy_tensor_of(b) : NULL);
+    ct_tensor *y = x ? operand(b, x) : NULL;
+    PyObject *result = y ? tensor_tensor(x, y, fn) : NULL;
+    ct_release(x);
+    ct_release(y);
+    return result;
+}
+
+PyObject *ctpy_unary(PyObject *x, ctpy_unary_fn fn) {
+    ct_tensor *t = operand(x, NULL), *out;
+    if (!t) return NULL;
+    CTPY_NOGIL(out = fn(t));
+    ct_release(t);
+    return ctpy_wrap(out);
+}
+
+/* ---- the rows of the op table ---- */
+
+typedef struct binary_row {
+    const char *name;
+    ctpy_binary_fn fn;
+    ctpy_scalar_fn scalar_fn;
+} binary_row;
+
+static const binary_row binary_rows[] = {
+#define CTPY_BINARY_ROW_(name, NAME, ...) {#name, ct_##name, ct_##name##_scalar},
+    CT_BINARY_OPS(CTPY_BINARY_ROW_)
+#undef CTPY_BINARY_ROW_
+};
+
+typedef struct unary_row {
+    const char *name;
+    ctpy_unary_fn fn;
+} unary_row;
+
+static const unary_row unary_rows[] = {
+#define CTPY_UNARY_ROW_(name, NAME, ...) {#name, ct_##name},
+    CT_UNARY_OPS(CTPY_UNARY_ROW_)
+#undef CTPY_UNARY_ROW_
+};
+
+const void *ctpy_find_binary(const char *name, ctpy_scalar_fn *scalar_fn) {
+    for (size_t i = 0; i < sizeof binary_rows / sizeof binary_rows[0]; i++)
+        if (strcmp(binary_rows[i].name, name) == 0) {
+            *scalar_fn = binary_rows[i].scalar_fn;
+            return (const void *)binary_rows[i].fn;
+        }
+    return NULL;
+}
+
+ctpy_unary_fn ctpy_find_unary(const char *name) {
+    for (size_t i = 0; i < sizeof unary_rows / sizeof unary_rows[0]; i++)
+        if (strcmp(unary_rows[i].name, name) == 0) return unary_rows[i].fn;
+    return NULL;
+}
+
+/* Which binary rows commute (x op y == y op x), so that a scalar first can use *_scalar. */
+static bool commutes(const char *name) {
+    static const char *const names[] = {"add",         "mul",         "maximum",     "minimum",
+                                        "eq",          "ne",          "logical_and", "logical_or",
+                                        "logical_xor", "bitwise_and", "bitwise_or",  "bitwise_xor",
+                                        "hypot"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(names[i], name) == 0) return true;
+    return false;
+}
+
+#define CTPY_BINARY_FN_(name, NAME, ...)                                                           \
+    static PyObject *py_##name(PyObject *self, PyObject *const *args, Py_ssize_t n) {              \
+        if (n != 2)                                                                                \
+            return PyErr_Format(PyExc_TypeError, #name "() takes 2 arguments (%zd given)", n);     \
+        return ctpy_binary(args[0], args[1], ct_##name, ct_##name##_scalar, commutes(#name));      \
+    }
+CT_BINARY_OPS(CTPY_BINARY_FN_)
+#undef CTPY_BINARY_FN_
+
+#define CTPY_UNARY_FN_(name, NAME, ...)                                                            \
+    static PyObject *py_##name(PyObject *self, PyObject *x) { return ctpy_unary(x, ct_##name); }
+CT_UNARY_OPS(CTPY_UNARY_FN_)
+#undef CTPY_UNARY_FN_
+
+/* ---- where, clip ---- */
+
+/* A where() branch: a Tensor, or a scalar as a 0-d tensor of the other branch's dtype. */
+static ct_tensor *branch(PyObject *o, PyObject *other, const ct_tensor *cond) {
+    if (ctpy_is_scalar(o) && ctpy_is_tensor(other)) {
+        const ct_tensor *t = ctpy_tensor_of(other);
+        double s = PyFloat_AsDouble(o);
+        if (s == -1.0 && PyErr_Occurred()) return NULL;
+        ct_tensor *out = ct_full(0, NULL, s, weak_dtype(ct_dtype_of(t), o, s), ct_device_of(t));
+        if (!out) ctpy_raise();
+        return out;
+    }
+    return operand(o, cond);
+}
+
+static PyObject *py_where(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    if (n != 3) return PyErr_Format(PyExc_TypeError, "where() takes 3 arguments (%zd given)", n);
+    ct_tensor *cond = operand(args[0], NULL);
+    ct_tensor *a = cond ? branch(args[1], args[2], cond) : NULL;
+    ct_tensor *b = a ? branch(args[2], args[1], cond) : NULL, *out = NULL;
+    if (b) CTPY_NOGIL(out = ct_where(cond, a, b));
+    ct_release(cond);
+    ct_release(a);
+    ct_release(b);
+    return b ? ctpy_wrap(out) : NULL;
+}
+
+static PyObject *py_clip(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"x", "min", "max", NULL};
+    PyObject *x, *lo = Py_None, *hi = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OO:clip", keywords, &x, &lo, &hi))
+        return NULL;
+    if ((lo == Py_None || ctpy_is_scalar(lo)) && (hi == Py_None || ctpy_is_scalar(hi))) {
+        double l = lo == Py_None ? -INFINITY : PyFloat_AsDouble(lo);
+        double h = hi == Py_None ? INFINITY : PyFloat_AsDouble(hi);
+        if (PyErr_Occurred()) return NULL;
+        ct_tensor *t = operand(x, NULL), *out;
+        if (!t) return NULL;
+        CTPY_NOGIL(out = ct_clamp(t, l, h));
+        ct_release(t);
+        return ctpy_wrap(out);
+    }
+    /* Array bounds: the core's maximum and minimum. */
+    PyObject *low =
+        lo == Py_None ? Py_NewRef(x) : ctpy_binary(x, lo, ct_maximum, ct_maximum_scalar, true);
+    if (!low || hi == Py_None) return low;
+    PyObject *out = ctpy_binary(low, hi, ct_minimum, ct_minimum_scalar, true);
+    Py_DECREF(low);
+    return out;
+}
+
+/* ---- reductions ---- */
+
+typedef ct_tensor *(*reduce_fn)(const ct_tensor *, int, const int *, bool);
+
+static PyObject *reduce(PyObject *args, PyObject *kwargs, const char *format, reduce_fn fn) {
+    static char *keywords[] = {"x", "axis", "keepdims", "dtype", NULL};
+    PyObject *x, *axis = Py_None;
+    int keepdims = 0;
+    ct_dtype dtype = (ct_dtype)-1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, format, keywords, &x, &axis, &keepdims,
+                                     ctpy_opt_dtype, &dtype))
+        return NULL;
+    int axes[CT_MAX_DIMS], naxes;
+    if (ctpy_parse_axes(axis, axes, &naxes) < 0) return NULL;
+    ct_tensor *t = operand(x, NULL), *out = NULL;
+    if (!t) return NULL;
+    if ((int)dtype >= 0 && dtype != ct_dtype_of(t)) {
+        ct_tensor *cast;
+        CTPY_NOGIL(cast = ct_cast(t, dtype));
+        ct_release(t);
+        if (!(t = cast)) return ctpy_raise();
+    }
+    CTPY_NOGIL(out = fn(t, naxes < 0 ? 0 : naxes, naxes < 0 ? NULL : axes, keepdims));
+    ct_release(t);
+    return ctpy_wrap(out);
+}
+
+#define CTPY_REDUCE_FN_(name, NAME, ...)                                                           \
+    static PyObject *py_##name(PyObject *self, PyObject *args, PyObject *kwargs) {                 \
+        return reduce(args, kwargs, "O|$OpO&:" #name, ct_##name);                                  \
+    }
+CT_REDUCE_OPS(CTPY_REDUCE_FN_)
+#undef CTPY_REDUCE_FN_
+
+typedef ct_tensor *(*moment_fn)(const ct_tensor *, int, const int *, double, bool);
+
+static PyObject *moment(PyObject *args, PyObject *kwargs, const char *format, moment_fn fn) {
+    static char *keywords[] = {"x", "axis", "correction", "keepdims", NULL};
+    PyObject *x, *axis = Py_None;
+    double correction = 0;
+    int keepdims = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, format, keywords, &x, &axis, &correction,
+                                     &keepdims))
+        return NULL;
+    int axes[CT_MAX_DIMS], naxes;
+    if (ctpy_parse_axes(axis, axes, &naxes) < 0) return NULL;
+    ct_tensor *t = operand(x, NULL), *out;
+    if (!t) return NULL;
+    CTPY_NOGIL(out = fn(t, naxes < 0 ? 0 : naxes, naxes < 0 ? NULL : axes, correction, keepdims));
+    ct_release(t);
+    return ctpy_wrap(out);
+}
+
+static PyObject *py_var(PyObject *self, PyObject *args, PyObject *kwargs) {
+    return moment(args, kwargs, "O|$Odp:var", ct_var);
+}
+
+static PyObject *py_std(PyObject *self, PyObject *args, PyObject *kwargs) {
+    return moment(args, kwargs, "O|$Odp:std", ct_std);
+}
+
+typedef ct_tensor *(*arg_fn)(const ct_tensor *, int, bool);
+
+static PyObject *arg_reduce(PyObject *args, PyObject *kwargs, const char *format, arg_fn fn) {
+    static char *keywords[] = {"x", "axis", "keepdims", NULL};
+    PyObject *x, *axis = Py_None;
+    int keepdims = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, format, keywords, &x, &axis, &keepdims))
+        return NULL;
+    int a = CT_AXIS_NONE;
+    if (axis != Py_None && (a = PyLong_AsLong(axis)) == -1 && PyErr_Occurred()) return NULL;
+    ct_tensor *t = operand(x, NULL), *out;
+    if (!t) return NULL;
+    CTPY_NOGIL(out = fn(t, a, keepdims));
+    ct_release(t);
+    return ctpy_wrap(out);
+}
+
+static PyObject *py_argmax(PyObject *self, PyObject *args, PyObject *kwargs) {
+    return arg_reduce(args, kwargs, "O|$Op:argmax", ct_argmax);
+}
+
+static PyObject *py_argmin(PyObject *self, PyObject *args, PyObject *kwargs) {
+    return arg_reduce(args, kwargs, "O|$Op:argmin", ct_argmin);
+}
+
+static PyObject *py_matmul(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    if (n != 2) return PyErr_Format(PyExc_TypeError, "matmul() takes 2 arguments (%zd given)", n);
+    return ctpy_binary(args[0], args[1], ct_matmul, NULL, false);
+}
+
+#define KW (PyCFunction)(void (*)(void))
+PyMethodDef ctpy_math_functions[] = {
+#define CTPY_BINARY_DEF_(name, NAME, ...)                                                          \
+    {#name, KW py_##name, METH_FASTCALL, #name "(x1, x2): elementwise (ct_" #name ")."},
+    CT_BINARY_OPS(CTPY_BINARY_DEF_)
+#undef CTPY_BINARY_DEF_
+#define CTPY_UNARY_DEF_(name, NAME, ...) {#name, py_##name, METH_O, #name "(x): elementwise."},
+        CT_UNARY_OPS(CTPY_UNARY_DEF_)
+#undef CTPY_UNARY_DEF_
+#define CTPY_REDUCE_DEF_(name, NAME, ...)                                                          \
+    {#name, KW py_##name, METH_VARARGS | METH_KEYWORDS,                                            \
+     #name "(x, /, *, axis=None, keepdims=False): a reduction (ct_" #name ")."},
+            CT_REDUCE_OPS(CTPY_REDUCE_DEF_)
+#undef CTPY_REDUCE_DEF_
+                {"where", KW py_where, METH_FASTCALL,
+                 "where(condition, x1, x2): x1 where true, else x2."},
+    {"clip", KW py_clip, METH_VARARGS | METH_KEYWORDS, "clip(x, min=None, max=None)."},
+    {"var", KW py_var, METH_VARARGS | METH_KEYWORDS,
+     "var(x, /, *, axis=None, correction=0, keepdims=False)."},
+    {"std", KW py_std, METH_VARARGS | METH_KEYWORDS,
+     "std(x, /, *, axis=None, correction=0, keepdims=False)."},
+    {"argmax", KW py_argmax, METH_VARARGS | METH_KEYWORDS,
+     "argmax(x, /, *, axis=None, keepdims=False): index of the first maximum (int64)."},
+    {"argmin", KW py_argmin, METH_VARARGS | METH_KEYWORDS,
+     "argmin(x, /, *, axis=None, keepdims=False): index of the first minimum (int64)."},
+    {"matmul", KW py_matmul, METH_FASTCALL, "matmul(x1, x2): numpy.matmul's rules."},
+    {NULL},
+};

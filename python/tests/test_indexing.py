@@ -1,0 +1,62 @@
+"""Indexing and assignment against NumPy: ints, slices, `...`, None, tuples and integer
+arrays; bad indices are IndexErrors; what the core cannot do says so."""
+
+import numpy as np
+import pytest
+
+import ctensor as ct
+from conftest import to_numpy
+
+KEYS = [
+    0, -1, (1, 2), slice(None), slice(1, None), slice(None, None, -1), slice(-3, None, 2),
+    (Ellipsis, 1), (None, 0), (slice(None), None, 1), (1, Ellipsis, None), (), Ellipsis,
+    (0, slice(4, 0, -2)), (slice(10, 20),), (-2, -3),
+]
+
+
+@pytest.mark.parametrize("key", KEYS, ids=repr)
+def test_basic_indexing_matches_numpy(device, key):
+    a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    x = ct.asarray(a, device=device)
+    out = x[key]
+    expected = a[key]
+    assert out.shape == expected.shape
+    np.testing.assert_array_equal(to_numpy(out), expected)
+
+
+def test_basic_indexing_gives_views(device):
+    x = ct.zeros((3, 4), device=device)
+    row = x[1]
+    row[2] = 7
+    x[0, ::2] = 1
+    x[2] = ct.asarray([1.0, 2.0, 3.0, 4.0], device=device)
+    x[..., 3] = 9
+    assert x.tolist() == [[1, 0, 1, 9], [0, 0, 7, 9], [1, 2, 3, 9]]
+
+
+def test_integer_array_index(device):
+    a = np.arange(12).reshape(3, 4)
+    x = ct.asarray(a, device=device)
+    i = ct.asarray([2, 0, -1], device=device)
+    np.testing.assert_array_equal(to_numpy(x[i]), a[[2, 0, -1]])
+    j = ct.asarray([[1, 3], [0, 0]], device=device)
+    np.testing.assert_array_equal(to_numpy(x[:, j]), a[:, [[1, 3], [0, 0]]])
+
+
+def test_bad_indices(device):
+    x = ct.zeros((2, 3), device=device)
+    for key in (2, (0, 3), (0, 0, 0), -3, "a", 1.5):
+        with pytest.raises(IndexError):
+            x[key]
+    with pytest.raises(IndexError, match="ellipsis"):
+        x[..., ...]
+    with pytest.raises(ValueError):
+        x[::0]
+
+
+def test_what_the_core_lacks_is_an_index_error(device):
+    x = ct.arange(4, device=device)
+    with pytest.raises(IndexError, match="nonzero"):
+        x[x > 1]
+    with pytest.raises(IndexError, match="scatter"):
+        x[ct.asarray([0, 1], device=device)] = 5
