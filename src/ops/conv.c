@@ -12,6 +12,7 @@
 #include "autograd/tape_impl.h"
 #include "backend/conv_args_impl.h"
 #include "mem/pool_impl.h"
+#include "ops/autocast_impl.h"
 #include "ops/op_impl.h"
 
 #define OP "ct_conv2d"
@@ -299,6 +300,12 @@ ct_tensor *ct_conv2d(const ct_tensor *x, const ct_tensor *weight, const ct_tenso
                      const ct_conv2d_options *options) {
     const ct_tensor *args[3] = {x, weight, bias};
     int n = bias ? 3 : 2;
+    ct_tensor *cast[3];
+    if (ct__autocast_inputs(OP, n, args, cast)) {
+        ct_tensor *out = ct_conv2d(cast[0], cast[1], n > 2 ? cast[2] : NULL, options);
+        ct__autocast_release(n, cast);
+        return out;
+    }
     ct_device device;
     if (!ct__check_args(OP, n, args, &device)) return NULL;
     if (x->ndim == 3 && weight->ndim == 4) return conv_unbatched(x, weight, bias, options);
