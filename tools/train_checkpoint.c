@@ -1,5 +1,6 @@
 /* `ctensor train`'s checkpoints: one safetensors file with the model's state under its
- * PyTorch names, the optimiser's under "optimizer.", and the epoch and seed as metadata. */
+ * PyTorch names, the optimiser's under "optimizer.", and the epoch and seed (and with
+ * --amp f16 the loss scaler's state) as metadata. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,7 +40,8 @@ bool train_checkpoint_folder_writable(const char *path) {
 }
 
 ct_status train_save_checkpoint(const char *path, const ct_module *model,
-                                const ct_optimizer *optimizer, int epoch, uint64_t seed) {
+                                const ct_optimizer *optimizer, const ct_grad_scaler *scaler,
+                                int epoch, uint64_t seed) {
     ct_state_dict *sd = ct_state_dict_new();
     if (!sd) return ct_last_status();
     char text[32];
@@ -49,13 +51,14 @@ ct_status train_save_checkpoint(const char *path, const ct_module *model,
     if (status == CT_OK) status = ct_state_dict_set_metadata(sd, "epoch", text);
     snprintf(text, sizeof text, "%llu", (unsigned long long)seed);
     if (status == CT_OK) status = ct_state_dict_set_metadata(sd, "seed", text);
+    if (status == CT_OK) status = train_amp_save(sd, scaler);
     if (status == CT_OK) status = ct_safetensors_save(path, sd);
     ct_state_dict_free(sd);
     return status;
 }
 
 ct_status train_load_checkpoint(const char *path, ct_module *model, ct_optimizer *optimizer,
-                                int *epoch) {
+                                ct_grad_scaler *scaler, int *epoch) {
     ct_state_dict *sd = ct_safetensors_load(path, CT_CPU);
     if (!sd) return ct_last_status();
     const char *text = ct_state_dict_get_metadata(sd, "epoch");
@@ -74,6 +77,7 @@ ct_status train_load_checkpoint(const char *path, ct_module *model, ct_optimizer
             status = ct_optimizer_load_state(optimizer, name + strlen(OPTIMIZER_PREFIX),
                                              ct_state_dict_tensor_at(sd, i));
     }
+    if (status == CT_OK) status = train_amp_load(path, sd, scaler);
     ct_state_dict_free(sd);
     *epoch = (int)done;
     return status;

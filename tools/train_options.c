@@ -29,6 +29,11 @@ static const char help[] =
     "  --limit N                  train on the first N samples only\n"
     "  --checkpoint FILE          save model and optimiser after each epoch (safetensors)\n"
     "  --resume                   continue from --checkpoint's last epoch\n"
+    "  --amp off|bf16|f16|auto    mixed precision: matmul and convolution in bf16 or f16\n"
+    "                             (autocast), f16 with a loss scaler; auto: bf16 where the\n"
+    "                             device has native bf16, else off (default off). On a CPU\n"
+    "                             without AVX512_BF16 or AMX, and for f16 on any CPU, it is\n"
+    "                             emulated and slower than f32\n"
     "  --json                     print the summary as one JSON object\n";
 
 static int bad(const char *option, const char *value, const char *expected) {
@@ -88,6 +93,11 @@ static int parse_value(const char *option, const char *value, train_options *o) 
     } else if (strcmp(option, "--limit") == 0) {
         if (!parse_int(value, 1, INT64_MAX, &n)) return bad(option, value, "a positive integer");
         o->limit = n;
+    } else if (strcmp(option, "--amp") == 0) {
+        if (strcmp(value, "off") && strcmp(value, "bf16") && strcmp(value, "f16") &&
+            strcmp(value, "auto"))
+            return bad(option, value, "off, bf16, f16 or auto");
+        o->amp = value;
     } else if (strcmp(option, "--checkpoint") == 0) {
         o->checkpoint = value;
     } else {
@@ -105,7 +115,8 @@ int train_parse(int argc, char **argv, train_options *o) {
                          .batch_size = 128,
                          .lr = 1e-3,
                          .optimizer = "adam",
-                         .workers = -1};
+                         .workers = -1,
+                         .amp = "off"};
     ct_device_parse("auto", &o->device);
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
