@@ -236,6 +236,7 @@ static ct_status conv2d_backward(ct_node *node, const ct_tensor *grad_out, ct_te
         status = empty_grads(g, gx, gw, gb);
     } else if (!failed) {
         a.dtype = x->dtype;
+        a.bf16_values = grad_out->dtype == CT_BF16; /* the forward's dtype: all operands' */
         a.x = ct__data(x);
         a.weight = ct__data(w);
         a.y = ct__data(g);
@@ -266,6 +267,7 @@ static ct_tensor *convolve(ct_device device, const ct_tensor *const *args, int n
     ct_tensor *x = prepared(args[0], compute);
     ct_tensor *w = x ? prepared(args[1], compute) : NULL;
     ct_tensor *b = n == 3 && w ? prepared(args[2], compute) : NULL;
+    a->bf16_values = dtype == CT_BF16;
     ct_tensor *y = w && (n == 2 || b) ? forward(device, a, x, w, b) : NULL;
     ct_tensor *out = y ? ct_cast(y, dtype) : NULL;
     ct_no_grad_pop();
