@@ -245,3 +245,30 @@ DEVICE_TEST(test_autocast_gradients_match_finite_differences) {
     }
     ct_scope_end();
 }
+
+/* A convolution large enough to run on several threads at once, forward and backward: each
+ * thread's products on the bf16 units must not share scratch. */
+DEVICE_TEST(test_autocast_conv_on_threads_matches_f64) {
+    ct_scope_begin();
+    /* The CNN's second convolution, on 8 images. */
+    ct_tensor *x = random_tensor(device, 4, (int64_t[]){8, 32, 14, 14}, 17, CT_F32);
+    ct_tensor *k = random_tensor(device, 4, (int64_t[]){64, 32, 3, 3}, 18, CT_F32);
+    ct_tensor *u = random_tensor(device, 4, (int64_t[]){8, 64, 12, 12}, 19, CT_F32);
+    CHECK_NOT_NULL(u);
+    CHECK_OK(ct_set_requires_grad(k, true));
+    CHECK_OK(ct_autocast_push(device.type, CT_BF16));
+    ct_tensor *y = ct_conv2d(x, k, NULL, NULL);
+    CHECK_OK(ct_autocast_pop());
+    CHECK_NOT_NULL(y);
+    CHECK_OK(ct_backward(ct_sum(ct_mul(y, u), 0, NULL, false)));
+    /* The reference: the same bf16-rounded operands in f64. */
+    ct_tensor *x64 = ct_cast(ct_cast(x, CT_BF16), CT_F64);
+    ct_tensor *k64 = ct_detach(ct_cast(ct_cast(k, CT_BF16), CT_F64));
+    ct_tensor *u64 = ct_cast(ct_cast(u, CT_BF16), CT_F64);
+    CHECK_OK(ct_set_requires_grad(k64, true));
+    ct_tensor *y64 = ct_conv2d(x64, k64, NULL, NULL);
+    CHECK_OK(ct_backward(ct_sum(ct_mul(y64, u64), 0, NULL, false)));
+    CHECK(close_to(y, y64, 1e-2));
+    CHECK(close_to(ct_grad(k), ct_grad(k64), 2e-2));
+    ct_scope_end();
+}
