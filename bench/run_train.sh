@@ -4,10 +4,11 @@
 # epoch's time, samples/s (data loading included) and test accuracy, with the ratio.
 # PyTorch gets its best settings on this machine (the training issue): passive OpenMP
 # waiting and glibc malloc tunables that keep freed memory; OPENBLAS_CORETYPE is unset for
-# both sides so OpenBLAS picks its own kernels.
+# both sides so OpenBLAS picks its own kernels. Each model runs once per precision of
+# BENCH_AMP: off (f32), bf16, f16 (`ctensor train --amp`, PyTorch's torch.autocast).
 #
 # Usage: bench/run_train.sh [BUILD_DIR] [EPOCHS]
-# Environment: BENCH_MODELS ("mlp cnn"), BENCH_DEVICE (cpu; cuda on a GPU machine, both
+# Environment: BENCH_MODELS ("mlp cnn"), BENCH_AMP ("off bf16"), BENCH_DEVICE (cpu; cuda on a GPU machine, both
 # sides on it), BENCH_BATCH (128), BENCH_THREADS (2), BENCH_DATA (the folder of the four
 # Fashion-MNIST IDX files; Debian's by default), BENCH_PYTHON (/usr/bin/python3, whose
 # torch is Debian's python3-torch).
@@ -29,13 +30,15 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 status=0
 for model in ${BENCH_MODELS:-mlp cnn}; do
+for amp in ${BENCH_AMP:-off bf16}; do
     "$build/ctensor" train --model "$model" --epochs "$epochs" --device "$device" \
-        --batch-size "$batch" --dataset "$data" > "$tmp/ours"
-    echo "$model on $device, batch $batch, Adam 1e-3, $threads threads"
+        --batch-size "$batch" --dataset "$data" --amp "$amp" > "$tmp/ours"
+    echo "$model on $device, batch $batch, Adam 1e-3, $threads threads, amp $amp"
     if ! OMP_WAIT_POLICY=passive \
         GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296 \
         "${BENCH_PYTHON:-/usr/bin/python3}" "$here/peer_torch_train.py" "$model" "$epochs" \
-        "$batch" "$threads" --data "$data" --device "$device" > "$tmp/theirs" 2> "$tmp/error"; then
+        "$batch" "$threads" --data "$data" --device "$device" --amp "$amp" > "$tmp/theirs" \
+        2> "$tmp/error"; then
         # ctensor's epochs still count; the peer's failure is the run's.
         echo "  PyTorch failed: $(tail -n 1 "$tmp/error")"
         grep '^epoch' "$tmp/ours" | sed 's/^/  ctensor: /'
@@ -50,5 +53,6 @@ for model in ${BENCH_MODELS:-mlp cnn}; do
         awk -v e="$e" -v s="$sps" -v t="$tsps" -v a="$acc" -v b="$tacc" 'BEGIN {
             printf "  %-5d %14.0f %14.0f %7.2fx %11s %11.2f%%\n", e, s, t, s / t, a, 100 * b }'
     done
+done
 done
 exit "$status"
