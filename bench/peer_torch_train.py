@@ -10,7 +10,7 @@ or f16 runs forward and loss under torch.autocast(device, dtype) (and f16 with a
 as `ctensor train --amp` does.
 
 Usage: peer_torch_train.py MODEL EPOCHS BATCH THREADS [--data DIR] [--seed S] [--device D]
-                           [--tf32] [--amp off|bf16|f16]
+                           [--tf32] [--amp off|bf16|f16] [--limit N]
 Prints a line per epoch: `torch MODEL epoch N seconds S samples_per_s R test_accuracy A`."""
 import argparse
 import gzip
@@ -58,6 +58,7 @@ def arguments():
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--tf32", action="store_true")
     parser.add_argument("--amp", choices=["off", "bf16", "f16"], default="off")
+    parser.add_argument("--limit", type=int, default=0, help="train on the first N samples")
     return parser.parse_args()
 
 
@@ -70,6 +71,8 @@ def main():
     folder = args.data
     train_x = read_idx(f"{folder}/train-images-idx3-ubyte.gz")
     train_y = torch.from_numpy(read_idx(f"{folder}/train-labels-idx1-ubyte.gz").astype(np.int64))
+    if args.limit:
+        train_x, train_y = train_x[:args.limit], train_y[:args.limit]
     test_x = images(read_idx(f"{folder}/t10k-images-idx3-ubyte.gz")).to(device)
     test_y = torch.from_numpy(read_idx(f"{folder}/t10k-labels-idx1-ubyte.gz").astype(np.int64))
     test_y = test_y.to(device)

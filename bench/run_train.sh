@@ -8,7 +8,8 @@
 # BENCH_AMP: off (f32), bf16, f16 (`ctensor train --amp`, PyTorch's torch.autocast).
 #
 # Usage: bench/run_train.sh [BUILD_DIR] [EPOCHS]
-# Environment: BENCH_MODELS ("mlp cnn"), BENCH_AMP ("off bf16"), BENCH_DEVICE (cpu; cuda on a GPU machine, both
+# Environment: BENCH_MODELS ("mlp cnn"), BENCH_AMP ("off bf16"), BENCH_LIMIT (train on the
+# first N samples; 0: all), BENCH_DEVICE (cpu; cuda on a GPU machine, both
 # sides on it), BENCH_BATCH (128), BENCH_THREADS (2), BENCH_DATA (the folder of the four
 # Fashion-MNIST IDX files; Debian's by default), BENCH_PYTHON (/usr/bin/python3, whose
 # torch is Debian's python3-torch).
@@ -17,6 +18,9 @@ build=${1:-build}
 epochs=${2:-3}
 threads=${BENCH_THREADS:-2}
 device=${BENCH_DEVICE:-cpu}
+limit=${BENCH_LIMIT:-0}
+limit_opt=""
+if [ "$limit" != 0 ]; then limit_opt="--limit $limit"; fi
 batch=${BENCH_BATCH:-128}
 data=${BENCH_DATA:-/usr/share/datasets/fashion-mnist}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -32,12 +36,13 @@ status=0
 for model in ${BENCH_MODELS:-mlp cnn}; do
 for amp in ${BENCH_AMP:-off bf16}; do
     "$build/ctensor" train --model "$model" --epochs "$epochs" --device "$device" \
-        --batch-size "$batch" --dataset "$data" --amp "$amp" > "$tmp/ours"
+        --batch-size "$batch" --dataset "$data" --amp "$amp" $limit_opt > "$tmp/ours"
     echo "$model on $device, batch $batch, Adam 1e-3, $threads threads, amp $amp"
     if ! OMP_WAIT_POLICY=passive \
         GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296 \
         "${BENCH_PYTHON:-/usr/bin/python3}" "$here/peer_torch_train.py" "$model" "$epochs" \
-        "$batch" "$threads" --data "$data" --device "$device" --amp "$amp" > "$tmp/theirs" \
+        "$batch" "$threads" --data "$data" --device "$device" --amp "$amp" $limit_opt \
+        > "$tmp/theirs" \
         2> "$tmp/error"; then
         # ctensor's epochs still count; the peer's failure is the run's.
         echo "  PyTorch failed: $(tail -n 1 "$tmp/error")"
