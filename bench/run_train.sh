@@ -3,13 +3,16 @@
 # with the same model, batch (128), optimiser (Adam 1e-3) and threads, in one run: each
 # epoch's samples/s (data loading included) and test accuracy. Each side also runs at one
 # thread, and ctensor (at its default threads) is compared with the best of PyTorch's two
-# and with its own one-thread run, so a threading regression shows as a ratio.
+# and with its own one-thread run, so a threading regression shows as a ratio. Each model
+# runs once per precision of BENCH_AMP: off (f32), bf16, f16 (`ctensor train --amp`,
+# PyTorch's torch.autocast).
 # PyTorch gets its best settings on this machine (the training issue): passive OpenMP
 # waiting and glibc malloc tunables that keep freed memory; OPENBLAS_CORETYPE is unset for
 # both sides so OpenBLAS picks its own kernels.
 #
 # Usage: bench/run_train.sh [BUILD_DIR] [EPOCHS]
-# Environment: BENCH_MODELS ("mlp cnn"), BENCH_DEVICE (cpu; cuda on a GPU machine, both
+# Environment: BENCH_MODELS ("mlp cnn"), BENCH_AMP ("off bf16"), BENCH_LIMIT (train on the
+# first N samples; 0: all), BENCH_DEVICE (cpu; cuda on a GPU machine, both
 # sides on it), BENCH_BATCH (128), BENCH_THREADS (2), BENCH_DATA (the folder of the four
 # Fashion-MNIST IDX files; Debian's by default), BENCH_PYTHON (/usr/bin/python3, whose
 # torch is Debian's python3-torch).
@@ -18,6 +21,9 @@ build=${1:-build}
 epochs=${2:-3}
 threads=${BENCH_THREADS:-2}
 device=${BENCH_DEVICE:-cpu}
+limit=${BENCH_LIMIT:-0}
+limit_opt=""
+if [ "$limit" != 0 ]; then limit_opt="--limit $limit"; fi
 batch=${BENCH_BATCH:-128}
 data=${BENCH_DATA:-/usr/share/datasets/fashion-mnist}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -38,21 +44,23 @@ sps() {
     esac
 }
 for model in ${BENCH_MODELS:-mlp cnn}; do
+for amp in ${BENCH_AMP:-off bf16}; do
     # ctensor at $threads threads (its default on a machine of that many cores), then at one
     # thread; the peer at one thread and at $threads, with its best settings.
     OMP_NUM_THREADS="$threads" OPENBLAS_NUM_THREADS="$threads" "$build/ctensor" train \
         --model "$model" --epochs "$epochs" --device "$device" --batch-size "$batch" \
-        --dataset "$data" > "$tmp/ours.$threads"
+        --dataset "$data" --amp "$amp" $limit_opt > "$tmp/ours.$threads"
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$build/ctensor" train --model "$model" \
         --epochs "$epochs" --device "$device" --batch-size "$batch" --dataset "$data" \
-        > "$tmp/ours.1"
-    echo "$model on $device, batch $batch, Adam 1e-3 (samples/s; ratio: ctensor at $threads threads against the best of PyTorch, and against its own 1 thread)"
+        --amp "$amp" $limit_opt > "$tmp/ours.1"
+    echo "$model on $device, batch $batch, Adam 1e-3, amp $amp (samples/s; ratio: ctensor at $threads threads against the best of PyTorch, and against its own 1 thread)"
     failed=0
     for t in 1 "$threads"; do
         if ! OMP_NUM_THREADS="$t" OPENBLAS_NUM_THREADS="$t" OMP_WAIT_POLICY=passive \
             GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296 \
             "${BENCH_PYTHON:-/usr/bin/python3}" "$here/peer_torch_train.py" "$model" "$epochs" \
-            "$batch" "$t" --data "$data" --device "$device" > "$tmp/theirs.$t" 2> "$tmp/error"; then
+            "$batch" "$t" --data "$data" --device "$device" --amp "$amp" $limit_opt \
+            > "$tmp/theirs.$t" 2> "$tmp/error"; then
             # ctensor's epochs still count; the peer's failure is the run's.
             echo "  PyTorch ($t threads) failed: $(tail -n 1 "$tmp/error")"
             failed=1
@@ -75,5 +83,6 @@ for model in ${BENCH_MODELS:-mlp cnn}; do
             printf "  %-5d %12.0f %12.0f %12.0f %12.0f %8.2fx %8.2fx %11s %10.2f%%\n", e, c, c1, t1, tn,
                 c / best, c / c1, a, 100 * b }'
     done
+done
 done
 exit "$status"

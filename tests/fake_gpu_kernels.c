@@ -24,6 +24,8 @@ static ct_status passed_on(ct_status status) {
     X(optim_step, (int device, const ct__optim_args *a), (device, a))                              \
     X(list_norm, (int device, const ct__list_args *a, double p, double *out), (device, a, p, out)) \
     X(list_scale, (int device, const ct__list_args *a, double factor), (device, a, factor))        \
+    X(list_unscale, (int device, const ct__list_args *a, double inv, int32_t *bad),                \
+      (device, a, inv, bad))                                                                       \
     X(cross_entropy, (int device, const ct__cross_entropy_args *a), (device, a))                   \
     X(cross_entropy_backward, (int device, const ct__cross_entropy_args *a), (device, a))          \
     X(index_add, (int device, const ct__index_add_args *a), (device, a))                           \

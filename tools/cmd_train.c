@@ -26,6 +26,8 @@ typedef struct trainer {
     /* Running sums of the epoch on the device, read at progress points only (a read is a
      * synchronisation). */
     ct_tensor *loss_sum, *correct;
+    ct_dtype amp;           /* the autocast dtype; CT_F32: --amp off */
+    ct_grad_scaler *scaler; /* --amp f16 only */
 } trainer;
 
 /* SIGINT or SIGTERM, once received: the run stops at the end of the step. A second one
@@ -88,13 +90,29 @@ static ct_tensor *as_images(const ct_tensor *x) {
     return ct_reshape(x, 4, (int64_t[]){ct_size(x, 0), 1, 28, 28});
 }
 
-static ct_status step(trainer *t, const ct_tensor *x, const ct_tensor *y) {
+/* The model's logits for x, in an autocast region with --amp. */
+static ct_tensor *forward(trainer *t, const ct_tensor *x) {
+    if (t->amp == CT_F32) return ct_module_forward(t->model, as_images(x));
+    if (ct_autocast_push(t->o->device.type, t->amp) != CT_OK) return NULL;
     ct_tensor *logits = ct_module_forward(t->model, as_images(x));
+    ct_autocast_pop();
+    return logits;
+}
+
+static ct_status step(trainer *t, const ct_tensor *x, const ct_tensor *y) {
+    /* The loss is on autocast's f32 list: the region may end before it. */
+    ct_tensor *logits = forward(t, x);
     ct_tensor *loss = ct_cross_entropy(logits, y, NULL);
     if (!loss) return ct_last_status();
     ct_status status = ct_optimizer_zero_grad(t->optimizer);
-    if (status == CT_OK) status = ct_backward(loss);
-    if (status == CT_OK) status = ct_optimizer_step(t->optimizer);
+    if (t->scaler) {
+        if (status == CT_OK) status = ct_backward(ct_grad_scaler_scale(t->scaler, loss));
+        if (status == CT_OK) status = ct_grad_scaler_step(t->scaler, t->optimizer, NULL);
+        if (status == CT_OK) status = ct_grad_scaler_update(t->scaler);
+    } else {
+        if (status == CT_OK) status = ct_backward(loss);
+        if (status == CT_OK) status = ct_optimizer_step(t->optimizer);
+    }
     if (status == CT_OK) status = accumulate(t, logits, loss, y);
     return status;
 }
@@ -170,7 +188,7 @@ static ct_status evaluate(trainer *t, double *accuracy) {
         status = ct_loader_next(t->test, &x, &y);
         bool more = status == CT_OK && x;
         if (more) {
-            ct_tensor *predicted = ct_argmax(ct_module_forward(t->model, as_images(x)), 1, false);
+            ct_tensor *predicted = ct_argmax(forward(t, x), 1, false);
             ct_tensor *sum = ct_add(hits, ct_sum(ct_eq(predicted, y), 0, NULL, false));
             if (sum) {
                 ct_release(hits);
@@ -202,6 +220,22 @@ static ct_loader *make_loader(const trainer *t, const ct_tensor *images, const c
                                  .mean = {PIXEL_MEAN},
                                  .std = {PIXEL_STD}};
     return ct_loader_new(images, labels, &options);
+}
+
+/* --amp f16's loss scaler over the model's parameters, named as in its state dict. */
+static ct_grad_scaler *make_scaler(const ct_module *model) {
+    ct_tensor *params[32];
+    const char *names[32];
+    int n = ct_module_parameters(model, params, 32);
+    for (int i = 0; i < n; i++) {
+        names[i] = "?";
+        ct_tensor *entry;
+        bool buffer;
+        const char *name;
+        for (int j = 0; (name = ct_module_state_at(model, j, &entry, &buffer)); j++)
+            if (entry == params[i]) names[i] = name;
+    }
+    return ct_grad_scaler_new(n, params, names, NULL);
 }
 
 static ct_optimizer *make_optimizer(const train_options *o, ct_module *model) {
@@ -264,18 +298,20 @@ static int set_up(trainer *t, int *first_epoch, int64_t *batch) {
     if (!t->model || ct_module_to(t->model, o->device) != CT_OK) return failed("model");
     t->optimizer = make_optimizer(o, t->model);
     if (!t->optimizer) return failed("optimizer");
+    if (train_amp_resolve(o->amp, o->device, &t->amp) != CT_OK) return failed("--amp");
+    if (t->amp == CT_F16 && !(t->scaler = make_scaler(t->model))) return failed("--amp f16");
     *first_epoch = 1;
     if (o->checkpoint && !train_checkpoint_folder_writable(o->checkpoint)) return 1;
     if (o->resume) {
         int done = 0;
-        if (train_load_checkpoint(o, t->model, t->optimizer, &done) != CT_OK) return 1;
+        if (train_load_checkpoint(o, t->model, t->optimizer, t->scaler, &done) != CT_OK) return 1;
         *first_epoch = done + 1;
     }
     /* The first save is tried now, so that a path that cannot take the file or a full disk is
      * found in seconds, not after an epoch of training. */
     if (o->checkpoint && *first_epoch <= o->epochs &&
-        train_save_checkpoint(o->checkpoint, t->model, t->optimizer, *first_epoch - 1, o->seed) !=
-            CT_OK)
+        train_save_checkpoint(o->checkpoint, t->model, t->optimizer, t->scaler, *first_epoch - 1,
+                              o->seed) != CT_OK)
         return failed(o->checkpoint);
     *batch = o->batch_size;
     if (*batch == 0) {
@@ -324,8 +360,8 @@ static int train_epochs(trainer *t, train_summary *summary, int first_epoch) {
         summary->final_loss = r.loss, summary->train_accuracy = r.accuracy;
         summary->test_accuracy = test_accuracy;
         summary->tested = true;
-        if (o->checkpoint &&
-            train_save_checkpoint(o->checkpoint, t->model, t->optimizer, epoch, o->seed) != CT_OK)
+        if (o->checkpoint && train_save_checkpoint(o->checkpoint, t->model, t->optimizer, t->scaler,
+                                                   epoch, o->seed) != CT_OK)
             return failed(o->checkpoint);
     }
     if (stop_signal) {
@@ -360,6 +396,8 @@ static int run(trainer *t, train_summary *summary) {
     ct_memory_statistics memory;
     if (ct_memory_stats(o->device, &memory) == CT_OK) summary->peak_memory = memory.peak_allocated;
     ct_transfer_stats(&summary->transfers);
+    summary->precision = train_amp_name(t->amp);
+    summary->skipped_steps = ct_grad_scaler_skipped_steps(t->scaler);
     return 0;
 }
 
@@ -379,6 +417,7 @@ int ct_cli_train(int argc, char **argv) {
     ct_release(t.correct);
     ct_loader_free(t.train);
     ct_loader_free(t.test);
+    ct_grad_scaler_free(t.scaler);
     ct_optimizer_free(t.optimizer);
     ct_module_free(t.model);
     train_release_data(&t.data);

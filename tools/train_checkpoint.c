@@ -1,5 +1,6 @@
 /* `ctensor train`'s checkpoints: one safetensors file with the model's state under its
- * PyTorch names, the optimiser's under "optimizer.", and the epoch and seed as metadata.
+ * PyTorch names, the optimiser's under "optimizer.", and the epoch and seed (and with
+ * --amp f16 the loss scaler's state) as metadata.
  * Loading is strict, so that a resumed run is the run it claims to continue: every tensor of
  * the model and (after epoch 1) every entry of the optimiser's state must be there, nothing
  * else may be, and every value must be finite; --resume-weights-only takes the weights alone
@@ -46,7 +47,8 @@ bool train_checkpoint_folder_writable(const char *path) {
 }
 
 ct_status train_save_checkpoint(const char *path, const ct_module *model,
-                                const ct_optimizer *optimizer, int epoch, uint64_t seed) {
+                                const ct_optimizer *optimizer, const ct_grad_scaler *scaler,
+                                int epoch, uint64_t seed) {
     ct_state_dict *sd = ct_state_dict_new();
     if (!sd) return ct_last_status();
     char text[32];
@@ -56,6 +58,7 @@ ct_status train_save_checkpoint(const char *path, const ct_module *model,
     if (status == CT_OK) status = ct_state_dict_set_metadata(sd, "epoch", text);
     snprintf(text, sizeof text, "%llu", (unsigned long long)seed);
     if (status == CT_OK) status = ct_state_dict_set_metadata(sd, "seed", text);
+    if (status == CT_OK) status = train_amp_save(sd, scaler);
     if (status == CT_OK) status = ct_safetensors_save(path, sd);
     ct_state_dict_free(sd);
     return status;
@@ -226,7 +229,7 @@ static ct_status load_into(const train_options *o, const ct_state_dict *sd, ct_m
 }
 
 ct_status train_load_checkpoint(const train_options *o, ct_module *model, ct_optimizer *optimizer,
-                                int *epoch) {
+                                ct_grad_scaler *scaler, int *epoch) {
     ct_state_dict *sd = ct_safetensors_load(o->checkpoint, CT_CPU);
     if (!sd) {
         fprintf(stderr, "ctensor train: %s\n", ct_last_error());
@@ -238,6 +241,7 @@ ct_status train_load_checkpoint(const train_options *o, ct_module *model, ct_opt
     if (*epoch >= 0) {
         find_problems(o, model, sd, *epoch, &p);
         if (usable(o, &p)) status = load_into(o, sd, model, optimizer);
+        if (status == CT_OK) status = train_amp_load(o->checkpoint, sd, scaler);
     }
     ct_state_dict_free(sd);
     return status;

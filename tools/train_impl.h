@@ -25,7 +25,8 @@ typedef struct train_options {
     bool resume;
     bool resume_weights_only; /* --resume taking the model's weights alone, on purpose */
     bool json;
-    bool progress; /* a progress bar (stdout is a terminal and not --json) */
+    bool progress;   /* a progress bar (stdout is a terminal and not --json) */
+    const char *amp; /* --amp: "off" | "bf16" | "f16" | "auto" */
 } train_options;
 
 /* Parse argv (argv[0] is "train"); -1 to go on, else the exit status (0 after --help). */
@@ -41,10 +42,12 @@ typedef struct train_summary {
     double data_seconds;       /* of which spent waiting for the loader's next batch */
     double samples_per_second; /* training samples over training time */
     double final_loss, train_accuracy, test_accuracy;
-    bool tested;          /* test_accuracy was measured (an epoch ended, or the loaded model) */
-    int checkpoint_epoch; /* resumed from a checkpoint of this epoch (0: not resumed) */
-    int interrupted_by;   /* the signal that stopped the run, or 0 */
-    size_t peak_memory;   /* the device pool's high-water mark */
+    bool tested;           /* test_accuracy was measured (an epoch ended, or the loaded model) */
+    int checkpoint_epoch;  /* resumed from a checkpoint of this epoch (0: not resumed) */
+    int interrupted_by;    /* the signal that stopped the run, or 0 */
+    size_t peak_memory;    /* the device pool's high-water mark */
+    const char *precision; /* "f32", "bf16" or "f16" (--amp) */
+    int64_t skipped_steps; /* steps the f16 loss scaler skipped */
     ct_transfer_statistics transfers;
 } train_summary;
 
@@ -65,13 +68,22 @@ ct_optimizer *train_optimizer(const train_options *o, int n, ct_tensor **params)
 bool train_checkpoint_folder_writable(const char *path);
 /* Save the model, optimiser and epoch to path (atomically). */
 ct_status train_save_checkpoint(const char *path, const ct_module *model,
-                                const ct_optimizer *optimizer, int epoch, uint64_t seed);
+                                const ct_optimizer *optimizer, const ct_grad_scaler *scaler,
+                                int epoch, uint64_t seed);
 /* Load o->checkpoint into model and optimizer and say its epoch. Refused (one line on stderr,
  * nothing loaded) when a tensor of the model or, past epoch 0, an entry of the optimiser's
  * state is missing, when it holds other tensors, or when a value is not finite; with
  * o->resume_weights_only the weights alone are loaded, with a warning line, whatever the
  * optimiser's state is. */
 ct_status train_load_checkpoint(const train_options *o, ct_module *model, ct_optimizer *optimizer,
-                                int *epoch);
+                                ct_grad_scaler *scaler, int *epoch);
+
+/* --amp (train_amp.c): the dtype autocast lowers to (CT_F32: off; auto: bf16 where the
+ * device has native bf16), its name, and the loss scaler's state in a checkpoint (NULL
+ * scaler: nothing to do). */
+ct_status train_amp_resolve(const char *amp, ct_device device, ct_dtype *out);
+const char *train_amp_name(ct_dtype amp);
+ct_status train_amp_save(ct_state_dict *sd, const ct_grad_scaler *scaler);
+ct_status train_amp_load(const char *path, const ct_state_dict *sd, ct_grad_scaler *scaler);
 
 #endif

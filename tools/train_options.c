@@ -34,6 +34,11 @@ static const char help[] =
     "                             else, all finite\n"
     "  --resume-weights-only      --resume with the weights alone: the optimiser starts\n"
     "                             afresh (a warning says what was left out)\n"
+    "  --amp off|bf16|f16|auto    mixed precision: matmul and convolution in bf16 or f16\n"
+    "                             (autocast), f16 with a loss scaler; auto: bf16 where the\n"
+    "                             device has native bf16, else off (default off). On a CPU\n"
+    "                             without AVX512_BF16 or AMX, and for f16 on any CPU, it is\n"
+    "                             emulated and slower than f32\n"
     "  --json                     print the summary as one JSON object\n";
 
 static int bad(const char *option, const char *value, const char *expected) {
@@ -132,6 +137,11 @@ static int parse_value(const char *option, const char *value, train_options *o) 
     } else if (strcmp(option, "--limit") == 0) {
         if (!parse_int(value, 1, INT64_MAX, &n)) return bad(option, value, "a positive integer");
         o->limit = n;
+    } else if (strcmp(option, "--amp") == 0) {
+        if (strcmp(value, "off") && strcmp(value, "bf16") && strcmp(value, "f16") &&
+            strcmp(value, "auto"))
+            return bad(option, value, "off, bf16, f16 or auto");
+        o->amp = value;
     } else if (strcmp(option, "--checkpoint") == 0) {
         if (!value[0]) return bad(option, value, "a file path");
         o->checkpoint = value;
@@ -148,7 +158,8 @@ int train_parse(int argc, char **argv, train_options *o) {
                          .batch_size = 128,
                          .lr = 1e-3,
                          .optimizer = "adam",
-                         .workers = -1};
+                         .workers = -1,
+                         .amp = "off"};
     ct_device_parse("auto", &o->device);
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];

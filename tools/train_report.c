@@ -44,6 +44,10 @@ static void print_text(const train_summary *s) {
     printf("  model         %s, %lld parameters, %s, batch %lld\n", s->model,
            (long long)s->parameters, s->optimizer, (long long)s->batch_size);
     printf("  device        %s\n", s->device);
+    printf("  precision     %s", s->precision);
+    if (s->skipped_steps)
+        printf(", %lld steps skipped by the loss scaler", (long long)s->skipped_steps);
+    printf("\n");
     if (s->tested)
         printf("  test accuracy %.2f%% (%lld samples)%s\n", 100 * s->test_accuracy,
                (long long)s->test_samples,
@@ -84,6 +88,9 @@ static void print_json(const train_summary *s) {
     ct_cli_json_string(stdout, s->optimizer);
     printf(", \"device\": ");
     ct_cli_json_string(stdout, s->device);
+    printf(", \"precision\": ");
+    ct_cli_json_string(stdout, s->precision);
+    printf(", \"skipped_steps\": %lld", (long long)s->skipped_steps);
     printf(", \"parameters\": %lld, \"batch_size\": %lld, \"epochs\": %d, \"train_samples\": %lld, "
            "\"test_samples\": %lld, \"seconds\": %.3f, \"samples_per_second\": %.1f, "
            "\"data_wait_seconds\": %.3f",

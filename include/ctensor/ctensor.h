@@ -19,6 +19,7 @@
 #include "ctensor/loader.h"
 #include "ctensor/state_dict.h"
 #include "ctensor/optim.h"
+#include "ctensor/autocast.h"
 #include "ctensor/data.h"
 
 #define CT_VERSION_MAJOR 0

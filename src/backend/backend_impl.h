@@ -154,6 +154,7 @@ typedef struct ct__index_add_args ct__index_add_args;
 #define CT_READBACK_BAD_POSITION 8 /* gather indices: the first bad position */
 #define CT_READBACK_RAISED_FLAG 4  /* integer pow and remainder: a flag the operands raised */
 #define CT_READBACK_NORM 8         /* list_norm: its double result */
+#define CT_READBACK_UNSCALE 4      /* list_unscale: the first non-finite tensor's index */
 
 typedef struct ct__kernel_table {
     /* out = op(in); operands out, in. p0, p1: op parameters (clamp bounds). */
@@ -183,6 +184,11 @@ typedef struct ct__kernel_table {
     ct_status (*list_norm)(int device, const ct__list_args *args, double p, double *out);
     /* x *= factor for every element of the list. */
     ct_status (*list_scale)(int device, const ct__list_args *args, double factor);
+    /* The loss scaler's unscale: every element times inv_scale (in f32 for f32, f16 and
+     * bf16), and *first_bad the index in the list of the first tensor that held an inf or
+     * NaN before the multiply, or -1: one pass, one read-back of CT_READBACK_UNSCALE bytes. */
+    ct_status (*list_unscale)(int device, const ct__list_args *args, double inv_scale,
+                              int32_t *first_bad);
     /* ---- nn family: softmax, cross-entropy, batch and layer norm, dropout, index_add
      * (contracts in backend/norm_args_impl.h) ---- */
     ct_status (*softmax)(int device, const ct__softmax_args *args);

@@ -5,6 +5,7 @@
 #ifndef CT_CONV_ARGS_IMPL_H
 #define CT_CONV_ARGS_IMPL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,6 +26,9 @@ typedef struct ct__conv2d_args {
     char *grad_x, *grad_weight, *grad_bias;
     char *workspace;
     size_t workspace_size;
+    /* The f32 operands hold bf16 values (a bf16 convolution computed in f32), so the
+     * products may run on the CPU's bf16 units without changing a value they read. */
+    bool bf16_values;
 } ct__conv2d_args;
 
 typedef enum ct__pool_kind {

@@ -12,6 +12,7 @@
 #include "autograd/tape_impl.h"
 #include "backend/conv_args_impl.h"
 #include "mem/pool_impl.h"
+#include "ops/autocast_impl.h"
 #include "ops/op_impl.h"
 
 #define OP "ct_conv2d"
@@ -235,6 +236,7 @@ static ct_status conv2d_backward(ct__node *node, const ct_tensor *grad_out, ct_t
         status = empty_grads(g, gx, gw, gb);
     } else if (!failed) {
         a.dtype = x->dtype;
+        a.bf16_values = grad_out->dtype == CT_BF16; /* the forward's dtype: all operands' */
         a.x = ct__data(x);
         a.weight = ct__data(w);
         a.y = ct__data(g);
@@ -265,6 +267,7 @@ static ct_tensor *convolve(ct_device device, const ct_tensor *const *args, int n
     ct_tensor *x = prepared(args[0], compute);
     ct_tensor *w = x ? prepared(args[1], compute) : NULL;
     ct_tensor *b = n == 3 && w ? prepared(args[2], compute) : NULL;
+    a->bf16_values = dtype == CT_BF16;
     ct_tensor *y = w && (n == 2 || b) ? forward(device, a, x, w, b) : NULL;
     ct_tensor *out = y ? ct_cast(y, dtype) : NULL;
     ct_no_grad_pop();
@@ -299,6 +302,12 @@ ct_tensor *ct_conv2d(const ct_tensor *x, const ct_tensor *weight, const ct_tenso
                      const ct_conv2d_options *options) {
     const ct_tensor *args[3] = {x, weight, bias};
     int n = bias ? 3 : 2;
+    ct_tensor *cast[3];
+    if (ct__autocast_inputs(OP, n, args, cast)) {
+        ct_tensor *out = ct_conv2d(cast[0], cast[1], n > 2 ? cast[2] : NULL, options);
+        ct__autocast_release(n, cast);
+        return out;
+    }
     ct_device device;
     if (!ct__check_args(OP, n, args, &device)) return NULL;
     if (x->ndim == 3 && weight->ndim == 4) return conv_unbatched(x, weight, bias, options);

@@ -3,6 +3,7 @@
  * gradient comes out of one GEMM already in its parameter's layout: dW = g^T x (out, in),
  * dx = g W, db = the sum of g over the batch. */
 #include "autograd/tape_impl.h"
+#include "ops/autocast_impl.h"
 #include "ops/op_impl.h"
 
 /* t as a matrix: every axis but the last merged (a view when t is contiguous). */
@@ -41,6 +42,12 @@ static ct_tensor *forward(const ct_tensor *x, const ct_tensor *weight, const ct_
 ct_tensor *ct_linear(const ct_tensor *x, const ct_tensor *weight, const ct_tensor *bias) {
     const ct_tensor *args[3] = {x, weight, bias};
     int n = bias ? 3 : 2;
+    ct_tensor *cast[3];
+    if (ct__autocast_inputs("ct_linear", n, args, cast)) {
+        ct_tensor *out = ct_linear(cast[0], cast[1], n > 2 ? cast[2] : NULL);
+        ct__autocast_release(n, cast);
+        return out;
+    }
     ct_device device;
     if (!ct__check_args("ct_linear", n, args, &device)) return NULL;
     if (weight->ndim != 2 || x->ndim < 1 || x->shape[x->ndim - 1] != weight->shape[1])

@@ -2,6 +2,7 @@
  * ct_mse_loss (composed of elementwise ops and a reduction), with their backward. */
 #include "core/transfer_impl.h"
 #include "ops/nn_impl.h"
+#include "ops/autocast_impl.h"
 
 static const ct_cross_entropy_options default_options = {CT_REDUCTION_MEAN, 0.0, -100};
 
@@ -119,6 +120,12 @@ ct_tensor *ct_cross_entropy(const ct_tensor *logits, const ct_tensor *target,
                             const ct_cross_entropy_options *options) {
     const char *op = "ct_cross_entropy";
     const ct_tensor *args[2] = {logits, target};
+    ct_tensor *cast[2];
+    if (ct__autocast_inputs(op, 2, args, cast)) {
+        ct_tensor *out = ct_cross_entropy(cast[0], cast[1], options);
+        ct__autocast_release(2, cast);
+        return out;
+    }
     const ct_cross_entropy_options *o = options ? options : &default_options;
     ct_device device;
     if (!ct__check_args(op, 2, args, &device)) return NULL;
@@ -176,6 +183,12 @@ static ct_tensor *mse_forward(const ct_tensor *input, const ct_tensor *target,
 ct_tensor *ct_mse_loss(const ct_tensor *input, const ct_tensor *target, ct_reduction reduction) {
     const char *op = "ct_mse_loss";
     const ct_tensor *args[2] = {input, target};
+    ct_tensor *cast[2];
+    if (ct__autocast_inputs(op, 2, args, cast)) {
+        ct_tensor *out = ct_mse_loss(cast[0], cast[1], reduction);
+        ct__autocast_release(2, cast);
+        return out;
+    }
     ct_device device;
     if (!ct__check_args(op, 2, args, &device)) return NULL;
     if (!ct__nn_check_float(op, input, 1) || !ct__nn_check_float(op, target, 2) ||

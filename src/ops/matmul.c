@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "ops/grad_impl.h"
+#include "ops/autocast_impl.h"
 #include "ops/op_impl.h"
 
 #define OP "ct_matmul"
@@ -157,6 +158,12 @@ static ct_tensor *run(ct_device device, const ct_tensor *a, const ct_tensor *b, 
 
 ct_tensor *ct_matmul(const ct_tensor *a, const ct_tensor *b) {
     const ct_tensor *args[2] = {a, b};
+    ct_tensor *cast[2];
+    if (ct__autocast_inputs(OP, 2, args, cast)) {
+        ct_tensor *out = ct_matmul(cast[0], cast[1]);
+        ct__autocast_release(2, cast);
+        return out;
+    }
     ct_device device;
     if (!ct__check_args(OP, 2, args, &device)) return NULL;
     int batch_ndim = 0;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ops/nn_impl.h"
+#include "ops/autocast_impl.h"
 
 /* Check an optional per-channel (batch norm) or per-element (layer norm) parameter: NULL, or
  * floating with the given shape. */
@@ -208,6 +209,13 @@ ct_tensor *ct_batch_norm(const ct_tensor *x, ct_tensor *running_mean, ct_tensor 
                          double momentum, double eps) {
     const char *op = "ct_batch_norm";
     if (!x) return ct__null_arg(op, 1);
+    ct_tensor *cast;
+    if (ct__autocast_inputs(op, 1, &x, &cast)) {
+        ct_tensor *out =
+            ct_batch_norm(cast, running_mean, running_var, weight, bias, training, momentum, eps);
+        ct__autocast_release(1, &cast);
+        return out;
+    }
     const ct_tensor *all[5] = {x, running_mean, running_var, weight, bias}, *args[5];
     ct_device device;
     if (!ct__check_args(op, present(5, all, args), args, &device)) return NULL;
@@ -292,6 +300,13 @@ ct_tensor *ct_layer_norm(const ct_tensor *x, int normalized_ndim, const ct_tenso
                          const ct_tensor *bias, double eps) {
     const char *op = "ct_layer_norm";
     if (!x) return ct__null_arg(op, 1);
+    const ct_tensor *in[3] = {x, weight, bias};
+    ct_tensor *cast[3];
+    if (ct__autocast_inputs(op, 3, in, cast)) {
+        ct_tensor *out = ct_layer_norm(cast[0], normalized_ndim, cast[1], cast[2], eps);
+        ct__autocast_release(3, cast);
+        return out;
+    }
     const ct_tensor *all[3] = {x, weight, bias}, *args[3];
     ct_device device;
     if (!ct__check_args(op, present(3, all, args), args, &device)) return NULL;

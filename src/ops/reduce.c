@@ -17,6 +17,7 @@
 #include <stdlib.h>
 
 #include "ops/grad_impl.h"
+#include "ops/autocast_impl.h"
 #include "ops/op_impl.h"
 
 /* The reduced axes of x as a mask; false with the error set. */
@@ -169,6 +170,12 @@ static ct_tensor *reduce(const char *name, ct__reduce_op op, const ct_tensor *x,
 
 static ct_tensor *reduce_axes(const char *name, ct__reduce_op op, const ct_tensor *x, int naxes,
                               const int *axes, bool keepdim, double correction) {
+    ct_tensor *cast;
+    if (ct__autocast_inputs(name, 1, &x, &cast)) {
+        ct_tensor *out = reduce_axes(name, op, cast, naxes, axes, keepdim, correction);
+        ct__autocast_release(1, &cast);
+        return out;
+    }
     ct_device device;
     if (!ct__check_args(name, 1, &x, &device)) return NULL;
     bool reduced[CT_MAX_DIMS];

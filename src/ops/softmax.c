@@ -3,6 +3,7 @@
  * is one element along its only position (softmax 1, log-softmax 0), as PyTorch. The node
  * saves the output: the backward needs only y. */
 #include "ops/nn_impl.h"
+#include "ops/autocast_impl.h"
 
 /* y = softmax(x) along a, or the backward (x = y, grad = dL/dy) when grad is not NULL. */
 static ct_tensor *run_softmax(const char *op, const ct_tensor *x, const ct_tensor *grad, int a,
@@ -69,10 +70,19 @@ static ct_tensor *softmax_op(const char *op, const ct_tensor *x, int axis, bool 
     return ct__record(y, node);
 }
 
+/* softmax_op in autocast's dtype for op (f32), where a region wants it. */
+static ct_tensor *softmax_autocast(const char *op, const ct_tensor *x, int axis, bool log) {
+    ct_tensor *cast;
+    if (!ct__autocast_inputs(op, 1, &x, &cast)) return softmax_op(op, x, axis, log);
+    ct_tensor *out = softmax_op(op, cast, axis, log);
+    ct__autocast_release(1, &cast);
+    return out;
+}
+
 ct_tensor *ct_softmax(const ct_tensor *x, int axis) {
-    return softmax_op("ct_softmax", x, axis, false);
+    return softmax_autocast("ct_softmax", x, axis, false);
 }
 
 ct_tensor *ct_log_softmax(const ct_tensor *x, int axis) {
-    return softmax_op("ct_log_softmax", x, axis, true);
+    return softmax_autocast("ct_log_softmax", x, axis, true);
 }

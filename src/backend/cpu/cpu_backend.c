@@ -76,6 +76,7 @@ static const ct__kernel_table cpu_kernels = {
     .optim_step = ct__cpu_optim_step,
     .list_norm = ct__cpu_list_norm,
     .list_scale = ct__cpu_list_scale,
+    .list_unscale = ct__cpu_list_unscale,
     .softmax = ct__cpu_softmax,
     .softmax_backward = ct__cpu_softmax_backward,
     .cross_entropy = ct__cpu_cross_entropy,

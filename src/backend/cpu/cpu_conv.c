@@ -52,14 +52,20 @@ static conv_offset conv_offset_in_tile(const ct__conv2d_args *a, int64_t i, int6
     return f;
 }
 
-/* c[c_off..] = op(a) @ op(b) + beta * c, row-major, offsets in elements; on the calling
- * thread inside the images' parallel region (ct__cpu_gemm). */
-static void conv_gemm(ct_dtype dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
-                      const void *a, int64_t a_off, int64_t lda, const void *b, int64_t b_off,
-                      int64_t ldb, double beta, void *c, int64_t c_off, int64_t ldc) {
-    size_t size = ct__dtype_size(dtype);
-    ct__cpu_gemm(dtype, ta, tb, m, n, k, (const char *)a + a_off * size, lda,
-                 (const char *)b + b_off * size, ldb, beta, (char *)c + c_off * size, ldc);
+/* c[c_off..] = op(a) @ op(b) + beta * c (beta 0 or 1), row-major, offsets in elements; on
+ * the calling thread inside the images' parallel region (ct__cpu_gemm), on the bf16 units
+ * when the operands hold bf16 values and the CPU has them. */
+static void conv_gemm(const ct__conv2d_args *args, bool ta, bool tb, int64_t m, int64_t n,
+                      int64_t k, const void *a, int64_t a_off, int64_t lda, const void *b,
+                      int64_t b_off, int64_t ldb, double beta, void *c, int64_t c_off,
+                      int64_t ldc) {
+    size_t size = ct__dtype_size(args->dtype);
+    const char *pa = (const char *)a + a_off * size, *pb = (const char *)b + b_off * size;
+    char *pc = (char *)c + c_off * size;
+    if (args->bf16_values && args->dtype == CT_F32 &&
+        ct__cpu_gemm_bf16(true, ta, tb, m, n, k, pa, lda, pb, ldb, beta != 0.0, (float *)pc, ldc))
+        return;
+    ct__cpu_gemm(args->dtype, ta, tb, m, n, k, pa, lda, pb, ldb, beta, pc, ldc);
 }
 
 /* A tile's column matrix holds at most this many elements (1 MiB of f32, a core's L2 here)

@@ -121,8 +121,8 @@ static void CT_CONV_FN(forward_tile)(const ct__conv2d_args *a, int64_t n, int64_
     if (bias) CT_CONV_FN(fill_bias)(y + at, bias, a->out_channels, lt, l);
     for (int64_t c = 0; c < c_n; c++) CT_CONV_FN(im2col_plane)(a, x, col, lt, c, oh0, oh1);
     for (int64_t g = 0; g < g_n; g++)
-        conv_gemm(a->dtype, false, false, og, lt, kg, a->weight, g * og * kg, kg, col, g * kg * lt,
-                  lt, bias ? 1.0 : 0.0, y, g * og * l + at, l);
+        conv_gemm(a, false, false, og, lt, kg, a->weight, g * og * kg, kg, col, g * kg * lt, lt,
+                  bias ? 1.0 : 0.0, y, g * og * l + at, l);
 }
 
 /* Backward of image n: this thread's dw and db partial sums grow by image n's share;
@@ -144,13 +144,13 @@ static void CT_CONV_FN(backward_image)(const ct__conv2d_args *a, int64_t n, CT_C
         if (dw) {
             for (int64_t c = 0; c < c_n; c++) CT_CONV_FN(im2col_plane)(a, x, col, lt, c, oh0, oh1);
             for (int64_t g = 0; g < g_n; g++)
-                conv_gemm(a->dtype, false, true, og, kg, lt, gy, g * og * l + at, l, col,
-                          g * kg * lt, lt, 1.0, dw, g * og * kg, kg);
+                conv_gemm(a, false, true, og, kg, lt, gy, g * og * l + at, l, col, g * kg * lt, lt,
+                          1.0, dw, g * og * kg, kg);
         }
         if (!dx) continue;
         for (int64_t g = 0; g < g_n; g++)
-            conv_gemm(a->dtype, true, false, kg, lt, og, a->weight, g * og * kg, kg, gy,
-                      g * og * l + at, l, 0.0, col, g * kg * lt, lt);
+            conv_gemm(a, true, false, kg, lt, og, a->weight, g * og * kg, kg, gy, g * og * l + at,
+                      l, 0.0, col, g * kg * lt, lt);
         for (int64_t c = 0; c < c_n; c++) CT_CONV_FN(col2im_plane)(a, col, lt, c, dx, oh0, oh1);
     }
 }

@@ -58,6 +58,13 @@ ct_status ct__cpu_matmul(int device, const ct__matmul_args *args);
 /* c = op(a) @ op(b) + beta * c for f32 or f64, row-major, leading dimensions in elements
  * (cpu_gemm.c): OpenBLAS on ctensor's OpenMP threads, never on OpenBLAS's own. A parallel
  * region that calls it must call ct__cpu_blas_single_threaded before it opens. */
+/* c (f32, m x n, leading dimension ldc) = op(a) @ op(b) (+ c when accumulate), a and b bf16
+ * (or, with f32_inputs, f32 holding bf16 values), on the bf16 units through oneDNN
+ * (cpu_gemm_dnnl.c). False, c untouched, when the CPU or the build has none (or CT_BF16_GEMM
+ * =off): the caller then computes in f32. Safe to call from several threads at once. */
+bool ct__cpu_gemm_bf16(bool f32_inputs, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                       const void *a, int64_t lda, const void *b, int64_t ldb, bool accumulate,
+                       float *c, int64_t ldc);
 void ct__cpu_gemm(ct_dtype dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *a,
                   int64_t lda, const void *b, int64_t ldb, double beta, void *c, int64_t ldc);
 /* Set OpenBLAS's own thread count to 1 (a process-wide setting), after
@@ -81,5 +88,7 @@ ct_status ct__cpu_pool2d_backward(int device, const struct ct__pool2d_args *args
 ct_status ct__cpu_optim_step(int device, const ct__optim_args *args);
 ct_status ct__cpu_list_norm(int device, const ct__list_args *args, double p, double *out);
 ct_status ct__cpu_list_scale(int device, const ct__list_args *args, double factor);
+ct_status ct__cpu_list_unscale(int device, const ct__list_args *args, double inv_scale,
+                               int32_t *first_bad);
 
 #endif

@@ -4,7 +4,8 @@
  * threads (ct__cpu_gemm). An operand whose matrix has a unit stride on either axis is passed as it
  * is, row-major or transposed, with its other stride as the leading dimension; any other layout
  * (broadcast rows, negative or doubly strided views) is packed into a contiguous scratch matrix
- * first. f16 and bf16 are converted to f32, multiplied with sgemm and rounded back once. Integer
+ * first. bf16 runs on the CPU's bf16 units where it has them (oneDNN, f32 accumulation);
+ * otherwise f16 and bf16 are converted to f32, multiplied with sgemm and rounded back once. Integer
  * dtypes are exact: products and sums wrap modulo 2^bits in unsigned arithmetic, which is what a
  * wrapping accumulator in the output dtype gives; bool is logical (OR over k of a AND b), as
  * numpy.matmul does for bool arrays. */
@@ -116,7 +117,30 @@ static void blas_batch(const blas_plan *p, const ct__matmul_args *x, int64_t ao,
     }
 }
 
+/* bf16 on the CPU's bf16 units (cpu_gemm_dnnl.c), with an f32 result rounded once, when
+ * both operands are usable as they are; false when it is not done (no bf16 units, another
+ * layout): the f32 path then does it all. */
+static bool native_bf16_matmul(const ct__matmul_args *x) {
+    ct__gemm_layout la = ct__gemm_layout_of(x->m, x->k, x->a_row_stride, x->a_col_stride);
+    ct__gemm_layout lb = ct__gemm_layout_of(x->k, x->n, x->b_row_stride, x->b_col_stride);
+    if (!la.direct || !lb.direct) return false;
+    float *c = ct__malloc((size_t)(x->m * x->n) * sizeof *c);
+    if (!c) return false;
+    bool done = true;
+    int64_t batches = batch_count(x);
+    for (int64_t i = 0; i < batches && done; i++) {
+        int64_t ao, bo, oo;
+        batch_offsets(x, i, &ao, &bo, &oo);
+        done = ct__cpu_gemm_bf16(false, la.transposed, lb.transposed, x->m, x->n, x->k,
+                                 x->a + ao * 2, la.ld, x->b + bo * 2, lb.ld, false, c, x->n);
+        if (done) unpack(x->out + oo * 2, CT_BF16, x->out_row_stride, c, x->m, x->n);
+    }
+    ct__free_mem(c);
+    return done; /* when not, the f32 path writes every batch again */
+}
+
 static ct_status blas_matmul(const ct__matmul_args *x) {
+    if (x->dtype == CT_BF16 && native_bf16_matmul(x)) return CT_OK;
     if (x->m > INT_MAX || x->n > INT_MAX || x->k > INT_MAX || x->out_row_stride > INT_MAX)
         return ct__error(CT_ERR_UNSUPPORTED,
                          "ct_matmul: matrix sizes %lld x %lld @ %lld x %lld exceed BLAS's 32-bit "

@@ -201,6 +201,7 @@ static const ct__kernel_table cuda_kernels = {
     .optim_step = ct_cuda_optim_step,
     .list_norm = ct_cuda_list_norm,
     .list_scale = ct_cuda_list_scale,
+    .list_unscale = ct_cuda_list_unscale,
     .softmax = ct_cuda_softmax,
     .softmax_backward = ct_cuda_softmax_backward,
     .cross_entropy = ct_cuda_cross_entropy,

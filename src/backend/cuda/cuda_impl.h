@@ -76,6 +76,8 @@ ct_status ct_cuda_pool2d_backward(int device, const struct ct__pool2d_args *args
 ct_status ct_cuda_optim_step(int device, const ct__optim_args *args);
 ct_status ct_cuda_list_norm(int device, const ct__list_args *args, double p, double *out);
 ct_status ct_cuda_list_scale(int device, const ct__list_args *args, double factor);
+ct_status ct_cuda_list_unscale(int device, const ct__list_args *args, double inv_scale,
+                               int32_t *first_bad);
 
 #ifdef __cplusplus
 }

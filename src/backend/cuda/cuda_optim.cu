@@ -1,5 +1,6 @@
 // CUDA optimiser kernels: the fused SGD/Adam/AdamW update of a list of tensors in one
-// multi-tensor launch, and the norm and scaling of a list of gradients (gradient clipping).
+// multi-tensor launch, the norm and scaling of a list of gradients (gradient clipping), and
+// the loss scaler's fused unscale and inf/NaN check.
 //
 // A launch covers a list of tensors cut into chunks of CHUNK elements. The host writes one
 // table (the list's entries, then a chunk table of (tensor, start) pairs, then room for the
@@ -247,4 +248,63 @@ extern "C" ct_status ct_cuda_list_scale(int device, const ct__list_args *args, d
     scale_kernel<<<grid_for(t.nchunks), THREADS, 0, stream>>>(t.tensors, t.chunks, t.nchunks,
                                                               factor);
     return finish(device, stream, t.dev, cudaGetLastError());
+}
+
+namespace {
+
+// No tensor flagged: the bytes cudaMemsetAsync(0x7f) writes.
+#define NONE_FLAGGED 0x7f7f7f7f
+
+// The loss scaler's unscale: x *= inv_scale (f64 in double; f32, f16 and bf16 in float) and
+// the smallest index of a tensor that held an inf or NaN, by atomicMin on one int.
+__global__ void unscale_kernel(const ct__list_tensor *tensors, const chunk_entry *chunks,
+                               int64_t nchunks, double inv_scale, int *first_bad) {
+    float f = (float)inv_scale;
+    for (int64_t c = blockIdx.x; c < nchunks; c += gridDim.x) {
+        int k = chunks[c].tensor;
+        const ct__list_tensor *t = &tensors[k];
+        int64_t lo = chunks[c].start;
+        int64_t hi = lo + CHUNK < t->numel ? lo + CHUNK : t->numel;
+        int64_t size = ct_cuda_dtype_size(t->dtype);
+        bool bad = false;
+        for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+            char *x = t->data + i * size;
+            double v = ct_cuda_load_f64(x, t->dtype);
+            bad |= !isfinite(v);
+            if (t->dtype == CT_F64)
+                *(double *)x = v * inv_scale;
+            else
+                ct_cuda_store_f64(x, t->dtype, (double)((float)v * f));
+        }
+        if (__syncthreads_or(bad) && threadIdx.x == 0) atomicMin(first_bad, k);
+    }
+}
+
+} // namespace
+
+extern "C" ct_status ct_cuda_list_unscale(int device, const ct__list_args *args, double inv_scale,
+                                          int32_t *first_bad) {
+    *first_bad = -1;
+    if (args->count == 0 || args->total == 0) return CT_OK;
+    cudaStream_t stream;
+    ct_status status = ct_cuda_stream_get(device, &stream);
+    if (status != CT_OK) return status;
+    table<ct__list_tensor> t = {};
+    status = upload(device, stream, args->tensors, args->count, sizeof(int), &t);
+    if (status != CT_OK) return status;
+    int *flag = (int *)t.extra, result = NONE_FLAGGED;
+    static_assert(sizeof result == CT_READBACK_UNSCALE, "the op layer counts this read");
+    cudaError_t launched = cudaMemsetAsync(flag, 0x7f, sizeof *flag, stream);
+    if (launched == cudaSuccess) {
+        unscale_kernel<<<grid_for(t.nchunks), THREADS, 0, stream>>>(t.tensors, t.chunks, t.nchunks,
+                                                                    inv_scale, flag);
+        launched = cudaGetLastError();
+    }
+    if (launched == cudaSuccess)
+        launched = cudaMemcpyAsync(&result, flag, sizeof result, cudaMemcpyDeviceToHost, stream);
+    status = finish(device, stream, t.dev, launched);
+    if (status != CT_OK) return status;
+    CT_CUDA_CHECK(device, cudaStreamSynchronize(stream));
+    *first_bad = result == NONE_FLAGGED ? -1 : result;
+    return CT_OK;
 }
