@@ -20,6 +20,7 @@
 #include "ctensor/state_dict.h"
 #include "ctensor/optim.h"
 #include "ctensor/data.h"
+#include "ctensor/dist.h"
 
 #define CT_VERSION_MAJOR 0
 #define CT_VERSION_MINOR 1
