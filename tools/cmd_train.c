@@ -22,6 +22,8 @@ typedef struct trainer {
     ct_optimizer *optimizer;
     train_data data;
     ct_loader *train, *test;
+    ct_ddp *ddp;   /* data parallelism over o->comm, else NULL */
+    int64_t batch; /* the (global) batch size */
     /* Running sums of the epoch on the device, read at progress points only (a read is a
      * synchronisation). */
     ct_tensor *loss_sum, *correct;
@@ -71,19 +73,29 @@ static ct_tensor *as_images(const ct_tensor *x) {
     return ct_reshape(x, 4, (int64_t[]){ct_size(x, 0), 1, 28, 28});
 }
 
-static ct_status step(trainer *t, const ct_tensor *x, const ct_tensor *y) {
+/* A step on this replica's slice (y's samples) of a global batch of `global` samples. */
+static ct_status step(trainer *t, const ct_tensor *x, const ct_tensor *y, int64_t global) {
+    if (t->ddp && ct_size(y, 0) == 0) { /* no sample of this last batch here: zeros go */
+        ct_status status = ct_optimizer_zero_grad(t->optimizer);
+        if (status == CT_OK) status = ct_ddp_backward(t->ddp, NULL, 0, global);
+        return status == CT_OK ? ct_optimizer_step(t->optimizer) : status;
+    }
     ct_tensor *logits = ct_module_forward(t->model, as_images(x));
     ct_tensor *loss = ct_cross_entropy(logits, y, NULL);
     if (!loss) return ct_last_status();
     ct_status status = ct_optimizer_zero_grad(t->optimizer);
-    if (status == CT_OK) status = ct_backward(loss);
+    if (status == CT_OK)
+        status = t->ddp ? ct_ddp_backward(t->ddp, loss, ct_size(y, 0), global) : ct_backward(loss);
     if (status == CT_OK) status = ct_optimizer_step(t->optimizer);
     if (status == CT_OK) status = accumulate(t, logits, loss, y);
     return status;
 }
 
 static ct_status read_sums(const trainer *t, double *loss_sum, double *correct) {
-    ct_status status = ct_item(t->loss_sum, loss_sum);
+    ct_status status = CT_OK;
+    if (t->ddp) status = ct_comm_all_reduce(t->o->comm, t->loss_sum, CT_COMM_SUM);
+    if (t->ddp && status == CT_OK) status = ct_comm_all_reduce(t->o->comm, t->correct, CT_COMM_SUM);
+    if (status == CT_OK) status = ct_item(t->loss_sum, loss_sum);
     return status == CT_OK ? ct_item(t->correct, correct) : status;
 }
 
@@ -107,6 +119,7 @@ static ct_status train_epoch(trainer *t, int epoch, epoch_result *r) {
     ct_status status = ct_loader_start_epoch(t->train, epoch - 1);
     if (status == CT_OK) status = reset_sums(t);
     int64_t steps = ct_loader_batches(t->train), done = 0, samples = 0;
+    int64_t count = ct_size(t->data.train_images, 0);
     double start = now(), last_report = 0, loss_sum = 0, correct = 0;
     r->data_seconds = 0;
     ct_module_train(t->model, true);
@@ -117,14 +130,19 @@ static ct_status train_epoch(trainer *t, int epoch, epoch_result *r) {
         status = ct_loader_next(t->train, &x, &y);
         r->data_seconds += now() - asked;
         bool more = status == CT_OK && x;
-        if (more) status = step(t, x, y);
-        if (more && status == CT_OK) samples += ct_size(y, 0), done++;
+        int64_t global = count - done * t->batch < t->batch ? count - done * t->batch : t->batch;
+        if (more) status = step(t, x, y, global);
+        if (more && status == CT_OK) samples += global, done++;
         ct_scope_end();
         if (!more || status != CT_OK) break;
         double elapsed = now() - start;
         if (t->o->progress && (elapsed - last_report > 0.2 || done == steps)) {
             last_report = elapsed;
-            status = read_sums(t, &loss_sum, &correct);
+            status = ct_item(t->loss_sum, &loss_sum);
+            if (status == CT_OK) status = ct_item(t->correct, &correct);
+            /* Only this replica's sums during the epoch: a read of every rank's would be a
+             * collective at a time each rank picks for itself. */
+            if (t->ddp) loss_sum *= ct_comm_size(t->o->comm), correct *= ct_comm_size(t->o->comm);
             double rate = samples / elapsed;
             train_progress(t->o, epoch, done, steps, loss_sum / samples, correct / samples, rate,
                            (steps - done) * (elapsed / done));
@@ -168,6 +186,8 @@ static ct_status evaluate(trainer *t, double *accuracy) {
     }
     ct_no_grad_pop();
     double total = 0;
+    if (status == CT_OK && t->ddp) status = ct_comm_all_reduce(t->o->comm, hits, CT_COMM_SUM);
+    if (t->ddp) samples = ct_size(t->data.test_images, 0);
     if (status == CT_OK) status = ct_item(hits, &total);
     ct_release(hits);
     *accuracy = samples ? total / samples : 0;
@@ -183,7 +203,9 @@ static ct_loader *make_loader(const trainer *t, const ct_tensor *images, const c
                                  .device = t->o->device,
                                  .scale = 1.0 / 255,
                                  .mean = {PIXEL_MEAN},
-                                 .std = {PIXEL_STD}};
+                                 .std = {PIXEL_STD},
+                                 .shard_index = ct_comm_rank(t->o->comm),
+                                 .shard_count = ct_comm_size(t->o->comm)};
     return ct_loader_new(images, labels, &options);
 }
 
@@ -261,12 +283,15 @@ static int set_up(trainer *t, int *first_epoch, int64_t *batch) {
             return failed(o->checkpoint);
         *first_epoch = done + 1;
     }
+    if (o->comm && !(t->ddp = ct_ddp_new(o->comm, t->model, NULL)))
+        return failed("data parallelism");
     *batch = o->batch_size;
     if (*batch == 0) {
         ct_status status = auto_batch(t, batch);
         if (status == CT_ERR_OUT_OF_MEMORY) return 1;
         if (status != CT_OK) return failed("--batch-size auto");
     }
+    t->batch = *batch;
     t->train = make_loader(t, t->data.train_images, t->data.train_labels, *batch, true);
     /* Evaluation keeps no activations for a backward pass, so the training batch, which fits,
      * fits there too: a larger one may not, under a memory limit. */
@@ -289,14 +314,15 @@ static int run(trainer *t, train_summary *summary) {
         if (train_epoch(t, epoch, &r) != CT_OK) return step_failed(t, "training");
         if (evaluate(t, &test_accuracy) != CT_OK) return step_failed(t, "evaluation");
         int64_t samples = ct_size(t->data.train_images, 0);
-        train_epoch_line(o, epoch, r.loss, r.accuracy, test_accuracy, r.seconds,
-                         samples / r.seconds);
+        if (ct_comm_rank(o->comm) == 0)
+            train_epoch_line(o, epoch, r.loss, r.accuracy, test_accuracy, r.seconds,
+                             samples / r.seconds);
         summary->epochs_run++;
         summary->seconds += r.seconds;
         summary->data_seconds += r.data_seconds;
         summary->final_loss = r.loss, summary->train_accuracy = r.accuracy;
         summary->test_accuracy = test_accuracy;
-        if (o->checkpoint &&
+        if (o->checkpoint && ct_comm_rank(o->comm) == 0 &&
             train_save_checkpoint(o->checkpoint, t->model, t->optimizer, epoch, o->seed) != CT_OK)
             return failed(o->checkpoint);
     }
@@ -308,25 +334,44 @@ static int run(trainer *t, train_summary *summary) {
     ct_memory_statistics memory;
     if (ct_memory_stats(o->device, &memory) == CT_OK) summary->peak_memory = memory.peak_allocated;
     ct_transfer_stats(&summary->transfers);
+    summary->world_size = ct_comm_size(o->comm);
+    summary->engine = ct_comm_engine(o->comm);
+    if (t->ddp) ct_ddp_stats(t->ddp, &summary->ddp);
     return 0;
+}
+
+int train_replica(train_options *o, train_summary *summary) {
+    trainer t = {.o = o};
+    *summary = (train_summary){.model = o->model, .optimizer = o->optimizer, .epochs = o->epochs};
+    ct_device_str(o->device, summary->device, sizeof summary->device);
+    int rc = run(&t, summary);
+    ct_release(t.loss_sum);
+    ct_release(t.correct);
+    ct_loader_free(t.train);
+    ct_loader_free(t.test);
+    ct_ddp_free(t.ddp);
+    ct_optimizer_free(t.optimizer);
+    ct_module_free(t.model);
+    train_release_data(&t.data);
+    return rc;
 }
 
 int ct_cli_train(int argc, char **argv) {
     train_options o;
     int parsed = train_parse(argc, argv, &o);
     if (parsed >= 0) return parsed;
-    if (ct_device_check(o.device) != CT_OK) return failed("--device");
-    trainer t = {.o = &o};
-    train_summary summary = {.model = o.model, .optimizer = o.optimizer, .epochs = o.epochs};
-    ct_device_str(o.device, summary.device, sizeof summary.device);
-    int rc = run(&t, &summary);
-    if (rc == 0) train_print_summary(&o, &summary);
-    ct_release(t.loss_sum);
-    ct_release(t.correct);
-    ct_loader_free(t.train);
-    ct_loader_free(t.test);
-    ct_optimizer_free(t.optimizer);
-    ct_module_free(t.model);
-    train_release_data(&t.data);
+    ct_comm *world = ct_comm_world(); /* a world of one unless started by mpirun */
+    if (!world) return failed("mpirun");
+    int rc;
+    if (o.devices || ct_comm_size(world) > 1) {
+        rc = train_dist_run(&o, world);
+    } else if (ct_device_check(o.device) != CT_OK) {
+        rc = failed("--device");
+    } else {
+        train_summary summary;
+        rc = train_replica(&o, &summary);
+        if (rc == 0) train_print_summary(&o, &summary);
+    }
+    ct_comm_free(world);
     return rc;
 }
