@@ -1,6 +1,7 @@
 /* `ctensor train`: train the MLP or the small CNN on a dataset on a device, with a data
  * loader that prepares and moves batches while the step runs, progress, checkpoints, and
  * a summary of accuracy, time, throughput, memory and transfers. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -270,8 +271,13 @@ static int set_up(trainer *t, int *first_epoch, int64_t *batch) {
     train_options *o = t->o;
     if (train_load_data(o, &t->data) != CT_OK) return 1;
     train_limit(&t->data, o->limit);
+    /* The replicas of --devices are threads of one process: each seeds the process's random
+     * stream and draws its model whole, so that the draws do not interleave. */
+    static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&init_lock);
     ct_manual_seed(o->seed);
     t->model = train_model(o->model);
+    pthread_mutex_unlock(&init_lock);
     if (!t->model || ct_module_to(t->model, o->device) != CT_OK) return failed("model");
     t->optimizer = make_optimizer(o, t->model);
     if (!t->optimizer) return failed("optimizer");

@@ -7,9 +7,11 @@ set -e
 cd "$(dirname "$0")/.."
 # python3-torch: the checkpoint test loads ctensor's files in PyTorch and back, and the
 # training benchmarks run it as the peer. locales: test_c_locale makes a locale with a
-# decimal comma (de_DE) from its sources.
+# decimal comma (de_DE) from its sources. openmpi-bin, libopenmpi-dev: the MPI plugin and the
+# tests of data parallelism across processes (mpirun); iproute2: their two-machine case.
 packages="build-essential cmake pkg-config libopenblas-dev zlib1g-dev python3-numpy python3-venv
-          python3-torch gnuplot-nox dataset-fashion-mnist locales"
+          python3-torch gnuplot-nox dataset-fashion-mnist locales
+          openmpi-bin libopenmpi-dev iproute2"
 missing=""
 for p in $packages; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

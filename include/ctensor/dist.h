@@ -43,7 +43,8 @@ CT_API ct_comm *ct_comm_world(void);
  * thread each. Free each with ct_comm_free. CT_ERR_INVALID_ARG for size outside 1..64. */
 CT_API ct_status ct_comm_threads(int size, ct_comm **comms);
 /* Free a rank (NULL is ignored). Freeing the MPI world finalises MPI unless a collective
- * failed (MPI_Finalize would wait for the lost ranks then). */
+ * was left in flight by a timeout or an MPI error (MPI_Finalize would wait for the lost
+ * ranks then). */
 CT_API void ct_comm_free(ct_comm *comm);
 
 CT_API int ct_comm_rank(const ct_comm *comm);

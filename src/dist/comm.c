@@ -140,6 +140,7 @@ static ct_status timed_out(ct_comm *comm, ct__coll *coll) {
         "called other collectives (raise the deadline with CT_COMM_TIMEOUT or "
         "ct_comm_set_timeout if it is only slow)",
         name, coll->what, comm->timeout, comm->rank, comm->size, *missing ? ": " : "", missing);
+    comm->abandoned = true;
     if (comm->engine->release) comm->engine->release(comm, coll);
     return status;
 }
@@ -191,7 +192,7 @@ ct_comm *ct_comm_world(void) {
 
 void ct_comm_free(ct_comm *comm) {
     if (!comm) return;
-    if (comm->engine->destroy) comm->engine->destroy(comm, !comm->broken);
+    if (comm->engine->destroy) comm->engine->destroy(comm, !comm->abandoned);
     ct__free_mem(comm);
 }
 

@@ -58,7 +58,7 @@ typedef struct ct__comm_engine {
     void (*missing)(const ct_comm *comm, const ct__coll *coll, char *buf, size_t size);
     /* Drop coll's engine state (after it ended or failed). */
     void (*release)(ct_comm *comm, ct__coll *coll);
-    /* Free the engine's state of the rank; `clean` when no collective failed. */
+    /* Free the engine's state of the rank; `clean` when no collective was left in flight. */
     void (*destroy)(ct_comm *comm, bool clean);
 } ct__comm_engine;
 
@@ -68,6 +68,7 @@ struct ct_comm {
     double timeout;
     uint64_t seq;
     bool broken;
+    bool abandoned; /* a collective was left in flight (timeout, engine error) */
     char broken_why[768];
     void *state; /* the engine's */
     ct_comm_statistics stats;

@@ -84,6 +84,7 @@ static ct_mpi_type mpi_type(ct_dtype dtype) {
 }
 
 static ct_status engine_error(ct_comm *comm, const ct__coll *coll, const char *err) {
+    comm->abandoned = true;
     return ct__comm_fail(comm, "%s #%llu on %s failed at rank %d of %d: %s",
                          ct__coll_name(coll->kind), (unsigned long long)coll->seq, coll->what,
                          comm->rank, comm->size, err);
