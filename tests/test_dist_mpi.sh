@@ -27,8 +27,8 @@ finish() {
 }
 
 if ! command -v mpirun >/dev/null 2>&1; then
-    for name in collectives mismatch stopped_rank train_same_model stopped_rank_train \
-        killed_rank two_machines; do
+    for name in collectives mismatch stopped_rank train_same_model resume_other_world_size \
+        stopped_rank_train killed_rank two_machines; do
         skip "test_dist_mpi_$name" "mpirun not found (install openmpi-bin, or run make deps)"
     done
     finish
@@ -43,6 +43,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl_base_warn_component_unused=0 OMPI_MCA_btl=self,vader,tcp
 mpi="mpirun --oversubscribe --bind-to none -x OMP_NUM_THREADS=1 -x OMP_WAIT_POLICY"
 export OMP_WAIT_POLICY=passive
+# Under make sanitize: Open MPI's own allocations are not ctensor's leaks.
+export LSAN_OPTIONS="suppressions=$here/lsan_mpi.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 
 run() {
     "$@" >"$out" 2>"$err"
@@ -119,6 +121,18 @@ for model in mlp cnn; do
     then pass "test_dist_mpi_train_same_model_${model}_2_devices ($(cat "$out"))"
     else fail "test_dist_mpi_train_same_model_${model}_2_devices" "differs"; fi
 done
+
+# --resume with another world size: epoch 1 on 2 ranks, epoch 2 alone, against 2 epochs alone.
+cp "$work/mlp-2.safetensors" "$work/mlp-resumed.safetensors"
+run timeout 300 "$ctensor" train $common --model mlp --epochs 2 --checkpoint "$work/mlp-resumed.safetensors" --resume
+cp "$out" "$work/mlp-resumed.json"
+resumed=$code
+run timeout 300 "$ctensor" train $common --model mlp --epochs 2 --checkpoint "$work/mlp-whole.safetensors"
+cp "$out" "$work/mlp-whole.json"
+if [ "$resumed$code" = 00 ] && same "$work/mlp-whole.safetensors" "$work/mlp-resumed.safetensors" \
+    "$work/mlp-whole.json" "$work/mlp-resumed.json"
+then pass "test_dist_mpi_resume_other_world_size ($(cat "$out"))"
+else fail test_dist_mpi_resume_other_world_size "exits $resumed $code, or the models differ"; fi
 
 # ---- a rank stopped or killed while training ----
 # The pid of rank 1 of the run marked $1 (Open MPI puts the rank in each rank's environment).
