@@ -176,6 +176,13 @@ TEST(test_dist_bad_arguments) {
     ct_clear_error();
     ct_scope_end();
     ct_comm_free(comms[0]);
+    /* ct_comm_spawn takes the ranks of one threads group only. */
+    ct_comm *world = ct_comm_world();
+    CHECK_NOT_NULL(world);
+    ct_device cpu = CT_CPU;
+    CHECK(ct_comm_spawn(1, &world, &cpu, collectives, NULL) == -1);
+    CHECK_ERROR(CT_ERR_INVALID_ARG, "ct_comm_threads group");
+    ct_comm_free(world);
 }
 
 TEST(test_dist_timeout_from_environment) {

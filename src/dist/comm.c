@@ -222,9 +222,9 @@ ct_status ct_comm_stats(const ct_comm *comm, ct_comm_statistics *out) {
 
 /* Check a tensor argument of a collective. */
 static ct_status check_tensor(const char *op, const ct_comm *comm, const ct_tensor *t) {
+    if (!t && ct_last_status() != CT_OK) return ct_last_status(); /* keep the first error */
     if (!comm || !t)
-        return ct__error(ct_last_status() != CT_OK && !t ? ct_last_status() : CT_ERR_INVALID_ARG,
-                         "%s: %s is NULL", op, comm ? "the tensor" : "comm");
+        return ct__error(CT_ERR_INVALID_ARG, "%s: %s is NULL", op, comm ? "the tensor" : "comm");
     if (t->dtype != CT_F32 && t->dtype != CT_F64 && t->dtype != CT_I32 && t->dtype != CT_I64)
         return ct__error(CT_ERR_DTYPE,
                          "%s: collectives take f32, f64, i32 or i64 tensors, got %s; ct_cast it "

@@ -155,6 +155,16 @@ static ct_status threads_start(ct_comm *comm, ct__coll *coll) {
 
 static ct_status threads_poll(ct_comm *comm, ct__coll *coll) { return CT_OK; }
 
+/* Fail every rank's waits and collectives with why. */
+static void break_group(ct_comm *comm, const char *why) {
+    group *g = ((rank_state *)comm->state)->g;
+    pthread_mutex_lock(&g->lock);
+    snprintf(g->why, sizeof g->why, "%s", why);
+    g->broken = true;
+    pthread_cond_broadcast(&g->changed);
+    pthread_mutex_unlock(&g->lock);
+}
+
 static void group_drop(group *g) {
     pthread_mutex_lock(&g->lock);
     bool last = --g->refs == 0;
@@ -246,13 +256,20 @@ int ct_comm_spawn(int size, ct_comm **comms, const ct_device *devices, ct_replic
 #endif
     int share = cores / size > 0 ? cores / size : 1;
     for (int r = 0; r < size; r++) reps[r] = (replica){r, 0, share, comms[r], devices[r], fn, user};
+    for (int r = 0; r < size; r++)
+        if (!comms[r] || comms[r]->engine != &threads_engine || comms[r]->size != size ||
+            comms[r]->rank != r) {
+            ct__error(CT_ERR_INVALID_ARG,
+                      "ct_comm_spawn: comms must be the %d ranks of one "
+                      "ct_comm_threads group, in rank order",
+                      size);
+            return -1;
+        }
     int started = 1;
     for (; started < size; started++)
         if (pthread_create(&threads[started], NULL, run_replica, &reps[started])) break;
-    if (started < size) {
-        /* The ranks that started wait for the missing ones and time out; say why. */
-        ct__log(CT_LOG_WARNING, "ct_comm_spawn: could not start thread %d of %d", started, size);
-    }
+    if (started < size) /* the ranks that started fail their first collective at once */
+        break_group(comms[0], "ct_comm_spawn could not start the thread of every rank");
 #ifdef _OPENMP
     int before = omp_get_max_threads();
 #endif

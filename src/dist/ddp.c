@@ -191,6 +191,21 @@ static void reset_step(ct_ddp *d, int64_t local, int64_t global) {
     }
 }
 
+/* Backward failed on this rank: the buckets it started are left in flight and the other
+ * ranks wait for the rest, so the communicator cannot be used again. Keeps the error. */
+static ct_status abandon_step(ct_ddp *d) {
+    ct_status status = ct_last_status();
+    if (d->next_launch > 0) {
+        snprintf(d->comm->broken_why, sizeof d->comm->broken_why,
+                 "a data-parallel backward failed on rank %d after starting %d of %d gradient "
+                 "buckets: %s",
+                 d->comm->rank, d->next_launch, d->nbuckets, ct_last_error());
+        d->comm->broken = true;
+        d->comm->abandoned = true;
+    }
+    return status;
+}
+
 ct_status ct_ddp_backward(ct_ddp *d, const ct_tensor *loss, int64_t local_samples,
                           int64_t global_samples) {
     ct_status status = check_step(d, loss, local_samples, global_samples);
@@ -201,7 +216,7 @@ ct_status ct_ddp_backward(ct_ddp *d, const ct_tensor *loss, int64_t local_sample
         ct__set_grad_ready_hook(on_grad_ready, d);
         status = ct_backward(loss);
         ct__set_grad_ready_hook(NULL, NULL);
-        if (status != CT_OK) return status;
+        if (status != CT_OK) return abandon_step(d);
     }
     double backward_end = ct__comm_now();
     /* Parameters backward did not reach (or every one, without a loss) send zeros. */
