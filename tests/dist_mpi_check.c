@@ -3,10 +3,13 @@
  *   mismatch     rank 1 all-reduces one element more: every rank must name the mismatch
  *   stall        the last rank stops itself (SIGSTOP) before an all-reduce: the others must
  *                end with CT_ERR_COMM naming it within CT_COMM_TIMEOUT
+ *   buckets      data-parallel steps with many small buckets in flight at once, the ranks
+ *                at different paces: every rank must end with the same parameters
  * Prints one line per rank and exits 0 when the rank saw what it should. */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "ctensor/ctensor.h"
 
@@ -87,14 +90,58 @@ static int stall(ct_comm *comm) {
     return 3; /* non-zero: mpirun ends the job, the stopped rank with it */
 }
 
+static int buckets(ct_comm *comm) {
+    int rank = ct_comm_rank(comm);
+    ct_manual_seed(rank); /* different on every rank: ct_ddp_new makes them rank 0's */
+    ct_module *m = ct_nn_sequential(5, (ct_module *[]){ct_nn_linear(16, 32, true), ct_nn_tanh(),
+                                                       ct_nn_linear(32, 32, true), ct_nn_tanh(),
+                                                       ct_nn_linear(32, 4, true)});
+    ct_ddp *ddp =
+        ct_ddp_new(comm, m, &(ct_ddp_options){.bucket_bytes = 64, .first_bucket_bytes = 16});
+    ct_tensor *params[8];
+    int n = ct_module_parameters(m, params, 8);
+    ct_optimizer *sgd = ct_sgd(n, params, &(ct_sgd_options){.lr = 0.05});
+    if (!ddp || !sgd) return fail(rank, "ct_ddp_new");
+    for (int step = 0; step < 40; step++) {
+        ct_scope_begin();
+        ct_manual_seed(1000 + (uint64_t)step * 7 + (uint64_t)rank);
+        ct_tensor *x = ct_randn(2, (int64_t[]){8, 16}, CT_F32, CT_CPU);
+        ct_tensor *y = ct_zeros(1, (int64_t[]){8}, CT_I64, CT_CPU);
+        ct_tensor *loss = ct_cross_entropy(ct_module_forward(m, x), y, NULL);
+        /* Uneven paces: the ranks reach each bucket at different times. */
+        nanosleep(&(struct timespec){0, ((step * 37 + rank * 11) % 5) * 300000L}, NULL);
+        ct_status status = ct_optimizer_zero_grad(sgd);
+        if (status == CT_OK) status = ct_ddp_backward(ddp, loss, 8, 8 * ct_comm_size(comm));
+        if (status == CT_OK) status = ct_optimizer_step(sgd);
+        ct_scope_end();
+        if (status != CT_OK) return fail(rank, "a step");
+    }
+    ct_ddp_statistics stats;
+    ct_ddp_stats(ddp, &stats);
+    for (int i = 0; i < n; i++) {
+        ct_tensor *g = ct_comm_all_gather(comm, params[i]);
+        ct_tensor *first = ct_slice(g, 0, 0, 1, 1);
+        double differs = -1;
+        if (ct_item(ct_max(ct_abs(ct_sub(g, first)), 0, NULL, false), &differs) || differs != 0)
+            return fail(rank, "the ranks' parameters differ");
+    }
+    printf("rank %d: PASS %lld steps of %lld buckets, parameters equal on every rank\n", rank,
+           (long long)stats.steps, (long long)stats.buckets);
+    ct_optimizer_free(sgd);
+    ct_ddp_free(ddp);
+    ct_module_free(m);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "collectives";
     ct_comm *world = ct_comm_world();
     if (!world) return fail(-1, "ct_comm_world");
     ct_scope_begin();
-    int rc = strcmp(mode, "mismatch") == 0 ? mismatch(world)
-             : strcmp(mode, "stall") == 0  ? stall(world)
-                                           : collectives(world);
+    int rc = strcmp(mode, "mismatch") == 0  ? mismatch(world)
+             : strcmp(mode, "stall") == 0   ? stall(world)
+             : strcmp(mode, "buckets") == 0 ? buckets(world)
+                                            : collectives(world);
     ct_scope_end();
     fflush(stdout);
     ct_comm_free(world);

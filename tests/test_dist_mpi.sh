@@ -7,10 +7,12 @@
 # "machines" (two network namespaces joined by a veth pair, Open MPI over TCP between them)
 # giving the same model as two ranks on one host. Every run is bounded by timeout(1). Cases
 # that need mpirun, the plugin or network namespaces are skipped by name, with the reason.
-# Usage: test_dist_mpi.sh CTENSOR DIST_MPI_CHECK WORKDIR
+# With a fake GPU plugin (the CPU's kernels), --devices cuda:0,cuda:1 on two logical GPUs too.
+# Usage: test_dist_mpi.sh CTENSOR DIST_MPI_CHECK WORKDIR [FAKE_GPU_PLUGIN]
 ctensor=$1
 check=$2
 work=$3
+fake_gpu=${4:-}
 here=$(cd "$(dirname "$0")" && pwd)
 python="$here/../.venv/bin/python3"
 passed=0 failed=0 skipped=0
@@ -27,7 +29,7 @@ finish() {
 }
 
 if ! command -v mpirun >/dev/null 2>&1; then
-    for name in collectives mismatch stopped_rank train_same_model resume_other_world_size \
+    for name in collectives mismatch buckets_in_flight stopped_rank train_same_model resume_other_world_size \
         stopped_rank_train killed_rank two_machines; do
         skip "test_dist_mpi_$name" "mpirun not found (install openmpi-bin, or run make deps)"
     done
@@ -61,6 +63,11 @@ run timeout 60 $mpi -np 2 "$check" mismatch
 if [ "$code" = 0 ] && [ "$(grep -c "PASS mismatched collective: .*(sum of 6 float32)" "$out")" = 2 ]
 then pass test_dist_mpi_mismatch
 else fail test_dist_mpi_mismatch "exit $code"; fi
+
+run timeout 120 $mpi -np 3 "$check" buckets
+if [ "$code" = 0 ] && [ "$(grep -c "PASS 40 steps of [0-9]* buckets" "$out")" = 3 ]; then
+    pass "test_dist_mpi_buckets_in_flight ($(grep -o "40 steps of [0-9]* buckets" "$out" | head -1))"
+else fail test_dist_mpi_buckets_in_flight "exit $code"; fi
 
 start=$(date +%s)
 run timeout 60 env CT_COMM_TIMEOUT=3 $mpi -x CT_COMM_TIMEOUT -np 2 "$check" stall
@@ -121,6 +128,19 @@ for model in mlp cnn; do
     then pass "test_dist_mpi_train_same_model_${model}_2_devices ($(cat "$out"))"
     else fail "test_dist_mpi_train_same_model_${model}_2_devices" "differs"; fi
 done
+
+# --devices cuda:0,cuda:1: two logical GPUs of one (the fake GPU), the same model again.
+if [ -n "$fake_gpu" ]; then
+    run timeout 300 env CT_CUDA_PLUGIN="$fake_gpu" "$ctensor" train $common --model mlp \
+        --devices cuda:0,cuda:1 --checkpoint "$work/mlp-g.safetensors"
+    cp "$out" "$work/mlp-g.json"
+    if [ "$code" = 0 ] && grep -q '"device": "cuda:0"' "$work/mlp-g.json" &&
+        same "$work/mlp-1.safetensors" "$work/mlp-g.safetensors" "$work/mlp-1.json" "$work/mlp-g.json"
+    then pass "test_dist_devices_two_logical_fake_gpus ($(cat "$out"))"
+    else fail test_dist_devices_two_logical_fake_gpus "exit $code, or the models differ"; fi
+else
+    skip test_dist_devices_two_logical_fake_gpus "no fake GPU plugin given"
+fi
 
 # --resume with another world size: epoch 1 on 2 ranks, epoch 2 alone, against 2 epochs alone.
 cp "$work/mlp-2.safetensors" "$work/mlp-resumed.safetensors"

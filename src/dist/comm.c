@@ -112,7 +112,7 @@ ct_status ct__comm_start(ct_comm *comm, ct__coll *coll) {
     coll->seq = comm->seq++;
     coll->started = ct__comm_now();
     coll->deadline = coll->started + comm->timeout;
-    coll->done = false;
+    coll->done = coll->finished = false;
     coll->stage = 0;
     coll->request = NULL;
     coll->fingerprints = NULL;
@@ -122,6 +122,7 @@ ct_status ct__comm_start(ct_comm *comm, ct__coll *coll) {
 }
 
 static void finished(ct_comm *comm, ct__coll *coll) {
+    coll->finished = true;
     comm->stats.collectives++;
     size_t esize = coll->kind == CT__COLL_BARRIER ? 0 : ct__dtype_size(coll->dtype);
     comm->stats.bytes += coll->count * (int64_t)esize;
@@ -146,8 +147,9 @@ static ct_status timed_out(ct_comm *comm, ct__coll *coll) {
 }
 
 ct_status ct__comm_poll(ct_comm *comm, ct__coll *coll) {
-    if (coll->done) return CT_OK;
-    ct_status status = comm->engine->poll(comm, coll);
+    if (coll->finished) return CT_OK;
+    /* The engine may have ended it while advancing an earlier collective. */
+    ct_status status = coll->done ? CT_OK : comm->engine->poll(comm, coll);
     if (status != CT_OK) {
         if (comm->engine->release) comm->engine->release(comm, coll);
         return status;
@@ -162,11 +164,11 @@ ct_status ct__comm_poll(ct_comm *comm, ct__coll *coll) {
 ct_status ct__comm_wait(ct_comm *comm, ct__coll *coll) {
     double start = ct__comm_now();
     ct_status status = CT_OK;
-    for (long spins = 0; status == CT_OK && !coll->done; spins++) {
+    for (long spins = 0; status == CT_OK && !coll->finished; spins++) {
         status = ct__comm_poll(comm, coll);
         /* Spin briefly (a collective on a fast link ends in microseconds), then sleep in
          * short steps so that a long wait leaves the cores to others. */
-        if (status == CT_OK && !coll->done && spins > 200)
+        if (status == CT_OK && !coll->finished && spins > 200)
             nanosleep(&(struct timespec){0, 50000}, NULL);
     }
     comm->stats.wait_seconds += ct__comm_now() - start;

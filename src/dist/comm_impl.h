@@ -41,7 +41,8 @@ typedef struct ct__coll {
     const char *what; /* what it carries, for messages ("bucket 1", "a tensor (3, 4)") */
     uint64_t seq;     /* set by ct__comm_start */
     double started, deadline;
-    bool done;
+    bool done;     /* set by the engine once the collective ended */
+    bool finished; /* and then by comm.c once counted and its engine state released */
     /* The engine's state of this collective. */
     int stage;
     void *request;

@@ -2,8 +2,11 @@
  * an MPI launcher started, so that the core needs no MPI. A collective goes in two stages,
  * both non-blocking and polled against its deadline: an all-gather of every rank's
  * fingerprint, checked before any data moves, then the collective itself on a staging
- * buffer of the engine's. After a timeout the staging buffer and the request are leaked, not
- * freed, because MPI may still complete the collective into them. */
+ * buffer of the engine's. MPI needs every rank to post its collectives in one order, so the
+ * collectives in flight form a queue advanced from its head: a later one posts nothing while
+ * an earlier one still exchanges fingerprints (its data stage must come first on every
+ * rank), whatever order the caller polls them in. After a timeout the staging buffer and the
+ * request are leaked, not freed, because MPI may still complete the collective into them. */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -68,6 +71,8 @@ static ct_status load_plugin(void) {
 
 typedef struct mpi_coll {
     char request[CT_MPI_REQUEST_BYTES];
+    ct__coll *coll;
+    struct mpi_coll *next; /* the queue, in start order */
     ct__fingerprint mine;
     void *staging; /* the data collective's buffer (all-gather: its output) */
     ct__fingerprint fps[];
@@ -90,17 +95,35 @@ static ct_status engine_error(ct_comm *comm, const ct__coll *coll, const char *e
                          comm->rank, comm->size, err);
 }
 
-static ct_status mpi_start(ct_comm *comm, ct__coll *coll) {
-    mpi_coll *m = ct__calloc(1, sizeof *m + (size_t)comm->size * sizeof(ct__fingerprint));
-    if (!m) return ct__error(CT_ERR_OUT_OF_MEMORY, "ct_comm: out of host memory");
-    coll->request = m;
-    m->mine = ct__coll_fingerprint(coll);
+/* The rank's queue of collectives in flight. */
+typedef struct mpi_queue {
+    mpi_coll *head, *tail;
+} mpi_queue;
+
+static ct_status post_fingerprint(ct_comm *comm, ct__coll *coll, mpi_coll *m) {
     char err[512];
     if (mpi->iallgather(&m->mine, m->fps, CT__FINGERPRINT_WORDS, CT_MPI_I64, m->request, err,
                         sizeof err))
         return engine_error(comm, coll, err);
     coll->stage = 1;
     return CT_OK;
+}
+
+static ct_status advance(ct_comm *comm);
+
+static ct_status mpi_start(ct_comm *comm, ct__coll *coll) {
+    mpi_coll *m = ct__calloc(1, sizeof *m + (size_t)comm->size * sizeof(ct__fingerprint));
+    if (!m) return ct__error(CT_ERR_OUT_OF_MEMORY, "ct_comm: out of host memory");
+    coll->request = m;
+    m->coll = coll;
+    m->mine = ct__coll_fingerprint(coll);
+    mpi_queue *q = comm->state;
+    if (q->tail)
+        q->tail->next = m;
+    else
+        q->head = m;
+    q->tail = m;
+    return advance(comm); /* stage 0 until every earlier collective has posted its data */
 }
 
 /* The fingerprints matched: post the data collective on a staging copy. */
@@ -146,20 +169,48 @@ static void deliver(const ct_comm *comm, ct__coll *coll, const mpi_coll *m) {
         }
 }
 
-static ct_status mpi_poll(ct_comm *comm, ct__coll *coll) {
-    mpi_coll *m = coll->request;
+/* Move one collective on where it can; *blocked once it still exchanges fingerprints (no
+ * later collective may post before its data stage). */
+static ct_status step(ct_comm *comm, mpi_coll *m, bool *blocked) {
+    ct__coll *coll = m->coll;
     char err[512];
     int done = 0;
-    if (mpi->test(m->request, &done, err, sizeof err)) return engine_error(comm, coll, err);
-    if (!done) return CT_OK;
-    if (coll->stage == 1) {
-        ct_status status = ct__coll_check_fingerprints(comm, coll, m->fps);
-        return status == CT_OK ? post_data(comm, coll, m) : status;
+    if (coll->done) return CT_OK;
+    if (coll->stage == 0) {
+        if (*blocked) return CT_OK;
+        ct_status status = post_fingerprint(comm, coll, m);
+        if (status != CT_OK) return status;
     }
-    deliver(comm, coll, m);
-    coll->done = true;
+    if (mpi->test(m->request, &done, err, sizeof err)) return engine_error(comm, coll, err);
+    if (coll->stage == 1) {
+        if (!done) {
+            *blocked = true;
+            return CT_OK;
+        }
+        ct_status status = ct__coll_check_fingerprints(comm, coll, m->fps);
+        if (status == CT_OK) status = post_data(comm, coll, m);
+        if (status != CT_OK || coll->done) return status;
+        if (mpi->test(m->request, &done, err, sizeof err)) return engine_error(comm, coll, err);
+    }
+    if (done) {
+        deliver(comm, coll, m);
+        coll->done = true;
+    }
     return CT_OK;
 }
+
+/* Advance the queue from its head. */
+static ct_status advance(ct_comm *comm) {
+    mpi_queue *q = comm->state;
+    bool blocked = false;
+    for (mpi_coll *m = q->head; m; m = m->next) {
+        ct_status status = step(comm, m, &blocked);
+        if (status != CT_OK) return status;
+    }
+    return CT_OK;
+}
+
+static ct_status mpi_poll(ct_comm *comm, ct__coll *coll) { return advance(comm); }
 
 static void mpi_missing(const ct_comm *comm, const ct__coll *coll, char *buf, size_t size) {
     snprintf(buf, size, "waiting in %s (MPI does not say which ranks are missing)",
@@ -170,12 +221,19 @@ static void mpi_missing(const ct_comm *comm, const ct__coll *coll, char *buf, si
 static void mpi_release(ct_comm *comm, ct__coll *coll) {
     mpi_coll *m = coll->request;
     coll->request = NULL;
-    if (!m || !coll->done) return;
+    if (!m) return;
+    mpi_queue *q = comm->state;
+    mpi_coll **link = &q->head, *prev = NULL;
+    while (*link && *link != m) prev = *link, link = &(*link)->next;
+    if (*link) *link = m->next;
+    if (q->tail == m) q->tail = prev;
+    if (!coll->done) return;
     ct__free_mem(m->staging);
     ct__free_mem(m);
 }
 
 static void mpi_destroy(ct_comm *comm, bool clean) {
+    ct__free_mem(comm->state);
     pthread_mutex_lock(&mpi_lock);
     if (clean && !mpi_finalized) {
         mpi->finalize();
@@ -208,5 +266,9 @@ ct_comm *ct__comm_mpi_world(void) {
     pthread_mutex_unlock(&mpi_lock);
     if (status != CT_OK) return NULL;
     const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-    return ct__comm_new(&mpi_engine, rank, size, local ? atoi(local) : 0, NULL);
+    mpi_queue *q = ct__calloc(1, sizeof *q);
+    ct_comm *comm = q ? ct__comm_new(&mpi_engine, rank, size, local ? atoi(local) : 0, q)
+                      : ct__fail(CT_ERR_OUT_OF_MEMORY, "ct_comm_world: out of host memory");
+    if (!comm) ct__free_mem(q);
+    return comm;
 }

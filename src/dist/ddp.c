@@ -75,7 +75,7 @@ static ct_status progress(ct_ddp *d) {
     }
     for (int i = 0; i < d->next_launch && d->failure == CT_OK; i++) {
         bucket *b = &d->buckets[i];
-        if (b->coll.done) continue;
+        if (b->coll.finished) continue;
         note_failure(d, ct__comm_poll(d->comm, &b->coll));
         mark_ended(b);
     }
@@ -187,7 +187,7 @@ static void reset_step(ct_ddp *d, int64_t local, int64_t global) {
     for (int i = 0; i < d->nbuckets; i++) {
         bucket *b = &d->buckets[i];
         b->ready = 0, b->launched = false, b->launched_at = b->ended_at = 0;
-        b->coll.done = false;
+        b->coll.done = b->coll.finished = false;
     }
 }
 
@@ -329,7 +329,7 @@ void ct_ddp_free(ct_ddp *d) {
     if (!d) return;
     /* A bucket whose collective never ended may still be written by MPI: leak it. */
     for (int i = 0; d->buckets && i < d->nbuckets; i++)
-        if (!d->buckets[i].launched || d->buckets[i].coll.done) ct__free_mem(d->buckets[i].buf);
+        if (!d->buckets[i].launched || d->buckets[i].coll.finished) ct__free_mem(d->buckets[i].buf);
     ct__free_mem(d->buckets);
     ct__free_mem(d->params);
     ct__free_mem(d->bucket_of);
