@@ -12,7 +12,8 @@
 #
 # Usage: bench/run_dist.sh [BUILD_DIR] [REPEATS]
 # Environment: BENCH_MODEL (cnn), BENCH_LIMIT (training samples; 0: all 60000, one epoch),
-# BENCH_BATCH (128), BENCH_DATA (Fashion-MNIST's folder; Debian's by default).
+# BENCH_BATCH (128), BENCH_DATA (Fashion-MNIST's folder; Debian's by default), BENCH_CONFIGS
+# (the configurations to run: "1r1t 2r1t 1r2t 2d1t"; ratios need 1r1t).
 set -eu
 build=${1:-build}
 repeats=${2:-3}
@@ -50,21 +51,28 @@ lscpu | sed -n 's/^Model name: *//p'
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq "$repeats"); do
     echo "== repeat $r"
-    one 1r1t env OMP_NUM_THREADS=1 "$build/ctensor" train $args
-    one 2r1t mpirun --oversubscribe --bind-to none -np 2 -x OMP_NUM_THREADS=1 -x OMP_WAIT_POLICY \
-        "$build/ctensor" train $args
-    one 1r2t env OMP_NUM_THREADS=2 "$build/ctensor" train $args
-    one 2d1t env OMP_NUM_THREADS=2 "$build/ctensor" train $args --devices cpu:0,cpu:1
+    for config in ${BENCH_CONFIGS:-1r1t 2r1t 1r2t 2d1t}; do
+        case $config in
+        1r1t) one 1r1t env OMP_NUM_THREADS=1 "$build/ctensor" train $args ;;
+        2r1t) one 2r1t mpirun --oversubscribe --bind-to none -np 2 -x OMP_NUM_THREADS=1 \
+            -x OMP_WAIT_POLICY "$build/ctensor" train $args ;;
+        1r2t) one 1r2t env OMP_NUM_THREADS=2 "$build/ctensor" train $args ;;
+        2d1t) one 2d1t env OMP_NUM_THREADS=2 "$build/ctensor" train $args --devices cpu:0,cpu:1 ;;
+        esac
+    done
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$tmp" <<'EOF'
 import json, os, sys
 runs = {n: [json.loads(l)["samples_per_second"] for l in open(os.path.join(sys.argv[1], n))]
-        for n in ("1r1t", "1r2t", "2r1t", "2d1t")}
-for n in ("1r2t", "2r1t", "2d1t"):
+        for n in ("1r1t", "1r2t", "2r1t", "2d1t") if os.path.exists(os.path.join(sys.argv[1], n))}
+if "1r1t" not in runs:
+    sys.exit(0)
+for n in [n for n in ("1r2t", "2r1t", "2d1t") if n in runs]:
     ratios = [a / b for a, b in zip(runs[n], runs["1r1t"])]
     print("%s / 1r1t: %.2f-%.2fx (per repeat: %s)" % (n, min(ratios), max(ratios),
           ", ".join("%.2f" % x for x in ratios)))
-ratios = [a / b for a, b in zip(runs["2r1t"], runs["1r2t"])]
-print("2r1t / 1r2t: %.2f-%.2fx" % (min(ratios), max(ratios)))
+if "2r1t" in runs and "1r2t" in runs:
+    ratios = [a / b for a, b in zip(runs["2r1t"], runs["1r2t"])]
+    print("2r1t / 1r2t: %.2f-%.2fx" % (min(ratios), max(ratios)))
 EOF
