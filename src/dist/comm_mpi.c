@@ -73,6 +73,7 @@ typedef struct mpi_coll {
     char request[CT_MPI_REQUEST_BYTES];
     ct__coll *coll;
     struct mpi_coll *next; /* the queue, in start order */
+    bool pending;          /* a request of it is posted and not yet ended */
     ct__fingerprint mine;
     void *staging; /* the data collective's buffer (all-gather: its output) */
     ct__fingerprint fps[];
@@ -105,6 +106,7 @@ static ct_status post_fingerprint(ct_comm *comm, ct__coll *coll, mpi_coll *m) {
     if (mpi->iallgather(&m->mine, m->fps, CT__FINGERPRINT_WORDS, CT_MPI_I64, m->request, err,
                         sizeof err))
         return engine_error(comm, coll, err);
+    m->pending = true;
     coll->stage = 1;
     return CT_OK;
 }
@@ -147,6 +149,7 @@ static ct_status post_data(ct_comm *comm, ct__coll *coll, mpi_coll *m) {
     else
         rc = mpi->iallgather(coll->buf, m->staging, coll->count, type, m->request, err, sizeof err);
     if (rc) return engine_error(comm, coll, err);
+    m->pending = true;
     coll->stage = 2;
     return CT_OK;
 }
@@ -182,6 +185,7 @@ static ct_status step(ct_comm *comm, mpi_coll *m, bool *blocked) {
         if (status != CT_OK) return status;
     }
     if (mpi->test(m->request, &done, err, sizeof err)) return engine_error(comm, coll, err);
+    if (done) m->pending = false;
     if (coll->stage == 1) {
         if (!done) {
             *blocked = true;
@@ -191,6 +195,7 @@ static ct_status step(ct_comm *comm, mpi_coll *m, bool *blocked) {
         if (status == CT_OK) status = post_data(comm, coll, m);
         if (status != CT_OK || coll->done) return status;
         if (mpi->test(m->request, &done, err, sizeof err)) return engine_error(comm, coll, err);
+        if (done) m->pending = false;
     }
     if (done) {
         deliver(comm, coll, m);
@@ -217,7 +222,8 @@ static void mpi_missing(const ct_comm *comm, const ct__coll *coll, char *buf, si
              coll->stage == 1 ? "the exchange of fingerprints" : "the data transfer");
 }
 
-/* Free a collective's state once it ended; leak it (see the top) when it did not. */
+/* Free a collective's state unless MPI may still write into it (see the top): a collective
+ * that ended, or failed between its requests (a mismatch), is freed. */
 static void mpi_release(ct_comm *comm, ct__coll *coll) {
     mpi_coll *m = coll->request;
     coll->request = NULL;
@@ -227,7 +233,7 @@ static void mpi_release(ct_comm *comm, ct__coll *coll) {
     while (*link && *link != m) prev = *link, link = &(*link)->next;
     if (*link) *link = m->next;
     if (q->tail == m) q->tail = prev;
-    if (!coll->done) return;
+    if (m->pending) return;
     ct__free_mem(m->staging);
     ct__free_mem(m);
 }
