@@ -5,8 +5,8 @@ BUILD_TYPE ?= Release
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
 
-.PHONY: all build deps test demo bench bench-step bench-train bench-loader sanitize install clean format \
-	format-check python-install bench-python
+.PHONY: all build deps test demo bench bench-step bench-train bench-loader bench-dist sanitize install clean \
+	format format-check python-install bench-python
 
 all: build
 
@@ -46,6 +46,11 @@ bench-loader: deps
 bench-train: deps
 	@$(MAKE) --no-print-directory build
 	@bench/run_train.sh $(BUILD)
+
+# Data-parallel scaling: the CNN alone on 1 and 2 threads, on 2 MPI ranks, on 2 devices.
+bench-dist: deps
+	@$(MAKE) --no-print-directory build
+	@bench/run_dist.sh $(BUILD)
 
 # The suite under AddressSanitizer and UndefinedBehaviorSanitizer, in its own build folder.
 # libFuzzer harnesses of the readers and of `ctensor train`'s parser, FUZZ_SECONDS each.

@@ -1,6 +1,7 @@
 /* `ctensor train`: train the MLP or the small CNN on a dataset on a device, with a data
  * loader that prepares and moves batches while the step runs, progress, checkpoints, and
  * a summary of accuracy, time, throughput, memory and transfers. */
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,8 @@ typedef struct trainer {
     ct_optimizer *optimizer;
     train_data data;
     ct_loader *train, *test;
+    ct_ddp *ddp;   /* data parallelism over o->comm, else NULL */
+    int64_t batch; /* the (global) batch size */
     /* Running sums of the epoch on the device, read at progress points only (a read is a
      * synchronisation). */
     ct_tensor *loss_sum, *correct;
@@ -99,26 +102,41 @@ static ct_tensor *forward(trainer *t, const ct_tensor *x) {
     return logits;
 }
 
-static ct_status step(trainer *t, const ct_tensor *x, const ct_tensor *y) {
+/* The backward pass of loss (NULL: no sample here), its gradients summed over the replicas
+ * under data parallelism; then the optimiser's step, through the loss scaler with --amp f16. */
+static ct_status backward_and_step(trainer *t, const ct_tensor *loss, int64_t samples,
+                                   int64_t global) {
+    const ct_tensor *scaled = t->scaler && loss ? ct_grad_scaler_scale(t->scaler, loss) : loss;
+    if (loss && !scaled) return ct_last_status();
+    ct_status status =
+        t->ddp ? ct_ddp_backward(t->ddp, scaled, samples, global) : ct_backward(scaled);
+    if (status != CT_OK) return status;
+    if (!t->scaler) return ct_optimizer_step(t->optimizer);
+    status = ct_grad_scaler_step(t->scaler, t->optimizer, NULL);
+    return status == CT_OK ? ct_grad_scaler_update(t->scaler) : status;
+}
+
+/* A step on this replica's slice (y's samples) of a global batch of `global` samples. */
+static ct_status step(trainer *t, const ct_tensor *x, const ct_tensor *y, int64_t global) {
+    if (t->ddp && ct_size(y, 0) == 0) { /* no sample of this last batch here: zeros go */
+        ct_status status = ct_optimizer_zero_grad(t->optimizer);
+        return status == CT_OK ? backward_and_step(t, NULL, 0, global) : status;
+    }
     /* The loss is on autocast's f32 list: the region may end before it. */
     ct_tensor *logits = forward(t, x);
     ct_tensor *loss = ct_cross_entropy(logits, y, NULL);
     if (!loss) return ct_last_status();
     ct_status status = ct_optimizer_zero_grad(t->optimizer);
-    if (t->scaler) {
-        if (status == CT_OK) status = ct_backward(ct_grad_scaler_scale(t->scaler, loss));
-        if (status == CT_OK) status = ct_grad_scaler_step(t->scaler, t->optimizer, NULL);
-        if (status == CT_OK) status = ct_grad_scaler_update(t->scaler);
-    } else {
-        if (status == CT_OK) status = ct_backward(loss);
-        if (status == CT_OK) status = ct_optimizer_step(t->optimizer);
-    }
+    if (status == CT_OK) status = backward_and_step(t, loss, ct_size(y, 0), global);
     if (status == CT_OK) status = accumulate(t, logits, loss, y);
     return status;
 }
 
 static ct_status read_sums(const trainer *t, double *loss_sum, double *correct) {
-    ct_status status = ct_item(t->loss_sum, loss_sum);
+    ct_status status = CT_OK;
+    if (t->ddp) status = ct_comm_all_reduce(t->o->comm, t->loss_sum, CT_COMM_SUM);
+    if (t->ddp && status == CT_OK) status = ct_comm_all_reduce(t->o->comm, t->correct, CT_COMM_SUM);
+    if (status == CT_OK) status = ct_item(t->loss_sum, loss_sum);
     return status == CT_OK ? ct_item(t->correct, correct) : status;
 }
 
@@ -142,6 +160,7 @@ static ct_status train_epoch(trainer *t, int epoch, epoch_result *r) {
     ct_status status = ct_loader_start_epoch(t->train, epoch - 1);
     if (status == CT_OK) status = reset_sums(t);
     int64_t steps = ct_loader_batches(t->train), done = 0, samples = 0;
+    int64_t count = ct_size(t->data.train_images, 0);
     double start = now(), last_report = 0, loss_sum = 0, correct = 0;
     r->data_seconds = 0;
     ct_module_train(t->model, true);
@@ -152,14 +171,19 @@ static ct_status train_epoch(trainer *t, int epoch, epoch_result *r) {
         status = ct_loader_next(t->train, &x, &y);
         r->data_seconds += now() - asked;
         bool more = status == CT_OK && x;
-        if (more) status = step(t, x, y);
-        if (more && status == CT_OK) samples += ct_size(y, 0), done++;
+        int64_t global = count - done * t->batch < t->batch ? count - done * t->batch : t->batch;
+        if (more) status = step(t, x, y, global);
+        if (more && status == CT_OK) samples += global, done++;
         ct_scope_end();
         if (!more || status != CT_OK || stop_signal) break;
         double elapsed = now() - start;
         if (t->o->progress && (elapsed - last_report > 0.2 || done == steps)) {
             last_report = elapsed;
-            status = read_sums(t, &loss_sum, &correct);
+            status = ct_item(t->loss_sum, &loss_sum);
+            if (status == CT_OK) status = ct_item(t->correct, &correct);
+            /* Only this replica's sums during the epoch: a read of every rank's would be a
+             * collective at a time each rank picks for itself. */
+            if (t->ddp) loss_sum *= ct_comm_size(t->o->comm), correct *= ct_comm_size(t->o->comm);
             double rate = samples / elapsed;
             train_progress(t->o, epoch, done, steps, loss_sum / samples, correct / samples, rate,
                            (steps - done) * (elapsed / done));
@@ -203,6 +227,8 @@ static ct_status evaluate(trainer *t, double *accuracy) {
     }
     ct_no_grad_pop();
     double total = 0;
+    if (status == CT_OK && t->ddp) status = ct_comm_all_reduce(t->o->comm, hits, CT_COMM_SUM);
+    if (t->ddp) samples = ct_size(t->data.test_images, 0);
     if (status == CT_OK) status = ct_item(hits, &total);
     ct_release(hits);
     *accuracy = samples ? total / samples : 0;
@@ -218,7 +244,9 @@ static ct_loader *make_loader(const trainer *t, const ct_tensor *images, const c
                                  .device = t->o->device,
                                  .scale = 1.0 / 255,
                                  .mean = {PIXEL_MEAN},
-                                 .std = {PIXEL_STD}};
+                                 .std = {PIXEL_STD},
+                                 .shard_index = ct_comm_rank(t->o->comm),
+                                 .shard_count = ct_comm_size(t->o->comm)};
     return ct_loader_new(images, labels, &options);
 }
 
@@ -293,8 +321,13 @@ static int set_up(trainer *t, int *first_epoch, int64_t *batch) {
     train_options *o = t->o;
     if (train_load_data(o, &t->data) != CT_OK) return 1;
     train_limit(&t->data, o->limit);
+    /* The replicas of --devices are threads of one process: each seeds the process's random
+     * stream and draws its model whole, so that the draws do not interleave. */
+    static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&init_lock);
     ct_manual_seed(o->seed);
     t->model = train_model(o->model);
+    pthread_mutex_unlock(&init_lock);
     if (!t->model || ct_module_to(t->model, o->device) != CT_OK) return failed("model");
     t->optimizer = make_optimizer(o, t->model);
     if (!t->optimizer) return failed("optimizer");
@@ -309,16 +342,19 @@ static int set_up(trainer *t, int *first_epoch, int64_t *batch) {
     }
     /* The first save is tried now, so that a path that cannot take the file or a full disk is
      * found in seconds, not after an epoch of training. */
-    if (o->checkpoint && *first_epoch <= o->epochs &&
+    if (o->checkpoint && *first_epoch <= o->epochs && ct_comm_rank(o->comm) == 0 &&
         train_save_checkpoint(o->checkpoint, t->model, t->optimizer, t->scaler, *first_epoch - 1,
                               o->seed) != CT_OK)
         return failed(o->checkpoint);
+    if (o->comm && !(t->ddp = ct_ddp_new(o->comm, t->model, NULL)))
+        return failed("data parallelism");
     *batch = o->batch_size;
     if (*batch == 0) {
         ct_status status = auto_batch(t, batch);
         if (status == CT_ERR_OUT_OF_MEMORY) return 1;
         if (status != CT_OK) return failed("--batch-size auto");
     }
+    t->batch = *batch;
     t->train = make_loader(t, t->data.train_images, t->data.train_labels, *batch, true);
     /* Evaluation keeps no activations for a backward pass, so the training batch, which fits,
      * fits there too: a larger one may not, under a memory limit. */
@@ -352,16 +388,18 @@ static int train_epochs(trainer *t, train_summary *summary, int first_epoch) {
         if (evaluate(t, &test_accuracy) != CT_OK) return step_failed(t, "evaluation");
         if (stop_signal) break;
         int64_t samples = ct_size(t->data.train_images, 0);
-        train_epoch_line(o, epoch, r.loss, r.accuracy, test_accuracy, r.seconds,
-                         samples / r.seconds);
+        if (ct_comm_rank(o->comm) == 0)
+            train_epoch_line(o, epoch, r.loss, r.accuracy, test_accuracy, r.seconds,
+                             samples / r.seconds);
         summary->epochs_run++;
         summary->seconds += r.seconds;
         summary->data_seconds += r.data_seconds;
         summary->final_loss = r.loss, summary->train_accuracy = r.accuracy;
         summary->test_accuracy = test_accuracy;
         summary->tested = true;
-        if (o->checkpoint && train_save_checkpoint(o->checkpoint, t->model, t->optimizer, t->scaler,
-                                                   epoch, o->seed) != CT_OK)
+        if (o->checkpoint && ct_comm_rank(o->comm) == 0 &&
+            train_save_checkpoint(o->checkpoint, t->model, t->optimizer, t->scaler, epoch,
+                                  o->seed) != CT_OK)
             return failed(o->checkpoint);
     }
     if (stop_signal) {
@@ -398,28 +436,47 @@ static int run(trainer *t, train_summary *summary) {
     ct_transfer_stats(&summary->transfers);
     summary->precision = train_amp_name(t->amp);
     summary->skipped_steps = ct_grad_scaler_skipped_steps(t->scaler);
+    summary->world_size = ct_comm_size(o->comm);
+    summary->engine = ct_comm_engine(o->comm);
+    if (t->ddp) ct_ddp_stats(t->ddp, &summary->ddp);
     return 0;
+}
+
+int train_replica(train_options *o, train_summary *summary) {
+    trainer t = {.o = o};
+    *summary = (train_summary){.model = o->model, .optimizer = o->optimizer, .epochs = o->epochs};
+    ct_device_str(o->device, summary->device, sizeof summary->device);
+    int rc = run(&t, summary);
+    ct_release(t.loss_sum);
+    ct_release(t.correct);
+    ct_loader_free(t.train);
+    ct_loader_free(t.test);
+    ct_ddp_free(t.ddp);
+    ct_grad_scaler_free(t.scaler);
+    ct_optimizer_free(t.optimizer);
+    ct_module_free(t.model);
+    train_release_data(&t.data);
+    return rc;
 }
 
 int ct_cli_train(int argc, char **argv) {
     train_options o;
     int parsed = train_parse(argc, argv, &o);
     if (parsed >= 0) return parsed;
-    if (ct_device_check(o.device) != CT_OK) return failed("--device");
+    ct_comm *world = ct_comm_world(); /* a world of one unless started by mpirun */
+    if (!world) return failed("mpirun");
     catch_stop_signals();
-    trainer t = {.o = &o};
-    train_summary summary = {.model = o.model, .optimizer = o.optimizer, .epochs = o.epochs};
-    ct_device_str(o.device, summary.device, sizeof summary.device);
-    int rc = run(&t, &summary);
-    if (rc == 0) train_print_summary(&o, &summary);
-    if (rc == 0 && summary.interrupted_by) rc = 128 + summary.interrupted_by;
-    ct_release(t.loss_sum);
-    ct_release(t.correct);
-    ct_loader_free(t.train);
-    ct_loader_free(t.test);
-    ct_grad_scaler_free(t.scaler);
-    ct_optimizer_free(t.optimizer);
-    ct_module_free(t.model);
-    train_release_data(&t.data);
+    int rc;
+    if (o.devices || ct_comm_size(world) > 1) {
+        rc = train_dist_run(&o, world);
+    } else if (ct_device_check(o.device) != CT_OK) {
+        rc = failed("--device");
+    } else {
+        train_summary summary;
+        rc = train_replica(&o, &summary);
+        if (rc == 0) train_print_summary(&o, &summary);
+        if (rc == 0 && summary.interrupted_by) rc = 128 + summary.interrupted_by;
+    }
+    ct_comm_free(world);
     return rc;
 }

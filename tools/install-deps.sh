@@ -9,11 +9,12 @@ set -e
 cd "$(dirname "$0")/.."
 # python3-torch: the checkpoint test loads ctensor's files in PyTorch and back, and the
 # training benchmarks run it as the peer. locales: test_c_locale makes a locale with a
-# decimal comma (de_DE) from its sources.
+# decimal comma (de_DE) from its sources. openmpi-bin, libopenmpi-dev: the MPI plugin and the
+# tests of data parallelism across processes (mpirun); iproute2: their two-machine case.
 # python3-dev: the CPython headers the Python module (python/) is built against.
 # libdnnl-dev: oneDNN's bf16 GEMM for mixed precision on CPUs with AVX512_BF16 or AMX.
 packages="build-essential cmake pkg-config libopenblas-dev zlib1g-dev python3-numpy python3-venv
-          python3-dev libdnnl-dev
+          python3-dev libdnnl-dev openmpi-bin libopenmpi-dev iproute2
           python3-torch gnuplot-nox dataset-fashion-mnist locales"
 # clang: the libFuzzer harnesses (make fuzz); valgrind: test_cli_files runs ctensor under it.
 packages="$packages clang valgrind"

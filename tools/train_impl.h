@@ -27,6 +27,12 @@ typedef struct train_options {
     bool json;
     bool progress;   /* a progress bar (stdout is a terminal and not --json) */
     const char *amp; /* --amp: "off" | "bf16" | "f16" | "auto" */
+    /* Data parallelism (train_dist.c): --devices (one replica per device, threads engine),
+     * --comm-timeout (0: CT_COMM_TIMEOUT or its default); this replica's communicator (NULL
+     * alone: then no ct_ddp). */
+    const char *devices;
+    double comm_timeout;
+    ct_comm *comm;
 } train_options;
 
 /* Parse argv (argv[0] is "train"); -1 to go on, else the exit status (0 after --help). */
@@ -49,6 +55,11 @@ typedef struct train_summary {
     const char *precision; /* "f32", "bf16" or "f16" (--amp) */
     int64_t skipped_steps; /* steps the f16 loss scaler skipped */
     ct_transfer_statistics transfers;
+    /* Data parallelism: world size (1 alone), engine ("self", "threads", "mpi"), rank 0's
+     * ct_ddp statistics. */
+    int world_size;
+    const char *engine;
+    ct_ddp_statistics ddp;
 } train_summary;
 
 /* The progress line of a step (a bar on a terminal), and the summary. */
@@ -57,6 +68,17 @@ void train_progress(const train_options *o, int epoch, int64_t step, int64_t ste
 void train_epoch_line(const train_options *o, int epoch, double loss, double accuracy,
                       double test_accuracy, double seconds, double samples_per_second);
 void train_print_summary(const train_options *o, const train_summary *s);
+
+/* One replica's whole run (the only one without data parallelism): trains and fills the
+ * summary; prints its own error line; only rank 0 prints epoch lines and checkpoints. */
+int train_replica(train_options *o, train_summary *summary);
+
+/* Data parallelism (train_dist.c): --devices and --comm-timeout (-2: not one of them, else
+ * as train_parse's values); the run over a world of several ranks or devices. */
+int train_dist_parse_value(const char *option, const char *value, train_options *o);
+int train_dist_run(train_options *o, ct_comm *world);
+void train_dist_print_text(const train_summary *s);
+void train_dist_print_json(const train_summary *s);
 
 /* The model of o->model (NULL with the error set). */
 ct_module *train_model(const char *name);

@@ -39,7 +39,12 @@ static const char help[] =
     "                             device has native bf16, else off (default off). On a CPU\n"
     "                             without AVX512_BF16 or AMX, and for f16 on any CPU, it is\n"
     "                             emulated and slower than f32\n"
-    "  --json                     print the summary as one JSON object\n";
+    "  --json                     print the summary as one JSON object\n"
+    "  --devices D1,D2,...        data parallelism in one process: one replica per device\n"
+    "                             (cpu:0,cpu:1 splits the CPU into logical devices);\n"
+    "                             --batch-size is the global batch. Under mpirun each process\n"
+    "                             is one replica (Open MPI) and only rank 0 prints and saves\n"
+    "  --comm-timeout SECONDS     deadline of each collective (default CT_COMM_TIMEOUT, 300)\n";
 
 static int bad(const char *option, const char *value, const char *expected) {
     fprintf(stderr, "ctensor train: %s \"%s\": expected %s (see ctensor train --help)\n", option,
@@ -145,6 +150,8 @@ static int parse_value(const char *option, const char *value, train_options *o) 
     } else if (strcmp(option, "--checkpoint") == 0) {
         if (!value[0]) return bad(option, value, "a file path");
         o->checkpoint = value;
+    } else if (train_dist_parse_value(option, value, o) != -2) {
+        return train_dist_parse_value(option, value, o);
     } else {
         return unknown(option);
     }

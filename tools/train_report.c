@@ -71,6 +71,7 @@ static void print_text(const train_summary *s) {
            (unsigned long long)(t->counters[CT_TRANSFER_D2H][0].count +
                                 t->counters[CT_TRANSFER_D2H][1].count),
            mib(t->counters[CT_TRANSFER_D2H][0].bytes + t->counters[CT_TRANSFER_D2H][1].bytes));
+    train_dist_print_text(s);
 }
 
 static void json_number(const char *name, double value, bool measured) {
@@ -110,7 +111,9 @@ static void print_json(const train_summary *s) {
         printf("%s\"%s\": {\"count\": %llu, \"bytes\": %llu}", d ? ", " : "", names[d],
                (unsigned long long)(t->counters[d][0].count + t->counters[d][1].count),
                (unsigned long long)(t->counters[d][0].bytes + t->counters[d][1].bytes));
-    printf("}}\n");
+    printf("}");
+    train_dist_print_json(s);
+    printf("}\n");
 }
 
 void train_print_summary(const train_options *o, const train_summary *s) {

@@ -21,6 +21,7 @@
 #include "ctensor/optim.h"
 #include "ctensor/autocast.h"
 #include "ctensor/data.h"
+#include "ctensor/dist.h"
 
 #define CT_VERSION_MAJOR 0
 #define CT_VERSION_MINOR 1

@@ -48,6 +48,12 @@ typedef struct ct_loader_options {
      * horizontal flip with probability 1/2. */
     int crop_padding;
     bool horizontal_flip;
+    /* The distributed sampler, for data parallelism: with shard_count n > 1, every rank
+     * shuffles alike and rank shard_index r takes rows [b·r/n, b·(r+1)/n) of each batch of b
+     * (batch_size is the global batch), so the same seed and global batch give the same
+     * samples per step whatever the number of ranks; no sample is repeated to even out the
+     * last batch, whose slices may differ by one (or be empty). 0 means 1. */
+    int shard_index, shard_count;
 } ct_loader_options;
 
 /* A loader over inputs (N, ...) of any dtype and integer labels (N), both on the CPU; it

@@ -5,6 +5,7 @@
  * The pass runs in a private scope with grad mode off; each gradient is released as soon as
  * its node has run, so memory peaks near the forward pass's, as in PyTorch. */
 
+#include "autograd/grad_hook_impl.h"
 #include "autograd/tape_impl.h"
 #include "ops/op_impl.h"
 
@@ -138,6 +139,7 @@ static ct_status accumulate_leaf(ct_tensor *leaf, ct_tensor *g) {
     ct__scope_forget(value); /* the leaf owns it now, outside every scope */
     if (leaf->grad) ct__tensor_drop(leaf->grad);
     leaf->grad = value;
+    ct__grad_ready(leaf);
     return CT_OK;
 }
 

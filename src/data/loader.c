@@ -77,6 +77,11 @@ static ct_status check_dataset(const ct_tensor *inputs, const ct_tensor *labels,
                          "%s: batch_size must be positive and workers, prefetch and "
                          "crop_padding not negative (got %lld, %d, %d, %d)",
                          op, (long long)o->batch_size, o->workers, o->prefetch, o->crop_padding);
+    int shards = o->shard_count ? o->shard_count : 1;
+    if (shards < 1 || o->shard_index < 0 || o->shard_index >= shards)
+        return ct__error(CT_ERR_INVALID_ARG,
+                         "%s: shard_index must be in 0..shard_count-1 (got %d of %d)", op,
+                         o->shard_index, o->shard_count);
     bool images = inputs->ndim >= 3;
     if (!images && (o->crop_padding || o->horizontal_flip))
         return ct__error(CT_ERR_INVALID_ARG,

@@ -172,6 +172,11 @@ void ct__loader_prepare(const ct_loader *loader, const int64_t *order, int64_t e
     const ct_loader_options *o = &loader->options;
     int64_t start = b * o->batch_size, end = start + o->batch_size;
     if (end > loader->count) end = loader->count;
+    if (o->shard_count > 1) { /* this rank's slice of the global batch */
+        int64_t global = end - start;
+        end = start + global * (o->shard_index + 1) / o->shard_count;
+        start += global * o->shard_index / o->shard_count;
+    }
     int64_t rows = end - start;
     int64_t shape[4] = {rows, loader->channels, loader->height, loader->width};
     if (!loader->height) shape[1] = loader->features;

@@ -1,0 +1,78 @@
+#!/bin/sh
+# Data-parallel scaling of `ctensor train` (`make bench-dist`), in one run, interleaved so
+# that a shared machine's load falls on every configuration alike: the same model, global
+# batch, seed and samples on
+#   1r1t  one process, one OpenMP thread
+#   1r2t  one process, two OpenMP threads
+#   2r1t  mpirun -np 2, one thread per rank (the MPI engine)
+#   2d1t  --devices cpu:0,cpu:1 in one process (the threads engine, one core each)
+# and, for each run, samples/s, the test accuracy, and from the summary the time the
+# gradient all-reduces took, the part hidden behind backward, and the time waited for them.
+# The ratios to 1r1t are printed at the end, with their range over the repeats.
+#
+# Usage: bench/run_dist.sh [BUILD_DIR] [REPEATS]
+# Environment: BENCH_MODEL (cnn), BENCH_LIMIT (training samples; 0: all 60000, one epoch),
+# BENCH_BATCH (128), BENCH_DATA (Fashion-MNIST's folder; Debian's by default), BENCH_CONFIGS
+# (the configurations to run: "1r1t 2r1t 1r2t 2d1t"; ratios need 1r1t).
+set -eu
+build=${1:-build}
+repeats=${2:-3}
+model=${BENCH_MODEL:-cnn}
+limit=${BENCH_LIMIT:-0}
+batch=${BENCH_BATCH:-128}
+data=${BENCH_DATA:-fashion-mnist}
+if [ ! -x "$build/ctensor" ]; then
+    echo "run_dist.sh: $build/ctensor not found; build first (make build)" >&2
+    exit 1
+fi
+command -v mpirun >/dev/null || { echo "run_dist.sh: mpirun not found (make deps)" >&2; exit 1; }
+unset OPENBLAS_CORETYPE
+export OMP_WAIT_POLICY=passive OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_btl_base_warn_component_unused=0
+args="--model $model --epochs 1 --batch-size $batch --dataset $data --json"
+[ "$limit" != 0 ] && args="$args --limit $limit"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+one() { # NAME COMMAND...: run, keep the JSON summary
+    name=$1
+    shift
+    "$@" >"$tmp/out" 2>"$tmp/err" || { cat "$tmp/err" >&2; exit 1; }
+    tail -1 "$tmp/out" >>"$tmp/$name"
+    python3 -c 'import json, sys
+s = json.loads(open(sys.argv[1]).read().splitlines()[-1])
+print("%-5s %8.1f samples/s  test acc %.2f%%  allreduce %.2f s, hidden %.2f s, waited %.2f s "
+      "(%.1f%% of %.1f s)" % (sys.argv[2], s["samples_per_second"], 100 * s["test_accuracy"],
+      s["comm_seconds"], s["comm_hidden_seconds"], s["comm_wait_seconds"],
+      100 * s["comm_wait_seconds"] / s["seconds"], s["seconds"]))' "$tmp/out" "$name"
+}
+
+lscpu | sed -n 's/^Model name: *//p'
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+for r in $(seq "$repeats"); do
+    echo "== repeat $r"
+    for config in ${BENCH_CONFIGS:-1r1t 2r1t 1r2t 2d1t}; do
+        case $config in
+        1r1t) one 1r1t env OMP_NUM_THREADS=1 "$build/ctensor" train $args ;;
+        2r1t) one 2r1t mpirun --oversubscribe --bind-to none -np 2 -x OMP_NUM_THREADS=1 \
+            -x OMP_WAIT_POLICY "$build/ctensor" train $args ;;
+        1r2t) one 1r2t env OMP_NUM_THREADS=2 "$build/ctensor" train $args ;;
+        2d1t) one 2d1t env OMP_NUM_THREADS=2 "$build/ctensor" train $args --devices cpu:0,cpu:1 ;;
+        esac
+    done
+done
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+python3 - "$tmp" <<'EOF'
+import json, os, sys
+runs = {n: [json.loads(l)["samples_per_second"] for l in open(os.path.join(sys.argv[1], n))]
+        for n in ("1r1t", "1r2t", "2r1t", "2d1t") if os.path.exists(os.path.join(sys.argv[1], n))}
+if "1r1t" not in runs:
+    sys.exit(0)
+for n in [n for n in ("1r2t", "2r1t", "2d1t") if n in runs]:
+    ratios = [a / b for a, b in zip(runs[n], runs["1r1t"])]
+    print("%s / 1r1t: %.2f-%.2fx (per repeat: %s)" % (n, min(ratios), max(ratios),
+          ", ".join("%.2f" % x for x in ratios)))
+if "2r1t" in runs and "1r2t" in runs:
+    ratios = [a / b for a, b in zip(runs["2r1t"], runs["1r2t"])]
+    print("2r1t / 1r2t: %.2f-%.2fx" % (min(ratios), max(ratios)))
+EOF

@@ -1,0 +1,18 @@
+/* A per-thread "gradient ready" hook of the backward engine, for data-parallel training
+ * (src/dist/ddp.c): called each time backward adds to a leaf's .grad, so that the gradient
+ * can be sent while the rest of backward runs (PyTorch's AccumulateGrad hooks). */
+#ifndef CT_GRAD_HOOK_IMPL_H
+#define CT_GRAD_HOOK_IMPL_H
+
+#include "core/tensor_impl.h"
+
+typedef void (*ct__grad_ready_fn)(ct_tensor *leaf, void *user);
+
+/* Install fn (NULL removes it) for backward passes run by this thread. */
+void ct__set_grad_ready_hook(ct__grad_ready_fn fn, void *user);
+/* Called by the engine after leaf->grad changed. */
+void ct__grad_ready(ct_tensor *leaf);
+/* Make grad (a new reference, consumed) leaf's gradient, replacing any. */
+void ct__set_leaf_grad(ct_tensor *leaf, ct_tensor *grad);
+
+#endif

@@ -1,0 +1,187 @@
+/* Data-parallel training over the threads engine against training alone: the same seed and
+ * global batch give the same parameters (<= 1e-4 relative) with 1, 2 or 3 replicas, for an
+ * MLP and a small CNN, with an uneven last batch (3 replicas: one gets no sample of it) and
+ * buckets small enough that several travel per step; ct_ddp_new starts every replica from
+ * rank 0's parameters; bad steps are refused. On every device (the fake GPU too). */
+#include "ct_test.h"
+
+#define SAMPLES 10
+#define BATCH 4
+#define STEPS 5 /* batches of 4, 4, 2, 4, 4: two epochs' worth, the last batch uneven */
+#define MAX_RANKS 3
+
+typedef struct setup {
+    ct_device device;
+    bool cnn;
+    int ranks;
+    double params[MAX_RANKS][4096];
+    int64_t count[MAX_RANKS];
+    ct_status status[MAX_RANKS];
+    char message[MAX_RANKS][512];
+    double comm_seconds;
+    /* Made before the replicas start: threads drawing from the one random stream at once
+     * would interleave their draws. */
+    ct_module *models[MAX_RANKS];
+} setup;
+
+static ct_module *make_model(bool cnn, uint64_t seed) {
+    ct_manual_seed(seed);
+    if (!cnn)
+        return ct_nn_sequential(
+            3, (ct_module *[]){ct_nn_linear(6, 8, true), ct_nn_tanh(), ct_nn_linear(8, 3, true)});
+    return ct_nn_sequential(4, (ct_module *[]){ct_nn_conv2d(1, 2, 3, NULL, true), ct_nn_relu(),
+                                               ct_nn_flatten(), ct_nn_linear(2 * 4 * 4, 3, true)});
+}
+
+/* The dataset, the same in every replica: inputs (SAMPLES, 6) or (SAMPLES, 1, 6, 6). */
+static bool make_data(bool cnn, ct_device device, ct_tensor **x, ct_tensor **y) {
+    float xs[SAMPLES * 36];
+    int64_t ys[SAMPLES];
+    for (int i = 0; i < SAMPLES * 36; i++) xs[i] = (float)(((i * 37) % 23) / 11.0 - 1.0);
+    for (int i = 0; i < SAMPLES; i++) ys[i] = (i * 7) % 3;
+    int64_t shape[4] = {SAMPLES, 1, 6, 6}, mlp_shape[2] = {SAMPLES, 6}, n = SAMPLES;
+    *x = cnn ? ct_from_data(xs, 4, shape, CT_F32, device)
+             : ct_from_data(xs, 2, mlp_shape, CT_F32, device);
+    *y = ct_from_data(ys, 1, &n, CT_I64, device);
+    return *x && *y;
+}
+
+/* Rows [from, to) of batch `step` for `rank` of `ranks`. */
+static void slice_of(int step, int rank, int ranks, int64_t *from, int64_t *to, int64_t *global) {
+    int64_t start = (step * BATCH) % 12, end = start + BATCH;
+    if (start >= SAMPLES) start = 0, end = BATCH; /* never: 12 covers 0, 4, 8 */
+    if (end > SAMPLES) end = SAMPLES;
+    *global = end - start;
+    *from = start + *global * rank / ranks;
+    *to = start + *global * (rank + 1) / ranks;
+}
+
+static bool flatten_params(ct_module *m, double *out, int64_t *count) {
+    ct_tensor *params[16];
+    int n = ct_module_parameters(m, params, 16);
+    *count = 0;
+    for (int i = 0; i < n; i++) {
+        ct_tensor *d = ct_cast(params[i], CT_F64);
+        int64_t k = ct_numel(d);
+        if (!d || ct_copy_to_host(d, out + *count, (size_t)k * sizeof(double)) != CT_OK)
+            return false;
+        *count += k;
+        ct_release(d);
+    }
+    return true;
+}
+
+/* One replica: SGD steps on its slices; rank r starts from seed r (ct_ddp_new must make
+ * every replica rank 0's). ranks 0 means training alone with ct_backward. */
+static int replica(int rank, ct_comm *comm, ct_device device, void *user) {
+    setup *s = user;
+    ct_scope_begin();
+    ct_module *m = s->models[rank];
+    ct_status status = m ? ct_module_to(m, device) : ct_last_status();
+    ct_tensor *params[16], *x = NULL, *y = NULL;
+    int n = m ? ct_module_parameters(m, params, 16) : 0;
+    ct_optimizer *sgd = ct_sgd(n, params, &(ct_sgd_options){.lr = 0.2, .momentum = 0.5});
+    ct_ddp *ddp = NULL;
+    if (status == CT_OK && comm)
+        ddp = ct_ddp_new(comm, m, &(ct_ddp_options){.bucket_bytes = 128, .first_bucket_bytes = 64});
+    if (status == CT_OK && (!sgd || (comm && !ddp) || !make_data(s->cnn, device, &x, &y)))
+        status = ct_last_status();
+    for (int step = 0; step < STEPS && status == CT_OK; step++) {
+        int64_t from, to, global;
+        slice_of(step, rank, comm ? ct_comm_size(comm) : 1, &from, &to, &global);
+        ct_scope_begin();
+        ct_tensor *loss = NULL;
+        if (to > from)
+            loss = ct_cross_entropy(ct_module_forward(m, ct_slice(x, 0, from, to, 1)),
+                                    ct_slice(y, 0, from, to, 1), NULL);
+        status = ct_optimizer_zero_grad(sgd);
+        if (status == CT_OK && to > from && !loss) status = ct_last_status();
+        if (status == CT_OK)
+            status = ddp ? ct_ddp_backward(ddp, loss, to - from, global) : ct_backward(loss);
+        if (status == CT_OK) status = ct_optimizer_step(sgd);
+        ct_scope_end();
+    }
+    if (status == CT_OK && !flatten_params(m, s->params[rank], &s->count[rank]))
+        status = ct_last_status();
+    if (ddp && rank == 0) {
+        ct_ddp_statistics stats;
+        ct_ddp_stats(ddp, &stats);
+        s->comm_seconds = stats.steps == STEPS && stats.buckets > 1 ? stats.comm_seconds : -1;
+    }
+    s->status[rank] = status;
+    snprintf(s->message[rank], sizeof s->message[rank], "%s", ct_last_error());
+    ct_clear_error();
+    ct_ddp_free(ddp);
+    ct_optimizer_free(sgd);
+    ct_scope_end();
+    return 0;
+}
+
+static bool train(setup *s) {
+    int models = s->ranks ? s->ranks : 1;
+    for (int r = 0; r < models; r++)
+        if (!(s->models[r] = make_model(s->cnn, 100 + (uint64_t)r))) return false;
+    int rc = 0;
+    if (s->ranks == 0) {
+        rc = replica(0, NULL, s->device, s);
+    } else {
+        ct_comm *comms[MAX_RANKS];
+        ct_device devices[MAX_RANKS] = {s->device, s->device, s->device};
+        if (ct_comm_threads(s->ranks, comms) != CT_OK) return false;
+        rc = ct_comm_spawn(s->ranks, comms, devices, replica, s);
+        for (int r = 0; r < s->ranks; r++) ct_comm_free(comms[r]);
+    }
+    for (int r = 0; r < models; r++) ct_module_free(s->models[r]);
+    return rc == 0;
+}
+
+static void same_model(ct_device device, bool cnn) {
+    static setup alone, split;
+    alone = (setup){.device = device, .cnn = cnn, .ranks = 0};
+    CHECK(train(&alone));
+    CHECK_OK(alone.status[0]);
+    for (int ranks = 1; ranks <= MAX_RANKS; ranks++) {
+        split = (setup){.device = device, .cnn = cnn, .ranks = ranks};
+        CHECK(train(&split));
+        for (int r = 0; r < ranks; r++) {
+            if (split.status[r] != CT_OK)
+                ct_test_fail(__FILE__, __LINE__, "%d ranks, rank %d: %s", ranks, r,
+                             split.message[r]);
+            CHECK(split.status[r] == CT_OK);
+            CHECK(split.count[r] == alone.count[0]);
+            for (int64_t i = 0; i < alone.count[0]; i++)
+                CHECK_NEAR(split.params[r][i], alone.params[0][i],
+                           1e-4 * fabs(alone.params[0][i]) + 1e-6);
+        }
+        CHECK(split.comm_seconds >= 0); /* several buckets travelled each step */
+    }
+}
+
+DEVICE_TEST(test_dist_ddp_mlp_same_model_whatever_the_ranks) { same_model(device, false); }
+
+DEVICE_TEST(test_dist_ddp_cnn_same_model_whatever_the_ranks) { same_model(device, true); }
+
+TEST(test_dist_ddp_bad_steps) {
+    ct_comm *comms[1];
+    CHECK_OK(ct_comm_threads(1, comms));
+    ct_module *m = make_model(false, 1);
+    ct_ddp *ddp = ct_ddp_new(comms[0], m, NULL);
+    CHECK_NOT_NULL(ddp);
+    CHECK(ct_ddp_backward(ddp, NULL, 1, 4) == CT_ERR_INVALID_ARG);
+    CHECK(ct_ddp_backward(ddp, NULL, 0, 0) == CT_ERR_INVALID_ARG);
+    CHECK(ct_ddp_backward(ddp, NULL, 5, 4) == CT_ERR_INVALID_ARG);
+    CHECK(ct_ddp_new(NULL, m, NULL) == NULL);
+    ct_clear_error();
+    /* Without a sample, the step still gives every parameter a (zero) gradient. */
+    CHECK_OK(ct_ddp_backward(ddp, NULL, 0, 4));
+    ct_tensor *params[4];
+    CHECK(ct_module_parameters(m, params, 4) == 4);
+    ct_scope_begin();
+    double total = 1;
+    CHECK_OK(ct_item(ct_sum(ct_abs(ct_grad(params[0])), 0, NULL, false), &total));
+    CHECK(total == 0);
+    ct_scope_end();
+    ct_ddp_free(ddp);
+    ct_module_free(m);
+    ct_comm_free(comms[0]);
+}

@@ -1,0 +1,214 @@
+#!/bin/sh
+# Data parallelism across processes, as a user runs it (mpirun, Open MPI): the MPI engine's
+# collectives against their definitions and a mismatch named; `ctensor train` giving the same
+# model (checkpoints equal to 1e-4 relative, accuracy within 0.5 points) alone, on 2 ranks
+# and on 2 devices of one process, for the MLP and the CNN; a stopped rank (SIGSTOP) ending
+# the job within 30 s with CT_ERR_COMM naming the collective; a killed rank named; two
+# "machines" (two network namespaces joined by a veth pair, Open MPI over TCP between them)
+# giving the same model as two ranks on one host. Every run is bounded by timeout(1). Cases
+# that need mpirun, the plugin or network namespaces are skipped by name, with the reason.
+# With a fake GPU plugin (the CPU's kernels), --devices cuda:0,cuda:1 on two logical GPUs too.
+# Usage: test_dist_mpi.sh CTENSOR DIST_MPI_CHECK WORKDIR [FAKE_GPU_PLUGIN]
+ctensor=$1
+check=$2
+work=$3
+fake_gpu=${4:-}
+here=$(cd "$(dirname "$0")" && pwd)
+python="$here/../.venv/bin/python3"
+passed=0 failed=0 skipped=0
+rm -rf "$work" && mkdir -p "$work"
+out="$work/out" err="$work/err"
+
+pass() { echo "PASS $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL $1: $2"; sed 's/^/    | /' "$out" "$err"; failed=$((failed + 1)); }
+skip() { echo "SKIP $1: $2"; skipped=$((skipped + 1)); }
+finish() {
+    echo "$passed passed, $failed failed, $skipped skipped"
+    [ "$failed" = 0 ]
+    exit
+}
+
+if ! command -v mpirun >/dev/null 2>&1; then
+    for name in collectives mismatch buckets_in_flight stopped_rank train_same_model resume_other_world_size \
+        stopped_rank_train killed_rank two_machines; do
+        skip "test_dist_mpi_$name" "mpirun not found (install openmpi-bin, or run make deps)"
+    done
+    finish
+fi
+if [ ! -x "$python" ]; then
+    echo "FAIL test_dist_mpi: $python is missing: run \`make deps\`"
+    exit 1
+fi
+# Open MPI refuses root unless told; CI runs as root.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# Quiet about the missing InfiniBand of a container, and TCP/shared memory only.
+export OMPI_MCA_btl_base_warn_component_unused=0 OMPI_MCA_btl=self,vader,tcp
+mpi="mpirun --oversubscribe --bind-to none -x OMP_NUM_THREADS=1 -x OMP_WAIT_POLICY"
+export OMP_WAIT_POLICY=passive
+# Under make sanitize: Open MPI's own allocations are not ctensor's leaks. The suppressions
+# match them by library, so Open MPI keeps its components loaded (a component unloaded at
+# MPI_Finalize leaves "<unknown module>" frames) and LeakSanitizer unwinds fully.
+export OMPI_MCA_mca_base_component_disable_dlclose=1
+export LSAN_OPTIONS="suppressions=$here/lsan_mpi.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+export ASAN_OPTIONS="fast_unwind_on_malloc=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+
+run() {
+    "$@" >"$out" 2>"$err"
+    code=$?
+}
+
+# ---- the engine's collectives ----
+run timeout 60 $mpi -np 3 "$check" collectives
+if [ "$code" = 0 ] && [ "$(grep -c "PASS collectives of 3 ranks" "$out")" = 3 ]; then
+    pass test_dist_mpi_collectives
+else fail test_dist_mpi_collectives "exit $code"; fi
+
+run timeout 60 $mpi -np 2 "$check" mismatch
+if [ "$code" = 0 ] && [ "$(grep -c "PASS mismatched collective: .*(sum of 6 float32)" "$out")" = 2 ]
+then pass test_dist_mpi_mismatch
+else fail test_dist_mpi_mismatch "exit $code"; fi
+
+run timeout 120 $mpi -np 3 "$check" buckets
+if [ "$code" = 0 ] && [ "$(grep -c "PASS 40 steps of [0-9]* buckets" "$out")" = 3 ]; then
+    pass "test_dist_mpi_buckets_in_flight ($(grep -o "40 steps of [0-9]* buckets" "$out" | head -1))"
+else fail test_dist_mpi_buckets_in_flight "exit $code"; fi
+
+start=$(date +%s)
+run timeout 60 env CT_COMM_TIMEOUT=3 $mpi -x CT_COMM_TIMEOUT -np 2 "$check" stall
+took=$(($(date +%s) - start))
+if [ "$code" != 0 ] && [ "$code" != 124 ] && [ "$took" -le 30 ] &&
+    grep -q "rank 0: PASS ct_comm_all_reduce #1 .*timed out after 3 s" "$out"
+then pass "test_dist_mpi_stopped_rank (ended in $took s)"
+else fail test_dist_mpi_stopped_rank "exit $code after $took s"; fi
+
+# ---- ctensor train: the same model alone, on 2 ranks, on 2 devices ----
+mkdir -p "$work/data"
+"$python" "$here/make_idx_dataset.py" "$work/data" 600 200 || exit 1
+# 600 samples in global batches of 64: the last batch has 24.
+common="--dataset $work/data --epochs 1 --batch-size 64 --seed 7 --json"
+
+# same A.safetensors B.safetensors A.json B.json: every tensor within 1e-4 relative (the norm
+# of the difference over the norm of the tensor, so that Adam's tiny second moments do not
+# turn float rounding into large ratios) and the test accuracies within 0.5 points.
+same() {
+    "$python" - "$@" >"$out" 2>"$err" <<'EOF'
+import json, sys
+import numpy as np
+from safetensors.numpy import load_file
+a, b = load_file(sys.argv[1]), load_file(sys.argv[2])
+assert a.keys() == b.keys(), (sorted(a), sorted(b))
+norm = lambda x: float(np.linalg.norm(x.astype(np.float64).ravel()))
+worst = max(norm(a[k] - b[k]) / max(norm(a[k]), 1e-30) for k in a)
+ja, jb = json.load(open(sys.argv[3])), json.load(open(sys.argv[4]))
+gap = abs(ja["test_accuracy"] - jb["test_accuracy"]) * 100
+print("worst relative difference %.2g, accuracy %.2f%% and %.2f%%" % (
+    worst, ja["test_accuracy"] * 100, jb["test_accuracy"] * 100))
+sys.exit(0 if worst <= 1e-4 and gap <= 0.5 else 1)
+EOF
+}
+
+for model in mlp cnn; do
+    run timeout 300 "$ctensor" train $common --model $model --checkpoint "$work/$model-1.safetensors"
+    cp "$out" "$work/$model-1.json"
+    one=$code
+    run timeout 300 $mpi -np 2 "$ctensor" train $common --model $model \
+        --checkpoint "$work/$model-2.safetensors"
+    cp "$out" "$work/$model-2.json"
+    two=$code
+    run timeout 300 "$ctensor" train $common --model $model --devices cpu:0,cpu:1 \
+        --checkpoint "$work/$model-d.safetensors"
+    cp "$out" "$work/$model-d.json"
+    devices=$code
+    if [ "$one$two$devices" != 000 ]; then
+        fail "test_dist_mpi_train_same_model_$model" "exits $one $two $devices"
+        continue
+    fi
+    if same "$work/$model-1.safetensors" "$work/$model-2.safetensors" "$work/$model-1.json" \
+        "$work/$model-2.json" && grep -q '"world_size": 2, "engine": "mpi"' "$work/$model-2.json"
+    then pass "test_dist_mpi_train_same_model_${model}_2_ranks ($(cat "$out"))"
+    else fail "test_dist_mpi_train_same_model_${model}_2_ranks" "differs"; fi
+    if same "$work/$model-1.safetensors" "$work/$model-d.safetensors" "$work/$model-1.json" \
+        "$work/$model-d.json" && grep -q '"world_size": 2, "engine": "threads"' "$work/$model-d.json"
+    then pass "test_dist_mpi_train_same_model_${model}_2_devices ($(cat "$out"))"
+    else fail "test_dist_mpi_train_same_model_${model}_2_devices" "differs"; fi
+done
+
+# --devices cuda:0,cuda:1: two logical GPUs of one (the fake GPU), the same model again.
+if [ -n "$fake_gpu" ]; then
+    run timeout 300 env CT_CUDA_PLUGIN="$fake_gpu" "$ctensor" train $common --model mlp \
+        --devices cuda:0,cuda:1 --checkpoint "$work/mlp-g.safetensors"
+    cp "$out" "$work/mlp-g.json"
+    if [ "$code" = 0 ] && grep -q '"device": "cuda:0"' "$work/mlp-g.json" &&
+        same "$work/mlp-1.safetensors" "$work/mlp-g.safetensors" "$work/mlp-1.json" "$work/mlp-g.json"
+    then pass "test_dist_devices_two_logical_fake_gpus ($(cat "$out"))"
+    else fail test_dist_devices_two_logical_fake_gpus "exit $code, or the models differ"; fi
+else
+    skip test_dist_devices_two_logical_fake_gpus "no fake GPU plugin given"
+fi
+
+# --resume with another world size: epoch 1 on 2 ranks, epoch 2 alone, against 2 epochs alone.
+cp "$work/mlp-2.safetensors" "$work/mlp-resumed.safetensors"
+run timeout 300 "$ctensor" train $common --model mlp --epochs 2 --checkpoint "$work/mlp-resumed.safetensors" --resume
+cp "$out" "$work/mlp-resumed.json"
+resumed=$code
+run timeout 300 "$ctensor" train $common --model mlp --epochs 2 --checkpoint "$work/mlp-whole.safetensors"
+cp "$out" "$work/mlp-whole.json"
+if [ "$resumed$code" = 00 ] && same "$work/mlp-whole.safetensors" "$work/mlp-resumed.safetensors" \
+    "$work/mlp-whole.json" "$work/mlp-resumed.json"
+then pass "test_dist_mpi_resume_other_world_size ($(cat "$out"))"
+else fail test_dist_mpi_resume_other_world_size "exits $resumed $code, or the models differ"; fi
+
+# ---- a rank stopped or killed while training ----
+# The pid of rank 1 of the run marked $1 (Open MPI puts the rank in each rank's environment).
+rank1_pid() {
+    for environ in /proc/[0-9]*/environ; do
+        if tr '\0' '\n' <"$environ" 2>/dev/null | grep -qx "CT_TEST_RUN=$1" &&
+            tr '\0' '\n' <"$environ" 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1; then
+            pid=${environ#/proc/}
+            echo "${pid%/environ}"
+            return
+        fi
+    done
+}
+
+# interrupt NAME SIGNAL: start a long run, wait for its first epochs, signal rank 1.
+interrupt() {
+    timeout 120 env CT_COMM_TIMEOUT=10 CT_TEST_RUN="$$-$1" $mpi -x CT_COMM_TIMEOUT -x CT_TEST_RUN \
+        -np 2 "$ctensor" train --dataset "$work/data" --model mlp --epochs 1000 --batch-size 64 \
+        >"$out" 2>"$err" &
+    job=$!
+    sleep 4
+    victim=$(rank1_pid "$$-$1")
+    start=$(date +%s)
+    if [ -n "$victim" ]; then kill -s "$2" "$victim"; else kill "$job"; fi
+    wait "$job"
+    code=$?
+    took=$(($(date +%s) - start))
+}
+
+interrupt stopped STOP
+if [ -n "$victim" ] && [ "$code" != 0 ] && [ "$code" != 124 ] && [ "$took" -le 30 ] &&
+    grep -q "ct_comm_all_reduce #[0-9]* .*timed out after 10 s" "$err"
+then pass "test_dist_mpi_stopped_rank_train (ended in $took s: $(grep -o "ct_comm_all_reduce #[0-9]* ([^)]*) on [^:]* timed out after 10 s" "$err" | head -1))"
+else fail test_dist_mpi_stopped_rank_train "rank 1 pid \"$victim\", exit $code after $took s"; fi
+
+interrupt killed KILL
+if [ -n "$victim" ] && [ "$code" != 0 ] && [ "$code" != 124 ] && [ "$took" -le 30 ] &&
+    grep -q "rank 1 .*signal 9" "$out" "$err"
+then pass "test_dist_mpi_killed_rank (ended in $took s, rank 1 named)"
+else fail test_dist_mpi_killed_rank "rank 1 pid \"$victim\", exit $code after $took s"; fi
+
+# ---- two machines: two network namespaces and Open MPI over TCP between them ----
+sh "$here/netns_two_machines.sh" "$work" "$ctensor" "$common --model mlp" \
+    "$work/mlp-n.safetensors" >"$work/netns.out" 2>&1
+netns=$?
+if [ "$netns" = 77 ]; then
+    skip test_dist_mpi_two_machines "$(tail -1 "$work/netns.out")"
+elif [ "$netns" = 0 ] && same "$work/mlp-2.safetensors" "$work/mlp-n.safetensors" \
+    "$work/mlp-2.json" "$work/netns.out"; then
+    pass "test_dist_mpi_two_machines ($(cat "$out"))"
+else
+    cp "$work/netns.out" "$out"
+    fail test_dist_mpi_two_machines "exit $netns"
+fi
+finish

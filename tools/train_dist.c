@@ -1,0 +1,180 @@
+/* `ctensor train` with data parallelism: --devices runs one replica per device on threads of
+ * this process (the threads engine; CPU or GPU devices are split into logical ones as
+ * needed), and a process started by mpirun is one replica of the MPI world. Every replica
+ * runs train_replica with its communicator; only rank 0 prints and writes checkpoints, and
+ * its summary adds the world, the engine and the time spent in collectives. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_impl.h"
+#include "train_impl.h"
+
+#define MAX_DEVICES 64
+
+int train_dist_parse_value(const char *option, const char *value, train_options *o) {
+    if (strcmp(option, "--devices") == 0) {
+        o->devices = value;
+        return -1;
+    }
+    if (strcmp(option, "--comm-timeout") == 0) {
+        char *end;
+        double seconds = strtod(value, &end);
+        if (end == value || *end || !(seconds > 0 && seconds < 1e7)) {
+            fprintf(stderr,
+                    "ctensor train: --comm-timeout \"%s\": expected a number of seconds > 0 "
+                    "(see ctensor train --help)\n",
+                    value);
+            return 2;
+        }
+        o->comm_timeout = seconds;
+        return -1;
+    }
+    return -2;
+}
+
+/* Parse "cpu:0,cpu:1" into devices; 0 and a message on a bad list. */
+static int parse_devices(const char *list, ct_device *devices) {
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", list);
+    int n = 0;
+    for (char *save = NULL, *item = strtok_r(buf, ",", &save); item;
+         item = strtok_r(NULL, ",", &save)) {
+        if (n == MAX_DEVICES || ct_device_parse(item, &devices[n]) != CT_OK) {
+            fprintf(stderr,
+                    "ctensor train: --devices \"%s\": expected up to %d devices such as "
+                    "cpu:0,cpu:1 or cuda:0,cuda:1\n",
+                    list, MAX_DEVICES);
+            return 0;
+        }
+        for (int i = 0; i < n; i++)
+            if (ct_device_equal(devices[i], devices[n])) {
+                fprintf(stderr, "ctensor train: --devices \"%s\": %s is named twice\n", list, item);
+                return 0;
+            }
+        n++;
+    }
+    if (n == 0) fprintf(stderr, "ctensor train: --devices \"\": name at least one device\n");
+    return n;
+}
+
+/* Split the first physical device of each type into logical devices when the list names
+ * more of them than there are. */
+static ct_status configure_devices(const ct_device *devices, int n) {
+    ct_device_type types[2] = {CT_DEVICE_CPU, CT_DEVICE_CUDA};
+    for (int k = 0; k < 2; k++) {
+        int highest = -1;
+        for (int i = 0; i < n; i++)
+            if (devices[i].type == types[k] && devices[i].index > highest)
+                highest = devices[i].index;
+        if (highest < 0 || highest < ct_device_count(types[k])) continue;
+        ct_status status = ct_configure_logical_devices(types[k], 0, highest + 1, NULL);
+        if (status != CT_OK) return status;
+    }
+    for (int i = 0; i < n; i++) {
+        ct_status status = ct_device_check(devices[i]);
+        if (status != CT_OK) return status;
+    }
+    return CT_OK;
+}
+
+typedef struct replicas {
+    train_options *o;
+    train_summary summaries[MAX_DEVICES];
+} replicas;
+
+static int run_one(int rank, ct_comm *comm, ct_device device, void *user) {
+    replicas *r = user;
+    train_options o = *r->o;
+    o.device = device;
+    o.comm = comm;
+    if (rank != 0) o.progress = false;
+    if (o.comm_timeout > 0) ct_comm_set_timeout(comm, o.comm_timeout);
+    return train_replica(&o, &r->summaries[rank]);
+}
+
+static int check_batch(const train_options *o, int world) {
+    if (o->batch_size != 0) return 0;
+    fprintf(stderr,
+            "ctensor train: --batch-size auto: not with data parallelism (%d ranks); "
+            "give the global batch\n",
+            world);
+    return 2;
+}
+
+/* --devices: the threads engine. */
+static int run_threads(train_options *o) {
+    ct_device devices[MAX_DEVICES];
+    int n = parse_devices(o->devices, devices);
+    if (n == 0) return 2;
+    if (check_batch(o, n)) return 2;
+    if (configure_devices(devices, n) != CT_OK) {
+        fprintf(stderr, "ctensor train: --devices: %s\n", ct_last_error());
+        return 1;
+    }
+    ct_comm *comms[MAX_DEVICES];
+    if (ct_comm_threads(n, comms) != CT_OK) {
+        fprintf(stderr, "ctensor train: --devices: %s\n", ct_last_error());
+        return 1;
+    }
+    static replicas r; /* large; one run per process */
+    r.o = o;
+    int rc = ct_comm_spawn(n, comms, devices, run_one, &r);
+    if (rc < 0) fprintf(stderr, "ctensor train: --devices: %s\n", ct_last_error());
+    for (int i = 0; i < n; i++) ct_comm_free(comms[i]);
+    if (rc == 0) {
+        ct_device_str(devices[0], r.summaries[0].device, sizeof r.summaries[0].device);
+        train_print_summary(o, &r.summaries[0]);
+    }
+    return rc < 0 ? 1 : rc;
+}
+
+/* Under mpirun: this process is one rank of the world. */
+static int run_mpi(train_options *o, ct_comm *world) {
+    if (check_batch(o, ct_comm_size(world))) return 2;
+    if (ct_device_check(o->device) != CT_OK) {
+        fprintf(stderr, "ctensor train: --device: %s\n", ct_last_error());
+        return 1;
+    }
+    int rank = ct_comm_rank(world);
+    train_options mine = *o;
+    mine.comm = world;
+    if (rank != 0) mine.progress = false;
+    if (mine.comm_timeout > 0) ct_comm_set_timeout(world, mine.comm_timeout);
+    train_summary summary;
+    int rc = train_replica(&mine, &summary);
+    if (rc == 0 && rank == 0) train_print_summary(&mine, &summary);
+    if (rc != 0)
+        fprintf(stderr, "ctensor train: rank %d of %d failed\n", rank, ct_comm_size(world));
+    return rc;
+}
+
+int train_dist_run(train_options *o, ct_comm *world) {
+    if (o->devices && ct_comm_size(world) > 1) {
+        fprintf(stderr, "ctensor train: --devices: not under mpirun, where each process is one "
+                        "replica on --device\n");
+        return 2;
+    }
+    return o->devices ? run_threads(o) : run_mpi(o, world);
+}
+
+void train_dist_print_text(const train_summary *s) {
+    if (s->world_size <= 1) return;
+    const ct_ddp_statistics *d = &s->ddp;
+    double comm = d->comm_seconds, exposed = d->wait_seconds;
+    printf("  data parallel %d ranks (%s engine), %lld gradient buckets per step\n", s->world_size,
+           s->engine, (long long)d->buckets);
+    printf("  collectives   %.2f s in gradient all-reduces, %.2f s of it hidden behind "
+           "backward (%.0f%%); %.2f s waited, %.1f%% of the training time\n",
+           comm, d->hidden_seconds, comm > 0 ? 100 * d->hidden_seconds / comm : 0.0, exposed,
+           s->seconds > 0 ? 100 * exposed / s->seconds : 0.0);
+}
+
+void train_dist_print_json(const train_summary *s) {
+    const ct_ddp_statistics *d = &s->ddp;
+    printf(", \"world_size\": %d, \"engine\": ", s->world_size > 0 ? s->world_size : 1);
+    ct_cli_json_string(stdout, s->engine ? s->engine : "self");
+    printf(", \"comm_buckets\": %lld, \"comm_seconds\": %.4f, \"comm_hidden_seconds\": %.4f, "
+           "\"comm_wait_seconds\": %.4f, \"comm_overlap\": %.4f",
+           (long long)d->buckets, d->comm_seconds, d->hidden_seconds, d->wait_seconds,
+           d->comm_seconds > 0 ? d->hidden_seconds / d->comm_seconds : 0.0);
+}
