@@ -52,9 +52,10 @@ static int bad(const char *option, const char *value, const char *expected) {
     return 2;
 }
 
-static const char *const value_options[] = {"--model",  "--dataset",    "--labels", "--device",
-                                            "--epochs", "--batch-size", "--lr",     "--optimizer",
-                                            "--seed",   "--workers",    "--limit",  "--checkpoint"};
+static const char *const value_options[] = {
+    "--model",      "--dataset",    "--labels",    "--device",  "--epochs",
+    "--batch-size", "--lr",         "--optimizer", "--seed",    "--workers",
+    "--limit",      "--checkpoint", "--amp",       "--devices", "--comm-timeout"};
 
 static bool takes_value(const char *option) {
     for (size_t i = 0; i < sizeof value_options / sizeof value_options[0]; i++)
