@@ -16,7 +16,7 @@
 #include <stdatomic.h>
 
 #include "backend/cpu/cpu_ew_impl.h"
-#include "backend/ew_formula_impl.h"
+#include "backend/ew_cases_impl.h"
 #include "core/dtype_impl.h"
 #include "core/error_impl.h"
 
@@ -25,8 +25,9 @@
     for (int64_t i = 0; i < n; i++) o[i] = (expr);                                                 \
     break
 
-/* The case of a row in the loop of domain S: its formula (integer formulas report through
- * err) where the kind computes in S, else nothing (the kernel never runs the op there). */
+/* What the case lists of ew_cases_impl.h expand to here. The case of a row in the loop of domain S:
+ * its formula (integer formulas report through err) where the kind computes in S, else nothing (the
+ * kernel never runs the op there). */
 /* clang-format off */
 #define CASE_FLOAT_(name, NAME, S)                                                                 \
     case CT_BOP_##NAME: MAP((ct__ew_##name##_##S)(a[i], b[i]));
@@ -34,22 +35,6 @@
     case CT_BOP_##NAME: MAP((ct__ew_##name##_##S)(a[i], b[i], &err));
 #define CASE_NONE_(name, NAME, S)                                                                  \
     case CT_BOP_##NAME: break;
-#define F32_CASE_(name, NAME, kind, grad)                                                          \
-    CT_EW_B_FLOATS_##kind(CASE_FLOAT_, CASE_NONE_)(name, NAME, f32)
-#define F64_CASE_(name, NAME, kind, grad)                                                          \
-    CT_EW_B_FLOATS_##kind(CASE_FLOAT_, CASE_NONE_)(name, NAME, f64)
-#define I32_CASE_(name, NAME, kind, grad)                                                          \
-    CT_EW_B_INTS_##kind(CASE_INT_, CASE_NONE_)(name, NAME, i32)
-#define I64_CASE_(name, NAME, kind, grad)                                                          \
-    CT_EW_B_INTS_##kind(CASE_INT_, CASE_NONE_)(name, NAME, i64)
-#define CMP_F32_CASE_(name, NAME, kind, grad)                                                      \
-    CT_EW_B_COMPARES_##kind(CASE_FLOAT_, CASE_NONE_)(name, NAME, f32)
-#define CMP_F64_CASE_(name, NAME, kind, grad)                                                      \
-    CT_EW_B_COMPARES_##kind(CASE_FLOAT_, CASE_NONE_)(name, NAME, f64)
-#define CMP_I32_CASE_(name, NAME, kind, grad)                                                      \
-    CT_EW_B_COMPARES_##kind(CASE_FLOAT_, CASE_NONE_)(name, NAME, i32)
-#define CMP_I64_CASE_(name, NAME, kind, grad)                                                      \
-    CT_EW_B_COMPARES_##kind(CASE_FLOAT_, CASE_NONE_)(name, NAME, i64)
 
 /* The loop of domain S over input type T and output type OT; it returns a ct__ew_error
  * (the last one an integer formula raised). RELU is ReLU's backward's case. */
@@ -66,14 +51,18 @@
         }                                                                                          \
         return err;                                                                                \
     }
-DEFINE_BINARY_LOOP(arith_f32, float, float, F32_CASE_, CASE_FLOAT_(relu_grad, RELU_GRAD, f32))
-DEFINE_BINARY_LOOP(arith_f64, double, double, F64_CASE_, CASE_FLOAT_(relu_grad, RELU_GRAD, f64))
-DEFINE_BINARY_LOOP(arith_i32, int32_t, int32_t, I32_CASE_, CASE_INT_(relu_grad, RELU_GRAD, i32))
-DEFINE_BINARY_LOOP(arith_i64, int64_t, int64_t, I64_CASE_, CASE_INT_(relu_grad, RELU_GRAD, i64))
-DEFINE_BINARY_LOOP(compare_f32, float, uint8_t, CMP_F32_CASE_, CASE_NONE_(, RELU_GRAD, ))
-DEFINE_BINARY_LOOP(compare_f64, double, uint8_t, CMP_F64_CASE_, CASE_NONE_(, RELU_GRAD, ))
-DEFINE_BINARY_LOOP(compare_i32, int32_t, uint8_t, CMP_I32_CASE_, CASE_NONE_(, RELU_GRAD, ))
-DEFINE_BINARY_LOOP(compare_i64, int64_t, uint8_t, CMP_I64_CASE_, CASE_NONE_(, RELU_GRAD, ))
+DEFINE_BINARY_LOOP(arith_f32, float, float, CT_EW_B_CASE_F32,
+                   CASE_FLOAT_(relu_grad, RELU_GRAD, f32))
+DEFINE_BINARY_LOOP(arith_f64, double, double, CT_EW_B_CASE_F64,
+                   CASE_FLOAT_(relu_grad, RELU_GRAD, f64))
+DEFINE_BINARY_LOOP(arith_i32, int32_t, int32_t, CT_EW_B_CASE_I32,
+                   CASE_INT_(relu_grad, RELU_GRAD, i32))
+DEFINE_BINARY_LOOP(arith_i64, int64_t, int64_t, CT_EW_B_CASE_I64,
+                   CASE_INT_(relu_grad, RELU_GRAD, i64))
+DEFINE_BINARY_LOOP(compare_f32, float, uint8_t, CT_EW_B_CMP_F32, CASE_NONE_(, RELU_GRAD, ))
+DEFINE_BINARY_LOOP(compare_f64, double, uint8_t, CT_EW_B_CMP_F64, CASE_NONE_(, RELU_GRAD, ))
+DEFINE_BINARY_LOOP(compare_i32, int32_t, uint8_t, CT_EW_B_CMP_I32, CASE_NONE_(, RELU_GRAD, ))
+DEFINE_BINARY_LOOP(compare_i64, int64_t, uint8_t, CT_EW_B_CMP_I64, CASE_NONE_(, RELU_GRAD, ))
 /* clang-format on */
 
 typedef int (*binary_fn)(ct__binary_op op, void *o, const void *a, const void *b, int64_t n);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "backend/cpu/cpu_ew_impl.h"
+#include "backend/ew_cases_impl.h"
 #include "backend/cpu/cpu_math_impl.h"
 #include "backend/cpu/cpu_simd_impl.h"
 #include "core/error_impl.h"
@@ -30,23 +31,13 @@ _Static_assert(sizeof op_kind == CT_UOP_COUNT, "one kind per unary op");
     for (int64_t i = 0; i < n; i++) o[i] = (expr);                                                 \
     break
 
-/* The case of a row in the loop of domain S: its formula where the kind computes in S, else
- * nothing (the kernel never runs the op there). */
+/* What the case lists of ew_cases_impl.h expand to here. The case of a row in the loop of domain S:
+ * its formula where the kind computes in S, else nothing (the kernel never runs the op there). */
 /* clang-format off */
 #define CASE_FORMULA_(name, NAME, S)                                                               \
     case CT_UOP_##NAME: MAP((ct__ew_##name##_##S)(x[i]));
 #define CASE_NONE_(name, NAME, S)                                                                  \
     case CT_UOP_##NAME: break;
-#define F32_CASE_(name, NAME, kind, grad)                                                          \
-    CT_EW_U_FLOATS_##kind(CASE_FORMULA_, CASE_NONE_)(name, NAME, f32)
-#define F64_CASE_(name, NAME, kind, grad)                                                          \
-    CT_EW_U_FLOATS_##kind(CASE_FORMULA_, CASE_NONE_)(name, NAME, f64)
-#define I32_CASE_(name, NAME, kind, grad)                                                          \
-    CT_EW_U_INTS_##kind(CASE_FORMULA_, CASE_NONE_)(name, NAME, i32)
-#define I64_CASE_(name, NAME, kind, grad)                                                          \
-    CT_EW_U_INTS_##kind(CASE_FORMULA_, CASE_NONE_)(name, NAME, i64)
-#define TEST_CASE_(name, NAME, kind, grad)                                                         \
-    CT_EW_U_TESTS_##kind(CASE_FORMULA_, CASE_NONE_)(name, NAME, test)
 
 /* exp on float32 is the op that must run at memory speed, so it gets its own loop with a
  * fused multiply-add version (a quarter fewer instructions), picked per processor. */
@@ -91,12 +82,12 @@ static bool exp_fast(ct__unary_op op, float *restrict o, const float *restrict x
         case CT_UOP_COUNT: break;                                                                  \
         }                                                                                          \
     }
-DEFINE_UNARY_LOOP(unary_f32, float, f32, F32_CASE_, if (exp_fast(op, o, x, n)) return,
+DEFINE_UNARY_LOOP(unary_f32, float, f32, CT_EW_U_CASE_F32, if (exp_fast(op, o, x, n)) return,
                   (float)p0, (float)p1)
-DEFINE_UNARY_LOOP(unary_f64, double, f64, F64_CASE_, (void)0, p0, p1)
-DEFINE_UNARY_LOOP(unary_i32, int32_t, i32, I32_CASE_, (void)0,
+DEFINE_UNARY_LOOP(unary_f64, double, f64, CT_EW_U_CASE_F64, (void)0, p0, p1)
+DEFINE_UNARY_LOOP(unary_i32, int32_t, i32, CT_EW_U_CASE_I32, (void)0,
                   (int32_t)ct__f64_to_i64(ceil(p0)), (int32_t)ct__f64_to_i64(floor(p1)))
-DEFINE_UNARY_LOOP(unary_i64, int64_t, i64, I64_CASE_, (void)0, ct__f64_to_i64(ceil(p0)),
+DEFINE_UNARY_LOOP(unary_i64, int64_t, i64, CT_EW_U_CASE_I64, (void)0, ct__f64_to_i64(ceil(p0)),
                   ct__f64_to_i64(floor(p1)))
 /* clang-format on */
 
@@ -106,7 +97,7 @@ static void unary_test(ct__unary_op op, void *vo, const void *vx, int64_t n, dou
     uint8_t *restrict o = vo;
     const double *restrict x = vx;
     switch (op) {
-        CT_UNARY_OPS(TEST_CASE_)
+        CT_UNARY_OPS(CT_EW_U_CASE_TEST)
     case CT_UOP_CLAMP:
     case CT_UOP_COUNT: break;
     }

@@ -15,10 +15,11 @@
  * raises a flag in device memory, which the launcher reads back after synchronising (the
  * only ops here that wait for the device). */
 #include "backend/cuda/cuda_ew_impl.cuh"
-#include "backend/ew_formula_impl.h"
+#include "backend/ew_cases_impl.h"
 
-/* The case of a row in domain S: its formula (ew_formula_impl.h; integer formulas report
- * through err) where the kind computes in S, else nothing (never run there). */
+/* What the case lists of ew_cases_impl.h expand to here. The case of a row in domain S: its formula
+ * (ew_formula_impl.h; integer formulas report through err) where the kind computes in S, else
+ * nothing (never run there). */
 /* clang-format off */
 #define CASE_FLOAT_(name, NAME, S)                                                                 \
     case CT_BOP_##NAME: return (ct__ew_##name##_##S)(a, b);
@@ -26,22 +27,6 @@
     case CT_BOP_##NAME: return (ct__ew_##name##_##S)(a, b, err);
 #define CASE_NONE_(name, NAME, S)                                                                  \
     case CT_BOP_##NAME: break;
-#define F32_CASE_(name, NAME, kind, grad)                                                          \
-    CT_EW_B_FLOATS_##kind(CASE_FLOAT_, CASE_NONE_)(name, NAME, f32)
-#define F64_CASE_(name, NAME, kind, grad)                                                          \
-    CT_EW_B_FLOATS_##kind(CASE_FLOAT_, CASE_NONE_)(name, NAME, f64)
-#define I32_CASE_(name, NAME, kind, grad)                                                          \
-    CT_EW_B_INTS_##kind(CASE_INT_, CASE_NONE_)(name, NAME, i32)
-#define I64_CASE_(name, NAME, kind, grad)                                                          \
-    CT_EW_B_INTS_##kind(CASE_INT_, CASE_NONE_)(name, NAME, i64)
-#define CMP_F32_CASE_(name, NAME, kind, grad)                                                      \
-    CT_EW_B_COMPARES_##kind(CASE_FLOAT_, CASE_NONE_)(name, NAME, f32)
-#define CMP_F64_CASE_(name, NAME, kind, grad)                                                      \
-    CT_EW_B_COMPARES_##kind(CASE_FLOAT_, CASE_NONE_)(name, NAME, f64)
-#define CMP_I32_CASE_(name, NAME, kind, grad)                                                      \
-    CT_EW_B_COMPARES_##kind(CASE_FLOAT_, CASE_NONE_)(name, NAME, i32)
-#define CMP_I64_CASE_(name, NAME, kind, grad)                                                      \
-    CT_EW_B_COMPARES_##kind(CASE_FLOAT_, CASE_NONE_)(name, NAME, i64)
 
 /* a op b in arithmetic domain S over T. An integer formula's error goes to *flag (device
  * memory) when flag is not NULL; the result is then 0 (the op fails as a whole). */
@@ -61,10 +46,10 @@
         if (err != CT_EW_OK && flag) *flag = err;                                                  \
         return err != CT_EW_OK ? (T)0 : r;                                                         \
     }
-DEFINE_ARITH_VALUE(float, f32, F32_CASE_, CASE_FLOAT_(relu_grad, RELU_GRAD, f32))
-DEFINE_ARITH_VALUE(double, f64, F64_CASE_, CASE_FLOAT_(relu_grad, RELU_GRAD, f64))
-DEFINE_ARITH_VALUE(int32_t, i32, I32_CASE_, CASE_INT_(relu_grad, RELU_GRAD, i32))
-DEFINE_ARITH_VALUE(int64_t, i64, I64_CASE_, CASE_INT_(relu_grad, RELU_GRAD, i64))
+DEFINE_ARITH_VALUE(float, f32, CT_EW_B_CASE_F32, CASE_FLOAT_(relu_grad, RELU_GRAD, f32))
+DEFINE_ARITH_VALUE(double, f64, CT_EW_B_CASE_F64, CASE_FLOAT_(relu_grad, RELU_GRAD, f64))
+DEFINE_ARITH_VALUE(int32_t, i32, CT_EW_B_CASE_I32, CASE_INT_(relu_grad, RELU_GRAD, i32))
+DEFINE_ARITH_VALUE(int64_t, i64, CT_EW_B_CASE_I64, CASE_INT_(relu_grad, RELU_GRAD, i64))
 
 /* Comparisons and logical ops give 0/1. */
 #define DEFINE_COMPARE_VALUE(T, CASES)                                                             \
@@ -76,10 +61,10 @@ DEFINE_ARITH_VALUE(int64_t, i64, I64_CASE_, CASE_INT_(relu_grad, RELU_GRAD, i64)
         }                                                                                          \
         return 0;                                                                                  \
     }
-DEFINE_COMPARE_VALUE(float, CMP_F32_CASE_)
-DEFINE_COMPARE_VALUE(double, CMP_F64_CASE_)
-DEFINE_COMPARE_VALUE(int32_t, CMP_I32_CASE_)
-DEFINE_COMPARE_VALUE(int64_t, CMP_I64_CASE_)
+DEFINE_COMPARE_VALUE(float, CT_EW_B_CMP_F32)
+DEFINE_COMPARE_VALUE(double, CT_EW_B_CMP_F64)
+DEFINE_COMPARE_VALUE(int32_t, CT_EW_B_CMP_I32)
+DEFINE_COMPARE_VALUE(int64_t, CT_EW_B_CMP_I64)
 /* clang-format on */
 
 /* Contiguous float32: o[i] = a[i * sa] OP b[i * sb] for i < n, sa and sb 1 or 0 (a broadcast

@@ -14,7 +14,7 @@
  * within a few ulp of the CPU's but not always bit-identical; float32 exp and sigmoid are
  * ew_formula_impl.h's own algorithm, the CPU's bits (exp as on FMA processors). */
 #include "backend/cuda/cuda_ew_impl.cuh"
-#include "backend/ew_formula_impl.h"
+#include "backend/ew_cases_impl.h"
 
 enum { KIND_FLOAT, KIND_SAME, KIND_BOOL, KIND_INT };
 
@@ -26,23 +26,14 @@ static const unsigned char op_kind[] = {
 };
 static_assert(sizeof op_kind == CT_UOP_COUNT, "one kind per unary op");
 
-/* The case of a row in domain S: its formula (ew_formula_impl.h) where the kind computes in
- * S, else nothing (the launcher never runs the op there). */
+/* What the case lists of ew_cases_impl.h expand to here. The case of a row in domain S: its formula
+ * (ew_formula_impl.h) where the kind computes in S, else nothing (the launcher never runs the op
+ * there). */
 /* clang-format off */
 #define CASE_FORMULA_(name, NAME, S)                                                               \
     case CT_UOP_##NAME: return (ct__ew_##name##_##S)(x);
 #define CASE_NONE_(name, NAME, S)                                                                  \
     case CT_UOP_##NAME: break;
-#define F32_CASE_(name, NAME, kind, grad)                                                          \
-    CT_EW_U_FLOATS_##kind(CASE_FORMULA_, CASE_NONE_)(name, NAME, f32)
-#define F64_CASE_(name, NAME, kind, grad)                                                          \
-    CT_EW_U_FLOATS_##kind(CASE_FORMULA_, CASE_NONE_)(name, NAME, f64)
-#define I32_CASE_(name, NAME, kind, grad)                                                          \
-    CT_EW_U_INTS_##kind(CASE_FORMULA_, CASE_NONE_)(name, NAME, i32)
-#define I64_CASE_(name, NAME, kind, grad)                                                          \
-    CT_EW_U_INTS_##kind(CASE_FORMULA_, CASE_NONE_)(name, NAME, i64)
-#define TEST_CASE_(name, NAME, kind, grad)                                                         \
-    CT_EW_U_TESTS_##kind(CASE_FORMULA_, CASE_NONE_)(name, NAME, test)
 
 /* op(x) in domain S over type T; lo and hi are clamp's bounds. */
 #define DEFINE_UNARY_VALUE(T, S, CASES)                                                            \
@@ -54,16 +45,16 @@ static_assert(sizeof op_kind == CT_UOP_COUNT, "one kind per unary op");
         }                                                                                          \
         return x;                                                                                  \
     }
-DEFINE_UNARY_VALUE(float, f32, F32_CASE_)
-DEFINE_UNARY_VALUE(double, f64, F64_CASE_)
-DEFINE_UNARY_VALUE(int32_t, i32, I32_CASE_)
-DEFINE_UNARY_VALUE(int64_t, i64, I64_CASE_)
+DEFINE_UNARY_VALUE(float, f32, CT_EW_U_CASE_F32)
+DEFINE_UNARY_VALUE(double, f64, CT_EW_U_CASE_F64)
+DEFINE_UNARY_VALUE(int32_t, i32, CT_EW_U_CASE_I32)
+DEFINE_UNARY_VALUE(int64_t, i64, CT_EW_U_CASE_I64)
 /* clang-format on */
 
 /* The predicates, on the input as double. */
 CT_EW_DEV uint8_t test_value(int op, double x) {
     switch ((ct__unary_op)op) {
-        CT_UNARY_OPS(TEST_CASE_)
+        CT_UNARY_OPS(CT_EW_U_CASE_TEST)
     case CT_UOP_CLAMP:
     case CT_UOP_COUNT: break;
     }
