@@ -16,8 +16,9 @@ if [ -z "$cc" ]; then
 fi
 build=build-fuzz
 # OpenMP off: clang's runtime (libomp) is not a dependency; the readers do not use threads.
+# oneDNN off: the readers do not use it, and the fuzzers link the static library alone.
 cmake -S . -B "$build" -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCT_SANITIZE=address,undefined,fuzzer-no-link -DCT_CUDA=OFF -DCT_OPENMP=OFF \
+    -DCT_SANITIZE=address,undefined,fuzzer-no-link -DCT_CUDA=OFF -DCT_OPENMP=OFF -DCT_DNNL=OFF \
     -DCT_BUILD_TESTS=OFF -DCT_BUILD_BENCH=OFF >/dev/null
 cmake --build "$build" --target ctensor_static -j"$(nproc)" >/dev/null
 libs="$build/libctensor_static.a -lopenblas -lz -lm -ldl -lpthread"

@@ -11,27 +11,6 @@
 
 #define MAX_DEVICES 64
 
-int train_dist_parse_value(const char *option, const char *value, train_options *o) {
-    if (strcmp(option, "--devices") == 0) {
-        o->devices = value;
-        return -1;
-    }
-    if (strcmp(option, "--comm-timeout") == 0) {
-        char *end;
-        double seconds = strtod(value, &end);
-        if (end == value || *end || !(seconds > 0 && seconds < 1e7)) {
-            fprintf(stderr,
-                    "ctensor train: --comm-timeout \"%s\": expected a number of seconds > 0 "
-                    "(see ctensor train --help)\n",
-                    value);
-            return 2;
-        }
-        o->comm_timeout = seconds;
-        return -1;
-    }
-    return -2;
-}
-
 /* Parse "cpu:0,cpu:1" into devices; 0 and a message on a bad list. */
 static int parse_devices(const char *list, ct_device *devices) {
     char buf[1024];

@@ -73,9 +73,8 @@ void train_print_summary(const train_options *o, const train_summary *s);
  * summary; prints its own error line; only rank 0 prints epoch lines and checkpoints. */
 int train_replica(train_options *o, train_summary *summary);
 
-/* Data parallelism (train_dist.c): --devices and --comm-timeout (-2: not one of them, else
- * as train_parse's values); the run over a world of several ranks or devices. */
-int train_dist_parse_value(const char *option, const char *value, train_options *o);
+/* Data parallelism (train_dist.c): the run over a world of several ranks or devices, and
+ * its lines of the summary. */
 int train_dist_run(train_options *o, ct_comm *world);
 void train_dist_print_text(const train_summary *s);
 void train_dist_print_json(const train_summary *s);

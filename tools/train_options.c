@@ -151,8 +151,14 @@ static int parse_value(const char *option, const char *value, train_options *o) 
     } else if (strcmp(option, "--checkpoint") == 0) {
         if (!value[0]) return bad(option, value, "a file path");
         o->checkpoint = value;
-    } else if (train_dist_parse_value(option, value, o) != -2) {
-        return train_dist_parse_value(option, value, o);
+    } else if (strcmp(option, "--devices") == 0) {
+        o->devices = value; /* train_dist.c parses the list */
+    } else if (strcmp(option, "--comm-timeout") == 0) {
+        char *end;
+        double seconds = strtod(value, &end);
+        if (end == value || *end || !(seconds > 0 && seconds < 1e7))
+            return bad(option, value, "a number of seconds > 0");
+        o->comm_timeout = seconds;
     } else {
         return unknown(option);
     }
