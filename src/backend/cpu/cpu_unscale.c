@@ -1,18 +1,16 @@
 /* The loss scaler's fused unscale and inf/NaN check on the CPU (list_unscale in
  * backend_impl.h): each gradient of the list is multiplied by 1/scale in one pass that also
- * notes whether it held an inf or NaN, split over the OpenMP threads when it is large. */
+ * notes whether it held an inf or NaN, split over the OpenMP threads where the measured
+ * policy of cpu_threads.c says a split pays. */
 #include <math.h>
 
 #include "backend/cpu/cpu_impl.h"
 #include "core/dtype_impl.h"
 
-/* Below this many elements a tensor is done on the calling thread. */
-#define UNSCALE_PARALLEL_MIN 32768
-
 static bool unscale_f32(float *x, int64_t n, float inv) {
     int bad = 0;
 #ifdef _OPENMP
-#pragma omp parallel for reduction(| : bad) schedule(static) if (n >= UNSCALE_PARALLEL_MIN)
+#pragma omp parallel for reduction(| : bad) schedule(static) if (n >= CT_CPU_PARALLEL_THRESHOLD)
 #endif
     for (int64_t i = 0; i < n; i++) {
         bad |= !isfinite(x[i]);
@@ -24,7 +22,7 @@ static bool unscale_f32(float *x, int64_t n, float inv) {
 static bool unscale_f64(double *x, int64_t n, double inv) {
     int bad = 0;
 #ifdef _OPENMP
-#pragma omp parallel for reduction(| : bad) schedule(static) if (n >= UNSCALE_PARALLEL_MIN)
+#pragma omp parallel for reduction(| : bad) schedule(static) if (n >= CT_CPU_PARALLEL_THRESHOLD)
 #endif
     for (int64_t i = 0; i < n; i++) {
         bad |= !isfinite(x[i]);
@@ -38,7 +36,7 @@ static bool unscale_half(char *x, ct_dtype dtype, int64_t n, float inv) {
     int bad = 0;
     size_t size = ct__dtype_size(dtype);
 #ifdef _OPENMP
-#pragma omp parallel for reduction(| : bad) schedule(static) if (n >= UNSCALE_PARALLEL_MIN)
+#pragma omp parallel for reduction(| : bad) schedule(static) if (n >= CT_CPU_PARALLEL_THRESHOLD)
 #endif
     for (int64_t i = 0; i < n; i++) {
         char *p = x + i * (int64_t)size;
