@@ -9,6 +9,8 @@
  * slab per thread, each slab one GEMM. The convolution instead gives whole images to its
  * threads and calls GEMM inside its parallel region, where this runs on the calling thread. */
 #include <cblas.h>
+#include <dlfcn.h>
+#include <pthread.h>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -38,8 +40,24 @@ static void gemm_call(ct_dtype dtype, bool ta, bool tb, int64_t m, int64_t n, in
                     (float *)c, (blasint)ldc);
 }
 
-void ct__cpu_blas_single_threaded(void) {
+static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
+
+/* OpenBLAS starts its pool when it loads, and a new pool thread spins for OpenBLAS's thread
+ * timeout (about 0.1 s) before it sleeps. ctensor gives the pool no work, so it is stopped
+ * once: on 2 cores its spinning made each of the first parallel regions take 8 ms, and the
+ * parallel policy measured then (cpu_threads.c) kept ops of 10^5 elements on one thread.
+ * blas_thread_shutdown_ is OpenBLAS's own (its fork handler calls it); OpenBLAS starts the
+ * pool again by itself if a caller later asks it for threads. */
+static void stop_pool(void) {
     ct__cpu_blas_pick_core();
+    openblas_set_num_threads(1);
+    int (*shutdown)(void);
+    *(void **)&shutdown = dlsym(RTLD_DEFAULT, "blas_thread_shutdown_");
+    if (shutdown) shutdown();
+}
+
+void ct__cpu_blas_single_threaded(void) {
+    pthread_once(&pool_once, stop_pool);
     if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
 }
 

@@ -15,6 +15,10 @@
  * not a constant; INT64_MAX with one thread. */
 #define CT_CPU_PARALLEL_THRESHOLD ct__cpu_parallel_threshold()
 int64_t ct__cpu_parallel_threshold(void);
+/* Per thread, a split never gives less work than this, whatever was measured; so an op of
+ * fewer than twice as many elements always runs on one thread, decided with no call (the
+ * path of small ops). */
+#define CT_CPU_MIN_SPLIT 8192
 /* Threads for work of this size (1 inside a parallel region or with one thread): serial
  * time in ns, elements of elementwise-like work, or an m x n x k GEMM. */
 int ct__cpu_threads_for(double serial_ns);
@@ -58,6 +62,8 @@ ct_status ct__cpu_matmul(int device, const ct__matmul_args *args);
 /* c = op(a) @ op(b) + beta * c for f32 or f64, row-major, leading dimensions in elements
  * (cpu_gemm.c): OpenBLAS on ctensor's OpenMP threads, never on OpenBLAS's own. A parallel
  * region that calls it must call ct__cpu_blas_single_threaded before it opens. */
+void ct__cpu_gemm(ct_dtype dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *a,
+                  int64_t lda, const void *b, int64_t ldb, double beta, void *c, int64_t ldc);
 /* c (f32, m x n, leading dimension ldc) = op(a) @ op(b) (+ c when accumulate), a and b bf16
  * (or, with f32_inputs, f32 holding bf16 values), on the bf16 units through oneDNN
  * (cpu_gemm_dnnl.c). False, c untouched, when the CPU or the build has none (or CT_BF16_GEMM
@@ -65,10 +71,8 @@ ct_status ct__cpu_matmul(int device, const ct__matmul_args *args);
 bool ct__cpu_gemm_bf16(bool f32_inputs, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                        const void *a, int64_t lda, const void *b, int64_t ldb, bool accumulate,
                        float *c, int64_t ldc);
-void ct__cpu_gemm(ct_dtype dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *a,
-                  int64_t lda, const void *b, int64_t ldb, double beta, void *c, int64_t ldc);
 /* Set OpenBLAS's own thread count to 1 (a process-wide setting), after
- * ct__cpu_blas_pick_core. */
+ * ct__cpu_blas_pick_core; the first call also stops OpenBLAS's idle pool. */
 void ct__cpu_blas_single_threaded(void);
 /* Once per process: where OpenBLAS fell back to kernels older than the processor runs (and
  * OPENBLAS_CORETYPE is unset), make it use the best family it has (cpu_blas_core.c). */

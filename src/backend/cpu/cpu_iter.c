@@ -66,7 +66,7 @@ void ct__cpu_rows(const ct__ew_args *args, int64_t begin, int64_t end, ct__cpu_r
 void ct__cpu_parallel_rows(const ct__ew_args *args, ct__cpu_row_fn fn, void *ctx) {
     int64_t numel = args->numel;
     if (numel == 0) return;
-    if (args->ndim <= 1 && numel < CT_CPU_PARALLEL_THRESHOLD) {
+    if (args->ndim <= 1 && numel < 2 * CT_CPU_MIN_SPLIT) {
         /* One row: no index arithmetic, no thread query (the path of small ops). */
         char *ptrs[CT_EW_MAX_OPERANDS];
         int64_t byte_strides[CT_EW_MAX_OPERANDS];

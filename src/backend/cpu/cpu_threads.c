@@ -25,10 +25,9 @@
 #define CT_CPU_SPLIT_FACTOR 4.0
 #define CT_CPU_NS_PER_ELEMENT 0.25
 #define CT_CPU_GEMM_FLOP_PER_NS 50.0
-/* The thresholds never go below these (a measured C of near 0) nor above (a busy machine
- * measured at its worst): a split of less is not worth a region anywhere, one of more
- * always is. */
-#define CT_CPU_MIN_SPLIT 8192
+/* The work per thread is never less than CT_CPU_MIN_SPLIT elements (cpu_impl.h: a measured
+ * C of near 0) nor more than this (a busy machine measured at its worst): a split of less is
+ * not worth a region anywhere, one of more always is. */
 #define CT_CPU_MAX_SPLIT (1 << 22)
 #define CT_CPU_REGION_SAMPLES 9
 
@@ -53,6 +52,7 @@ static void sort_doubles(double *v, int n) {
 static void measure_region(void) {
     if (region_ns >= 0.0) return;
 #ifdef _OPENMP
+    ct__cpu_blas_single_threaded(); /* OpenBLAS's spinning pool would be measured too */
     int threads = omp_get_max_threads();
     volatile int sink = 0;
     double samples[CT_CPU_REGION_SAMPLES];
@@ -83,16 +83,18 @@ double ct__cpu_region_ns(void) {
 
 void ct__cpu_set_region_ns(double ns) { region_ns = ns; }
 
+/* The serial time per thread below which a split does not pay, in ns. */
+static double split_ns(void) {
+    double ns = CT_CPU_SPLIT_FACTOR * ct__cpu_region_ns();
+    double floor_ns = CT_CPU_MIN_SPLIT * CT_CPU_NS_PER_ELEMENT;
+    double ceiling_ns = CT_CPU_MAX_SPLIT * CT_CPU_NS_PER_ELEMENT;
+    return ns < floor_ns ? floor_ns : ns > ceiling_ns ? ceiling_ns : ns;
+}
+
 int ct__cpu_threads_for(double serial_ns) {
     int threads = ct__cpu_threads();
     if (threads < 2) return 1;
-    double per_thread = CT_CPU_SPLIT_FACTOR * ct__cpu_region_ns();
-    double floor_ns = CT_CPU_MIN_SPLIT * CT_CPU_NS_PER_ELEMENT;
-    double ceiling_ns = CT_CPU_MAX_SPLIT * CT_CPU_NS_PER_ELEMENT;
-    per_thread = per_thread < floor_ns     ? floor_ns
-                 : per_thread > ceiling_ns ? ceiling_ns
-                                           : per_thread;
-    double n = serial_ns / per_thread;
+    double n = serial_ns / split_ns();
     return n >= threads ? threads : n < 2.0 ? 1 : (int)n;
 }
 
@@ -104,10 +106,8 @@ int ct__cpu_threads_for_gemm(int64_t m, int64_t n, int64_t k) {
     return ct__cpu_threads_for(2.0 * (double)m * (double)n * (double)k / CT_CPU_GEMM_FLOP_PER_NS);
 }
 
+/* The fewest elements ct__cpu_threads_for_elements gives two threads. */
 int64_t ct__cpu_parallel_threshold(void) {
     if (ct__cpu_threads() < 2) return INT64_MAX;
-    double elements = 2.0 * CT_CPU_SPLIT_FACTOR * ct__cpu_region_ns() / CT_CPU_NS_PER_ELEMENT;
-    return elements < CT_CPU_MIN_SPLIT   ? CT_CPU_MIN_SPLIT
-           : elements > CT_CPU_MAX_SPLIT ? CT_CPU_MAX_SPLIT
-                                         : (int64_t)elements;
+    return (int64_t)(2.0 * split_ns() / CT_CPU_NS_PER_ELEMENT);
 }
