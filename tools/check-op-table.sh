@@ -5,8 +5,10 @@
 # one new binary row (fdim), each with nothing else, and compiles one translation unit per
 # place the row needs (syntax only: cheap): the CPU kernels, the backward rules and the
 # tests' references. Each must fail naming the missing piece; the unchanged table must pass.
+# With NVCC set (a build with the CUDA plugin), the CUDA kernels are checked the same way,
+# through nvcc's front end alone (--cuda: no device code generated).
 #
-# Usage: tools/check-op-table.sh CC [compiler flags]      (run by ctest as test_op_table_rows)
+# Usage: [NVCC=nvcc] tools/check-op-table.sh CC [compiler flags]   (ctest: test_op_table_rows)
 set -eu
 cc=$1
 shift
@@ -22,20 +24,28 @@ awk '{ print }
     "$here/include/ctensor/op_list.h" > "$work/bad/ctensor/op_list.h"
 grep -q 'X(cbrt, CBRT' "$work/bad/ctensor/op_list.h" && grep -q 'X(fdim, FDIM' "$work/bad/ctensor/op_list.h"
 
-compile() { # table file
-    "$cc" -std=c11 -fsyntax-only "$@" -I"$here/src" -I"$here/tests" -D_GNU_SOURCE \
-        "$here/$file" 2> "$work/err"
+compile() { # -I<table folder> [compiler flags]
+    case $file in
+    *.cu) "$NVCC" -x cu -std=c++17 --cuda -o /dev/null "$1" -I"$here/src" "$here/$file" \
+              2> "$work/err" > /dev/null ;;
+    *) "$cc" -std=c11 -fsyntax-only "$@" -I"$here/src" -I"$here/tests" -D_GNU_SOURCE \
+           "$here/$file" 2> "$work/err" ;;
+    esac
 }
+checks="src/backend/cpu/cpu_unary.c:ct__ew_cbrt_f32 src/backend/cpu/cpu_binary.c:ct__ew_fdim_f32
+src/ops/elementwise_grad.c:grad_cbrt src/ops/elementwise_grad.c:grad_fdim
+tests/test_ops_unary.c:uref_cbrt tests/test_ops_binary.c:bref_fdim
+tests/test_autograd_ops.c:range_cbrt"
+if [ -n "${NVCC:-}" ]; then
+    checks="$checks src/backend/cuda/cuda_unary.cu:ct__ew_cbrt_f32
+src/backend/cuda/cuda_binary.cu:ct__ew_fdim_f32"
+else
+    echo "check-op-table: the CUDA kernels are not checked: this build has no nvcc"
+fi
 status=0
-for check in "src/backend/cpu/cpu_unary.c ct__ew_cbrt_f32" \
-             "src/backend/cpu/cpu_binary.c ct__ew_fdim_f32" \
-             "src/ops/elementwise_grad.c grad_cbrt" \
-             "src/ops/elementwise_grad.c grad_fdim" \
-             "tests/test_ops_unary.c uref_cbrt" \
-             "tests/test_ops_binary.c bref_fdim" \
-             "tests/test_autograd_ops.c range_cbrt"; do
-    file=${check% *}
-    name=${check#* }
+for check in $checks; do
+    file=${check%:*}
+    name=${check#*:}
     if ! compile -I"$work/good" "$@"; then
         echo "check-op-table: $file does not build with the unchanged table:"
         cat "$work/err"
