@@ -57,6 +57,15 @@ sys.exit(not 0 <= s["data_wait_seconds"] <= s["seconds"])' "$out" 2>"$err"
 then pass test_cli_train_json_data_wait
 else fail test_cli_train_json_data_wait "not one JSON object, or data_wait_seconds outside [0, seconds]"; fi
 
+# A run that diverges (SGD at lr 900: the loss is NaN) still writes strict JSON: null.
+run "$ctensor" train --dataset "$work/good" --model mlp --epochs 1 --optimizer sgd --lr 900 --json
+if [ "$code" = 0 ] && "$python" -c 'import json, sys
+def refuse(name): raise ValueError(name)
+s = json.load(open(sys.argv[1]), parse_constant=refuse)
+assert s["final_loss"] is None' "$out" 2>/dev/null
+then pass test_cli_train_json_diverged_loss_is_null
+else fail test_cli_train_json_diverged_loss_is_null "exit $code, or the JSON is not strict or its final_loss not null"; fi
+
 # As text (not a terminal): a line per epoch, then the summary with every line the issue asks.
 run "$ctensor" train --dataset "$work/good" --model mlp --epochs 1 --seed 3
 missing=""

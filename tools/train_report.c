@@ -1,5 +1,6 @@
 /* What `ctensor train` prints: a progress bar on a terminal, a line per epoch, and the
  * summary as text or one JSON object. */
+#include <math.h>
 #include <stdio.h>
 
 #include "cli_impl.h"
@@ -74,8 +75,9 @@ static void print_text(const train_summary *s) {
     train_dist_print_text(s);
 }
 
+/* JSON has no NaN or infinity: a diverged loss is null too (the text summary prints it). */
 static void json_number(const char *name, double value, bool measured) {
-    if (measured)
+    if (measured && isfinite(value))
         printf(", \"%s\": %.6f", name, value);
     else
         printf(", \"%s\": null", name);
