@@ -63,8 +63,7 @@ DEVICE_TEST(test_dtype_int_uint64_arithmetic_above_int64_max) {
               same_u64(ct_remainder(a, b), want_mod, N, "remainder") &&
               same_u64(ct_bitwise_right_shift_scalar(a, 1), want_shift, N, "right shift") &&
               same_u64(ct_sub(a, b), want_sub, N, "sub (wraps)") &&
-              same_u64(ct_abs(a), big_a, N, "abs") &&
-              same_u64(ct_relu(a), big_a, N, "relu");
+              same_u64(ct_abs(a), big_a, N, "abs") && same_u64(ct_relu(a), big_a, N, "relu");
     uint8_t lt[N] = {0}, gt[N] = {0};
     ok = ok && read_back(ct_lt(a, b), lt, sizeof lt) && read_back(ct_gt_scalar(a, 7.0), gt, N);
     ct_release(a);
@@ -111,8 +110,8 @@ DEVICE_TEST(test_dtype_int_uint64_reductions_and_casts) {
 DEVICE_TEST(test_dtype_int_uint64_prints_unsigned) {
     ct_tensor *a = ct_from_data(big_a, 1, (int64_t[]){N}, CT_U64, device);
     char *text = a ? ct_format(a) : NULL;
-    bool has = text && strstr(text, "18446744073709551615") && strstr(text, "9223372036854775808") &&
-               strstr(text, "uint64");
+    bool has = text && strstr(text, "18446744073709551615") &&
+               strstr(text, "9223372036854775808") && strstr(text, "uint64");
     ct_free(text);
     ct_release(a);
     CHECK(has);
@@ -121,8 +120,8 @@ DEVICE_TEST(test_dtype_int_uint64_prints_unsigned) {
 /* x op y in dtype from int64 values, compared bit for bit with int64 expectations stored in
  * that dtype (the wrap is what NumPy gives). */
 static void check_wrap(ct_device device, ct_dtype dtype, const int64_t *x, const int64_t *y,
-                       ct_tensor *(*op)(const ct_tensor *, const ct_tensor *),
-                       const int64_t *want, int n) {
+                       ct_tensor *(*op)(const ct_tensor *, const ct_tensor *), const int64_t *want,
+                       int n) {
     int64_t shape[1] = {n};
     ct_tensor *xi = ct_from_data(x, 1, shape, CT_I64, device);
     ct_tensor *yi = ct_from_data(y, 1, shape, CT_I64, device);
