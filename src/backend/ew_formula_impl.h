@@ -5,13 +5,14 @@
  * compile with "'ct__ew_NAME_S' undeclared".
  *
  * Domains (S): f32 (float32, and float16/bfloat16 computed in float), f64, i32 (integers and
- * bool of at most 32 bits; results wrap when stored), i64, and `test` (the predicates of the
- * BOOL kind, on the input converted to double, exact for the properties they test). Which
- * domains a row needs follows from its kind:
+ * bool of at most 32 bits but uint32; results wrap when stored), i64 (int64, uint32 and
+ * mixes of signed and unsigned), u64 (uint64 results: its operands are unsigned or bool),
+ * and `test` (the predicates of the BOOL kind, on the input converted to double, exact for
+ * the properties they test). Which domains a row needs follows from its kind:
  *
- *     unary  FLOAT: f32 f64   SAME: f32 f64 i32 i64   BOOL: test   INT: i32 i64
- *     binary ARITH: f32 f64 i32 i64   FLOAT: f32 f64   COMPARE, LOGICAL: every domain
- *            INT, SHIFT: i32 i64
+ *     unary  FLOAT: f32 f64   SAME: f32 f64 i32 i64 u64   BOOL: test   INT: i32 i64 u64
+ *     binary ARITH: f32 f64 i32 i64 u64   FLOAT: f32 f64   COMPARE, LOGICAL: every domain
+ *            INT, SHIFT: i32 i64 u64
  *
  * Integer binary formulas take `int *err` and set it to a ct__ew_error on operands the op
  * rejects (a zero divisor, a negative exponent); the result is then discarded. NumPy's
