@@ -53,7 +53,8 @@ static inline void buf_value(byte_buf *b, double v, ct_dtype dtype, bool big) {
     if (ct_dtype_is_floating(dtype))
         buf_float(b, v, dtype, big);
     else
-        buf_int(b, (uint64_t)(int64_t)v, (int)ct_dtype_size(dtype), big);
+        buf_int(b, v >= 0x1p63 ? (uint64_t)v : (uint64_t)(int64_t)v, (int)ct_dtype_size(dtype),
+                big);
 }
 
 /* "\x93NUMPY", the version, the header length and the header; padded (as numpy does) with

@@ -28,6 +28,11 @@ FROM_C = {
     "scalar": (np.float32, ()),
     "empty": (np.float32, (0, 4)),
     "rank8": (np.int32, (1, 2, 1, 2, 1, 2, 1, 2)),
+    "i8": (np.int8, (6,)),
+    "i16": (np.int16, (2, 3)),
+    "u16": (np.uint16, (9,)),
+    "u32": (np.uint32, (3, 2)),
+    "u64": (np.uint64, (5,)),
 }
 FROM_PYTHON = {
     "py.f64": (np.float64, (3, 1)),
@@ -39,6 +44,11 @@ FROM_PYTHON = {
     "py.bool": (np.bool_, (6,)),
     "py.scalar": (np.int64, ()),
     "py.empty": (np.float64, (3, 0)),
+    "py.i8": (np.int8, (5,)),
+    "py.i16": (np.int16, (3,)),
+    "py.u16": (np.uint16, (2, 2)),
+    "py.u32": (np.uint32, (7,)),
+    "py.u64": (np.uint64, (1, 3)),
 }
 METADATA_FROM_C = {"format": "ct", "note": 'h\u00e9llo "quoted" \\ \u20ac \U0001F600'}
 METADATA_FROM_PYTHON = {"writer": "numpy", "unicode": "\u00fcber \U0001F680"}
@@ -49,7 +59,7 @@ def expected(dtype, shape):
     i = np.arange(int(np.prod(shape, dtype=np.int64)), dtype=np.int64)
     if dtype == np.bool_:
         values = i % 3 == 0
-    elif dtype == np.uint8:
+    elif np.issubdtype(dtype, np.unsignedinteger):
         values = (i * 37) % 256
     elif np.issubdtype(dtype, np.integer):
         values = i * 7 - 20

@@ -184,6 +184,6 @@ DEVICE_TEST(test_creation_eye_errors) {
     CHECK_ERROR(CT_ERR_INVALID_ARG, "ct_eye: sizes -1 x 3; both must be 0 or more");
     CHECK(ct_eye(2, -2, CT_F32, device) == NULL);
     CHECK_ERROR(CT_ERR_INVALID_ARG, "ct_eye: sizes 2 x -2");
-    CHECK(ct_eye(2, 2, (ct_dtype)8, device) == NULL);
-    CHECK_ERROR(CT_ERR_DTYPE, "ct_eye: invalid dtype 8");
+    CHECK(ct_eye(2, 2, (ct_dtype)CT_DTYPE_COUNT, device) == NULL);
+    CHECK_ERROR(CT_ERR_DTYPE, "ct_eye: invalid dtype 13");
 }

@@ -190,14 +190,20 @@ TEST(test_data_idx_corrupt_gzip) {
 static const struct {
     const char *code;
     ct_dtype dtype;
-} npy_dtypes[] = {{"f8", CT_F64}, {"f4", CT_F32}, {"f2", CT_F16}, {"i8", CT_I64},
-                  {"i4", CT_I32}, {"u1", CT_U8},  {"b1", CT_BOOL}};
+} npy_dtypes[] = {{"f8", CT_F64}, {"f4", CT_F32}, {"f2", CT_F16},  {"i8", CT_I64},
+                  {"i4", CT_I32}, {"u1", CT_U8},  {"b1", CT_BOOL}, {"i2", CT_I16},
+                  {"i1", CT_I8},  {"u8", CT_U64}, {"u4", CT_U32},  {"u2", CT_U16}};
 
 /* The value of element k (C order) of the test arrays, exact in every dtype. */
 static double npy_value(ct_dtype dtype, int64_t k) {
     switch (dtype) {
     case CT_BOOL: return k % 3 == 0;
     case CT_U8: return (double)(k * 37 % 256);
+    case CT_I8: return (double)(k % 11 - 5) * 11;
+    case CT_I16: return (double)(k % 11 - 5) * 3001;
+    case CT_U16: return (double)(k * 4099 % 65536);
+    case CT_U32: return (double)(k * 400009 % 4294967296LL);
+    case CT_U64: return (double)(k % 4) * 0x1p62;
     case CT_I32: return (double)((k % 11 - 5) * 100003);
     case CT_I64: return (double)((k % 11 - 5) * 3000000007LL);
     default: return (double)k * 0.25 - 3.0;
@@ -270,7 +276,7 @@ TEST(test_data_npy_every_dtype_order_and_version) {
                                          ct_last_error());
                         checked++;
                     }
-    CHECK(checked == (5 * 2 + 2 * 3) * 2 * 3 * 4);
+    CHECK(checked == (9 * 2 + 3 * 3) * 2 * 3 * 4);
 }
 
 TEST(test_data_npy_empty_and_gzipped) {
@@ -406,10 +412,12 @@ TEST(test_data_npy_written_by_numpy) {
         "k = np.arange(24)\n"
         "vals = {'f8': k * 0.25 - 3, 'f4': k * 0.25 - 3, 'f2': k * 0.25 - 3,\n"
         "        'i8': (k % 11 - 5) * 3000000007, 'i4': (k % 11 - 5) * 100003,\n"
-        "        'u1': k * 37 % 256, 'b1': k % 3 == 0}\n"
+        "        'u1': k * 37 % 256, 'b1': k % 3 == 0, 'i2': (k % 11 - 5) * 3001,\n"
+        "        'i1': (k % 11 - 5) * 11, 'u8': (k % 4).astype(np.uint64) << np.uint64(62),\n"
+        "        'u4': k * 400009 % 4294967296, 'u2': k * 4099 % 65536}\n"
         "for code, v in vals.items():\n"
         "    for order in '<>':\n"
-        "        a = v.astype(order + code if code not in ('u1', 'b1') else code)\n"
+        "        a = v.astype(order + code if code not in ('u1', 'b1', 'i1') else code)\n"
         "        a = a.reshape(2, 3, 4)\n"
         "        for fortran in (0, 1):\n"
         "            b = np.asfortranarray(a) if fortran else a\n"
@@ -449,5 +457,5 @@ TEST(test_data_npy_written_by_numpy) {
                                      ct_last_error());
                     checked++;
                 }
-    CHECK(checked == 7 * 2 * 2 * 3);
+    CHECK(checked == 12 * 2 * 2 * 3);
 }

@@ -17,6 +17,9 @@ TEST(test_dtype_sizes_and_names) {
         {CT_F16, 2, "float16", true, false}, {CT_BF16, 2, "bfloat16", true, false},
         {CT_I32, 4, "int32", false, true},   {CT_I64, 8, "int64", false, true},
         {CT_U8, 1, "uint8", false, true},    {CT_BOOL, 1, "bool", false, false},
+        {CT_I8, 1, "int8", false, true},     {CT_I16, 2, "int16", false, true},
+        {CT_U16, 2, "uint16", false, true},  {CT_U32, 4, "uint32", false, true},
+        {CT_U64, 8, "uint64", false, true},
     };
     for (int i = 0; i < CT_DTYPE_COUNT; i++) {
         CHECK(ct_dtype_size(expected[i].dtype) == expected[i].size);
@@ -24,7 +27,17 @@ TEST(test_dtype_sizes_and_names) {
         CHECK(ct_dtype_is_valid(expected[i].dtype));
         CHECK(ct_dtype_is_floating(expected[i].dtype) == expected[i].floating);
         CHECK(ct_dtype_is_integer(expected[i].dtype) == expected[i].integer);
+        bool is_unsigned = expected[i].integer && expected[i].name[0] == 'u';
+        CHECK(ct_dtype_is_unsigned(expected[i].dtype) == is_unsigned);
     }
+}
+
+/* The enum's values are public (files and other programs hold them): the first eight stay
+ * where they were, the integer dtypes added later follow. */
+TEST(test_dtype_enum_values_are_stable) {
+    CHECK(CT_F32 == 0 && CT_F64 == 1 && CT_F16 == 2 && CT_BF16 == 3);
+    CHECK(CT_I32 == 4 && CT_I64 == 5 && CT_U8 == 6 && CT_BOOL == 7);
+    CHECK(CT_I8 == 8 && CT_I16 == 9 && CT_U16 == 10 && CT_U32 == 11 && CT_U64 == 12);
 }
 
 TEST(test_dtype_invalid_values) {
@@ -38,23 +51,32 @@ TEST(test_dtype_invalid_values) {
     }
 }
 
-/* NumPy's promotion rules for bool, u8, i32, i64, f16, f32, f64: within a kind the larger
- * type; bool joins anything as that thing; an integer with a float gives the smallest
- * float that holds every value of both (u8 fits f16, i32 and i64 need f64). This is
- * np.promote_types (checked against NumPy 1.24 when written). */
+/* NumPy's promotion rules for the integer and float dtypes it shares with ctensor: within a
+ * kind the larger type; bool joins anything as that thing; a signed with an unsigned integer
+ * gives the smallest signed integer that holds both (the array API standard's table too);
+ * u64 with a signed integer, which the standard leaves out, gives f64; an integer with a
+ * float gives the smallest float that holds every value of both (u8 and i8 fit f16, i16
+ * and u16 need f32, 32- and 64-bit integers f64). This is np.promote_types (NumPy 1.24). */
 TEST(test_dtype_promotion_matches_numpy) {
-    enum { N = 7 };
-    static const ct_dtype order[N] = {CT_BOOL, CT_U8, CT_I32, CT_I64, CT_F16, CT_F32, CT_F64};
+    enum { N = 12 };
+    static const ct_dtype order[N] = {CT_BOOL, CT_U8,  CT_U16, CT_U32, CT_U64, CT_I8,
+                                      CT_I16,  CT_I32, CT_I64, CT_F16, CT_F32, CT_F64};
+    /* clang-format off */
     static const ct_dtype table[N][N] = {
-        /*          bool     u8      i32     i64     f16     f32     f64 */
-        /* bool */ {CT_BOOL, CT_U8, CT_I32, CT_I64, CT_F16, CT_F32, CT_F64},
-        /* u8   */ {CT_U8, CT_U8, CT_I32, CT_I64, CT_F16, CT_F32, CT_F64},
-        /* i32  */ {CT_I32, CT_I32, CT_I32, CT_I64, CT_F64, CT_F64, CT_F64},
-        /* i64  */ {CT_I64, CT_I64, CT_I64, CT_I64, CT_F64, CT_F64, CT_F64},
-        /* f16  */ {CT_F16, CT_F16, CT_F64, CT_F64, CT_F16, CT_F32, CT_F64},
-        /* f32  */ {CT_F32, CT_F32, CT_F64, CT_F64, CT_F32, CT_F32, CT_F64},
-        /* f64  */ {CT_F64, CT_F64, CT_F64, CT_F64, CT_F64, CT_F64, CT_F64},
+        /* bool */ {CT_BOOL, CT_U8, CT_U16, CT_U32, CT_U64, CT_I8, CT_I16, CT_I32, CT_I64, CT_F16, CT_F32, CT_F64},
+        /* u8   */ {CT_U8, CT_U8, CT_U16, CT_U32, CT_U64, CT_I16, CT_I16, CT_I32, CT_I64, CT_F16, CT_F32, CT_F64},
+        /* u16  */ {CT_U16, CT_U16, CT_U16, CT_U32, CT_U64, CT_I32, CT_I32, CT_I32, CT_I64, CT_F32, CT_F32, CT_F64},
+        /* u32  */ {CT_U32, CT_U32, CT_U32, CT_U32, CT_U64, CT_I64, CT_I64, CT_I64, CT_I64, CT_F64, CT_F64, CT_F64},
+        /* u64  */ {CT_U64, CT_U64, CT_U64, CT_U64, CT_U64, CT_F64, CT_F64, CT_F64, CT_F64, CT_F64, CT_F64, CT_F64},
+        /* i8   */ {CT_I8, CT_I16, CT_I32, CT_I64, CT_F64, CT_I8, CT_I16, CT_I32, CT_I64, CT_F16, CT_F32, CT_F64},
+        /* i16  */ {CT_I16, CT_I16, CT_I32, CT_I64, CT_F64, CT_I16, CT_I16, CT_I32, CT_I64, CT_F32, CT_F32, CT_F64},
+        /* i32  */ {CT_I32, CT_I32, CT_I32, CT_I64, CT_F64, CT_I32, CT_I32, CT_I32, CT_I64, CT_F64, CT_F64, CT_F64},
+        /* i64  */ {CT_I64, CT_I64, CT_I64, CT_I64, CT_F64, CT_I64, CT_I64, CT_I64, CT_I64, CT_F64, CT_F64, CT_F64},
+        /* f16  */ {CT_F16, CT_F16, CT_F32, CT_F64, CT_F64, CT_F16, CT_F32, CT_F64, CT_F64, CT_F16, CT_F32, CT_F64},
+        /* f32  */ {CT_F32, CT_F32, CT_F32, CT_F64, CT_F64, CT_F32, CT_F32, CT_F64, CT_F64, CT_F32, CT_F32, CT_F64},
+        /* f64  */ {CT_F64, CT_F64, CT_F64, CT_F64, CT_F64, CT_F64, CT_F64, CT_F64, CT_F64, CT_F64, CT_F64, CT_F64},
     };
+    /* clang-format on */
     for (int i = 0; i < N; i++)
         for (int j = 0; j < N; j++) {
             ct_dtype got = ct_promote_types(order[i], order[j]);
@@ -73,6 +95,8 @@ TEST(test_dtype_promotion_bf16) {
     } rules[] = {
         {CT_BF16, CT_BF16}, {CT_F16, CT_F32}, {CT_F32, CT_F32}, {CT_F64, CT_F64},
         {CT_BOOL, CT_BF16}, {CT_U8, CT_BF16}, {CT_I32, CT_F64}, {CT_I64, CT_F64},
+        {CT_I8, CT_BF16},   {CT_I16, CT_F32}, {CT_U16, CT_F32}, {CT_U32, CT_F64},
+        {CT_U64, CT_F64},
     };
     for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++) {
         CHECK(ct_promote_types(CT_BF16, rules[i].other) == rules[i].result);

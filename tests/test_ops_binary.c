@@ -108,7 +108,7 @@ static ct_dtype expected_dtype(int kind, ct_dtype a, ct_dtype b) {
  * gets positive bases and small exponents; remainder never gets a zero integer divisor. */
 static void operand_values(double *v, int64_t n, int op, int which, ct_dtype dtype, uint64_t seed) {
     bool is_float = ct_dtype_is_floating(dtype);
-    double lo = dtype == CT_U8 ? 0 : -4, hi = 4;
+    double lo = ct_dtype_is_unsigned(dtype) ? 0 : -4, hi = 4;
     if (dtype == CT_BOOL) lo = 0, hi = 2;
     if (IS_POW(op)) lo = which == 0 ? (is_float ? 0.5 : 1) : 0, hi = which == 0 ? 3 : 4;
     if (ops[op].kind == SHIFT && which == 1) lo = 0, hi = 4;
@@ -180,13 +180,14 @@ static void check_op(ct_device device, int op, ct_dtype da, ct_dtype db, int nda
     free(expected);
 }
 
-static const ct_dtype all_dtypes[] = {CT_F32, CT_F64, CT_F16, CT_BF16,
-                                      CT_I32, CT_I64, CT_U8,  CT_BOOL};
+static const ct_dtype all_dtypes[] = {CT_F32,  CT_F64, CT_F16, CT_BF16, CT_I32, CT_I64, CT_U8,
+                                      CT_BOOL, CT_I8,  CT_I16, CT_U16,  CT_U32, CT_U64};
+#define ALL_DTYPE_COUNT (int)(sizeof all_dtypes / sizeof all_dtypes[0])
 
 DEVICE_TEST(test_ops_binary_every_op_every_dtype) {
     static const int64_t shape[2] = {4, 5};
     for (int k = 0; k < OP_COUNT; k++)
-        for (int d = 0; d < 8; d++) {
+        for (int d = 0; d < ALL_DTYPE_COUNT; d++) {
             ct_dtype dt = all_dtypes[d];
             if (!takes(k, dt, dt)) continue; /* errors, checked below */
             RUN(check_op(device, k, dt, dt, 2, shape, 2, shape, false, (uint64_t)(k * 8 + d)));
@@ -198,11 +199,14 @@ DEVICE_TEST(test_ops_binary_mixed_dtypes) {
     static const ct_dtype pairs[][2] = {
         {CT_I32, CT_F32}, {CT_U8, CT_I32},   {CT_BOOL, CT_F16}, {CT_F16, CT_BF16}, {CT_I64, CT_F64},
         {CT_U8, CT_BF16}, {CT_BOOL, CT_I64}, {CT_F32, CT_F64},  {CT_I32, CT_I64},  {CT_U8, CT_F16},
+        {CT_I8, CT_U8},   {CT_U16, CT_I16},  {CT_U32, CT_I32},  {CT_U64, CT_I64},  {CT_U64, CT_U8},
+        {CT_I16, CT_F16}, {CT_U32, CT_F32},  {CT_I8, CT_BF16},  {CT_U16, CT_U64},  {CT_BOOL, CT_I8},
     };
+    enum { PAIRS = sizeof pairs / sizeof pairs[0] };
     static const int64_t shape[1] = {11};
     for (int k = 0; k < OP_COUNT; k++)
-        for (int p = 0; p < 10; p++) {
-            uint64_t seed = (uint64_t)(300 + k * 10 + p);
+        for (int p = 0; p < PAIRS; p++) {
+            uint64_t seed = (uint64_t)(300 + k * PAIRS + p);
             if (!takes(k, pairs[p][0], pairs[p][1])) continue;
             RUN(check_op(device, k, pairs[p][0], pairs[p][1], 1, shape, 1, shape, false, seed));
             RUN(check_op(device, k, pairs[p][1], pairs[p][0], 1, shape, 1, shape, true, seed));
@@ -218,6 +222,8 @@ DEVICE_TEST(test_ops_binary_promotion_table) {
         {CT_BOOL, CT_BOOL, CT_BOOL, CT_F32}, {CT_F16, CT_BF16, CT_F32, CT_F32},
         {CT_U8, CT_F16, CT_F16, CT_F16},     {CT_I64, CT_F16, CT_F64, CT_F64},
         {CT_BOOL, CT_U8, CT_U8, CT_F32},     {CT_I32, CT_I32, CT_I32, CT_F32},
+        {CT_I8, CT_U8, CT_I16, CT_F32},      {CT_U32, CT_I32, CT_I64, CT_F32},
+        {CT_U64, CT_I64, CT_F64, CT_F64},    {CT_U16, CT_F16, CT_F32, CT_F32},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ct_tensor *a = ct_ones(1, (const int64_t[]){2}, cases[i].a, device);
@@ -401,7 +407,7 @@ DEVICE_TEST(test_ops_binary_where) {
     CHECK_TENSOR(y, expected);
     ct_release(y);
     /* Every dtype, same shapes (contiguous fast path), and an empty result. */
-    for (int d = 0; d < 8; d++) {
+    for (int d = 0; d < ALL_DTYPE_COUNT; d++) {
         ct_tensor *x = ref_tensor(a, 2, sa, all_dtypes[d], device);
         ct_tensor *z = ct_zeros(2, sa, all_dtypes[d], device);
         ct_tensor *c = ct_gt_scalar(ta, 0.0);

@@ -14,7 +14,7 @@ static void dtype_values(double *v, int64_t n, ct_dtype dtype, uint64_t seed) {
     for (int64_t i = 0; i < n; i++) {
         if (dtype == CT_BOOL)
             v[i] = v[i] > 0;
-        else if (dtype == CT_U8)
+        else if (ct_dtype_is_unsigned(dtype))
             v[i] = floor(fabs(v[i]) * 2);
         else if (!ct_dtype_is_floating(dtype))
             v[i] = floor(v[i]);

@@ -264,7 +264,8 @@ DEVICE_TEST(test_ops_matmul_strided_layouts) {
     static const layout as_b[] = {{4, 3, 3, 1, 0, 12},   {4, 3, 5, 1, 0, 20}, {4, 3, 1, 4, 0, 12},
                                   {4, 3, 1, 4, 1, 13},   {4, 3, 1, 0, 0, 4},  {4, 3, 2, 12, 0, 36},
                                   {4, 3, -3, -1, 11, 12}};
-    static const ct_dtype dtypes[] = {CT_F32, CT_F64, CT_F16, CT_BF16, CT_I32, CT_U8, CT_BOOL};
+    static const ct_dtype dtypes[] = {CT_F32,  CT_F64, CT_F16, CT_BF16, CT_I32, CT_U8,
+                                      CT_BOOL, CT_I8,  CT_I16, CT_U16,  CT_U32, CT_U64};
     int n = (int)(sizeof as_a / sizeof as_a[0]);
     for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++)
         for (int i = 0; i < n; i++)

@@ -30,7 +30,7 @@ static ct_dtype expected_dtype(int op, ct_dtype in) {
     bool fl = ct_dtype_is_floating(in);
     switch (op) {
     case R_SUM:
-    case R_PROD: return fl ? in : CT_I64;
+    case R_PROD: return fl ? in : ct_dtype_is_unsigned(in) ? CT_U64 : CT_I64;
     case R_MEAN:
     case R_VAR:
     case R_STD: return fl ? in : CT_F32;
@@ -59,7 +59,7 @@ static void make_values(int op, ct_dtype dtype, int64_t n, uint64_t seed, double
             v[i] = floor(r * 5.0) - 2.0;
         else
             v[i] = floor(r * 11.0) - 5.0;
-        if (dtype == CT_U8) v[i] = fabs(v[i]);
+        if (ct_dtype_is_unsigned(dtype)) v[i] = fabs(v[i]);
         if (dtype == CT_BOOL) v[i] = v[i] != 0.0;
         v[i] = ref_round(v[i], dtype);
     }

@@ -94,8 +94,9 @@ static bool takes(const op_case *op, ct_dtype dtype) {
     return !(op->fn == ct_neg && dtype == CT_BOOL);
 }
 
-static const ct_dtype all_dtypes[] = {CT_F32, CT_F64, CT_F16, CT_BF16,
-                                      CT_I32, CT_I64, CT_U8,  CT_BOOL};
+static const ct_dtype all_dtypes[] = {CT_F32,  CT_F64, CT_F16, CT_BF16, CT_I32, CT_I64, CT_U8,
+                                      CT_BOOL, CT_I8,  CT_I16, CT_U16,  CT_U32, CT_U64};
+#define ALL_DTYPE_COUNT (int)(sizeof all_dtypes / sizeof all_dtypes[0])
 
 static ct_dtype expected_dtype(int kind, ct_dtype in) {
     if (kind == INT) return in;
@@ -113,7 +114,7 @@ static void input_values(double *v, int64_t n, const op_case *op, ct_dtype dtype
         return;
     }
     if (!ct_dtype_is_floating(dtype)) {
-        double lo = dtype == CT_U8 ? 0 : -6;
+        double lo = ct_dtype_is_unsigned(dtype) ? 0 : -6;
         ref_random(v, n, seed, lo, 7);
         for (int64_t i = 0; i < n; i++) v[i] = floor(v[i]);
         return;
@@ -160,7 +161,7 @@ static void check_op(ct_device device, const op_case *op, ct_dtype dtype, int nd
 DEVICE_TEST(test_ops_unary_every_op_every_dtype) {
     static const int64_t shape[2] = {3, 5};
     for (int k = 0; k < OP_COUNT; k++)
-        for (int d = 0; d < 8; d++) {
+        for (int d = 0; d < ALL_DTYPE_COUNT; d++) {
             if (!takes(&ops[k], all_dtypes[d])) continue; /* errors, checked below */
             RUN(check_op(device, &ops[k], all_dtypes[d], 2, shape, false, (uint64_t)(k * 8 + d)));
         }

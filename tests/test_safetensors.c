@@ -20,7 +20,12 @@
 static double formula(ct_dtype dtype, int64_t i) {
     switch (dtype) {
     case CT_BOOL: return i % 3 == 0;
-    case CT_U8: return (double)((i * 37) % 256);
+    case CT_U8:
+    case CT_U16:
+    case CT_U32:
+    case CT_U64: return (double)((i * 37) % 256);
+    case CT_I8:
+    case CT_I16:
     case CT_I32:
     case CT_I64: return (double)(i * 7 - 20);
     default: return (double)i * 0.25 - 3.0;
@@ -188,8 +193,9 @@ TEST(test_safetensors_state_dict_out_of_memory) {
 static ct_state_dict *sample_dict(ct_device device) {
     ct_state_dict *sd = ct_state_dict_new();
     if (!sd) return NULL;
-    static const char *const names[CT_DTYPE_COUNT] = {"w.f32", "w.f64", "w.f16", "w.bf16",
-                                                      "w.i32", "w.i64", "w.u8",  "w.bool"};
+    static const char *const names[CT_DTYPE_COUNT] = {"w.f32", "w.f64", "w.f16",  "w.bf16", "w.i32",
+                                                      "w.i64", "w.u8",  "w.bool", "w.i8",   "w.i16",
+                                                      "w.u16", "w.u32", "w.u64"};
     int64_t shape[2] = {3, 5};
     double values[15];
     bool ok = true;
@@ -282,10 +288,11 @@ TEST(test_safetensors_layout_order_and_padding) {
         ok = bytes[8 + i - 1] == ' ';
     /* the loaded dict keeps the header's order, which is the buffer's order */
     static const char *const order[] = {
-        "rank8", "scalar", "w.f64",  "w.i64", "empty",  "quote\"back\\slash\n\xc3\xa9",
-        "w.f32", "w.i32",  "w.bf16", "w.f16", "w.bool", "w.u8"};
-    ok = ok && ct_state_dict_size(back) == 12;
-    for (int i = 0; ok && i < 12; i++) ok = !strcmp(ct_state_dict_name_at(back, i), order[i]);
+        "rank8",  "scalar", "w.f64", "w.i64",  "w.u64", "empty", "quote\"back\\slash\n\xc3\xa9",
+        "w.f32",  "w.i32",  "w.u32", "w.bf16", "w.f16", "w.i16", "w.u16",
+        "w.bool", "w.i8",   "w.u8"};
+    ok = ok && ct_state_dict_size(back) == 17;
+    for (int i = 0; ok && i < 17; i++) ok = !strcmp(ct_state_dict_name_at(back, i), order[i]);
     free(bytes);
     ct_state_dict_free(back);
     CHECK(ok);
@@ -447,11 +454,16 @@ static const named_shape from_c[] = {
     {"i32", CT_I32, 3, {2, 2, 2}}, {"u8", CT_U8, 1, {7}},
     {"bool", CT_BOOL, 2, {3, 3}},  {"scalar", CT_F32, 0, {0}},
     {"empty", CT_F32, 2, {0, 4}},  {"rank8", CT_I32, 8, {1, 2, 1, 2, 1, 2, 1, 2}},
+    {"i8", CT_I8, 1, {6}},         {"i16", CT_I16, 2, {2, 3}},
+    {"u16", CT_U16, 1, {9}},       {"u32", CT_U32, 2, {3, 2}},
+    {"u64", CT_U64, 1, {5}},
 };
 static const named_shape from_python[] = {
     {"py.f64", CT_F64, 2, {3, 1}}, {"py.f32", CT_F32, 1, {5}},    {"py.f16", CT_F16, 2, {2, 2}},
     {"py.i64", CT_I64, 2, {2, 3}}, {"py.i32", CT_I32, 1, {4}},    {"py.u8", CT_U8, 2, {2, 5}},
     {"py.bool", CT_BOOL, 1, {6}},  {"py.scalar", CT_I64, 0, {0}}, {"py.empty", CT_F64, 2, {3, 0}},
+    {"py.i8", CT_I8, 1, {5}},      {"py.i16", CT_I16, 1, {3}},    {"py.u16", CT_U16, 2, {2, 2}},
+    {"py.u32", CT_U32, 1, {7}},    {"py.u64", CT_U64, 2, {1, 3}},
 };
 static const named_shape bf16_from_c = {"bf16", CT_BF16, 2, {3, 3}};
 static const named_shape bf16_from_python = {"py.bf16", CT_BF16, 2, {2, 3}};
@@ -496,15 +508,16 @@ TEST(test_safetensors_python_interop_both_ways) {
     }
     char dir[256], command[2048];
     CHECK(st_make_dir(dir));
-    CHECK_OK(save_table(st_path(dir, "from_c.safetensors", 0), from_c, 10, true));
+    CHECK_OK(save_table(st_path(dir, "from_c.safetensors", 0), from_c,
+                        (int)(sizeof from_c / sizeof from_c[0]), true));
     CHECK_OK(save_table(st_path(dir, "from_c_bf16.safetensors", 0), &bf16_from_c, 1, false));
     snprintf(command, sizeof command, "'%s' '%s/tests/safetensors_interop.py' '%s'", python,
              CT_SOURCE_DIR, dir);
     fflush(stdout);
     int rc = system(command);
     ct_state_dict *a = NULL, *b = NULL;
-    bool ok_a =
-        rc == 0 && check_table(st_path(dir, "from_python.safetensors", 0), from_python, 9, &a);
+    bool ok_a = rc == 0 && check_table(st_path(dir, "from_python.safetensors", 0), from_python,
+                                       (int)(sizeof from_python / sizeof from_python[0]), &a);
     bool ok_b = rc == 0 && check_table(st_path(dir, "from_python_bf16.safetensors", 0),
                                        &bf16_from_python, 1, &b);
     const char *writer = ct_state_dict_get_metadata(a, "writer");

@@ -32,9 +32,10 @@ extern "C" {
 CT_API ct_tensor *ct_read_idx(const char *path);
 
 /* A NumPy .npy file, format versions 1.0, 2.0 and 3.0. dtypes (either byte order):
- * f8 -> CT_F64, f4 -> CT_F32, f2 -> CT_F16, i8 -> CT_I64, i4 -> CT_I32, u1 -> CT_U8,
- * b1 -> CT_BOOL. fortran_order True is converted to C order. The header dict must hold
- * exactly the keys 'descr', 'fortran_order' and 'shape'. NULL on failure. */
+ * f8 -> CT_F64, f4 -> CT_F32, f2 -> CT_F16, i8 -> CT_I64, i4 -> CT_I32, i2 -> CT_I16,
+ * i1 -> CT_I8, u8 -> CT_U64, u4 -> CT_U32, u2 -> CT_U16, u1 -> CT_U8, b1 -> CT_BOOL. fortran_order
+ * True is converted to C order. The header dict must hold exactly the keys 'descr', 'fortran_order'
+ * and 'shape'. NULL on failure. */
 CT_API ct_tensor *ct_read_npy(const char *path);
 
 /* No label column (ct_csv_options.label_column). */

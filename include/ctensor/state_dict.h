@@ -10,8 +10,8 @@
  * safetensors (the Hugging Face format): an 8-byte little-endian header size N, N bytes of
  * UTF-8 JSON ({"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]}, ...,
  * "__metadata__": {"key": "value"}}), then the tensors' bytes, contiguous, little-endian, in
- * C order. dtypes: F64 F32 F16 BF16 I64 I32 U8 BOOL. Files written here load with the Python
- * package (safetensors.numpy, safetensors.torch) and the other way round. */
+ * C order. dtypes: F64 F32 F16 BF16 I64 I32 I16 I8 U64 U32 U16 U8 BOOL. Files written here load
+ * with the Python package (safetensors.numpy, safetensors.torch) and the other way round. */
 #ifndef CTENSOR_STATE_DICT_H
 #define CTENSOR_STATE_DICT_H
 

@@ -42,7 +42,8 @@ class _Info:
 
     def dtypes(self, *, device=None, kind=None):
         every = {d.name: d for d in (bool, float32, float64, float16, bfloat16,  # noqa: F405
-                                     int32, int64, uint8)}  # noqa: F405
+                                     int8, int16, int32, int64,  # noqa: F405
+                                     uint8, uint16, uint32, uint64)}  # noqa: F405
         if kind is None:
             return every
         return {n: d for n, d in every.items() if isdtype(d, kind)}  # noqa: F405

@@ -28,7 +28,8 @@ static ct_tensor *finish(ct_tensor *t, ct_dtype dtype, ct_device device) {
 typedef struct nest {
     int ndim;
     int64_t shape[CT_MAX_DIMS];
-    int kind; /* 0 bool, 1 int, 2 float */
+    int kind;         /* 0 bool, 1 int, 2 float */
+    bool above_int64; /* an int leaf above INT64_MAX: the ints are uint64 bits */
     int64_t count;
     void *data; /* int64_t or double elements */
 } nest;
@@ -77,7 +78,17 @@ static int fill(PyObject *o, nest *n, int depth, int64_t *at) {
     if (value == -1.0 && PyErr_Occurred()) return -1;
     ((double *)n->data)[*at] = value;
     if (kind <= 1) {
-        long long exact = PyLong_AsLongLong(o);
+        int overflow = 0;
+        long long exact = PyLong_AsLongLongAndOverflow(o, &overflow);
+        if (overflow > 0) { /* as NumPy: ints up to UINT64_MAX make a uint64 array */
+            unsigned long long big = PyLong_AsUnsignedLongLong(o);
+            if (big == (unsigned long long)-1 && PyErr_Occurred()) return -1;
+            exact = (long long)big;
+            n->above_int64 = true;
+        } else if (overflow < 0) {
+            PyErr_Format(PyExc_OverflowError, "asarray: %R is below the int64 range", o);
+            return -1;
+        }
         if (exact == -1 && PyErr_Occurred()) return -1;
         ((int64_t *)n->data + n->count)[*at] = exact;
     }
@@ -101,10 +112,11 @@ static ct_tensor *from_sequence(PyObject *o, ct_dtype dtype, ct_device device) {
                            : n.kind == 1 ? CTPY_DEFAULT_INT
                                          : CT_BOOL;
         if (count == 0) natural = CTPY_DEFAULT_FLOAT;
+        if (n.kind == 1 && n.above_int64) natural = CT_U64;
         if ((int)dtype < 0) dtype = natural;
         if (n.kind == 1) {
-            CTPY_NOGIL(
-                t = ct_from_data((int64_t *)n.data + count, n.ndim, n.shape, CT_I64, device));
+            ct_dtype exact = n.above_int64 ? CT_U64 : CT_I64;
+            CTPY_NOGIL(t = ct_from_data((int64_t *)n.data + count, n.ndim, n.shape, exact, device));
         } else {
             CTPY_NOGIL(t = ct_from_data(n.data, n.ndim, n.shape, CT_F64, device));
         }
@@ -125,6 +137,11 @@ static ct_tensor *from_scalar(PyObject *o, ct_dtype dtype, ct_device device) {
         if (exact == -1 && PyErr_Occurred()) return NULL;
         int64_t value = exact;
         CTPY_NOGIL(t = ct_from_data(&value, 0, NULL, CT_I64, device));
+    } else if (PyLong_Check(o) && !PyBool_Check(o) && dtype == CT_U64) {
+        unsigned long long exact = PyLong_AsUnsignedLongLong(o);
+        if (exact == (unsigned long long)-1 && PyErr_Occurred()) return NULL;
+        uint64_t value = exact;
+        CTPY_NOGIL(t = ct_from_data(&value, 0, NULL, CT_U64, device));
     } else {
         double value = PyFloat_AsDouble(o);
         if (value == -1.0 && PyErr_Occurred()) return NULL;
@@ -145,6 +162,16 @@ static int dtype_of_format(const char *format, Py_ssize_t itemsize, ct_dtype *ou
         *out = CT_BOOL;
     else if (ok && c == 'B')
         *out = CT_U8;
+    else if (ok && c == 'b')
+        *out = CT_I8;
+    else if (ok && c == 'h' && itemsize == 2)
+        *out = CT_I16;
+    else if (ok && c == 'H' && itemsize == 2)
+        *out = CT_U16;
+    else if (ok && (c == 'I' || c == 'L') && itemsize == 4)
+        *out = CT_U32;
+    else if (ok && (c == 'L' || c == 'Q') && itemsize == 8)
+        *out = CT_U64;
     else if (ok && (c == 'i' || c == 'l' || c == 'q') && itemsize == 4)
         *out = CT_I32;
     else if (ok && (c == 'l' || c == 'q') && itemsize == 8)
@@ -158,7 +185,8 @@ static int dtype_of_format(const char *format, Py_ssize_t itemsize, ct_dtype *ou
     else {
         ctpy_raise_status(CT_ERR_DTYPE,
                           "a buffer of format '%s' has no ctensor dtype (float32, float64, "
-                          "float16, int32, int64, uint8, bool; little-endian)",
+                          "float16, int8, int16, int32, int64, uint8, uint16, uint32, uint64, "
+                          "bool; little-endian)",
                           format);
         return -1;
     }

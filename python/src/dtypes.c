@@ -51,18 +51,15 @@ static PyObject *py_finfo(PyObject *self, PyObject *arg) {
 static PyObject *py_iinfo(PyObject *self, PyObject *arg) {
     ct_dtype d;
     if (dtype_or_array(arg, &d) < 0) return NULL;
-    long long min, max;
-    if (d == CT_I32)
-        min = INT32_MIN, max = INT32_MAX;
-    else if (d == CT_I64)
-        min = INT64_MIN, max = INT64_MAX;
-    else if (d == CT_U8)
-        min = 0, max = UINT8_MAX;
-    else
+    if (!ct_dtype_is_integer(d))
         return PyErr_Format(PyExc_TypeError, "iinfo: %s is not an integer dtype", ct_dtype_name(d));
+    int bits = (int)ct_dtype_size(d) * 8;
+    long long min = 0;
+    unsigned long long max = bits == 64 ? UINT64_MAX : (1ull << bits) - 1; /* unsigned */
+    if (!ct_dtype_is_unsigned(d)) min = bits == 64 ? INT64_MIN : -(1ll << (bits - 1)), max >>= 1;
     PyObject *dtype = ctpy_dtype_object(d);
-    PyObject *dict = dtype ? Py_BuildValue("{s:i,s:L,s:L,s:O}", "bits", (int)ct_dtype_size(d) * 8,
-                                           "min", min, "max", max, "dtype", dtype)
+    PyObject *dict = dtype ? Py_BuildValue("{s:i,s:L,s:K,s:O}", "bits", bits, "min", min, "max",
+                                           max, "dtype", dtype)
                            : NULL;
     Py_XDECREF(dtype);
     return namespace_of(dict);
@@ -82,8 +79,8 @@ static int is_kind(ct_dtype d, PyObject *kind) {
     if (!k) return PyErr_Format(PyExc_TypeError, "isdtype: a kind is a str or a dtype"), -1;
     bool floating = ct_dtype_is_floating(d), integer = ct_dtype_is_integer(d);
     if (!strcmp(k, "bool")) return d == CT_BOOL;
-    if (!strcmp(k, "signed integer")) return d == CT_I32 || d == CT_I64;
-    if (!strcmp(k, "unsigned integer")) return d == CT_U8;
+    if (!strcmp(k, "signed integer")) return integer && !ct_dtype_is_unsigned(d);
+    if (!strcmp(k, "unsigned integer")) return ct_dtype_is_unsigned(d);
     if (!strcmp(k, "integral")) return integer;
     if (!strcmp(k, "real floating")) return floating;
     if (!strcmp(k, "complex floating")) return 0;

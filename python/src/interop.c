@@ -10,8 +10,9 @@
 
 static const char *buffer_format(ct_dtype dtype) {
     static const char *const formats[CT_DTYPE_COUNT] = {
-        [CT_F32] = "f", [CT_F64] = "d", [CT_F16] = "e", [CT_BF16] = NULL,
-        [CT_I32] = "i", [CT_I64] = "q", [CT_U8] = "B",  [CT_BOOL] = "?"};
+        [CT_F32] = "f", [CT_F64] = "d", [CT_F16] = "e",  [CT_BF16] = NULL, [CT_I32] = "i",
+        [CT_I64] = "q", [CT_U8] = "B",  [CT_BOOL] = "?", [CT_I8] = "b",    [CT_I16] = "h",
+        [CT_U16] = "H", [CT_U32] = "I", [CT_U64] = "Q"};
     return ct_dtype_is_valid(dtype) ? formats[dtype] : NULL;
 }
 
@@ -106,6 +107,7 @@ static PyObject *nested_list(const ct_tensor *t, int depth, const void *values, 
         int64_t i = (*at)++;
         if (kind == CT_BOOL) return PyBool_FromLong(((const int64_t *)values)[i] != 0);
         if (kind == CT_I64) return PyLong_FromLongLong(((const int64_t *)values)[i]);
+        if (kind == CT_U64) return PyLong_FromUnsignedLongLong(((const uint64_t *)values)[i]);
         return PyFloat_FromDouble(((const double *)values)[i]);
     }
     PyObject *list = PyList_New(ct_shape(t)[depth]);
@@ -120,13 +122,16 @@ static PyObject *nested_list(const ct_tensor *t, int depth, const void *values, 
 static PyObject *tensor_tolist(PyObject *self, PyObject *unused) {
     ct_tensor *t = ctpy_tensor_of(self);
     ct_dtype dtype = ct_dtype_of(t);
-    ct_dtype kind = ct_dtype_is_floating(dtype) ? CT_F64 : dtype == CT_BOOL ? CT_BOOL : CT_I64;
+    ct_dtype kind = ct_dtype_is_floating(dtype) ? CT_F64
+                    : dtype == CT_BOOL          ? CT_BOOL
+                    : dtype == CT_U64           ? CT_U64
+                                                : CT_I64;
     int64_t count = ct_numel(t);
     void *values = PyMem_Malloc((size_t)(count ? count : 1) * 8);
     if (!values) return PyErr_NoMemory();
     ct_tensor *wide;
     ct_status status = CT_ERR_INVALID_ARG;
-    CTPY_NOGIL(wide = ct_cast(t, kind == CT_F64 ? CT_F64 : CT_I64);
+    CTPY_NOGIL(wide = ct_cast(t, kind == CT_BOOL ? CT_I64 : kind);
                if (wide) status = ct_copy_to_host(wide, values, (size_t)count * 8));
     ct_release(wide);
     int64_t at = 0;
@@ -142,7 +147,10 @@ static ctpy_dl_dtype dl_dtype(ct_dtype dtype) {
         [CT_F32] = {CTPY_DL_FLOAT, 32, 1}, [CT_F64] = {CTPY_DL_FLOAT, 64, 1},
         [CT_F16] = {CTPY_DL_FLOAT, 16, 1}, [CT_BF16] = {CTPY_DL_BFLOAT, 16, 1},
         [CT_I32] = {CTPY_DL_INT, 32, 1},   [CT_I64] = {CTPY_DL_INT, 64, 1},
-        [CT_U8] = {CTPY_DL_UINT, 8, 1},    [CT_BOOL] = {CTPY_DL_BOOL, 8, 1}};
+        [CT_U8] = {CTPY_DL_UINT, 8, 1},    [CT_BOOL] = {CTPY_DL_BOOL, 8, 1},
+        [CT_I8] = {CTPY_DL_INT, 8, 1},     [CT_I16] = {CTPY_DL_INT, 16, 1},
+        [CT_U16] = {CTPY_DL_UINT, 16, 1},  [CT_U32] = {CTPY_DL_UINT, 32, 1},
+        [CT_U64] = {CTPY_DL_UINT, 64, 1}};
     return table[dtype];
 }
 

@@ -204,6 +204,12 @@ static PyObject *tensor_item(PyObject *self, PyObject *unused) {
         CTPY_NOGIL(status = ct_copy_to_host(t, &value, sizeof value));
         return ctpy_check(status) < 0 ? NULL : PyLong_FromLongLong(value);
     }
+    if (ct_dtype_of(t) == CT_U64) {
+        uint64_t value;
+        ct_status status;
+        CTPY_NOGIL(status = ct_copy_to_host(t, &value, sizeof value));
+        return ctpy_check(status) < 0 ? NULL : PyLong_FromUnsignedLongLong(value);
+    }
     return scalar_of(t);
 }
 

@@ -48,6 +48,11 @@ NUMPY_DTYPES = {
     ct.int64: np.int64,
     ct.uint8: np.uint8,
     ct.bool: np.bool_,
+    ct.int8: np.int8,
+    ct.int16: np.int16,
+    ct.uint16: np.uint16,
+    ct.uint32: np.uint32,
+    ct.uint64: np.uint64,
 }
 
 

@@ -271,8 +271,8 @@ def test_dtype_objects():
     assert ct.astype(ct.ones((2,)), ct.int32).dtype == ct.int32
     assert ct.asarray([1], dtype="float64").dtype == ct.float64
     assert ct.asarray([1], dtype=np.dtype("int32")).dtype == ct.int32
-    with pytest.raises(ct.DTypeError, match="int8"):
-        ct.zeros((1,), dtype="int8")
+    with pytest.raises(ct.DTypeError, match="uint64"):
+        ct.zeros((1,), dtype="complex64")
 
 
 # The standard's promotion table for the dtypes ctensor has (within a kind; mixed kinds are
@@ -310,7 +310,8 @@ def test_namespace_attributes():
         x.__array_namespace__(api_version="2021.12")
     info = ct.__array_namespace_info__()
     assert info.default_dtypes()["real floating"] == ct.float32
-    assert set(info.dtypes(kind="integral")) == {"int32", "int64", "uint8"}
+    assert set(info.dtypes(kind="integral")) == {"int8", "int16", "int32", "int64", "uint8",
+                                                 "uint16", "uint32", "uint64"}
     assert ct.e == math.e and ct.newaxis is None
 
 

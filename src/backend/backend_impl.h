@@ -115,16 +115,21 @@ typedef struct ct__gather_args {
 /* The arithmetic domain a binary kernel computes in, chosen alike on every backend so that
  * results match bit for bit: f64, f32 (also for f16 and bf16), or for integers int32 when
  * the promoted dtype and both inputs fit in 32 bits (exact: results wrap to the output's
- * width on store) and int64 otherwise. The order indexes the backends' kernel tables. */
+ * width on store), uint64 when the promoted dtype is uint64 (its operands are then unsigned
+ * or bool), and int64 otherwise. The order indexes the backends' kernel tables. */
 typedef enum ct__compute_domain {
     CT_DOMAIN_F32,
     CT_DOMAIN_F64,
     CT_DOMAIN_I64,
-    CT_DOMAIN_I32
+    CT_DOMAIN_I32,
+    CT_DOMAIN_U64
 } ct__compute_domain;
 
+#define CT_DOMAIN_COUNT 5
+
 static inline bool ct__fits_i32_domain(ct_dtype dtype) {
-    return dtype == CT_I32 || dtype == CT_U8 || dtype == CT_BOOL;
+    return dtype == CT_I32 || dtype == CT_U8 || dtype == CT_BOOL || dtype == CT_I8 ||
+           dtype == CT_I16 || dtype == CT_U16;
 }
 
 /* The domain of a binary op's arguments (out, a, b) with its compute dtype. */
@@ -132,6 +137,7 @@ static inline ct__compute_domain ct__binary_domain(const ct__ew_args *args) {
     ct_dtype compute = args->compute_dtype;
     if (compute == CT_F64) return CT_DOMAIN_F64;
     if (compute == CT_F32 || compute == CT_F16 || compute == CT_BF16) return CT_DOMAIN_F32;
+    if (compute == CT_U64) return CT_DOMAIN_U64;
     if (ct__fits_i32_domain(compute) && ct__fits_i32_domain(args->dtype[1]) &&
         ct__fits_i32_domain(args->dtype[2]))
         return CT_DOMAIN_I32;

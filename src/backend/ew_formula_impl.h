@@ -5,13 +5,14 @@
  * compile with "'ct__ew_NAME_S' undeclared".
  *
  * Domains (S): f32 (float32, and float16/bfloat16 computed in float), f64, i32 (integers and
- * bool of at most 32 bits; results wrap when stored), i64, and `test` (the predicates of the
- * BOOL kind, on the input converted to double, exact for the properties they test). Which
- * domains a row needs follows from its kind:
+ * bool of at most 32 bits but uint32; results wrap when stored), i64 (int64, uint32 and
+ * mixes of signed and unsigned), u64 (uint64 results: its operands are unsigned or bool),
+ * and `test` (the predicates of the BOOL kind, on the input converted to double, exact for
+ * the properties they test). Which domains a row needs follows from its kind:
  *
- *     unary  FLOAT: f32 f64   SAME: f32 f64 i32 i64   BOOL: test   INT: i32 i64
- *     binary ARITH: f32 f64 i32 i64   FLOAT: f32 f64   COMPARE, LOGICAL: every domain
- *            INT, SHIFT: i32 i64
+ *     unary  FLOAT: f32 f64   SAME: f32 f64 i32 i64 u64   BOOL: test   INT: i32 i64 u64
+ *     binary ARITH: f32 f64 i32 i64 u64   FLOAT: f32 f64   COMPARE, LOGICAL: every domain
+ *            INT, SHIFT: i32 i64 u64
  *
  * Integer binary formulas take `int *err` and set it to a ct__ew_error on operands the op
  * rejects (a zero divisor, a negative exponent); the result is then discarded. NumPy's
@@ -243,6 +244,22 @@ CT_EW_UNARY_FLOAT_(double, f64, CT_EW_M_f64)
 CT_EW_UNARY_INT_(int32_t, i32, uint32_t)
 CT_EW_UNARY_INT_(int64_t, i64, uint64_t)
 
+/* ---- unary, the uint64 domain: nothing is negative ---- */
+CT_EW_FN uint64_t ct__ew_neg_u64(uint64_t x) { return (uint64_t)0 - x; }
+CT_EW_FN uint64_t ct__ew_abs_u64(uint64_t x) { return x; }
+CT_EW_FN uint64_t ct__ew_sign_u64(uint64_t x) { return x != 0; }
+CT_EW_FN uint64_t ct__ew_relu_u64(uint64_t x) { return x; }
+CT_EW_FN uint64_t ct__ew_floor_u64(uint64_t x) { return x; }
+CT_EW_FN uint64_t ct__ew_ceil_u64(uint64_t x) { return x; }
+CT_EW_FN uint64_t ct__ew_round_u64(uint64_t x) { return x; }
+CT_EW_FN uint64_t ct__ew_trunc_u64(uint64_t x) { return x; }
+CT_EW_FN uint64_t ct__ew_square_u64(uint64_t x) { return x * x; }
+CT_EW_FN uint64_t ct__ew_bitwise_invert_u64(uint64_t x) { return ~x; }
+CT_EW_FN uint64_t ct__ew_clamp_u64(uint64_t x, uint64_t lo, uint64_t hi) {
+    uint64_t t = x < lo ? lo : x;
+    return t > hi ? hi : t;
+}
+
 /* ---- unary predicates (BOOL kind), on the input as double ---- */
 CT_EW_FN uint8_t ct__ew_logical_not_test(double x) { return x == 0.0; }
 CT_EW_FN uint8_t ct__ew_signbit_test(double x) { return signbit(x) != 0; }
@@ -350,6 +367,58 @@ CT_EW_BINARY_FLOAT_(double, f64, CT_EW_M_f64)
 CT_EW_BINARY_INT_(int32_t, i32, uint32_t, 32)
 CT_EW_BINARY_INT_(int64_t, i64, uint64_t, 64)
 
+/* ---- binary, the uint64 domain: wrapping; division truncates (no sign to floor toward) ---- */
+CT_EW_FN uint64_t ct__ew_add_u64(uint64_t a, uint64_t b, int *err) { return (void)err, a + b; }
+CT_EW_FN uint64_t ct__ew_sub_u64(uint64_t a, uint64_t b, int *err) { return (void)err, a - b; }
+CT_EW_FN uint64_t ct__ew_mul_u64(uint64_t a, uint64_t b, int *err) { return (void)err, a * b; }
+CT_EW_FN uint64_t ct__ew_maximum_u64(uint64_t a, uint64_t b, int *err) {
+    return (void)err, a > b ? a : b;
+}
+CT_EW_FN uint64_t ct__ew_minimum_u64(uint64_t a, uint64_t b, int *err) {
+    return (void)err, a < b ? a : b;
+}
+CT_EW_FN uint64_t ct__ew_pow_u64(uint64_t a, uint64_t b, int *err) {
+    (void)err;
+    uint64_t result = 1, square = a;
+    for (uint64_t e = b; e; e >>= 1) {
+        if (e & 1u) result *= square;
+        square *= square;
+    }
+    return result;
+}
+CT_EW_FN uint64_t ct__ew_remainder_u64(uint64_t a, uint64_t b, int *err) {
+    if (b == 0) {
+        *err = CT_EW_REMAINDER_BY_ZERO;
+        return 0;
+    }
+    return a % b;
+}
+CT_EW_FN uint64_t ct__ew_floor_divide_u64(uint64_t a, uint64_t b, int *err) {
+    if (b == 0) {
+        *err = CT_EW_DIVISION_BY_ZERO;
+        return 0;
+    }
+    return a / b;
+}
+CT_EW_FN uint64_t ct__ew_bitwise_and_u64(uint64_t a, uint64_t b, int *err) {
+    return (void)err, a & b;
+}
+CT_EW_FN uint64_t ct__ew_bitwise_or_u64(uint64_t a, uint64_t b, int *err) {
+    return (void)err, a | b;
+}
+CT_EW_FN uint64_t ct__ew_bitwise_xor_u64(uint64_t a, uint64_t b, int *err) {
+    return (void)err, a ^ b;
+}
+CT_EW_FN uint64_t ct__ew_bitwise_left_shift_u64(uint64_t a, uint64_t b, int *err) {
+    return (void)err, b < 64 ? a << b : 0;
+}
+CT_EW_FN uint64_t ct__ew_bitwise_right_shift_u64(uint64_t a, uint64_t b, int *err) {
+    return (void)err, b < 64 ? a >> b : 0;
+}
+CT_EW_FN uint64_t ct__ew_relu_grad_u64(uint64_t a, uint64_t b, int *err) {
+    return (void)err, b > 0 ? a : 0;
+}
+
 /* ---- comparisons and logical ops, in every domain: 0 or 1; & and | keep them branch-free;
  * NaN compares false except with ne ---- */
 #define CT_EW_COMPARE_(T, S)                                                                       \
@@ -365,5 +434,6 @@ CT_EW_COMPARE_(float, f32)
 CT_EW_COMPARE_(double, f64)
 CT_EW_COMPARE_(int32_t, i32)
 CT_EW_COMPARE_(int64_t, i64)
+CT_EW_COMPARE_(uint64_t, u64)
 
 #endif

@@ -79,6 +79,10 @@ static inline float ct__f64_to_f32_odd(double v) {
     return ct__bits_f32(u | 1u);
 }
 
+CT_BITS_FN int ct__is_float_dtype_(ct_dtype dtype) {
+    return dtype == CT_F32 || dtype == CT_F64 || dtype == CT_F16 || dtype == CT_BF16;
+}
+
 /* Load element p of dtype as a double (integers above 2^53 lose precision: use the int64
  * domain for integer math). */
 static inline double ct__load_f64(const char *p, ct_dtype dtype) {
@@ -91,6 +95,11 @@ static inline double ct__load_f64(const char *p, ct_dtype dtype) {
     case CT_I64: return (double)*(const int64_t *)p;
     case CT_U8: return *(const uint8_t *)p;
     case CT_BOOL: return *(const uint8_t *)p != 0;
+    case CT_I8: return *(const int8_t *)p;
+    case CT_I16: return *(const int16_t *)p;
+    case CT_U16: return *(const uint16_t *)p;
+    case CT_U32: return *(const uint32_t *)p;
+    case CT_U64: return (double)*(const uint64_t *)p;
     }
     return 0.0;
 }
@@ -104,14 +113,40 @@ static inline int64_t ct__f64_to_i64(double v) {
     return (int64_t)v;
 }
 
+/* A double to the 64 bits of a uint64: values in [2^63, 2^64) convert as unsigned, larger
+ * ones saturate, the rest as ct__f64_to_i64 (negative values wrap, as NumPy's casts do on
+ * x86). */
+static inline uint64_t ct__f64_to_u64(double v) {
+    if (v >= 18446744073709551616.0) return UINT64_MAX;
+    if (v >= 9223372036854775808.0) return (uint64_t)v;
+    return (uint64_t)ct__f64_to_i64(v);
+}
+
+/* Element p of an integer or bool dtype as int64 (a uint64 keeps its 64 bits: values above
+ * INT64_MAX read negative); a float truncates toward zero and saturates. */
 static inline int64_t ct__load_i64(const char *p, ct_dtype dtype) {
     switch (dtype) {
     case CT_I32: return *(const int32_t *)p;
     case CT_I64: return *(const int64_t *)p;
     case CT_U8: return *(const uint8_t *)p;
     case CT_BOOL: return *(const uint8_t *)p != 0;
+    case CT_I8: return *(const int8_t *)p;
+    case CT_I16: return *(const int16_t *)p;
+    case CT_U16: return *(const uint16_t *)p;
+    case CT_U32: return *(const uint32_t *)p;
+    case CT_U64: return (int64_t) * (const uint64_t *)p;
     default: return ct__f64_to_i64(ct__load_f64(p, dtype));
     }
+}
+
+/* What an int64 from ct__load_i64 is XORed with so that signed comparisons order dtype's
+ * values: the sign bit for uint64 (0 is then INT64_MIN), 0 for every other dtype. */
+CT_BITS_FN int64_t ct__order_bias(ct_dtype dtype) { return dtype == CT_U64 ? INT64_MIN : 0; }
+
+/* Element p as uint64: integers wrap modulo 2^64, floats as ct__f64_to_u64. */
+static inline uint64_t ct__load_u64(const char *p, ct_dtype dtype) {
+    if (ct__is_float_dtype_(dtype)) return ct__f64_to_u64(ct__load_f64(p, dtype));
+    return (uint64_t)ct__load_i64(p, dtype);
 }
 
 /* Store a double into dtype: floats round to nearest, integers truncate toward zero and
@@ -126,6 +161,11 @@ static inline void ct__store_f64(char *p, ct_dtype dtype, double v) {
     case CT_I64: *(int64_t *)p = ct__f64_to_i64(v); break;
     case CT_U8: *(uint8_t *)p = (uint8_t)(uint64_t)ct__f64_to_i64(v); break;
     case CT_BOOL: *(uint8_t *)p = v != 0.0; break;
+    case CT_I8: *(int8_t *)p = (int8_t)(uint8_t)(uint64_t)ct__f64_to_i64(v); break;
+    case CT_I16: *(int16_t *)p = (int16_t)(uint16_t)(uint64_t)ct__f64_to_i64(v); break;
+    case CT_U16: *(uint16_t *)p = (uint16_t)(uint64_t)ct__f64_to_i64(v); break;
+    case CT_U32: *(uint32_t *)p = (uint32_t)(uint64_t)ct__f64_to_i64(v); break;
+    case CT_U64: *(uint64_t *)p = ct__f64_to_u64(v); break;
     }
 }
 
@@ -136,18 +176,42 @@ static inline void ct__store_i64(char *p, ct_dtype dtype, int64_t v) {
     case CT_I64: *(int64_t *)p = v; break;
     case CT_U8: *(uint8_t *)p = (uint8_t)(uint64_t)v; break;
     case CT_BOOL: *(uint8_t *)p = v != 0; break;
+    case CT_I8: *(int8_t *)p = (int8_t)(uint8_t)(uint64_t)v; break;
+    case CT_I16: *(int16_t *)p = (int16_t)(uint16_t)(uint64_t)v; break;
+    case CT_U16: *(uint16_t *)p = (uint16_t)(uint64_t)v; break;
+    case CT_U32: *(uint32_t *)p = (uint32_t)(uint64_t)v; break;
+    case CT_U64: *(uint64_t *)p = (uint64_t)v; break;
     case CT_F32: *(float *)p = (float)v; break; /* one rounding, not two through double */
     default: ct__store_f64(p, dtype, (double)v); break;
     }
 }
 
+/* Store a uint64 into dtype: integers wrap, floats round from the unsigned value. */
+static inline void ct__store_u64(char *p, ct_dtype dtype, uint64_t v) {
+    switch (dtype) {
+    case CT_F32: *(float *)p = (float)v; break;
+    case CT_F64: *(double *)p = (double)v; break;
+    case CT_F16:
+    case CT_BF16: ct__store_f64(p, dtype, (double)v); break;
+    default: ct__store_i64(p, dtype, (int64_t)v); break;
+    }
+}
+
 static inline size_t ct__dtype_size(ct_dtype dtype) {
-    static const unsigned char sizes[CT_DTYPE_COUNT] = {4, 8, 2, 2, 4, 8, 1, 1};
+    static const unsigned char sizes[CT_DTYPE_COUNT] = {4, 8, 2, 2, 4, 8, 1, 1, 1, 2, 2, 4, 8};
     return (unsigned)dtype < CT_DTYPE_COUNT ? sizes[dtype] : 0;
 }
 
-static inline int ct__is_float(ct_dtype dtype) {
-    return dtype == CT_F32 || dtype == CT_F64 || dtype == CT_F16 || dtype == CT_BF16;
+static inline int ct__is_float(ct_dtype dtype) { return ct__is_float_dtype_(dtype); }
+
+static inline int ct__is_unsigned(ct_dtype dtype) {
+    return dtype == CT_U8 || dtype == CT_U16 || dtype == CT_U32 || dtype == CT_U64;
+}
+
+/* An integer dtype (signed or unsigned; not bool). */
+static inline int ct__is_int(ct_dtype dtype) {
+    return ct__is_unsigned(dtype) || dtype == CT_I8 || dtype == CT_I16 || dtype == CT_I32 ||
+           dtype == CT_I64;
 }
 
 #endif

@@ -17,8 +17,8 @@ typedef struct {
 } npy_type;
 
 static const npy_type npy_types[] = {
-    {"f8", CT_F64}, {"f4", CT_F32}, {"f2", CT_F16},  {"i8", CT_I64},
-    {"i4", CT_I32}, {"u1", CT_U8},  {"b1", CT_BOOL},
+    {"f8", CT_F64},  {"f4", CT_F32}, {"f2", CT_F16}, {"i8", CT_I64}, {"i4", CT_I32}, {"u1", CT_U8},
+    {"b1", CT_BOOL}, {"i2", CT_I16}, {"i1", CT_I8},  {"u8", CT_U64}, {"u4", CT_U32}, {"u2", CT_U16},
 };
 
 typedef struct {
@@ -85,8 +85,8 @@ static ct_status parse_descr(npy_parser *p) {
     p->pos = at;
     char msg[160];
     snprintf(msg, sizeof msg,
-             "unsupported descr '%.*s' (expected one of <f8 <f4 <f2 <i8 <i4 |u1 |b1 or the "
-             "big-endian >f8 >f4 >f2 >i8 >i4)",
+             "unsupported descr '%.*s' (expected one of <f8 <f4 <f2 <i8 <i4 <i2 |i1 <u8 <u4 "
+             "<u2 |u1 |b1 or the big-endian >f8 ... >u2)",
              n > 40 ? 40 : (int)n, s);
     return parse_error(p, msg);
 }

@@ -26,8 +26,9 @@ static const struct {
     const char *name;
     ct_dtype dtype;
 } dtype_names[] = {
-    {"F64", CT_F64}, {"F32", CT_F32}, {"F16", CT_F16}, {"BF16", CT_BF16},
-    {"I64", CT_I64}, {"I32", CT_I32}, {"U8", CT_U8},   {"BOOL", CT_BOOL},
+    {"F64", CT_F64}, {"F32", CT_F32}, {"F16", CT_F16},   {"BF16", CT_BF16}, {"I64", CT_I64},
+    {"I32", CT_I32}, {"U8", CT_U8},   {"BOOL", CT_BOOL}, {"I8", CT_I8},     {"I16", CT_I16},
+    {"U16", CT_U16}, {"U32", CT_U32}, {"U64", CT_U64},
 };
 #define DTYPE_NAME_COUNT (sizeof dtype_names / sizeof dtype_names[0])
 

@@ -69,6 +69,11 @@ static double saturate(double bound, ct_dtype dtype) {
     if (dtype == CT_I32) min = INT32_MIN, max = INT32_MAX;
     if (dtype == CT_I64) min = -0x1p63, max = 0x1p63;
     if (dtype == CT_U8) max = UINT8_MAX;
+    if (dtype == CT_I8) min = INT8_MIN, max = INT8_MAX;
+    if (dtype == CT_I16) min = INT16_MIN, max = INT16_MAX;
+    if (dtype == CT_U16) max = UINT16_MAX;
+    if (dtype == CT_U32) max = UINT32_MAX;
+    if (dtype == CT_U64) max = 0x1p64;
     return bound < min ? min : bound > max ? max : bound;
 }
 

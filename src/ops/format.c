@@ -122,6 +122,8 @@ static int format_value(const printer *p, int64_t index, char *buf) {
     int n;
     if (p->dtype == CT_BOOL)
         n = snprintf(buf, VALUE_CAPACITY, "%s", *(const uint8_t *)e ? "True" : "False");
+    else if (p->dtype == CT_U64)
+        n = snprintf(buf, VALUE_CAPACITY, "%llu", (unsigned long long)*(const uint64_t *)e);
     else if (!ct__is_float(p->dtype))
         n = snprintf(buf, VALUE_CAPACITY, "%lld", (long long)ct__load_i64(e, p->dtype));
     else

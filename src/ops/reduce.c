@@ -5,7 +5,8 @@
  * layout allows, so kernels walk outer × inner without caring about the axis order.
  *
  * Result dtypes (NumPy/PyTorch):
- *   sum, prod       bool, u8, i32, i64 -> i64; f16, bf16, f32, f64 -> the same dtype
+ *   sum, prod       bool and signed integers -> i64, unsigned integers -> u64 (the array API
+ *                   standard's and NumPy's); f16, bf16, f32, f64 -> the same dtype
  *   mean, var, std  integers and bool -> f32 (PyTorch's default float); floats -> the same
  *   max, min        the input's dtype (NaN propagates)
  *   all, any        bool
@@ -51,7 +52,7 @@ static ct_dtype result_dtype(ct__reduce_op op, ct_dtype in) {
     bool fl = ct__is_float(in);
     switch (op) {
     case CT_ROP_SUM:
-    case CT_ROP_PROD: return fl ? in : CT_I64;
+    case CT_ROP_PROD: return fl ? in : ct__is_unsigned(in) ? CT_U64 : CT_I64;
     case CT_ROP_MEAN:
     case CT_ROP_VAR:
     case CT_ROP_STD: return fl ? in : CT_F32;

@@ -2,7 +2,7 @@
  * operands of any dtypes.
  *
  * Arithmetic computes in the domain of args->compute_dtype (float for f32, f16 and bf16;
- * double for f64; int32 or int64 for integers and bool, wrapping on store), FLOAT-kind ops
+ * double for f64; int32, int64 or uint64 for integers and bool, wrapping on store), FLOAT-kind ops
  * of integers in float. Comparisons compute in the same domains and write bool; logical ops
  * test each operand for zero in double (exact for every dtype). Each op is one plain loop
  * per domain over its formula (backend/ew_formula_impl.h), generated from the table rows
@@ -59,10 +59,13 @@ DEFINE_BINARY_LOOP(arith_i32, int32_t, int32_t, CT_EW_B_CASE_I32,
                    CASE_INT_(relu_grad, RELU_GRAD, i32))
 DEFINE_BINARY_LOOP(arith_i64, int64_t, int64_t, CT_EW_B_CASE_I64,
                    CASE_INT_(relu_grad, RELU_GRAD, i64))
+DEFINE_BINARY_LOOP(arith_u64, uint64_t, uint64_t, CT_EW_B_CASE_U64,
+                   CASE_INT_(relu_grad, RELU_GRAD, u64))
 DEFINE_BINARY_LOOP(compare_f32, float, uint8_t, CT_EW_B_CMP_F32, CASE_NONE_(, RELU_GRAD, ))
 DEFINE_BINARY_LOOP(compare_f64, double, uint8_t, CT_EW_B_CMP_F64, CASE_NONE_(, RELU_GRAD, ))
 DEFINE_BINARY_LOOP(compare_i32, int32_t, uint8_t, CT_EW_B_CMP_I32, CASE_NONE_(, RELU_GRAD, ))
 DEFINE_BINARY_LOOP(compare_i64, int64_t, uint8_t, CT_EW_B_CMP_I64, CASE_NONE_(, RELU_GRAD, ))
+DEFINE_BINARY_LOOP(compare_u64, uint64_t, uint8_t, CT_EW_B_CMP_U64, CASE_NONE_(, RELU_GRAD, ))
 /* clang-format on */
 
 typedef int (*binary_fn)(ct__binary_op op, void *o, const void *a, const void *b, int64_t n);
@@ -76,17 +79,19 @@ typedef struct binary_domain {
 } binary_domain;
 
 /* Indexed by ct__compute_domain. */
-static const binary_domain arith_domains[4] = {
+static const binary_domain arith_domains[CT_DOMAIN_COUNT] = {
     [CT_DOMAIN_F32] = {CT_F32, CT_F32, ct__cpu_load_f32, ct__cpu_store_f32, arith_f32},
     [CT_DOMAIN_F64] = {CT_F64, CT_F64, ct__cpu_load_f64, ct__cpu_store_f64, arith_f64},
     [CT_DOMAIN_I64] = {CT_I64, CT_I64, ct__cpu_load_i64, ct__cpu_store_i64, arith_i64},
     [CT_DOMAIN_I32] = {CT_I32, CT_I32, ct__cpu_load_i32, ct__cpu_store_i32, arith_i32},
+    [CT_DOMAIN_U64] = {CT_U64, CT_U64, ct__cpu_load_u64, ct__cpu_store_u64, arith_u64},
 };
-static const binary_domain compare_domains[4] = {
+static const binary_domain compare_domains[CT_DOMAIN_COUNT] = {
     [CT_DOMAIN_F32] = {CT_F32, CT_BOOL, ct__cpu_load_f32, ct__cpu_store_bool, compare_f32},
     [CT_DOMAIN_F64] = {CT_F64, CT_BOOL, ct__cpu_load_f64, ct__cpu_store_bool, compare_f64},
     [CT_DOMAIN_I64] = {CT_I64, CT_BOOL, ct__cpu_load_i64, ct__cpu_store_bool, compare_i64},
     [CT_DOMAIN_I32] = {CT_I32, CT_BOOL, ct__cpu_load_i32, ct__cpu_store_bool, compare_i32},
+    [CT_DOMAIN_U64] = {CT_U64, CT_BOOL, ct__cpu_load_u64, ct__cpu_store_bool, compare_u64},
 };
 
 typedef struct binary_ctx {

@@ -22,9 +22,16 @@ static void copy_row(char *const *ptrs, const int64_t *strides, int64_t n, void 
         return;
     }
     bool integer_domain = !ct__is_float(c->out_dtype) && !ct__is_float(c->in_dtype);
+    if (c->in_dtype == CT_U64) {
+        /* uint64 keeps its value above INT64_MAX and rounds once to a float. */
+        for (int64_t i = 0; i < n; i++)
+            ct__store_u64(out + i * strides[0], c->out_dtype,
+                          ct__load_u64(in + i * strides[1], c->in_dtype));
+        return;
+    }
     if (c->out_dtype == CT_F32 && c->in_dtype != CT_F64 && c->in_dtype != CT_I64) {
-        /* Every dtype but f64 and i64 converts to f32 exactly through double (i64 would
-         * round twice that way: it takes ct__store_i64 below). */
+        /* Every dtype but f64, i64 and u64 converts to f32 exactly through double (i64
+         * would round twice that way: it takes ct__store_i64 below). */
         for (int64_t i = 0; i < n; i++)
             *(float *)(out + i * strides[0]) =
                 (float)ct__load_f64(in + i * strides[1], c->in_dtype);

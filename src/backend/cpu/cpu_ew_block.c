@@ -121,7 +121,18 @@ void ct__cpu_load_i64(void *vdst, const char *src, int64_t stride, ct_dtype dtyp
     case CT_I32: LOAD_LOOP(int32_t, v);
     case CT_U8: LOAD_LOOP(uint8_t, v);
     case CT_BOOL: LOAD_LOOP(uint8_t, v != 0);
+    case CT_U32: LOAD_LOOP(uint32_t, v);
     default: GENERIC_LOAD(ct__load_i64(p, dtype));
+    }
+}
+
+void ct__cpu_load_u64(void *vdst, const char *src, int64_t stride, ct_dtype dtype, int64_t n) {
+    uint64_t *dst = vdst;
+    switch (dtype) {
+    case CT_U64: LOAD_LOOP(uint64_t, v);
+    case CT_U32: LOAD_LOOP(uint32_t, v);
+    case CT_U8: LOAD_LOOP(uint8_t, v);
+    default: GENERIC_LOAD(ct__load_u64(p, dtype));
     }
 }
 
@@ -131,6 +142,9 @@ void ct__cpu_load_i32(void *vdst, const char *src, int64_t stride, ct_dtype dtyp
     case CT_I32: LOAD_LOOP(int32_t, v);
     case CT_U8: LOAD_LOOP(uint8_t, v);
     case CT_BOOL: LOAD_LOOP(uint8_t, v != 0);
+    case CT_I8: LOAD_LOOP(int8_t, v);
+    case CT_I16: LOAD_LOOP(int16_t, v);
+    case CT_U16: LOAD_LOOP(uint16_t, v);
     default: GENERIC_LOAD((int32_t)(uint32_t)(uint64_t)ct__load_i64(p, dtype));
     }
 }
@@ -180,7 +194,16 @@ void ct__cpu_store_i64(char *dst, int64_t stride, ct_dtype dtype, const void *vs
     case CT_I32: STORE_LOOP(int32_t, (int32_t)(uint32_t)(uint64_t)src[i]);
     case CT_U8: STORE_LOOP(uint8_t, (uint8_t)(uint64_t)src[i]);
     case CT_BOOL: STORE_LOOP(uint8_t, src[i] != 0);
+    case CT_U32: STORE_LOOP(uint32_t, (uint32_t)(uint64_t)src[i]);
     default: GENERIC_STORE(ct__store_i64(p, dtype, src[i]));
+    }
+}
+
+void ct__cpu_store_u64(char *dst, int64_t stride, ct_dtype dtype, const void *vsrc, int64_t n) {
+    const uint64_t *src = vsrc;
+    switch (dtype) {
+    case CT_U64: STORE_LOOP(uint64_t, src[i]);
+    default: GENERIC_STORE(ct__store_u64(p, dtype, src[i]));
     }
 }
 
@@ -190,6 +213,9 @@ void ct__cpu_store_i32(char *dst, int64_t stride, ct_dtype dtype, const void *vs
     case CT_I32: STORE_LOOP(int32_t, src[i]);
     case CT_U8: STORE_LOOP(uint8_t, (uint8_t)(uint32_t)src[i]);
     case CT_BOOL: STORE_LOOP(uint8_t, src[i] != 0);
+    case CT_I8: STORE_LOOP(int8_t, (int8_t)(uint8_t)(uint32_t)src[i]);
+    case CT_I16: STORE_LOOP(int16_t, (int16_t)(uint16_t)(uint32_t)src[i]);
+    case CT_U16: STORE_LOOP(uint16_t, (uint16_t)(uint32_t)src[i]);
     default: GENERIC_STORE(ct__store_i64(p, dtype, src[i]));
     }
 }

@@ -26,12 +26,13 @@
 #define CT_CPU_STREAM_BYTES ((int64_t)8 << 20)
 
 /* Load n elements of dtype, stride bytes apart (0 repeats one element), into the buffer dst
- * of the domain's type (float, double, int64_t, int32_t). Bool loads as 0/1; floats load
- * into integers by truncation. */
+ * of the domain's type (float, double, int64_t, int32_t, uint64_t). Bool loads as 0/1;
+ * floats load into integers by truncation. */
 void ct__cpu_load_f32(void *dst, const char *src, int64_t stride, ct_dtype dtype, int64_t n);
 void ct__cpu_load_f64(void *dst, const char *src, int64_t stride, ct_dtype dtype, int64_t n);
 void ct__cpu_load_i64(void *dst, const char *src, int64_t stride, ct_dtype dtype, int64_t n);
 void ct__cpu_load_i32(void *dst, const char *src, int64_t stride, ct_dtype dtype, int64_t n);
+void ct__cpu_load_u64(void *dst, const char *src, int64_t stride, ct_dtype dtype, int64_t n);
 
 /* Store n values of the domain's type from src into elements of dtype stride bytes apart
  * (ct__store_f64 and ct__store_i64 rules: floats round to nearest even, integers wrap, bool
@@ -40,6 +41,7 @@ void ct__cpu_store_f32(char *dst, int64_t stride, ct_dtype dtype, const void *sr
 void ct__cpu_store_f64(char *dst, int64_t stride, ct_dtype dtype, const void *src, int64_t n);
 void ct__cpu_store_i64(char *dst, int64_t stride, ct_dtype dtype, const void *src, int64_t n);
 void ct__cpu_store_i32(char *dst, int64_t stride, ct_dtype dtype, const void *src, int64_t n);
+void ct__cpu_store_u64(char *dst, int64_t stride, ct_dtype dtype, const void *src, int64_t n);
 void ct__cpu_store_bool(char *dst, int64_t stride, ct_dtype dtype, const void *src, int64_t n);
 
 /* The loads and stores of one domain, as the kernels' row functions take them. */

@@ -32,7 +32,12 @@ static inline void add_element(char *dst, const char *src, ct_dtype dtype) {
         break;
     case CT_I32: *(uint32_t *)dst += *(const uint32_t *)src; break;
     case CT_I64: *(uint64_t *)dst += *(const uint64_t *)src; break;
-    case CT_U8: *(uint8_t *)dst = (uint8_t)(*(uint8_t *)dst + *(const uint8_t *)src); break;
+    case CT_U8:
+    case CT_I8: *(uint8_t *)dst = (uint8_t)(*(uint8_t *)dst + *(const uint8_t *)src); break;
+    case CT_I16:
+    case CT_U16: *(uint16_t *)dst = (uint16_t)(*(uint16_t *)dst + *(const uint16_t *)src); break;
+    case CT_U32: *(uint32_t *)dst += *(const uint32_t *)src; break;
+    case CT_U64: *(uint64_t *)dst += *(const uint64_t *)src; break;
     case CT_BOOL: *(uint8_t *)dst = *(uint8_t *)dst || *(const uint8_t *)src; break;
     }
 }

@@ -196,6 +196,11 @@ static ct_status blas_matmul(const ct__matmul_args *x) {
 CT_INT_ROW_(row_i32, int32_t, uint32_t)
 CT_INT_ROW_(row_i64, int64_t, uint64_t)
 CT_INT_ROW_(row_u8, uint8_t, uint8_t)
+CT_INT_ROW_(row_i8, int8_t, uint8_t)
+CT_INT_ROW_(row_i16, int16_t, uint16_t)
+CT_INT_ROW_(row_u16, uint16_t, uint16_t)
+CT_INT_ROW_(row_u32, uint32_t, uint32_t)
+CT_INT_ROW_(row_u64, uint64_t, uint64_t)
 #undef CT_INT_ROW_
 
 /* bool: out[j] = OR_p (a[p] AND b[p][j]). */
@@ -211,11 +216,22 @@ static void row_bool(const ct__matmul_args *x, const char *a, const char *b, cha
 
 typedef void (*int_row_fn)(const ct__matmul_args *x, const char *a, const char *b, char *out);
 
+static int_row_fn int_row(ct_dtype dtype) {
+    switch (dtype) {
+    case CT_I32: return row_i32;
+    case CT_I64: return row_i64;
+    case CT_U8: return row_u8;
+    case CT_I8: return row_i8;
+    case CT_I16: return row_i16;
+    case CT_U16: return row_u16;
+    case CT_U32: return row_u32;
+    case CT_U64: return row_u64;
+    default: return row_bool;
+    }
+}
+
 static ct_status int_matmul(const ct__matmul_args *x) {
-    int_row_fn row = x->dtype == CT_I32   ? row_i32
-                     : x->dtype == CT_I64 ? row_i64
-                     : x->dtype == CT_U8  ? row_u8
-                                          : row_bool;
+    int_row_fn row = int_row(x->dtype);
     int64_t size = (int64_t)ct__dtype_size(x->dtype);
     int64_t rows = batch_count(x) * x->m;
     /* Work per row is n * k multiply-adds; parallelise over all rows of all batches. */

@@ -156,7 +156,7 @@ static void store_result(const reduce_plan *p, const ct__reduce_part *r, char *o
         if (p->kind == CT_RK_FMAX || p->kind == CT_RK_FMIN)
             ct__store_f64(out, dt, r->flag ? NAN : r->f);
         else
-            ct__store_i64(out, dt, r->i);
+            ct__store_i64(out, dt, r->i ^ ct__order_bias(dt));
         break;
     case CT_ROP_ALL:
     case CT_ROP_ANY: *(uint8_t *)out = r->flag; break;

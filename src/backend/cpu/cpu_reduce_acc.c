@@ -126,8 +126,9 @@ static void extremum_row(bool is_max, ct_dtype dtype, const char *p, int64_t str
 
 static void int_extremum_row(bool is_max, ct_dtype dtype, const char *p, int64_t stride, int64_t n,
                              ct__reduce_part *r) {
+    int64_t bias = ct__order_bias(dtype);
     for (int64_t i = 0; i < n; i++) {
-        int64_t v = ct__load_i64(p + i * stride, dtype);
+        int64_t v = ct__load_i64(p + i * stride, dtype) ^ bias;
         if (is_max ? v > r->i : v < r->i) r->i = v;
     }
 }
@@ -148,7 +149,7 @@ static void arg_row(bool is_max, bool is_float, ct_dtype dtype, const char *p, i
             double v = ct__load_f64(q, dtype);
             if (r->index < 0 || float_arg_better(is_max, v, r->f)) r->f = v, r->index = first + i;
         } else {
-            int64_t v = ct__load_i64(q, dtype);
+            int64_t v = ct__load_i64(q, dtype) ^ ct__order_bias(dtype);
             if (r->index < 0 || (is_max ? v > r->i : v < r->i)) r->i = v, r->index = first + i;
         }
     }

@@ -89,6 +89,8 @@ DEFINE_UNARY_LOOP(unary_i32, int32_t, i32, CT_EW_U_CASE_I32, (void)0,
                   (int32_t)ct__f64_to_i64(ceil(p0)), (int32_t)ct__f64_to_i64(floor(p1)))
 DEFINE_UNARY_LOOP(unary_i64, int64_t, i64, CT_EW_U_CASE_I64, (void)0, ct__f64_to_i64(ceil(p0)),
                   ct__f64_to_i64(floor(p1)))
+DEFINE_UNARY_LOOP(unary_u64, uint64_t, u64, CT_EW_U_CASE_U64, (void)0, ct__f64_to_u64(ceil(p0)),
+                  ct__f64_to_u64(floor(p1)))
 /* clang-format on */
 
 /* The predicates: double in, bool (0/1 bytes) out. */
@@ -119,6 +121,8 @@ static const unary_domain domain_f64 = {CT_F64, CT_F64, ct__cpu_load_f64, ct__cp
                                         unary_f64};
 static const unary_domain domain_i64 = {CT_I64, CT_I64, ct__cpu_load_i64, ct__cpu_store_i64,
                                         unary_i64};
+static const unary_domain domain_u64 = {CT_U64, CT_U64, ct__cpu_load_u64, ct__cpu_store_u64,
+                                        unary_u64};
 static const unary_domain domain_i32 = {CT_I32, CT_I32, ct__cpu_load_i32, ct__cpu_store_i32,
                                         unary_i32};
 static const unary_domain domain_test = {CT_F64, CT_BOOL, ct__cpu_load_f64, ct__cpu_store_bool,
@@ -166,13 +170,14 @@ static void unary_row(char *const *ptrs, const int64_t *strides, int64_t n, void
 }
 
 /* The domain an op computes in: FLOAT ops in float (double for float64 results), SAME and
- * INT ops in the compute dtype's domain (int32 for int32, uint8 and bool), predicates in
- * their own. */
+ * INT ops in the compute dtype's domain (int32 for the integers of at most 32 bits but
+ * uint32, and bool; int64 for int64 and uint32; uint64), predicates in their own. */
 static const unary_domain *pick_domain(ct__unary_op op, ct_dtype compute) {
     if (op_kind[op] == KIND_BOOL) return &domain_test;
     if (compute == CT_F64) return &domain_f64;
     if (op_kind[op] == KIND_FLOAT || ct__is_float(compute)) return &domain_f32;
-    return compute == CT_I64 ? &domain_i64 : &domain_i32;
+    if (compute == CT_U64) return &domain_u64;
+    return compute == CT_I64 || compute == CT_U32 ? &domain_i64 : &domain_i32;
 }
 
 ct_status ct__cpu_unary(int device, ct__unary_op op, const ct__ew_args *args, double p0,

@@ -50,6 +50,7 @@ DEFINE_ARITH_VALUE(float, f32, CT_EW_B_CASE_F32, CASE_FLOAT_(relu_grad, RELU_GRA
 DEFINE_ARITH_VALUE(double, f64, CT_EW_B_CASE_F64, CASE_FLOAT_(relu_grad, RELU_GRAD, f64))
 DEFINE_ARITH_VALUE(int32_t, i32, CT_EW_B_CASE_I32, CASE_INT_(relu_grad, RELU_GRAD, i32))
 DEFINE_ARITH_VALUE(int64_t, i64, CT_EW_B_CASE_I64, CASE_INT_(relu_grad, RELU_GRAD, i64))
+DEFINE_ARITH_VALUE(uint64_t, u64, CT_EW_B_CASE_U64, CASE_INT_(relu_grad, RELU_GRAD, u64))
 
 /* Comparisons and logical ops give 0/1. */
 #define DEFINE_COMPARE_VALUE(T, CASES)                                                             \
@@ -65,6 +66,7 @@ DEFINE_COMPARE_VALUE(float, CT_EW_B_CMP_F32)
 DEFINE_COMPARE_VALUE(double, CT_EW_B_CMP_F64)
 DEFINE_COMPARE_VALUE(int32_t, CT_EW_B_CMP_I32)
 DEFINE_COMPARE_VALUE(int64_t, CT_EW_B_CMP_I64)
+DEFINE_COMPARE_VALUE(uint64_t, CT_EW_B_CMP_U64)
 /* clang-format on */
 
 /* Contiguous float32: o[i] = a[i * sa] OP b[i * sb] for i < n, sa and sb 1 or 0 (a broadcast
@@ -249,6 +251,7 @@ extern "C" ct_status ct_cuda_binary(int device, ct__binary_op op, const ct__ew_a
         case CT_DOMAIN_F32: return launch_compare<float>(device, stream, a, op);
         case CT_DOMAIN_F64: return launch_compare<double>(device, stream, a, op);
         case CT_DOMAIN_I64: return launch_compare<int64_t>(device, stream, a, op);
+        case CT_DOMAIN_U64: return launch_compare<uint64_t>(device, stream, a, op);
         default: return launch_compare<int32_t>(device, stream, a, op);
         }
     }
@@ -257,6 +260,7 @@ extern "C" ct_status ct_cuda_binary(int device, ct__binary_op op, const ct__ew_a
     case CT_DOMAIN_F32: return launch_f32(device, stream, a, op);
     case CT_DOMAIN_F64: return launch_arith<double>(device, stream, a, op, NULL);
     case CT_DOMAIN_I64: return launch_int<int64_t>(device, stream, a, op);
+    case CT_DOMAIN_U64: return launch_int<uint64_t>(device, stream, a, op);
     default: return launch_int<int32_t>(device, stream, a, op);
     }
 }

@@ -9,7 +9,7 @@
  *     floats to integers truncate toward zero, saturate, then wrap). */
 #include "backend/cuda/cuda_ew_impl.cuh"
 
-enum { COPY_TO_F32, COPY_VIA_I64, COPY_VIA_F64 };
+enum { COPY_TO_F32, COPY_VIA_I64, COPY_VIA_U64, COPY_VIA_F64 };
 
 template <typename E, typename I>
 static __global__ void copy_bits(const __grid_constant__ ct__ew_args args) {
@@ -32,6 +32,8 @@ static __global__ void copy_convert(const __grid_constant__ ct__ew_args args, in
             *(float *)dst = (float)ct_cuda_load_f64(src, in_dtype);
         else if (route == COPY_VIA_I64)
             ct_cuda_store_i64(dst, out_dtype, ct_cuda_load_i64(src, in_dtype));
+        else if (route == COPY_VIA_U64)
+            ct_cuda_store_u64(dst, out_dtype, ct_cuda_load_u64(src, in_dtype));
         else
             ct_cuda_store_f64(dst, out_dtype, ct_cuda_load_f64(src, in_dtype));
     }
@@ -39,6 +41,7 @@ static __global__ void copy_convert(const __grid_constant__ ct__ew_args args, in
 
 /* The CPU's route for converting in to out (copy_row in cpu_copy.c). */
 static int copy_route(ct_dtype out, ct_dtype in) {
+    if (in == CT_U64) return COPY_VIA_U64;
     if (out == CT_F32 && in != CT_F64 && in != CT_I64) return COPY_TO_F32;
     bool integer_domain = !ct__is_float(out) && !ct__is_float(in);
     return integer_domain || in == CT_I64 ? COPY_VIA_I64 : COPY_VIA_F64;

@@ -135,6 +135,15 @@ template <> struct ct_ew_domain<int64_t> {
     }
 };
 
+template <> struct ct_ew_domain<uint64_t> {
+    static __device__ __forceinline__ uint64_t load(const char *p, ct_dtype dtype) {
+        return ct_cuda_load_u64(p, dtype);
+    }
+    static __device__ __forceinline__ void store(char *p, ct_dtype dtype, uint64_t v) {
+        ct_cuda_store_u64(p, dtype, v);
+    }
+};
+
 /* Only dtypes of at most 32 bits compute here; the wraps keep any other defined. */
 template <> struct ct_ew_domain<int32_t> {
     static __device__ __forceinline__ int32_t load(const char *p, ct_dtype dtype) {
@@ -142,6 +151,9 @@ template <> struct ct_ew_domain<int32_t> {
         case CT_I32: return *(const int32_t *)p;
         case CT_U8: return *(const uint8_t *)p;
         case CT_BOOL: return *(const uint8_t *)p != 0;
+        case CT_I8: return *(const int8_t *)p;
+        case CT_I16: return *(const int16_t *)p;
+        case CT_U16: return *(const uint16_t *)p;
         default: return (int32_t)(uint32_t)(uint64_t)ct_cuda_load_i64(p, dtype);
         }
     }

@@ -55,9 +55,14 @@ NN_DEV void add_element(char *dst, const char *src, ct_dtype dtype) {
             dst, dtype,
             (double)((float)ct_cuda_load_f64(dst, dtype) + (float)ct_cuda_load_f64(src, dtype)));
         break;
-    case CT_I32: *(uint32_t *)dst += *(const uint32_t *)src; break;
-    case CT_I64: *(unsigned long long *)dst += *(const unsigned long long *)src; break;
-    case CT_U8: *(uint8_t *)dst = (uint8_t)(*(uint8_t *)dst + *(const uint8_t *)src); break;
+    case CT_I32:
+    case CT_U32: *(uint32_t *)dst += *(const uint32_t *)src; break;
+    case CT_I64:
+    case CT_U64: *(unsigned long long *)dst += *(const unsigned long long *)src; break;
+    case CT_U8:
+    case CT_I8: *(uint8_t *)dst = (uint8_t)(*(uint8_t *)dst + *(const uint8_t *)src); break;
+    case CT_I16:
+    case CT_U16: *(uint16_t *)dst = (uint16_t)(*(uint16_t *)dst + *(const uint16_t *)src); break;
     default: *(uint8_t *)dst = *(uint8_t *)dst || *(const uint8_t *)src; break;
     }
 }

@@ -16,13 +16,23 @@
 static __host__ __device__ inline int64_t ct_cuda_dtype_size(ct_dtype dtype) {
     switch (dtype) {
     case CT_F64:
-    case CT_I64: return 8;
+    case CT_I64:
+    case CT_U64: return 8;
     case CT_F32:
-    case CT_I32: return 4;
+    case CT_I32:
+    case CT_U32: return 4;
     case CT_F16:
-    case CT_BF16: return 2;
+    case CT_BF16:
+    case CT_I16:
+    case CT_U16: return 2;
     default: return 1;
     }
+}
+
+// What ct_cuda_load_i64's value is XORed with so that signed comparisons order the dtype's
+// values (the sign bit for uint64), as core/dtype_impl.h's ct__order_bias.
+static __host__ __device__ inline int64_t ct_cuda_order_bias(ct_dtype dtype) {
+    return dtype == CT_U64 ? INT64_MIN : 0;
 }
 
 static __host__ __device__ inline bool ct_cuda_is_float(ct_dtype dtype) {
@@ -76,6 +86,12 @@ static __device__ inline int64_t ct_cuda_f64_to_i64(double v) {
     return (int64_t)v;
 }
 
+static __device__ inline uint64_t ct_cuda_f64_to_u64(double v) {
+    if (v >= 18446744073709551616.0) return UINT64_MAX;
+    if (v >= 9223372036854775808.0) return (uint64_t)v;
+    return (uint64_t)ct_cuda_f64_to_i64(v);
+}
+
 static __device__ inline double ct_cuda_load_f64(const char *p, ct_dtype dtype) {
     switch (dtype) {
     case CT_F32: return *(const float *)p;
@@ -85,6 +101,11 @@ static __device__ inline double ct_cuda_load_f64(const char *p, ct_dtype dtype) 
     case CT_I32: return *(const int32_t *)p;
     case CT_I64: return (double)*(const int64_t *)p;
     case CT_U8: return *(const uint8_t *)p;
+    case CT_I8: return *(const int8_t *)p;
+    case CT_I16: return *(const int16_t *)p;
+    case CT_U16: return *(const uint16_t *)p;
+    case CT_U32: return *(const uint32_t *)p;
+    case CT_U64: return (double)*(const uint64_t *)p;
     default: return *(const uint8_t *)p != 0;
     }
 }
@@ -95,8 +116,18 @@ static __device__ inline int64_t ct_cuda_load_i64(const char *p, ct_dtype dtype)
     case CT_I64: return *(const int64_t *)p;
     case CT_U8: return *(const uint8_t *)p;
     case CT_BOOL: return *(const uint8_t *)p != 0;
+    case CT_I8: return *(const int8_t *)p;
+    case CT_I16: return *(const int16_t *)p;
+    case CT_U16: return *(const uint16_t *)p;
+    case CT_U32: return *(const uint32_t *)p;
+    case CT_U64: return (int64_t) * (const uint64_t *)p;
     default: return ct_cuda_f64_to_i64(ct_cuda_load_f64(p, dtype));
     }
+}
+
+static __device__ inline uint64_t ct_cuda_load_u64(const char *p, ct_dtype dtype) {
+    if (ct_cuda_is_float(dtype)) return ct_cuda_f64_to_u64(ct_cuda_load_f64(p, dtype));
+    return (uint64_t)ct_cuda_load_i64(p, dtype);
 }
 
 static __device__ inline void ct_cuda_store_f64(char *p, ct_dtype dtype, double v) {
@@ -108,6 +139,11 @@ static __device__ inline void ct_cuda_store_f64(char *p, ct_dtype dtype, double 
     case CT_I32: *(int32_t *)p = (int32_t)(uint32_t)(uint64_t)ct_cuda_f64_to_i64(v); break;
     case CT_I64: *(int64_t *)p = ct_cuda_f64_to_i64(v); break;
     case CT_U8: *(uint8_t *)p = (uint8_t)(uint64_t)ct_cuda_f64_to_i64(v); break;
+    case CT_I8: *(int8_t *)p = (int8_t)(uint8_t)(uint64_t)ct_cuda_f64_to_i64(v); break;
+    case CT_I16: *(int16_t *)p = (int16_t)(uint16_t)(uint64_t)ct_cuda_f64_to_i64(v); break;
+    case CT_U16: *(uint16_t *)p = (uint16_t)(uint64_t)ct_cuda_f64_to_i64(v); break;
+    case CT_U32: *(uint32_t *)p = (uint32_t)(uint64_t)ct_cuda_f64_to_i64(v); break;
+    case CT_U64: *(uint64_t *)p = ct_cuda_f64_to_u64(v); break;
     default: *(uint8_t *)p = v != 0.0; break;
     }
 }
@@ -118,8 +154,24 @@ static __device__ inline void ct_cuda_store_i64(char *p, ct_dtype dtype, int64_t
     case CT_I64: *(int64_t *)p = v; break;
     case CT_U8: *(uint8_t *)p = (uint8_t)(uint64_t)v; break;
     case CT_BOOL: *(uint8_t *)p = v != 0; break;
+    case CT_I8: *(int8_t *)p = (int8_t)(uint8_t)(uint64_t)v; break;
+    case CT_I16: *(int16_t *)p = (int16_t)(uint16_t)(uint64_t)v; break;
+    case CT_U16: *(uint16_t *)p = (uint16_t)(uint64_t)v; break;
+    case CT_U32: *(uint32_t *)p = (uint32_t)(uint64_t)v; break;
+    case CT_U64: *(uint64_t *)p = (uint64_t)v; break;
     case CT_F32: *(float *)p = (float)v; break; // one rounding, not two through double
     default: ct_cuda_store_f64(p, dtype, (double)v); break;
+    }
+}
+
+// A uint64 into dtype: integers wrap, floats round from the unsigned value.
+static __device__ inline void ct_cuda_store_u64(char *p, ct_dtype dtype, uint64_t v) {
+    switch (dtype) {
+    case CT_F32: *(float *)p = (float)v; break;
+    case CT_F64: *(double *)p = (double)v; break;
+    case CT_F16:
+    case CT_BF16: ct_cuda_store_f64(p, dtype, (double)v); break;
+    default: ct_cuda_store_i64(p, dtype, (int64_t)v); break;
     }
 }
 

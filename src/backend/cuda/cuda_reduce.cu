@@ -134,7 +134,7 @@ static __device__ void part_feed(int kind, reduce_part &r, const char *p, ct_dty
     }
     case RK_IMAX:
     case RK_IMIN: {
-        int64_t v = ct_cuda_load_i64(p, dt);
+        int64_t v = ct_cuda_load_i64(p, dt) ^ ct_cuda_order_bias(dt);
         if (kind == RK_IMAX ? v > r.i : v < r.i) r.i = v;
         break;
     }
@@ -151,7 +151,7 @@ static __device__ void part_feed(int kind, reduce_part &r, const char *p, ct_dty
         break;
     }
     default: { // RK_IARGMAX, RK_IARGMIN
-        int64_t v = ct_cuda_load_i64(p, dt);
+        int64_t v = ct_cuda_load_i64(p, dt) ^ ct_cuda_order_bias(dt);
         if (r.index < 0 || (kind == RK_IARGMAX ? v > r.i : v < r.i)) r.i = v, r.index = pos;
         break;
     }
@@ -266,7 +266,7 @@ static __device__ void finish(const reduce_geom &g, const reduce_part &r, int64_
         if (g.kind == RK_FMAX || g.kind == RK_FMIN)
             ct_cuda_store_f64(out, dt, r.flag ? CUDART_NAN : r.f);
         else
-            ct_cuda_store_i64(out, dt, r.i);
+            ct_cuda_store_i64(out, dt, r.i ^ ct_cuda_order_bias(dt));
         break;
     case CT_ROP_ALL:
     case CT_ROP_ANY: *(uint8_t *)out = r.flag != 0; break;

@@ -49,6 +49,7 @@ DEFINE_UNARY_VALUE(float, f32, CT_EW_U_CASE_F32)
 DEFINE_UNARY_VALUE(double, f64, CT_EW_U_CASE_F64)
 DEFINE_UNARY_VALUE(int32_t, i32, CT_EW_U_CASE_I32)
 DEFINE_UNARY_VALUE(int64_t, i64, CT_EW_U_CASE_I64)
+DEFINE_UNARY_VALUE(uint64_t, u64, CT_EW_U_CASE_U64)
 /* clang-format on */
 
 /* The predicates, on the input as double. */
@@ -191,6 +192,11 @@ extern "C" ct_status ct_cuda_unary(int device, ct__unary_op op, const ct__ew_arg
     if (compute == CT_F64) return launch_strided<double>(device, stream, a, op, p0, p1);
     if (op_kind[op] == KIND_FLOAT || ct__is_float(compute))
         return launch_f32(device, stream, a, op, p0, p1);
-    if (compute == CT_I64) return launch_int<int64_t>(device, stream, a, op, p0, p1);
+    if (compute == CT_U64) {
+        uint64_t lo = ct__f64_to_u64(ceil(p0)), hi = ct__f64_to_u64(floor(p1));
+        return launch_strided<uint64_t>(device, stream, a, op, lo, hi);
+    }
+    if (compute == CT_I64 || compute == CT_U32)
+        return launch_int<int64_t>(device, stream, a, op, p0, p1);
     return launch_int<int32_t>(device, stream, a, op, p0, p1);
 }
