@@ -1,8 +1,9 @@
 /* Sorting, searching, sets and the composed manipulation functions of the array API over
  * the C library's (ctensor/sorting.h): sort, argsort, cumulative_sum, nonzero,
  * searchsorted, unique_all, unique_counts, unique_inverse, unique_values, tril, triu,
- * tile, repeat, tensordot. The unique_* results are named tuples (struct sequences) with
- * the standard's field names. */
+ * tile, repeat, tensordot; and the cheap ones composed of C ops: take_along_axis (ct_gather),
+ * count_nonzero, positive, logical_xor. The unique_* results are named tuples (struct sequences)
+ * with the standard's field names. */
 #include "ctpy_impl.h"
 
 static ct_tensor *tensor_of(PyObject *o, const char *name) {
@@ -256,6 +257,52 @@ static PyObject *py_tensordot(PyObject *self, PyObject *args, PyObject *kwargs) 
     return ctpy_wrap(out);
 }
 
+static PyObject *py_take_along_axis(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"x", "indices", "axis", NULL};
+    PyObject *x, *i;
+    int axis = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$i:take_along_axis", keywords, &x, &i,
+                                     &axis))
+        return NULL;
+    ct_tensor *t = tensor_of(x, "take_along_axis"), *index, *out;
+    if (!t || !(index = tensor_of(i, "take_along_axis"))) return NULL;
+    CTPY_NOGIL(out = ct_gather(t, axis, index));
+    return ctpy_wrap(out);
+}
+
+static PyObject *py_count_nonzero(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"x", "axis", "keepdims", NULL};
+    PyObject *x, *axis_obj = Py_None;
+    int keepdims = 0, axes[CT_MAX_DIMS], n;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$Op:count_nonzero", keywords, &x, &axis_obj,
+                                     &keepdims))
+        return NULL;
+    ct_tensor *t = tensor_of(x, "count_nonzero"), *out;
+    if (!t || ctpy_parse_axes(axis_obj, axes, &n) < 0) return NULL;
+    CTPY_NOGIL(ct_tensor *mask = ct_ne_scalar(t, 0.0);
+               ct_tensor *wide = mask ? ct_cast(mask, CT_I64) : NULL;
+               out = wide ? ct_sum(wide, n < 0 ? 0 : n, n < 0 ? NULL : axes, keepdims) : NULL;
+               ct_release(mask); ct_release(wide));
+    return ctpy_wrap(out);
+}
+
+static PyObject *py_positive(PyObject *self, PyObject *x) {
+    ct_tensor *t = tensor_of(x, "positive"), *out;
+    if (!t) return NULL;
+    CTPY_NOGIL(out = ct_clone(t));
+    return ctpy_wrap(out);
+}
+
+static PyObject *py_logical_xor(PyObject *self, PyObject *args) {
+    PyObject *a, *b;
+    if (!PyArg_ParseTuple(args, "OO:logical_xor", &a, &b)) return NULL;
+    ct_tensor *x = tensor_of(a, "logical_xor"), *y = x ? tensor_of(b, "logical_xor") : NULL, *out;
+    if (!y) return NULL;
+    CTPY_NOGIL(ct_tensor *p = ct_cast(x, CT_BOOL); ct_tensor *q = p ? ct_cast(y, CT_BOOL) : NULL;
+               out = q ? ct_ne(p, q) : NULL; ct_release(p); ct_release(q));
+    return ctpy_wrap(out);
+}
+
 int ctpy_sorting_init(PyObject *module) {
     (void)module;
     all_type = PyStructSequence_NewType(&all_desc);
@@ -283,5 +330,10 @@ PyMethodDef ctpy_sorting_functions[] = {
     {"tile", py_tile, METH_VARARGS, "tile(x, repetitions)."},
     {"repeat", KW py_repeat, KWARGS, "repeat(x, repeats, *, axis=None)."},
     {"tensordot", KW py_tensordot, KWARGS, "tensordot(x1, x2, *, axes=2)."},
+    {"take_along_axis", KW py_take_along_axis, KWARGS, "take_along_axis(x, indices, *, axis=-1)."},
+    {"count_nonzero", KW py_count_nonzero, KWARGS,
+     "count_nonzero(x, *, axis=None, keepdims=False)."},
+    {"positive", py_positive, METH_O, "positive(x): a copy of x."},
+    {"logical_xor", py_logical_xor, METH_VARARGS, "logical_xor(x1, x2)."},
     {NULL},
 };

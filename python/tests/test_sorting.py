@@ -187,3 +187,19 @@ def test_namespace_coverage_of_array_api_strict():
                  "unique_counts", "unique_inverse", "unique_values", "tril", "triu", "tile",
                  "repeat", "tensordot"):
         assert name in have
+
+
+def test_take_along_axis_count_nonzero_positive_logical_xor(device):
+    a = values(ct.float32, (3, 4), seed=10, nan=False)
+    x = ct.asarray(a, device=device)
+    order = ct.argsort(x, axis=1)
+    np.testing.assert_array_equal(to_numpy(ct.take_along_axis(x, order, axis=1)),
+                                  np.take_along_axis(a, np.argsort(a, axis=1, kind="stable"), 1))
+    assert to_numpy(ct.count_nonzero(x)) == np.count_nonzero(a)
+    np.testing.assert_array_equal(to_numpy(ct.count_nonzero(x, axis=0, keepdims=True)),
+                                  np.count_nonzero(a, axis=0, keepdims=True))
+    np.testing.assert_array_equal(to_numpy(ct.positive(x)), a)
+    p, q = a > 0, a < 1
+    np.testing.assert_array_equal(
+        to_numpy(ct.logical_xor(ct.asarray(p, device=device), ct.asarray(q, device=device))),
+        np.logical_xor(p, q))
