@@ -101,9 +101,11 @@ cudaError_t radix_by_dtype(ct_dtype dtype, void *temp, size_t &bytes, const char
         return radix<int32_t>(temp, bytes, keys, keys_out, pos, pos_out, total, rows, off, desc, s);
     case CT_I64:
         return radix<int64_t>(temp, bytes, keys, keys_out, pos, pos_out, total, rows, off, desc, s);
-    default:
+    case CT_U8:
+    case CT_BOOL:
         return radix<uint8_t>(temp, bytes, keys, keys_out, pos, pos_out, total, rows, off, desc, s);
     }
+    return cudaErrorInvalidValue; // no default arm: a new dtype is a -Wswitch warning here
 }
 
 // The scratch of one argsort: canonical keys, sorted keys, positions, offsets, CUB's temp.
