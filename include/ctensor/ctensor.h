@@ -10,6 +10,7 @@
 #include "ctensor/tensor.h"
 #include "ctensor/op_list.h"
 #include "ctensor/ops.h"
+#include "ctensor/sorting.h"
 #include "ctensor/transfer.h"
 #include "ctensor/memory.h"
 #include "ctensor/random.h"

@@ -95,10 +95,12 @@ extern PyMethodDef ctpy_creation_functions[]; /* creation.c */
 extern PyMethodDef ctpy_math_functions[];     /* math.c */
 extern PyMethodDef ctpy_manip_functions[];    /* manipulate.c */
 extern PyMethodDef ctpy_dtype_functions[];    /* dtypes.c */
-extern PyNumberMethods ctpy_tensor_number;    /* operators.c */
-extern PyMappingMethods ctpy_tensor_mapping;  /* indexing.c */
-extern PyBufferProcs ctpy_tensor_buffer;      /* interop.c */
-extern PyMethodDef ctpy_interop_methods[];    /* interop.c: Tensor methods */
+extern PyMethodDef ctpy_sorting_functions[];  /* sorting.c */
+int ctpy_sorting_init(PyObject *module);
+extern PyNumberMethods ctpy_tensor_number;   /* operators.c */
+extern PyMappingMethods ctpy_tensor_mapping; /* indexing.c */
+extern PyBufferProcs ctpy_tensor_buffer;     /* interop.c */
+extern PyMethodDef ctpy_interop_methods[];   /* interop.c: Tensor methods */
 PyObject *ctpy_tensor_richcompare(PyObject *a, PyObject *b, int op);
 /* Fill the operator tables from the op rows the core has (operators.c). */
 int ctpy_operators_init(PyObject *module);

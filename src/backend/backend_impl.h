@@ -112,6 +112,26 @@ typedef struct ct__gather_args {
     int64_t src_axis_size;
 } ct__gather_args;
 
+/* Sorting and scanning (src/ops/sort.c): `rows` rows of `n` elements, the rows `in_row`
+ * elements apart and each row's elements `in_stride` apart, in `dtype`.
+ * argsort writes into `indices` (int64, contiguous rows of n) the positions of each row's
+ * elements in ascending order (descending: the reverse order of the keys, equal keys still
+ * in their original order), stable, NaN after every number (descending: before), -0.0 equal
+ * to 0.0. cumsum writes the running sums of each row into `out` (out_dtype, rows
+ * `out_row` elements apart, unit stride), summed in float64 for float dtypes and in int64
+ * (wrapping) for the others. */
+typedef struct ct__sort_args {
+    int64_t rows, n;
+    ct_dtype dtype;
+    const char *in;
+    int64_t in_row, in_stride;
+    int64_t *indices;
+    bool descending;
+    char *out;
+    ct_dtype out_dtype;
+    int64_t out_row;
+} ct__sort_args;
+
 /* The arithmetic domain a binary kernel computes in, chosen alike on every backend so that
  * results match bit for bit: f64, f32 (also for f16 and bf16), or for integers int32 when
  * the promoted dtype and both inputs fit in 32 bits (exact: results wrap to the output's
@@ -216,6 +236,9 @@ typedef struct ct__kernel_table {
     ct_status (*conv2d_backward)(int device, const struct ct__conv2d_args *args);
     ct_status (*pool2d_forward)(int device, const struct ct__pool2d_args *args);
     ct_status (*pool2d_backward)(int device, const struct ct__pool2d_args *args);
+    /* ---- sorting and scanning (ct__sort_args above) ---- */
+    ct_status (*argsort)(int device, const ct__sort_args *args);
+    ct_status (*cumsum)(int device, const ct__sort_args *args);
 } ct__kernel_table;
 
 typedef struct ct__backend_table {

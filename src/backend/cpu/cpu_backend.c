@@ -92,6 +92,8 @@ static const ct__kernel_table cpu_kernels = {
     .conv2d_backward = ct__cpu_conv2d_backward,
     .pool2d_forward = ct__cpu_pool2d_forward,
     .pool2d_backward = ct__cpu_pool2d_backward,
+    .argsort = ct__cpu_argsort,
+    .cumsum = ct__cpu_cumsum,
 };
 
 static const ct__backend_table cpu_backend = {

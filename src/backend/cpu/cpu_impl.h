@@ -80,6 +80,8 @@ void ct__cpu_blas_pick_core(void);
 /* "" or " (chosen by ctensor: ...)", for ct_cpu_kernels. Picks the core first. */
 const char *ct__cpu_blas_core_note(void);
 ct_status ct__cpu_gather(int device, const ct__gather_args *args);
+ct_status ct__cpu_argsort(int device, const ct__sort_args *args);
+ct_status ct__cpu_cumsum(int device, const ct__sort_args *args);
 /* Convolution and pooling (cpu_conv.c, cpu_pool.c; arguments in backend/conv_args_impl.h). */
 ct_status ct__cpu_conv2d_workspace(int device, const struct ct__conv2d_args *args, bool backward,
                                    size_t *bytes);

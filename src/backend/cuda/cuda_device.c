@@ -211,6 +211,8 @@ static const ct__kernel_table cuda_kernels = {
     .layer_norm = ct_cuda_layer_norm,
     .layer_norm_backward = ct_cuda_layer_norm_backward,
     .dropout = ct_cuda_dropout,
+    .argsort = ct_cuda_argsort,
+    .cumsum = ct_cuda_cumsum,
     .index_add = ct_cuda_index_add,
 };
 

@@ -64,6 +64,9 @@ ct_status ct_cuda_random(int device, const ct__ew_args *args, ct__random_kind ki
 ct_status ct_cuda_reduce(int device, ct__reduce_op op, const ct__reduce_args *args);
 ct_status ct_cuda_matmul(int device, const ct__matmul_args *args);
 ct_status ct_cuda_gather(int device, const ct__gather_args *args);
+/* Sorting and scanning (cuda_sort.cu). */
+ct_status ct_cuda_argsort(int device, const ct__sort_args *args);
+ct_status ct_cuda_cumsum(int device, const ct__sort_args *args);
 /* Convolution (cuda_conv.cu, cuDNN) and pooling (cuda_pool.cu); backend/conv_args_impl.h. */
 ct_status ct_cuda_conv2d_workspace(int device, const struct ct__conv2d_args *args, bool backward,
                                    size_t *bytes);

@@ -1,0 +1,339 @@
+/* Sorting, searching, sets and the composed manipulation functions of the array API over
+ * the C library's (ctensor/sorting.h): sort, argsort, cumulative_sum, nonzero,
+ * searchsorted, unique_all, unique_counts, unique_inverse, unique_values, tril, triu,
+ * tile, repeat, tensordot; and the cheap ones composed of C ops: take_along_axis (ct_gather),
+ * count_nonzero, positive, logical_xor. The unique_* results are named tuples (struct sequences)
+ * with the standard's field names. */
+#include "ctpy_impl.h"
+
+static ct_tensor *tensor_of(PyObject *o, const char *name) {
+    if (ctpy_is_tensor(o)) return ctpy_tensor_of(o);
+    PyErr_Format(PyExc_TypeError, "%s: expected a ctensor.Tensor, got %s", name,
+                 Py_TYPE(o)->tp_name);
+    return NULL;
+}
+
+typedef ct_tensor *(*sort_fn)(const ct_tensor *, int, bool);
+
+static PyObject *sorted(PyObject *args, PyObject *kwargs, const char *format, sort_fn fn) {
+    static char *keywords[] = {"x", "axis", "descending", "stable", NULL};
+    PyObject *x;
+    int axis = -1, descending = 0, stable = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, format, keywords, &x, &axis, &descending,
+                                     &stable))
+        return NULL;
+    ct_tensor *t = tensor_of(x, "sort"), *out;
+    if (!t) return NULL;
+    /* every sort is stable, so stable=False (any order of equal elements) is served too */
+    CTPY_NOGIL(out = fn(t, axis, descending));
+    return ctpy_wrap(out);
+}
+
+static PyObject *py_sort(PyObject *self, PyObject *args, PyObject *kwargs) {
+    return sorted(args, kwargs, "O|$ipp:sort", ct_sort);
+}
+
+static PyObject *py_argsort(PyObject *self, PyObject *args, PyObject *kwargs) {
+    return sorted(args, kwargs, "O|$ipp:argsort", ct_argsort);
+}
+
+static PyObject *py_cumulative_sum(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"x", "axis", "dtype", "include_initial", NULL};
+    PyObject *x, *axis_obj = Py_None;
+    int dtype = -1, initial = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$OO&p:cumulative_sum", keywords, &x,
+                                     &axis_obj, ctpy_opt_dtype, &dtype, &initial))
+        return NULL;
+    ct_tensor *t = tensor_of(x, "cumulative_sum"), *out;
+    if (!t) return NULL;
+    int axis = 0;
+    if (axis_obj == Py_None) {
+        if (ct_ndim(t) != 1)
+            return ctpy_raise_status(CT_ERR_SHAPE,
+                                     "cumulative_sum: x has %d axes; give axis= unless x is 1-D",
+                                     ct_ndim(t));
+    } else if ((axis = PyLong_AsLong(axis_obj)) == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    CTPY_NOGIL(out = ct_cumulative_sum(t, axis, (ct_dtype)dtype, initial));
+    return ctpy_wrap(out);
+}
+
+/* A tuple of n wrapped tensors (consumed), or NULL when one is missing. */
+static PyObject *tuple_of(int n, ct_tensor **ts) {
+    PyObject *tuple = PyTuple_New(n);
+    for (int i = 0; i < n; i++) {
+        PyObject *item = tuple ? ctpy_wrap(ts[i]) : (ct_release(ts[i]), NULL);
+        if (tuple && !item) Py_CLEAR(tuple);
+        if (tuple) PyTuple_SET_ITEM(tuple, i, item);
+    }
+    return tuple;
+}
+
+static PyObject *py_nonzero(PyObject *self, PyObject *x) {
+    ct_tensor *t = tensor_of(x, "nonzero"), *out[CT_MAX_DIMS] = {NULL};
+    if (!t) return NULL;
+    ct_status status;
+    CTPY_NOGIL(status = ct_nonzero(t, out));
+    if (status != CT_OK) return ctpy_raise();
+    return tuple_of(ct_ndim(t), out);
+}
+
+static PyObject *py_searchsorted(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"x1", "x2", "side", "sorter", NULL};
+    PyObject *a, *b, *sorter_obj = Py_None;
+    const char *side = "left";
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$sO:searchsorted", keywords, &a, &b, &side,
+                                     &sorter_obj))
+        return NULL;
+    bool right = strcmp(side, "right") == 0;
+    if (!right && strcmp(side, "left") != 0)
+        return PyErr_Format(PyExc_ValueError, "searchsorted: side must be 'left' or 'right'");
+    ct_tensor *x1 = tensor_of(a, "searchsorted"), *x2 = x1 ? tensor_of(b, "searchsorted") : NULL;
+    ct_tensor *sorter = NULL, *out = NULL;
+    if (!x2 || (sorter_obj != Py_None && !(sorter = tensor_of(sorter_obj, "searchsorted"))))
+        return NULL;
+    CTPY_NOGIL(ct_tensor *in_order = sorter ? ct_index_select(x1, 0, sorter) : ct_retain(x1);
+               out = in_order ? ct_searchsorted(in_order, x2, right) : NULL; ct_release(in_order));
+    return ctpy_wrap(out);
+}
+
+/* The named tuples of unique_all, unique_counts and unique_inverse. */
+static PyStructSequence_Field all_fields[] = {
+    {"values", NULL}, {"indices", NULL}, {"inverse_indices", NULL}, {"counts", NULL}, {NULL}};
+static PyStructSequence_Field counts_fields[] = {{"values", NULL}, {"counts", NULL}, {NULL}};
+static PyStructSequence_Field inverse_fields[] = {
+    {"values", NULL}, {"inverse_indices", NULL}, {NULL}};
+static PyStructSequence_Desc all_desc = {"ctensor.UniqueAllResult", NULL, all_fields, 4};
+static PyStructSequence_Desc counts_desc = {"ctensor.UniqueCountsResult", NULL, counts_fields, 2};
+static PyStructSequence_Desc inverse_desc = {"ctensor.UniqueInverseResult", NULL, inverse_fields,
+                                             2};
+static PyTypeObject *all_type, *counts_type, *inverse_type;
+
+/* unique of x, as the fields picked (indices into values, indices, inverse, counts). */
+static PyObject *unique(PyObject *x, PyTypeObject *type, int n, const int *pick) {
+    ct_tensor *t = tensor_of(x, "unique");
+    if (!t) return NULL;
+    ct_unique_result r;
+    ct_status status;
+    CTPY_NOGIL(status = ct_unique(t, &r));
+    if (status != CT_OK) return ctpy_raise();
+    ct_tensor *all[4] = {r.values, r.indices, r.inverse, r.counts}, *chosen[4];
+    for (int i = 0; i < 4; i++) {
+        bool kept = false;
+        for (int j = 0; j < n; j++)
+            if (pick[j] == i) chosen[j] = all[i], kept = true;
+        if (!kept) ct_release(all[i]);
+    }
+    if (!type) return ctpy_wrap(chosen[0]);
+    PyObject *result = PyStructSequence_New(type);
+    for (int j = 0; j < n; j++) {
+        PyObject *item = result ? ctpy_wrap(chosen[j]) : (ct_release(chosen[j]), NULL);
+        if (result && !item) Py_CLEAR(result);
+        if (result) PyStructSequence_SET_ITEM(result, j, item);
+    }
+    return result;
+}
+
+static PyObject *py_unique_all(PyObject *self, PyObject *x) {
+    return unique(x, all_type, 4, (int[]){0, 1, 2, 3});
+}
+
+static PyObject *py_unique_counts(PyObject *self, PyObject *x) {
+    return unique(x, counts_type, 2, (int[]){0, 3});
+}
+
+static PyObject *py_unique_inverse(PyObject *self, PyObject *x) {
+    return unique(x, inverse_type, 2, (int[]){0, 2});
+}
+
+static PyObject *py_unique_values(PyObject *self, PyObject *x) {
+    return unique(x, NULL, 1, (int[]){0});
+}
+
+static PyObject *triangle(PyObject *args, PyObject *kwargs, const char *format,
+                          ct_tensor *(*fn)(const ct_tensor *, int64_t)) {
+    static char *keywords[] = {"x", "k", NULL};
+    PyObject *x;
+    long long k = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, format, keywords, &x, &k)) return NULL;
+    ct_tensor *t = tensor_of(x, "tril"), *out;
+    if (!t) return NULL;
+    CTPY_NOGIL(out = fn(t, (int64_t)k));
+    return ctpy_wrap(out);
+}
+
+static PyObject *py_tril(PyObject *self, PyObject *args, PyObject *kwargs) {
+    return triangle(args, kwargs, "O|$L:tril", ct_tril);
+}
+
+static PyObject *py_triu(PyObject *self, PyObject *args, PyObject *kwargs) {
+    return triangle(args, kwargs, "O|$L:triu", ct_triu);
+}
+
+static PyObject *py_tile(PyObject *self, PyObject *args) {
+    PyObject *x, *reps_obj;
+    if (!PyArg_ParseTuple(args, "OO:tile", &x, &reps_obj)) return NULL;
+    ct_tensor *t = tensor_of(x, "tile"), *out;
+    int64_t reps[CT_MAX_DIMS];
+    int n;
+    if (!t || ctpy_parse_shape(reps_obj, reps, &n) < 0) return NULL;
+    CTPY_NOGIL(out = ct_tile(t, n, reps));
+    return ctpy_wrap(out);
+}
+
+static PyObject *py_repeat(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"x", "repeats", "axis", NULL};
+    PyObject *x, *repeats, *axis_obj = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$O:repeat", keywords, &x, &repeats,
+                                     &axis_obj))
+        return NULL;
+    ct_tensor *t = tensor_of(x, "repeat"), *out;
+    int axis = CT_AXIS_NONE;
+    if (!t || (axis_obj != Py_None && (axis = PyLong_AsLong(axis_obj)) == -1 && PyErr_Occurred()))
+        return NULL;
+    if (ctpy_is_tensor(repeats)) {
+        ct_tensor *r = ctpy_tensor_of(repeats);
+        CTPY_NOGIL(out = ct_repeat_each(t, r, axis));
+        return ctpy_wrap(out);
+    }
+    long long n = PyLong_AsLongLong(repeats);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    CTPY_NOGIL(out = ct_repeat(t, (int64_t)n, axis));
+    return ctpy_wrap(out);
+}
+
+/* tensordot's axes: an int n (a's last n with b's first n) or a pair of sequences. */
+static int tensordot_axes(PyObject *o, int nda, int *axes_a, int *axes_b, int *n) {
+    if (PyLong_Check(o)) {
+        long k = PyLong_AsLong(o);
+        if (k == -1 && PyErr_Occurred()) return -1;
+        if (k < 0 || k > CT_MAX_DIMS || k > nda) {
+            ctpy_raise_status(CT_ERR_INVALID_ARG, "tensordot: axes=%ld for an x1 of %d axes", k,
+                              nda);
+            return -1;
+        }
+        *n = (int)k;
+        for (int i = 0; i < *n; i++) axes_a[i] = nda - *n + i, axes_b[i] = i;
+        return 0;
+    }
+    PyObject *pa, *pb;
+    if (!PyArg_ParseTuple(o, "OO:tensordot axes", &pa, &pb)) return -1;
+    int na, nb;
+    if (PyLong_Check(pa))
+        pa = PyTuple_Pack(1, pa);
+    else
+        pa = PySequence_Tuple(pa);
+    if (PyLong_Check(pb))
+        pb = PyTuple_Pack(1, pb);
+    else
+        pb = PySequence_Tuple(pb);
+    int ok =
+        pa && pb && ctpy_parse_axes(pa, axes_a, &na) == 0 && ctpy_parse_axes(pb, axes_b, &nb) == 0;
+    Py_XDECREF(pa);
+    Py_XDECREF(pb);
+    if (!ok) return -1;
+    if (na != nb) {
+        ctpy_raise_status(CT_ERR_INVALID_ARG, "tensordot: %d axes of x1 but %d of x2", na, nb);
+        return -1;
+    }
+    *n = na;
+    return 0;
+}
+
+static PyObject *py_tensordot(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"x1", "x2", "axes", NULL};
+    PyObject *a, *b, *axes_obj = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$O:tensordot", keywords, &a, &b, &axes_obj))
+        return NULL;
+    ct_tensor *x1 = tensor_of(a, "tensordot"), *x2 = x1 ? tensor_of(b, "tensordot") : NULL, *out;
+    int axes_a[CT_MAX_DIMS], axes_b[CT_MAX_DIMS], n = 0;
+    if (!x2) return NULL;
+    PyObject *two = axes_obj ? NULL : PyLong_FromLong(2);
+    int parsed = tensordot_axes(axes_obj ? axes_obj : two, ct_ndim(x1), axes_a, axes_b, &n);
+    Py_XDECREF(two);
+    if (parsed < 0) return NULL;
+    CTPY_NOGIL(out = ct_tensordot(x1, x2, n, axes_a, axes_b));
+    return ctpy_wrap(out);
+}
+
+static PyObject *py_take_along_axis(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"x", "indices", "axis", NULL};
+    PyObject *x, *i;
+    int axis = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$i:take_along_axis", keywords, &x, &i,
+                                     &axis))
+        return NULL;
+    ct_tensor *t = tensor_of(x, "take_along_axis"), *index, *out;
+    if (!t || !(index = tensor_of(i, "take_along_axis"))) return NULL;
+    CTPY_NOGIL(out = ct_gather(t, axis, index));
+    return ctpy_wrap(out);
+}
+
+static PyObject *py_count_nonzero(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"x", "axis", "keepdims", NULL};
+    PyObject *x, *axis_obj = Py_None;
+    int keepdims = 0, axes[CT_MAX_DIMS], n;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$Op:count_nonzero", keywords, &x, &axis_obj,
+                                     &keepdims))
+        return NULL;
+    ct_tensor *t = tensor_of(x, "count_nonzero"), *out;
+    if (!t || ctpy_parse_axes(axis_obj, axes, &n) < 0) return NULL;
+    CTPY_NOGIL(ct_tensor *mask = ct_ne_scalar(t, 0.0);
+               ct_tensor *wide = mask ? ct_cast(mask, CT_I64) : NULL;
+               out = wide ? ct_sum(wide, n < 0 ? 0 : n, n < 0 ? NULL : axes, keepdims) : NULL;
+               ct_release(mask); ct_release(wide));
+    return ctpy_wrap(out);
+}
+
+static PyObject *py_positive(PyObject *self, PyObject *x) {
+    ct_tensor *t = tensor_of(x, "positive"), *out;
+    if (!t) return NULL;
+    CTPY_NOGIL(out = ct_clone(t));
+    return ctpy_wrap(out);
+}
+
+static PyObject *py_logical_xor(PyObject *self, PyObject *args) {
+    PyObject *a, *b;
+    if (!PyArg_ParseTuple(args, "OO:logical_xor", &a, &b)) return NULL;
+    ct_tensor *x = tensor_of(a, "logical_xor"), *y = x ? tensor_of(b, "logical_xor") : NULL, *out;
+    if (!y) return NULL;
+    CTPY_NOGIL(ct_tensor *p = ct_cast(x, CT_BOOL); ct_tensor *q = p ? ct_cast(y, CT_BOOL) : NULL;
+               out = q ? ct_ne(p, q) : NULL; ct_release(p); ct_release(q));
+    return ctpy_wrap(out);
+}
+
+int ctpy_sorting_init(PyObject *module) {
+    (void)module;
+    all_type = PyStructSequence_NewType(&all_desc);
+    counts_type = PyStructSequence_NewType(&counts_desc);
+    inverse_type = PyStructSequence_NewType(&inverse_desc);
+    return all_type && counts_type && inverse_type ? 0 : -1;
+}
+
+#define KW (PyCFunction)(void (*)(void))
+#define KWARGS METH_VARARGS | METH_KEYWORDS
+PyMethodDef ctpy_sorting_functions[] = {
+    {"sort", KW py_sort, KWARGS, "sort(x, *, axis=-1, descending=False, stable=True)."},
+    {"argsort", KW py_argsort, KWARGS, "argsort(x, *, axis=-1, descending=False, stable=True)."},
+    {"cumulative_sum", KW py_cumulative_sum, KWARGS,
+     "cumulative_sum(x, *, axis=None, dtype=None, include_initial=False)."},
+    {"nonzero", py_nonzero, METH_O, "nonzero(x): a tuple of index arrays, one per axis."},
+    {"searchsorted", KW py_searchsorted, KWARGS,
+     "searchsorted(x1, x2, *, side='left', sorter=None)."},
+    {"unique_all", py_unique_all, METH_O, "unique_all(x): values, indices, inverse, counts."},
+    {"unique_counts", py_unique_counts, METH_O, "unique_counts(x): values, counts."},
+    {"unique_inverse", py_unique_inverse, METH_O, "unique_inverse(x): values, inverse."},
+    {"unique_values", py_unique_values, METH_O, "unique_values(x): the sorted unique values."},
+    {"tril", KW py_tril, KWARGS, "tril(x, *, k=0)."},
+    {"triu", KW py_triu, KWARGS, "triu(x, *, k=0)."},
+    {"tile", py_tile, METH_VARARGS, "tile(x, repetitions)."},
+    {"repeat", KW py_repeat, KWARGS, "repeat(x, repeats, *, axis=None)."},
+    {"tensordot", KW py_tensordot, KWARGS, "tensordot(x1, x2, *, axes=2)."},
+    {"take_along_axis", KW py_take_along_axis, KWARGS, "take_along_axis(x, indices, *, axis=-1)."},
+    {"count_nonzero", KW py_count_nonzero, KWARGS,
+     "count_nonzero(x, *, axis=None, keepdims=False)."},
+    {"positive", py_positive, METH_O, "positive(x): a copy of x."},
+    {"logical_xor", py_logical_xor, METH_VARARGS, "logical_xor(x1, x2)."},
+    {NULL},
+};
