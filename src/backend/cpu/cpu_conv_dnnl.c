@@ -139,14 +139,14 @@ static bool op_desc(const conv_key *k, conv_kind kind, dnnl_convolution_desc_t *
     if (!right_padding(k, r) || !make_descs(k, true, &d)) return false;
     const dnnl_memory_desc_t *b = k->bias ? &d.b : NULL;
     dnnl_status_t st =
-        kind == FORWARD ? dnnl_dilated_convolution_forward_desc_init(
-                              op, dnnl_forward_training, dnnl_convolution_direct, &d.x, &d.w, b,
-                              &d.y, s, dil, l, r)
+        kind == FORWARD ? dnnl_dilated_convolution_forward_desc_init(op, dnnl_forward_training,
+                                                                     dnnl_convolution_direct, &d.x,
+                                                                     &d.w, b, &d.y, s, dil, l, r)
         : kind == BACKWARD_DATA
             ? dnnl_dilated_convolution_backward_data_desc_init(op, dnnl_convolution_direct, &d.x,
                                                                &d.w, &d.y, s, dil, l, r)
-            : dnnl_dilated_convolution_backward_weights_desc_init(
-                  op, dnnl_convolution_direct, &d.x, &d.w, b, &d.y, s, dil, l, r);
+            : dnnl_dilated_convolution_backward_weights_desc_init(op, dnnl_convolution_direct, &d.x,
+                                                                  &d.w, b, &d.y, s, dil, l, r);
     return st == dnnl_success;
 }
 
@@ -186,9 +186,9 @@ static bool make_reorder(const conv_descs *d, dnnl_primitive_attr_t attr, conv_s
     if (dnnl_memory_desc_equal(plain, &s->md)) return true;
     dnnl_primitive_desc_t pd = NULL;
     const dnnl_memory_desc_t *from = s->output ? &s->md : plain, *to = s->output ? plain : &s->md;
-    bool ok = dnnl_reorder_primitive_desc_create(&pd, from, engine, to, engine, attr) ==
-                  dnnl_success &&
-              dnnl_primitive_create(&s->reorder, pd) == dnnl_success;
+    bool ok =
+        dnnl_reorder_primitive_desc_create(&pd, from, engine, to, engine, attr) == dnnl_success &&
+        dnnl_primitive_create(&s->reorder, pd) == dnnl_success;
     if (ok) grow_scratch(pd, scratch);
     if (pd) dnnl_primitive_desc_destroy(pd);
     s->size = dnnl_memory_desc_get_size(&s->md);
@@ -198,8 +198,7 @@ static bool make_reorder(const conv_descs *d, dnnl_primitive_attr_t attr, conv_s
 /* Make one step of kind from its primitive descriptor: the primitive, its slots and their
  * reorders, the copies laid out from *offset on. */
 static bool make_step(const conv_key *k, conv_kind kind, const_dnnl_primitive_desc_t pd,
-                      dnnl_primitive_attr_t attr, conv_step *st, size_t *scratch,
-                      size_t *offset) {
+                      dnnl_primitive_attr_t attr, conv_step *st, size_t *scratch, size_t *offset) {
     conv_descs d;
     if (!make_descs(k, false, &d) || dnnl_primitive_create(&st->primitive, pd) != dnnl_success)
         return false;
@@ -242,8 +241,8 @@ static void make_entry(conv_entry *e) {
              dnnl_primitive_desc_create(&pd[i], &op, attr, engine,
                                         i == FORWARD ? NULL : pd[FORWARD]) == dnnl_success;
         if (i == BACKWARD_WEIGHTS) offset[i] = offset[BACKWARD_DATA];
-        ok = ok && make_step(&e->key, (conv_kind)i, pd[i], attr, &e->step[i], &e->scratch,
-                             &offset[i]);
+        ok = ok &&
+             make_step(&e->key, (conv_kind)i, pd[i], attr, &e->step[i], &e->scratch, &offset[i]);
     }
     for (int i = 0; i < KIND_COUNT; i++) {
         if (pd[i]) dnnl_primitive_desc_destroy(pd[i]);
@@ -346,9 +345,9 @@ static ct_status execute(const conv_entry *e, conv_kind kind, const ct__conv2d_a
     conv_descs d;
     dnnl_memory_desc_t scratch_md;
     dnnl_dims_t scratch_dims = {(int64_t)e->scratch};
-    bool ok = make_descs(&e->key, false, &d) &&
-              dnnl_memory_desc_init_by_tag(&scratch_md, 1, scratch_dims, dnnl_u8, dnnl_x) ==
-                  dnnl_success;
+    bool ok =
+        make_descs(&e->key, false, &d) &&
+        dnnl_memory_desc_init_by_tag(&scratch_md, 1, scratch_dims, dnnl_u8, dnnl_x) == dnnl_success;
     int arg[MAX_SLOTS];
     const dnnl_memory_desc_t *md[MAX_SLOTS];
     void *data[MAX_SLOTS];
@@ -358,8 +357,7 @@ static ct_status execute(const conv_entry *e, conv_kind kind, const ct__conv2d_a
         data[i] = s->reorder ? a->workspace + e->scratch + s->offset : user[i];
         if (s->reorder && !s->output) ok = reorder(e, s, user[i], a->workspace, &d, &scratch_md);
     }
-    ok = ok &&
-         run_primitive(st->primitive, st->slots, arg, md, data, a->workspace, &scratch_md);
+    ok = ok && run_primitive(st->primitive, st->slots, arg, md, data, a->workspace, &scratch_md);
     for (int i = 0; ok && i < st->slots; i++)
         if (st->slot[i].reorder && st->slot[i].output)
             ok = reorder(e, &st->slot[i], user[i], a->workspace, &d, &scratch_md);
@@ -382,8 +380,8 @@ ct_status ct__cpu_conv2d_bf16_backward(const ct__conv2d_args *a) {
         status = execute(e, BACKWARD_DATA, a, user);
     }
     if (status != CT_OK || !(a->grad_weight || a->grad_bias)) return status;
-    void *gw = a->grad_weight ? (void *)a->grad_weight
-                              : a->workspace + e->scratch + e->backward_bytes;
+    void *gw =
+        a->grad_weight ? (void *)a->grad_weight : a->workspace + e->scratch + e->backward_bytes;
     void *user[MAX_SLOTS] = {a->x, a->y, gw, a->grad_bias};
     return execute(e, BACKWARD_WEIGHTS, a, user);
 }
