@@ -192,6 +192,38 @@ DEVICE_TEST(test_nn_conv_forward_half_precision) {
     CHECK(forward_case(&cases[3], CT_BF16, false, device));
 }
 
+/* Whether a bf16 convolution on device ran on bf16 operands (the backend's own bf16 path)
+ * rather than on f32 copies: what its node saved says. */
+static bool ran_native_bf16(ct_device device) {
+    int64_t xs[4] = {2, 3, 6, 6}, ws[4] = {4, 3, 3, 3};
+    ct_tensor *x = ct_ones(4, xs, CT_BF16, device), *w = ct_ones(4, ws, CT_BF16, device);
+    if (w) w->requires_grad = true;
+    ct_tensor *y = ct_conv2d(x, w, NULL, NULL);
+    bool native = y && y->grad_fn && y->grad_fn->saved[1]->dtype == CT_BF16;
+    ct_release(x), ct_release(w), ct_release(y);
+    return native;
+}
+
+/* bf16 forward and backward over every geometry (strides, padding, dilation, groups, no
+ * bias, the large cases' threads), against the float64 sums of the same bf16 values; on a
+ * CPU with bf16 units these run on oneDNN's bf16 convolutions, elsewhere on f32 copies. */
+DEVICE_TEST(test_nn_conv_bf16_matches_reference) {
+    bool native = ran_native_bf16(device);
+    if (device.type == CT_DEVICE_CPU) CHECK(native == ct_cpu_has_native_bf16());
+    printf("    bf16 convolution on %s: %s\n", device.type == CT_DEVICE_CPU ? "cpu" : "cuda",
+           native ? "native (bf16 operands)" : "computed in f32");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (!forward_case(&cases[i], CT_BF16, i % 2 == 1, device) ||
+            !backward_case(&cases[i], CT_BF16, device))
+            ct_test_fail(__FILE__, __LINE__, "case %zu", i);
+        if (ct_test_failed()) return;
+    }
+    for (size_t i = 0; i < 2; i++) {
+        CHECK(forward_case(&large_cases[i], CT_BF16, false, device));
+        CHECK(backward_case(&large_cases[i], CT_BF16, device));
+    }
+}
+
 DEVICE_TEST(test_nn_conv_forward_large_images) {
     conv_case k = {5, 1, 210, 209, 1, 11, 11, {{1, 1}, {0, 0}, {1, 1}, 1}, true};
     CHECK(forward_case(&k, CT_F32, false, device));

@@ -233,6 +233,10 @@ typedef struct ct__kernel_table {
     ct_status (*conv2d_workspace)(int device, const struct ct__conv2d_args *args, bool backward,
                                   size_t *bytes);
     ct_status (*conv2d_forward)(int device, const struct ct__conv2d_args *args);
+    /* Whether the backend convolves args (geometry and dtype set, pointers not) in its
+     * args->dtype, f16 or bf16, forward and backward, without the op layer's f32 copies.
+     * Optional: NULL means never. Never fails. */
+    bool (*conv2d_native)(int device, const struct ct__conv2d_args *args);
     ct_status (*conv2d_backward)(int device, const struct ct__conv2d_args *args);
     ct_status (*pool2d_forward)(int device, const struct ct__pool2d_args *args);
     ct_status (*pool2d_backward)(int device, const struct ct__pool2d_args *args);

@@ -1,7 +1,8 @@
 /* Kernel arguments of the convolution and pooling family (conv2d, max/avg/adaptive-avg
  * pool2d), forward and backward, shared by the op layer (src/ops/conv.c, pool.c) and the
  * backends. Every tensor arrives contiguous in NCHW layout and of `dtype`, which is CT_F32 or
- * CT_F64: the op layer makes views contiguous and computes f16/bf16 in f32. */
+ * CT_F64: the op layer makes views contiguous and computes f16/bf16 in f32, except a
+ * convolution the backend's conv2d_native accepts, which arrives in f16 or bf16. */
 #ifndef CT_CONV_ARGS_IMPL_H
 #define CT_CONV_ARGS_IMPL_H
 

@@ -3,7 +3,8 @@
  *
  * A 3-d input is one image (PyTorch's unbatched form). The front door checks ranks, dtypes,
  * channels against groups and the kernel against the padded input, then hands contiguous tensors of
- * the compute dtype (f64, else f32: f16 and bf16 compute in f32 and round once) to the backend. The
+ * the compute dtype (f64, else f32: f16 and bf16 compute in f32 and round once, except where the
+ * backend convolves them as they are: bf16 on a CPU with bf16 units) to the backend. The
  * backend says how much scratch it needs; it comes from the device's pool, so a training loop
  * reuses the same blocks. The autograd node keeps the prepared input and weight; its backward asks
  * the backend for the gradients of exactly the inputs that need one, in one call. */
@@ -236,7 +237,8 @@ static ct_status conv2d_backward(ct__node *node, const ct_tensor *grad_out, ct_t
         status = empty_grads(g, gx, gw, gb);
     } else if (!failed) {
         a.dtype = x->dtype;
-        a.bf16_values = grad_out->dtype == CT_BF16; /* the forward's dtype: all operands' */
+        /* The forward's dtype (all operands'), when it computed bf16 in f32. */
+        a.bf16_values = grad_out->dtype == CT_BF16 && x->dtype == CT_F32;
         a.x = ct__data(x);
         a.weight = ct__data(w);
         a.y = ct__data(g);
@@ -258,16 +260,26 @@ static ct_status conv2d_backward(ct__node *node, const ct_tensor *grad_out, ct_t
     return CT_OK;
 }
 
+/* The dtype the backend computes a (geometry set) of dtype in: f64 and f32 as they are, f16
+ * and bf16 as they are where the backend's conv2d_native says so, else f32. */
+static ct_dtype compute_dtype(ct_device device, ct__conv2d_args *a, ct_dtype dtype) {
+    if (dtype == CT_F64 || dtype == CT_F32) return dtype;
+    int physical;
+    const ct__kernel_table *k = ct__kernels(device, &physical);
+    a->dtype = dtype;
+    return k && k->conv2d_native && k->conv2d_native(physical, a) ? dtype : CT_F32;
+}
+
 /* Prepare operands, convolve, cast back to the input dtype, record the node. */
 static ct_tensor *convolve(ct_device device, const ct_tensor *const *args, int n,
                            ct__conv2d_args *a, const conv_params *p) {
-    ct_dtype dtype = args[0]->dtype, compute = dtype == CT_F64 ? CT_F64 : CT_F32;
+    ct_dtype dtype = args[0]->dtype, compute = compute_dtype(device, a, dtype);
     bool record = ct__grad_needed(n, args);
     ct_no_grad_push();
     ct_tensor *x = prepared(args[0], compute);
     ct_tensor *w = x ? prepared(args[1], compute) : NULL;
     ct_tensor *b = n == 3 && w ? prepared(args[2], compute) : NULL;
-    a->bf16_values = dtype == CT_BF16;
+    a->bf16_values = dtype == CT_BF16 && compute == CT_F32;
     ct_tensor *y = w && (n == 2 || b) ? forward(device, a, x, w, b) : NULL;
     ct_tensor *out = y ? ct_cast(y, dtype) : NULL;
     ct_no_grad_pop();

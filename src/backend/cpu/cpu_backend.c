@@ -89,6 +89,7 @@ static const ct__kernel_table cpu_kernels = {
     .index_add = ct__cpu_index_add,
     .conv2d_workspace = ct__cpu_conv2d_workspace,
     .conv2d_forward = ct__cpu_conv2d_forward,
+    .conv2d_native = ct__cpu_conv2d_native,
     .conv2d_backward = ct__cpu_conv2d_backward,
     .pool2d_forward = ct__cpu_pool2d_forward,
     .pool2d_backward = ct__cpu_pool2d_backward,

@@ -7,7 +7,8 @@
  * images run on OpenMP threads, each GEMM single-threaded on its thread (a tile's col per
  * thread; partial dW and db per block of images, summed in block order at the end, so results
  * do not depend on thread timing). The workspace
- * (ct__cpu_conv2d_workspace) holds all that scratch. */
+ * (ct__cpu_conv2d_workspace) holds all that scratch. bf16 tensors, which the op layer hands
+ * over only where ct__cpu_conv2d_native says so, go to oneDNN (cpu_conv_dnnl.c). */
 #include <limits.h>
 #include <stdbool.h>
 
@@ -126,6 +127,7 @@ static int64_t workspace_elements(const ct__conv2d_args *a, bool backward, int64
 ct_status ct__cpu_conv2d_workspace(int device, const ct__conv2d_args *args, bool backward,
                                    size_t *bytes) {
     (void)device;
+    if (args->dtype == CT_BF16) return ct__cpu_conv2d_bf16_workspace(args, backward, bytes);
     int64_t k = args->in_channels * args->kernel_h * args->kernel_w;
     if (args->out_h * args->out_w > INT_MAX || k > INT_MAX || args->out_channels > INT_MAX)
         return ct__error(CT_ERR_UNSUPPORTED,
@@ -162,10 +164,10 @@ static ct_status run(const ct__conv2d_args *a, bool backward) {
 
 ct_status ct__cpu_conv2d_forward(int device, const ct__conv2d_args *args) {
     (void)device;
-    return run(args, false);
+    return args->dtype == CT_BF16 ? ct__cpu_conv2d_bf16_forward(args) : run(args, false);
 }
 
 ct_status ct__cpu_conv2d_backward(int device, const ct__conv2d_args *args) {
     (void)device;
-    return run(args, true);
+    return args->dtype == CT_BF16 ? ct__cpu_conv2d_bf16_backward(args) : run(args, true);
 }

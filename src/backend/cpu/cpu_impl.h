@@ -83,6 +83,13 @@ ct_status ct__cpu_gather(int device, const ct__gather_args *args);
 ct_status ct__cpu_argsort(int device, const ct__sort_args *args);
 ct_status ct__cpu_cumsum(int device, const ct__sort_args *args);
 /* Convolution and pooling (cpu_conv.c, cpu_pool.c; arguments in backend/conv_args_impl.h). */
+/* bf16 convolution through oneDNN (cpu_conv_dnnl.c): whether args (of dtype CT_BF16) runs
+ * there, and its workspace, forward and backward, which cpu_conv.c's hand it for bf16. */
+bool ct__cpu_conv2d_native(int device, const struct ct__conv2d_args *args);
+ct_status ct__cpu_conv2d_bf16_workspace(const struct ct__conv2d_args *a, bool backward,
+                                        size_t *bytes);
+ct_status ct__cpu_conv2d_bf16_forward(const struct ct__conv2d_args *a);
+ct_status ct__cpu_conv2d_bf16_backward(const struct ct__conv2d_args *a);
 ct_status ct__cpu_conv2d_workspace(int device, const struct ct__conv2d_args *args, bool backward,
                                    size_t *bytes);
 ct_status ct__cpu_conv2d_forward(int device, const struct ct__conv2d_args *args);
