@@ -115,8 +115,9 @@ static int fake_state(void *comm, char *err, size_t err_size) {
     pthread_mutex_lock(&lock);
     int state = c->w->joined < c->w->size ? CT_NCCL_IN_PROGRESS : CT_NCCL_READY;
     if (mode == FAKE_NCCL_FAIL && c->posted) {
-        snprintf(err, err_size, "NCCL (ncclCommGetAsyncError) failed: remote process exited or "
-                                "there was a network error (injected by the fake plugin)");
+        snprintf(err, err_size,
+                 "NCCL (ncclCommGetAsyncError) failed: remote process exited or "
+                 "there was a network error (injected by the fake plugin)");
         state = CT_NCCL_FAILED;
     }
     pthread_mutex_unlock(&lock);
@@ -198,8 +199,8 @@ static int fake_all_reduce(void *comm, void *buf, int64_t count, ct_nccl_type ty
 
 static int fake_broadcast(void *comm, void *buf, int64_t count, ct_nccl_type type, int root,
                           char *err, size_t err_size) {
-    return queue(comm, (op){.kind = 2, .buf = buf, .count = count, .type = type, .root = root},
-                 err, err_size);
+    return queue(comm, (op){.kind = 2, .buf = buf, .count = count, .type = type, .root = root}, err,
+                 err_size);
 }
 
 static int fake_all_gather(void *comm, const void *send, void *recv, int64_t count,

@@ -212,9 +212,10 @@ static int train(int rank, ct_comm *boot, ct_device device, void *user) {
     ct_tensor *params[8];
     int n = ct_module_parameters(m, params, 8);
     ct_optimizer *sgd = ct_sgd(n, params, &(ct_sgd_options){.lr = 0.3});
-    ct_ddp *ddp = status == CT_OK && comm
-                      ? ct_ddp_new(comm, m, &(ct_ddp_options){.bucket_bytes = 64, .first_bucket_bytes = 32})
-                      : NULL;
+    ct_ddp *ddp =
+        status == CT_OK && comm
+            ? ct_ddp_new(comm, m, &(ct_ddp_options){.bucket_bytes = 64, .first_bucket_bytes = 32})
+            : NULL;
     if (status == CT_OK && (!sgd || (comm && !ddp))) status = ct_last_status();
     float xs[SAMPLES * 3];
     int64_t ys[SAMPLES], xshape[2] = {SAMPLES, 3}, yshape = SAMPLES;
@@ -237,8 +238,8 @@ static int train(int rank, ct_comm *boot, ct_device device, void *user) {
     ct_scope_end();
     for (int i = 0, k = 0; status == CT_OK && i < n; i++) {
         ct_tensor *d = ct_cast(params[i], CT_F64);
-        status = d ? ct_copy_to_host(d, t->params[rank] + k, (size_t)ct_numel(d) * 8)
-                   : ct_last_status();
+        status =
+            d ? ct_copy_to_host(d, t->params[rank] + k, (size_t)ct_numel(d) * 8) : ct_last_status();
         k += (int)ct_numel(params[i]);
         ct_release(d);
     }

@@ -36,7 +36,7 @@ typedef struct nccl_coll {
 typedef struct nccl_state {
     void *comm; /* the plugin's; NULL once aborted */
     ct_comm *bootstrap;
-    int device;         /* physical */
+    int device;        /* physical */
     ct_device logical; /* the one tensors must be on */
     nccl_coll *head, *tail;
 } nccl_state;
@@ -116,8 +116,7 @@ static ct_status post_data(ct_comm *comm, ct__coll *coll, nccl_coll *m) {
     ct_nccl_type type = nccl_type(coll->dtype);
     if (coll->kind == CT__COLL_ALL_REDUCE)
         rc = nccl->all_reduce(s->comm, coll->buf, coll->count, type,
-                              coll->op == CT_COMM_AVG ? CT_NCCL_AVG : CT_NCCL_SUM, err,
-                              sizeof err);
+                              coll->op == CT_COMM_AVG ? CT_NCCL_AVG : CT_NCCL_SUM, err, sizeof err);
     else if (coll->kind == CT__COLL_BROADCAST)
         rc = nccl->broadcast(s->comm, coll->buf, coll->count, type, coll->root, err, sizeof err);
     else
@@ -315,7 +314,8 @@ ct_comm *ct_comm_nccl(ct_comm *bootstrap, ct_device device) {
         ct__free_mem(s);
         return NULL;
     }
-    ct_comm *comm = ct__comm_new(&nccl_engine, rank, size, bootstrap ? bootstrap->local_rank : 0, s);
+    ct_comm *comm =
+        ct__comm_new(&nccl_engine, rank, size, bootstrap ? bootstrap->local_rank : 0, s);
     if (!comm) {
         nccl->destroy(s->comm);
         ct__free_mem(s);

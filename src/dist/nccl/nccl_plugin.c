@@ -139,9 +139,8 @@ static int plugin_state(void *comm, char *err, size_t err_size) {
     ncclResult_t rc = nccl.async_error(c->comm, &async);
     if (rc == ncclSuccess) rc = async;
     if (rc == ncclInProgress) return CT_NCCL_IN_PROGRESS;
-    return nccl_report(rc, "NCCL (ncclCommGetAsyncError)", c->comm, err, err_size)
-               ? CT_NCCL_FAILED
-               : CT_NCCL_READY;
+    return nccl_report(rc, "NCCL (ncclCommGetAsyncError)", c->comm, err, err_size) ? CT_NCCL_FAILED
+                                                                                   : CT_NCCL_READY;
 }
 
 static ncclDataType_t nccl_type(ct_nccl_type type) {
@@ -167,9 +166,9 @@ static int plugin_broadcast(void *comm, void *buf, int64_t count, ct_nccl_type t
                             char *err, size_t err_size) {
     plugin_comm *c = comm;
     if (cuda_report(cudaSetDevice(c->device), "cudaSetDevice", err, err_size)) return 1;
-    return nccl_report(nccl.broadcast(buf, buf, (size_t)count, nccl_type(type), root, c->comm,
-                                      c->stream),
-                       "ncclBroadcast", c->comm, err, err_size);
+    return nccl_report(
+        nccl.broadcast(buf, buf, (size_t)count, nccl_type(type), root, c->comm, c->stream),
+        "ncclBroadcast", c->comm, err, err_size);
 }
 
 static int plugin_all_gather(void *comm, const void *send, void *recv, int64_t count,
