@@ -7,8 +7,9 @@
  * collectives in one order, so the collectives in flight form a queue advanced from its head,
  * as in the MPI engine. Each poll also reads ncclCommGetAsyncError: an asynchronous NCCL
  * error ends the collective with NCCL's message. A collective past its deadline aborts the
- * communicator (ncclCommAbort), so that no stream waits on a lost peer forever; its buffers
- * are then leaked rather than freed under a kernel that may still run. */
+ * communicator (ncclCommAbort), so that no stream waits on a lost peer forever and no NCCL
+ * kernel writes afterwards; a collective's host state is leaked only while the bootstrap may
+ * still use it (a fingerprint exchange that did not end). */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -213,8 +214,9 @@ static void nccl_missing(const ct_comm *comm, const ct__coll *coll, char *buf, s
              coll->stage == 1 ? "the exchange of fingerprints" : "NCCL's collective", s->device);
 }
 
-/* Free a collective's state. One left in flight by a timeout aborts the communicator; its
- * state is then leaked when the bootstrap or a kernel may still write into it. */
+/* Free a collective's state. One released before it ended failed or passed its deadline:
+ * the communicator is aborted, after which no NCCL kernel writes any more. Its state is
+ * leaked only while the bootstrap may still read or write it (an unfinished exchange). */
 static void nccl_release(ct_comm *comm, ct__coll *coll) {
     nccl_coll *m = coll->request;
     coll->request = NULL;
@@ -224,14 +226,13 @@ static void nccl_release(ct_comm *comm, ct__coll *coll) {
     while (*link && *link != m) prev = *link, link = &(*link)->next;
     if (*link) *link = m->next;
     if (s->tail == m) s->tail = prev;
-    bool in_flight = !coll->done && (coll->stage == 2 || !m->exchange.finished);
-    if (in_flight && s->comm) {
+    if (!coll->done && s->comm) {
         nccl->abort(s->comm);
         s->comm = NULL;
     }
-    if (m->event && !in_flight) nccl->event_free(m->event);
-    if (!m->exchange.finished && m->exchange.request) return; /* the bootstrap may write */
-    if (!in_flight) ct__free_mem(m);
+    if (m->event) nccl->event_free(m->event);
+    if (!m->exchange.finished) return;
+    ct__free_mem(m);
 }
 
 static void nccl_destroy(ct_comm *comm, bool clean) {
