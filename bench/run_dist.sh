@@ -6,6 +6,7 @@
 #   1r2t  one process, two OpenMP threads
 #   2r1t  mpirun -np 2, one thread per rank (the MPI engine)
 #   2d1t  --devices cpu:0,cpu:1 in one process (the threads engine, one core each)
+#   2r    mpirun -np 2 with OMP_NUM_THREADS unset (each rank takes its share of the cores)
 # and, for each run, samples/s, the test accuracy, and from the summary the time the
 # gradient all-reduces took, the part hidden behind backward, and the time waited for them.
 # The ratios to 1r1t are printed at the end, with their range over the repeats.
@@ -58,6 +59,8 @@ for r in $(seq "$repeats"); do
             -x OMP_WAIT_POLICY "$build/ctensor" train $args ;;
         1r2t) one 1r2t env OMP_NUM_THREADS=2 "$build/ctensor" train $args ;;
         2d1t) one 2d1t env OMP_NUM_THREADS=2 "$build/ctensor" train $args --devices cpu:0,cpu:1 ;;
+        2r) one 2r env -u OMP_NUM_THREADS mpirun --oversubscribe --bind-to none -np 2 \
+            -x OMP_WAIT_POLICY "$build/ctensor" train $args ;;
         esac
     done
 done
@@ -65,10 +68,10 @@ echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$tmp" <<'EOF'
 import json, os, sys
 runs = {n: [json.loads(l)["samples_per_second"] for l in open(os.path.join(sys.argv[1], n))]
-        for n in ("1r1t", "1r2t", "2r1t", "2d1t") if os.path.exists(os.path.join(sys.argv[1], n))}
+        for n in ("1r1t", "1r2t", "2r1t", "2d1t", "2r") if os.path.exists(os.path.join(sys.argv[1], n))}
 if "1r1t" not in runs:
     sys.exit(0)
-for n in [n for n in ("1r2t", "2r1t", "2d1t") if n in runs]:
+for n in [n for n in ("1r2t", "2r1t", "2d1t", "2r") if n in runs]:
     ratios = [a / b for a, b in zip(runs[n], runs["1r1t"])]
     print("%s / 1r1t: %.2f-%.2fx (per repeat: %s)" % (n, min(ratios), max(ratios),
           ", ".join("%.2f" % x for x in ratios)))

@@ -29,7 +29,7 @@ finish() {
 }
 
 if ! command -v mpirun >/dev/null 2>&1; then
-    for name in collectives mismatch buckets_in_flight stopped_rank train_same_model resume_other_world_size \
+    for name in collectives mismatch buckets_in_flight stopped_rank train_same_model resume_other_world_size batch_size_auto_2_ranks batch_size_auto_none_fits \
         stopped_rank_train killed_rank two_machines; do
         skip "test_dist_mpi_$name" "mpirun not found (install openmpi-bin, or run make deps)"
     done
@@ -157,6 +157,30 @@ if [ "$resumed$code" = 00 ] && same "$work/mlp-whole.safetensors" "$work/mlp-res
     "$work/mlp-whole.json" "$work/mlp-resumed.json"
 then pass "test_dist_mpi_resume_other_world_size ($(cat "$out"))"
 else fail test_dist_mpi_resume_other_world_size "exits $resumed $code, or the models differ"; fi
+
+# --batch-size auto with ranks: each rank finds the largest local batch that fits its memory
+# limit (a limit per process, under which one process alone fits a batch below the cap),
+# the ranks agree on the smallest, and the global batch is the world size times it; and
+# --devices cpu:0,cpu:1 with auto runs.
+auto="--dataset $work/data --epochs 1 --model cnn --batch-size auto --limit 512 --json"
+run timeout 300 env CT_MEMORY_LIMIT=cpu=16MiB "$ctensor" train $auto
+alone=$(sed -n 's/.*"batch_size": \([0-9]*\).*/\1/p' "$out")
+run timeout 300 $mpi -x CT_MEMORY_LIMIT=cpu=16MiB -np 2 "$ctensor" train $auto
+ranks=$(sed -n 's/.*"batch_size": \([0-9]*\).*/\1/p' "$out")
+if [ "$code" = 0 ] && [ -n "$ranks" ] && [ -n "$alone" ] && [ "$alone" -lt 256 ] &&
+    [ "$ranks" = $((2 * alone)) ]
+then pass "test_dist_mpi_batch_size_auto_2_ranks (global $ranks, alone $alone)"
+else fail test_dist_mpi_batch_size_auto_2_ranks "exit $code, batch \"$ranks\" (alone \"$alone\")"; fi
+run timeout 300 $mpi -x CT_MEMORY_LIMIT=cpu=8MiB -np 2 "$ctensor" train $auto
+if [ "$code" != 0 ] && grep -q "not even a batch of 1 per rank fits" "$err"
+then pass test_dist_mpi_batch_size_auto_none_fits
+else fail test_dist_mpi_batch_size_auto_none_fits "exit $code"; fi
+run timeout 300 "$ctensor" train $auto --devices cpu:0,cpu:1
+devices=$(sed -n 's/.*"batch_size": \([0-9]*\).*/\1/p' "$out")
+if [ "$code" = 0 ] && [ -n "$devices" ] && [ $((devices % 2)) = 0 ] && [ "$devices" -ge 2 ] &&
+    [ "$devices" -le 512 ]
+then pass "test_dist_batch_size_auto_2_devices (global $devices)"
+else fail test_dist_batch_size_auto_2_devices "exit $code, batch \"$devices\""; fi
 
 # ---- a rank stopped or killed while training ----
 # The pid of rank 1 of the run marked $1 (Open MPI puts the rank in each rank's environment).

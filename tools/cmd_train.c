@@ -299,11 +299,12 @@ static bool step_fits(trainer *t, int64_t b, ct_status *status) {
     return ok;
 }
 
-/* The largest power-of-two batch up to 4096 (and the training set) that fits. */
-static ct_status auto_batch(trainer *t, int64_t *batch) {
-    int64_t n = ct_size(t->data.train_images, 0), b = 4096;
-    while (b > 1 && b > n) b /= 2;
-    for (; b >= 1; b /= 2) {
+/* The largest power-of-two batch up to `cap` that fits on this replica's device; 0 when not
+ * even 1 does. */
+static ct_status local_batch(trainer *t, int64_t cap, int64_t *batch) {
+    int64_t b = 4096;
+    while (b > 1 && b > cap) b /= 2;
+    for (*batch = 0; b >= 1; b /= 2) {
         ct_status status;
         if (step_fits(t, b, &status)) {
             *batch = b;
@@ -312,7 +313,43 @@ static ct_status auto_batch(trainer *t, int64_t *batch) {
         if (status != CT_OK) return status;
         ct_empty_cache(t->o->device);
     }
-    fprintf(stderr, "ctensor train: out of memory: not even a batch of 1 fits on the device\n");
+    return CT_OK;
+}
+
+/* The smallest of every rank's batch: an all-gather, in which every rank takes part even
+ * when its own search failed (its batch is 0 then). */
+static ct_status agree_batch(ct_comm *comm, int64_t *batch) {
+    int64_t one = 1;
+    double smallest = 0;
+    ct_scope_begin();
+    ct_tensor *all = ct_comm_all_gather(comm, ct_from_data(batch, 1, &one, CT_I64, CT_CPU));
+    ct_status status = ct_item(ct_min(all, 0, NULL, false), &smallest);
+    ct_scope_end();
+    if (status == CT_OK) *batch = (int64_t)smallest;
+    return status;
+}
+
+/* The largest power-of-two batch up to 4096 (and the training set) that fits; with ranks,
+ * the global batch: the world size times the largest local batch that fits on every rank's
+ * device (each rank searches its own, then they agree on the smallest). */
+static ct_status auto_batch(trainer *t, int64_t *batch) {
+    int world = ct_comm_size(t->o->comm);
+    int64_t n = ct_size(t->data.train_images, 0), cap = (n < 4096 ? n : 4096) / world;
+    ct_status status = local_batch(t, cap > 0 ? cap : 1, batch);
+    int64_t mine = status == CT_OK ? *batch : 0;
+    if (world > 1) {
+        *batch = mine;
+        ct_status agreed = agree_batch(t->o->comm, batch);
+        if (status == CT_OK) status = agreed;
+        if (status != CT_OK) return status;
+        *batch *= world;
+    }
+    if (status != CT_OK) return status;
+    if (*batch > 0) return CT_OK;
+    fprintf(stderr, "ctensor train: out of memory: not even a batch of 1 %s\n",
+            world == 1 ? "fits on the device"
+            : mine     ? "per rank fits on another rank's device"
+                       : "per rank fits on this rank's device");
     return CT_ERR_OUT_OF_MEMORY;
 }
 

@@ -5,6 +5,10 @@
  * its summary adds the world, the engine and the time spent in collectives. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "cli_impl.h"
 #include "train_impl.h"
@@ -71,21 +75,11 @@ static int run_one(int rank, ct_comm *comm, ct_device device, void *user) {
     return train_replica(&o, &r->summaries[rank]);
 }
 
-static int check_batch(const train_options *o, int world) {
-    if (o->batch_size != 0) return 0;
-    fprintf(stderr,
-            "ctensor train: --batch-size auto: not with data parallelism (%d ranks); "
-            "give the global batch\n",
-            world);
-    return 2;
-}
-
 /* --devices: the threads engine. */
 static int run_threads(train_options *o) {
     ct_device devices[MAX_DEVICES];
     int n = parse_devices(o->devices, devices);
     if (n == 0) return 2;
-    if (check_batch(o, n)) return 2;
     if (configure_devices(devices, n) != CT_OK) {
         fprintf(stderr, "ctensor train: --devices: %s\n", ct_last_error());
         return 1;
@@ -107,13 +101,25 @@ static int run_threads(train_options *o) {
     return rc < 0 ? 1 : rc;
 }
 
+/* Several ranks on one machine, OMP_NUM_THREADS unset: each takes its share of the cores
+ * (at least one), as the threads engine's replicas do, rather than every rank starting a
+ * thread per core and the ranks' threads taking the cores from each other. */
+static void share_cores(void) {
+    const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    long ranks = local ? strtol(local, NULL, 10) : 1, cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (getenv("OMP_NUM_THREADS") || ranks <= 1 || cores < 1) return;
+#ifdef _OPENMP
+    omp_set_num_threads(cores / ranks > 1 ? (int)(cores / ranks) : 1);
+#endif
+}
+
 /* Under mpirun: this process is one rank of the world. */
 static int run_mpi(train_options *o, ct_comm *world) {
-    if (check_batch(o, ct_comm_size(world))) return 2;
     if (ct_device_check(o->device) != CT_OK) {
         fprintf(stderr, "ctensor train: --device: %s\n", ct_last_error());
         return 1;
     }
+    share_cores();
     int rank = ct_comm_rank(world);
     train_options mine = *o;
     mine.comm = world;

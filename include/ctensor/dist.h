@@ -14,7 +14,9 @@
  * thread of one process, MirroredStrategy's case; ct_comm_threads, ct_comm_spawn) and "mpi"
  * (ct_comm_world in a process started by mpirun; the plugin libctensor_mpi.so, loaded only
  * then, so that the core runs where no MPI is installed). Tensors may be on any device; the
- * engines move data through host memory. A ct_comm is used by one thread at a time. */
+ * engines move data through host memory. "nccl" (ct_comm_nccl: CUDA tensors on one device
+ * per rank, the plugin libctensor_nccl.so over NCCL, bootstrapped by another communicator)
+ * works on the tensors' device memory instead. A ct_comm is used by one thread at a time. */
 #ifndef CTENSOR_DIST_H
 #define CTENSOR_DIST_H
 
@@ -42,6 +44,18 @@ CT_API ct_comm *ct_comm_world(void);
 /* `size` ranks of the threads engine in this process: comms[r] is rank r, to be used by one
  * thread each. Free each with ct_comm_free. CT_ERR_INVALID_ARG for size outside 1..64. */
 CT_API ct_status ct_comm_threads(int size, ct_comm **comms);
+/* The NCCL engine: this process's rank of bootstrap (the MPI world, whose rank 0 sends its
+ * ncclUniqueId to the others; NULL: a world of one) on the CUDA device `device`, which
+ * every tensor of its collectives must be on, contiguous (CT_ERR_DEVICE_MISMATCH
+ * otherwise). Collectives run on the plugin's stream after the work already queued on the
+ * device; the fingerprints travel over bootstrap, which must outlive the result. Each collective's
+ * deadline is bootstrap's timeout; on expiry, or on an asynchronous NCCL error
+ * (ncclCommGetAsyncError), the NCCL communicator is aborted (ncclCommAbort) and CT_ERR_COMM names
+ * the collective. NULL with CT_ERR_DEVICE_MISMATCH for a device that is not CUDA,
+ * CT_ERR_DEVICE_UNAVAILABLE when the plugin or libnccl.so.2 cannot be loaded (CT_NCCL_PLUGIN names
+ * another plugin path), CT_ERR_COMM when NCCL fails to start or its start passes the deadline. NCCL
+ * refuses two ranks on one GPU. */
+CT_API ct_comm *ct_comm_nccl(ct_comm *bootstrap, ct_device device);
 /* Free a rank (NULL is ignored). Freeing the MPI world finalises MPI unless a collective
  * was left in flight by a timeout or an MPI error (MPI_Finalize would wait for the lost
  * ranks then). */
@@ -51,7 +65,7 @@ CT_API int ct_comm_rank(const ct_comm *comm);
 CT_API int ct_comm_size(const ct_comm *comm);
 /* The rank among those on the same machine (MPI: OMPI_COMM_WORLD_LOCAL_RANK). */
 CT_API int ct_comm_local_rank(const ct_comm *comm);
-/* "self", "threads" or "mpi". */
+/* "self", "threads", "mpi" or "nccl". */
 CT_API const char *ct_comm_engine(const ct_comm *comm);
 
 /* The deadline of each collective, in seconds (> 0; CT_ERR_INVALID_ARG otherwise). */

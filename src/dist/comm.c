@@ -279,13 +279,37 @@ static void describe_tensor(const ct_tensor *t, char *buf, size_t size) {
     if (n > 0 && (size_t)n < size) snprintf(buf + n, size - (size_t)n, ")");
 }
 
+/* A device engine (NCCL) works on t's own memory: t must be contiguous on the engine's
+ * device, and the work queued before the collective must have ended. */
+static ct_status device_ready(const char *op, const ct_comm *comm, const ct_tensor *t) {
+    ct_device want = ct__comm_nccl_device(comm);
+    if (!ct_device_equal(t->storage->device, want) || !t->contiguous) {
+        char have[32], need[32];
+        return ct__error(CT_ERR_DEVICE_MISMATCH,
+                         "%s: the NCCL engine's tensors are contiguous tensors on %s, got a%s "
+                         "tensor on %s; ct_to or ct_contiguous it first",
+                         op, ct_device_str(want, need, sizeof need),
+                         t->contiguous ? "" : " non-contiguous",
+                         ct_device_str(t->storage->device, have, sizeof have));
+    }
+    return ct_synchronize(want);
+}
+
 static ct_status in_place(const char *op, ct_comm *comm, ct_tensor *t, ct__coll coll) {
     ct_status status = check_tensor(op, comm, t);
     if (status != CT_OK) return status;
+    char what[128];
+    if (comm->engine->device_buffers) {
+        if ((status = device_ready(op, comm, t)) != CT_OK) return status;
+        describe_tensor(t, what, sizeof what);
+        coll.dtype = t->dtype, coll.count = t->numel, coll.buf = ct__data(t), coll.what = what;
+        status = ct__comm_run(comm, &coll);
+        if (status == CT_OK) ct__storage_written(t);
+        return status;
+    }
     bool copied;
     void *buf = host_view(t, &copied);
     if (!buf) return ct_last_status();
-    char what[128];
     describe_tensor(t, what, sizeof what);
     coll.dtype = t->dtype, coll.count = t->numel, coll.buf = buf, coll.what = what;
     return host_commit(t, buf, copied, ct__comm_run(comm, &coll));
@@ -309,6 +333,27 @@ ct_status ct_comm_broadcast(ct_comm *comm, ct_tensor *t, int root) {
                     (ct__coll){.kind = CT__COLL_BROADCAST, .root = root});
 }
 
+/* All-gather on a device engine: into a new tensor on the engine's device. */
+static ct_tensor *device_all_gather(ct_comm *comm, const ct_tensor *t, const int64_t *shape) {
+    if (device_ready("ct_comm_all_gather", comm, t) != CT_OK) return NULL;
+    ct_tensor *out = ct_empty(t->ndim + 1, shape, t->dtype, t->storage->device);
+    if (!out) return NULL;
+    char what[128];
+    describe_tensor(t, what, sizeof what);
+    ct__coll coll = {.kind = CT__COLL_ALL_GATHER,
+                     .dtype = t->dtype,
+                     .count = t->numel,
+                     .buf = ct__data(t),
+                     .out = ct__data(out),
+                     .what = what};
+    if (ct__comm_run(comm, &coll) != CT_OK) {
+        ct_release(out);
+        return NULL;
+    }
+    ct__storage_written(out);
+    return out;
+}
+
 ct_tensor *ct_comm_all_gather(ct_comm *comm, const ct_tensor *t) {
     const char *op = "ct_comm_all_gather";
     if (check_tensor(op, comm, t) != CT_OK) return NULL;
@@ -320,6 +365,7 @@ ct_tensor *ct_comm_all_gather(ct_comm *comm, const ct_tensor *t) {
     int64_t shape[CT_MAX_DIMS];
     shape[0] = comm->size;
     memcpy(shape + 1, t->shape, (size_t)t->ndim * sizeof *shape);
+    if (comm->engine->device_buffers) return device_all_gather(comm, t, shape);
     ct_tensor *out = ct__host_tensor_new(t->dtype, t->ndim + 1, shape);
     bool copied;
     void *buf = out ? host_view(t, &copied) : NULL;

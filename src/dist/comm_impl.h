@@ -51,6 +51,8 @@ typedef struct ct__coll {
 
 typedef struct ct__comm_engine {
     const char *name;
+    /* Buffers are the tensors' own device memory, not host copies (NCCL). */
+    bool device_buffers;
     /* Begin coll (its fingerprint first, where the engine exchanges one); may end it. */
     ct_status (*start)(ct_comm *comm, ct__coll *coll);
     /* Advance coll; set coll->done once it has ended. */
@@ -105,6 +107,8 @@ double ct__comm_now(void);
 extern const ct__comm_engine ct__comm_self_engine;
 /* The MPI world (comm_mpi.c): NULL with the error when the plugin cannot start. */
 ct_comm *ct__comm_mpi_world(void);
+/* The NCCL engine's device (comm_nccl.c): tensors of its collectives must be on it. */
+ct_device ct__comm_nccl_device(const ct_comm *comm);
 /* Whether this process was started by an MPI launcher (the environment it sets). */
 bool ct__comm_under_mpirun(void);
 

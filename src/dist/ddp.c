@@ -5,7 +5,10 @@
  * goes on. Each gradient enters its bucket scaled by local/global samples, so the sum over
  * ranks is the mean over the global batch, an uneven last batch included. Buckets start in
  * order on every rank (collectives must match), and in-flight ones are polled from the hook
- * so that MPI progresses them during backward. */
+ * so that MPI progresses them during backward. With an engine that works on device memory
+ * (NCCL) a bucket is packed on the host as for the others, then copied to a device twin that
+ * the engine reduces, and copied back: correct, but two transfers per bucket more than
+ * packing on the device would take. */
 #include <stdio.h>
 #include <string.h>
 
@@ -22,6 +25,7 @@ typedef struct bucket {
     int first, count; /* parameters [first, first + count) of the reversed list */
     int64_t elements;
     float *buf;
+    ct_tensor *dev; /* a device engine's (NCCL) copy of buf, on the engine's device */
     int ready;
     bool launched, synchronous;
     double launched_at, ended_at;
@@ -55,6 +59,16 @@ static void mark_ended(bucket *b) {
     if (b->coll.done && b->ended_at == 0) b->ended_at = ct__comm_now();
 }
 
+/* A device engine's bucket travels from its device copy: buf there first, with the copy
+ * ended before the engine's own stream reads it. */
+static ct_status to_device(bucket *b) {
+    if (!b->dev) return CT_OK;
+    ct_device device = b->dev->storage->device;
+    ct_status status = ct__transfer(&device, ct__data(b->dev), NULL, b->buf,
+                                    (size_t)b->elements * sizeof(float), false, "ct_ddp_backward");
+    return status == CT_OK ? ct_synchronize(device) : status;
+}
+
 /* Start the buckets that are full, in order; poll those in flight. */
 static ct_status progress(ct_ddp *d) {
     while (d->next_launch < d->nbuckets && d->failure == CT_OK) {
@@ -64,10 +78,11 @@ static ct_status progress(ct_ddp *d) {
                              .dtype = CT_F32,
                              .count = b->elements,
                              .op = CT_COMM_SUM,
-                             .buf = b->buf,
+                             .buf = b->dev ? (void *)ct__data(b->dev) : b->buf,
                              .what = b->what};
         b->launched_at = ct__comm_now();
         b->launched = true;
+        if (note_failure(d, to_device(b)) != CT_OK) break;
         note_failure(d, ct__comm_start(d->comm, &b->coll));
         b->synchronous = b->coll.done;
         mark_ended(b);
@@ -131,6 +146,15 @@ static void on_grad_ready(ct_tensor *leaf, void *user) {
 
 /* The reduced bucket values back into each parameter's gradient. */
 static ct_status unpack(ct_ddp *d) {
+    for (int i = 0; i < d->nbuckets; i++) {
+        bucket *b = &d->buckets[i];
+        if (!b->dev) continue;
+        ct_device device = b->dev->storage->device;
+        ct_status status =
+            ct__transfer(NULL, b->buf, &device, ct__data(b->dev),
+                         (size_t)b->elements * sizeof(float), false, "ct_ddp_backward");
+        if (status != CT_OK) return status;
+    }
     for (int i = 0; i < d->nparams; i++) {
         ct_tensor *p = d->params[i];
         const float *src = d->buckets[d->bucket_of[i]].buf + d->offset[i];
@@ -259,6 +283,11 @@ static ct_status make_buckets(ct_ddp *d, size_t first_cap, size_t cap) {
         snprintf(b->what, sizeof b->what, "gradient bucket %d of %d", i, d->nbuckets);
         b->buf = ct__malloc((size_t)(b->elements ? b->elements : 1) * sizeof(float));
         if (!b->buf) return ct__error(CT_ERR_OUT_OF_MEMORY, "ct_ddp_new: out of host memory");
+        if (d->comm->engine->device_buffers) {
+            int64_t length = b->elements ? b->elements : 1;
+            b->dev = ct_empty(1, &length, CT_F32, ct__comm_nccl_device(d->comm));
+            if (!b->dev) return ct_last_status();
+        }
     }
     d->stats.buckets = d->nbuckets;
     return CT_OK;
@@ -329,7 +358,10 @@ void ct_ddp_free(ct_ddp *d) {
     if (!d) return;
     /* A bucket whose collective never ended may still be written by MPI: leak it. */
     for (int i = 0; d->buckets && i < d->nbuckets; i++)
-        if (!d->buckets[i].launched || d->buckets[i].coll.finished) ct__free_mem(d->buckets[i].buf);
+        if (!d->buckets[i].launched || d->buckets[i].coll.finished) {
+            ct__free_mem(d->buckets[i].buf);
+            ct_release(d->buckets[i].dev);
+        }
     ct__free_mem(d->buckets);
     ct__free_mem(d->params);
     ct__free_mem(d->bucket_of);
