@@ -7,8 +7,8 @@
 #include "ct_gradcheck.h"
 #include "ct_ref.h"
 
-static const ct_dtype all_dtypes[] = {CT_F32, CT_F64, CT_F16, CT_BF16,
-                                      CT_I32, CT_I64, CT_U8,  CT_BOOL};
+static const ct_dtype all_dtypes[] = {CT_F32,  CT_F64, CT_F16, CT_BF16, CT_I32, CT_I64, CT_U8,
+                                      CT_BOOL, CT_I8,  CT_I16, CT_U16,  CT_U32, CT_U64};
 #define NDTYPES ((int)(sizeof all_dtypes / sizeof all_dtypes[0]))
 
 /* Small values with ties and zeros (and NaN at every 9th for floats when nan). */
@@ -17,7 +17,7 @@ static void small_values(double *v, int64_t n, ct_dtype dtype, uint64_t seed, bo
     for (int64_t i = 0; i < n; i++) {
         v[i] = floor(v[i]);
         if (dtype == CT_BOOL) v[i] = v[i] > 0;
-        if (dtype == CT_U8) v[i] = fabs(v[i]);
+        if (ct_dtype_is_unsigned(dtype)) v[i] = fabs(v[i]);
         if (nan && ct_dtype_is_floating(dtype) && i % 9 == 4) v[i] = NAN;
     }
 }

@@ -8,8 +8,8 @@
 #include "ct_gradcheck.h"
 #include "ct_ref.h"
 
-static const ct_dtype all_dtypes[] = {CT_F32, CT_F64, CT_F16, CT_BF16,
-                                      CT_I32, CT_I64, CT_U8,  CT_BOOL};
+static const ct_dtype all_dtypes[] = {CT_F32,  CT_F64, CT_F16, CT_BF16, CT_I32, CT_I64, CT_U8,
+                                      CT_BOOL, CT_I8,  CT_I16, CT_U16,  CT_U32, CT_U64};
 #define NDTYPES ((int)(sizeof all_dtypes / sizeof all_dtypes[0]))
 
 /* n values of dtype with many ties (a small range), and for floats NaN and -0.0 among them. */
@@ -18,7 +18,7 @@ static void tie_values(double *v, int64_t n, ct_dtype dtype, uint64_t seed) {
     for (int64_t i = 0; i < n; i++) {
         v[i] = floor(v[i]);
         if (dtype == CT_BOOL) v[i] = v[i] > 0;
-        if (dtype == CT_U8) v[i] = fabs(v[i]);
+        if (ct_dtype_is_unsigned(dtype)) v[i] = fabs(v[i]);
         if (ct_dtype_is_floating(dtype) && i % 7 == 3) v[i] = NAN;
         if (ct_dtype_is_floating(dtype) && i % 5 == 1) v[i] = -0.0;
     }
@@ -157,7 +157,9 @@ DEVICE_TEST(test_cumulative_sum_every_dtype_axis_and_initial) {
             if (isnan(x_values[i])) x_values[i] = 1.0;
             x_values[i] = ref_round(x_values[i], dtype);
         }
-        ct_dtype want = ct_dtype_is_floating(dtype) ? dtype : CT_I64;
+        ct_dtype want = ct_dtype_is_floating(dtype)   ? dtype
+                        : ct_dtype_is_unsigned(dtype) ? CT_U64
+                                                      : CT_I64;
         for (int axis = 0; axis < 3; axis++) {
             for (int initial = 0; initial < 2; initial++) {
                 bool odd = (axis + initial + t) % 2;

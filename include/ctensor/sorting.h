@@ -23,8 +23,8 @@ CT_API ct_tensor *ct_argsort(const ct_tensor *x, int axis, bool descending);
 /* x sorted along axis (the order of ct_argsort), differentiable. */
 CT_API ct_tensor *ct_sort(const ct_tensor *x, int axis, bool descending);
 
-/* For ct_cumulative_sum's dtype: the standard's default (x's dtype for floats, CT_I64 for
- * integers and bool). */
+/* For ct_cumulative_sum's dtype: the standard's default (x's dtype for floats, CT_U64 for
+ * unsigned integers, CT_I64 for signed integers and bool), as ct_sum's. */
 #define CT_CUMSUM_DEFAULT_DTYPE ((ct_dtype)-1)
 /* Running sums along axis in dtype (floats summed in float64, integers in int64, wrapping);
  * with include_initial the result starts with a 0 (one more element on axis).

@@ -104,7 +104,7 @@ static ct_status cumsum_backward(ct__node *node, const ct_tensor *g, ct_tensor *
 
 static ct_dtype cumsum_dtype(ct_dtype x, ct_dtype asked) {
     if (asked != CT_CUMSUM_DEFAULT_DTYPE) return asked;
-    return ct__is_float(x) ? x : CT_I64;
+    return ct__is_float(x) ? x : ct__is_unsigned(x) ? CT_U64 : CT_I64;
 }
 
 ct_tensor *ct_cumulative_sum(const ct_tensor *x, int axis, ct_dtype dtype, bool include_initial) {

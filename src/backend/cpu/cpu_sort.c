@@ -1,7 +1,7 @@
 /* CPU sorting and scanning kernels (contract in backend_impl.h, ct__sort_args): a stable
  * merge sort of each row's positions by its keys (read once as float64 or int64, exact for
- * every dtype), and the running sum of each row. Rows are split over the threads when
- * there are enough of them. */
+ * every dtype; uint64 biased so that signed order is its order), and the running sum of each row.
+ * Rows are split over the threads when there are enough of them. */
 #include <math.h>
 #include <omp.h>
 #include <stdatomic.h>
@@ -55,7 +55,7 @@ static void sort_row(const ct__sort_args *a, int64_t r, void *keys, int64_t *tmp
         if (is_float)
             ((double *)keys)[i] = ct__load_f64(p, a->dtype);
         else
-            ((int64_t *)keys)[i] = ct__load_i64(p, a->dtype);
+            ((int64_t *)keys)[i] = ct__load_i64(p, a->dtype) ^ ct__order_bias(a->dtype);
         idx[i] = i;
     }
     if (is_float)

@@ -101,6 +101,19 @@ cudaError_t radix_by_dtype(ct_dtype dtype, void *temp, size_t &bytes, const char
         return radix<int32_t>(temp, bytes, keys, keys_out, pos, pos_out, total, rows, off, desc, s);
     case CT_I64:
         return radix<int64_t>(temp, bytes, keys, keys_out, pos, pos_out, total, rows, off, desc, s);
+    case CT_I8:
+        return radix<int8_t>(temp, bytes, keys, keys_out, pos, pos_out, total, rows, off, desc, s);
+    case CT_I16:
+        return radix<int16_t>(temp, bytes, keys, keys_out, pos, pos_out, total, rows, off, desc, s);
+    case CT_U16:
+        return radix<uint16_t>(temp, bytes, keys, keys_out, pos, pos_out, total, rows, off, desc,
+                               s);
+    case CT_U32:
+        return radix<uint32_t>(temp, bytes, keys, keys_out, pos, pos_out, total, rows, off, desc,
+                               s);
+    case CT_U64:
+        return radix<uint64_t>(temp, bytes, keys, keys_out, pos, pos_out, total, rows, off, desc,
+                               s);
     case CT_U8:
     case CT_BOOL:
         return radix<uint8_t>(temp, bytes, keys, keys_out, pos, pos_out, total, rows, off, desc, s);
