@@ -21,12 +21,17 @@ class autocast:
         self.device_type, self.dtype, self.enabled = device_type, dtype, enabled
 
     def __enter__(self):
-        _ctensor._autocast_push(self.device_type,
-                                self.dtype if self.enabled else _ctensor.float32)
+        # Disabled outside any region changes nothing: no region is opened then.
+        self._pushed = self.enabled or _ctensor.get_autocast_dtype(self.device_type) != \
+            _ctensor.float32
+        if self._pushed:
+            _ctensor._autocast_push(self.device_type,
+                                    self.dtype if self.enabled else _ctensor.float32)
         return self
 
     def __exit__(self, *exc):
-        _ctensor._autocast_pop()
+        if self._pushed:
+            _ctensor._autocast_pop()
         return False
 
     def __call__(self, fn):
