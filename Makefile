@@ -6,7 +6,7 @@ CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
 
 .PHONY: all build deps test demo bench bench-step bench-train bench-loader bench-dist sanitize install clean \
-	format format-check python-install bench-python
+	format format-check python-install bench-python bench-python-train
 
 all: build
 
@@ -77,6 +77,11 @@ python-install: deps
 bench-python: deps
 	@$(MAKE) --no-print-directory build
 	PYTHONPATH=$(BUILD)/python OMP_WAIT_POLICY=passive .venv/bin/python3 bench/bench_python.py
+
+# The CNN's training loop from Python against `ctensor train` and PyTorch's, interleaved.
+bench-python-train: deps
+	@$(MAKE) --no-print-directory build
+	@bench/run_python_train.sh $(BUILD)
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h' '*.cu' '*.cuh')

@@ -532,6 +532,7 @@ TEST(test_memory_fault_injection_fails_cleanly) {
         bool pending = failure_still_pending(n);
         ct__malloc_fail_after(0, 0);
         CHECK(ct__live_tensors() == live);
+        CHECK(ct_live_tensor_count() == live); /* the public count is the same */
         CHECK(ct_scope_depth() == 0);
         CHECK(cpu_stats().allocated == base.allocated); /* no storage left behind */
         if (pending) {

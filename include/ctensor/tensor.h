@@ -87,6 +87,9 @@ CT_API ct_status ct_scope_end(void);
  * when the enclosing scope cannot grow (t then stays in the current scope). */
 CT_API ct_tensor *ct_keep(ct_tensor *t);
 CT_API int ct_scope_depth(void);
+/* Tensors alive in the process (made and not yet freed, views included): what a loop that
+ * leaks nothing leaves where it found it. */
+CT_API int64_t ct_live_tensor_count(void);
 
 /* ---- host access ---- */
 

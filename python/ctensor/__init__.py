@@ -52,3 +52,9 @@ class _Info:
 def __array_namespace_info__():
     """The array API's inspection object for this namespace."""
     return _Info()
+
+# Training (python/ctensor/{autograd,nn,optim,data,checkpoint}.py over the C library).
+from ctensor.autograd import enable_grad, no_grad  # noqa: E402,F401
+from ctensor.checkpoint import load, save  # noqa: E402,F401
+from ctensor import amp, data, distributed, nn, optim  # noqa: E402,F401
+from ctensor.amp import autocast  # noqa: E402,F401

@@ -121,4 +121,18 @@ PyObject *ctpy_unary(PyObject *x, ctpy_unary_fn fn);
 const void *ctpy_find_binary(const char *name, ctpy_scalar_fn *scalar_fn);
 ctpy_unary_fn ctpy_find_unary(const char *name);
 
+/* ---- training (issue 20): each adds its functions and types to the module ---- */
+int ctpy_autograd_init(PyObject *module);   /* autograd.c: Tensor.grad, backward, no_grad */
+int ctpy_nn_init(PyObject *module);         /* nn.c, nn_functional.c */
+int ctpy_optim_init(PyObject *module);      /* optim.c */
+int ctpy_data_init(PyObject *module);       /* data.c */
+int ctpy_checkpoint_init(PyObject *module); /* checkpoint.c */
+int ctpy_amp_init(PyObject *module);        /* amp.c: autocast, the loss scaler */
+int ctpy_dist_init(PyObject *module);       /* dist.c: the communicator */
+/* The tensors of a sequence into a new array (PyMem_Free it), their count in *n; NULL with
+ * an exception (optim.c). */
+ct_tensor **ctpy_tensor_array(PyObject *seq, int *n);
+/* The C optimiser of an optim.c handle; NULL with TypeError for another object. */
+ct_optimizer *ctpy_optimizer_of(PyObject *o);
+
 #endif

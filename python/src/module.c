@@ -73,6 +73,13 @@ PyMODINIT_FUNC PyInit__ctensor(void) {
               ctpy_operators_init(m) == 0;
     for (size_t i = 0; ok && i < sizeof tables / sizeof tables[0]; i++)
         ok = add_functions(m, tables[i]) == 0;
+    ok = ok && ctpy_autograd_init(m) == 0;
+    ok = ok && ctpy_nn_init(m) == 0;
+    ok = ok && ctpy_optim_init(m) == 0;
+    ok = ok && ctpy_data_init(m) == 0;
+    ok = ok && ctpy_checkpoint_init(m) == 0;
+    ok = ok && ctpy_amp_init(m) == 0;
+    ok = ok && ctpy_dist_init(m) == 0;
     ok = ok && add_aliases(m) == 0 &&
          PyModule_AddStringConstant(m, "__array_api_version__", "2023.12") == 0;
     if (!ok) Py_CLEAR(m);

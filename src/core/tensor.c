@@ -11,6 +11,8 @@ static atomic_long live_tensors;
 
 long ct__live_tensors(void) { return atomic_load(&live_tensors); }
 
+int64_t ct_live_tensor_count(void) { return (int64_t)atomic_load(&live_tensors); }
+
 int64_t ct__contiguous_strides(int ndim, const int64_t *shape, int64_t *strides) {
     int64_t stride = 1;
     for (int i = ndim - 1; i >= 0; i--) {

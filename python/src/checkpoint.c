@@ -1,0 +1,63 @@
+/* ct.save / ct.load's C side: a dict of tensors to a safetensors file (written atomically by
+ * the C library) and back, through ct_state_dict; files load with the safetensors package
+ * and PyTorch (safetensors.torch.load_file). */
+#include "ctpy_impl.h"
+
+static PyObject *py_save(PyObject *self, PyObject *args) {
+    PyObject *dict, *path;
+    if (!PyArg_ParseTuple(args, "O!O&:save", &PyDict_Type, &dict, PyUnicode_FSConverter, &path))
+        return NULL;
+    ct_state_dict *sd = ct_state_dict_new();
+    bool ok = sd != NULL;
+    if (!ok) ctpy_raise();
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (ok && PyDict_Next(dict, &pos, &key, &value)) {
+        const char *name = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : NULL;
+        if (!name || !ctpy_is_tensor(value)) {
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_TypeError, "ct.save: %R is not a str -> Tensor entry", key);
+            ok = false;
+        } else {
+            ok = ctpy_check(ct_state_dict_set(sd, name, ctpy_tensor_of(value))) == 0;
+        }
+    }
+    ct_status status = CT_OK;
+    const char *text = PyBytes_AsString(path);
+    if (ok) CTPY_NOGIL(status = ct_safetensors_save(text, sd));
+    ct_state_dict_free(sd);
+    Py_DECREF(path);
+    if (!ok || ctpy_check(status) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_load(PyObject *self, PyObject *args) {
+    PyObject *path;
+    ct_device device = CT_DEFAULT;
+    if (!PyArg_ParseTuple(args, "O&|O&:load", PyUnicode_FSConverter, &path, ctpy_opt_device,
+                          &device))
+        return NULL;
+    ct_state_dict *sd;
+    const char *text = PyBytes_AsString(path);
+    CTPY_NOGIL(sd = ct_safetensors_load(text, device));
+    Py_DECREF(path);
+    if (!sd) return ctpy_raise();
+    PyObject *dict = PyDict_New();
+    for (int i = 0; dict && i < ct_state_dict_size(sd); i++) {
+        PyObject *t = ctpy_wrap(ct_retain(ct_state_dict_tensor_at(sd, i)));
+        if (!t || PyDict_SetItemString(dict, ct_state_dict_name_at(sd, i), t) < 0) Py_CLEAR(dict);
+        Py_XDECREF(t);
+    }
+    ct_state_dict_free(sd);
+    return dict;
+}
+
+static PyMethodDef checkpoint_functions[] = {
+    {"_save", py_save, METH_VARARGS, "_save(dict, path): tensors to a safetensors file."},
+    {"_load", py_load, METH_VARARGS, "_load(path, device=None): a safetensors file as a dict."},
+    {NULL},
+};
+
+int ctpy_checkpoint_init(PyObject *module) {
+    return PyModule_AddFunctions(module, checkpoint_functions);
+}
