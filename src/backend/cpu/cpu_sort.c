@@ -3,8 +3,10 @@
  * every dtype; uint64 biased so that signed order is its order), and the running sum of each row.
  * Rows are split over the threads when there are enough of them. */
 #include <math.h>
-#include <omp.h>
 #include <stdatomic.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "backend/cpu/cpu_impl.h"
 #include "core/dtype_impl.h"
@@ -75,12 +77,13 @@ static bool sort_rows(const ct__sort_args *a, int64_t begin, int64_t end) {
     return ok;
 }
 
-ct_status ct__cpu_argsort(int device, const ct__sort_args *args) {
-    (void)device;
-    if (args->rows == 0 || args->n == 0) return CT_OK;
-    atomic_bool failed = false;
+/* Every row sorted, the rows split over the threads where the policy says it pays; false
+ * when a thread found no scratch memory. */
+static bool sort_all_rows(const ct__sort_args *args) {
+#ifdef _OPENMP
     int threads = args->rows > 1 ? ct__cpu_threads_for_elements(args->rows * args->n) : 1;
     if (threads > 1) {
+        atomic_bool failed = false;
 #pragma omp parallel num_threads(threads)
         {
             int t = omp_get_thread_num(), nt = omp_get_num_threads();
@@ -88,10 +91,16 @@ ct_status ct__cpu_argsort(int device, const ct__sort_args *args) {
             int64_t end = begin + chunk < args->rows ? begin + chunk : args->rows;
             if (begin < end && !sort_rows(args, begin, end)) atomic_store(&failed, true);
         }
-    } else if (!sort_rows(args, 0, args->rows)) {
-        atomic_store(&failed, true);
+        return !atomic_load(&failed);
     }
-    if (!atomic_load(&failed)) return CT_OK;
+#endif
+    return sort_rows(args, 0, args->rows);
+}
+
+ct_status ct__cpu_argsort(int device, const ct__sort_args *args) {
+    (void)device;
+    if (args->rows == 0 || args->n == 0) return CT_OK;
+    if (sort_all_rows(args)) return CT_OK;
     return ct__error(CT_ERR_OUT_OF_MEMORY,
                      "argsort: no host memory for the scratch of rows of "
                      "%lld elements",
