@@ -159,7 +159,7 @@ static inline const char *ct__ew_binary_name(ct__binary_op op) {
 
 /* cond ? a : b through bit masks: GCC keeps a branch for a plain ?: on floats in some
  * contexts (it specialises a constant arm), and a branch stops vectorization. */
-CT_BITS_FN float ct__select_f32(int cond, float a, float b) {
+CT_DTYPE_FN float ct__select_f32(int cond, float a, float b) {
     uint32_t mask = 0u - (uint32_t)cond;
     return ct__bits_f32((ct__f32_bits(a) & mask) | (ct__f32_bits(b) & ~mask));
 }

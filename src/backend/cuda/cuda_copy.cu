@@ -29,13 +29,13 @@ static __global__ void copy_convert(const __grid_constant__ ct__ew_args args, in
         char *dst = args.data[0] + off[0];
         const char *src = args.data[1] + off[1];
         if (route == COPY_TO_F32)
-            *(float *)dst = (float)ct_cuda_load_f64(src, in_dtype);
+            *(float *)dst = (float)ct__load_f64(src, in_dtype);
         else if (route == COPY_VIA_I64)
-            ct_cuda_store_i64(dst, out_dtype, ct_cuda_load_i64(src, in_dtype));
+            ct__store_i64(dst, out_dtype, ct__load_i64(src, in_dtype));
         else if (route == COPY_VIA_U64)
-            ct_cuda_store_u64(dst, out_dtype, ct_cuda_load_u64(src, in_dtype));
+            ct__store_u64(dst, out_dtype, ct__load_u64(src, in_dtype));
         else
-            ct_cuda_store_f64(dst, out_dtype, ct_cuda_load_f64(src, in_dtype));
+            ct__store_f64(dst, out_dtype, ct__load_f64(src, in_dtype));
     }
 }
 

@@ -2,9 +2,9 @@
  * random): element loads and stores of every dtype with the CPU's conversion rules, the
  * compute domains, strided offsets from a linear index, grid-stride loops and launch sizes.
  *
- * The rules are those of core/dtype_impl.h and the CPU's block loads and stores
- * (cpu_ew_block.c), whose helpers are host-only: floats round to nearest even (f16 and bf16
- * from double through an f32 rounded to odd, so they round once), floats to integers
+ * The rules are those of core/dtype_impl.h (whose helpers are device code too) and the CPU's
+ * block loads and stores (cpu_ew_block.c), which are host-only: floats round to nearest even (f16
+ * and bf16 from double through an f32 rounded to odd, so they round once), floats to integers
  * truncate toward zero and saturate (NaN gives 0) and then wrap to the integer's width, bool
  * is v != 0. NaN stays NaN, but its bits may differ from the CPU's: the GPU's arithmetic
  * makes 0x7fffffff where x86 makes 0xffc00000, and f64 NaNs narrow to the canonical NaN.
@@ -87,8 +87,8 @@ CT_EW_DEV void ct_ew_offsets(const ct__ew_args &a, I i, int64_t off[N]) {
     }
 }
 
-/* Scalar conversions and the generic loads and stores (ct_cuda_load_f64, ...) are in
- * cuda_load_impl.cuh, shared with the reduce, gather and matmul kernels. */
+/* Scalar conversions and the generic loads and stores (ct__load_f64, ...) are core/dtype_impl.h's,
+ * shared with the CPU and the other CUDA kernels. */
 
 /* ---- compute domains (ct__cpu_load_* and ct__cpu_store_* of cpu_ew_block.c) ---- */
 
@@ -99,48 +99,48 @@ template <> struct ct_ew_domain<float> {
     static __device__ __forceinline__ float load(const char *p, ct_dtype dtype) {
         switch (dtype) {
         case CT_F32: return *(const float *)p;
-        case CT_F16: return ct_cuda_f16_to_f32(*(const uint16_t *)p);
-        case CT_BF16: return ct_cuda_bf16_to_f32(*(const uint16_t *)p);
+        case CT_F16: return ct__f16_to_f32(*(const uint16_t *)p);
+        case CT_BF16: return ct__bf16_to_f32(*(const uint16_t *)p);
         case CT_I32: return (float)*(const int32_t *)p;
         case CT_U8: return (float)*(const uint8_t *)p;
         case CT_BOOL: return (float)(*(const uint8_t *)p != 0);
-        default: return (float)ct_cuda_load_f64(p, dtype);
+        default: return (float)ct__load_f64(p, dtype);
         }
     }
     static __device__ __forceinline__ void store(char *p, ct_dtype dtype, float v) {
         switch (dtype) {
         case CT_F32: *(float *)p = v; break;
-        case CT_F16: *(uint16_t *)p = ct_cuda_f32_to_f16(v); break;
-        case CT_BF16: *(uint16_t *)p = ct_cuda_f32_to_bf16(v); break;
-        default: ct_cuda_store_f64(p, dtype, v); break;
+        case CT_F16: *(uint16_t *)p = ct__f32_to_f16(v); break;
+        case CT_BF16: *(uint16_t *)p = ct__f32_to_bf16(v); break;
+        default: ct__store_f64(p, dtype, v); break;
         }
     }
 };
 
 template <> struct ct_ew_domain<double> {
     static __device__ __forceinline__ double load(const char *p, ct_dtype dtype) {
-        return ct_cuda_load_f64(p, dtype);
+        return ct__load_f64(p, dtype);
     }
     static __device__ __forceinline__ void store(char *p, ct_dtype dtype, double v) {
-        ct_cuda_store_f64(p, dtype, v);
+        ct__store_f64(p, dtype, v);
     }
 };
 
 template <> struct ct_ew_domain<int64_t> {
     static __device__ __forceinline__ int64_t load(const char *p, ct_dtype dtype) {
-        return ct_cuda_load_i64(p, dtype);
+        return ct__load_i64(p, dtype);
     }
     static __device__ __forceinline__ void store(char *p, ct_dtype dtype, int64_t v) {
-        ct_cuda_store_i64(p, dtype, v);
+        ct__store_i64(p, dtype, v);
     }
 };
 
 template <> struct ct_ew_domain<uint64_t> {
     static __device__ __forceinline__ uint64_t load(const char *p, ct_dtype dtype) {
-        return ct_cuda_load_u64(p, dtype);
+        return ct__load_u64(p, dtype);
     }
     static __device__ __forceinline__ void store(char *p, ct_dtype dtype, uint64_t v) {
-        ct_cuda_store_u64(p, dtype, v);
+        ct__store_u64(p, dtype, v);
     }
 };
 
@@ -154,7 +154,7 @@ template <> struct ct_ew_domain<int32_t> {
         case CT_I8: return *(const int8_t *)p;
         case CT_I16: return *(const int16_t *)p;
         case CT_U16: return *(const uint16_t *)p;
-        default: return (int32_t)(uint32_t)(uint64_t)ct_cuda_load_i64(p, dtype);
+        default: return (int32_t)(uint32_t)(uint64_t)ct__load_i64(p, dtype);
         }
     }
     static __device__ __forceinline__ void store(char *p, ct_dtype dtype, int32_t v) {
@@ -162,7 +162,7 @@ template <> struct ct_ew_domain<int32_t> {
         case CT_I32: *(int32_t *)p = v; break;
         case CT_U8: *(uint8_t *)p = (uint8_t)(uint32_t)v; break;
         case CT_BOOL: *(uint8_t *)p = v != 0; break;
-        default: ct_cuda_store_i64(p, dtype, v); break;
+        default: ct__store_i64(p, dtype, v); break;
         }
     }
 };

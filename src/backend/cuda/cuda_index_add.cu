@@ -51,9 +51,8 @@ NN_DEV void add_element(char *dst, const char *src, ct_dtype dtype) {
     switch (dtype) {
     case CT_F16:
     case CT_BF16:
-        ct_cuda_store_f64(
-            dst, dtype,
-            (double)((float)ct_cuda_load_f64(dst, dtype) + (float)ct_cuda_load_f64(src, dtype)));
+        ct__store_f64(dst, dtype,
+                      (double)((float)ct__load_f64(dst, dtype) + (float)ct__load_f64(src, dtype)));
         break;
     case CT_I32:
     case CT_U32: *(uint32_t *)dst += *(const uint32_t *)src; break;

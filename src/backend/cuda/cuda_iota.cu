@@ -11,7 +11,7 @@ static __global__ void iota_strided(const __grid_constant__ ct__ew_args args, do
         int64_t off[1];
         ct_ew_offsets<1>(args, (I)i, off);
         double v = __dadd_rn(start, __dmul_rn((double)i, step));
-        ct_cuda_store_f64(args.data[0] + off[0], args.dtype[0], v);
+        ct__store_f64(args.data[0] + off[0], args.dtype[0], v);
     }
 }
 

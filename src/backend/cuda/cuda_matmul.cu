@@ -211,14 +211,14 @@ __global__ void __launch_bounds__(ITILE *ITILE) int_matmul_kernel(int_geom g) {
         uint64_t acc = 0;
         for (int64_t p0 = 0; p0 < g.k; p0 += ITILE) {
             int64_t pa = p0 + tx, pb = p0 + ty;
-            ta[ty][tx] = i < g.m && pa < g.k
-                             ? (uint64_t)ct_cuda_load_i64(
-                                   a + (i * g.a_rs + pa * g.a_cs) * g.elem_size, g.dtype)
-                             : 0;
-            tb[ty][tx] = pb < g.k && j < g.n
-                             ? (uint64_t)ct_cuda_load_i64(
-                                   b + (pb * g.b_rs + j * g.b_cs) * g.elem_size, g.dtype)
-                             : 0;
+            ta[ty][tx] =
+                i < g.m && pa < g.k
+                    ? (uint64_t)ct__load_i64(a + (i * g.a_rs + pa * g.a_cs) * g.elem_size, g.dtype)
+                    : 0;
+            tb[ty][tx] =
+                pb < g.k && j < g.n
+                    ? (uint64_t)ct__load_i64(b + (pb * g.b_rs + j * g.b_cs) * g.elem_size, g.dtype)
+                    : 0;
             __syncthreads();
             if (logical)
                 for (int q = 0; q < ITILE; q++) acc |= ta[ty][q] & tb[q][tx];
@@ -227,7 +227,7 @@ __global__ void __launch_bounds__(ITILE *ITILE) int_matmul_kernel(int_geom g) {
             __syncthreads();
         }
         if (i < g.m && j < g.n)
-            ct_cuda_store_i64(g.out + (oo + i * g.out_rs + j) * g.elem_size, g.dtype, (int64_t)acc);
+            ct__store_i64(g.out + (oo + i * g.out_rs + j) * g.elem_size, g.dtype, (int64_t)acc);
     }
 }
 
@@ -450,6 +450,6 @@ extern "C" ct_status ct_cuda_matmul(int device, const ct__matmul_args *args) {
     if (args->m == 0 || args->n == 0 || batch_count(args) == 0) return CT_OK;
     cudaStream_t stream = ct_cuda_stream(device);
     if (!stream) return CT_ERR_BACKEND; // ct_cuda_stream recorded why
-    if (ct_cuda_is_float(args->dtype)) return float_matmul(device, stream, args);
+    if (ct__is_float(args->dtype)) return float_matmul(device, stream, args);
     return int_matmul(device, stream, args);
 }

@@ -23,11 +23,11 @@
 
 // Element i of a floating array of dtype, as double, and back.
 NN_DEV double nn_load(const char *p, int64_t i, ct_dtype dtype) {
-    return ct_cuda_load_f64(p + i * ct_cuda_dtype_size(dtype), dtype);
+    return ct__load_f64(p + i * ct_cuda_dtype_size(dtype), dtype);
 }
 
 NN_DEV void nn_store(char *p, int64_t i, ct_dtype dtype, double v) {
-    ct_cuda_store_f64(p + i * ct_cuda_dtype_size(dtype), dtype, v);
+    ct__store_f64(p + i * ct_cuda_dtype_size(dtype), dtype, v);
 }
 
 // The sum (or maximum) of v over the block, returned to every thread. Every thread of the

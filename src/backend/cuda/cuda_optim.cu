@@ -144,8 +144,8 @@ __global__ void norm_partials(const ct__list_tensor *tensors, const chunk_entry 
         int64_t size = ct_cuda_dtype_size(t->dtype);
         double acc = 0.0;
         for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x)
-            acc = combine(acc, ct__norm_term(ct_cuda_load_f64(t->data + i * size, t->dtype), p),
-                          is_max);
+            acc =
+                combine(acc, ct__norm_term(ct__load_f64(t->data + i * size, t->dtype), p), is_max);
         shared[threadIdx.x] = acc;
         block_combine(shared, is_max);
         if (threadIdx.x == 0) partials[c] = shared[0];
@@ -178,7 +178,7 @@ __global__ void scale_kernel(const ct__list_tensor *tensors, const chunk_entry *
             if (t->dtype == CT_F64)
                 *(double *)x *= factor;
             else
-                ct_cuda_store_f64(x, t->dtype, (double)((float)ct_cuda_load_f64(x, t->dtype) * f));
+                ct__store_f64(x, t->dtype, (double)((float)ct__load_f64(x, t->dtype) * f));
         }
     }
 }
@@ -269,12 +269,12 @@ __global__ void unscale_kernel(const ct__list_tensor *tensors, const chunk_entry
         bool bad = false;
         for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
             char *x = t->data + i * size;
-            double v = ct_cuda_load_f64(x, t->dtype);
+            double v = ct__load_f64(x, t->dtype);
             bad |= !isfinite(v);
             if (t->dtype == CT_F64)
                 *(double *)x = v * inv_scale;
             else
-                ct_cuda_store_f64(x, t->dtype, (double)((float)v * f));
+                ct__store_f64(x, t->dtype, (double)((float)v * f));
         }
         if (__syncthreads_or(bad) && threadIdx.x == 0) atomicMin(first_bad, k);
     }

@@ -34,8 +34,7 @@ static __global__ void random_blocks(char *out, ct_dtype dtype, int64_t numel, i
         } else {
             for (int i = 0; i < count; i++) values[i] = ct__philox_uniform(w[i], bits);
         }
-        for (int i = 0; i < count; i++)
-            ct_cuda_store_f64(out + (4 * b + i) * size, dtype, values[i]);
+        for (int i = 0; i < count; i++) ct__store_f64(out + (4 * b + i) * size, dtype, values[i]);
     }
 }
 

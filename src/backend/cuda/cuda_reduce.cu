@@ -116,42 +116,42 @@ static __device__ bool float_same(double v, double best) {
 static __device__ void part_feed(int kind, reduce_part &r, const char *p, ct_dtype dt, int64_t pos,
                                  double mean) {
     switch (kind) {
-    case RK_FSUM: r.f += ct_cuda_load_f64(p, dt); break;
+    case RK_FSUM: r.f += ct__load_f64(p, dt); break;
     case RK_SQDEV: {
-        double d = ct_cuda_load_f64(p, dt) - mean;
+        double d = ct__load_f64(p, dt) - mean;
         r.f += d * d;
         break;
     }
-    case RK_ISUM: r.u += (uint64_t)ct_cuda_load_i64(p, dt); break;
-    case RK_FPROD: r.f *= ct_cuda_load_f64(p, dt); break;
-    case RK_IPROD: r.u *= (uint64_t)ct_cuda_load_i64(p, dt); break;
+    case RK_ISUM: r.u += (uint64_t)ct__load_i64(p, dt); break;
+    case RK_FPROD: r.f *= ct__load_f64(p, dt); break;
+    case RK_IPROD: r.u *= (uint64_t)ct__load_i64(p, dt); break;
     case RK_FMAX:
     case RK_FMIN: {
-        double v = ct_cuda_load_f64(p, dt);
+        double v = ct__load_f64(p, dt);
         r.flag |= v != v;
         if (kind == RK_FMAX ? v > r.f : v < r.f) r.f = v;
         break;
     }
     case RK_IMAX:
     case RK_IMIN: {
-        int64_t v = ct_cuda_load_i64(p, dt) ^ ct_cuda_order_bias(dt);
+        int64_t v = ct__load_i64(p, dt) ^ ct__order_bias(dt);
         if (kind == RK_IMAX ? v > r.i : v < r.i) r.i = v;
         break;
     }
     case RK_ALL:
-        if (ct_cuda_load_f64(p, dt) == 0.0) r.flag = 0;
+        if (ct__load_f64(p, dt) == 0.0) r.flag = 0;
         break;
     case RK_ANY:
-        if (ct_cuda_load_f64(p, dt) != 0.0) r.flag = 1;
+        if (ct__load_f64(p, dt) != 0.0) r.flag = 1;
         break;
     case RK_FARGMAX:
     case RK_FARGMIN: {
-        double v = ct_cuda_load_f64(p, dt);
+        double v = ct__load_f64(p, dt);
         if (r.index < 0 || float_better(kind == RK_FARGMAX, v, r.f)) r.f = v, r.index = pos;
         break;
     }
     default: { // RK_IARGMAX, RK_IARGMIN
-        int64_t v = ct_cuda_load_i64(p, dt) ^ ct_cuda_order_bias(dt);
+        int64_t v = ct__load_i64(p, dt) ^ ct__order_bias(dt);
         if (r.index < 0 || (kind == RK_IARGMAX ? v > r.i : v < r.i)) r.i = v, r.index = pos;
         break;
     }
@@ -256,24 +256,24 @@ static __device__ void finish(const reduce_geom &g, const reduce_part &r, int64_
     case CT_ROP_SUM:
     case CT_ROP_PROD:
         if (g.kind == RK_ISUM || g.kind == RK_IPROD)
-            ct_cuda_store_i64(out, dt, (int64_t)r.u);
+            ct__store_i64(out, dt, (int64_t)r.u);
         else
-            ct_cuda_store_f64(out, dt, r.f);
+            ct__store_f64(out, dt, r.f);
         break;
-    case CT_ROP_MEAN: ct_cuda_store_f64(out, dt, g.inner > 0 ? r.f / n : CUDART_NAN); break;
+    case CT_ROP_MEAN: ct__store_f64(out, dt, g.inner > 0 ? r.f / n : CUDART_NAN); break;
     case CT_ROP_MAX:
     case CT_ROP_MIN:
         if (g.kind == RK_FMAX || g.kind == RK_FMIN)
-            ct_cuda_store_f64(out, dt, r.flag ? CUDART_NAN : r.f);
+            ct__store_f64(out, dt, r.flag ? CUDART_NAN : r.f);
         else
-            ct_cuda_store_i64(out, dt, r.i ^ ct_cuda_order_bias(dt));
+            ct__store_i64(out, dt, r.i ^ ct__order_bias(dt));
         break;
     case CT_ROP_ALL:
     case CT_ROP_ANY: *(uint8_t *)out = r.flag != 0; break;
     case CT_ROP_ARGMAX:
-    case CT_ROP_ARGMIN: ct_cuda_store_i64(out, dt, r.index); break;
-    case CT_ROP_VAR: ct_cuda_store_f64(out, dt, variance(r.f, g.inner, g.correction)); break;
-    case CT_ROP_STD: ct_cuda_store_f64(out, dt, sqrt(variance(r.f, g.inner, g.correction))); break;
+    case CT_ROP_ARGMIN: ct__store_i64(out, dt, r.index); break;
+    case CT_ROP_VAR: ct__store_f64(out, dt, variance(r.f, g.inner, g.correction)); break;
+    case CT_ROP_STD: ct__store_f64(out, dt, sqrt(variance(r.f, g.inner, g.correction))); break;
     default: break;
     }
 }
@@ -369,7 +369,7 @@ __global__ void reduce_merge_kernel(reduce_geom g, const reduce_part *parts, dou
 // ---- launchers ----
 
 static int kind_of(ct__reduce_op op, ct_dtype dtype) {
-    bool fl = ct_cuda_is_float(dtype);
+    bool fl = ct__is_float(dtype);
     switch (op) {
     case CT_ROP_SUM: return fl ? RK_FSUM : RK_ISUM;
     case CT_ROP_MEAN: return RK_FSUM;

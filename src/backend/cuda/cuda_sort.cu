@@ -167,18 +167,18 @@ template <typename Acc> __global__ void cumsum_kernel(ct__sort_args a) {
             if (i < a.n) {
                 const char *p = in + i * a.in_stride * in_size;
                 if constexpr (std::is_floating_point<Acc>::value)
-                    v = ct_cuda_load_f64(p, a.dtype);
+                    v = ct__load_f64(p, a.dtype);
                 else
-                    v = (Acc)ct_cuda_load_i64(p, a.dtype);
+                    v = (Acc)ct__load_i64(p, a.dtype);
             }
             scan(storage).InclusiveSum(v, sum, total);
             __syncthreads();
             sum += carry;
             if (i < a.n) {
                 if constexpr (std::is_floating_point<Acc>::value)
-                    ct_cuda_store_f64(out + i * out_size, a.out_dtype, sum);
+                    ct__store_f64(out + i * out_size, a.out_dtype, sum);
                 else
-                    ct_cuda_store_i64(out + i * out_size, a.out_dtype, (int64_t)sum);
+                    ct__store_i64(out + i * out_size, a.out_dtype, (int64_t)sum);
             }
             carry += total;
         }
@@ -212,7 +212,7 @@ extern "C" ct_status ct_cuda_cumsum(int device, const ct__sort_args *args) {
     cudaStream_t stream = ct_cuda_stream(device);
     if (!stream) return CT_ERR_BACKEND;
     unsigned grid = (unsigned)(args->rows < SORT_MAX_BLOCKS ? args->rows : SORT_MAX_BLOCKS);
-    bool floats = ct_cuda_is_float(args->dtype) || ct_cuda_is_float(args->out_dtype);
+    bool floats = ct__is_float(args->dtype) || ct__is_float(args->out_dtype);
     if (floats)
         cumsum_kernel<double><<<grid, SORT_THREADS, 0, stream>>>(*args);
     else

@@ -122,7 +122,7 @@ static __global__ void test_strided(const __grid_constant__ ct__ew_args a, int o
         int64_t off[2];
         ct_ew_offsets<2>(a, (I)i, off);
         *(uint8_t *)(a.data[0] + off[0]) =
-            test_value(op, ct_cuda_load_f64(a.data[1] + off[1], a.dtype[1]));
+            test_value(op, ct__load_f64(a.data[1] + off[1], a.dtype[1]));
     }
 }
 
