@@ -84,40 +84,29 @@ cudaError_t radix(void *temp, size_t &temp_bytes, const char *keys, char *keys_o
                                                     stream);
 }
 
+// Each dtype with the type CUB sorts its canonical keys as (bool as its byte).
+#define CT_SORT_KEY_TYPES(X)                                                                       \
+    X(CT_F32, float)                                                                               \
+    X(CT_F64, double)                                                                              \
+    X(CT_F16, __half)                                                                              \
+    X(CT_BF16, __nv_bfloat16)                                                                      \
+    X(CT_I32, int32_t)                                                                             \
+    X(CT_I64, int64_t)                                                                             \
+    X(CT_U8, uint8_t)                                                                              \
+    X(CT_BOOL, uint8_t)                                                                            \
+    X(CT_I8, int8_t)                                                                               \
+    X(CT_I16, int16_t)                                                                             \
+    X(CT_U16, uint16_t)                                                                            \
+    X(CT_U32, uint32_t)                                                                            \
+    X(CT_U64, uint64_t)
+
 cudaError_t radix_by_dtype(ct_dtype dtype, void *temp, size_t &bytes, const char *keys,
                            char *keys_out, const int64_t *pos, int64_t *pos_out, int total,
                            int rows, const int *off, bool desc, cudaStream_t s) {
-    switch (dtype) {
-    case CT_F32:
-        return radix<float>(temp, bytes, keys, keys_out, pos, pos_out, total, rows, off, desc, s);
-    case CT_F64:
-        return radix<double>(temp, bytes, keys, keys_out, pos, pos_out, total, rows, off, desc, s);
-    case CT_F16:
-        return radix<__half>(temp, bytes, keys, keys_out, pos, pos_out, total, rows, off, desc, s);
-    case CT_BF16:
-        return radix<__nv_bfloat16>(temp, bytes, keys, keys_out, pos, pos_out, total, rows, off,
-                                    desc, s);
-    case CT_I32:
-        return radix<int32_t>(temp, bytes, keys, keys_out, pos, pos_out, total, rows, off, desc, s);
-    case CT_I64:
-        return radix<int64_t>(temp, bytes, keys, keys_out, pos, pos_out, total, rows, off, desc, s);
-    case CT_I8:
-        return radix<int8_t>(temp, bytes, keys, keys_out, pos, pos_out, total, rows, off, desc, s);
-    case CT_I16:
-        return radix<int16_t>(temp, bytes, keys, keys_out, pos, pos_out, total, rows, off, desc, s);
-    case CT_U16:
-        return radix<uint16_t>(temp, bytes, keys, keys_out, pos, pos_out, total, rows, off, desc,
-                               s);
-    case CT_U32:
-        return radix<uint32_t>(temp, bytes, keys, keys_out, pos, pos_out, total, rows, off, desc,
-                               s);
-    case CT_U64:
-        return radix<uint64_t>(temp, bytes, keys, keys_out, pos, pos_out, total, rows, off, desc,
-                               s);
-    case CT_U8:
-    case CT_BOOL:
-        return radix<uint8_t>(temp, bytes, keys, keys_out, pos, pos_out, total, rows, off, desc, s);
-    }
+#define CT_SORT_RADIX_CASE(dt, K)                                                                  \
+    case dt: return radix<K>(temp, bytes, keys, keys_out, pos, pos_out, total, rows, off, desc, s);
+    switch (dtype) { CT_SORT_KEY_TYPES(CT_SORT_RADIX_CASE) }
+#undef CT_SORT_RADIX_CASE
     return cudaErrorInvalidValue; // no default arm: a new dtype is a -Wswitch warning here
 }
 
