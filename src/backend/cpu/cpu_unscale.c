@@ -7,37 +7,38 @@
 #include "backend/cpu/cpu_impl.h"
 #include "core/dtype_impl.h"
 
-static bool unscale_f32(float *x, int64_t n, float inv) {
-    int bad = 0;
+/* The split over the threads of every unscale loop (a pragma that macros can hold; not
+ * formatted, as _Pragma takes one string literal, never two). */
 #ifdef _OPENMP
-#pragma omp parallel for reduction(| : bad) schedule(static) if (n >= CT_CPU_PARALLEL_THRESHOLD)
+/* clang-format off */
+#define CT_UNSCALE_PARALLEL \
+    _Pragma("omp parallel for reduction(| : bad) schedule(static) if (n >= CT_CPU_PARALLEL_THRESHOLD)")
+/* clang-format on */
+#else
+#define CT_UNSCALE_PARALLEL
 #endif
-    for (int64_t i = 0; i < n; i++) {
-        bad |= !isfinite(x[i]);
-        x[i] *= inv;
-    }
-    return bad != 0;
-}
 
-static bool unscale_f64(double *x, int64_t n, double inv) {
-    int bad = 0;
-#ifdef _OPENMP
-#pragma omp parallel for reduction(| : bad) schedule(static) if (n >= CT_CPU_PARALLEL_THRESHOLD)
-#endif
-    for (int64_t i = 0; i < n; i++) {
-        bad |= !isfinite(x[i]);
-        x[i] *= inv;
+/* name(x, n, inv): the n elements of x (type T) times inv, in place; true when one of them
+ * was an inf or a NaN. */
+#define CT_DEFINE_UNSCALE(name, T)                                                                 \
+    static bool name(T *x, int64_t n, T inv) {                                                     \
+        int bad = 0;                                                                               \
+        CT_UNSCALE_PARALLEL                                                                        \
+        for (int64_t i = 0; i < n; i++) {                                                          \
+            bad |= !isfinite(x[i]);                                                                \
+            x[i] *= inv;                                                                           \
+        }                                                                                          \
+        return bad != 0;                                                                           \
     }
-    return bad != 0;
-}
+
+CT_DEFINE_UNSCALE(unscale_f32, float)
+CT_DEFINE_UNSCALE(unscale_f64, double)
 
 /* f16 and bf16 multiply in f32, as PyTorch's unscale does, and round back. */
 static bool unscale_half(char *x, ct_dtype dtype, int64_t n, float inv) {
     int bad = 0;
     size_t size = ct__dtype_size(dtype);
-#ifdef _OPENMP
-#pragma omp parallel for reduction(| : bad) schedule(static) if (n >= CT_CPU_PARALLEL_THRESHOLD)
-#endif
+    CT_UNSCALE_PARALLEL
     for (int64_t i = 0; i < n; i++) {
         char *p = x + i * (int64_t)size;
         float v = (float)ct__load_f64(p, dtype);
