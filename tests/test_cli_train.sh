@@ -66,6 +66,13 @@ assert s["final_loss"] is None' "$out" 2>/dev/null
 then pass test_cli_train_json_diverged_loss_is_null
 else fail test_cli_train_json_diverged_loss_is_null "exit $code, or the JSON is not strict or its final_loss not null"; fi
 
+# As text, the diverged run says nan (not printf's "-nan") and what to try.
+run "$ctensor" train --dataset "$work/good" --model mlp --epochs 1 --optimizer sgd --lr 900
+if [ "$code" = 0 ] && grep -q "^epoch 1/1  loss nan " "$out" && ! grep -q -- "-nan" "$out" &&
+    grep -qF "final loss    nan: training diverged; try a lower --lr (this run: 900)" "$out"
+then pass test_cli_train_text_diverged_loss_hint
+else fail test_cli_train_text_diverged_loss_hint "exit $code, no \"loss nan\" line with the --lr hint"; fi
+
 # As text (not a terminal): a line per epoch, then the summary with every line the issue asks.
 run "$ctensor" train --dataset "$work/good" --model mlp --epochs 1 --seed 3
 missing=""

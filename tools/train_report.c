@@ -2,6 +2,7 @@
  * summary as text or one JSON object. */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cli_impl.h"
 #include "train_impl.h"
@@ -13,6 +14,15 @@ static size_t memory_in_use(ct_device device) {
     return ct_memory_stats(device, &stats) == CT_OK ? stats.allocated : 0;
 }
 
+/* A loss as text: four decimals, or "nan"/"inf" (printf's "-nan" says nothing of its cause;
+ * the summary gives the hint). */
+static const char *loss_text(double loss, char buf[32]) {
+    if (isnan(loss)) return "nan";
+    if (isinf(loss)) return loss > 0 ? "inf" : "-inf";
+    snprintf(buf, 32, "%.4f", loss);
+    return buf;
+}
+
 void train_progress(const train_options *o, int epoch, int64_t step, int64_t steps, double loss,
                     double accuracy, double samples_per_second, double eta_seconds) {
     if (!o->progress) return;
@@ -22,10 +32,11 @@ void train_progress(const train_options *o, int epoch, int64_t step, int64_t ste
     for (int i = 0; i < WIDTH; i++) bar[i] = i < filled ? '=' : (i == filled ? '>' : ' ');
     bar[WIDTH] = '\0';
     int eta = (int)(eta_seconds + 0.5);
-    printf("\repoch %d/%d [%s] %lld/%lld loss %.4f acc %5.1f%% %7.0f samples/s ETA %d:%02d "
+    char buf[32];
+    printf("\repoch %d/%d [%s] %lld/%lld loss %s acc %5.1f%% %7.0f samples/s ETA %d:%02d "
            "mem %.1f MiB ",
-           epoch, o->epochs, bar, (long long)step, (long long)steps, loss, 100 * accuracy,
-           samples_per_second, eta / 60, eta % 60, mib(memory_in_use(o->device)));
+           epoch, o->epochs, bar, (long long)step, (long long)steps, loss_text(loss, buf),
+           100 * accuracy, samples_per_second, eta / 60, eta % 60, mib(memory_in_use(o->device)));
     fflush(stdout);
 }
 
@@ -33,13 +44,14 @@ void train_epoch_line(const train_options *o, int epoch, double loss, double acc
                       double test_accuracy, double seconds, double samples_per_second) {
     if (o->json) return;
     if (o->progress) printf("\r\033[K");
-    printf("epoch %d/%d  loss %.4f  train acc %.2f%%  test acc %.2f%%  %.1f s  %.0f samples/s\n",
-           epoch, o->epochs, loss, 100 * accuracy, 100 * test_accuracy, seconds,
+    char buf[32];
+    printf("epoch %d/%d  loss %s  train acc %.2f%%  test acc %.2f%%  %.1f s  %.0f samples/s\n",
+           epoch, o->epochs, loss_text(loss, buf), 100 * accuracy, 100 * test_accuracy, seconds,
            samples_per_second);
     fflush(stdout);
 }
 
-static void print_text(const train_summary *s) {
+static void print_text(const train_options *o, const train_summary *s) {
     const ct_transfer_statistics *t = &s->transfers;
     printf("\nsummary\n");
     printf("  model         %s, %lld parameters, %s, batch %lld\n", s->model,
@@ -55,6 +67,14 @@ static void print_text(const train_summary *s) {
                s->epochs_run ? "" : ", of the model loaded from the checkpoint");
     else
         printf("  test accuracy not measured: no epoch ended\n");
+    if (s->epochs_run) {
+        char buf[32];
+        printf("  final loss    %s", loss_text(s->final_loss, buf));
+        if (!isfinite(s->final_loss))
+            printf(": training diverged; try a lower --lr (this run: %g)%s", o->lr,
+                   strcmp(s->precision, "f32") ? ", or --amp off" : "");
+        printf("\n");
+    }
     if (s->epochs_run)
         printf("  training      %d %s of %lld samples in %.1f s: %.0f samples/s\n", s->epochs_run,
                s->epochs_run == 1 ? "epoch" : "epochs", (long long)s->train_samples, s->seconds,
@@ -75,7 +95,7 @@ static void print_text(const train_summary *s) {
     train_dist_print_text(s);
 }
 
-/* JSON has no NaN or infinity: a diverged loss is null too (the text summary prints it). */
+/* JSON has no NaN or infinity: a diverged loss is null too (the text summary says nan). */
 static void json_number(const char *name, double value, bool measured) {
     if (measured && isfinite(value))
         printf(", \"%s\": %.6f", name, value);
@@ -122,6 +142,6 @@ void train_print_summary(const train_options *o, const train_summary *s) {
     if (o->json)
         print_json(s);
     else
-        print_text(s);
+        print_text(o, s);
     fflush(stdout);
 }
