@@ -1,6 +1,7 @@
 /* The environment of the memory manager: CT_MEMORY_LIMIT and CT_MEMORY_GROWTH, set before
  * the first use of any pool (by a constructor, before the runner starts), and the parser of
- * CT_MEMORY_LIMIT on its own: units, device names, spaces, malformed parts. */
+ * CT_MEMORY_LIMIT on its own: units, device names, spaces, malformed parts, and the limits
+ * of logical CPU devices made later without limits of their own. */
 #include <stdlib.h>
 
 #include "core/device_impl.h"
@@ -10,7 +11,7 @@
 #define MIB ((size_t)1 << 20)
 
 __attribute__((constructor)) static void set_environment(void) {
-    setenv("CT_MEMORY_LIMIT", "cpu=3MiB, bogus=12 ,cuda:1=1.5GiB", 1);
+    setenv("CT_MEMORY_LIMIT", "cpu=3MiB, bogus=12 ,cuda:1=1.5GiB,cpu:2=2MiB", 1);
     setenv("CT_MEMORY_GROWTH", "false", 1);
 }
 
@@ -119,4 +120,25 @@ TEST(test_memory_env_growth_values) {
     CHECK(grow);
     CHECK(ct__parse_memory_growth("maybe", &grow) == CT_ERR_INVALID_ARG);
     CHECK_ERROR(CT_ERR_INVALID_ARG, "CT_MEMORY_GROWTH: cannot read \"maybe\"");
+}
+
+/* Logical devices configured without limits take CT_MEMORY_LIMIT's: their own entry (cpu:2),
+ * else the whole limit of the physical CPU (cpu:1), which they once lost (cpu:0 too). */
+TEST(test_memory_env_limits_logical_devices) {
+    ct_device cpu1 = {CT_DEVICE_CPU, 1}, cpu2 = {CT_DEVICE_CPU, 2};
+    CHECK_OK(ct_configure_logical_devices(CT_DEVICE_CPU, 0, 3, NULL));
+    ct_memory_statistics s0, s1, s2;
+    CHECK_OK(ct_memory_stats(CT_CPU, &s0));
+    CHECK_OK(ct_memory_stats(cpu1, &s1));
+    CHECK_OK(ct_memory_stats(cpu2, &s2));
+    CHECK(s0.limit == 3 * MIB && s1.limit == 3 * MIB && s2.limit == 2 * MIB);
+    int64_t shape[1] = {(int64_t)(5 * MIB / 2)};
+    ct_tensor *t = ct_empty(1, shape, CT_U8, cpu1); /* fits cpu:1's 3 MiB */
+    CHECK_NOT_NULL(t);
+    ct_release(t);
+    CHECK(ct_empty(1, shape, CT_U8, cpu2) == NULL); /* not cpu:2's 2 MiB */
+    CHECK_ERROR(CT_ERR_OUT_OF_MEMORY, "limit 2.00 MiB");
+    CHECK_OK(ct_empty_cache(cpu1));
+    CHECK_OK(ct_empty_cache(cpu2));
+    CHECK_OK(ct_configure_logical_devices(CT_DEVICE_CPU, 0, 1, NULL));
 }

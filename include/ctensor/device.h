@@ -117,7 +117,9 @@ CT_API void ct_set_soft_placement(bool enabled);
 CT_API bool ct_soft_placement(void);
 
 /* Split physical device (type, physical_index) into n logical devices with the given
- * memory limits in bytes (memory_limits may be NULL: no limits; a 0 entry: no limit).
+ * memory limits in bytes (a 0 entry: no limit). memory_limits may be NULL: then each logical
+ * device gets the limit CT_MEMORY_LIMIT names for it ("cpu:1=1GiB"), else the whole limit
+ * of its physical device ("cpu=2GiB" limits every logical CPU device to 2 GiB), else none.
  * Logical device i is then (type, i). CT_ERR_STATE when the device holds memory already,
  * CT_ERR_INVALID_ARG when n is outside 1..CT_MAX_LOGICAL_DEVICES. */
 CT_API ct_status ct_configure_logical_devices(ct_device_type type, int physical_index, int n,

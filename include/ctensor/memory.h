@@ -9,7 +9,10 @@
  *   CT_MEMORY_LIMIT   per-device limits, e.g. "cuda:0=8GiB,cpu=2GiB" (units B, KB, MB, GB,
  *                     KiB, MiB, GiB; none = bytes). A malformed part is ignored and reported
  *                     as CT_ERR_INVALID_ARG through ct_last_error() and the log hook.
- *                     ct_set_memory_limit and ct_configure_logical_devices override it.
+ *                     ct_set_memory_limit and ct_configure_logical_devices' limits
+ *                     override it; logical devices made without limits get their own
+ *                     entry, else the whole limit of their physical device ("cpu=2GiB"
+ *                     under --devices cpu:0,cpu:1 is 2 GiB each, as for mpirun's ranks).
  *   CT_MEMORY_GROWTH  "false" or "0": every pool with a limit reserves it up front.
  *
  * When a request does not fit, the pool gives its wholly free segments back and tries once

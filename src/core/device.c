@@ -124,8 +124,10 @@ bool ct__device_is_split(ct_device_type type) {
     return type == CT_DEVICE_CUDA && atomic_load(&logical_counts[CT_DEVICE_CUDA]) > 0;
 }
 
-/* Implemented by the memory layer: bytes live on a logical device. */
+/* Implemented by the memory layer: bytes live on a logical device, and the limit
+ * CT_MEMORY_LIMIT gives it. */
 size_t ct__pool_live_bytes(ct_device device);
+size_t ct__env_memory_limit(ct_device device);
 
 ct_status ct_configure_logical_devices(ct_device_type type, int physical_index, int n,
                                        const size_t *memory_limits) {
@@ -156,12 +158,14 @@ ct_status ct_configure_logical_devices(ct_device_type type, int physical_index, 
     pthread_mutex_lock(&config_lock);
     atomic_store(&logical_counts[type], n);
     pthread_mutex_unlock(&config_lock);
-    /* The configured limits become the pools' limits, which ct_set_memory_limit can change
-     * later. The pools hold nothing now, so setting a limit cannot be refused. */
-    for (int i = 0; i < n; i++)
-        if (ct_set_memory_limit((ct_device){type, i}, memory_limits ? memory_limits[i] : 0) !=
-            CT_OK)
-            return ct_last_status();
+    /* The configured limits (else CT_MEMORY_LIMIT's) become the pools' limits, which
+     * ct_set_memory_limit can change later. The pools hold nothing now, so setting a limit
+     * cannot be refused. */
+    for (int i = 0; i < n; i++) {
+        ct_device device = {type, i};
+        size_t limit = memory_limits ? memory_limits[i] : ct__env_memory_limit(device);
+        if (ct_set_memory_limit(device, limit) != CT_OK) return ct_last_status();
+    }
     return CT_OK;
 }
 

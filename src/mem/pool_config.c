@@ -17,6 +17,9 @@
 ct__pool ct__pools[CT_DEVICE_SLOTS];
 atomic_bool ct__pools_ready;
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+/* CT_MEMORY_LIMIT's limits by device slot (0: none named), kept for logical devices made
+ * later by ct_configure_logical_devices. */
+static size_t env_limits[CT_DEVICE_SLOTS];
 
 /* ---- CT_MEMORY_LIMIT ---- */
 
@@ -112,10 +115,9 @@ static void report_env_error(void) { ct__log(CT_LOG_WARNING, "%s", ct_last_error
 static void read_env(void) {
     const char *text = getenv("CT_MEMORY_LIMIT");
     if (text) {
-        size_t limits[CT_DEVICE_SLOTS] = {0};
-        if (ct__parse_memory_limits(text, limits, CT_DEVICE_SLOTS) != CT_OK) report_env_error();
+        if (ct__parse_memory_limits(text, env_limits, CT_DEVICE_SLOTS) != CT_OK) report_env_error();
         for (int i = 0; i < CT_DEVICE_SLOTS; i++)
-            if (limits[i]) ct__pools[i].stats.limit = limits[i];
+            if (env_limits[i]) ct__pools[i].stats.limit = env_limits[i];
     }
     const char *growth = getenv("CT_MEMORY_GROWTH");
     bool grow;
@@ -129,6 +131,12 @@ ct__pool *ct__pool_of_slow(ct_device device) {
     pthread_once(&env_once, read_env);
     atomic_store_explicit(&ct__pools_ready, true, memory_order_release);
     return &ct__pools[ct__device_slot(device)];
+}
+
+size_t ct__env_memory_limit(ct_device device) {
+    pthread_once(&env_once, read_env);
+    size_t own = env_limits[ct__device_slot(device)];
+    return own ? own : env_limits[ct__device_slot((ct_device){device.type, 0})];
 }
 
 /* ---- the public controls ---- */

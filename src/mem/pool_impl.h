@@ -35,6 +35,11 @@ void ct__pool_free(ct_device device, void *ptr, size_t size);
 /* Bytes live (allocated, rounded) on a logical device. */
 size_t ct__pool_live_bytes(ct_device device);
 
+/* The limit CT_MEMORY_LIMIT sets for a logical device: its own entry ("cpu:1=1GiB"), else
+ * its physical device's ("cpu=2GiB", the same as "cpu:0=2GiB"), so that every logical device
+ * of a split gets the whole limit, as every process of an mpirun does; 0: none. */
+size_t ct__env_memory_limit(ct_device device);
+
 /* ---- for tests ---- */
 
 /* Make the nth raw (backend) allocation from now fail (n >= 1), and every later one while
