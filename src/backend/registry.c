@@ -22,6 +22,7 @@
 
 #include "backend/backend_impl.h"
 #include "backend/plugin_impl.h"
+#include "backend/plugin_load_impl.h"
 #include "core/device_impl.h"
 #include "core/error_impl.h"
 
@@ -39,16 +40,6 @@ static const ct__backend_table *cuda_backend;
 static char cuda_reason[2048];
 static ct_cuda_build_info cuda_build; /* what the plugin said of itself, and its path */
 static bool plugin_skipped;           /* discovery gave the no-driver reason without it */
-
-/* The folder of the library holding this code, so the plugin is found beside it. */
-static void plugin_path_beside_library(char *path, size_t size) {
-    Dl_info info;
-    path[0] = '\0';
-    if (!dladdr((void *)plugin_path_beside_library, &info) || !info.dli_fname) return;
-    const char *slash = strrchr(info.dli_fname, '/');
-    if (!slash) return;
-    snprintf(path, size, "%.*s/libctensor_cuda.so", (int)(slash - info.dli_fname), info.dli_fname);
-}
 
 /* Why no plugin could be loaded, with dlerror()'s text: a plugin that exists but does not
  * load (a missing libcublas.so.13, say) is told apart from no plugin at all. */
@@ -68,15 +59,6 @@ static void why_no_plugin(const char *tried, const char *error, bool exists) {
              tried, error, driver ? "" : "; no NVIDIA driver either: libcuda.so.1 not found");
 }
 
-static void *try_open(const char *path, char *error, size_t size) {
-    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!handle) {
-        const char *text = dlerror();
-        snprintf(error, size, "%s", text ? text : "unknown error");
-    }
-    return handle;
-}
-
 /* CT_CUDA_PLUGIN, when set, is the only path tried: a plugin the user named is not
  * replaced silently by another. Otherwise the plugin beside this library, then the
  * loader's search path. */
@@ -86,21 +68,24 @@ static void *open_plugin(void) {
     void *handle;
     if (env && *env) {
         snprintf(cuda_build.plugin_path, sizeof cuda_build.plugin_path, "%s", env);
-        if (!(handle = try_open(env, error, sizeof error)))
+        if (!(handle = ct__plugin_dlopen(env, RTLD_LOCAL, error, sizeof error)))
             snprintf(cuda_reason, sizeof cuda_reason,
                      "CT_CUDA_PLUGIN=\"%s\" names a CUDA plugin that cannot be loaded (%s); "
                      "point it at the libctensor_cuda.so of this build, or unset it",
                      env, error);
         return handle;
     }
-    plugin_path_beside_library(beside, sizeof beside);
+    if (!ct__plugin_path_beside_library("libctensor_cuda.so", beside, sizeof beside))
+        beside[0] = '\0';
     snprintf(cuda_build.plugin_path, sizeof cuda_build.plugin_path, "%s",
              beside[0] ? beside : "libctensor_cuda.so");
     if (beside[0] && access(beside, F_OK) == 0) {
-        if (!(handle = try_open(beside, error, sizeof error))) why_no_plugin(beside, error, true);
+        if (!(handle = ct__plugin_dlopen(beside, RTLD_LOCAL, error, sizeof error)))
+            why_no_plugin(beside, error, true);
         return handle;
     }
-    if ((handle = try_open("libctensor_cuda.so", error, sizeof error))) return handle;
+    if ((handle = ct__plugin_dlopen("libctensor_cuda.so", RTLD_LOCAL, error, sizeof error)))
+        return handle;
     /* dlerror names the plugin when it is not found, else what the plugin lacks. */
     bool exists = !strstr(error, "libctensor_cuda.so:");
     snprintf(tried, sizeof tried, "%s%sthe loader's search path", beside, beside[0] ? " and " : "");
@@ -136,19 +121,18 @@ static bool driver_loadable(void) {
 }
 
 static void load_cuda_plugin(void) {
-    void *handle = open_plugin();
-    if (!handle) return;
-    ct__plugin_entry_fn entry;
-    *(void **)&entry = dlsym(handle, CT_CUDA_PLUGIN_ENTRY);
-    if (!entry) {
-        snprintf(cuda_reason, sizeof cuda_reason,
-                 "the CUDA plugin was found but is not a ctensor plugin (no "
-                 "ct_cuda_plugin_entry symbol); rebuild it with this version of ctensor");
-        dlclose(handle);
+    /* The ABI check is the plugin's: its entry refuses a host of another version. */
+    ct__plugin p = {.what = "the CUDA plugin", .handle = open_plugin()};
+    if (!p.handle) return;
+    snprintf(p.path, sizeof p.path, "%s", cuda_build.plugin_path);
+    if (!ct__plugin_find_entry(&p, CT_CUDA_PLUGIN_ENTRY)) {
+        snprintf(cuda_reason, sizeof cuda_reason, "%.*s", (int)sizeof cuda_reason - 1, p.error);
         return;
     }
+    ct__plugin_entry_fn entry;
+    *(void **)&entry = p.entry;
     cuda_backend = entry(&plugin_host, cuda_reason, sizeof cuda_reason);
-    read_build_info(handle);
+    read_build_info(p.handle);
     if (cuda_backend && cuda_backend->device_count() == 0) {
         cuda_backend = NULL;
         if (!cuda_reason[0]) snprintf(cuda_reason, sizeof cuda_reason, "no CUDA device found");
@@ -162,8 +146,8 @@ static bool plugin_needless(void) {
     const char *env = getenv("CT_CUDA_PLUGIN");
     if (env && *env) return false;
     char beside[1024];
-    plugin_path_beside_library(beside, sizeof beside);
-    if (!beside[0] || access(beside, F_OK) != 0 || driver_loadable()) {
+    if (!ct__plugin_path_beside_library("libctensor_cuda.so", beside, sizeof beside) ||
+        access(beside, F_OK) != 0 || driver_loadable()) {
         cuda_reason[0] = '\0';
         return false;
     }
@@ -182,7 +166,7 @@ static void load_build_info(void) {
     pthread_once(&cuda_once, discover_cuda);
     if (!plugin_skipped) return;
     char error[512];
-    void *handle = try_open(cuda_build.plugin_path, error, sizeof error);
+    void *handle = ct__plugin_dlopen(cuda_build.plugin_path, RTLD_LOCAL, error, sizeof error);
     if (handle) {
         read_build_info(handle);
         return;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/plugin_load_impl.h"
 #include "dist/comm_impl.h"
 #include "dist/mpi_plugin_impl.h"
 
@@ -28,43 +29,20 @@ bool ct__comm_under_mpirun(void) {
     return false;
 }
 
-/* libctensor_mpi.so beside the library holding this code. */
-static void path_beside_library(char *path, size_t size) {
-    Dl_info info;
-    snprintf(path, size, "libctensor_mpi.so");
-    if (!dladdr((void *)path_beside_library, &info) || !info.dli_fname) return;
-    const char *slash = strrchr(info.dli_fname, '/');
-    if (slash)
-        snprintf(path, size, "%.*s/libctensor_mpi.so", (int)(slash - info.dli_fname),
-                 info.dli_fname);
-}
-
 /* Load the plugin (once): Open MPI's own components need its symbols global. */
 static ct_status load_plugin(void) {
     if (mpi) return CT_OK;
-    char path[4096];
-    const char *env = getenv("CT_MPI_PLUGIN");
-    if (env && *env)
-        snprintf(path, sizeof path, "%s", env);
-    else
-        path_beside_library(path, sizeof path);
-    void *handle = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
-    if (!handle)
+    ct__plugin p = {.what = "the MPI plugin"};
+    if (!ct__plugin_open(&p, "CT_MPI_PLUGIN", "libctensor_mpi.so", RTLD_GLOBAL, CT_MPI_PLUGIN_ENTRY,
+                         "build ctensor with Open MPI installed (libopenmpi-dev, -DCT_MPI=ON) "
+                         "or set CT_MPI_PLUGIN to its path"))
         return ct__error(CT_ERR_DEVICE_UNAVAILABLE,
-                         "ct_comm_world: this process runs under mpirun, but the MPI plugin %s "
-                         "could not be loaded (%s); build ctensor with Open MPI installed "
-                         "(libopenmpi-dev, -DCT_MPI=ON) or set CT_MPI_PLUGIN to its path",
-                         path, dlerror());
+                         "ct_comm_world: this process runs under mpirun, but %s", p.error);
     ct_mpi_plugin_entry_fn entry;
-    *(void **)&entry = dlsym(handle, CT_MPI_PLUGIN_ENTRY);
-    const ct_mpi_api *api = entry ? entry() : NULL;
-    if (!api || api->abi_version != CT_MPI_PLUGIN_ABI_VERSION) {
-        dlclose(handle);
-        return ct__error(CT_ERR_DEVICE_UNAVAILABLE,
-                         "ct_comm_world: %s is not an MPI plugin of this ctensor (no %s of ABI "
-                         "version %d); rebuild it with this library",
-                         path, CT_MPI_PLUGIN_ENTRY, CT_MPI_PLUGIN_ABI_VERSION);
-    }
+    *(void **)&entry = p.entry;
+    const ct_mpi_api *api = entry();
+    if (!ct__plugin_check_abi(&p, api ? api->abi_version : -1, CT_MPI_PLUGIN_ABI_VERSION))
+        return ct__error(CT_ERR_DEVICE_UNAVAILABLE, "ct_comm_world: %s", p.error);
     mpi = api;
     return CT_OK;
 }

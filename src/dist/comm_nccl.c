@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "backend/plugin_load_impl.h"
 #include "core/device_impl.h"
 #include "dist/comm_impl.h"
 #include "dist/nccl_plugin_impl.h"
@@ -42,44 +43,23 @@ typedef struct nccl_state {
     nccl_coll *head, *tail;
 } nccl_state;
 
-static void path_beside_library(char *path, size_t size) {
-    Dl_info info;
-    snprintf(path, size, "libctensor_nccl.so");
-    if (!dladdr((void *)path_beside_library, &info) || !info.dli_fname) return;
-    const char *slash = strrchr(info.dli_fname, '/');
-    if (slash)
-        snprintf(path, size, "%.*s/libctensor_nccl.so", (int)(slash - info.dli_fname),
-                 info.dli_fname);
-}
-
 /* Load the plugin and NCCL (once). */
 static ct_status load_plugin(void) {
     if (nccl) return CT_OK;
-    char path[4096], err[512] = "";
-    const char *env = getenv("CT_NCCL_PLUGIN");
-    if (env && *env)
-        snprintf(path, sizeof path, "%s", env);
-    else
-        path_beside_library(path, sizeof path);
-    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!handle)
-        return ct__error(CT_ERR_DEVICE_UNAVAILABLE,
-                         "ct_comm_nccl: the NCCL plugin %s could not be loaded (%s); build "
-                         "ctensor with the CUDA toolkit and NCCL's header installed, or set "
-                         "CT_NCCL_PLUGIN to its path",
-                         path, dlerror());
+    ct__plugin p = {.what = "the NCCL plugin"};
+    if (!ct__plugin_open(&p, "CT_NCCL_PLUGIN", "libctensor_nccl.so", RTLD_LOCAL,
+                         CT_NCCL_PLUGIN_ENTRY,
+                         "build ctensor with the CUDA toolkit and NCCL's header installed, or "
+                         "set CT_NCCL_PLUGIN to its path"))
+        return ct__error(CT_ERR_DEVICE_UNAVAILABLE, "ct_comm_nccl: %s", p.error);
     ct_nccl_plugin_entry_fn entry;
-    *(void **)&entry = dlsym(handle, CT_NCCL_PLUGIN_ENTRY);
-    const ct_nccl_api *api = entry ? entry() : NULL;
-    if (!api || api->abi_version != CT_NCCL_PLUGIN_ABI_VERSION) {
-        dlclose(handle);
-        return ct__error(CT_ERR_DEVICE_UNAVAILABLE,
-                         "ct_comm_nccl: %s is not an NCCL plugin of this ctensor (no %s of ABI "
-                         "version %d); rebuild it with this library",
-                         path, CT_NCCL_PLUGIN_ENTRY, CT_NCCL_PLUGIN_ABI_VERSION);
-    }
+    *(void **)&entry = p.entry;
+    const ct_nccl_api *api = entry();
+    if (!ct__plugin_check_abi(&p, api ? api->abi_version : -1, CT_NCCL_PLUGIN_ABI_VERSION))
+        return ct__error(CT_ERR_DEVICE_UNAVAILABLE, "ct_comm_nccl: %s", p.error);
+    char err[512] = "";
     if (api->load(nccl_version, sizeof nccl_version, err, sizeof err)) {
-        dlclose(handle);
+        dlclose(p.handle);
         return ct__error(CT_ERR_DEVICE_UNAVAILABLE, "ct_comm_nccl: %s", err);
     }
     nccl = api;
