@@ -160,6 +160,79 @@ DEVICE_TEST(test_ops_index_add_index_add_errors) {
     ct_release(src64), ct_release(src), ct_release(x);
 }
 
+/* ---- index_copy ---- */
+
+/* ct_index_copy into x (in place) against the reference: of repeated indices the last
+ * one's value stays (index_values always repeats one). */
+static void check_index_copy(ct_device device, int ndim, const int64_t *shape, int axis,
+                             ct_dtype dtype, int64_t k, uint64_t seed) {
+    int64_t src_shape[8], at[8];
+    for (int d = 0; d < ndim; d++) src_shape[d] = d == axis ? k : shape[d];
+    int64_t n = ref_numel(ndim, shape), m = ref_numel(ndim, src_shape);
+    double x[256], src[256], index[16], expected[256];
+    dtype_values(x, n, dtype, seed);
+    dtype_values(src, m, dtype, seed + 1);
+    index_values(index, k, shape[axis], seed + 2);
+    for (int64_t i = 0; i < n; i++) expected[i] = x[i];
+    for (int64_t i = 0; i < m; i++) { /* C order: a later k comes later at every position */
+        ref_unravel(i, ndim, src_shape, at);
+        at[axis] = wrap(index[at[axis]], shape[axis]);
+        expected[ref_ravel(ndim, shape, at)] = src[i];
+    }
+    bool odd = (seed + (uint64_t)axis) % 2;
+    ct_tensor *tx = (odd ? ref_tensor_strided : ref_tensor)(x, ndim, shape, dtype, device);
+    ct_tensor *ts = (odd ? ref_tensor : ref_tensor_strided)(src, ndim, src_shape, dtype, device);
+    ct_tensor *ti = ref_tensor_strided(index, 1, &k, odd ? CT_I32 : CT_I64, device);
+    CHECK_OK(ct_index_copy(tx, odd ? axis - ndim : axis, ti, ts));
+    CHECK_TENSOR(tx, expected);
+    ct_release(ti);
+    ct_release(ts);
+    ct_release(tx);
+}
+
+DEVICE_TEST(test_ops_index_add_index_copy_every_dtype_and_axis) {
+    static const struct {
+        int ndim;
+        int64_t shape[3];
+    } cases[] = {{1, {6}}, {2, {3, 4}}, {3, {2, 3, 4}}};
+    for (size_t c = 0; c < 3; c++)
+        for (int axis = 0; axis < cases[c].ndim; axis++)
+            for (int dt = 0; dt < CT_DTYPE_COUNT; dt++) {
+                check_index_copy(device, cases[c].ndim, cases[c].shape, axis, (ct_dtype)dt, 5,
+                                 c * 100 + (uint64_t)(axis * 10 + dt));
+                if (ct_test_failed()) return;
+            }
+    int64_t shape[2] = {3, 4};
+    check_index_copy(device, 2, shape, 1, CT_F32, 0, 7); /* an empty index writes nothing */
+}
+
+DEVICE_TEST(test_ops_index_add_index_copy_errors) {
+    double before[6] = {1, 2, 3, 4, 5, 6};
+    ct_tensor *x = ref_tensor(before, 2, (int64_t[]){3, 2}, CT_F32, device);
+    ct_tensor *src = ct_zeros(2, (int64_t[]){2, 2}, CT_F32, device);
+    ct_tensor *src64 = ct_zeros(2, (int64_t[]){2, 2}, CT_F64, device);
+    ct_tensor *bad = ref_tensor((double[]){0, 3}, 1, (int64_t[]){2}, CT_I64, device);
+    ct_tensor *good = ref_tensor((double[]){2, -3}, 1, (int64_t[]){2}, CT_I32, device);
+    CHECK(ct_index_copy(x, 0, bad, src) == CT_ERR_INVALID_ARG);
+    CHECK_ERROR(CT_ERR_INVALID_ARG, "ct_index_copy: index 3 is out of range for an axis of size 3");
+    CHECK_TENSOR(x, before); /* index 0 was not written: the check comes first */
+    CHECK(ct_index_copy(x, 0, good, src64) == CT_ERR_DTYPE);
+    CHECK_ERROR(CT_ERR_DTYPE, "ct_index_copy: the source has dtype float64 but x has float32");
+    CHECK(ct_index_copy(x, 1, good, src) == CT_ERR_SHAPE);
+    CHECK_ERROR(CT_ERR_SHAPE, "axis 0 of the source has size 2; it must be 3");
+    CHECK(ct_index_copy(NULL, 0, good, src) == CT_ERR_INVALID_ARG);
+    CHECK_ERROR(CT_ERR_INVALID_ARG, "ct_index_copy: argument 1 is NULL");
+    /* A source that is a view of x itself is read before it is written. */
+    ct_tensor *rows = ct_slice(x, 0, 0, 2, 1);
+    CHECK_OK(ct_index_copy(x, 0, good, rows));
+    CHECK_TENSOR(x, ((double[]){3, 4, 3, 4, 1, 2}));
+    CHECK_OK(ct_set_requires_grad(x, true));
+    CHECK(ct_index_copy(x, 0, good, src) == CT_ERR_STATE);
+    CHECK_ERROR(CT_ERR_STATE, "ct_index_copy: the destination is a leaf that requires grad");
+    ct_release(rows), ct_release(good), ct_release(bad), ct_release(src64), ct_release(src);
+    ct_release(x);
+}
+
 /* ---- scatter_add ---- */
 
 /* index (index_shape) into an axis of x (shape), src larger than index on the first axis. */
