@@ -89,7 +89,8 @@ def test_repeated_indices_keep_the_last_value(device):
     x[[1, 3, 1, -3]] = ct.asarray([[1, 1], [2, 2], [3, 3], [4, 4]], dtype=ct.int32, device=device)
     assert x.tolist() == [[0, 0], [4, 4], [0, 0], [2, 2]]
     m = ct.zeros((2, 2), device=device)
-    m[ct.asarray([0, 0, 1]), ct.asarray([1, 1, 0])] = ct.asarray([5.0, 6.0, 7.0], device=device)
+    rows, cols = ct.asarray([0, 0, 1], device=device), ct.asarray([1, 1, 0], device=device)
+    m[rows, cols] = ct.asarray([5.0, 6.0, 7.0], device=device)
     assert m.tolist() == [[0, 6], [7, 0]]
 
 
@@ -117,14 +118,15 @@ def test_assignment_through_a_view_that_is_not_one_axis_of_memory(device):
     a = np.arange(24.0).reshape(4, 6)
     x = ct.asarray(a.copy(), device=device)
     v = x[::2, ::3]  # the indexed axes do not merge into one axis of x's memory
-    v[ct.asarray([0, 1]), ct.asarray([1, 0])] = -1
+    v[ct.asarray([0, 1], device=device), ct.asarray([1, 0], device=device)] = -1
     a[::2, ::3][[0, 1], [1, 0]] = -1
     np.testing.assert_array_equal(to_numpy(x), a)
 
 
 def test_gradient_through_a_gather(device):
     x = ct.asarray(np.arange(6.0).reshape(2, 3), device=device).requires_grad_()
-    y = x[ct.asarray([1, 1, 0]), ct.asarray([2, 2, 0])] * ct.asarray([1.0, 2.0, 3.0], device=device)
+    rows, cols = ct.asarray([1, 1, 0], device=device), ct.asarray([2, 2, 0], device=device)
+    y = x[rows, cols] * ct.asarray([1.0, 2.0, 3.0], device=device)
     ct.sum(y).backward()
     assert x.grad.tolist() == [[3, 0, 0], [0, 0, 3]]
     z = ct.asarray(np.arange(4.0), device=device).requires_grad_()
