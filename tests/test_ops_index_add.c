@@ -1,7 +1,7 @@
-/* ct_index_add and ct_scatter_add against references computed here with index arithmetic
- * in doubles: every dtype (integers wrap, bool is a logical or), every axis of ranks 1 to
- * 3, repeated and negative indices, non-contiguous operands, empty indices, the parallel
- * path with many repeats, and every error with its message. */
+/* ct_index_add, ct_index_copy and ct_scatter_add against references computed here with index
+ * arithmetic in doubles: every dtype (integers wrap, bool is a logical or), every axis of ranks 1
+ * to 3, repeated and negative indices, non-contiguous operands, empty indices, the parallel path
+ * with many repeats, and every error with its message. */
 #include <stdlib.h>
 
 #include "ct_gradcheck.h"
@@ -38,10 +38,13 @@ static double add_as(double out, double v, ct_dtype dtype) {
     return out + v;
 }
 
-/* ---- index_add ---- */
+/* ---- index_add and index_copy ---- */
 
-static void check_index_add(ct_device device, int ndim, const int64_t *shape, int axis,
-                            ct_dtype dtype, int64_t k, uint64_t seed) {
+/* ct_index_add (a copy; x is left alone) or, with `copy`, ct_index_copy (into x) against
+ * the reference: additions accumulate; of repeated indices in a copy the last one's value
+ * stays (C order visits a later k later at every position; index_values always repeats). */
+static void check_along(ct_device device, int ndim, const int64_t *shape, int axis, ct_dtype dtype,
+                        int64_t k, uint64_t seed, bool copy) {
     int64_t src_shape[8], at[8];
     for (int d = 0; d < ndim; d++) src_shape[d] = d == axis ? k : shape[d];
     int64_t n = ref_numel(ndim, shape), m = ref_numel(ndim, src_shape);
@@ -54,20 +57,25 @@ static void check_index_add(ct_device device, int ndim, const int64_t *shape, in
         ref_unravel(i, ndim, src_shape, at);
         at[axis] = wrap(index[at[axis]], shape[axis]);
         int64_t o = ref_ravel(ndim, shape, at);
-        expected[o] = add_as(expected[o], src[i], dtype);
+        expected[o] = copy ? src[i] : add_as(expected[o], src[i], dtype);
     }
     bool odd = (seed + (uint64_t)axis) % 2;
     ct_tensor *tx = (odd ? ref_tensor_strided : ref_tensor)(x, ndim, shape, dtype, device);
     ct_tensor *ts = (odd ? ref_tensor : ref_tensor_strided)(src, ndim, src_shape, dtype, device);
     ct_tensor *ti = ref_tensor_strided(index, 1, &k, odd ? CT_I32 : CT_I64, device);
-    ct_tensor *out = ct_index_add(tx, odd ? axis - ndim : axis, ti, ts);
-    CHECK_TENSOR(out, expected);
-    CHECK(ct_dtype_of(out) == dtype && ct_ndim(out) == ndim);
-    double *again = ref_read(tx); /* x itself is left alone */
-    CHECK(again);
-    for (int64_t i = 0; i < n; i++) CHECK(again[i] == x[i]);
-    free(again);
-    ct_release(out);
+    if (copy) {
+        CHECK_OK(ct_index_copy(tx, odd ? axis - ndim : axis, ti, ts));
+        CHECK_TENSOR(tx, expected);
+    } else {
+        ct_tensor *out = ct_index_add(tx, odd ? axis - ndim : axis, ti, ts);
+        CHECK_TENSOR(out, expected);
+        CHECK(ct_dtype_of(out) == dtype && ct_ndim(out) == ndim);
+        ct_release(out);
+        double *again = ref_read(tx); /* x itself is left alone */
+        CHECK(again);
+        for (int64_t i = 0; i < n; i++) CHECK(again[i] == x[i]);
+        free(again);
+    }
     ct_release(ti);
     ct_release(ts);
     ct_release(tx);
@@ -81,15 +89,15 @@ DEVICE_TEST(test_ops_index_add_index_add_every_dtype_and_axis) {
     for (size_t c = 0; c < 3; c++)
         for (int axis = 0; axis < cases[c].ndim; axis++)
             for (int dt = 0; dt < CT_DTYPE_COUNT; dt++) {
-                check_index_add(device, cases[c].ndim, cases[c].shape, axis, (ct_dtype)dt, 5,
-                                c * 100 + (uint64_t)(axis * 10 + dt));
+                check_along(device, cases[c].ndim, cases[c].shape, axis, (ct_dtype)dt, 5,
+                            c * 100 + (uint64_t)(axis * 10 + dt), false);
                 if (ct_test_failed()) return;
             }
 }
 
 DEVICE_TEST(test_ops_index_add_index_add_empty_index) {
     int64_t shape[2] = {3, 4};
-    check_index_add(device, 2, shape, 0, CT_F32, 0, 4);
+    check_along(device, 2, shape, 0, CT_F32, 0, 4, false);
 }
 
 /* An embedding-style gradient: 4000 rows of 16 added into 50 rows, each hit many times,
@@ -158,6 +166,49 @@ DEVICE_TEST(test_ops_index_add_index_add_errors) {
     ct_release(sum0), ct_release(src0), ct_release(x0);
     ct_release(idx2), ct_release(fidx), ct_release(good), ct_release(low), ct_release(bad);
     ct_release(src64), ct_release(src), ct_release(x);
+}
+
+DEVICE_TEST(test_ops_index_add_index_copy_every_dtype_and_axis) {
+    static const struct {
+        int ndim;
+        int64_t shape[3];
+    } cases[] = {{1, {6}}, {2, {3, 4}}, {3, {2, 3, 4}}};
+    for (size_t c = 0; c < 3; c++)
+        for (int axis = 0; axis < cases[c].ndim; axis++)
+            for (int dt = 0; dt < CT_DTYPE_COUNT; dt++) {
+                check_along(device, cases[c].ndim, cases[c].shape, axis, (ct_dtype)dt, 5,
+                            c * 100 + (uint64_t)(axis * 10 + dt), true);
+                if (ct_test_failed()) return;
+            }
+    int64_t shape[2] = {3, 4};
+    check_along(device, 2, shape, 1, CT_F32, 0, 7, true); /* an empty index writes nothing */
+}
+
+DEVICE_TEST(test_ops_index_add_index_copy_errors) {
+    double before[6] = {1, 2, 3, 4, 5, 6};
+    ct_tensor *x = ref_tensor(before, 2, (int64_t[]){3, 2}, CT_F32, device);
+    ct_tensor *src = ct_zeros(2, (int64_t[]){2, 2}, CT_F32, device);
+    ct_tensor *src64 = ct_zeros(2, (int64_t[]){2, 2}, CT_F64, device);
+    ct_tensor *bad = ref_tensor((double[]){0, 3}, 1, (int64_t[]){2}, CT_I64, device);
+    ct_tensor *good = ref_tensor((double[]){2, -3}, 1, (int64_t[]){2}, CT_I32, device);
+    CHECK(ct_index_copy(x, 0, bad, src) == CT_ERR_INVALID_ARG);
+    CHECK_ERROR(CT_ERR_INVALID_ARG, "ct_index_copy: index 3 is out of range for an axis of size 3");
+    CHECK_TENSOR(x, before); /* index 0 was not written: the check comes first */
+    CHECK(ct_index_copy(x, 0, good, src64) == CT_ERR_DTYPE);
+    CHECK_ERROR(CT_ERR_DTYPE, "ct_index_copy: the source has dtype float64 but x has float32");
+    CHECK(ct_index_copy(x, 1, good, src) == CT_ERR_SHAPE);
+    CHECK_ERROR(CT_ERR_SHAPE, "axis 0 of the source has size 2; it must be 3");
+    CHECK(ct_index_copy(NULL, 0, good, src) == CT_ERR_INVALID_ARG);
+    CHECK_ERROR(CT_ERR_INVALID_ARG, "ct_index_copy: argument 1 is NULL");
+    /* A source that is a view of x itself is read before it is written. */
+    ct_tensor *rows = ct_slice(x, 0, 0, 2, 1);
+    CHECK_OK(ct_index_copy(x, 0, good, rows));
+    CHECK_TENSOR(x, ((double[]){3, 4, 3, 4, 1, 2}));
+    CHECK_OK(ct_set_requires_grad(x, true));
+    CHECK(ct_index_copy(x, 0, good, src) == CT_ERR_STATE);
+    CHECK_ERROR(CT_ERR_STATE, "ct_index_copy: the destination is a leaf that requires grad");
+    ct_release(rows), ct_release(good), ct_release(bad), ct_release(src64), ct_release(src);
+    ct_release(x);
 }
 
 /* ---- scatter_add ---- */

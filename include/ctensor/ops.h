@@ -104,6 +104,14 @@ CT_API ct_tensor *ct_gather(const ct_tensor *x, int axis, const ct_tensor *index
  * indices count from the end. CT_ERR_INVALID_ARG for an index out of range. */
 CT_API ct_tensor *ct_index_add(const ct_tensor *x, int axis, const ct_tensor *index,
                                const ct_tensor *source);
+/* torch.index_copy_, in place: dst[.., index[k], ..] = source[.., k, ..] along axis. source
+ * has dst's shape with the index's length on axis, and dst's dtype; negative indices count
+ * from the end. Of repeated indices the last (highest k) one's value stays, on every device.
+ * Every index is checked before anything is written: CT_ERR_INVALID_ARG for one out of
+ * range leaves dst unchanged. Not recorded for autograd: a dst that requires grad is
+ * CT_ERR_STATE, as for ct_copy. */
+CT_API ct_status ct_index_copy(ct_tensor *dst, int axis, const ct_tensor *index,
+                               const ct_tensor *source);
 /* torch.scatter_add: a copy of x with out[i][j] += src[i][j] at i = index[i][j] for axis
  * 0, and so on. index, src and x have one rank; index is no larger than src, nor than x
  * off axis; src has x's dtype. Repeated indices accumulate. */

@@ -239,6 +239,13 @@ static ct_tensor *from_buffer(PyObject *o, ct_dtype dtype, ct_device device) {
     return finish(copy, dtype, CT_DEFAULT);
 }
 
+bool ctpy_needs_exact_int(PyObject *o, ct_dtype dtype) {
+    if ((dtype != CT_I64 && dtype != CT_U64) || !PyLong_Check(o) || PyBool_Check(o)) return false;
+    int overflow;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    return overflow || v > (INT64_C(1) << 53) || v < -(INT64_C(1) << 53);
+}
+
 ct_tensor *ctpy_as_tensor(PyObject *obj, ct_dtype dtype, ct_device device) {
     if (ctpy_is_tensor(obj)) return finish(ct_retain(ctpy_tensor_of(obj)), dtype, device);
     if (ctpy_is_scalar(obj)) return from_scalar(obj, dtype, device);

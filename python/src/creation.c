@@ -47,13 +47,28 @@ static PyObject *py_asarray(PyObject *self, PyObject *args, PyObject *kwargs) {
 
 enum fill_kind { FILL_ZEROS, FILL_ONES, FILL_EMPTY, FILL_FULL };
 
-static PyObject *filled(int ndim, const int64_t *shape, enum fill_kind kind, double value,
+static PyObject *filled(int ndim, const int64_t *shape, enum fill_kind kind, PyObject *value,
                         ct_dtype dtype, ct_device device) {
     ct_tensor *out;
+    /* ct_full takes a double: an int that a double does not hold fills from its exact 0-d
+     * array */
+    if (kind == FILL_FULL && ctpy_needs_exact_int(value, dtype)) {
+        ct_tensor *exact = ctpy_as_tensor(value, dtype, device);
+        if (!exact) return NULL;
+        CTPY_NOGIL({
+            ct_tensor *wide = ct_expand(exact, ndim, shape);
+            out = wide ? ct_clone(wide) : NULL;
+            ct_release(wide);
+        });
+        ct_release(exact);
+        return ctpy_wrap(out);
+    }
+    double v = value ? PyFloat_AsDouble(value) : 0;
+    if (v == -1.0 && PyErr_Occurred()) return NULL;
     CTPY_NOGIL(out = kind == FILL_ZEROS   ? ct_zeros(ndim, shape, dtype, device)
                      : kind == FILL_ONES  ? ct_ones(ndim, shape, dtype, device)
                      : kind == FILL_EMPTY ? ct_empty(ndim, shape, dtype, device)
-                                          : ct_full(ndim, shape, value, dtype, device));
+                                          : ct_full(ndim, shape, v, dtype, device));
     return ctpy_wrap(out);
 }
 
@@ -81,15 +96,13 @@ static PyObject *make(PyObject *args, PyObject *kwargs, enum fill_kind kind, con
     int64_t shape[CT_MAX_DIMS];
     int ndim;
     if (ctpy_parse_shape(spec, shape, &ndim) < 0) return NULL;
-    double v = 0;
     if (value) {
         if (!ctpy_is_scalar(value))
             return PyErr_Format(PyExc_TypeError, "full: fill_value must be a Python number");
-        v = PyFloat_AsDouble(value);
         if ((int)dtype < 0) dtype = value_dtype(value);
     }
     if ((int)dtype < 0) dtype = CTPY_DEFAULT_FLOAT;
-    return filled(ndim, shape, kind, v, dtype, device);
+    return filled(ndim, shape, kind, value, dtype, device);
 }
 
 static PyObject *py_zeros(PyObject *s, PyObject *a, PyObject *k) {
@@ -124,9 +137,7 @@ static PyObject *make_like(PyObject *args, PyObject *kwargs, enum fill_kind kind
     ct_tensor *t = ctpy_tensor_of(x);
     if ((int)dtype < 0) dtype = ct_dtype_of(t);
     if (device.type == CT_DEVICE_DEFAULT) device = ct_device_of(t);
-    double v = value ? PyFloat_AsDouble(value) : 0;
-    if (v == -1.0 && PyErr_Occurred()) return NULL;
-    return filled(ct_ndim(t), ct_shape(t), kind, v, dtype, device);
+    return filled(ct_ndim(t), ct_shape(t), kind, value, dtype, device);
 }
 
 static PyObject *py_zeros_like(PyObject *s, PyObject *a, PyObject *k) {
@@ -201,12 +212,21 @@ static PyObject *py_eye(PyObject *self, PyObject *args, PyObject *kwargs) {
                                      ctpy_opt_dtype, &dtype, ctpy_opt_device, &device))
         return NULL;
     if (cols != Py_None && (m = PyLong_AsSsize_t(cols)) == -1 && PyErr_Occurred()) return NULL;
-    if (k != 0)
-        return ctpy_raise_status(CT_ERR_UNSUPPORTED,
-                                 "eye(k=%zd): ctensor's ct_eye has only the main diagonal", k);
     if ((int)dtype < 0) dtype = CTPY_DEFAULT_FLOAT;
+    if (m < 0) m = n;
     ct_tensor *out;
-    CTPY_NOGIL(out = ct_eye(n, m < 0 ? n : m, dtype, device));
+    if (k == 0) {
+        CTPY_NOGIL(out = ct_eye(n, m, dtype, device));
+        return ctpy_wrap(out);
+    }
+    /* Another diagonal: the ones where both tril and triu at k keep them (j - i == k). */
+    CTPY_NOGIL({
+        ct_tensor *ones = ct_ones(2, (int64_t[]){n, m}, dtype, device);
+        ct_tensor *below = ones ? ct_tril(ones, k) : NULL;
+        out = below ? ct_triu(below, k) : NULL;
+        ct_release(below);
+        ct_release(ones);
+    });
     return ctpy_wrap(out);
 }
 

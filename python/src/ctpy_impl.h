@@ -77,6 +77,10 @@ int ctpy_opt_device(PyObject *o, void *out);
 ct_tensor *ctpy_as_tensor(PyObject *obj, ct_dtype dtype, ct_device device);
 /* Whether o is a Python bool, int or float (a weakly typed scalar). */
 bool ctpy_is_scalar(PyObject *o);
+/* Whether o is a Python int that a double does not hold exactly (beyond 2**53), for an
+ * array of dtype CT_I64 or CT_U64: the C scalar entries take doubles, so such an int must
+ * join as an exact 0-d array (ctpy_as_tensor of it is exact). */
+bool ctpy_needs_exact_int(PyObject *o, ct_dtype dtype);
 /* A tensor from a DLPack producer, without a copy when the memory allows. */
 PyObject *ctpy_from_dlpack(PyObject *self, PyObject *args, PyObject *kwargs);
 
@@ -108,6 +112,19 @@ int ctpy_operators_init(PyObject *module);
 int ctpy_devices_init(PyObject *module);
 int ctpy_dtypes_init(PyObject *module);
 int ctpy_stats_init(PyObject *module);
+
+/* advanced_index.c: the advanced items of a key, applied to the view its basic items give. */
+typedef struct {
+    int n;
+    int axis[CT_MAX_DIMS];         /* the view's axis each array indexes */
+    ct_tensor *index[CT_MAX_DIMS]; /* CT_I64 arrays (new references) */
+    bool in_range[CT_MAX_DIMS];    /* known to be in range (from a mask or a checked int) */
+} ctpy_advanced;
+void ctpy_advanced_clear(ctpy_advanced *adv);
+/* view[adv] as a new tensor, NULL with an exception; view[adv] = value (value has view's
+ * dtype and device), 0 or -1 with an exception. */
+ct_tensor *ctpy_advanced_get(const ct_tensor *view, const ctpy_advanced *adv);
+int ctpy_advanced_set(ct_tensor *view, const ctpy_advanced *adv, const ct_tensor *value);
 
 /* Elementwise calls used by several files (math.c). */
 typedef ct_tensor *(*ctpy_binary_fn)(const ct_tensor *, const ct_tensor *);

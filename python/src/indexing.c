@@ -1,9 +1,9 @@
 /* Tensor indexing and assignment: ints, slices, `...`, None and tuples of them give views
- * (ct_slice, ct_squeeze, ct_unsqueeze); one integer array in the key gathers along its axis
- * (ct_index_select, a copy). x[key] = value writes through the view (ct_fill for a scalar,
- * ct_copy otherwise). Boolean masks, and more than one integer array in a key, need ops
- * the core does not have (nonzero, multi-axis gather): they raise IndexError saying so.
- * An index out of range is an IndexError. */
+ * (ct_slice, ct_squeeze, ct_unsqueeze); x[key] = value writes through the view (ct_fill for
+ * a scalar, ct_copy otherwise). Integer arrays (Tensors or lists) and boolean masks
+ * (through ct_nonzero) make the key advanced, as in NumPy: the ints among them count as
+ * index arrays too, and advanced_index.c gathers (a copy) or writes the elements they
+ * pick. An index out of range is an IndexError. */
 #include "ctpy_impl.h"
 
 /* One step of a key, applied to cur at axis *axis; returns the new view (a new reference) or
@@ -34,29 +34,28 @@ static ct_tensor *apply_slice(ct_tensor *cur, int axis, PyObject *item) {
     return out;
 }
 
-/* An integer array along axis: the rows it picks, with the index's shape in place of the
- * axis. */
-static ct_tensor *apply_array(ct_tensor *cur, int axis, ct_tensor *index) {
-    int64_t flat_size = ct_numel(index);
-    ct_tensor *flat = ct_reshape(index, 1, &flat_size), *picked = NULL;
-    if (flat) CTPY_NOGIL(picked = ct_index_select(cur, axis, flat));
-    ct_release(flat);
-    if (!picked) return ctpy_raise(), NULL;
-    int64_t shape[CT_MAX_DIMS * 2];
-    int ndim = 0;
-    for (int d = 0; d < axis; d++) shape[ndim++] = ct_shape(cur)[d];
-    for (int d = 0; d < ct_ndim(index); d++) shape[ndim++] = ct_shape(index)[d];
-    for (int d = axis + 1; d < ct_ndim(cur); d++) shape[ndim++] = ct_shape(cur)[d];
-    ct_tensor *out = ct_reshape(picked, ndim, shape);
-    ct_release(picked);
-    if (!out) ctpy_raise();
-    return out;
-}
-
-/* The key's items as a new tuple. */
-static PyObject *key_items(PyObject *key) {
-    if (PyTuple_Check(key)) return Py_NewRef(key);
-    return PyTuple_Pack(1, key);
+/* The key's items as a new tuple, lists of indices made Tensors on device. */
+static PyObject *key_items(PyObject *key, ct_device device) {
+    Py_ssize_t n = PyTuple_Check(key) ? PyTuple_GET_SIZE(key) : 1;
+    PyObject *items = PyTuple_New(n);
+    for (Py_ssize_t k = 0; items && k < n; k++) {
+        PyObject *item = PyTuple_Check(key) ? PyTuple_GET_ITEM(key, k) : key;
+        if (!PyList_Check(item)) {
+            PyTuple_SET_ITEM(items, k, Py_NewRef(item));
+            continue;
+        }
+        ct_tensor *t = ctpy_as_tensor(item, (ct_dtype)-1, device);
+        /* [] holds no numbers, so the float32 NumPy would give it is an empty index here */
+        if (t && ct_numel(t) == 0 && !ct_dtype_is_integer(ct_dtype_of(t))) {
+            ct_tensor *cast = ct_cast(t, CT_I64);
+            ct_release(t);
+            t = cast;
+        }
+        PyObject *wrapped = t ? ctpy_wrap(t) : NULL;
+        if (!wrapped) return Py_DECREF(items), NULL;
+        PyTuple_SET_ITEM(items, k, wrapped);
+    }
+    return items;
 }
 
 /* Whether item counts as an index into an axis (everything but None and `...`). */
@@ -66,48 +65,111 @@ static bool is_integer_array(PyObject *item) {
     return ctpy_is_tensor(item) && ct_dtype_is_integer(ct_dtype_of(ctpy_tensor_of(item)));
 }
 
-/* Count the key's items that use an axis, and check the key; -1 with an IndexError. */
-static int check_key(PyObject *items, const ct_tensor *t, int *used, int *arrays) {
+static bool is_mask(PyObject *item) {
+    return ctpy_is_tensor(item) && ct_dtype_of(ctpy_tensor_of(item)) == CT_BOOL;
+}
+
+/* Count the axes the key's items use, and check the key; -1 with an IndexError. */
+static int check_key(PyObject *items, const ct_tensor *t, int *used, bool *advanced) {
     int ellipses = 0;
-    *used = *arrays = 0;
+    *used = 0;
+    *advanced = false;
     for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(items); k++) {
         PyObject *item = PyTuple_GET_ITEM(items, k);
-        *used += uses_axis(item);
         ellipses += item == Py_Ellipsis;
-        *arrays += is_integer_array(item);
-        if (ctpy_is_tensor(item) && ct_dtype_of(ctpy_tensor_of(item)) == CT_BOOL) {
-            PyErr_SetString(PyExc_IndexError,
-                            "boolean mask indexing needs a nonzero op, which ctensor's core "
-                            "does not have yet; use where() instead");
+        *advanced |= is_integer_array(item) || is_mask(item);
+        if (is_mask(item) && ct_ndim(ctpy_tensor_of(item)) == 0) {
+            PyErr_SetString(PyExc_IndexError, "a 0-d boolean index is not supported; use "
+                                              "where() or expand_dims() instead");
             return -1;
         }
+        if (ctpy_is_tensor(item) && !is_mask(item) && !is_integer_array(item)) {
+            PyErr_Format(PyExc_IndexError,
+                         "an index array must have an integer or boolean dtype, not %s",
+                         ct_dtype_name(ct_dtype_of(ctpy_tensor_of(item))));
+            return -1;
+        }
+        *used += is_mask(item) ? ct_ndim(ctpy_tensor_of(item)) : uses_axis(item);
     }
-    if (ellipses <= 1 && *used <= ct_ndim(t) && *arrays <= 1) return 0;
+    if (ellipses <= 1 && *used <= ct_ndim(t)) return 0;
     PyErr_Format(PyExc_IndexError,
-                 ellipses > 1  ? "an index can have only one ellipsis ('...')"
-                 : *arrays > 1 ? "only one integer array per index is supported (the core "
-                                 "has no multi-axis gather)"
-                               : "too many indices: %d for an array of %d dimensions",
+                 ellipses > 1 ? "an index can have only one ellipsis ('...')"
+                              : "too many indices: %d for an array of %d dimensions",
                  *used, ct_ndim(t));
     return -1;
 }
 
-/* x[key] as a new reference; *gathered says whether an integer array made it a copy. */
-static ct_tensor *index_tensor(ct_tensor *t, PyObject *key, bool *gathered) {
-    PyObject *items = key_items(key);
+/* Record an index array (as CT_I64) for axis of the view; -1 with an exception. */
+static int add_array(ctpy_advanced *adv, int axis, ct_tensor *index, bool in_range) {
+    if (adv->n == CT_MAX_DIMS) {
+        ct_release(index);
+        PyErr_Format(PyExc_IndexError, "at most %d index arrays", CT_MAX_DIMS);
+        return -1;
+    }
+    ct_tensor *wide = index && ct_dtype_of(index) != CT_I64 ? ct_cast(index, CT_I64) : index;
+    if (wide != index) ct_release(index);
+    if (!wide) return ctpy_raise(), -1;
+    adv->axis[adv->n] = axis;
+    adv->in_range[adv->n] = in_range;
+    adv->index[adv->n++] = wide;
+    return 0;
+}
+
+/* An int among index arrays: a 0-d index array, checked here. */
+static int add_int(ctpy_advanced *adv, const ct_tensor *cur, int axis, PyObject *item) {
+    Py_ssize_t i = PyNumber_AsSsize_t(item, PyExc_IndexError);
+    if (i == -1 && PyErr_Occurred()) return -1;
+    int64_t size = ct_shape(cur)[axis];
+    if (i < -size || i >= size) {
+        PyErr_Format(PyExc_IndexError, "index %zd is out of range for axis %d of size %lld", i,
+                     axis, (long long)size);
+        return -1;
+    }
+    return add_array(adv, axis, ct_scalar((double)i, CT_I64, ct_device_of(cur)), true);
+}
+
+/* A boolean mask over axes axis.. of cur: the index arrays of its true elements. */
+static int add_mask(ctpy_advanced *adv, const ct_tensor *cur, int axis, const ct_tensor *mask) {
+    for (int d = 0; d < ct_ndim(mask); d++)
+        if (ct_shape(mask)[d] != ct_shape(cur)[axis + d]) {
+            PyErr_Format(PyExc_IndexError,
+                         "boolean index did not match the indexed array along axis %d: size "
+                         "of the axis is %lld but size of the boolean axis is %lld",
+                         axis + d, (long long)ct_shape(cur)[axis + d],
+                         (long long)ct_shape(mask)[d]);
+            return -1;
+        }
+    ct_tensor *found[CT_MAX_DIMS] = {NULL};
+    ct_status status;
+    CTPY_NOGIL(status = ct_nonzero(mask, found));
+    if (status != CT_OK) return ctpy_raise(), -1;
+    int result = 0;
+    for (int d = 0; d < ct_ndim(mask); d++)
+        if (result == 0)
+            result = add_array(adv, axis + d, found[d], true);
+        else
+            ct_release(found[d]);
+    return result;
+}
+
+/* x[key]'s basic items applied: a view of t (a new reference), with the advanced items
+ * recorded in adv against its axes (adv->n is 0 for a basic key). */
+static ct_tensor *index_tensor(ct_tensor *t, PyObject *key, ctpy_advanced *adv) {
+    adv->n = 0;
+    PyObject *items = key_items(key, ct_device_of(t));
     if (!items) return NULL;
     Py_ssize_t n = PyTuple_GET_SIZE(items);
-    int used, arrays;
-    if (check_key(items, t, &used, &arrays) < 0) {
+    int used;
+    bool advanced;
+    if (check_key(items, t, &used, &advanced) < 0) {
         Py_DECREF(items);
         return NULL;
     }
-    *gathered = arrays > 0;
     ct_tensor *cur = ct_retain(t);
     int axis = 0;
     for (Py_ssize_t k = 0; cur && k < n; k++) {
         PyObject *item = PyTuple_GET_ITEM(items, k);
-        ct_tensor *next;
+        ct_tensor *next = cur;
         if (item == Py_Ellipsis) {
             axis += ct_ndim(t) - used;
             continue;
@@ -116,28 +178,38 @@ static ct_tensor *index_tensor(ct_tensor *t, PyObject *key, bool *gathered) {
             axis++;
         } else if (PySlice_Check(item)) {
             next = apply_slice(cur, axis++, item);
+        } else if (is_mask(item)) {
+            const ct_tensor *mask = ctpy_tensor_of(item);
+            if (add_mask(adv, cur, axis, mask) < 0) next = NULL;
+            axis += ct_ndim(mask);
         } else if (is_integer_array(item)) {
-            next = apply_array(cur, axis, ctpy_tensor_of(item));
-            axis += ct_ndim(ctpy_tensor_of(item));
+            if (add_array(adv, axis++, ct_retain(ctpy_tensor_of(item)), false) < 0) next = NULL;
+        } else if (PyIndex_Check(item) && advanced) {
+            if (add_int(adv, cur, axis++, item) < 0) next = NULL;
         } else if (PyIndex_Check(item)) {
             next = apply_int(cur, axis, item);
         } else {
             PyErr_Format(PyExc_IndexError,
-                         "only integers, slices, '...', None and integer arrays are valid "
-                         "indices, not %R",
+                         "only integers, slices, '...', None, integer arrays and boolean "
+                         "masks are valid indices, not %R",
                          item);
             next = NULL;
         }
-        ct_release(cur);
+        if (next != cur) ct_release(cur);
         cur = next;
     }
     Py_DECREF(items);
+    if (!cur) ctpy_advanced_clear(adv);
     return cur;
 }
 
 static PyObject *tensor_getitem(PyObject *self, PyObject *key) {
-    bool gathered;
-    ct_tensor *out = index_tensor(ctpy_tensor_of(self), key, &gathered);
+    ctpy_advanced adv;
+    ct_tensor *view = index_tensor(ctpy_tensor_of(self), key, &adv);
+    if (!view || adv.n == 0) return view ? ctpy_wrap(view) : NULL;
+    ct_tensor *out = ctpy_advanced_get(view, &adv);
+    ctpy_advanced_clear(&adv);
+    ct_release(view);
     return out ? ctpy_wrap(out) : NULL;
 }
 
@@ -146,22 +218,25 @@ static int tensor_setitem(PyObject *self, PyObject *key, PyObject *value) {
         PyErr_SetString(PyExc_TypeError, "array elements cannot be deleted");
         return -1;
     }
-    bool gathered;
-    ct_tensor *view = index_tensor(ctpy_tensor_of(self), key, &gathered);
+    ctpy_advanced adv;
+    ct_tensor *view = index_tensor(ctpy_tensor_of(self), key, &adv);
     if (!view) return -1;
-    if (gathered) {
-        ct_release(view);
-        PyErr_SetString(PyExc_IndexError, "assignment through an integer array needs a scatter "
-                                          "op, which ctensor's core does not have yet");
-        return -1;
-    }
     ct_status status;
-    if (ctpy_is_scalar(value)) {
+    if (adv.n > 0) {
+        ct_tensor *src = ctpy_as_tensor(value, ct_dtype_of(view), ct_device_of(view));
+        int result = src ? ctpy_advanced_set(view, &adv, src) : -1;
+        ct_release(src);
+        ctpy_advanced_clear(&adv);
+        ct_release(view);
+        return result;
+    }
+    if (ctpy_is_scalar(value) && !ctpy_needs_exact_int(value, ct_dtype_of(view))) {
         double s = PyFloat_AsDouble(value);
         if (s == -1.0 && PyErr_Occurred()) return ct_release(view), -1;
         CTPY_NOGIL(status = ct_fill(view, s));
     } else {
-        ct_tensor *src = ctpy_as_tensor(value, (ct_dtype)-1, ct_device_of(view));
+        ct_dtype dtype = ctpy_is_scalar(value) ? ct_dtype_of(view) : (ct_dtype)-1;
+        ct_tensor *src = ctpy_as_tensor(value, dtype, ct_device_of(view));
         if (!src) return ct_release(view), -1;
         CTPY_NOGIL(status = ct_copy(view, src));
         ct_release(src);

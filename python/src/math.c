@@ -31,11 +31,26 @@ static PyObject *tensor_tensor(const ct_tensor *a, const ct_tensor *b, ctpy_bina
     return ctpy_wrap(out);
 }
 
+/* A Python int that a double does not hold, with a 64-bit integer array: the scalar path
+ * would round it, so it joins as an exact 0-d array of the array's dtype (an OverflowError
+ * beyond that dtype's range), which keeps the dtype. */
+static PyObject *exact_int_binary(PyObject *a, PyObject *b, ctpy_binary_fn fn) {
+    bool ta = ctpy_is_tensor(a);
+    const ct_tensor *t = ctpy_tensor_of(ta ? a : b);
+    ct_tensor *s = ctpy_as_tensor(ta ? b : a, ct_dtype_of(t), ct_device_of(t));
+    if (!s) return NULL;
+    PyObject *result = ta ? tensor_tensor(t, s, fn) : tensor_tensor(s, t, fn);
+    ct_release(s);
+    return result;
+}
+
 PyObject *ctpy_binary(PyObject *a, PyObject *b, ctpy_binary_fn fn, ctpy_scalar_fn scalar_fn,
                       bool commutes) {
     bool ta = ctpy_is_tensor(a), tb = ctpy_is_tensor(b);
     if (ta && tb) return tensor_tensor(ctpy_tensor_of(a), ctpy_tensor_of(b), fn);
     PyObject *scalar = ta ? b : a;
+    if ((ta || tb) && ctpy_needs_exact_int(scalar, ct_dtype_of(ctpy_tensor_of(ta ? a : b))))
+        return exact_int_binary(a, b, fn);
     if ((ta || tb) && ctpy_is_scalar(scalar) && scalar_fn) {
         double s = PyFloat_AsDouble(scalar);
         if (s == -1.0 && PyErr_Occurred()) return NULL;

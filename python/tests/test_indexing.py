@@ -1,5 +1,5 @@
-"""Indexing and assignment against NumPy: ints, slices, `...`, None, tuples and integer
-arrays; bad indices are IndexErrors; what the core cannot do says so."""
+"""Basic indexing and assignment against NumPy: ints, slices, `...`, None and tuples; bad
+indices are IndexErrors. Integer arrays and boolean masks: test_indexing_advanced.py."""
 
 import numpy as np
 import pytest
@@ -52,11 +52,3 @@ def test_bad_indices(device):
         x[..., ...]
     with pytest.raises(ValueError):
         x[::0]
-
-
-def test_what_the_core_lacks_is_an_index_error(device):
-    x = ct.arange(4, device=device)
-    with pytest.raises(IndexError, match="nonzero"):
-        x[x > 1]
-    with pytest.raises(IndexError, match="scatter"):
-        x[ct.asarray([0, 1], device=device)] = 5

@@ -166,6 +166,34 @@ def test_uint64_above_int64_max(device):
     assert ct.asarray(2**64 - 1, dtype=ct.uint64, device=device).item() == 2**64 - 1
 
 
+def test_python_ints_beyond_a_double_are_exact(device):
+    """A Python int that a double does not hold joins a uint64 or int64 array exactly (the
+    C scalar entries take doubles)."""
+    a = np.array([0, 1, 2**63, 2**64 - 2], dtype=np.uint64)
+    x = ct.asarray(a, device=device)
+    for big in (2**64 - 1, 2**63 + 1, 2**53 + 1):
+        assert (x + big).tolist() == (a + np.uint64(big)).tolist()
+        assert (big - x).tolist() == (np.uint64(big) - a).tolist()
+        assert (x == big).tolist() == (a == np.uint64(big)).tolist()
+        assert (x < big).tolist() == (a < np.uint64(big)).tolist()
+        assert (big > x).tolist() == (np.uint64(big) > a).tolist()
+        assert (x + big).dtype == ct.uint64
+    assert ct.full((2,), 2**63, dtype=ct.uint64, device=device).tolist() == [2**63] * 2
+    assert ct.full((2,), 2**64 - 1, dtype=ct.uint64, device=device).tolist() == [2**64 - 1] * 2
+    assert ct.full_like(x, 2**63 + 3).tolist() == [2**63 + 3] * 4
+    i = ct.asarray([0, -1], dtype=ct.int64, device=device)
+    assert (i + (2**62 + 1)).tolist() == [2**62 + 1, 2**62]
+    assert ct.full((1,), -(2**63), dtype=ct.int64, device=device).tolist() == [-(2**63)]
+    y = ct.zeros(3, dtype=ct.uint64, device=device)
+    y[1] = 2**64 - 1
+    y[[0, 2]] = 2**63 + 1
+    assert y.tolist() == [2**63 + 1, 2**64 - 1, 2**63 + 1]
+    with pytest.raises(OverflowError):
+        x + 2**64
+    with pytest.raises(OverflowError):
+        i + 2**63
+
+
 @pytest.mark.parametrize("dtype", INTS, ids=ids)
 def test_numpy_buffer_and_dlpack_exchange(dtype):
     a = ends(INTS[dtype])

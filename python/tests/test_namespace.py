@@ -210,8 +210,30 @@ def test_creation(device):
                                    np.linspace(0, 1, 4, endpoint=False))
         assert ct.eye(2, 3).tolist() == [[1, 0, 0], [0, 1, 0]]
         assert ct.zeros((2,)).device == device
-    with pytest.raises(ct.UnsupportedError):
-        ct.eye(3, k=1)
+
+
+@pytest.mark.parametrize("n, m, k", [(3, None, 1), (3, None, -2), (2, 5, 3), (4, 2, -1),
+                                     (3, 3, 5), (3, 4, -7), (0, 2, 1), (3, None, 0)])
+def test_eye_every_diagonal(device, n, m, k):
+    for dtype, np_dtype in [(ct.float32, np.float32), (ct.int64, np.int64), (ct.bool, np.bool_)]:
+        out = ct.eye(n, m, k=k, dtype=dtype, device=device)
+        assert out.dtype == dtype and out.device == device
+        np.testing.assert_array_equal(to_numpy(out), np.eye(n, m, k=k, dtype=np_dtype))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=str)
+def test_nextafter_matches_numpy(device, dtype):
+    a = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 1.0, 3.5, 1e-45, 2.0],
+                 dtype=dtype)
+    b = np.array([1.0, -1.0, 2.0, -np.inf, 0.0, 0.0, 1.0, np.nan, 3.5, 0.0, -np.inf],
+                 dtype=dtype)
+    out = ct.nextafter(ct.asarray(a, device=device), ct.asarray(b, device=device))
+    assert out.dtype == ct.asarray(a).dtype
+    expected = np.nextafter(a, b)
+    np.testing.assert_array_equal(to_numpy(out), expected)  # NaNs compare equal here
+    assert (np.signbit(to_numpy(out)) == np.signbit(expected)).all()
+    one = ct.nextafter(ct.asarray(a, device=device), 2.0)
+    np.testing.assert_array_equal(to_numpy(one), np.nextafter(a, dtype(2.0)))
 
 
 # ---- manipulation ----

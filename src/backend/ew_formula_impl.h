@@ -286,6 +286,7 @@ CT_EW_FN uint8_t ct__ew_isfinite_test(double x) { return isfinite(x) != 0; }
     CT_EW_FN T ct__ew_hypot_##S(T a, T b) { return M(hypot)(a, b); }                               \
     CT_EW_FN T ct__ew_copysign_##S(T a, T b) { return M(copysign)(a, b); }                         \
     CT_EW_FN T ct__ew_atan2_##S(T a, T b) { return M(atan2)(a, b); }                               \
+    CT_EW_FN T ct__ew_nextafter_##S(T a, T b) { return M(nextafter)(a, b); }                       \
     /* equal operands (infinities too) give a + log 2; NaN propagates through d */                 \
     CT_EW_FN T ct__ew_logaddexp_##S(T a, T b) {                                                    \
         if (a == b) return a + (T)0.693147180559945309417;                                         \

@@ -106,12 +106,15 @@ struct ct__dropout_args {
  * along the indexed axis, and a position reads index value v (negative counts from
  * dst_axis_size) and adds src to dst at v * dst_axis_stride. dst, src share a dtype (any);
  * index is CT_I32 or CT_I64. Repeated indices accumulate. An index out of range is
- * CT_ERR_INVALID_ARG with the value (dst is then partly updated: the op discards it). */
+ * CT_ERR_INVALID_ARG with the value (dst is then partly updated: the op discards it).
+ * With `assign` (ct_index_copy) src is stored instead of added, and each position off the
+ * axis walks the indexed axis in order, so of repeated indices the last one's value stays. */
 struct ct__index_add_args {
     ct__ew_args rest;
     int64_t k;
     int64_t index_stride, src_stride;
     int64_t dst_axis_stride, dst_axis_size;
+    bool assign;
 };
 
 #endif

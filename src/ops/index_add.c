@@ -1,7 +1,8 @@
 /* ct_index_add and ct_scatter_add (torch.index_add and torch.scatter_add): a copy of x with
  * source elements added at indexed positions along one axis, repeated indices accumulating,
  * through the backend's index_add kernel. They are the backward of ct_index_select,
- * ct_gather and ct_embedding; their own backward selects or gathers the gradient back. */
+ * ct_gather and ct_embedding; their own backward selects or gathers the gradient back.
+ * ct_index_copy (torch.index_copy_) stores instead, in place, through the same kernel. */
 #include <string.h>
 
 #include "core/transfer_impl.h"
@@ -11,7 +12,7 @@
  * into axis a and the rest; index_strides are the index's strides over those axes. */
 static ct_status run_index_add(const char *op, ct_tensor *dst, int a, const ct_tensor *index,
                                const int64_t *index_strides, const ct_tensor *src,
-                               const int64_t *shape) {
+                               const int64_t *shape, bool assign) {
     int physical;
     const ct__kernel_table *k = ct__kernels(dst->storage->device, &physical);
     if (!k) return ct_last_status();
@@ -35,6 +36,7 @@ static ct_status run_index_add(const char *op, ct_tensor *dst, int a, const ct_t
     args.src_stride = src->strides[a];
     args.dst_axis_stride = dst->strides[a];
     args.dst_axis_size = dst->shape[a];
+    args.assign = assign;
     if (args.rest.numel == 0 || args.k == 0) return CT_OK;
     ct_status status =
         ct__transfer_account_readback(dst->storage->device, CT_READBACK_BAD_VALUE, op);
@@ -43,11 +45,17 @@ static ct_status run_index_add(const char *op, ct_tensor *dst, int a, const ct_t
     return CT_OK;
 }
 
-ct_status ct__index_add_into(ct_tensor *dst, int axis, const ct_tensor *index, const ct_tensor *src,
-                             const char *op) {
+/* dst[.., index[k], ..] += (or, assigning, =) src[.., k, ..] along axis, index 1-D. */
+static ct_status index_add_along(ct_tensor *dst, int axis, const ct_tensor *index,
+                                 const ct_tensor *src, const char *op, bool assign) {
     int64_t index_strides[CT_MAX_DIMS] = {0};
     index_strides[axis] = index->strides[0];
-    return run_index_add(op, dst, axis, index, index_strides, src, src->shape);
+    return run_index_add(op, dst, axis, index, index_strides, src, src->shape, assign);
+}
+
+ct_status ct__index_add_into(ct_tensor *dst, int axis, const ct_tensor *index, const ct_tensor *src,
+                             const char *op) {
+    return index_add_along(dst, axis, index, src, op, false);
 }
 
 /* Common checks: devices, axis, the index's dtype, src's dtype and rank. */
@@ -87,7 +95,7 @@ static ct_tensor *add_and_record(const char *op, ct__backward_fn backward, const
         else
             index_strides[a] = index->strides[0];
         status = run_index_add(op, out, a, index, index_strides, src,
-                               scatter ? index->shape : src->shape);
+                               scatter ? index->shape : src->shape, false);
     }
     ct_no_grad_pop();
     if (status != CT_OK) {
@@ -122,33 +130,62 @@ static ct_status check_unread_indices(const char *op, const ct_tensor *x, int a,
     ct_tensor *one = ct__full_on(x->storage->device, 1, (int64_t[]){1}, 0.0, CT_U8);
     ct_tensor *row = one ? ct_expand(one, 1, &x->shape[a]) : NULL;
     ct_tensor *src = one ? ct_expand(one, 1, index->shape) : NULL;
-    ct_status status = row && src
-                           ? run_index_add(op, row, 0, index, index->strides, src, index->shape)
-                           : ct_last_status();
+    ct_status status =
+        row && src ? run_index_add(op, row, 0, index, index->strides, src, index->shape, false)
+                   : ct_last_status();
     ct_release(src);
     ct_release(row);
     ct_release(one);
     return status;
 }
 
+/* The checks of ct_index_add and ct_index_copy: a 1-D index, and source shaped as x with
+ * the index's length on axis a. */
+static bool check_index_source(const char *op, const ct_tensor *x, int axis, const ct_tensor *index,
+                               const ct_tensor *source, int *a) {
+    if (!check_common(op, x, axis, index, source, a)) return false;
+    if (index->ndim != 1)
+        return ct__error(CT_ERR_SHAPE, "%s: the index has rank %d; it must be 1-D", op,
+                         index->ndim),
+               false;
+    for (int d = 0; d < x->ndim; d++) {
+        int64_t want = d == *a ? index->shape[0] : x->shape[d];
+        if (source->shape[d] != want)
+            return ct__error(CT_ERR_SHAPE,
+                             "%s: axis %d of the source has size %lld; it must be %lld (x's "
+                             "shape, with the index's length on axis %d)",
+                             op, d, (long long)source->shape[d], (long long)want, *a),
+                   false;
+    }
+    return true;
+}
+
 ct_tensor *ct_index_add(const ct_tensor *x, int axis, const ct_tensor *index,
                         const ct_tensor *source) {
     const char *op = "ct_index_add";
     int a;
-    if (!check_common(op, x, axis, index, source, &a)) return NULL;
-    if (index->ndim != 1)
-        return ct__fail(CT_ERR_SHAPE, "%s: the index has rank %d; it must be 1-D", op, index->ndim);
-    for (int d = 0; d < x->ndim; d++) {
-        int64_t want = d == a ? index->shape[0] : x->shape[d];
-        if (source->shape[d] != want)
-            return ct__fail(CT_ERR_SHAPE,
-                            "%s: axis %d of the source has size %lld; it must be %lld (x's "
-                            "shape, with the index's length on axis %d)",
-                            op, d, (long long)source->shape[d], (long long)want, a);
-    }
+    if (!check_index_source(op, x, axis, index, source, &a)) return NULL;
     if (source->numel == 0 && index->numel > 0 && check_unread_indices(op, x, a, index) != CT_OK)
         return NULL;
     return add_and_record(op, index_add_backward, x, a, index, source, false);
+}
+
+ct_status ct_index_copy(ct_tensor *dst, int axis, const ct_tensor *index, const ct_tensor *source) {
+    const char *op = "ct_index_copy";
+    int a;
+    if (!check_index_source(op, dst, axis, index, source, &a)) return ct_last_status();
+    if (ct__check_writable(op, dst) != CT_OK) return ct_last_status();
+    /* Every index is checked before anything is written, so a bad one leaves dst as it was. */
+    if (index->numel > 0 && check_unread_indices(op, dst, a, index) != CT_OK)
+        return ct_last_status();
+    if (dst->numel == 0 || index->numel == 0) return CT_OK;
+    ct__storage_written(dst);
+    /* A source that shares dst's memory is read from a snapshot, as ct_copy reads. */
+    ct_tensor *snapshot = ct_shares_storage(dst, source) ? ct_clone(source) : NULL;
+    if (ct_shares_storage(dst, source) && !snapshot) return ct_last_status();
+    ct_status status = index_add_along(dst, a, index, snapshot ? snapshot : source, op, true);
+    ct_release(snapshot);
+    return status;
 }
 
 /* The source's gradient: the upstream gradient gathered at the index, zero where the

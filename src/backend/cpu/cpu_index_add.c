@@ -1,8 +1,10 @@
-/* CPU index_add / scatter_add kernel: dst[..., index, ...] += src along one axis. Threads
+/* CPU index_add / scatter_add / index_copy kernel: dst[..., index, ...] += src (or = src)
+ * along one axis. Threads
  * split the positions off the indexed axis, and each walks the indexed axis itself, in
  * order: two positions that differ off the axis never meet in dst, so repeated indices
  * accumulate without races (and in the same order for any thread count). */
 #include <stdatomic.h>
+#include <string.h>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -15,7 +17,7 @@ typedef struct {
     const ct__index_add_args *a;
     ct_dtype dtype;
     bool index_i32;
-    int64_t index_stride, src_stride, dst_axis_stride; /* bytes */
+    int64_t element_size, index_stride, src_stride, dst_axis_stride; /* bytes */
     atomic_int failed;
     int64_t bad_index; /* written by the row that set `failed` */
 } add_ctx;
@@ -57,8 +59,11 @@ static void add_row(char *const *ptrs, const int64_t *strides, int64_t n, void *
                 if (atomic_compare_exchange_strong(&c->failed, &expected, 1)) c->bad_index = v;
                 return;
             }
-            add_element(ptrs[0] + i * strides[0] + at * c->dst_axis_stride, src + i * strides[2],
-                        c->dtype);
+            char *dst = ptrs[0] + i * strides[0] + at * c->dst_axis_stride;
+            if (c->a->assign)
+                memcpy(dst, src + i * strides[2], (size_t)c->element_size);
+            else
+                add_element(dst, src + i * strides[2], c->dtype);
         }
     }
 }
@@ -92,8 +97,9 @@ ct_status ct__cpu_index_add(int device, const ct__index_add_args *args) {
     c.dtype = args->rest.dtype[0];
     c.index_i32 = args->rest.dtype[1] == CT_I32;
     c.index_stride = args->index_stride * (int64_t)ct__dtype_size(args->rest.dtype[1]);
-    c.src_stride = args->src_stride * (int64_t)ct__dtype_size(c.dtype);
-    c.dst_axis_stride = args->dst_axis_stride * (int64_t)ct__dtype_size(c.dtype);
+    c.element_size = (int64_t)ct__dtype_size(c.dtype);
+    c.src_stride = args->src_stride * c.element_size;
+    c.dst_axis_stride = args->dst_axis_stride * c.element_size;
     atomic_init(&c.failed, 0);
     c.bad_index = 0;
     walk(&c);

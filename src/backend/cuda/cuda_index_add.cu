@@ -1,5 +1,7 @@
-// CUDA index_add / scatter_add kernel (ct__index_add_args in backend/norm_args_impl.h):
-// dst[..., index, ...] += src along one axis, repeated indices accumulating. f32 and f64 take
+// CUDA index_add / scatter_add / index_copy kernel (ct__index_add_args in
+// backend/norm_args_impl.h): dst[..., index, ...] += src along one axis, repeated indices
+// accumulating, or dst[..., index, ...] = src (assign: the serial walk below, so that of
+// repeated indices the last one's value stays, as on the CPU). Additions in f32 and f64 take
 // one thread per (position off the axis, position on it) and add with atomicAdd; every other
 // dtype takes one thread per position off the axis, which walks the indexed axis in order
 // (no two threads meet in dst, so no atomics: integers wrap, bool is a logical or, f16 and
@@ -66,6 +68,11 @@ NN_DEV void add_element(char *dst, const char *src, ct_dtype dtype) {
     }
 }
 
+// *dst = *src, one element of `size` bytes.
+NN_DEV void store_element(char *dst, const char *src, int64_t size) {
+    for (int64_t b = 0; b < size; b++) dst[b] = src[b];
+}
+
 __global__ void __launch_bounds__(NN_THREADS) add_serial(ct__index_add_args a, nn_bad_slot *slot) {
     ct_dtype dtype = a.rest.dtype[0];
     int64_t size = ct_cuda_dtype_size(dtype);
@@ -76,7 +83,11 @@ __global__ void __launch_bounds__(NN_THREADS) add_serial(ct__index_add_args a, n
         for (int64_t k = 0; k < a.k; k++) {
             char *dst = target(a, off, k, slot);
             if (!dst) break;
-            add_element(dst, a.rest.data[2] + (off[2] + k * a.src_stride) * size, dtype);
+            const char *src = a.rest.data[2] + (off[2] + k * a.src_stride) * size;
+            if (a.assign)
+                store_element(dst, src, size);
+            else
+                add_element(dst, src, dtype);
         }
     }
 }
@@ -85,9 +96,9 @@ ct_status launch(int device, cudaStream_t stream, const ct__index_add_args *args
                  nn_bad_slot *slot) {
     ct_dtype dtype = args->rest.dtype[0];
     int64_t total = args->rest.numel * args->k;
-    if (dtype == CT_F32)
+    if (dtype == CT_F32 && !args->assign)
         add_atomic<float><<<nn_item_blocks(total), NN_THREADS, 0, stream>>>(*args, slot);
-    else if (dtype == CT_F64)
+    else if (dtype == CT_F64 && !args->assign)
         add_atomic<double><<<nn_item_blocks(total), NN_THREADS, 0, stream>>>(*args, slot);
     else
         add_serial<<<nn_item_blocks(args->rest.numel), NN_THREADS, 0, stream>>>(*args, slot);
