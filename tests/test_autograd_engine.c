@@ -248,7 +248,8 @@ TEST(test_autograd_record_keeps_an_input_returned_as_result) {
  * it; NULL drops it; anything else is refused with the leaf unchanged. */
 DEVICE_TEST(test_autograd_set_grad) {
     double v[2] = {1, 2}, half[2] = {0.5, 0.5};
-    ct_tensor *x = leaf_values(device, v, 2), *g = ref_tensor(half, 1, (int64_t[]){2}, CT_F64, device);
+    ct_tensor *x = leaf_values(device, v, 2),
+              *g = ref_tensor(half, 1, (int64_t[]){2}, CT_F64, device);
     CHECK_NOT_NULL(x);
     CHECK_NOT_NULL(g);
     CHECK_OK(ct_set_grad(x, g));

@@ -194,16 +194,16 @@ TEST(test_dist_ddp_new_tensors) {
     ct_tensor *count = ct_zeros(0, NULL, CT_I64, CT_CPU);
     ct_tensor *wide = ct_ones(1, (int64_t[]){3}, CT_F64, CT_CPU);
     CHECK_OK(ct_set_requires_grad(w, true));
-    ct_ddp *ddp = ct_ddp_new_tensors(comms[0], 2, (ct_tensor *[]){w, count}, (bool[]){false, true},
-                                     NULL);
+    ct_ddp *ddp =
+        ct_ddp_new_tensors(comms[0], 2, (ct_tensor *[]){w, count}, (bool[]){false, true}, NULL);
     CHECK_NOT_NULL(ddp);
     ct_scope_begin();
-    ct_status status = ct_ddp_backward(ddp, ct_sum(ct_mul(w, w), 0, NULL, false), 1, 1);
+    ct_status status = ct_ddp_backward(ddp, ct_sum(w, 0, NULL, false), 1, 1);
     double total = 0;
     if (status == CT_OK) status = ct_item(ct_sum(ct_grad(w), 0, NULL, false), &total);
     ct_scope_end();
     CHECK_OK(status);
-    CHECK(total == 6);
+    CHECK(total == 3);
     ct_ddp_free(ddp);
     /* An integer tensor is fine as a buffer, not as a parameter. */
     CHECK(ct_ddp_new_tensors(comms[0], 2, (ct_tensor *[]){w, count}, NULL, NULL) == NULL);

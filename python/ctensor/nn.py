@@ -490,7 +490,7 @@ class DistributedDataParallel(Module):
     """Data parallelism over ct.distributed's world, on the C library's ct_ddp: rank 0's
     parameters and buffers are broadcast at construction; a forward in training mode with
     grad enabled hands the next backward() to ct_ddp_backward, which all-reduces the
-    gradients in buckets (bucket_cap_mb, 1 MiB for the first, as PyTorch's) as backward
+    gradients in buckets (bucket_cap_mb; at most 1 MiB for the first, as PyTorch's) as backward
     produces them, so the communication overlaps the rest of backward. After backward each
     gradient is the mean over the ranks, set rather than accumulated (zero the gradients
     each step, as the usual loop does). backward() must be a scalar loss's, without
@@ -502,9 +502,10 @@ class DistributedDataParallel(Module):
         distributed.init()
         self.module = module
         state = list(module._named_state())
+        cap = max(int(bucket_cap_mb * (1 << 20)), 1)
         object.__setattr__(self, "_c", _ctensor._ddp(
-            [t for _, t, _ in state], [buffer for _, _, buffer in state],
-            int(bucket_cap_mb * (1 << 20)), 0))
+            [t for _, t, _ in state], [buffer for _, _, buffer in state], cap,
+            min(cap, 1 << 20)))
 
     def forward(self, *args, **kwargs):
         if self.training and _ct.is_grad_enabled():

@@ -1,7 +1,7 @@
 /* Creation functions of the array API: asarray, zeros, ones, empty, full and their *_like
- * forms, arange, linspace, eye, each with PyTorch's requires_grad= keyword. Each is one call of the C library's creation function on
- * the device asked for (the default placement otherwise, which `with ctensor.device(...)`
- * sets). */
+ * forms, arange, linspace, eye, each with PyTorch's requires_grad= keyword. Each is one call of the
+ * C library's creation function on the device asked for (the default placement otherwise, which
+ * `with ctensor.device(...)` sets). */
 #include <math.h>
 
 #include "ctpy_impl.h"
@@ -76,12 +76,12 @@ static PyObject *make(PyObject *args, PyObject *kwargs, enum fill_kind kind, con
     int requires_grad = 0;
     char format[32];
     snprintf(format, sizeof format, kind == FILL_FULL ? "OO|$O&O&p:%s" : "O|$O&O&p:%s", name);
-    int ok = kind == FILL_FULL
-                 ? PyArg_ParseTupleAndKeywords(args, kwargs, format, full, &spec, &value,
-                                               ctpy_opt_dtype, &dtype, ctpy_opt_device, &device,
-                                               &requires_grad)
-                 : PyArg_ParseTupleAndKeywords(args, kwargs, format, plain, &spec, ctpy_opt_dtype,
-                                               &dtype, ctpy_opt_device, &device, &requires_grad);
+    int ok =
+        kind == FILL_FULL
+            ? PyArg_ParseTupleAndKeywords(args, kwargs, format, full, &spec, &value, ctpy_opt_dtype,
+                                          &dtype, ctpy_opt_device, &device, &requires_grad)
+            : PyArg_ParseTupleAndKeywords(args, kwargs, format, plain, &spec, ctpy_opt_dtype,
+                                          &dtype, ctpy_opt_device, &device, &requires_grad);
     if (!ok) return NULL;
     int64_t shape[CT_MAX_DIMS];
     int ndim;
@@ -177,7 +177,7 @@ static PyObject *py_arange(PyObject *self, PyObject *args, PyObject *kwargs) {
 }
 
 static PyObject *py_linspace(PyObject *self, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"start", "stop",     "num",           "dtype",
+    static char *keywords[] = {"start",  "stop",     "num",           "dtype",
                                "device", "endpoint", "requires_grad", NULL};
     double start, stop;
     Py_ssize_t num;
@@ -226,19 +226,30 @@ static PyObject *py_eye(PyObject *self, PyObject *args, PyObject *kwargs) {
 #define KWARGS METH_VARARGS | METH_KEYWORDS
 PyMethodDef ctpy_creation_functions[] = {
     {"asarray", KW py_asarray, KWARGS,
-     "asarray(obj, /, *, dtype=None, device=None, copy=None, requires_grad=False): an array from a Tensor, a Python "
+     "asarray(obj, /, *, dtype=None, device=None, copy=None, requires_grad=False): an array from a "
+     "Tensor, a Python "
      "number, nested lists, a buffer (NumPy array) or a DLPack producer."},
-    {"zeros", KW py_zeros, KWARGS, "zeros(shape, *, dtype=None, device=None, requires_grad=False)."},
+    {"zeros", KW py_zeros, KWARGS,
+     "zeros(shape, *, dtype=None, device=None, requires_grad=False)."},
     {"ones", KW py_ones, KWARGS, "ones(shape, *, dtype=None, device=None, requires_grad=False)."},
-    {"empty", KW py_empty, KWARGS, "empty(shape, *, dtype=None, device=None, requires_grad=False)."},
-    {"full", KW py_full, KWARGS, "full(shape, fill_value, *, dtype=None, device=None, requires_grad=False)."},
-    {"zeros_like", KW py_zeros_like, KWARGS, "zeros_like(x, *, dtype=None, device=None, requires_grad=False)."},
-    {"ones_like", KW py_ones_like, KWARGS, "ones_like(x, *, dtype=None, device=None, requires_grad=False)."},
-    {"empty_like", KW py_empty_like, KWARGS, "empty_like(x, *, dtype=None, device=None, requires_grad=False)."},
-    {"full_like", KW py_full_like, KWARGS, "full_like(x, fill_value, *, dtype=None, device=None, requires_grad=False)."},
-    {"arange", KW py_arange, KWARGS, "arange(start, /, stop=None, step=1, *, dtype, device, requires_grad=False)."},
+    {"empty", KW py_empty, KWARGS,
+     "empty(shape, *, dtype=None, device=None, requires_grad=False)."},
+    {"full", KW py_full, KWARGS,
+     "full(shape, fill_value, *, dtype=None, device=None, requires_grad=False)."},
+    {"zeros_like", KW py_zeros_like, KWARGS,
+     "zeros_like(x, *, dtype=None, device=None, requires_grad=False)."},
+    {"ones_like", KW py_ones_like, KWARGS,
+     "ones_like(x, *, dtype=None, device=None, requires_grad=False)."},
+    {"empty_like", KW py_empty_like, KWARGS,
+     "empty_like(x, *, dtype=None, device=None, requires_grad=False)."},
+    {"full_like", KW py_full_like, KWARGS,
+     "full_like(x, fill_value, *, dtype=None, device=None, requires_grad=False)."},
+    {"arange", KW py_arange, KWARGS,
+     "arange(start, /, stop=None, step=1, *, dtype, device, requires_grad=False)."},
     {"linspace", KW py_linspace, KWARGS,
-     "linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True, requires_grad=False)."},
-    {"eye", KW py_eye, KWARGS, "eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None, requires_grad=False)."},
+     "linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True, "
+     "requires_grad=False)."},
+    {"eye", KW py_eye, KWARGS,
+     "eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None, requires_grad=False)."},
     {NULL},
 };

@@ -67,8 +67,7 @@ static PyObject *py_all_reduce(PyObject *self, PyObject *args) {
 static PyObject *py_broadcast(PyObject *self, PyObject *args) {
     PyObject *t;
     int root = 0;
-    if (!PyArg_ParseTuple(args, "O!|i:broadcast", &ctpy_tensor_type, &t, &root) ||
-        !ctpy_world())
+    if (!PyArg_ParseTuple(args, "O!|i:broadcast", &ctpy_tensor_type, &t, &root) || !ctpy_world())
         return NULL;
     ct_status status;
     CTPY_NOGIL(status = ct_comm_broadcast(world, ctpy_tensor_of(t), root));

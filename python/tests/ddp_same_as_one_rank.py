@@ -51,7 +51,7 @@ def main():
     batches = [(ct.randn(16, 12), ct.asarray([(i * 7 + s) % 4 for i in range(16)]))
                for s in range(6)]
     model, opt = make()
-    ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.002)
+    ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.0005)
     train(ddp, opt, batches, part=rank)
     stats = ddp.ddp_stats()
     assert stats["steps"] == len(batches) and stats["buckets"] >= 3, stats

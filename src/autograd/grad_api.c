@@ -61,8 +61,9 @@ static ct_status check_grad_for(const ct_tensor *t, const ct_tensor *grad) {
                          "(%d axes, %lld elements against %d axes, %lld elements)",
                          grad->ndim, (long long)grad->numel, t->ndim, (long long)t->numel);
     if (grad->dtype != t->dtype)
-        return ct__error(CT_ERR_DTYPE, "ct_set_grad: the gradient is %s and the tensor %s; "
-                                       "ct_cast the gradient first",
+        return ct__error(CT_ERR_DTYPE,
+                         "ct_set_grad: the gradient is %s and the tensor %s; "
+                         "ct_cast the gradient first",
                          ct_dtype_name(grad->dtype), ct_dtype_name(t->dtype));
     if (!ct_device_equal(grad->storage->device, t->storage->device))
         return ct__error(CT_ERR_DEVICE_MISMATCH, "ct_set_grad: the gradient is on another device "

@@ -334,9 +334,10 @@ static ct_status broadcast_state(ct_comm *comm, int n, ct_tensor *const *tensors
 ct_ddp *ct_ddp_new_tensors(ct_comm *comm, int n, ct_tensor *const *tensors, const bool *buffer,
                            const ct_ddp_options *options) {
     if (!comm || (n > 0 && !tensors) || n < 0)
-        return ct__fail(CT_ERR_INVALID_ARG, "ct_ddp_new: %s", !comm ? "comm is NULL"
-                                                            : n < 0 ? "a negative tensor count"
-                                                                    : "tensors is NULL");
+        return ct__fail(CT_ERR_INVALID_ARG, "ct_ddp_new: %s",
+                        !comm   ? "comm is NULL"
+                        : n < 0 ? "a negative tensor count"
+                                : "tensors is NULL");
     ct_ddp *d = ct__calloc(1, sizeof *d);
     if (!d) return ct__fail(CT_ERR_OUT_OF_MEMORY, "ct_ddp_new: out of host memory");
     d->comm = comm;
