@@ -1,7 +1,8 @@
-/* Autograd from Python: Tensor.requires_grad, .requires_grad_(), .grad, .is_leaf,
- * .backward(), .detach(), ._move_to_() (Module.to's in-place move), and the no-grad switch behind
- * ct.no_grad() / ct.enable_grad() (python/ctensor/autograd.py). Every call is one call into the C
- * tape (autograd.h): a Python training step records no Python-level graph. */
+/* Autograd from Python: Tensor.requires_grad, .requires_grad_(), .grad (assignable),
+ * .is_leaf, .backward() (handed to an armed DistributedDataParallel, ddp.c), .detach(),
+ * ._move_to_() (Module.to's in-place move), and the no-grad switch behind ct.no_grad() /
+ * ct.enable_grad() (python/ctensor/autograd.py). Every call is one call into the C tape
+ * (autograd.h): a Python training step records no Python-level graph. */
 #include "ctpy_impl.h"
 
 static PyObject *get_requires_grad(PyObject *self, void *unused) {

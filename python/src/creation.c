@@ -226,9 +226,9 @@ static PyObject *py_eye(PyObject *self, PyObject *args, PyObject *kwargs) {
 #define KWARGS METH_VARARGS | METH_KEYWORDS
 PyMethodDef ctpy_creation_functions[] = {
     {"asarray", KW py_asarray, KWARGS,
-     "asarray(obj, /, *, dtype=None, device=None, copy=None, requires_grad=False): an array from a "
-     "Tensor, a Python "
-     "number, nested lists, a buffer (NumPy array) or a DLPack producer."},
+     "asarray(obj, /, *, dtype=None, device=None, copy=None, requires_grad=False): an array "
+     "from a Tensor, a Python number, nested lists, a buffer (NumPy array) or a DLPack "
+     "producer."},
     {"zeros", KW py_zeros, KWARGS,
      "zeros(shape, *, dtype=None, device=None, requires_grad=False)."},
     {"ones", KW py_ones, KWARGS, "ones(shape, *, dtype=None, device=None, requires_grad=False)."},
