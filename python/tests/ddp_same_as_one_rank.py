@@ -26,9 +26,9 @@ class Net(nn.Module):
         return self.head(self.body(x) * self.scale)
 
 
-def make():
+def make(device):
     ct.manual_seed(1)
-    model = Net()
+    model = Net().to(device)
     return model, ct.optim.SGD(model.parameters(), lr=0.2, momentum=0.9)
 
 
@@ -47,10 +47,12 @@ def main():
     rank, world = ct.distributed.rank(), ct.distributed.world_size()
     if world != 2:
         sys.exit(f"run me under mpirun -np 2 (world size {world})")
+    device = ct.default_device()  # cuda:0 when there is one (the fake GPU in the suite)
     ct.manual_seed(7)
-    batches = [(ct.randn(16, 12), ct.asarray([(i * 7 + s) % 4 for i in range(16)]))
+    batches = [(ct.randn(16, 12, device=device),
+                ct.asarray([(i * 7 + s) % 4 for i in range(16)], device=device))
                for s in range(6)]
-    model, opt = make()
+    model, opt = make(device)
     ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.0005)
     train(ddp, opt, batches, part=rank)
     stats = ddp.ddp_stats()
@@ -58,24 +60,24 @@ def main():
     mine = {k: v.cpu().numpy().copy() for k, v in model.state_dict().items()}
     # Every rank ends with the same model ...
     for name, value in mine.items():
-        gathered = ct.distributed.all_gather(ct.asarray(value)).numpy()
+        gathered = ct.distributed.all_gather(ct.asarray(value, device="cpu")).numpy()
         np.testing.assert_array_equal(gathered[0], gathered[1], err_msg=name)
     # ... the one a single process trains on the whole batches (the sums' order differs).
-    alone, alone_opt = make()
+    alone, alone_opt = make(device)
     train(alone, alone_opt, batches)
     worst = 0.0
     for name, value in alone.state_dict().items():
-        np.testing.assert_allclose(mine[name], value.numpy(), rtol=1e-5, atol=1e-6,
-                                   err_msg=name)
-        worst = max(worst, float(np.abs(mine[name] - value.numpy()).max()))
+        value = value.cpu().numpy()
+        np.testing.assert_allclose(mine[name], value, rtol=1e-5, atol=1e-6, err_msg=name)
+        worst = max(worst, float(np.abs(mine[name] - value).max()))
     # An eval forward disarms: a backward after it is an ordinary one, with no collective.
     ddp.eval()
     F.cross_entropy(ddp(batches[0][0]), batches[0][1]).backward()
     assert ddp.ddp_stats()["steps"] == len(batches)
     ct.distributed.barrier()
     if rank == 0:
-        print(f"ddp: {len(batches)} steps x {world} ranks, {stats['buckets']} buckets a step, "
-              f"same as one rank within {worst:.2e}")
+        print(f"ddp: {len(batches)} steps x {world} ranks on {device}, {stats['buckets']} "
+              f"buckets a step, same as one rank within {worst:.2e}")
 
 
 if __name__ == "__main__":

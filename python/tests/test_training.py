@@ -83,7 +83,7 @@ def test_distributed_data_parallel_matches_one_rank():
         launcher.insert(4, "--allow-run-as-root")
     script = Path(__file__).resolve().parent / "ddp_same_as_one_rank.py"
     out = run_example(str(script), launcher=launcher)
-    assert "ddp: 6 steps x 2 ranks" in out and "same as one rank" in out, out
+    assert "ddp: 6 steps x 2 ranks on " in out and "same as one rank" in out, out
 
 
 TORCH_SIDE = r"""
