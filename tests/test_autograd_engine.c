@@ -243,3 +243,75 @@ TEST(test_autograd_record_keeps_an_input_returned_as_result) {
     ct__tensor_drop(same);
     ct_release(x);
 }
+
+/* ct_set_grad: a copy of a gradient of the leaf's shape, dtype and device; backward adds to
+ * it; NULL drops it; anything else is refused with the leaf unchanged. */
+DEVICE_TEST(test_autograd_set_grad) {
+    double v[2] = {1, 2}, half[2] = {0.5, 0.5};
+    ct_tensor *x = leaf_values(device, v, 2),
+              *g = ref_tensor(half, 1, (int64_t[]){2}, CT_F64, device);
+    CHECK_NOT_NULL(x);
+    CHECK_NOT_NULL(g);
+    CHECK_OK(ct_set_grad(x, g));
+    CHECK_OK(ct_fill(g, 9)); /* a copy: the leaf's gradient does not change */
+    CHECK_OK(ct_scope_begin());
+    ct_status status = ct_backward(ct_sum(ct_mul(x, x), 0, NULL, false));
+    ct_scope_end();
+    CHECK_OK(status);
+    ct_tensor *got = ct_grad(x);
+    CHECK_TENSOR(got, ((double[]){2.5, 4.5}));
+    ct_release(got);
+    ct_tensor *wide = ct_ones(1, (int64_t[]){3}, CT_F64, device);
+    CHECK(ct_set_grad(x, wide) == CT_ERR_SHAPE);
+    CHECK_ERROR(CT_ERR_SHAPE, "shape");
+    ct_tensor *single = ct_ones(1, (int64_t[]){2}, CT_F32, device);
+    CHECK(ct_set_grad(x, single) == CT_ERR_DTYPE);
+    CHECK_ERROR(CT_ERR_DTYPE, "float32");
+    CHECK_OK(ct_scope_begin());
+    ct_tensor *y = ct_mul(x, x);
+    CHECK(ct_set_grad(y, g) == CT_ERR_STATE);
+    ct_scope_end();
+    CHECK_ERROR(CT_ERR_STATE, "not a leaf");
+    CHECK_OK(ct_set_grad(x, NULL));
+    CHECK(ct_grad(x) == NULL);
+    ct_clear_error();
+    ct_release(wide);
+    ct_release(single);
+    ct_release(g);
+    ct_release(x);
+}
+
+/* ct_move_to: the same tensor, and every view of its storage, hold its values on the device;
+ * its gradient moves too; a recorded result or a part of a storage is refused. */
+DEVICE_TEST(test_autograd_move_to_in_place) {
+    double v[4] = {1, 2, 3, 4}, twos[4] = {2, 4, 6, 8};
+    ct_tensor *x = leaf_values(CT_CPU, v, 4);
+    CHECK_NOT_NULL(x);
+    CHECK_OK(ct_scope_begin());
+    ct_status status = ct_backward(ct_sum(ct_mul(x, x), 0, NULL, false));
+    ct_scope_end();
+    CHECK_OK(status);
+    ct_tensor *view = ct_detach(x);
+    CHECK_OK(ct_move_to(x, device));
+    CHECK(ct_device_equal(ct_device_of(x), device) && ct_device_equal(ct_device_of(view), device));
+    CHECK(ct_requires_grad(x));
+    CHECK_TENSOR(x, v);
+    CHECK_TENSOR(view, v);
+    ct_tensor *g = ct_grad(x);
+    CHECK(ct_device_equal(ct_device_of(g), device));
+    CHECK_TENSOR(g, twos);
+    ct_release(g);
+    ct_tensor *part = ct_slice(view, 0, 1, 3, 1);
+    CHECK(ct_move_to(part, CT_CPU) == CT_ERR_UNSUPPORTED);
+    CHECK_ERROR(CT_ERR_UNSUPPORTED, "view of part");
+    CHECK_OK(ct_scope_begin());
+    ct_tensor *y = ct_mul(x, x);
+    CHECK(ct_move_to(y, CT_CPU) == CT_ERR_STATE);
+    ct_scope_end();
+    CHECK_ERROR(CT_ERR_STATE, "leaf");
+    CHECK_OK(ct_move_to(x, CT_CPU));
+    CHECK_TENSOR(view, v);
+    ct_release(part);
+    ct_release(view);
+    ct_release(x);
+}

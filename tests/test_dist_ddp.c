@@ -185,3 +185,37 @@ TEST(test_dist_ddp_bad_steps) {
     ct_module_free(m);
     ct_comm_free(comms[0]);
 }
+
+/* ct_ddp_new_tensors: parameters and buffers of a model that is not one ct_module. */
+TEST(test_dist_ddp_new_tensors) {
+    ct_comm *comms[1];
+    CHECK_OK(ct_comm_threads(1, comms));
+    ct_tensor *w = ct_ones(1, (int64_t[]){3}, CT_F32, CT_CPU);
+    ct_tensor *count = ct_zeros(0, NULL, CT_I64, CT_CPU);
+    ct_tensor *wide = ct_ones(1, (int64_t[]){3}, CT_F64, CT_CPU);
+    CHECK_OK(ct_set_requires_grad(w, true));
+    ct_ddp *ddp =
+        ct_ddp_new_tensors(comms[0], 2, (ct_tensor *[]){w, count}, (bool[]){false, true}, NULL);
+    CHECK_NOT_NULL(ddp);
+    ct_scope_begin();
+    ct_status status = ct_ddp_backward(ddp, ct_sum(w, 0, NULL, false), 1, 1);
+    double total = 0;
+    if (status == CT_OK) status = ct_item(ct_sum(ct_grad(w), 0, NULL, false), &total);
+    ct_scope_end();
+    CHECK_OK(status);
+    CHECK(total == 3);
+    ct_ddp_free(ddp);
+    /* An integer tensor is fine as a buffer, not as a parameter. */
+    CHECK(ct_ddp_new_tensors(comms[0], 2, (ct_tensor *[]){w, count}, NULL, NULL) == NULL);
+    CHECK_ERROR(CT_ERR_DTYPE, "f32");
+    CHECK(ct_ddp_new_tensors(comms[0], 1, (ct_tensor *[]){wide}, NULL, NULL) == NULL);
+    CHECK_ERROR(CT_ERR_DTYPE, "float64");
+    CHECK(ct_ddp_new_tensors(comms[0], -1, NULL, NULL, NULL) == NULL);
+    CHECK_ERROR(CT_ERR_INVALID_ARG, "negative");
+    CHECK(ct_ddp_new_tensors(NULL, 0, NULL, NULL, NULL) == NULL);
+    CHECK_ERROR(CT_ERR_INVALID_ARG, "comm is NULL");
+    ct_release(w);
+    ct_release(count);
+    ct_release(wide);
+    ct_comm_free(comms[0]);
+}

@@ -42,6 +42,11 @@ CT_API ct_status ct_backward_with(const ct_tensor *output, const ct_tensor *grad
 /* The accumulated gradient of t (a new reference; it has t's shape, dtype and device).
  * NULL with CT_ERR_STATE when t has none (no backward reached it, or after ct_zero_grad). */
 CT_API ct_tensor *ct_grad(const ct_tensor *t);
+/* Set t's gradient to a copy of grad (PyTorch's `t.grad = grad`; the copy keeps in-place
+ * updates of one gradient from reaching another tensor); grad NULL drops it. t must be a leaf
+ * (CT_ERR_STATE) and grad of t's shape (CT_ERR_SHAPE), dtype (CT_ERR_DTYPE) and device
+ * (CT_ERR_DEVICE_MISMATCH). */
+CT_API ct_status ct_set_grad(ct_tensor *t, const ct_tensor *grad);
 /* Drop t's gradient (PyTorch's zero_grad(set_to_none=True)). */
 CT_API ct_status ct_zero_grad(ct_tensor *t);
 

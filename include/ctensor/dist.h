@@ -115,6 +115,12 @@ typedef struct ct_ddp_options {
  * into buckets. The model must be on its device already and keep its parameters; comm and
  * model outlive the ct_ddp. options may be NULL. NULL with the error on failure. */
 CT_API ct_ddp *ct_ddp_new(ct_comm *comm, ct_module *model, const ct_ddp_options *options);
+/* The same for a model that is not one ct_module (a Python module of several): its n
+ * parameters and buffers in the model's order, buffer[i] true for the buffers (which are
+ * broadcast, not reduced; buffer NULL: none). The tensors are borrowed and must outlive the
+ * ct_ddp. */
+CT_API ct_ddp *ct_ddp_new_tensors(ct_comm *comm, int n, ct_tensor *const *tensors,
+                                  const bool *buffer, const ct_ddp_options *options);
 /* Backward from this rank's loss (the mean over its local_samples samples of a global batch
  * of global_samples, the sum of every rank's local_samples), all-reducing the gradients as
  * backward produces them: each bucket starts once its last gradient is ready, so the

@@ -139,6 +139,12 @@ CT_API ct_status ct_fill(ct_tensor *dst, double value);
 CT_API ct_status ct_copy(ct_tensor *dst, const ct_tensor *src);
 /* x on device (x itself when already there; otherwise an explicit transfer). */
 CT_API ct_tensor *ct_to(const ct_tensor *x, ct_device device);
+/* Move t to device in place (PyTorch's `param.data = param.data.to(device)`): t, and every
+ * view of its storage, then hold a copy of its data on device, and its gradient moves too;
+ * whoever holds t (an optimiser) follows. A leaf spanning its whole storage only:
+ * CT_ERR_STATE for a tensor an op recorded, CT_ERR_UNSUPPORTED for a view of part of a
+ * storage (use ct_to). On failure t is unchanged. */
+CT_API ct_status ct_move_to(ct_tensor *t, ct_device device);
 /* A new CPU tensor with t's values in pinned (page-locked) host memory, like
  * torch.Tensor.pin_memory(): copies between it and a GPU are one direct DMA, and ct_to from
  * it to a GPU returns once the DMA is queued (the memory stays reserved for the DMA even when

@@ -72,12 +72,10 @@ class GradScaler:
 
     def unscale_(self, optimizer):
         if self._enabled:
-            _sync_gradients(optimizer)
             self._scaler(optimizer).unscale()
 
     def step(self, optimizer):
         """optimizer.step() unless a gradient was not finite; returns None as PyTorch's."""
-        _sync_gradients(optimizer)
         if not self._enabled:
             return optimizer.step()
         c = self._scaler(optimizer)
@@ -109,7 +107,3 @@ class GradScaler:
         if self._c is not None:
             self._c.set_state(*self._state)
 
-
-def _sync_gradients(optimizer):
-    from ctensor.nn import _ddp_sync
-    _ddp_sync(optimizer)

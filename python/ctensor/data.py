@@ -5,10 +5,14 @@ are loaded by the C loader (loader.h): worker threads in C shuffle, gather, conv
 float32 (with fashion_mnist's scaling and normalisation), and copy each batch to the device
 while the Python loop runs; no Python runs per sample or per batch beyond the loop's own
 call. Any other dataset (a Python Dataset with __getitem__ and __len__) is batched here in
-Python, in the calling thread (num_workers is then ignored): correct, and slower.
+Python: in the calling thread with num_workers=0, else by num_workers threads that fetch
+and collate batches ahead (prefetch_factor batches each; ctensor's ops release the GIL, and
+so does the loop's wait for the next batch, which has a deadline: timeout seconds).
 """
 
+import queue
 import random
+import threading
 
 import ctensor as _ct
 from ctensor import _ctensor
@@ -91,8 +95,12 @@ class DataLoader:
     batch_size with a DistributedSampler is the per-rank batch (as PyTorch's)."""
 
     def __init__(self, dataset, batch_size=1, shuffle=False, sampler=None, num_workers=0,
-                 drop_last=False, device=None, pin_memory=True, prefetch_factor=None, seed=0):
+                 drop_last=False, device=None, pin_memory=True, prefetch_factor=None, seed=0,
+                 timeout=300.0):
+        if num_workers < 0 or timeout <= 0:
+            raise ValueError("DataLoader: num_workers >= 0 and timeout > 0 (seconds)")
         self.dataset, self.batch_size, self.drop_last = dataset, batch_size, drop_last
+        self.num_workers, self.prefetch_factor, self.timeout = num_workers, prefetch_factor, timeout
         self.shuffle = sampler.shuffle if sampler is not None else shuffle
         self.sampler, self.seed, self.epoch = sampler, seed, 0
         self.device = _ct.device(device) if device is not None else _ct.default_device()
@@ -139,11 +147,63 @@ class DataLoader:
             random.Random(self.seed * 1000003 + epoch).shuffle(order)
         if self.sampler is not None:
             order = order[self.sampler.rank::self.sampler.num_replicas]
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start:start + self.batch_size]
-            if self.drop_last and len(chunk) < self.batch_size:
+        chunks = [order[i:i + self.batch_size] for i in range(0, len(order), self.batch_size)]
+        if self.drop_last and chunks and len(chunks[-1]) < self.batch_size:
+            chunks.pop()
+        if self.num_workers == 0:
+            return (self._batch(chunk) for chunk in chunks)
+        return _threaded_batches(self, chunks)
+
+    def _batch(self, chunk):
+        return _collate([self.dataset[i] for i in chunk], self.device)
+
+
+def _threaded_batches(loader, chunks):
+    """Batches made by loader.num_workers threads, worker k making batches k, k + workers,
+    ... into its own bounded queue, read back in order; a worker's exception is re-raised
+    here, and a batch not ready within loader.timeout seconds is a TimeoutError."""
+    workers = loader.num_workers
+    queues = [queue.Queue(maxsize=loader.prefetch_factor or 2) for _ in range(workers)]
+    stop = threading.Event()
+
+    def put(q, item):
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.1)
                 return
-            yield _collate([self.dataset[i] for i in chunk], self.device)
+            except queue.Full:
+                continue
+
+    def work(k):
+        for b in range(k, len(chunks), workers):
+            if stop.is_set():
+                return
+            try:
+                item = (loader._batch(chunks[b]), None)
+            except BaseException as error:  # handed to the loop, which raises it
+                put(queues[k], (None, error))
+                return
+            put(queues[k], item)
+
+    threads = [threading.Thread(target=work, args=(k,), daemon=True, name=f"ct-data-{k}")
+               for k in range(workers)]
+    for t in threads:
+        t.start()
+    try:
+        for b in range(len(chunks)):
+            try:
+                batch, error = queues[b % workers].get(timeout=loader.timeout)
+            except queue.Empty:
+                raise TimeoutError(f"DataLoader: batch {b} of {len(chunks)} was not ready "
+                                   f"after {loader.timeout} s (a slow or stuck __getitem__; "
+                                   "raise DataLoader(timeout=...))") from None
+            if error is not None:
+                raise error
+            yield batch
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=loader.timeout)
 
 
 def _collate(samples, device):

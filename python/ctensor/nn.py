@@ -164,7 +164,10 @@ class Module:
             p.grad = None
 
     def to(self, device):
-        """Move every parameter and buffer to device (explicit transfers); returns self."""
+        """Move every parameter and buffer to device (explicit transfers); returns self.
+
+        As PyTorch's, parameters move in place: they stay the same objects (their gradients
+        move with them), so an optimiser made before the move goes on working."""
         device = _ct.device(device) if device is not None else _ct.default_device()
         self._move(device)
         for child in self._modules.values():
@@ -173,8 +176,8 @@ class Module:
 
     def _move(self, device):
         with no_grad():
-            for name, p in list(self._parameters.items()):
-                self._parameters[name] = p.to(device).requires_grad_(p.requires_grad)
+            for p in self._parameters.values():
+                p._move_to_(device)
             for name, b in list(self._buffers.items()):
                 if b is not None:
                     self._buffers[name] = b.to(device)
@@ -473,7 +476,6 @@ sys.modules[init.__name__] = init
 def _clip_grad_norm_(parameters, max_norm, norm_type=2.0):
     """Clip the gradients' joint norm in place (one C call); returns the norm before."""
     params = [parameters] if isinstance(parameters, Tensor) else list(parameters)
-    _ddp_sync()
     return _ctensor._clip_grad_norm(params, float(max_norm), float(norm_type))
 
 
@@ -483,51 +485,44 @@ sys.modules[utils.__name__] = utils
 
 # ---- ct.nn.parallel.DistributedDataParallel ----
 
-_DDP_MODELS = []  # the live wrappers, whose gradients the optimiser averages before a step
-
 
 class DistributedDataParallel(Module):
-    """Data parallelism over ct.distributed's world: rank 0's parameters and buffers are
-    broadcast at construction, and each gradient is averaged over the ranks (one C
-    all-reduce per parameter) before the optimiser, the GradScaler's unscale_/step or
-    clip_grad_norm_ reads it, once per backward. The averaging follows backward instead of
-    overlapping it as the C ct_ddp does for a single C module (it needs a ct_module)."""
+    """Data parallelism over ct.distributed's world, on the C library's ct_ddp: rank 0's
+    parameters and buffers are broadcast at construction; a forward in training mode with
+    grad enabled hands the next backward() to ct_ddp_backward, which all-reduces the
+    gradients in buckets (bucket_cap_mb; at most 1 MiB for the first, as PyTorch's) as backward
+    produces them, so the communication overlaps the rest of backward. After backward each
+    gradient is the mean over the ranks, set rather than accumulated (zero the gradients
+    each step, as the usual loop does). backward() must be a scalar loss's, without
+    gradient= or retain_graph=."""
 
-    def __init__(self, module, device_ids=None):
+    def __init__(self, module, device_ids=None, bucket_cap_mb=25):
         super().__init__()
         from ctensor import distributed
         distributed.init()
         self.module = module
-        for t in module.state_dict().values():
-            distributed.broadcast(t, 0)
-        object.__setattr__(self, "_pending", False)
-        _DDP_MODELS.append(self)
+        state = list(module._named_state())
+        cap = max(int(bucket_cap_mb * (1 << 20)), 1)
+        object.__setattr__(self, "_c", _ctensor._ddp(
+            [t for _, t, _ in state], [buffer for _, _, buffer in state], cap,
+            min(cap, 1 << 20)))
 
     def forward(self, *args, **kwargs):
-        object.__setattr__(self, "_pending", self.training)
+        if self.training and _ct.is_grad_enabled():
+            self._c.arm()
+        else:
+            self._c.disarm()
         return self.module(*args, **kwargs)
 
-    def _average(self):
-        from ctensor import distributed
-        if not self._pending:
-            return
-        object.__setattr__(self, "_pending", False)
-        for p in self.module.parameters():
-            g = p.grad
-            if g is not None:
-                distributed.all_reduce(g, distributed.ReduceOp.AVG)
+    def ddp_stats(self):
+        """The C ct_ddp's counts: steps, buckets, comm/hidden/wait/step seconds."""
+        return self._c.stats()
 
     def state_dict(self):
         return self.module.state_dict()
 
     def load_state_dict(self, state_dict, strict=True):
         return self.module.load_state_dict(state_dict, strict)
-
-
-def _ddp_sync(optimizer=None):
-    """Average the pending gradients of every DistributedDataParallel model."""
-    for m in _DDP_MODELS:
-        m._average()
 
 
 parallel = types.ModuleType(__name__ + ".parallel", "ct.nn.parallel")

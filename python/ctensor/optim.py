@@ -12,7 +12,6 @@ import sys
 import types
 
 from ctensor import _ctensor
-from ctensor.nn import _ddp_sync
 
 
 class Optimizer:
@@ -43,7 +42,6 @@ class Optimizer:
 
     def step(self, closure=None):
         loss = closure() if closure is not None else None
-        _ddp_sync(self)
         for i, c in enumerate(self._c):
             self._sync(i)
             c.step()

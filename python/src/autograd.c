@@ -1,7 +1,8 @@
-/* Autograd from Python: Tensor.requires_grad, .requires_grad_(), .grad, .is_leaf,
- * .backward(), .detach(), and the no-grad switch behind ct.no_grad() / ct.enable_grad()
- * (python/ctensor/autograd.py). Every call is one call into the C tape (autograd.h): a Python
- * training step records no Python-level graph. */
+/* Autograd from Python: Tensor.requires_grad, .requires_grad_(), .grad (assignable),
+ * .is_leaf, .backward() (handed to an armed DistributedDataParallel, ddp.c), .detach(),
+ * ._move_to_() (Module.to's in-place move), and the no-grad switch behind ct.no_grad() /
+ * ct.enable_grad() (python/ctensor/autograd.py). Every call is one call into the C tape
+ * (autograd.h): a Python training step records no Python-level graph. */
 #include "ctpy_impl.h"
 
 static PyObject *get_requires_grad(PyObject *self, void *unused) {
@@ -33,14 +34,27 @@ static PyObject *get_grad(PyObject *self, void *unused) {
     return ctpy_wrap(g);
 }
 
+/* `t.grad = g` (a tensor of t's shape, dtype and device, copied) or `t.grad = None`. */
 static int set_grad(PyObject *self, PyObject *value, void *unused) {
     (void)unused;
-    if (value && value != Py_None) {
-        ctpy_raise_status(CT_ERR_UNSUPPORTED,
-                          "assigning a gradient is not supported: only `.grad = None`");
+    ct_tensor *t = ctpy_tensor_of(self);
+    if (!value || value == Py_None) return ctpy_check(ct_zero_grad(t));
+    if (!ctpy_is_tensor(value)) {
+        PyErr_Format(PyExc_TypeError, "assigned grad must be a ctensor Tensor or None, not %s",
+                     Py_TYPE(value)->tp_name);
         return -1;
     }
-    return ctpy_check(ct_zero_grad(ctpy_tensor_of(self)));
+    ct_status status;
+    CTPY_NOGIL(status = ct_set_grad(t, ctpy_tensor_of(value)));
+    return ctpy_check(status);
+}
+
+PyObject *ctpy_wrap_leaf(ct_tensor *t, int requires_grad) {
+    if (t && requires_grad && ctpy_check(ct_set_requires_grad(t, true)) < 0) {
+        ct_release(t);
+        return NULL;
+    }
+    return ctpy_wrap(t);
 }
 
 static PyObject *get_is_leaf(PyObject *self, void *unused) {
@@ -72,11 +86,14 @@ static PyObject *t_backward(PyObject *self, PyObject *args, PyObject *kwargs) {
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|Op:backward", kw, &gradient, &retain))
         return NULL;
     ct_tensor *t = ctpy_tensor_of(self), *g = NULL;
+    ct_status status;
+    int handed = ctpy_ddp_backward(t, gradient != Py_None, retain, &status);
+    if (handed < 0 || (handed > 0 && ctpy_check(status) < 0)) return NULL;
+    if (handed > 0) Py_RETURN_NONE;
     if (gradient != Py_None) {
         g = ctpy_as_tensor(gradient, ct_dtype_of(t), ct_device_of(t));
         if (!g) return NULL;
     }
-    ct_status status;
     CTPY_NOGIL(status = ct_backward_with(t, g, retain));
     ct_release(g);
     if (ctpy_check(status) < 0) return NULL;
@@ -88,12 +105,24 @@ static PyObject *t_detach(PyObject *self, PyObject *unused) {
     return ctpy_wrap(ct_detach(ctpy_tensor_of(self)));
 }
 
+/* Module.to's move of a parameter: the same Tensor, its data (and gradient) on device. */
+static PyObject *t_move_to_(PyObject *self, PyObject *arg) {
+    ct_device device;
+    if (!ctpy_opt_device(arg, &device)) return NULL;
+    ct_status status;
+    CTPY_NOGIL(status = ct_move_to(ctpy_tensor_of(self), device));
+    if (ctpy_check(status) < 0) return NULL;
+    return Py_NewRef(self);
+}
+
 static PyMethodDef autograd_methods[] = {
     {"requires_grad_", (PyCFunction)(void (*)(void))t_requires_grad_, METH_VARARGS | METH_KEYWORDS,
      "requires_grad_(requires_grad=True): mark this leaf; returns it."},
     {"backward", (PyCFunction)(void (*)(void))t_backward, METH_VARARGS | METH_KEYWORDS,
      "backward(gradient=None, retain_graph=False): backpropagate into the leaves' .grad."},
     {"detach", t_detach, METH_NOARGS, "The same data without its history."},
+    {"_move_to_", t_move_to_, METH_O,
+     "_move_to_(device): move this leaf's data and gradient to device in place; returns it."},
     {NULL},
 };
 

@@ -3,9 +3,28 @@
  * and PyTorch (safetensors.torch.load_file). */
 #include "ctpy_impl.h"
 
+/* Copy a dict's str -> str entries into sd's metadata; false with the exception set. */
+static bool set_metadata(ct_state_dict *sd, PyObject *metadata) {
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (metadata && PyDict_Next(metadata, &pos, &key, &value)) {
+        const char *k = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : NULL;
+        const char *v = PyUnicode_Check(value) ? PyUnicode_AsUTF8(value) : NULL;
+        if (!k || !v) {
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_TypeError, "ct.save: metadata %R is not a str -> str entry",
+                             key);
+            return false;
+        }
+        if (ctpy_check(ct_state_dict_set_metadata(sd, k, v)) < 0) return false;
+    }
+    return true;
+}
+
 static PyObject *py_save(PyObject *self, PyObject *args) {
-    PyObject *dict, *path;
-    if (!PyArg_ParseTuple(args, "O!O&:save", &PyDict_Type, &dict, PyUnicode_FSConverter, &path))
+    PyObject *dict, *path, *metadata = NULL;
+    if (!PyArg_ParseTuple(args, "O!O&|O!:save", &PyDict_Type, &dict, PyUnicode_FSConverter, &path,
+                          &PyDict_Type, &metadata))
         return NULL;
     ct_state_dict *sd = ct_state_dict_new();
     bool ok = sd != NULL;
@@ -22,6 +41,7 @@ static PyObject *py_save(PyObject *self, PyObject *args) {
             ok = ctpy_check(ct_state_dict_set(sd, name, ctpy_tensor_of(value))) == 0;
         }
     }
+    ok = ok && set_metadata(sd, metadata);
     ct_status status = CT_OK;
     const char *text = PyBytes_AsString(path);
     if (ok) CTPY_NOGIL(status = ct_safetensors_save(text, sd));
@@ -29,6 +49,18 @@ static PyObject *py_save(PyObject *self, PyObject *args) {
     Py_DECREF(path);
     if (!ok || ctpy_check(status) < 0) return NULL;
     Py_RETURN_NONE;
+}
+
+/* The file's metadata as a dict of str. */
+static PyObject *metadata_of(const ct_state_dict *sd) {
+    PyObject *out = PyDict_New();
+    for (int i = 0; out && i < ct_state_dict_metadata_size(sd); i++) {
+        const char *key = ct_state_dict_metadata_key_at(sd, i);
+        PyObject *value = PyUnicode_FromString(ct_state_dict_get_metadata(sd, key));
+        if (!value || PyDict_SetItemString(out, key, value) < 0) Py_CLEAR(out);
+        Py_XDECREF(value);
+    }
+    return out;
 }
 
 static PyObject *py_load(PyObject *self, PyObject *args) {
@@ -48,13 +80,20 @@ static PyObject *py_load(PyObject *self, PyObject *args) {
         if (!t || PyDict_SetItemString(dict, ct_state_dict_name_at(sd, i), t) < 0) Py_CLEAR(dict);
         Py_XDECREF(t);
     }
+    PyObject *metadata = dict ? metadata_of(sd) : NULL;
     ct_state_dict_free(sd);
-    return dict;
+    if (!metadata) {
+        Py_XDECREF(dict);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", dict, metadata);
 }
 
 static PyMethodDef checkpoint_functions[] = {
-    {"_save", py_save, METH_VARARGS, "_save(dict, path): tensors to a safetensors file."},
-    {"_load", py_load, METH_VARARGS, "_load(path, device=None): a safetensors file as a dict."},
+    {"_save", py_save, METH_VARARGS,
+     "_save(dict, path, metadata=None): tensors (and str metadata) to a safetensors file."},
+    {"_load", py_load, METH_VARARGS,
+     "_load(path, device=None): a safetensors file as (tensors, metadata), two dicts."},
     {NULL},
 };
 

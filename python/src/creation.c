@@ -1,18 +1,20 @@
 /* Creation functions of the array API: asarray, zeros, ones, empty, full and their *_like
- * forms, arange, linspace, eye. Each is one call of the C library's creation function on
- * the device asked for (the default placement otherwise, which `with ctensor.device(...)`
- * sets). */
+ * forms, arange, linspace, eye, each with PyTorch's requires_grad= keyword. Each is one call of the
+ * C library's creation function on the device asked for (the default placement otherwise, which
+ * `with ctensor.device(...)` sets). */
 #include <math.h>
 
 #include "ctpy_impl.h"
 
 static PyObject *py_asarray(PyObject *self, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"obj", "dtype", "device", "copy", NULL};
+    static char *keywords[] = {"obj", "dtype", "device", "copy", "requires_grad", NULL};
     PyObject *obj, *copy = Py_None;
     ct_dtype dtype = (ct_dtype)-1;
     ct_device device = CT_DEFAULT;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$O&O&O:asarray", keywords, &obj,
-                                     ctpy_opt_dtype, &dtype, ctpy_opt_device, &device, &copy))
+    int requires_grad = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$O&O&Op:asarray", keywords, &obj,
+                                     ctpy_opt_dtype, &dtype, ctpy_opt_device, &device, &copy,
+                                     &requires_grad))
         return NULL;
     bool was_tensor = ctpy_is_tensor(obj);
     if (copy == Py_False && was_tensor) {
@@ -38,9 +40,10 @@ static PyObject *py_asarray(PyObject *self, PyObject *args, PyObject *kwargs) {
     }
     if (was_tensor && t == ctpy_tensor_of(obj)) {
         ct_release(t);
+        if (requires_grad && ctpy_check(ct_set_requires_grad(t, true)) < 0) return NULL;
         return Py_NewRef(obj);
     }
-    return ctpy_wrap(t);
+    return ctpy_wrap_leaf(t, requires_grad);
 }
 
 /* ---- zeros, ones, empty, full ---- */
@@ -48,7 +51,7 @@ static PyObject *py_asarray(PyObject *self, PyObject *args, PyObject *kwargs) {
 enum fill_kind { FILL_ZEROS, FILL_ONES, FILL_EMPTY, FILL_FULL };
 
 static PyObject *filled(int ndim, const int64_t *shape, enum fill_kind kind, PyObject *value,
-                        ct_dtype dtype, ct_device device) {
+                        ct_dtype dtype, ct_device device, int requires_grad) {
     ct_tensor *out;
     /* ct_full takes a double: an int that a double does not hold fills from its exact 0-d
      * array */
@@ -61,7 +64,7 @@ static PyObject *filled(int ndim, const int64_t *shape, enum fill_kind kind, PyO
             ct_release(wide);
         });
         ct_release(exact);
-        return ctpy_wrap(out);
+        return ctpy_wrap_leaf(out, requires_grad);
     }
     double v = value ? PyFloat_AsDouble(value) : 0;
     if (v == -1.0 && PyErr_Occurred()) return NULL;
@@ -69,7 +72,7 @@ static PyObject *filled(int ndim, const int64_t *shape, enum fill_kind kind, PyO
                      : kind == FILL_ONES  ? ct_ones(ndim, shape, dtype, device)
                      : kind == FILL_EMPTY ? ct_empty(ndim, shape, dtype, device)
                                           : ct_full(ndim, shape, v, dtype, device));
-    return ctpy_wrap(out);
+    return ctpy_wrap_leaf(out, requires_grad);
 }
 
 /* The dtype full() gives fill_value when none is asked for. */
@@ -80,18 +83,20 @@ static ct_dtype value_dtype(PyObject *value) {
 }
 
 static PyObject *make(PyObject *args, PyObject *kwargs, enum fill_kind kind, const char *name) {
-    static char *plain[] = {"shape", "dtype", "device", NULL};
-    static char *full[] = {"shape", "fill_value", "dtype", "device", NULL};
+    static char *plain[] = {"shape", "dtype", "device", "requires_grad", NULL};
+    static char *full[] = {"shape", "fill_value", "dtype", "device", "requires_grad", NULL};
     PyObject *spec, *value = NULL;
     ct_dtype dtype = (ct_dtype)-1;
     ct_device device = CT_DEFAULT;
+    int requires_grad = 0;
     char format[32];
-    snprintf(format, sizeof format, kind == FILL_FULL ? "OO|$O&O&:%s" : "O|$O&O&:%s", name);
-    int ok = kind == FILL_FULL
-                 ? PyArg_ParseTupleAndKeywords(args, kwargs, format, full, &spec, &value,
-                                               ctpy_opt_dtype, &dtype, ctpy_opt_device, &device)
-                 : PyArg_ParseTupleAndKeywords(args, kwargs, format, plain, &spec, ctpy_opt_dtype,
-                                               &dtype, ctpy_opt_device, &device);
+    snprintf(format, sizeof format, kind == FILL_FULL ? "OO|$O&O&p:%s" : "O|$O&O&p:%s", name);
+    int ok =
+        kind == FILL_FULL
+            ? PyArg_ParseTupleAndKeywords(args, kwargs, format, full, &spec, &value, ctpy_opt_dtype,
+                                          &dtype, ctpy_opt_device, &device, &requires_grad)
+            : PyArg_ParseTupleAndKeywords(args, kwargs, format, plain, &spec, ctpy_opt_dtype,
+                                          &dtype, ctpy_opt_device, &device, &requires_grad);
     if (!ok) return NULL;
     int64_t shape[CT_MAX_DIMS];
     int ndim;
@@ -102,7 +107,7 @@ static PyObject *make(PyObject *args, PyObject *kwargs, enum fill_kind kind, con
         if ((int)dtype < 0) dtype = value_dtype(value);
     }
     if ((int)dtype < 0) dtype = CTPY_DEFAULT_FLOAT;
-    return filled(ndim, shape, kind, value, dtype, device);
+    return filled(ndim, shape, kind, value, dtype, device, requires_grad);
 }
 
 static PyObject *py_zeros(PyObject *s, PyObject *a, PyObject *k) {
@@ -120,24 +125,26 @@ static PyObject *py_full(PyObject *s, PyObject *a, PyObject *k) {
 
 static PyObject *make_like(PyObject *args, PyObject *kwargs, enum fill_kind kind,
                            const char *name) {
-    static char *plain[] = {"x", "dtype", "device", NULL};
-    static char *full[] = {"x", "fill_value", "dtype", "device", NULL};
+    static char *plain[] = {"x", "dtype", "device", "requires_grad", NULL};
+    static char *full[] = {"x", "fill_value", "dtype", "device", "requires_grad", NULL};
     PyObject *x, *value = NULL;
     ct_dtype dtype = (ct_dtype)-1;
     ct_device device = CT_DEFAULT;
+    int requires_grad = 0;
     char format[32];
-    snprintf(format, sizeof format, kind == FILL_FULL ? "O!O|$O&O&:%s" : "O!|$O&O&:%s", name);
-    int ok =
-        kind == FILL_FULL
-            ? PyArg_ParseTupleAndKeywords(args, kwargs, format, full, &ctpy_tensor_type, &x, &value,
-                                          ctpy_opt_dtype, &dtype, ctpy_opt_device, &device)
-            : PyArg_ParseTupleAndKeywords(args, kwargs, format, plain, &ctpy_tensor_type, &x,
-                                          ctpy_opt_dtype, &dtype, ctpy_opt_device, &device);
+    snprintf(format, sizeof format, kind == FILL_FULL ? "O!O|$O&O&p:%s" : "O!|$O&O&p:%s", name);
+    int ok = kind == FILL_FULL
+                 ? PyArg_ParseTupleAndKeywords(args, kwargs, format, full, &ctpy_tensor_type, &x,
+                                               &value, ctpy_opt_dtype, &dtype, ctpy_opt_device,
+                                               &device, &requires_grad)
+                 : PyArg_ParseTupleAndKeywords(args, kwargs, format, plain, &ctpy_tensor_type, &x,
+                                               ctpy_opt_dtype, &dtype, ctpy_opt_device, &device,
+                                               &requires_grad);
     if (!ok) return NULL;
     ct_tensor *t = ctpy_tensor_of(x);
     if ((int)dtype < 0) dtype = ct_dtype_of(t);
     if (device.type == CT_DEVICE_DEFAULT) device = ct_device_of(t);
-    return filled(ct_ndim(t), ct_shape(t), kind, value, dtype, device);
+    return filled(ct_ndim(t), ct_shape(t), kind, value, dtype, device, requires_grad);
 }
 
 static PyObject *py_zeros_like(PyObject *s, PyObject *a, PyObject *k) {
@@ -156,12 +163,14 @@ static PyObject *py_full_like(PyObject *s, PyObject *a, PyObject *k) {
 /* ---- ranges ---- */
 
 static PyObject *py_arange(PyObject *self, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"start", "stop", "step", "dtype", "device", NULL};
+    static char *keywords[] = {"start", "stop", "step", "dtype", "device", "requires_grad", NULL};
     PyObject *start, *stop = Py_None, *step = NULL;
     ct_dtype dtype = (ct_dtype)-1;
     ct_device device = CT_DEFAULT;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OO$O&O&:arange", keywords, &start, &stop,
-                                     &step, ctpy_opt_dtype, &dtype, ctpy_opt_device, &device))
+    int requires_grad = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OO$O&O&p:arange", keywords, &start, &stop,
+                                     &step, ctpy_opt_dtype, &dtype, ctpy_opt_device, &device,
+                                     &requires_grad))
         return NULL;
     if (stop == Py_None) {
         stop = start;
@@ -175,41 +184,44 @@ static PyObject *py_arange(PyObject *self, PyObject *args, PyObject *kwargs) {
     if ((int)dtype < 0) dtype = integral ? CTPY_DEFAULT_INT : CTPY_DEFAULT_FLOAT;
     ct_tensor *out;
     CTPY_NOGIL(out = ct_arange(a, b, s, dtype, device));
-    return ctpy_wrap(out);
+    return ctpy_wrap_leaf(out, requires_grad);
 }
 
 static PyObject *py_linspace(PyObject *self, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"start", "stop", "num", "dtype", "device", "endpoint", NULL};
+    static char *keywords[] = {"start",  "stop",     "num",           "dtype",
+                               "device", "endpoint", "requires_grad", NULL};
     double start, stop;
     Py_ssize_t num;
     ct_dtype dtype = CTPY_DEFAULT_FLOAT;
     ct_device device = CT_DEFAULT;
-    int endpoint = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "ddn|$O&O&p:linspace", keywords, &start, &stop,
+    int endpoint = 1, requires_grad = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "ddn|$O&O&pp:linspace", keywords, &start, &stop,
                                      &num, ctpy_opt_dtype, &dtype, ctpy_opt_device, &device,
-                                     &endpoint))
+                                     &endpoint, &requires_grad))
         return NULL;
     if ((int)dtype < 0) dtype = CTPY_DEFAULT_FLOAT;
     ct_tensor *out, *all;
     if (endpoint) {
         CTPY_NOGIL(out = ct_linspace(start, stop, num, dtype, device));
-        return ctpy_wrap(out);
+        return ctpy_wrap_leaf(out, requires_grad);
     }
     /* Without the endpoint: the first num of num + 1 points. */
     CTPY_NOGIL(all = ct_linspace(start, stop, num + 1, dtype, device));
     out = all ? ct_slice(all, 0, 0, num, 1) : NULL;
     ct_release(all);
-    return ctpy_wrap(out);
+    return ctpy_wrap_leaf(out, requires_grad);
 }
 
 static PyObject *py_eye(PyObject *self, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"n_rows", "n_cols", "k", "dtype", "device", NULL};
+    static char *keywords[] = {"n_rows", "n_cols", "k", "dtype", "device", "requires_grad", NULL};
     Py_ssize_t n, m = -1, k = 0;
     PyObject *cols = Py_None;
     ct_dtype dtype = CTPY_DEFAULT_FLOAT;
     ct_device device = CT_DEFAULT;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "n|O$nO&O&:eye", keywords, &n, &cols, &k,
-                                     ctpy_opt_dtype, &dtype, ctpy_opt_device, &device))
+    int requires_grad = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "n|O$nO&O&p:eye", keywords, &n, &cols, &k,
+                                     ctpy_opt_dtype, &dtype, ctpy_opt_device, &device,
+                                     &requires_grad))
         return NULL;
     if (cols != Py_None && (m = PyLong_AsSsize_t(cols)) == -1 && PyErr_Occurred()) return NULL;
     if ((int)dtype < 0) dtype = CTPY_DEFAULT_FLOAT;
@@ -217,7 +229,7 @@ static PyObject *py_eye(PyObject *self, PyObject *args, PyObject *kwargs) {
     ct_tensor *out;
     if (k == 0) {
         CTPY_NOGIL(out = ct_eye(n, m, dtype, device));
-        return ctpy_wrap(out);
+        return ctpy_wrap_leaf(out, requires_grad);
     }
     /* Another diagonal: the ones where both tril and triu at k keep them (j - i == k). */
     CTPY_NOGIL({
@@ -227,26 +239,37 @@ static PyObject *py_eye(PyObject *self, PyObject *args, PyObject *kwargs) {
         ct_release(below);
         ct_release(ones);
     });
-    return ctpy_wrap(out);
+    return ctpy_wrap_leaf(out, requires_grad);
 }
 
 #define KW (PyCFunction)(void (*)(void))
 #define KWARGS METH_VARARGS | METH_KEYWORDS
 PyMethodDef ctpy_creation_functions[] = {
     {"asarray", KW py_asarray, KWARGS,
-     "asarray(obj, /, *, dtype=None, device=None, copy=None): an array from a Tensor, a Python "
-     "number, nested lists, a buffer (NumPy array) or a DLPack producer."},
-    {"zeros", KW py_zeros, KWARGS, "zeros(shape, *, dtype=None, device=None)."},
-    {"ones", KW py_ones, KWARGS, "ones(shape, *, dtype=None, device=None)."},
-    {"empty", KW py_empty, KWARGS, "empty(shape, *, dtype=None, device=None)."},
-    {"full", KW py_full, KWARGS, "full(shape, fill_value, *, dtype=None, device=None)."},
-    {"zeros_like", KW py_zeros_like, KWARGS, "zeros_like(x, *, dtype=None, device=None)."},
-    {"ones_like", KW py_ones_like, KWARGS, "ones_like(x, *, dtype=None, device=None)."},
-    {"empty_like", KW py_empty_like, KWARGS, "empty_like(x, *, dtype=None, device=None)."},
-    {"full_like", KW py_full_like, KWARGS, "full_like(x, fill_value, *, dtype=None, device=None)."},
-    {"arange", KW py_arange, KWARGS, "arange(start, /, stop=None, step=1, *, dtype, device)."},
+     "asarray(obj, /, *, dtype=None, device=None, copy=None, requires_grad=False): an array "
+     "from a Tensor, a Python number, nested lists, a buffer (NumPy array) or a DLPack "
+     "producer."},
+    {"zeros", KW py_zeros, KWARGS,
+     "zeros(shape, *, dtype=None, device=None, requires_grad=False)."},
+    {"ones", KW py_ones, KWARGS, "ones(shape, *, dtype=None, device=None, requires_grad=False)."},
+    {"empty", KW py_empty, KWARGS,
+     "empty(shape, *, dtype=None, device=None, requires_grad=False)."},
+    {"full", KW py_full, KWARGS,
+     "full(shape, fill_value, *, dtype=None, device=None, requires_grad=False)."},
+    {"zeros_like", KW py_zeros_like, KWARGS,
+     "zeros_like(x, *, dtype=None, device=None, requires_grad=False)."},
+    {"ones_like", KW py_ones_like, KWARGS,
+     "ones_like(x, *, dtype=None, device=None, requires_grad=False)."},
+    {"empty_like", KW py_empty_like, KWARGS,
+     "empty_like(x, *, dtype=None, device=None, requires_grad=False)."},
+    {"full_like", KW py_full_like, KWARGS,
+     "full_like(x, fill_value, *, dtype=None, device=None, requires_grad=False)."},
+    {"arange", KW py_arange, KWARGS,
+     "arange(start, /, stop=None, step=1, *, dtype, device, requires_grad=False)."},
     {"linspace", KW py_linspace, KWARGS,
-     "linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True)."},
-    {"eye", KW py_eye, KWARGS, "eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None)."},
+     "linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True, "
+     "requires_grad=False)."},
+    {"eye", KW py_eye, KWARGS,
+     "eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None, requires_grad=False)."},
     {NULL},
 };

@@ -57,6 +57,9 @@ int ctpy_errors_init(PyObject *module);
 
 /* A new Tensor that takes the reference t (NULL: raise the last ctensor error). */
 PyObject *ctpy_wrap(ct_tensor *t);
+/* ctpy_wrap for a creation function's result, marked as requiring grad when requires_grad
+ * (PyTorch's `requires_grad=` keyword); t is released on failure. */
+PyObject *ctpy_wrap_leaf(ct_tensor *t, int requires_grad);
 PyObject *ctpy_dtype_object(ct_dtype dtype); /* a new reference to ctensor.<dtype> */
 PyObject *ctpy_device_object(ct_device device);
 /* Converters for PyArg_Parse "O&": a DType, a dtype name, or a NumPy dtype (by name);
@@ -146,6 +149,13 @@ int ctpy_data_init(PyObject *module);       /* data.c */
 int ctpy_checkpoint_init(PyObject *module); /* checkpoint.c */
 int ctpy_amp_init(PyObject *module);        /* amp.c: autocast, the loss scaler */
 int ctpy_dist_init(PyObject *module);       /* dist.c: the communicator */
+int ctpy_ddp_init(PyObject *module);        /* ddp.c: DistributedDataParallel's ct_ddp */
+/* The world communicator; NULL with CT_ERR_STATE raised before ct.distributed.init(). */
+ct_comm *ctpy_world(void);
+/* Tensor.backward's hand-off to an armed DistributedDataParallel (ddp.c): 1 when one was
+ * armed and ran the backward (its status in *status), 0 when none was armed, -1 with an
+ * exception for a backward it cannot run (a gradient argument, retain_graph). */
+int ctpy_ddp_backward(const ct_tensor *loss, bool has_gradient, bool retain, ct_status *status);
 /* The tensors of a sequence into a new array (PyMem_Free it), their count in *n; NULL with
  * an exception (optim.c). */
 ct_tensor **ctpy_tensor_array(PyObject *seq, int *n);

@@ -5,7 +5,7 @@
 
 static ct_comm *world; /* made by _dist_init, freed by _dist_finalize (at exit) */
 
-static ct_comm *world_or_raise(void) {
+ct_comm *ctpy_world(void) {
     if (!world)
         ctpy_raise_status(CT_ERR_STATE,
                           "ct.distributed: call ct.distributed.init() before a collective");
@@ -56,7 +56,7 @@ static PyObject *py_all_reduce(PyObject *self, PyObject *args) {
     const char *op_name = "sum";
     ct_comm_op op;
     if (!PyArg_ParseTuple(args, "O!|s:all_reduce", &ctpy_tensor_type, &t, &op_name) ||
-        comm_op(op_name, &op) < 0 || !world_or_raise())
+        comm_op(op_name, &op) < 0 || !ctpy_world())
         return NULL;
     ct_status status;
     CTPY_NOGIL(status = ct_comm_all_reduce(world, ctpy_tensor_of(t), op));
@@ -67,8 +67,7 @@ static PyObject *py_all_reduce(PyObject *self, PyObject *args) {
 static PyObject *py_broadcast(PyObject *self, PyObject *args) {
     PyObject *t;
     int root = 0;
-    if (!PyArg_ParseTuple(args, "O!|i:broadcast", &ctpy_tensor_type, &t, &root) ||
-        !world_or_raise())
+    if (!PyArg_ParseTuple(args, "O!|i:broadcast", &ctpy_tensor_type, &t, &root) || !ctpy_world())
         return NULL;
     ct_status status;
     CTPY_NOGIL(status = ct_comm_broadcast(world, ctpy_tensor_of(t), root));
@@ -78,7 +77,7 @@ static PyObject *py_broadcast(PyObject *self, PyObject *args) {
 
 static PyObject *py_all_gather(PyObject *self, PyObject *args) {
     PyObject *t;
-    if (!PyArg_ParseTuple(args, "O!:all_gather", &ctpy_tensor_type, &t) || !world_or_raise())
+    if (!PyArg_ParseTuple(args, "O!:all_gather", &ctpy_tensor_type, &t) || !ctpy_world())
         return NULL;
     ct_tensor *out;
     CTPY_NOGIL(out = ct_comm_all_gather(world, ctpy_tensor_of(t)));
@@ -86,7 +85,7 @@ static PyObject *py_all_gather(PyObject *self, PyObject *args) {
 }
 
 static PyObject *py_barrier(PyObject *self, PyObject *unused) {
-    if (!world_or_raise()) return NULL;
+    if (!ctpy_world()) return NULL;
     ct_status status;
     CTPY_NOGIL(status = ct_comm_barrier(world));
     if (ctpy_check(status) < 0) return NULL;

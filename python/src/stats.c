@@ -180,12 +180,13 @@ static PyObject *py_initial_seed(PyObject *self, PyObject *unused) {
 typedef ct_tensor *(*random_fn)(int, const int64_t *, ct_dtype, ct_device);
 
 static PyObject *draw(PyObject *args, PyObject *kwargs, random_fn fn) {
-    static char *keywords[] = {"dtype", "device", NULL};
+    static char *keywords[] = {"dtype", "device", "requires_grad", NULL};
     ct_dtype dtype = CTPY_DEFAULT_FLOAT;
     ct_device device = CT_DEFAULT;
+    int requires_grad = 0;
     PyObject *empty = PyTuple_New(0);
-    int ok = empty && PyArg_ParseTupleAndKeywords(empty, kwargs, "|O&O&", keywords, ctpy_to_dtype,
-                                                  &dtype, ctpy_opt_device, &device);
+    int ok = empty && PyArg_ParseTupleAndKeywords(empty, kwargs, "|O&O&p", keywords, ctpy_to_dtype,
+                                                  &dtype, ctpy_opt_device, &device, &requires_grad);
     Py_XDECREF(empty);
     if (!ok) return NULL;
     int64_t shape[CT_MAX_DIMS];
@@ -194,7 +195,7 @@ static PyObject *draw(PyObject *args, PyObject *kwargs, random_fn fn) {
     if (ctpy_parse_shape(spec, shape, &ndim) < 0) return NULL;
     ct_tensor *out;
     CTPY_NOGIL(out = fn(ndim, shape, dtype, device));
-    return ctpy_wrap(out);
+    return ctpy_wrap_leaf(out, requires_grad);
 }
 
 static PyObject *py_rand(PyObject *self, PyObject *args, PyObject *kwargs) {
@@ -227,9 +228,9 @@ PyMethodDef ctpy_stats_functions[] = {
     {"manual_seed", py_manual_seed, METH_O, "manual_seed(seed): reseed the Philox stream."},
     {"initial_seed", py_initial_seed, METH_NOARGS, "The seed of the random stream."},
     {"rand", KW py_rand, METH_VARARGS | METH_KEYWORDS,
-     "rand(*shape, dtype=float32, device=None): uniform [0, 1)."},
+     "rand(*shape, dtype=float32, device=None, requires_grad=False): uniform [0, 1)."},
     {"randn", KW py_randn, METH_VARARGS | METH_KEYWORDS,
-     "randn(*shape, dtype=float32, device=None): standard normal."},
+     "randn(*shape, dtype=float32, device=None, requires_grad=False): standard normal."},
     {NULL},
 };
 

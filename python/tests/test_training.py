@@ -74,6 +74,18 @@ def test_example_cnn_under_mpirun():
     assert len(lines) == 1 and "x 2 ranks" in lines[0], out  # rank 0 alone reports
 
 
+def test_distributed_data_parallel_matches_one_rank():
+    if not shutil.which("mpirun"):
+        pytest.skip("mpirun not found (install openmpi-bin, or run make deps)")
+    launcher = ["timeout", "300", "mpirun", "--oversubscribe", "--bind-to", "none",
+                "-x", "OMP_NUM_THREADS=1", "-x", "PYTHONPATH", "-np", "2"]
+    if os.geteuid() == 0:
+        launcher.insert(4, "--allow-run-as-root")
+    script = Path(__file__).resolve().parent / "ddp_same_as_one_rank.py"
+    out = run_example(str(script), launcher=launcher)
+    assert "ddp: 6 steps x 2 ranks on " in out and "same as one rank" in out, out
+
+
 TORCH_SIDE = r"""
 import sys
 import torch

@@ -114,6 +114,11 @@ void ct__tensor_drop(ct_tensor *t);
 /* Give back the innermost reference this thread's scopes hold on t, without dropping it. */
 void ct__scope_forget(ct_tensor *t);
 
+/* Give t, in place, the data of moved (a contiguous copy of t on another device, unscoped,
+ * whose reference this takes), when t spans its whole storage: t and every view of its
+ * storage then hold the moved data. Returns false, leaving both alone, otherwise. */
+bool ct__adopt_moved(ct_tensor *t, ct_tensor *moved);
+
 /* t itself as a new reference, owned like a new tensor (by the current scope when one is
  * open): what a function returns when its result is its argument. NULL on failure. */
 ct_tensor *ct__new_ref(const ct_tensor *t);

@@ -15,6 +15,7 @@
 #include "autograd/grad_hook_impl.h"
 #include "core/transfer_impl.h"
 #include "dist/comm_impl.h"
+#include "nn/module_impl.h"
 #include "ops/op_impl.h"
 
 #define DEFAULT_BUCKET_BYTES ((size_t)25 << 20)
@@ -293,58 +294,82 @@ static ct_status make_buckets(ct_ddp *d, size_t first_cap, size_t cap) {
     return CT_OK;
 }
 
-static ct_status take_parameters(ct_ddp *d, ct_module *model) {
-    ct_tensor *list[MAX_PARAMS];
-    int n = ct_module_parameters(model, list, MAX_PARAMS);
-    if (n < 0) return ct_last_status();
-    if (n > MAX_PARAMS)
+/* The parameters among tensors (not buffer[i]), reversed: the order backward produces them. */
+static ct_status take_parameters(ct_ddp *d, int n, ct_tensor *const *tensors, const bool *buffer) {
+    int count = 0;
+    for (int i = 0; i < n; i++) count += !(buffer && buffer[i]);
+    if (count > MAX_PARAMS)
         return ct__error(CT_ERR_UNSUPPORTED,
                          "ct_ddp_new: the model has %d parameters, more "
                          "than the %d supported",
-                         n, MAX_PARAMS);
-    d->nparams = n;
-    d->params = ct__calloc((size_t)n + 1, sizeof *d->params);
-    d->bucket_of = ct__calloc((size_t)n + 1, sizeof *d->bucket_of);
-    d->offset = ct__calloc((size_t)n + 1, sizeof *d->offset);
-    d->ready = ct__calloc((size_t)n + 1, sizeof *d->ready);
+                         count, MAX_PARAMS);
+    d->nparams = count;
+    d->params = ct__calloc((size_t)count + 1, sizeof *d->params);
+    d->bucket_of = ct__calloc((size_t)count + 1, sizeof *d->bucket_of);
+    d->offset = ct__calloc((size_t)count + 1, sizeof *d->offset);
+    d->ready = ct__calloc((size_t)count + 1, sizeof *d->ready);
     if (!d->params || !d->bucket_of || !d->offset || !d->ready)
         return ct__error(CT_ERR_OUT_OF_MEMORY, "ct_ddp_new: out of host memory");
-    for (int i = 0; i < n; i++) {
-        d->params[i] = list[n - 1 - i];
-        if (d->params[i]->dtype != CT_F32)
+    for (int i = 0, taken = 0; i < n; i++) {
+        if (buffer && buffer[i]) continue;
+        if (!tensors[i]) return ct__error(CT_ERR_INVALID_ARG, "ct_ddp_new: tensor %d is NULL", i);
+        if (tensors[i]->dtype != CT_F32)
             return ct__error(CT_ERR_DTYPE,
                              "ct_ddp_new: parameters must be f32 (master "
                              "weights), and one is %s",
-                             ct_dtype_name(d->params[i]->dtype));
+                             ct_dtype_name(tensors[i]->dtype));
+        d->params[count - 1 - taken++] = tensors[i];
     }
     return CT_OK;
 }
 
 /* Every parameter and buffer from rank 0. */
-static ct_status broadcast_state(ct_comm *comm, ct_module *model) {
-    ct_tensor *t;
+static ct_status broadcast_state(ct_comm *comm, int n, ct_tensor *const *tensors) {
     ct_status status = CT_OK;
-    for (int i = 0; status == CT_OK && ct_module_state_at(model, i, &t, NULL); i++)
-        status = ct_comm_broadcast(comm, t, 0);
+    for (int i = 0; status == CT_OK && i < n; i++)
+        if (tensors[i]) status = ct_comm_broadcast(comm, tensors[i], 0);
     return status;
 }
 
-ct_ddp *ct_ddp_new(ct_comm *comm, ct_module *model, const ct_ddp_options *options) {
-    if (!comm || !model)
-        return ct__fail(CT_ERR_INVALID_ARG, "ct_ddp_new: %s is NULL", comm ? "model" : "comm");
+ct_ddp *ct_ddp_new_tensors(ct_comm *comm, int n, ct_tensor *const *tensors, const bool *buffer,
+                           const ct_ddp_options *options) {
+    if (!comm || (n > 0 && !tensors) || n < 0)
+        return ct__fail(CT_ERR_INVALID_ARG, "ct_ddp_new: %s",
+                        !comm   ? "comm is NULL"
+                        : n < 0 ? "a negative tensor count"
+                                : "tensors is NULL");
     ct_ddp *d = ct__calloc(1, sizeof *d);
     if (!d) return ct__fail(CT_ERR_OUT_OF_MEMORY, "ct_ddp_new: out of host memory");
     d->comm = comm;
     size_t cap = options && options->bucket_bytes ? options->bucket_bytes : DEFAULT_BUCKET_BYTES;
     size_t first = options && options->first_bucket_bytes ? options->first_bucket_bytes
                                                           : DEFAULT_FIRST_BUCKET_BYTES;
-    ct_status status = take_parameters(d, model);
+    ct_status status = take_parameters(d, n, tensors, buffer);
     if (status == CT_OK) status = make_buckets(d, first, cap);
-    if (status == CT_OK) status = broadcast_state(comm, model);
+    if (status == CT_OK) status = broadcast_state(comm, n, tensors);
     if (status != CT_OK) {
         ct_ddp_free(d);
         return NULL;
     }
+    return d;
+}
+
+ct_ddp *ct_ddp_new(ct_comm *comm, ct_module *model, const ct_ddp_options *options) {
+    if (!comm || !model)
+        return ct__fail(CT_ERR_INVALID_ARG, "ct_ddp_new: %s is NULL", comm ? "model" : "comm");
+    int n = ct__module_state_size(model, "ct_ddp_new");
+    if (n < 0) return NULL;
+    ct_tensor **tensors = ct__calloc((size_t)n + 1, sizeof *tensors);
+    bool *buffer = ct__calloc((size_t)n + 1, sizeof *buffer);
+    ct_ddp *d = NULL;
+    if (!tensors || !buffer)
+        ct__fail(CT_ERR_OUT_OF_MEMORY, "ct_ddp_new: out of host memory");
+    else {
+        for (int i = 0; i < n; i++) ct_module_state_at(model, i, &tensors[i], &buffer[i]);
+        d = ct_ddp_new_tensors(comm, n, tensors, buffer, options);
+    }
+    ct__free_mem(tensors);
+    ct__free_mem(buffer);
     return d;
 }
 

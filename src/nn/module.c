@@ -162,6 +162,11 @@ ct_status ct_module_to(ct_module *m, ct_device device) {
             ct__tensor_drop(moved[i]);
             continue;
         }
+        /* In place, so that an optimiser holding the tensor follows the move. */
+        if (ct__adopt_moved(slot->tensor, moved[i])) {
+            ct_zero_grad(slot->tensor); /* a gradient on the old device is stale */
+            continue;
+        }
         moved[i]->requires_grad = slot->tensor->requires_grad;
         ct__tensor_drop(slot->tensor);
         slot->tensor = moved[i];
