@@ -161,6 +161,9 @@ static ct_status train_epoch(trainer *t, int epoch, epoch_result *r) {
     if (status == CT_OK) status = reset_sums(t);
     int64_t steps = ct_loader_batches(t->train), done = 0, samples = 0;
     int64_t count = ct_size(t->data.train_images, 0);
+    /* The clock starts once every replica is ready, so that another rank's later start-up
+     * (its data, its loader) is not counted as this epoch's training time. */
+    if (status == CT_OK && t->ddp) status = ct_comm_barrier(t->o->comm);
     double start = now(), last_report = 0, loss_sum = 0, correct = 0;
     r->data_seconds = 0;
     ct_module_train(t->model, true);
