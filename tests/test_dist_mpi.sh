@@ -101,7 +101,10 @@ a, b = load_file(sys.argv[1]), load_file(sys.argv[2])
 assert a.keys() == b.keys(), (sorted(a), sorted(b))
 norm = lambda x: float(np.linalg.norm(x.astype(np.float64).ravel()))
 worst = max(norm(a[k] - b[k]) / max(norm(a[k]), 1e-30) for k in a)
-ja, jb = json.load(open(sys.argv[3])), json.load(open(sys.argv[4]))
+# The summary is the last line that is a JSON object: a launcher's warning may be beside it
+# (Open MPI's rsh agent prints one when setpgid loses a race with the child's exec).
+ja, jb = [json.loads([l for l in open(f).read().splitlines() if l.startswith("{")][-1])
+          for f in sys.argv[3:5]]
 gap = abs(ja["test_accuracy"] - jb["test_accuracy"]) * 100
 print("worst relative difference %.2g, accuracy %.2f%% and %.2f%%" % (
     worst, ja["test_accuracy"] * 100, jb["test_accuracy"] * 100))
@@ -155,12 +158,13 @@ if [ -n "$fake_gpu" ] && [ -n "$fake_nccl" ]; then
     run timeout 300 env CT_CUDA_PLUGIN="$fake_gpu" CT_NCCL_PLUGIN="$fake_nccl" \
         FAKE_NCCL_DIR="$work/nccl" $mpi -x CT_CUDA_PLUGIN -x CT_NCCL_PLUGIN -x FAKE_NCCL_DIR \
         -np 2 "$ctensor" train $common --model mlp --device cuda \
-        --checkpoint "$work/mlp-n.safetensors"
-    cp "$out" "$work/mlp-n.json"
+        --checkpoint "$work/mlp-nccl.safetensors"
+    cp "$out" "$work/mlp-nccl.json"
     rm -rf "$work/nccl"
-    if [ "$code" = 0 ] && grep -q '"device": "cuda:0"' "$work/mlp-n.json" &&
-        grep -q '"world_size": 2, "engine": "nccl"' "$work/mlp-n.json" &&
-        same "$work/mlp-1.safetensors" "$work/mlp-n.safetensors" "$work/mlp-1.json" "$work/mlp-n.json"
+    if [ "$code" = 0 ] && grep -q '"device": "cuda:0"' "$work/mlp-nccl.json" &&
+        grep -q '"world_size": 2, "engine": "nccl"' "$work/mlp-nccl.json" &&
+        same "$work/mlp-1.safetensors" "$work/mlp-nccl.safetensors" "$work/mlp-1.json" \
+            "$work/mlp-nccl.json"
     then pass "test_dist_mpi_train_nccl ($(cat "$out"))"
     else fail test_dist_mpi_train_nccl "exit $code, not the NCCL engine, or the models differ"; fi
 else
