@@ -7,12 +7,14 @@
 # "machines" (two network namespaces joined by a veth pair, Open MPI over TCP between them)
 # giving the same model as two ranks on one host. Every run is bounded by timeout(1). Cases
 # that need mpirun, the plugin or network namespaces are skipped by name, with the reason.
-# With a fake GPU plugin (the CPU's kernels), --devices cuda:0,cuda:1 on two logical GPUs too.
-# Usage: test_dist_mpi.sh CTENSOR DIST_MPI_CHECK WORKDIR [FAKE_GPU_PLUGIN]
+# With a fake GPU plugin (the CPU's kernels), --devices cuda:0,cuda:1 on two logical GPUs too,
+# and with the fake NCCL plugin as well, mpirun -np 2 with --device cuda over the NCCL engine.
+# Usage: test_dist_mpi.sh CTENSOR DIST_MPI_CHECK WORKDIR [FAKE_GPU_PLUGIN [FAKE_NCCL_PLUGIN]]
 ctensor=$1
 check=$2
 work=$3
 fake_gpu=${4:-}
+fake_nccl=${5:-}
 here=$(cd "$(dirname "$0")" && pwd)
 python="$here/../.venv/bin/python3"
 passed=0 failed=0 skipped=0
@@ -30,7 +32,7 @@ finish() {
 
 if ! command -v mpirun >/dev/null 2>&1; then
     for name in collectives mismatch buckets_in_flight stopped_rank train_same_model resume_other_world_size batch_size_auto_2_ranks batch_size_auto_none_fits \
-        stopped_rank_train killed_rank two_machines; do
+        stopped_rank_train killed_rank two_machines train_nccl; do
         skip "test_dist_mpi_$name" "mpirun not found (install openmpi-bin, or run make deps)"
     done
     finish
@@ -99,7 +101,10 @@ a, b = load_file(sys.argv[1]), load_file(sys.argv[2])
 assert a.keys() == b.keys(), (sorted(a), sorted(b))
 norm = lambda x: float(np.linalg.norm(x.astype(np.float64).ravel()))
 worst = max(norm(a[k] - b[k]) / max(norm(a[k]), 1e-30) for k in a)
-ja, jb = json.load(open(sys.argv[3])), json.load(open(sys.argv[4]))
+# The summary is the last line that is a JSON object: a launcher's warning may be beside it
+# (Open MPI's rsh agent prints one when setpgid loses a race with the child's exec).
+ja, jb = [json.loads([l for l in open(f).read().splitlines() if l.startswith("{")][-1])
+          for f in sys.argv[3:5]]
 gap = abs(ja["test_accuracy"] - jb["test_accuracy"]) * 100
 print("worst relative difference %.2g, accuracy %.2f%% and %.2f%%" % (
     worst, ja["test_accuracy"] * 100, jb["test_accuracy"] * 100))
@@ -144,6 +149,26 @@ if [ -n "$fake_gpu" ]; then
     else fail test_dist_devices_two_logical_fake_gpus "exit $code, or the models differ"; fi
 else
     skip test_dist_devices_two_logical_fake_gpus "no fake GPU plugin given"
+fi
+
+# mpirun -np 2 with --device cuda: the NCCL engine, its unique id broadcast over MPI, here
+# the fake NCCL plugin with ranks in processes (FAKE_NCCL_DIR) on the fake GPU: the same model.
+if [ -n "$fake_gpu" ] && [ -n "$fake_nccl" ]; then
+    rm -rf "$work/nccl" && mkdir -p "$work/nccl"
+    run timeout 300 env CT_CUDA_PLUGIN="$fake_gpu" CT_NCCL_PLUGIN="$fake_nccl" \
+        FAKE_NCCL_DIR="$work/nccl" $mpi -x CT_CUDA_PLUGIN -x CT_NCCL_PLUGIN -x FAKE_NCCL_DIR \
+        -np 2 "$ctensor" train $common --model mlp --device cuda \
+        --checkpoint "$work/mlp-nccl.safetensors"
+    cp "$out" "$work/mlp-nccl.json"
+    rm -rf "$work/nccl"
+    if [ "$code" = 0 ] && grep -q '"device": "cuda:0"' "$work/mlp-nccl.json" &&
+        grep -q '"world_size": 2, "engine": "nccl"' "$work/mlp-nccl.json" &&
+        same "$work/mlp-1.safetensors" "$work/mlp-nccl.safetensors" "$work/mlp-1.json" \
+            "$work/mlp-nccl.json"
+    then pass "test_dist_mpi_train_nccl ($(cat "$out"))"
+    else fail test_dist_mpi_train_nccl "exit $code, not the NCCL engine, or the models differ"; fi
+else
+    skip test_dist_mpi_train_nccl "needs the fake GPU and fake NCCL plugins"
 fi
 
 # --resume with another world size: epoch 1 on 2 ranks, epoch 2 alone, against 2 epochs alone.

@@ -161,6 +161,9 @@ static ct_status train_epoch(trainer *t, int epoch, epoch_result *r) {
     if (status == CT_OK) status = reset_sums(t);
     int64_t steps = ct_loader_batches(t->train), done = 0, samples = 0;
     int64_t count = ct_size(t->data.train_images, 0);
+    /* The clock starts once every replica is ready, so that another rank's later start-up
+     * (its data, its loader) is not counted as this epoch's training time. */
+    if (status == CT_OK && t->ddp) status = ct_comm_barrier(t->o->comm);
     double start = now(), last_report = 0, loss_sum = 0, correct = 0;
     r->data_seconds = 0;
     ct_module_train(t->model, true);
@@ -318,11 +321,12 @@ static ct_status local_batch(trainer *t, int64_t cap, int64_t *batch) {
 
 /* The smallest of every rank's batch: an all-gather, in which every rank takes part even
  * when its own search failed (its batch is 0 then). */
-static ct_status agree_batch(ct_comm *comm, int64_t *batch) {
+static ct_status agree_batch(ct_comm *comm, ct_device device, int64_t *batch) {
     int64_t one = 1;
     double smallest = 0;
     ct_scope_begin();
-    ct_tensor *all = ct_comm_all_gather(comm, ct_from_data(batch, 1, &one, CT_I64, CT_CPU));
+    /* On the replica's device, which a device engine (NCCL) needs. */
+    ct_tensor *all = ct_comm_all_gather(comm, ct_from_data(batch, 1, &one, CT_I64, device));
     ct_status status = ct_item(ct_min(all, 0, NULL, false), &smallest);
     ct_scope_end();
     if (status == CT_OK) *batch = (int64_t)smallest;
@@ -339,7 +343,7 @@ static ct_status auto_batch(trainer *t, int64_t *batch) {
     int64_t mine = status == CT_OK ? *batch : 0;
     if (world > 1) {
         *batch = mine;
-        ct_status agreed = agree_batch(t->o->comm, batch);
+        ct_status agreed = agree_batch(t->o->comm, t->o->device, batch);
         if (status == CT_OK) status = agreed;
         if (status != CT_OK) return status;
         *batch *= world;

@@ -1,8 +1,9 @@
 /* `ctensor train` with data parallelism: --devices runs one replica per device on threads of
  * this process (the threads engine; CPU or GPU devices are split into logical ones as
- * needed), and a process started by mpirun is one replica of the MPI world. Every replica
- * runs train_replica with its communicator; only rank 0 prints and writes checkpoints, and
- * its summary adds the world, the engine and the time spent in collectives. */
+ * needed), and a process started by mpirun is one replica of the MPI world (the MPI engine,
+ * or on a CUDA device NCCL, bootstrapped over MPI). Every replica runs train_replica with its
+ * communicator; only rank 0 prints and writes checkpoints, and its summary adds the world,
+ * the engine and the time spent in collectives. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -121,15 +122,22 @@ static int run_mpi(train_options *o, ct_comm *world) {
     }
     share_cores();
     int rank = ct_comm_rank(world);
+    if (o->comm_timeout > 0) ct_comm_set_timeout(world, o->comm_timeout);
     train_options mine = *o;
-    mine.comm = world;
+    /* CUDA tensors go over NCCL, its unique id over the world (which must outlive it). */
+    mine.comm = o->device.type == CT_DEVICE_CUDA ? ct_comm_nccl(world, o->device) : world;
+    if (!mine.comm) {
+        fprintf(stderr, "ctensor train: rank %d of %d: the NCCL engine for --device cuda: %s\n",
+                rank, ct_comm_size(world), ct_last_error());
+        return 1;
+    }
     if (rank != 0) mine.progress = false;
-    if (mine.comm_timeout > 0) ct_comm_set_timeout(world, mine.comm_timeout);
     train_summary summary;
     int rc = train_replica(&mine, &summary);
     if (rc == 0 && rank == 0) train_print_summary(&mine, &summary);
     if (rc != 0)
         fprintf(stderr, "ctensor train: rank %d of %d failed\n", rank, ct_comm_size(world));
+    if (mine.comm != world) ct_comm_free(mine.comm);
     return rc;
 }
 

@@ -44,7 +44,8 @@ static const char help[] =
     "  --devices D1,D2,...        data parallelism in one process: one replica per device\n"
     "                             (cpu:0,cpu:1 splits the CPU into logical devices);\n"
     "                             --batch-size is the global batch. Under mpirun each process\n"
-    "                             is one replica (Open MPI) and only rank 0 prints and saves\n"
+    "                             is one replica (Open MPI; NCCL with --device cuda) and\n"
+    "                             only rank 0 prints and saves\n"
     "  --comm-timeout SECONDS     deadline of each collective (default CT_COMM_TIMEOUT, 300)\n";
 
 static int bad(const char *option, const char *value, const char *expected) {

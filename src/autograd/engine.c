@@ -197,8 +197,10 @@ static ct_status run_pass(const char *op, ct_tensor *output, ct_tensor *seed, bo
         output->grad_fn->grad = seed;
         seed = NULL;
     }
-    for (size_t i = order.count; i-- > 0 && status == CT_OK;)
+    for (size_t i = order.count; i-- > 0 && status == CT_OK;) {
         status = run_node(order.items[i], retain_graph);
+        ct__backward_node_ran();
+    }
     for (size_t i = 0; i < order.count; i++) {
         ct_release(order.items[i]->grad); /* left only when the pass failed */
         order.items[i]->grad = NULL;

@@ -13,6 +13,10 @@ void ct__grad_ready(ct_tensor *leaf) {
     if (hook) hook(leaf, hook_user);
 }
 
+void ct__backward_node_ran(void) {
+    if (hook) hook(NULL, hook_user);
+}
+
 void ct__set_leaf_grad(ct_tensor *leaf, ct_tensor *grad) {
     ct__scope_forget(grad); /* the leaf owns it now, outside every scope */
     if (leaf->grad) ct__tensor_drop(leaf->grad);

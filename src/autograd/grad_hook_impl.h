@@ -1,6 +1,7 @@
 /* A per-thread "gradient ready" hook of the backward engine, for data-parallel training
  * (src/dist/ddp.c): called each time backward adds to a leaf's .grad, so that the gradient
- * can be sent while the rest of backward runs (PyTorch's AccumulateGrad hooks). */
+ * can be sent while the rest of backward runs (PyTorch's AccumulateGrad hooks), and between
+ * nodes, so that what was sent keeps moving. */
 #ifndef CT_GRAD_HOOK_IMPL_H
 #define CT_GRAD_HOOK_IMPL_H
 
@@ -12,6 +13,10 @@ typedef void (*ct__grad_ready_fn)(ct_tensor *leaf, void *user);
 void ct__set_grad_ready_hook(ct__grad_ready_fn fn, void *user);
 /* Called by the engine after leaf->grad changed. */
 void ct__grad_ready(ct_tensor *leaf);
+/* Called by the engine after each node of a pass: the hook gets a NULL leaf, a chance to
+ * advance the communication in flight (Open MPI moves data only inside MPI calls, so a
+ * collective started early in backward moves only when polled). */
+void ct__backward_node_ran(void);
 /* Make grad (a new reference, consumed) leaf's gradient, replacing any. */
 void ct__set_leaf_grad(ct_tensor *leaf, ct_tensor *grad);
 

@@ -5,10 +5,10 @@
  * goes on. Each gradient enters its bucket scaled by local/global samples, so the sum over
  * ranks is the mean over the global batch, an uneven last batch included. Buckets start in
  * order on every rank (collectives must match), and in-flight ones are polled from the hook
- * so that MPI progresses them during backward. With an engine that works on device memory
- * (NCCL) a bucket is packed on the host as for the others, then copied to a device twin that
- * the engine reduces, and copied back: correct, but two transfers per bucket more than
- * packing on the device would take. */
+ * after every node of backward, so that MPI progresses them during backward. With an engine
+ * that works on device memory (NCCL) a bucket is packed on the host as for the others, then
+ * copied to a device twin that the engine reduces, and copied back: correct, but two
+ * transfers per bucket more than packing on the device would take. */
 #include <stdio.h>
 #include <string.h>
 
@@ -135,9 +135,15 @@ static ct_status mark_ready(ct_ddp *d, int i) {
     return CT_OK;
 }
 
+/* A leaf's gradient is ready (NULL: a node of backward ran): pack it, start what is full,
+ * poll what is in flight. */
 static void on_grad_ready(ct_tensor *leaf, void *user) {
     ct_ddp *d = user;
     if (d->failure != CT_OK) return;
+    if (!leaf) {
+        progress(d);
+        return;
+    }
     for (int i = 0; i < d->nparams; i++)
         if (d->params[i] == leaf) {
             if (note_failure(d, mark_ready(d, i)) == CT_OK) progress(d);
