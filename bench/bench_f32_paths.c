@@ -71,8 +71,8 @@ static void add_arg(onednn_run *r, const_dnnl_primitive_desc_t pd, int arg, dnnl
     if (dnnl_memory_desc_equal(md, plain)) return;
     CHECK(dnnl_memory_create(&a->chosen, md, engine, DNNL_MEMORY_ALLOCATE));
     dnnl_primitive_desc_t rpd;
-    CHECK(dnnl_reorder_primitive_desc_create(&rpd, output ? md : plain, engine,
-                                             output ? plain : md, engine, NULL));
+    CHECK(dnnl_reorder_primitive_desc_create(&rpd, output ? md : plain, engine, output ? plain : md,
+                                             engine, NULL));
     CHECK(dnnl_primitive_create(&a->reorder, rpd));
     CHECK(dnnl_primitive_desc_destroy(rpd));
 }
@@ -192,10 +192,9 @@ static double ours_conv_once(const conv_shape *s, bool backward, ct_tensor *cons
 
 /* Our forward and backward (data and weights together) times of shape s. */
 static void ours_conv(const conv_shape *s, double t[2]) {
-    ct_tensor *args[3] = {
-        random_tensor(4, (int64_t[]){BATCH, s->in_c, s->hw, s->hw}, s->in_c > 1),
-        random_tensor(4, (int64_t[]){s->out_c, s->in_c, 3, 3}, true),
-        random_tensor(1, (int64_t[]){s->out_c}, true)};
+    ct_tensor *args[3] = {random_tensor(4, (int64_t[]){BATCH, s->in_c, s->hw, s->hw}, s->in_c > 1),
+                          random_tensor(4, (int64_t[]){s->out_c, s->in_c, 3, 3}, true),
+                          random_tensor(1, (int64_t[]){s->out_c}, true)};
     ct_tensor *g = random_tensor(4, (int64_t[]){BATCH, s->out_c, s->hw, s->hw}, false);
     t[0] = ours_conv_once(s, false, args, g);
     t[1] = ours_conv_once(s, true, args, g) - t[0];
@@ -215,7 +214,8 @@ static double time_gemm(int64_t m, int64_t n, int64_t k, bool onednn) {
         ct_scope_begin();
         double start = bench_now();
         if (onednn) {
-            CHECK(dnnl_sgemm('N', 'N', m, n, k, 1.0f, ct_data_ptr(a), k, ct_data_ptr(b), n, 0.0f, c, n));
+            CHECK(dnnl_sgemm('N', 'N', m, n, k, 1.0f, ct_data_ptr(a), k, ct_data_ptr(b), n, 0.0f, c,
+                             n));
         } else {
             need(ct_matmul(a, b), "ct_matmul");
         }
@@ -254,8 +254,11 @@ int main(int argc, char **argv) {
     static const struct {
         const char *name;
         int64_t in, out;
-    } linears[] = {{"cnn fc1", 3136, 128}, {"cnn fc2", 128, 10}, {"mlp fc1", 784, 256},
-                   {"mlp fc2", 256, 128},  {"mlp fc3", 128, 10}};
+    } linears[] = {{"cnn fc1", 3136, 128},
+                   {"cnn fc2", 128, 10},
+                   {"mlp fc1", 784, 256},
+                   {"mlp fc2", 256, 128},
+                   {"mlp fc3", 128, 10}};
     printf("%-26s %9s %9s\n", "gemm m x n x k", "ours", "dnnl");
     for (int i = 0; i < 5; i++) {
         int64_t in = linears[i].in, out = linears[i].out;
