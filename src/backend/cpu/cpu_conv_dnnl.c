@@ -57,9 +57,9 @@ typedef struct conv_step {
 
 /* A geometry's three steps; made says whether oneDNN made all of them. The workspace holds
  * the scratchpad (scratch bytes, shared by every primitive, which run one after another),
- * then the reordered copies of the forward (forward_bytes) or of both backward steps
- * (backward_bytes), then, in backward, the weight's gradient when only the bias's is
- * wanted. */
+ * then the reordered copies of the forward (forward_bytes) or of the larger backward step
+ * (backward_bytes: the two run one after the other, so their copies share the room), then, in
+ * backward, the weight's gradient when only the bias's is wanted. */
 typedef struct conv_entry {
     conv_key key;
     bool made;
@@ -244,7 +244,6 @@ static void make_entry(conv_entry *e) {
         ok = op_desc(&e->key, (conv_kind)i, &op) &&
              dnnl_primitive_desc_create(&pd[i], &op, attr, engine,
                                         i == FORWARD ? NULL : pd[FORWARD]) == dnnl_success;
-        if (i == BACKWARD_WEIGHTS) offset[i] = offset[BACKWARD_DATA];
         ok = ok &&
              make_step(&e->key, (conv_kind)i, pd[i], attr, &e->step[i], &e->scratch, &offset[i]);
     }
@@ -255,7 +254,8 @@ static void make_entry(conv_entry *e) {
     if (attr) dnnl_primitive_attr_destroy(attr);
     e->scratch = aligned(e->scratch);
     e->forward_bytes = offset[FORWARD];
-    e->backward_bytes = offset[BACKWARD_WEIGHTS];
+    e->backward_bytes = offset[BACKWARD_DATA] > offset[BACKWARD_WEIGHTS] ? offset[BACKWARD_DATA]
+                                                                         : offset[BACKWARD_WEIGHTS];
     e->made = ok;
 }
 

@@ -9,23 +9,32 @@ typedef struct {
 } copy_ctx;
 
 /* The casts around mixed precision's products, contiguous rows: loops the compiler
- * vectorises (the same rounding as ct__store_f64's, since an f32 value is exact in f64).
- * The elementwise kernels' bf16 loads and stores use them too. */
-CT_CPU_CLONES void ct__cpu_f32_to_bf16_row(uint16_t *out, const float *in, int64_t n) {
+ * vectorises (the same rounding as ct__store_f64's, since an f32 value is exact in f64). */
+CT_CPU_CLONES static void f32_to_bf16_row(uint16_t *out, const float *in, int64_t n) {
     for (int64_t i = 0; i < n; i++) out[i] = ct__f32_to_bf16(in[i]);
 }
 
-CT_CPU_CLONES void ct__cpu_bf16_to_f32_row(float *out, const uint16_t *in, int64_t n) {
+CT_CPU_CLONES static void bf16_to_f32_row(float *out, const uint16_t *in, int64_t n) {
     for (int64_t i = 0; i < n; i++) out[i] = ct__bf16_to_f32(in[i]);
+}
+
+/* The same for the elementwise kernels and bf16 pooling: plain functions, since a clone's
+ * resolver would be exported from the library. */
+void ct__cpu_f32_to_bf16_row(uint16_t *out, const float *in, int64_t n) {
+    f32_to_bf16_row(out, in, n);
+}
+
+void ct__cpu_bf16_to_f32_row(float *out, const uint16_t *in, int64_t n) {
+    bf16_to_f32_row(out, in, n);
 }
 
 /* A contiguous f32 <-> bf16 row through the loops above; false for any other row. */
 static bool bf16_row(const copy_ctx *c, char *out, const char *in, const int64_t *strides,
                      int64_t n) {
     if (c->out_dtype == CT_BF16 && c->in_dtype == CT_F32 && strides[0] == 2 && strides[1] == 4)
-        ct__cpu_f32_to_bf16_row((uint16_t *)out, (const float *)in, n);
+        f32_to_bf16_row((uint16_t *)out, (const float *)in, n);
     else if (c->out_dtype == CT_F32 && c->in_dtype == CT_BF16 && strides[0] == 4 && strides[1] == 2)
-        ct__cpu_bf16_to_f32_row((float *)out, (const uint16_t *)in, n);
+        bf16_to_f32_row((float *)out, (const uint16_t *)in, n);
     else
         return false;
     return true;
