@@ -6,9 +6,10 @@
  * geometry (the CPU has AVX512_BF16 or AMX-BF16, the build has oneDNN, and oneDNN made the
  * primitives); otherwise it computes in f32. cpu_conv.c sends f32 convolutions here whenever
  * oneDNN made their primitives: on the two models of `ctensor train` its f32 kernels
- * measured faster than im2col + OpenBLAS (bench/bench_f32_paths.c). Tensors stay in ctensor's plain
- * NCHW and OIHW layouts (GOIHW with groups): oneDNN's bf16 kernels read them as they are,
- * so no reorder pass is needed around each call. Primitives are made once per geometry and
+ * measured faster than im2col + OpenBLAS (bench/bench_f32_paths.c). Tensors stay in
+ * ctensor's plain NCHW and OIHW layouts (GOIHW with groups); where a primitive chose a blocked
+ * layout for an argument (oneDNN's fast kernels mostly do), each call reorders it into the
+ * workspace and back (ONEDNN_VERBOSE=1 lists them). Primitives are made once per geometry and
  * kind and kept (a training step runs the same few convolutions thousands of times; making
  * one costs far more than running it on a small batch). Each call's scratchpad is the
  * workspace the op layer took from the device pool (oneDNN's user scratchpad mode), so
