@@ -7,7 +7,10 @@
  * less the forward's), oneDNN's through its f32 primitives on the layouts it chooses, with the
  * reorders from and to the plain NCHW tensors ctensor holds counted in. For each product of
  * the two models (forward and both backward GEMMs of every linear layer) it times ct_matmul
- * against dnnl_sgemm. Each figure is the best of the runs after a warm-up run.
+ * against dnnl_sgemm. Each figure is the best of the runs after a warm-up run. "Ours" is
+ * ct_conv2d as built: the figures that moved f32 convolution onto oneDNN were taken while it
+ * was im2col + OpenBLAS; since then the columns of a build with oneDNN time the same kernels,
+ * and a build without it (CT_DNNL=OFF) does not build this program.
  *
  * Usage: bench_f32_paths [RUNS]   (OMP_NUM_THREADS as the caller sets it) */
 #include <stdio.h>
