@@ -1,7 +1,9 @@
 /* ctensor's side of the training-step benchmark (bench/run_step.sh): one step (forward,
  * backward, Adam) of the issue's small CNN or MLP on random data, median time over the steps.
  *
- * Usage: bench_step MODEL BATCH STEPS [DEVICE]    (MODEL: cnn | mlp)
+ * Usage: bench_step MODEL BATCH STEPS [DEVICE [AMP]]    (MODEL: cnn | mlp; AMP: off | bf16 | f16)
+ * AMP runs forward and loss under autocast, as `ctensor train --amp` does (f16 without its
+ * loss scaler: the step's time, not its numbers, is what this measures).
  * Prints one line: `ctensor MODEL BATCH median_ms samples_per_s`. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +37,7 @@ static int fail(const char *what) {
 
 int main(int argc, char **argv) {
     if (argc < 4) {
-        fprintf(stderr, "usage: bench_step cnn|mlp BATCH STEPS [DEVICE]\n");
+        fprintf(stderr, "usage: bench_step cnn|mlp BATCH STEPS [DEVICE [off|bf16|f16]]\n");
         return 2;
     }
     const char *name = argv[1];
@@ -43,6 +45,12 @@ int main(int argc, char **argv) {
     int steps = atoi(argv[3]);
     ct_device device = CT_CPU;
     if (argc > 4 && ct_device_parse(argv[4], &device) != CT_OK) return fail("device");
+    const char *amp = argc > 5 ? argv[5] : "off";
+    ct_dtype low = strcmp(amp, "bf16") == 0 ? CT_BF16 : strcmp(amp, "f16") == 0 ? CT_F16 : CT_F32;
+    if (low == CT_F32 && strcmp(amp, "off") != 0) {
+        fprintf(stderr, "bench_step: AMP is %s; use off, bf16 or f16\n", amp);
+        return 2;
+    }
     ct_manual_seed(0);
     ct_module *model = model_for(name);
     if (!model || ct_module_to(model, device) != CT_OK) return fail("model");
@@ -57,7 +65,9 @@ int main(int argc, char **argv) {
     for (int step = 0; step < steps + 3; step++) {
         double start = bench_now();
         ct_scope_begin();
+        if (low != CT_F32 && ct_autocast_push(device.type, low) != CT_OK) return fail("autocast");
         ct_tensor *loss = ct_cross_entropy(ct_module_forward(model, x), y, NULL);
+        if (low != CT_F32 && ct_autocast_pop() != CT_OK) return fail("autocast");
         if (ct_optimizer_zero_grad(adam) != CT_OK || ct_backward(loss) != CT_OK ||
             ct_optimizer_step(adam) != CT_OK || ct_synchronize(device) != CT_OK)
             return fail("step");

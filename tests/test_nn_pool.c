@@ -5,9 +5,12 @@
 #include <stdlib.h>
 
 #include "autograd/tape_impl.h"
+#include "backend/backend_impl.h"
+#include "backend/conv_args_impl.h"
 #include "core/tensor_impl.h"
 #include "ct_gradcheck.h"
 #include "ct_ref.h"
+#include "ops/op_impl.h"
 
 typedef enum { MAX, AVG, ADAPTIVE } kind;
 
@@ -152,6 +155,77 @@ DEVICE_TEST(test_nn_pool_half_precision) {
     CHECK(pool_check(&cases[1], CT_F16, false, device));
     CHECK(pool_check(&cases[4], CT_BF16, true, device));
     CHECK(pool_check(&cases[7], CT_F16, false, device));
+}
+
+/* Whether two tensors hold the same values, NaNs matching NaNs. */
+static bool same_values(const ct_tensor *a, const ct_tensor *b) {
+    double *u = ref_read(a), *v = ref_read(b);
+    bool ok = u && v && ct_numel(a) == ct_numel(b);
+    for (int64_t i = 0; ok && i < ct_numel(a); i++) ok = isnan(u[i]) ? isnan(v[i]) : u[i] == v[i];
+    free(u), free(v);
+    return ok;
+}
+
+/* y and the input gradient of case c on x (which requires grad) for output gradient g. */
+static bool pool_with_grad(const pool_case *c, const ct_tensor *x, const ct_tensor *g,
+                           ct_tensor **y, ct_tensor **grad) {
+    *y = run(c, x);
+    *grad = NULL;
+    ct_no_grad_push();
+    bool ok = *y && (*y)->grad_fn && (*y)->grad_fn->backward((*y)->grad_fn, g, grad) == CT_OK;
+    ct_no_grad_pop();
+    return ok;
+}
+
+/* bf16 pooling on every case: within bf16's tolerance of the float64 reference, and, where
+ * the backend pools bf16 as it is (the CPU: pool2d_native), the very values of the f32 path
+ * rounded once (what the op layer gives where it is not native), forward and backward. */
+DEVICE_TEST(test_nn_pool_bf16_matches_f32_path) {
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const pool_case *c = &cases[i];
+        CHECK(pool_check(c, CT_BF16, i % 2 == 1, device));
+        int64_t n = ref_numel(c->ndim, c->shape);
+        double *v = malloc(sizeof(double) * (size_t)(n ? n : 1));
+        CHECK(v != NULL);
+        ref_random(v, n, 5 + i, -3.0, 3.0);
+        if (n > 2) v[1] = NAN; /* a NaN takes its windows on both paths */
+        ct_tensor *x16 = ref_tensor(v, c->ndim, c->shape, CT_BF16, device);
+        free(v);
+        ct_tensor *x32 = x16 ? ct_cast(x16, CT_F32) : NULL;
+        ct_tensor *y16 = NULL, *g16 = NULL, *y32 = NULL, *g32 = NULL, *gy16 = NULL, *gy32 = NULL;
+        bool ok = x16 && x32 && ct_set_requires_grad(x16, true) == CT_OK &&
+                  ct_set_requires_grad(x32, true) == CT_OK;
+        ct_tensor *probe = ok ? run(c, x32) : NULL;
+        if (probe) {
+            gy32 = ct_rand(ct_ndim(probe), ct_shape(probe), CT_F32, device);
+            gy16 = gy32 ? ct_cast(gy32, CT_BF16) : NULL;
+            ct_release(gy32);
+            gy32 = gy16 ? ct_cast(gy16, CT_F32) : NULL; /* bf16 values on both paths */
+        }
+        ok = ok && gy32 && pool_with_grad(c, x16, gy16, &y16, &g16) &&
+             pool_with_grad(c, x32, gy32, &y32, &g32);
+        ct_tensor *y_rounded = ok ? ct_cast(y32, CT_BF16) : NULL;
+        ct_tensor *g_rounded = ok ? ct_cast(g32, CT_BF16) : NULL;
+        ok = ok && y_rounded && g_rounded && ct_dtype_of(y16) == CT_BF16 &&
+             same_values(y16, y_rounded) && same_values(g16, g_rounded);
+        ct_release(probe), ct_release(x16), ct_release(x32), ct_release(y16), ct_release(g16);
+        ct_release(y32), ct_release(g32), ct_release(gy16), ct_release(gy32);
+        ct_release(y_rounded), ct_release(g_rounded);
+        if (!ok) ct_test_fail(__FILE__, __LINE__, "case %zu", i);
+        if (ct_test_failed()) return;
+    }
+}
+
+/* The CPU pools bf16 as it is (so the test above compares two paths there), and f32 is the
+ * compute dtype of the other half-precision type. */
+TEST(test_nn_pool_cpu_pools_bf16_natively) {
+    int physical;
+    const ct__kernel_table *k = ct__kernels(CT_CPU, &physical);
+    CHECK(k && k->pool2d_native);
+    ct__pool2d_args a = {.kind = CT_POOL_MAX, .dtype = CT_BF16, .planes = 1, .in_h = 4, .in_w = 4};
+    CHECK(k->pool2d_native(physical, &a));
+    a.dtype = CT_F16;
+    CHECK(!k->pool2d_native(physical, &a));
 }
 
 /* Max pooling of a 2 x 4 f32 input by 2 x 2 windows: two outputs and the input gradient of

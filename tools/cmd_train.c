@@ -290,7 +290,9 @@ static bool step_fits(trainer *t, int64_t b, ct_status *status) {
     for (int i = 0; i < n && ok; i++)
         ok = ct_zeros(ct_ndim(params[i]), ct_shape(params[i]), CT_F32, device) &&
              ct_zeros(ct_ndim(params[i]), ct_shape(params[i]), CT_F32, device);
-    if (ok) {
+    /* Two passes: the second meets the pool as a training step leaves it (gradients held,
+     * blocks split by the first), which the first alone would not see. */
+    for (int pass = 0; pass < 2 && ok; pass++) {
         ct_tensor *x = ct_zeros(4, shape, CT_F32, device);
         ct_tensor *y = ct_zeros(1, &b, CT_I64, device);
         ok = ct_backward(ct_cross_entropy(ct_module_forward(t->model, x), y, NULL)) == CT_OK;

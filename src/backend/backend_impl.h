@@ -240,6 +240,11 @@ typedef struct ct__kernel_table {
     ct_status (*conv2d_backward)(int device, const struct ct__conv2d_args *args);
     ct_status (*pool2d_forward)(int device, const struct ct__pool2d_args *args);
     ct_status (*pool2d_backward)(int device, const struct ct__pool2d_args *args);
+    /* Whether the backend pools args (geometry, kind and dtype set, pointers not) in its
+     * args->dtype, f16 or bf16, forward and backward, with the results of the f32 path, so
+     * the op layer need not copy the operands to f32 and back. Optional: NULL means never.
+     * Never fails. */
+    bool (*pool2d_native)(int device, const struct ct__pool2d_args *args);
     /* ---- sorting and scanning (ct__sort_args above) ---- */
     ct_status (*argsort)(int device, const ct__sort_args *args);
     ct_status (*cumsum)(int device, const ct__sort_args *args);

@@ -1,7 +1,9 @@
 /* 2-d pooling as torch.nn.functional's max_pool2d, avg_pool2d (count_include_pad=True) and
  * adaptive_avg_pool2d, with their backward. Inputs are (N, C, H, W) or (C, H, W): every
  * leading axis is a plane to pool. Operands reach the backend contiguous in the compute
- * dtype (f64, else f32; f16 and bf16 round once at the end). Max pooling records the
+ * dtype (f64, else f32; f16 and bf16 round once at the end, or stay as they are where the
+ * backend's pool2d_native says it gives the f32 results without the copies: bf16 on the
+ * CPU, between the convolutions of an autocast CNN). Max pooling records the
  * in-plane index of each window's first maximum, which its backward routes the gradient
  * to; the average kinds recompute their windows in backward. */
 #include "autograd/tape_impl.h"
@@ -73,6 +75,16 @@ static void plane_geometry(const ct_tensor *x, ct__pool_kind kind, ct__pool2d_ar
     a->in_w = x->shape[x->ndim - 1];
 }
 
+/* The dtype the backend pools a (geometry and kind set) of dtype in: f64 as it is, f16 and
+ * bf16 as they are where the backend's pool2d_native says so, else f32. */
+static ct_dtype compute_dtype(ct_device device, ct__pool2d_args *a, ct_dtype dtype) {
+    if (dtype == CT_F64 || dtype == CT_F32) return dtype;
+    int physical;
+    const ct__kernel_table *k = ct__kernels(device, &physical);
+    a->dtype = dtype;
+    return k && k->pool2d_native && k->pool2d_native(physical, a) ? dtype : CT_F32;
+}
+
 static ct_status run_kernel(ct_device device, const ct__pool2d_args *a, bool backward) {
     int physical;
     const ct__kernel_table *k = ct__kernels(device, &physical);
@@ -92,7 +104,9 @@ static ct_status pool_backward(ct__node *node, const ct_tensor *grad_out, ct_ten
     a.out_h = grad_out->shape[grad_out->ndim - 2];
     a.out_w = grad_out->shape[grad_out->ndim - 1];
     ct_device device = x->storage->device;
-    ct_dtype compute = x->dtype == CT_F64 ? CT_F64 : CT_F32;
+    ct_dtype compute = compute_dtype(device, &a, x->dtype);
+    /* A gradient wider than a native input's dtype is summed in f32, not rounded first. */
+    if (compute != CT_F64 && compute != grad_out->dtype) compute = CT_F32;
     ct_tensor *cast = ct_cast(grad_out, compute);
     ct_tensor *g = cast ? ct_contiguous(cast) : NULL;
     ct_release(cast);
@@ -120,7 +134,7 @@ static ct_status pool_backward(ct__node *node, const ct_tensor *grad_out, ct_ten
 static ct_tensor *pool(ct_device device, const ct_tensor *x, ct__pool2d_args *a) {
     const char *op = pool_name(a->kind);
     bool record = ct__grad_needed(1, &x);
-    ct_dtype compute = x->dtype == CT_F64 ? CT_F64 : CT_F32;
+    ct_dtype compute = compute_dtype(device, a, x->dtype);
     int64_t shape[4];
     for (int d = 0; d < x->ndim - 2; d++) shape[d] = x->shape[d];
     shape[x->ndim - 2] = a->out_h;

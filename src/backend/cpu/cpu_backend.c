@@ -93,6 +93,7 @@ static const ct__kernel_table cpu_kernels = {
     .conv2d_backward = ct__cpu_conv2d_backward,
     .pool2d_forward = ct__cpu_pool2d_forward,
     .pool2d_backward = ct__cpu_pool2d_backward,
+    .pool2d_native = ct__cpu_pool2d_native,
     .argsort = ct__cpu_argsort,
     .cumsum = ct__cpu_cumsum,
 };

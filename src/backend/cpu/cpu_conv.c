@@ -8,7 +8,9 @@
  * thread; partial dW and db per block of images, summed in block order at the end, so results
  * do not depend on thread timing). The workspace
  * (ct__cpu_conv2d_workspace) holds all that scratch. bf16 tensors, which the op layer hands
- * over only where ct__cpu_conv2d_native says so, go to oneDNN (cpu_conv_dnnl.c). */
+ * over only where ct__cpu_conv2d_native says so, go to oneDNN (cpu_conv_dnnl.c), and so do
+ * f32 ones where oneDNN made the primitives (measured faster: bench/bench_f32_paths.c),
+ * except f32 operands holding bf16 values, whose GEMMs here run on the bf16 units. */
 #include <limits.h>
 #include <stdbool.h>
 
@@ -124,10 +126,16 @@ static int64_t workspace_elements(const ct__conv2d_args *a, bool backward, int64
     return threads * conv_col_elements(a) + (backward ? block_count(a, threads) * part : 0);
 }
 
+/* Whether oneDNN runs this call (cpu_conv_dnnl.c) rather than the kernels here. */
+static bool on_dnnl(const ct__conv2d_args *a, bool backward) {
+    return a->dtype == CT_BF16 ||
+           (a->dtype == CT_F32 && !a->bf16_values && ct__cpu_conv2d_dnnl_runs(a, backward));
+}
+
 ct_status ct__cpu_conv2d_workspace(int device, const ct__conv2d_args *args, bool backward,
                                    size_t *bytes) {
     (void)device;
-    if (args->dtype == CT_BF16) return ct__cpu_conv2d_bf16_workspace(args, backward, bytes);
+    if (on_dnnl(args, backward)) return ct__cpu_conv2d_dnnl_workspace(args, backward, bytes);
     int64_t k = args->in_channels * args->kernel_h * args->kernel_w;
     if (args->out_h * args->out_w > INT_MAX || k > INT_MAX || args->out_channels > INT_MAX)
         return ct__error(CT_ERR_UNSUPPORTED,
@@ -164,10 +172,10 @@ static ct_status run(const ct__conv2d_args *a, bool backward) {
 
 ct_status ct__cpu_conv2d_forward(int device, const ct__conv2d_args *args) {
     (void)device;
-    return args->dtype == CT_BF16 ? ct__cpu_conv2d_bf16_forward(args) : run(args, false);
+    return on_dnnl(args, false) ? ct__cpu_conv2d_dnnl_forward(args) : run(args, false);
 }
 
 ct_status ct__cpu_conv2d_backward(int device, const ct__conv2d_args *args) {
     (void)device;
-    return args->dtype == CT_BF16 ? ct__cpu_conv2d_bf16_backward(args) : run(args, true);
+    return on_dnnl(args, true) ? ct__cpu_conv2d_dnnl_backward(args) : run(args, true);
 }

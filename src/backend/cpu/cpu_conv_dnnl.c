@@ -1,12 +1,15 @@
-/* bf16 2-d convolution on the CPU's bf16 units through oneDNN's convolution primitives:
- * forward, backward data and backward weights (with the bias's gradient), bf16 in and out
- * with f32 accumulation inside oneDNN, as PyTorch's CPU autocast runs it.
+/* 2-d convolution through oneDNN's convolution primitives: forward, backward data and
+ * backward weights (with the bias's gradient), in bf16 on the CPU's bf16 units (bf16 in and
+ * out with f32 accumulation inside oneDNN, as PyTorch's CPU autocast runs it) and in f32.
  *
  * The op layer hands bf16 tensors here only when ct__cpu_conv2d_native said yes for the
  * geometry (the CPU has AVX512_BF16 or AMX-BF16, the build has oneDNN, and oneDNN made the
- * primitives); otherwise it computes in f32 (cpu_conv.c). Tensors stay in ctensor's plain
- * NCHW and OIHW layouts (GOIHW with groups): oneDNN's bf16 kernels read them as they are,
- * so no reorder pass is needed around each call. Primitives are made once per geometry and
+ * primitives); otherwise it computes in f32. cpu_conv.c sends f32 convolutions here whenever
+ * oneDNN made their primitives: on the two models of `ctensor train` its f32 kernels
+ * measured faster than im2col + OpenBLAS (bench/bench_f32_paths.c). Tensors stay in
+ * ctensor's plain NCHW and OIHW layouts (GOIHW with groups); where a primitive chose a blocked
+ * layout for an argument (oneDNN's fast kernels mostly do), each call reorders it into the
+ * workspace and back (ONEDNN_VERBOSE=1 lists them). Primitives are made once per geometry and
  * kind and kept (a training step runs the same few convolutions thousands of times; making
  * one costs far more than running it on a small batch). Each call's scratchpad is the
  * workspace the op layer took from the device pool (oneDNN's user scratchpad mode), so
@@ -16,6 +19,7 @@
 
 #include "backend/conv_args_impl.h"
 #include "backend/cpu/cpu_impl.h"
+#include "core/dtype_impl.h"
 #include "core/error_impl.h"
 #include "ctensor/autocast.h"
 
@@ -27,7 +31,7 @@ typedef enum conv_kind { FORWARD, BACKWARD_DATA, BACKWARD_WEIGHTS, KIND_COUNT } 
 /* A convolution's geometry: what its primitives are made for. */
 typedef struct conv_key {
     int64_t batch, in_channels, in_h, in_w, out_channels, kernel_h, kernel_w, out_h, out_w;
-    int64_t stride[2], padding[2], dilation[2], groups;
+    int64_t stride[2], padding[2], dilation[2], groups, dtype;
     bool bias;
 } conv_key;
 
@@ -54,9 +58,9 @@ typedef struct conv_step {
 
 /* A geometry's three steps; made says whether oneDNN made all of them. The workspace holds
  * the scratchpad (scratch bytes, shared by every primitive, which run one after another),
- * then the reordered copies of the forward (forward_bytes) or of both backward steps
- * (backward_bytes), then, in backward, the weight's gradient when only the bias's is
- * wanted. */
+ * then the reordered copies of the forward (forward_bytes) or of the larger backward step
+ * (backward_bytes: the two run one after the other, so their copies share the room), then, in
+ * backward, the weight's gradient when only the bias's is wanted. */
 typedef struct conv_entry {
     conv_key key;
     bool made;
@@ -64,7 +68,7 @@ typedef struct conv_entry {
     size_t scratch, forward_bytes, backward_bytes;
 } conv_entry;
 
-#define CACHE_SIZE 64
+#define CACHE_SIZE 128
 
 static conv_entry cache[CACHE_SIZE];
 static int cache_count;
@@ -73,8 +77,7 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static dnnl_engine_t engine; /* NULL when oneDNN could not make one */
 
 static void init(void) {
-    if (ct_cpu_has_native_bf16() && dnnl_engine_create(&engine, dnnl_cpu, 0) != dnnl_success)
-        engine = NULL;
+    if (dnnl_engine_create(&engine, dnnl_cpu, 0) != dnnl_success) engine = NULL;
 }
 
 static conv_key key_of(const ct__conv2d_args *a, bool bias) {
@@ -83,6 +86,7 @@ static conv_key key_of(const ct__conv2d_args *a, bool bias) {
     k.batch = a->batch, k.in_channels = a->in_channels, k.in_h = a->in_h, k.in_w = a->in_w;
     k.out_channels = a->out_channels, k.kernel_h = a->kernel_h, k.kernel_w = a->kernel_w;
     k.out_h = a->out_h, k.out_w = a->out_w, k.groups = a->groups, k.bias = bias;
+    k.dtype = a->dtype;
     for (int i = 0; i < 2; i++)
         k.stride[i] = a->stride[i], k.padding[i] = a->padding[i], k.dilation[i] = a->dilation[i];
     return k;
@@ -103,11 +107,12 @@ static bool make_descs(const conv_key *k, bool any, conv_descs *d) {
     bool grouped = g > 1;
     dnnl_format_tag_t plain = any ? dnnl_format_tag_any : dnnl_nchw;
     dnnl_format_tag_t wplain = any ? dnnl_format_tag_any : grouped ? dnnl_goihw : dnnl_oihw;
-    return dnnl_memory_desc_init_by_tag(&d->x, 4, x, dnnl_bf16, plain) == dnnl_success &&
-           dnnl_memory_desc_init_by_tag(&d->y, 4, y, dnnl_bf16, plain) == dnnl_success &&
-           dnnl_memory_desc_init_by_tag(&d->b, 1, b, dnnl_bf16, dnnl_x) == dnnl_success &&
-           dnnl_memory_desc_init_by_tag(&d->w, grouped ? 5 : 4, grouped ? w : w + 1, dnnl_bf16,
-                                        wplain) == dnnl_success;
+    dnnl_data_type_t t = k->dtype == CT_BF16 ? dnnl_bf16 : dnnl_f32;
+    return dnnl_memory_desc_init_by_tag(&d->x, 4, x, t, plain) == dnnl_success &&
+           dnnl_memory_desc_init_by_tag(&d->y, 4, y, t, plain) == dnnl_success &&
+           dnnl_memory_desc_init_by_tag(&d->b, 1, b, t, dnnl_x) == dnnl_success &&
+           dnnl_memory_desc_init_by_tag(&d->w, grouped ? 5 : 4, grouped ? w : w + 1, t, wplain) ==
+               dnnl_success;
 }
 
 /* The plain descriptor of a primitive argument. */
@@ -240,7 +245,6 @@ static void make_entry(conv_entry *e) {
         ok = op_desc(&e->key, (conv_kind)i, &op) &&
              dnnl_primitive_desc_create(&pd[i], &op, attr, engine,
                                         i == FORWARD ? NULL : pd[FORWARD]) == dnnl_success;
-        if (i == BACKWARD_WEIGHTS) offset[i] = offset[BACKWARD_DATA];
         ok = ok &&
              make_step(&e->key, (conv_kind)i, pd[i], attr, &e->step[i], &e->scratch, &offset[i]);
     }
@@ -251,7 +255,8 @@ static void make_entry(conv_entry *e) {
     if (attr) dnnl_primitive_attr_destroy(attr);
     e->scratch = aligned(e->scratch);
     e->forward_bytes = offset[FORWARD];
-    e->backward_bytes = offset[BACKWARD_WEIGHTS];
+    e->backward_bytes = offset[BACKWARD_DATA] > offset[BACKWARD_WEIGHTS] ? offset[BACKWARD_DATA]
+                                                                         : offset[BACKWARD_WEIGHTS];
     e->made = ok;
 }
 
@@ -278,26 +283,33 @@ static const conv_entry *entry_for(const conv_key *key) {
 
 bool ct__cpu_conv2d_native(int device, const ct__conv2d_args *args) {
     (void)device;
-    if (args->dtype != CT_BF16 || args->batch == 0) return false;
+    if (args->dtype != CT_BF16 || args->batch == 0 || !ct_cpu_has_native_bf16()) return false;
     conv_key with = key_of(args, true), without = key_of(args, false);
     return entry_for(&with) && entry_for(&without);
+}
+
+bool ct__cpu_conv2d_dnnl_runs(const ct__conv2d_args *a, bool backward) {
+    conv_key key = key_of(a, backward ? a->grad_bias != NULL : a->bias != NULL);
+    return a->batch > 0 && entry_for(&key);
 }
 
 /* Bytes of the weight's gradient, which backward weights writes even when only the bias's is
  * wanted (then into the workspace, after the reordered copies). */
 static size_t weight_bytes(const ct__conv2d_args *a) {
     return (size_t)(a->out_channels * (a->in_channels / a->groups) * a->kernel_h * a->kernel_w) *
-           sizeof(uint16_t);
+           ct__dtype_size(a->dtype);
 }
 
 static const conv_entry *entry_of_call(const ct__conv2d_args *a, bool backward) {
     conv_key key = key_of(a, backward ? a->grad_bias != NULL : a->bias != NULL);
     const conv_entry *e = entry_for(&key);
-    if (!e) ct__error(CT_ERR_BACKEND, "ct_conv2d: oneDNN made no bf16 convolution here");
+    if (!e)
+        ct__error(CT_ERR_BACKEND, "ct_conv2d: oneDNN made no %s convolution here",
+                  ct_dtype_name(a->dtype));
     return e;
 }
 
-ct_status ct__cpu_conv2d_bf16_workspace(const ct__conv2d_args *a, bool backward, size_t *bytes) {
+ct_status ct__cpu_conv2d_dnnl_workspace(const ct__conv2d_args *a, bool backward, size_t *bytes) {
     const conv_entry *e = entry_of_call(a, backward);
     if (!e) return ct_last_status();
     *bytes = e->scratch + (backward ? e->backward_bytes + weight_bytes(a) : e->forward_bytes);
@@ -361,17 +373,19 @@ static ct_status execute(const conv_entry *e, conv_kind kind, const ct__conv2d_a
     for (int i = 0; ok && i < st->slots; i++)
         if (st->slot[i].reorder && st->slot[i].output)
             ok = reorder(e, &st->slot[i], user[i], a->workspace, &d, &scratch_md);
-    return ok ? CT_OK : ct__error(CT_ERR_BACKEND, "ct_conv2d: oneDNN's bf16 convolution failed");
+    return ok ? CT_OK
+              : ct__error(CT_ERR_BACKEND, "ct_conv2d: oneDNN's %s convolution failed",
+                          ct_dtype_name(a->dtype));
 }
 
-ct_status ct__cpu_conv2d_bf16_forward(const ct__conv2d_args *a) {
+ct_status ct__cpu_conv2d_dnnl_forward(const ct__conv2d_args *a) {
     const conv_entry *e = entry_of_call(a, false);
     if (!e) return ct_last_status();
     void *user[MAX_SLOTS] = {a->x, a->weight, a->y, a->bias};
     return execute(e, FORWARD, a, user);
 }
 
-ct_status ct__cpu_conv2d_bf16_backward(const ct__conv2d_args *a) {
+ct_status ct__cpu_conv2d_dnnl_backward(const ct__conv2d_args *a) {
     const conv_entry *e = entry_of_call(a, true);
     if (!e) return ct_last_status();
     ct_status status = CT_OK;
@@ -393,19 +407,24 @@ bool ct__cpu_conv2d_native(int device, const ct__conv2d_args *args) {
     return false;
 }
 
-ct_status ct__cpu_conv2d_bf16_workspace(const ct__conv2d_args *a, bool backward, size_t *bytes) {
+bool ct__cpu_conv2d_dnnl_runs(const ct__conv2d_args *a, bool backward) {
+    (void)a, (void)backward;
+    return false;
+}
+
+ct_status ct__cpu_conv2d_dnnl_workspace(const ct__conv2d_args *a, bool backward, size_t *bytes) {
     (void)a, (void)backward, (void)bytes;
-    return ct__error(CT_ERR_UNSUPPORTED, "ct_conv2d: this build has no oneDNN for bf16");
+    return ct__error(CT_ERR_UNSUPPORTED, "ct_conv2d: this build has no oneDNN");
 }
 
-ct_status ct__cpu_conv2d_bf16_forward(const ct__conv2d_args *a) {
+ct_status ct__cpu_conv2d_dnnl_forward(const ct__conv2d_args *a) {
     (void)a;
-    return ct__error(CT_ERR_UNSUPPORTED, "ct_conv2d: this build has no oneDNN for bf16");
+    return ct__error(CT_ERR_UNSUPPORTED, "ct_conv2d: this build has no oneDNN");
 }
 
-ct_status ct__cpu_conv2d_bf16_backward(const ct__conv2d_args *a) {
+ct_status ct__cpu_conv2d_dnnl_backward(const ct__conv2d_args *a) {
     (void)a;
-    return ct__error(CT_ERR_UNSUPPORTED, "ct_conv2d: this build has no oneDNN for bf16");
+    return ct__error(CT_ERR_UNSUPPORTED, "ct_conv2d: this build has no oneDNN");
 }
 
 #endif

@@ -18,6 +18,16 @@ CT_CPU_CLONES static void bf16_to_f32_row(float *out, const uint16_t *in, int64_
     for (int64_t i = 0; i < n; i++) out[i] = ct__bf16_to_f32(in[i]);
 }
 
+/* The same for the elementwise kernels and bf16 pooling: plain functions, since a clone's
+ * resolver would be exported from the library. */
+void ct__cpu_f32_to_bf16_row(uint16_t *out, const float *in, int64_t n) {
+    f32_to_bf16_row(out, in, n);
+}
+
+void ct__cpu_bf16_to_f32_row(float *out, const uint16_t *in, int64_t n) {
+    bf16_to_f32_row(out, in, n);
+}
+
 /* A contiguous f32 <-> bf16 row through the loops above; false for any other row. */
 static bool bf16_row(const copy_ctx *c, char *out, const char *in, const int64_t *strides,
                      int64_t n) {

@@ -79,18 +79,13 @@ static bool f16_store_fast(char *dst, int64_t stride, const float *src, int64_t 
 }
 #endif
 
-/* ct__f32_to_bf16 written branch-free (the NaN case as a select) so that loops of it
- * vectorize. */
-static inline uint16_t bf16_round(float f) {
-    uint32_t u = ct__f32_bits(f);
-    uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16; /* to nearest even */
-    uint32_t quiet_nan = (u >> 16) | 0x40u;
-    return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
-}
-
 void ct__cpu_load_f32(void *vdst, const char *src, int64_t stride, ct_dtype dtype, int64_t n) {
     float *dst = vdst;
     if (dtype == CT_F16 && f16_load_fast(dst, src, stride, n)) return;
+    if (dtype == CT_BF16 && stride == 2) { /* this file is built for the baseline ISA */
+        ct__cpu_bf16_to_f32_row(dst, (const uint16_t *)src, n);
+        return;
+    }
     switch (dtype) {
     case CT_F32: LOAD_LOOP(float, v);
     case CT_F16: LOAD_LOOP(uint16_t, ct__f16_to_f32(v));
@@ -171,10 +166,14 @@ void ct__cpu_load_i32(void *vdst, const char *src, int64_t stride, ct_dtype dtyp
 void ct__cpu_store_f32(char *dst, int64_t stride, ct_dtype dtype, const void *vsrc, int64_t n) {
     const float *src = vsrc;
     if (dtype == CT_F16 && f16_store_fast(dst, stride, src, n)) return;
+    if (dtype == CT_BF16 && stride == 2) {
+        ct__cpu_f32_to_bf16_row((uint16_t *)dst, src, n);
+        return;
+    }
     switch (dtype) {
     case CT_F32: STORE_LOOP(float, src[i]);
     case CT_F16: STORE_LOOP(uint16_t, ct__f32_to_f16(src[i]));
-    case CT_BF16: STORE_LOOP(uint16_t, bf16_round(src[i]));
+    case CT_BF16: STORE_LOOP(uint16_t, ct__f32_to_bf16(src[i]));
     default: GENERIC_STORE(ct__store_f64(p, dtype, src[i]));
     }
 }

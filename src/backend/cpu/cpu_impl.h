@@ -37,6 +37,10 @@ void ct__cpu_set_region_ns(double ns);
 #define CT_CPU_CLONES
 #endif
 
+/* Contiguous rows of f32 <-> bf16 (round to nearest even, NaNs kept quiet), vectorised. */
+void ct__cpu_f32_to_bf16_row(uint16_t *out, const float *in, int64_t n);
+void ct__cpu_bf16_to_f32_row(float *out, const uint16_t *in, int64_t n);
+
 typedef void (*ct__cpu_row_fn)(char *const *ptrs, const int64_t *byte_strides, int64_t n,
                                void *ctx);
 
@@ -83,19 +87,23 @@ ct_status ct__cpu_gather(int device, const ct__gather_args *args);
 ct_status ct__cpu_argsort(int device, const ct__sort_args *args);
 ct_status ct__cpu_cumsum(int device, const ct__sort_args *args);
 /* Convolution and pooling (cpu_conv.c, cpu_pool.c; arguments in backend/conv_args_impl.h). */
-/* bf16 convolution through oneDNN (cpu_conv_dnnl.c): whether args (of dtype CT_BF16) runs
- * there, and its workspace, forward and backward, which cpu_conv.c's hand it for bf16. */
+/* Convolution through oneDNN (cpu_conv_dnnl.c): whether args (of dtype CT_BF16) runs there
+ * in bf16 (the kernel table's conv2d_native); whether oneDNN runs this call (its dtype, bf16
+ * or f32, and which of bias or bias gradient it has); and its workspace, forward and
+ * backward, which cpu_conv.c's hand it. */
 bool ct__cpu_conv2d_native(int device, const struct ct__conv2d_args *args);
-ct_status ct__cpu_conv2d_bf16_workspace(const struct ct__conv2d_args *a, bool backward,
+bool ct__cpu_conv2d_dnnl_runs(const struct ct__conv2d_args *a, bool backward);
+ct_status ct__cpu_conv2d_dnnl_workspace(const struct ct__conv2d_args *a, bool backward,
                                         size_t *bytes);
-ct_status ct__cpu_conv2d_bf16_forward(const struct ct__conv2d_args *a);
-ct_status ct__cpu_conv2d_bf16_backward(const struct ct__conv2d_args *a);
+ct_status ct__cpu_conv2d_dnnl_forward(const struct ct__conv2d_args *a);
+ct_status ct__cpu_conv2d_dnnl_backward(const struct ct__conv2d_args *a);
 ct_status ct__cpu_conv2d_workspace(int device, const struct ct__conv2d_args *args, bool backward,
                                    size_t *bytes);
 ct_status ct__cpu_conv2d_forward(int device, const struct ct__conv2d_args *args);
 ct_status ct__cpu_conv2d_backward(int device, const struct ct__conv2d_args *args);
 ct_status ct__cpu_pool2d_forward(int device, const struct ct__pool2d_args *args);
 ct_status ct__cpu_pool2d_backward(int device, const struct ct__pool2d_args *args);
+bool ct__cpu_pool2d_native(int device, const struct ct__pool2d_args *args);
 
 /* Optimisers (cpu_optim.c). */
 ct_status ct__cpu_optim_step(int device, const ct__optim_args *args);

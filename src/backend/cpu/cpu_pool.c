@@ -1,11 +1,18 @@
 /* CPU 2-d pooling (ct__pool2d_args in backend/conv_args_impl.h): max, average and adaptive
- * average, forward and backward, one plane (image, channel) per OpenMP work item. */
+ * average, forward and backward, one plane (image, channel) per OpenMP work item.
+ *
+ * bf16 planes are pooled as they are (ct__cpu_pool2d_native): each plane is widened to f32
+ * in a scratch buffer of its thread, pooled by the f32 loops and narrowed back, so the
+ * results are the f32 path's to the bit (a maximum is exact in bf16; an average and the
+ * gradient sums round once, as the op layer's cast of the f32 result did), without that
+ * path's whole-tensor copies in f32 around the kernel. */
 #include <math.h>
 #include <stdbool.h>
 #include <string.h>
 
 #include "backend/conv_args_impl.h"
 #include "backend/cpu/cpu_impl.h"
+#include "core/error_impl.h"
 
 /* The input rows (axis 0) or columns (axis 1) of output index i: [start, end) clipped to
  * the input, and the count the average divides by along this axis. */
@@ -55,36 +62,83 @@ static bool pool_is_plain_2x2(const ct__pool2d_args *a) {
 #undef CT_POOL_U
 #undef CT_POOL_FN
 
-/* Planes in dynamic blocks: a thread the OS deschedules does not hold the others up. */
-static void run_planes(const ct__pool2d_args *a, bool backward) {
+/* Plane p of bf16 operands through the f32 loops, in scratch (in_h * in_w + out_h * out_w
+ * floats: the input plane, then the output plane). */
+static void bf16_plane(const ct__pool2d_args *a, int64_t p, bool backward, float *scratch) {
+    int64_t in = a->in_h * a->in_w, out = a->out_h * a->out_w;
+    ct__pool2d_args plane = *a;
+    plane.dtype = CT_F32;
+    plane.x = (char *)scratch;
+    plane.y = (char *)(scratch + in);
+    plane.indices = a->indices ? a->indices + p * out : NULL;
+    uint16_t *x = (uint16_t *)a->x + p * in, *y = (uint16_t *)a->y + p * out;
+    if (backward) {
+        ct__cpu_bf16_to_f32_row(scratch + in, y, out);
+        backward_plane_f32(&plane, 0);
+        ct__cpu_f32_to_bf16_row(x, scratch, in);
+    } else {
+        ct__cpu_bf16_to_f32_row(scratch, x, in);
+        forward_plane_f32(&plane, 0);
+        ct__cpu_f32_to_bf16_row(y, scratch + in, out);
+    }
+}
+
+static void run_plane(const ct__pool2d_args *a, int64_t p, bool backward, float *scratch) {
+    if (a->dtype == CT_BF16)
+        bf16_plane(a, p, backward, scratch);
+    else if (a->dtype == CT_F64 && backward)
+        backward_plane_f64(a, p);
+    else if (a->dtype == CT_F64)
+        forward_plane_f64(a, p);
+    else if (backward)
+        backward_plane_f32(a, p);
+    else
+        forward_plane_f32(a, p);
+}
+
+/* Planes in dynamic blocks: a thread the OS deschedules does not hold the others up. Each
+ * thread takes its own scratch for bf16 planes. */
+static ct_status run_planes(const ct__pool2d_args *a, bool backward) {
     int64_t work = a->planes * (a->in_h * a->in_w + a->out_h * a->out_w);
+    size_t scratch_bytes =
+        a->dtype == CT_BF16 ? (size_t)(a->in_h * a->in_w + a->out_h * a->out_w) * sizeof(float) : 0;
+    bool failed = false;
     (void)work;
 #ifdef _OPENMP
-#pragma omp parallel for if (work >= CT_CPU_PARALLEL_THRESHOLD) schedule(dynamic, 16)
+#pragma omp parallel if (work >= CT_CPU_PARALLEL_THRESHOLD)
 #endif
-    for (int64_t p = 0; p < a->planes; p++) {
-        if (a->dtype == CT_F64) {
-            if (backward)
-                backward_plane_f64(a, p);
-            else
-                forward_plane_f64(a, p);
-        } else {
-            if (backward)
-                backward_plane_f32(a, p);
-            else
-                forward_plane_f32(a, p);
+    {
+        float *scratch = scratch_bytes ? ct__malloc(scratch_bytes) : NULL;
+        if (scratch_bytes && !scratch) {
+#ifdef _OPENMP
+#pragma omp atomic write
+#endif
+            failed = true;
         }
+#ifdef _OPENMP
+#pragma omp for schedule(dynamic, 16)
+#endif
+        for (int64_t p = 0; p < a->planes; p++)
+            if (scratch || !scratch_bytes) run_plane(a, p, backward, scratch);
+        ct__free_mem(scratch);
     }
+    return failed ? ct__error(CT_ERR_OUT_OF_MEMORY,
+                              "pool2d: no host memory for %zu bytes of bf16 plane scratch",
+                              scratch_bytes)
+                  : CT_OK;
+}
+
+bool ct__cpu_pool2d_native(int device, const ct__pool2d_args *args) {
+    (void)device;
+    return args->dtype == CT_BF16;
 }
 
 ct_status ct__cpu_pool2d_forward(int device, const ct__pool2d_args *args) {
     (void)device;
-    run_planes(args, false);
-    return CT_OK;
+    return run_planes(args, false);
 }
 
 ct_status ct__cpu_pool2d_backward(int device, const ct__pool2d_args *args) {
     (void)device;
-    run_planes(args, true);
-    return CT_OK;
+    return run_planes(args, true);
 }

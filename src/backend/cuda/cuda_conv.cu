@@ -4,7 +4,9 @@
 // the cudnnGet*Algorithm_v7 heuristics (the first one that succeeds in FMA math), asked once per
 // geometry and remembered (cuda_conv_plans_impl.h); conv2d_workspace gives the workspace the
 // plan needs, which the op layer takes from the device's pool. f32 uses FMA math (no TF32), so
-// results match the CPU's to f32 rounding; f64 computes in f64.
+// results match the CPU's to f32 rounding; f64 computes in f64. f16 and bf16 (autocast's
+// convolutions, which ct_cuda_conv2d_native accepts where cuDNN has plans for them: bf16 from
+// compute capability 8.0) run on the tensor cores with f32 accumulation, as PyTorch's do.
 #include <limits.h>
 #include <stdint.h>
 
@@ -86,12 +88,19 @@ static bool fits_int(const ct__conv2d_args *a) {
     return true;
 }
 
+static bool low_precision(ct_dtype dtype) { return dtype == CT_F16 || dtype == CT_BF16; }
+
 static ct_status make_descs(int device, const ct__conv2d_args *a, conv_descs *d) {
     if (!fits_int(a))
         return ct_cuda_fail(CT_ERR_UNSUPPORTED,
                             "ct_conv2d: a size or setting exceeds cuDNN's 32-bit int; split the "
                             "batch or the image");
-    cudnnDataType_t dt = a->dtype == CT_F64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+    cudnnDataType_t dt = a->dtype == CT_F64    ? CUDNN_DATA_DOUBLE
+                         : a->dtype == CT_F16  ? CUDNN_DATA_HALF
+                         : a->dtype == CT_BF16 ? CUDNN_DATA_BFLOAT16
+                                               : CUDNN_DATA_FLOAT;
+    // The type products accumulate in: f64's own, f32 for the others.
+    cudnnDataType_t compute = a->dtype == CT_F64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
     CT_CUDNN_CHECK(device, cudnnCreateTensorDescriptor(&d->x));
     CT_CUDNN_CHECK(device,
                    cudnnSetTensor4dDescriptor(d->x, CUDNN_TENSOR_NCHW, dt, (int)a->batch,
@@ -112,27 +121,32 @@ static ct_status make_descs(int device, const ct__conv2d_args *a, conv_descs *d)
     CT_CUDNN_CHECK(device, cudnnSetConvolution2dDescriptor(
                                d->conv, (int)a->padding[0], (int)a->padding[1], (int)a->stride[0],
                                (int)a->stride[1], (int)a->dilation[0], (int)a->dilation[1],
-                               CUDNN_CROSS_CORRELATION, dt));
+                               CUDNN_CROSS_CORRELATION, compute));
     CT_CUDNN_CHECK(device, cudnnSetConvolutionGroupCount(d->conv, (int)a->groups));
-    CT_CUDNN_CHECK(device, cudnnSetConvolutionMathType(d->conv, CUDNN_FMA_MATH));
+    CT_CUDNN_CHECK(device, cudnnSetConvolutionMathType(d->conv, low_precision(a->dtype)
+                                                                    ? CUDNN_TENSOR_OP_MATH
+                                                                    : CUDNN_FMA_MATH));
     return CT_OK;
 }
 
-// Whether a heuristics entry can run under the descriptors' FMA math: it succeeded and needs
-// no tensor-op (TF32) math, which the heuristics may offer whatever the descriptor asks.
-template <typename perf_t> static bool runs_in_fma(const perf_t &p) {
-    return p.status == CUDNN_STATUS_SUCCESS && p.mathType != CUDNN_TENSOR_OP_MATH &&
-           p.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+// Whether a heuristics entry can run: it succeeded and, for f32 and f64 (FMA math), needs no
+// tensor-op (TF32) math, which the heuristics may offer whatever the descriptor asks. f16 and
+// bf16 take any math: their tensor-op kernels accumulate in f32.
+template <typename perf_t> static bool runs_in_math(const perf_t &p, bool tensor_ops) {
+    return p.status == CUDNN_STATUS_SUCCESS &&
+           (tensor_ops || (p.mathType != CUDNN_TENSOR_OP_MATH &&
+                           p.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION));
 }
 
-// The first entry that runs in FMA math and whose workspace cuDNN also sizes for these
+// The first entry that runs in the dtype's math and whose workspace cuDNN also sizes for these
 // descriptors (workspace_of(algo, &bytes)); its workspace, the larger of the two sizes.
 template <typename perf_t, typename workspace_fn>
-static ct_status choose(int device, const perf_t *perf, int returned, workspace_fn workspace_of,
-                        int *algo, size_t *bytes) {
+static ct_status choose(int device, bool tensor_ops, const perf_t *perf, int returned,
+                        workspace_fn workspace_of, int *algo, size_t *bytes) {
     for (int i = 0; i < returned; i++) {
         size_t sized = 0;
-        if (!runs_in_fma(perf[i]) || workspace_of(perf[i].algo, &sized) != CUDNN_STATUS_SUCCESS)
+        if (!runs_in_math(perf[i], tensor_ops) ||
+            workspace_of(perf[i].algo, &sized) != CUDNN_STATUS_SUCCESS)
             continue;
         *algo = (int)perf[i].algo;
         *bytes = perf[i].memory > sized ? perf[i].memory : sized;
@@ -140,14 +154,16 @@ static ct_status choose(int device, const perf_t *perf, int returned, workspace_
     }
     return ct_cuda_fail(CT_ERR_BACKEND,
                         "ct_conv2d: cuDNN offers no algorithm for this convolution on cuda:%d in "
-                        "f32/f64 FMA math (%d candidates)",
-                        device, returned);
+                        "%s (%d candidates)",
+                        device, tensor_ops ? "f16/bf16 tensor-op math" : "f32/f64 FMA math",
+                        returned);
 }
 
 // Ask the heuristics for a plan: forward, or both backward products.
-static ct_status ask_heuristics(int device, cudnnHandle_t h, const conv_descs &d, bool backward,
-                                ct_conv_plan *p) {
+static ct_status ask_heuristics(int device, cudnnHandle_t h, const conv_descs &d, ct_dtype dtype,
+                                bool backward, ct_conv_plan *p) {
     *p = ct_conv_plan{};
+    bool tensor_ops = low_precision(dtype);
     int n = 0;
     if (!backward) {
         cudnnConvolutionFwdAlgoPerf_t perf[MAX_ALGOS];
@@ -156,7 +172,7 @@ static ct_status ask_heuristics(int device, cudnnHandle_t h, const conv_descs &d
         auto sized = [&](cudnnConvolutionFwdAlgo_t algo, size_t *bytes) {
             return cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, d.y, algo, bytes);
         };
-        return choose(device, perf, n, sized, &p->algo[0], &p->bytes[0]);
+        return choose(device, tensor_ops, perf, n, sized, &p->algo[0], &p->bytes[0]);
     }
     cudnnConvolutionBwdDataAlgoPerf_t data[MAX_ALGOS];
     CT_CUDNN_CHECK(device, cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, d.x,
@@ -164,7 +180,7 @@ static ct_status ask_heuristics(int device, cudnnHandle_t h, const conv_descs &d
     auto data_sized = [&](cudnnConvolutionBwdDataAlgo_t algo, size_t *bytes) {
         return cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w, d.y, d.conv, d.x, algo, bytes);
     };
-    ct_status status = choose(device, data, n, data_sized, &p->algo[0], &p->bytes[0]);
+    ct_status status = choose(device, tensor_ops, data, n, data_sized, &p->algo[0], &p->bytes[0]);
     if (status != CT_OK) return status;
     cudnnConvolutionBwdFilterAlgoPerf_t filter[MAX_ALGOS];
     CT_CUDNN_CHECK(device, cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w,
@@ -173,7 +189,7 @@ static ct_status ask_heuristics(int device, cudnnHandle_t h, const conv_descs &d
         return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d.x, d.y, d.conv, d.w, algo,
                                                               bytes);
     };
-    return choose(device, filter, n, filter_sized, &p->algo[1], &p->bytes[1]);
+    return choose(device, tensor_ops, filter, n, filter_sized, &p->algo[1], &p->bytes[1]);
 }
 
 // The plan of a's geometry: remembered, or asked of the heuristics and remembered. h and d
@@ -190,7 +206,7 @@ static ct_status find_plan(int device, const ct__conv2d_args *a, bool backward, 
         if (status != CT_OK) return status;
         d = &own;
     }
-    ct_status status = ask_heuristics(device, h, *d, backward, p);
+    ct_status status = ask_heuristics(device, h, *d, a->dtype, backward, p);
     if (status == CT_OK) ct_cuda_conv_plan_remember(&key, p);
     return status;
 }
@@ -240,6 +256,29 @@ extern "C" ct_status ct_cuda_conv2d_workspace(int device, const ct__conv2d_args 
     status = find_plan(device, args, backward, nullptr, nullptr, &p);
     if (status == CT_OK) *bytes = workspace_need(args, backward, &p);
     return status;
+}
+
+// f16 runs on every device cuDNN supports; bf16 needs compute capability 8.0 (Ampere) or later.
+static bool dtype_supported(int device, ct_dtype dtype) {
+    if (dtype == CT_F16) return true;
+    int major = 0;
+    return dtype == CT_BF16 &&
+           cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) ==
+               cudaSuccess &&
+           major >= 8;
+}
+
+// Whether args (geometry and dtype set) convolves in f16 or bf16 as it is: the device takes
+// the dtype and cuDNN has plans for forward and backward (asked now, remembered for the calls).
+// A failed plan leaves its error as the thread's last one, but the op goes on in f32.
+extern "C" bool ct_cuda_conv2d_native(int device, const ct__conv2d_args *args) {
+    if (!low_precision(args->dtype) || !fits_int(args) || !dtype_supported(device, args->dtype))
+        return false;
+    std::unique_lock<std::mutex> held;
+    ct_conv_plan p;
+    return lock_device(device, &held) == CT_OK &&
+           find_plan(device, args, false, nullptr, nullptr, &p) == CT_OK &&
+           find_plan(device, args, true, nullptr, nullptr, &p) == CT_OK;
 }
 
 extern "C" ct_status ct_cuda_conv2d_forward(int device, const ct__conv2d_args *args) {

@@ -196,6 +196,7 @@ static const ct__kernel_table cuda_kernels = {
     .conv2d_workspace = ct_cuda_conv2d_workspace,
     .conv2d_forward = ct_cuda_conv2d_forward,
     .conv2d_backward = ct_cuda_conv2d_backward,
+    .conv2d_native = ct_cuda_conv2d_native,
     .pool2d_forward = ct_cuda_pool2d_forward,
     .pool2d_backward = ct_cuda_pool2d_backward,
     .optim_step = ct_cuda_optim_step,

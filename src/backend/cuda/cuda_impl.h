@@ -72,6 +72,7 @@ ct_status ct_cuda_conv2d_workspace(int device, const struct ct__conv2d_args *arg
                                    size_t *bytes);
 ct_status ct_cuda_conv2d_forward(int device, const struct ct__conv2d_args *args);
 ct_status ct_cuda_conv2d_backward(int device, const struct ct__conv2d_args *args);
+bool ct_cuda_conv2d_native(int device, const struct ct__conv2d_args *args);
 ct_status ct_cuda_pool2d_forward(int device, const struct ct__pool2d_args *args);
 ct_status ct_cuda_pool2d_backward(int device, const struct ct__pool2d_args *args);
 
