@@ -89,9 +89,11 @@ static bool needs_divisor(int op) {
 #define IS_POW(op) (ops[op].fn == ct_pow)
 
 /* Whether op takes operands of these dtypes (INT ops refuse floats, SHIFT ops also bool;
- * bool - bool is an error): these combinations are checked by the error tests. */
+ * bool - bool and nextafter of float16/bfloat16 are errors): these combinations are checked
+ * by the error tests. */
 static bool takes(int op, ct_dtype a, ct_dtype b) {
     ct_dtype p = ct_promote_types(a, b);
+    if (ops[op].fn == ct_nextafter && (p == CT_F16 || p == CT_BF16)) return false;
     if (ops[op].kind == INT && ct_dtype_is_floating(p)) return false;
     if (ops[op].kind == SHIFT && (ct_dtype_is_floating(p) || p == CT_BOOL)) return false;
     return !(ops[op].fn == ct_sub && p == CT_BOOL);
@@ -363,8 +365,10 @@ DEVICE_TEST(test_ops_binary_scalar_forms) {
         double s = IS_POW(k) || needs_divisor(k) ? 2.5 : 1.5; /* not integral */
         RUN(check_scalar(device, k, CT_F32, s, boolean ? CT_BOOL : CT_F32, false));
         RUN(check_scalar(device, k, CT_F64, IS_POW(k) ? s : -s, boolean ? CT_BOOL : CT_F64, true));
-        RUN(check_scalar(device, k, CT_F16, s, boolean ? CT_BOOL : CT_F16, false));
-        RUN(check_scalar(device, k, CT_BF16, s, boolean ? CT_BOOL : CT_BF16, false));
+        if (takes(k, CT_F16, CT_F16)) {
+            RUN(check_scalar(device, k, CT_F16, s, boolean ? CT_BOOL : CT_F16, false));
+            RUN(check_scalar(device, k, CT_BF16, s, boolean ? CT_BOOL : CT_BF16, false));
+        }
         /* An integral scalar keeps an integer dtype; a fractional one gives float32. */
         ct_dtype int_result = boolean ? CT_BOOL : kind == FLOAT ? CT_F32 : CT_I32;
         RUN(check_scalar(device, k, CT_I32, 2, int_result, true));
@@ -489,6 +493,13 @@ DEVICE_TEST(test_ops_binary_integer_errors) {
     CHECK(ct_sub(bools, bools) == NULL);
     CHECK_ERROR(CT_ERR_DTYPE, "ct_sub: subtracting bool tensors is not supported");
     ct_release(bools);
+    /* nextafter of a narrow float would give x1 back (its step rounds away): refused. */
+    ct_tensor *halves = ct_ones(1, shape, CT_BF16, device);
+    CHECK(ct_nextafter(halves, halves) == NULL);
+    CHECK_ERROR(CT_ERR_DTYPE, "ct_nextafter: the next bfloat16 value is not computed");
+    CHECK(ct_nextafter_scalar(halves, 2.0) == NULL);
+    CHECK_ERROR(CT_ERR_DTYPE, "ct_nextafter_scalar: the next bfloat16 value is not computed");
+    ct_release(halves);
     ct_release(ta);
     ct_release(tb);
 }

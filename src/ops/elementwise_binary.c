@@ -83,9 +83,18 @@ static ct_tensor *launch(const char *name, ct__binary_op op, int kind, ct_device
     return out;
 }
 
-/* The dtypes an op refuses: bool - bool, and floats (and bool for shifts) in the bitwise
- * ops. Sets the error and returns true when the promoted dtype is one of them. */
+/* The dtypes an op refuses: bool - bool, floats (and bool for shifts) in the bitwise ops,
+ * and nextafter of float16/bfloat16 (its kernels step in float32, and the rounding back to the
+ * narrow dtype undoes the step). Sets the error and returns true when the promoted dtype is
+ * one of them. */
 static bool refused_dtype(const char *name, ct__binary_op op, int kind, ct_dtype promoted) {
+    if (op == CT_BOP_NEXTAFTER && (promoted == CT_F16 || promoted == CT_BF16)) {
+        ct__error(CT_ERR_DTYPE,
+                  "%s: the next %s value is not computed (the kernels step in float32, which "
+                  "rounds back to the same %s); ct_cast the operands to float32 first",
+                  name, ct_dtype_name(promoted), ct_dtype_name(promoted));
+        return true;
+    }
     if (op == CT_BOP_SUB && promoted == CT_BOOL) {
         ct__error(CT_ERR_DTYPE,
                   "%s: subtracting bool tensors is not supported; combine masks with "
