@@ -81,7 +81,9 @@ static void check_along(ct_device device, int ndim, const int64_t *shape, int ax
     ct_release(tx);
 }
 
-DEVICE_TEST(test_ops_index_add_index_add_every_dtype_and_axis) {
+/* check_along on ranks 1 to 3, every axis and every dtype: index_add, or index_copy when
+ * assign. */
+static void check_every_dtype_and_axis(ct_device device, bool assign) {
     static const struct {
         int ndim;
         int64_t shape[3];
@@ -90,9 +92,13 @@ DEVICE_TEST(test_ops_index_add_index_add_every_dtype_and_axis) {
         for (int axis = 0; axis < cases[c].ndim; axis++)
             for (int dt = 0; dt < CT_DTYPE_COUNT; dt++) {
                 check_along(device, cases[c].ndim, cases[c].shape, axis, (ct_dtype)dt, 5,
-                            c * 100 + (uint64_t)(axis * 10 + dt), false);
+                            c * 100 + (uint64_t)(axis * 10 + dt), assign);
                 if (ct_test_failed()) return;
             }
+}
+
+DEVICE_TEST(test_ops_index_add_index_add_every_dtype_and_axis) {
+    check_every_dtype_and_axis(device, false);
 }
 
 DEVICE_TEST(test_ops_index_add_index_add_empty_index) {
@@ -169,17 +175,8 @@ DEVICE_TEST(test_ops_index_add_index_add_errors) {
 }
 
 DEVICE_TEST(test_ops_index_add_index_copy_every_dtype_and_axis) {
-    static const struct {
-        int ndim;
-        int64_t shape[3];
-    } cases[] = {{1, {6}}, {2, {3, 4}}, {3, {2, 3, 4}}};
-    for (size_t c = 0; c < 3; c++)
-        for (int axis = 0; axis < cases[c].ndim; axis++)
-            for (int dt = 0; dt < CT_DTYPE_COUNT; dt++) {
-                check_along(device, cases[c].ndim, cases[c].shape, axis, (ct_dtype)dt, 5,
-                            c * 100 + (uint64_t)(axis * 10 + dt), true);
-                if (ct_test_failed()) return;
-            }
+    check_every_dtype_and_axis(device, true);
+    if (ct_test_failed()) return;
     int64_t shape[2] = {3, 4};
     check_along(device, 2, shape, 1, CT_F32, 0, 7, true); /* an empty index writes nothing */
 }
