@@ -146,7 +146,7 @@
     X(atan2, ATAN2, FLOAT, GRAD)                                                                   \
     /* log(e^a + e^b) without overflow; logaddexp(-inf, -inf) is -inf */                           \
     X(logaddexp, LOGADDEXP, FLOAT, GRAD)                                                           \
-    /* the next representable value after a in the direction of b (b itself when a == b) */        \
+    /* the next value after a in the direction of b (b when a == b); float16/bfloat16 refused */   \
     X(nextafter, NEXTAFTER, FLOAT, NOGRAD)                                                         \
     /* floor(a / b) as Python's //; integers wrap, integer // 0 is CT_ERR_INVALID_ARG */           \
     X(floor_divide, FLOOR_DIVIDE, ARITH, NOGRAD)                                                   \
