@@ -31,7 +31,7 @@ finish() {
 }
 
 if ! command -v mpirun >/dev/null 2>&1; then
-    for name in collectives mismatch buckets_in_flight stopped_rank train_same_model resume_other_world_size batch_size_auto_2_ranks batch_size_auto_none_fits \
+    for name in collectives mismatch buckets_in_flight progress_without_polls stopped_rank train_same_model resume_other_world_size batch_size_auto_2_ranks batch_size_auto_none_fits \
         stopped_rank_train killed_rank two_machines train_nccl; do
         skip "test_dist_mpi_$name" "mpirun not found (install openmpi-bin, or run make deps)"
     done
@@ -74,6 +74,11 @@ run timeout 120 $mpi -np 3 "$check" buckets
 if [ "$code" = 0 ] && [ "$(grep -c "PASS 40 steps of [0-9]* buckets" "$out")" = 3 ]; then
     pass "test_dist_mpi_buckets_in_flight ($(grep -o "40 steps of [0-9]* buckets" "$out" | head -1))"
 else fail test_dist_mpi_buckets_in_flight "exit $code"; fi
+
+run timeout 120 $mpi -np 2 "$check" progress
+if [ "$code" = 0 ] && [ "$(grep -c "PASS bucket 0 in flight" "$out")" = 2 ]; then
+    pass "test_dist_mpi_progress_without_polls ($(grep -o "bucket 0 in flight .*" "$out" | head -1))"
+else fail test_dist_mpi_progress_without_polls "exit $code"; fi
 
 start=$(date +%s)
 run timeout 60 env CT_COMM_TIMEOUT=3 $mpi -x CT_COMM_TIMEOUT -np 2 "$check" stall

@@ -113,6 +113,7 @@ ct_status ct__comm_start(ct_comm *comm, ct__coll *coll) {
     coll->started = ct__comm_now();
     coll->deadline = coll->started + comm->timeout;
     coll->done = coll->finished = false;
+    coll->ended = 0;
     coll->stage = 0;
     coll->request = NULL;
     coll->fingerprints = NULL;
@@ -123,6 +124,7 @@ ct_status ct__comm_start(ct_comm *comm, ct__coll *coll) {
 
 static void finished(ct_comm *comm, ct__coll *coll) {
     coll->finished = true;
+    if (coll->ended == 0) coll->ended = ct__comm_now();
     comm->stats.collectives++;
     size_t esize = coll->kind == CT__COLL_BARRIER ? 0 : ct__dtype_size(coll->dtype);
     comm->stats.bytes += coll->count * (int64_t)esize;

@@ -42,6 +42,7 @@ typedef struct ct__coll {
     uint64_t seq;     /* set by ct__comm_start */
     double started, deadline;
     bool done;     /* set by the engine once the collective ended */
+    double ended;  /* when it ended: the engine's time where it saw it sooner than the caller */
     bool finished; /* and then by comm.c once counted and its engine state released */
     /* The engine's state of this collective. */
     int stage;

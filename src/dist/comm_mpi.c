@@ -5,7 +5,8 @@
  * buffer of the engine's. MPI needs every rank to post its collectives in one order, so the
  * collectives in flight form a queue advanced from its head: a later one posts nothing while
  * an earlier one still exchanges fingerprints (its data stage must come first on every
- * rank), whatever order the caller polls them in. After a timeout the staging buffer and the
+ * rank), whatever order the caller polls them in. A thread of the engine advances the queue
+ * between the caller's polls (see mpi_queue). After a timeout the staging buffer and the
  * request are leaked, not freed, because MPI may still complete the collective into them. */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -51,7 +52,12 @@ typedef struct mpi_coll {
     char request[CT_MPI_REQUEST_BYTES];
     ct__coll *coll;
     struct mpi_coll *next; /* the queue, in start order */
+    int stage;             /* 0 nothing posted, 1 fingerprints, 2 data */
     bool pending;          /* a request of it is posted and not yet ended */
+    bool complete;         /* its data (or, for a barrier, its fingerprints) arrived */
+    bool mismatch;         /* the fingerprints differ: the caller's poll names them */
+    double completed_at;   /* when `complete` was set */
+    char failure[512];     /* MPI's error, for the caller's poll to report; "" if none */
     ct__fingerprint mine;
     void *staging; /* the data collective's buffer (all-gather: its output) */
     ct__fingerprint fps[];
@@ -74,67 +80,132 @@ static ct_status engine_error(ct_comm *comm, const ct__coll *coll, const char *e
                          comm->rank, comm->size, err);
 }
 
-/* The rank's queue of collectives in flight. */
+/* The rank's queue of collectives in flight, and the thread that progresses it. Open MPI
+ * moves a non-blocking collective on only inside MPI calls, and backward polls only between
+ * its nodes (a convolution's backward is milliseconds long), so without this thread a
+ * bucket's all-reduce would sit half done until the next node ends. Every MPI call, the
+ * thread's and the caller's, is made under `lock` (MPI_THREAD_SERIALIZED); the thread
+ * touches only the engine's own state (mpi_coll), never the caller's ct__coll or its error. */
 typedef struct mpi_queue {
     mpi_coll *head, *tail;
+    pthread_mutex_t lock;
+    pthread_cond_t work; /* a collective was queued, or the thread is to stop */
+    pthread_t thread;
+    bool thread_started, stop;
 } mpi_queue;
 
-static ct_status post_fingerprint(ct_comm *comm, ct__coll *coll, mpi_coll *m) {
-    char err[512];
-    if (mpi->iallgather(&m->mine, m->fps, CT__FINGERPRINT_WORDS, CT_MPI_I64, m->request, err,
-                        sizeof err))
-        return engine_error(comm, coll, err);
+/* Between the thread's rounds while a collective is in flight: short enough that a bucket's
+ * exchange ends well before backward does, long enough that waking costs the core that runs
+ * backward little. */
+#define PROGRESS_INTERVAL_NS 100000
+
+static void post_fingerprint(mpi_coll *m) {
+    if (mpi->iallgather(&m->mine, m->fps, CT__FINGERPRINT_WORDS, CT_MPI_I64, m->request, m->failure,
+                        sizeof m->failure))
+        return;
     m->pending = true;
-    coll->stage = 1;
-    return CT_OK;
+    m->stage = 1;
 }
 
-static ct_status advance(ct_comm *comm);
-
-static ct_status mpi_start(ct_comm *comm, ct__coll *coll) {
-    mpi_coll *m = ct__calloc(1, sizeof *m + (size_t)comm->size * sizeof(ct__fingerprint));
-    if (!m) return ct__error(CT_ERR_OUT_OF_MEMORY, "ct_comm: out of host memory");
-    coll->request = m;
-    m->coll = coll;
-    m->mine = ct__coll_fingerprint(coll);
-    mpi_queue *q = comm->state;
-    if (q->tail)
-        q->tail->next = m;
-    else
-        q->head = m;
-    q->tail = m;
-    return advance(comm); /* stage 0 until every earlier collective has posted its data */
-}
-
-/* The fingerprints matched: post the data collective on a staging copy. */
-static ct_status post_data(ct_comm *comm, ct__coll *coll, mpi_coll *m) {
+/* The fingerprints matched: post the data collective on the staging copy. */
+static void post_data(mpi_coll *m) {
+    const ct__coll *coll = m->coll;
     size_t bytes = (size_t)coll->count * ct__dtype_size(coll->dtype);
-    size_t out_bytes = coll->kind == CT__COLL_ALL_GATHER ? bytes * (size_t)comm->size : bytes;
-    char err[512];
     int rc = 0;
     if (coll->kind == CT__COLL_BARRIER) {
-        coll->done = true; /* the fingerprints' all-gather was the barrier */
-        return CT_OK;
+        m->complete = true; /* the fingerprints' all-gather was the barrier */
+        m->completed_at = ct__comm_now();
+        return;
     }
-    m->staging = ct__malloc(out_bytes ? out_bytes : 1);
-    if (!m->staging) return ct__comm_fail(comm, "ct_comm: out of host memory for %s", coll->what);
     if (coll->kind != CT__COLL_ALL_GATHER) memcpy(m->staging, coll->buf, bytes);
     ct_mpi_type type = mpi_type(coll->dtype);
     if (coll->kind == CT__COLL_ALL_REDUCE)
-        rc = mpi->iallreduce_sum(m->staging, coll->count, type, m->request, err, sizeof err);
+        rc = mpi->iallreduce_sum(m->staging, coll->count, type, m->request, m->failure,
+                                 sizeof m->failure);
     else if (coll->kind == CT__COLL_BROADCAST)
-        rc = mpi->ibcast(m->staging, coll->count, type, coll->root, m->request, err, sizeof err);
+        rc = mpi->ibcast(m->staging, coll->count, type, coll->root, m->request, m->failure,
+                         sizeof m->failure);
     else
-        rc = mpi->iallgather(coll->buf, m->staging, coll->count, type, m->request, err, sizeof err);
-    if (rc) return engine_error(comm, coll, err);
+        rc = mpi->iallgather(coll->buf, m->staging, coll->count, type, m->request, m->failure,
+                             sizeof m->failure);
+    if (rc) return;
     m->pending = true;
-    coll->stage = 2;
-    return CT_OK;
+    m->stage = 2;
+}
+
+static bool stuck(const mpi_coll *m) { return m->complete || m->mismatch || *m->failure; }
+
+/* Move one collective on where it can; *blocked once it still exchanges fingerprints (no
+ * later collective may post before its data stage on any rank). Under the lock. */
+static void step(const ct_comm *comm, mpi_coll *m, bool *blocked) {
+    int done = 0;
+    if (stuck(m)) {
+        *blocked |= !m->complete;
+        return;
+    }
+    if (m->stage == 0) {
+        if (*blocked) return;
+        post_fingerprint(m);
+    }
+    if (!*m->failure && mpi->test(m->request, &done, m->failure, sizeof m->failure)) done = 0;
+    if (done) m->pending = false;
+    if (m->stage == 1 && !*m->failure) {
+        if (!done) {
+            *blocked = true;
+            return;
+        }
+        for (int r = 0; r < comm->size; r++)
+            m->mismatch |= memcmp(&m->fps[r], &m->mine, sizeof m->mine) != 0;
+        if (m->mismatch) {
+            *blocked = true;
+            return;
+        }
+        post_data(m);
+        if (m->complete || *m->failure) return;
+        if (mpi->test(m->request, &done, m->failure, sizeof m->failure)) done = 0;
+        if (done) m->pending = false;
+    }
+    if (done && !*m->failure) {
+        m->complete = true;
+        m->completed_at = ct__comm_now();
+    }
+    *blocked |= *m->failure != '\0';
+}
+
+/* Advance the queue from its head. Under the lock. */
+static void advance(const ct_comm *comm, mpi_queue *q) {
+    bool blocked = false;
+    for (mpi_coll *m = q->head; m; m = m->next) step(comm, m, &blocked);
+}
+
+static bool in_flight(const mpi_queue *q) {
+    for (const mpi_coll *m = q->head; m; m = m->next)
+        if (!stuck(m)) return true;
+    return false;
+}
+
+static void *progress_thread(void *arg) {
+    const ct_comm *comm = arg;
+    mpi_queue *q = comm->state;
+    pthread_mutex_lock(&q->lock);
+    while (!q->stop) {
+        if (!in_flight(q)) {
+            pthread_cond_wait(&q->work, &q->lock);
+            continue;
+        }
+        advance(comm, q);
+        pthread_mutex_unlock(&q->lock);
+        nanosleep(&(struct timespec){0, PROGRESS_INTERVAL_NS}, NULL);
+        pthread_mutex_lock(&q->lock);
+    }
+    pthread_mutex_unlock(&q->lock);
+    return NULL;
 }
 
 /* The data collective ended: the result into the caller's buffer. */
 static void deliver(const ct_comm *comm, ct__coll *coll, const mpi_coll *m) {
     size_t bytes = (size_t)coll->count * ct__dtype_size(coll->dtype);
+    if (coll->kind == CT__COLL_BARRIER) return;
     if (coll->kind == CT__COLL_ALL_GATHER) {
         memcpy(coll->out, m->staging, bytes * (size_t)comm->size);
         return;
@@ -150,54 +221,72 @@ static void deliver(const ct_comm *comm, ct__coll *coll, const mpi_coll *m) {
         }
 }
 
-/* Move one collective on where it can; *blocked once it still exchanges fingerprints (no
- * later collective may post before its data stage). */
-static ct_status step(ct_comm *comm, mpi_coll *m, bool *blocked) {
-    ct__coll *coll = m->coll;
-    char err[512];
-    int done = 0;
-    if (coll->done) return CT_OK;
-    if (coll->stage == 0) {
-        if (*blocked) return CT_OK;
-        ct_status status = post_fingerprint(comm, coll, m);
-        if (status != CT_OK) return status;
-    }
-    if (mpi->test(m->request, &done, err, sizeof err)) return engine_error(comm, coll, err);
-    if (done) m->pending = false;
-    if (coll->stage == 1) {
-        if (!done) {
-            *blocked = true;
-            return CT_OK;
-        }
-        ct_status status = ct__coll_check_fingerprints(comm, coll, m->fps);
-        if (status == CT_OK) status = post_data(comm, coll, m);
-        if (status != CT_OK || coll->done) return status;
-        if (mpi->test(m->request, &done, err, sizeof err)) return engine_error(comm, coll, err);
-        if (done) m->pending = false;
-    }
-    if (done) {
-        deliver(comm, coll, m);
-        coll->done = true;
-    }
-    return CT_OK;
-}
-
-/* Advance the queue from its head. */
-static ct_status advance(ct_comm *comm) {
-    mpi_queue *q = comm->state;
-    bool blocked = false;
+/* Advance, then hand the caller what the engine finished (every collective of the queue,
+ * since one may end while another is polled) and report the first failure. Under the lock,
+ * on the caller's thread. */
+static ct_status collect(ct_comm *comm, mpi_queue *q) {
+    advance(comm, q);
     for (mpi_coll *m = q->head; m; m = m->next) {
-        ct_status status = step(comm, m, &blocked);
-        if (status != CT_OK) return status;
+        ct__coll *coll = m->coll;
+        if (*m->failure) return engine_error(comm, coll, m->failure);
+        if (m->mismatch) return ct__coll_check_fingerprints(comm, coll, m->fps);
+        if (m->complete && !coll->done) {
+            deliver(comm, coll, m);
+            coll->done = true;
+            coll->ended = m->completed_at;
+        }
     }
     return CT_OK;
 }
 
-static ct_status mpi_poll(ct_comm *comm, ct__coll *coll) { return advance(comm); }
+static ct_status mpi_start(ct_comm *comm, ct__coll *coll) {
+    size_t bytes = (size_t)coll->count * ct__dtype_size(coll->dtype);
+    size_t out_bytes = coll->kind == CT__COLL_ALL_GATHER ? bytes * (size_t)comm->size : bytes;
+    mpi_coll *m = ct__calloc(1, sizeof *m + (size_t)comm->size * sizeof(ct__fingerprint));
+    void *staging = m ? ct__malloc(out_bytes ? out_bytes : 1) : NULL;
+    if (!staging) {
+        ct__free_mem(m);
+        return ct__comm_fail(comm, "ct_comm: out of host memory for %s", coll->what);
+    }
+    m->staging = staging;
+    coll->request = m;
+    m->coll = coll;
+    m->mine = ct__coll_fingerprint(coll);
+    mpi_queue *q = comm->state;
+    pthread_mutex_lock(&q->lock);
+    if (q->tail)
+        q->tail->next = m;
+    else
+        q->head = m;
+    q->tail = m;
+    ct_status status = collect(comm, q);
+    if (status == CT_OK && !coll->done && !q->thread_started) {
+        q->thread_started = pthread_create(&q->thread, NULL, progress_thread, comm) == 0;
+        if (!q->thread_started)
+            ct__log(CT_LOG_WARNING, "ct_comm: no progress thread for MPI; collectives move on "
+                                    "only when polled");
+    }
+    pthread_cond_signal(&q->work);
+    pthread_mutex_unlock(&q->lock);
+    return status;
+}
+
+static ct_status mpi_poll(ct_comm *comm, ct__coll *coll) {
+    (void)coll;
+    mpi_queue *q = comm->state;
+    pthread_mutex_lock(&q->lock);
+    ct_status status = collect(comm, q);
+    pthread_mutex_unlock(&q->lock);
+    return status;
+}
 
 static void mpi_missing(const ct_comm *comm, const ct__coll *coll, char *buf, size_t size) {
+    mpi_queue *q = comm->state;
+    pthread_mutex_lock(&q->lock);
+    const mpi_coll *m = coll->request;
     snprintf(buf, size, "waiting in %s (MPI does not say which ranks are missing)",
-             coll->stage == 1 ? "the exchange of fingerprints" : "the data transfer");
+             m && m->stage == 2 ? "the data transfer" : "the exchange of fingerprints");
+    pthread_mutex_unlock(&q->lock);
 }
 
 /* Free a collective's state unless MPI may still write into it (see the top): a collective
@@ -207,17 +296,27 @@ static void mpi_release(ct_comm *comm, ct__coll *coll) {
     coll->request = NULL;
     if (!m) return;
     mpi_queue *q = comm->state;
+    pthread_mutex_lock(&q->lock);
     mpi_coll **link = &q->head, *prev = NULL;
     while (*link && *link != m) prev = *link, link = &(*link)->next;
     if (*link) *link = m->next;
     if (q->tail == m) q->tail = prev;
+    pthread_mutex_unlock(&q->lock);
     if (m->pending) return;
     ct__free_mem(m->staging);
     ct__free_mem(m);
 }
 
 static void mpi_destroy(ct_comm *comm, bool clean) {
-    ct__free_mem(comm->state);
+    mpi_queue *q = comm->state;
+    pthread_mutex_lock(&q->lock);
+    q->stop = true;
+    pthread_cond_signal(&q->work);
+    pthread_mutex_unlock(&q->lock);
+    if (q->thread_started) pthread_join(q->thread, NULL);
+    pthread_mutex_destroy(&q->lock);
+    pthread_cond_destroy(&q->work);
+    ct__free_mem(q);
     pthread_mutex_lock(&mpi_lock);
     if (clean && !mpi_finalized) {
         mpi->finalize();
@@ -251,8 +350,16 @@ ct_comm *ct__comm_mpi_world(void) {
     if (status != CT_OK) return NULL;
     const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
     mpi_queue *q = ct__calloc(1, sizeof *q);
+    if (q) {
+        pthread_mutex_init(&q->lock, NULL);
+        pthread_cond_init(&q->work, NULL);
+    }
     ct_comm *comm = q ? ct__comm_new(&mpi_engine, rank, size, local ? atoi(local) : 0, q)
                       : ct__fail(CT_ERR_OUT_OF_MEMORY, "ct_comm_world: out of host memory");
-    if (!comm) ct__free_mem(q);
+    if (!comm && q) {
+        pthread_mutex_destroy(&q->lock);
+        pthread_cond_destroy(&q->work);
+        ct__free_mem(q);
+    }
     return comm;
 }

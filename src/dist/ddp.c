@@ -57,7 +57,8 @@ static ct_status note_failure(ct_ddp *d, ct_status status) {
 }
 
 static void mark_ended(bucket *b) {
-    if (b->coll.done && b->ended_at == 0) b->ended_at = ct__comm_now();
+    if (b->coll.done && b->ended_at == 0)
+        b->ended_at = b->coll.ended ? b->coll.ended : ct__comm_now();
 }
 
 /* A device engine's bucket travels from its device copy: buf there first, with the copy
