@@ -131,6 +131,9 @@ static bool pool_check(const pool_case *c, ct_dtype dtype, bool strided, ct_devi
 static const pool_case cases[] = {
     {MAX, 4, {2, 3, 8, 8}, {{2, 2}, {2, 2}, {0, 0}}, {0, 0}},
     {MAX, 4, {2, 3, 7, 9}, {{2, 2}, {2, 2}, {0, 0}}, {0, 0}}, /* a row and a column in no window */
+    /* Rows of 23 and 34 windows: whole chunks of a vector row and their tails. */
+    {MAX, 4, {2, 2, 6, 46}, {{2, 2}, {2, 2}, {0, 0}}, {0, 0}},
+    {MAX, 4, {1, 2, 4, 69}, {{2, 2}, {0, 0}, {0, 0}}, {0, 0}},
     {MAX, 4, {1, 2, 7, 9}, {{3, 3}, {2, 2}, {1, 1}}, {0, 0}},
     {MAX, 3, {2, 6, 5, 0}, {{3, 2}, {1, 0}, {1, 1}}, {0, 0}},
     {AVG, 4, {2, 3, 8, 8}, {{2, 2}, {0, 0}, {0, 0}}, {0, 0}},
@@ -153,8 +156,8 @@ DEVICE_TEST(test_nn_pool_matches_reference) {
 
 DEVICE_TEST(test_nn_pool_half_precision) {
     CHECK(pool_check(&cases[1], CT_F16, false, device));
-    CHECK(pool_check(&cases[4], CT_BF16, true, device));
-    CHECK(pool_check(&cases[7], CT_F16, false, device));
+    CHECK(pool_check(&cases[6], CT_BF16, true, device));
+    CHECK(pool_check(&cases[9], CT_F16, false, device));
 }
 
 /* Whether two tensors hold the same values, NaNs matching NaNs. */
@@ -254,6 +257,12 @@ DEVICE_TEST(test_nn_pool_max_routes_to_first_max_and_keeps_nan) {
     /* Window 0: ties across the rows; window 1: a NaN in the second row beats a larger 2. */
     CHECK(max_pool_routes((double[8]){0, 1, 1, 0, 1, 0, NAN, 2}, (double[2]){1, NAN},
                           (double[8]){0, 1, 0, 0, 0, 0, 1, 0}, device));
+    /* No NaN in the row (the vector row's ties): all four equal; the first row's pair equal
+     * and the second's; a tie across the rows. */
+    CHECK(max_pool_routes((double[8]){1, 1, 0, 2, 1, 1, 2, 1}, (double[2]){1, 2},
+                          (double[8]){1, 0, 0, 1, 0, 0, 0, 0}, device));
+    CHECK(max_pool_routes((double[8]){0, 1, 3, 3, 1, 0, 3, 3}, (double[2]){1, 3},
+                          (double[8]){0, 1, 1, 0, 0, 0, 0, 0}, device));
 }
 
 DEVICE_TEST(test_nn_pool_without_grad_records_nothing) {

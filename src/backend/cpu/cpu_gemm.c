@@ -21,7 +21,10 @@
 /* No slab of a split product is this small (m * n * k): OpenBLAS's AVX-512 families use
  * other kernels, with another order of summation, for products up to 100^3 (its "small
  * matrix" kernels), so a split there would change the result's last bits with the thread
- * count. Above, each element's sum runs in the one order whatever the slab. */
+ * count. Above, each element's sum runs in the one order whatever the slab, with the kernels
+ * OpenBLAS picks for the processor; not with another family's forced by OPENBLAS_CORETYPE
+ * (Haswell's on a Zen 5 gave a slab of rows other bits), where the last bits follow the
+ * thread count. */
 #define CT_GEMM_MIN_SLAB 1e6
 /* Slabs start on multiples of this, so each keeps OpenBLAS's full-width micro-kernels. */
 #define CT_GEMM_SLAB_ALIGN 16

@@ -18,8 +18,9 @@ static inline void CT_POOL_FN(take)(CT_POOL_T v, int64_t i, CT_POOL_T *best, int
     *at = (*at & ~im) | (i & im);
 }
 
-/* The larger of a and b, b when either is a NaN: the form compilers vectorise as one max. */
-static inline CT_POOL_T CT_POOL_FN(larger)(CT_POOL_T a, CT_POOL_T b) { return a > b ? a : b; }
+/* The larger of a and b, a on a tie (so -0 before +0 stays -0, the first cell's value, as the
+ * tournament below gives): the form compilers vectorise as one max. */
+static inline CT_POOL_T CT_POOL_FN(larger)(CT_POOL_T a, CT_POOL_T b) { return b > a ? b : a; }
 
 /* One output row of 2x2 max pooling at stride 2: input rows x0 and x1, outputs y, and each
  * output's in-plane index (at0: x0's first index) in idx. The maximum of four, then the first
@@ -56,20 +57,31 @@ static void CT_POOL_FN(max_row_2x2_nan)(const CT_POOL_T *x0, const CT_POOL_T *x1
 }
 
 /* Max pooling of a plane with 2x2 windows at stride 2 and no padding (the common case), row
- * by row. idx_out may be NULL (no backward to follow): a stack buffer then takes the indices,
- * a row's piece at a time. */
+ * by row: through CT_POOL_SIMD_ROW where it is defined and the processor has it (with the same
+ * results), else the loop above. idx_out may be NULL (no backward to follow): a stack buffer
+ * then takes the indices, a row's piece at a time. */
 static void CT_POOL_FN(max_plane_2x2)(const ct__pool2d_args *a, const CT_POOL_T *x, CT_POOL_T *y,
                                       int64_t *idx_out) {
     enum { PIECE = 64 };
     int64_t w = a->in_w, ow_n = a->out_w, scratch[PIECE];
     int64_t piece = idx_out ? ow_n : PIECE;
+#ifdef CT_POOL_SIMD_ROW
+    bool simd = ct__cpu_has_avx512bw() && a->in_h * w < INT32_MAX;
+#endif
     for (int64_t oh = 0; oh < a->out_h; oh++) {
         for (int64_t ow = 0; ow < ow_n; ow += piece) {
             int64_t n = ow_n - ow < piece ? ow_n - ow : piece, at0 = 2 * oh * w + 2 * ow;
             const CT_POOL_T *x0 = x + at0, *x1 = x0 + w;
             CT_POOL_T *yr = y + oh * ow_n + ow;
             int64_t *idx = idx_out ? idx_out + oh * ow_n + ow : scratch;
-            if (CT_POOL_FN(max_row_2x2)(x0, x1, yr, idx, n, at0, w))
+            int nan;
+#ifdef CT_POOL_SIMD_ROW
+            if (simd)
+                nan = CT_POOL_SIMD_ROW(x0, x1, yr, idx, n, at0, w);
+            else
+#endif
+                nan = CT_POOL_FN(max_row_2x2)(x0, x1, yr, idx, n, at0, w);
+            if (nan)
                 CT_POOL_FN(max_row_2x2_nan)(x0, x1, yr, idx, n, at0, w);
         }
     }

@@ -1,0 +1,130 @@
+/* One output row of 2x2 max pooling at stride 2 for processors with AVX-512 (F, DQ, VL, BW;
+ * cpu_simd_impl.h), 16 outputs per step, on f32 and on bf16 as it is.
+ *
+ * The scalar row of cpu_pool_typed_impl.h spends most of its time in the rows' tails (the CNN's
+ * rows are 14 and 7 outputs wide), where the compiler's vector loop does not reach. Here every
+ * chunk, the last one masked, takes the same path: the two input rows deinterleaved into the
+ * window's four cells p q / r s, then the tournament of the scalar row (each row's pair, the
+ * first cell winning ties, then the two winners, the top one winning ties), so the maximum and
+ * its index are the scalar row's. A bf16 cell widens to f32 exactly (a shift) and the maximum,
+ * one of the cells, narrows back exactly. A chunk holding a NaN is reported, and the caller
+ * redoes the row with the scalar NaN rules. */
+#include "backend/cpu/cpu_simd_impl.h"
+
+#if CT_CPU_AVX512_KERNELS
+#include <immintrin.h>
+
+#define CT_POOL_AVX512_TARGET __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw")))
+
+/* The chunk's four cells, each 16 lanes: output lane j's window is p[j] q[j] over r[j] s[j]. */
+typedef struct {
+    __m512 p, q, r, s;
+} window_cells;
+
+CT_POOL_AVX512_TARGET static inline void deinterleave(__m512 lo, __m512 hi, __m512 *even,
+                                                      __m512 *odd) {
+    const __m512i even_at = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
+                                              28, 30);
+    const __m512i odd_at = _mm512_add_epi32(even_at, _mm512_set1_epi32(1));
+    *even = _mm512_permutex2var_ps(lo, even_at, hi);
+    *odd = _mm512_permutex2var_ps(lo, odd_at, hi);
+}
+
+/* The 2n (at most 32) cells of row x from its first: lanes past them read as 0. */
+CT_POOL_AVX512_TARGET static inline void load_f32(const float *x, int64_t n, __m512 *lo,
+                                                  __m512 *hi) {
+    int64_t cells = 2 * n;
+    __mmask16 lo_mask = cells >= 16 ? 0xffff : (__mmask16)((1u << cells) - 1);
+    __mmask16 hi_mask = cells >= 32 ? 0xffff : cells <= 16 ? 0 : (__mmask16)((1u << (cells - 16)) - 1);
+    *lo = _mm512_maskz_loadu_ps(lo_mask, x);
+    *hi = _mm512_maskz_loadu_ps(hi_mask, x + 16);
+}
+
+CT_POOL_AVX512_TARGET static inline __m512 widen_bf16(__m256i v) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16));
+}
+
+CT_POOL_AVX512_TARGET static inline void load_bf16(const uint16_t *x, int64_t n, __m512 *lo,
+                                                   __m512 *hi) {
+    int64_t cells = 2 * n;
+    __mmask32 mask = cells >= 32 ? 0xffffffffu : (__mmask32)((1u << cells) - 1);
+    __m512i v = _mm512_maskz_loadu_epi16(mask, x);
+    *lo = widen_bf16(_mm512_castsi512_si256(v));
+    *hi = widen_bf16(_mm512_extracti64x4_epi64(v, 1));
+}
+
+/* The maximum of each lane's window and its in-plane index: at0 is the first cell's index of
+ * lane 0, w the row length. The lanes in mask are the chunk's; returns whether one of them holds
+ * a NaN. */
+CT_POOL_AVX512_TARGET static inline bool tournament(window_cells c, __mmask16 mask, int64_t at0,
+                                                    int64_t w, __m512 *max, __m512i *at) {
+    __mmask16 nan = _mm512_mask_cmp_ps_mask(mask, c.p, c.q, _CMP_UNORD_Q) |
+                    _mm512_mask_cmp_ps_mask(mask, c.r, c.s, _CMP_UNORD_Q);
+    __mmask16 top_right = _mm512_cmp_ps_mask(c.q, c.p, _CMP_GT_OQ);
+    __mmask16 bottom_right = _mm512_cmp_ps_mask(c.s, c.r, _CMP_GT_OQ);
+    __m512 top = _mm512_mask_blend_ps(top_right, c.p, c.q);
+    __m512 bottom = _mm512_mask_blend_ps(bottom_right, c.r, c.s);
+    __mmask16 bottom_wins = _mm512_cmp_ps_mask(bottom, top, _CMP_GT_OQ);
+    *max = _mm512_mask_blend_ps(bottom_wins, top, bottom);
+    __m512i top_at = _mm512_maskz_set1_epi32(top_right, 1);
+    __m512i bottom_at = _mm512_add_epi32(_mm512_set1_epi32((int)w),
+                                         _mm512_maskz_set1_epi32(bottom_right, 1));
+    __m512i lane2 = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    *at = _mm512_add_epi32(_mm512_add_epi32(_mm512_set1_epi32((int)at0), lane2),
+                           _mm512_mask_blend_epi32(bottom_wins, top_at, bottom_at));
+    return nan != 0;
+}
+
+CT_POOL_AVX512_TARGET static inline void store_indices(int64_t *idx, __m512i at, int64_t n) {
+    __mmask8 lo_mask = n >= 8 ? 0xff : (__mmask8)((1u << n) - 1);
+    __mmask8 hi_mask = n >= 16 ? 0xff : n <= 8 ? 0 : (__mmask8)((1u << (n - 8)) - 1);
+    _mm512_mask_storeu_epi64(idx, lo_mask, _mm512_cvtepi32_epi64(_mm512_castsi512_si256(at)));
+    _mm512_mask_storeu_epi64(idx + 8, hi_mask,
+                             _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(at, 1)));
+}
+
+static inline __mmask16 lanes_of(int64_t n) {
+    return n >= 16 ? 0xffff : (__mmask16)((1u << n) - 1);
+}
+
+CT_POOL_AVX512_TARGET int ct__cpu_max_row_2x2_f32_avx512(const float *x0, const float *x1,
+                                                         float *y, int64_t *idx, int64_t ow_n,
+                                                         int64_t at0, int64_t w) {
+    bool nan = false;
+    for (int64_t ow = 0; ow < ow_n; ow += 16) {
+        int64_t n = ow_n - ow < 16 ? ow_n - ow : 16;
+        __m512 lo, hi, max;
+        __m512i at;
+        window_cells c;
+        load_f32(x0 + 2 * ow, n, &lo, &hi);
+        deinterleave(lo, hi, &c.p, &c.q);
+        load_f32(x1 + 2 * ow, n, &lo, &hi);
+        deinterleave(lo, hi, &c.r, &c.s);
+        nan |= tournament(c, lanes_of(n), at0 + 2 * ow, w, &max, &at);
+        _mm512_mask_storeu_ps(y + ow, lanes_of(n), max);
+        store_indices(idx + ow, at, n);
+    }
+    return nan;
+}
+
+CT_POOL_AVX512_TARGET int ct__cpu_max_row_2x2_bf16_avx512(const uint16_t *x0, const uint16_t *x1,
+                                                          uint16_t *y, int64_t *idx,
+                                                          int64_t ow_n, int64_t at0, int64_t w) {
+    bool nan = false;
+    for (int64_t ow = 0; ow < ow_n; ow += 16) {
+        int64_t n = ow_n - ow < 16 ? ow_n - ow : 16;
+        __m512 lo, hi, max;
+        __m512i at;
+        window_cells c;
+        load_bf16(x0 + 2 * ow, n, &lo, &hi);
+        deinterleave(lo, hi, &c.p, &c.q);
+        load_bf16(x1 + 2 * ow, n, &lo, &hi);
+        deinterleave(lo, hi, &c.r, &c.s);
+        nan |= tournament(c, lanes_of(n), at0 + 2 * ow, w, &max, &at);
+        __m256i narrow = _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(max), 16));
+        _mm256_mask_storeu_epi16(y + ow, lanes_of(n), narrow);
+        store_indices(idx + ow, at, n);
+    }
+    return nan;
+}
+#endif
