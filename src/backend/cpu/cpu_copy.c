@@ -10,11 +10,11 @@ typedef struct {
 
 /* The casts around mixed precision's products, contiguous rows: loops the compiler
  * vectorises (the same rounding as ct__store_f64's, since an f32 value is exact in f64). */
-CT_CPU_CLONES static void f32_to_bf16_row(uint16_t *out, const float *in, int64_t n) {
+CT_CPU_CLONES_AVX512 static void f32_to_bf16_row(uint16_t *out, const float *in, int64_t n) {
     for (int64_t i = 0; i < n; i++) out[i] = ct__f32_to_bf16(in[i]);
 }
 
-CT_CPU_CLONES static void bf16_to_f32_row(float *out, const uint16_t *in, int64_t n) {
+CT_CPU_CLONES_AVX512 static void bf16_to_f32_row(float *out, const uint16_t *in, int64_t n) {
     for (int64_t i = 0; i < n; i++) out[i] = ct__bf16_to_f32(in[i]);
 }
 

@@ -33,8 +33,13 @@ void ct__cpu_set_region_ns(double ns);
  * runs them 8 floats at a time where the processor allows. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
 #define CT_CPU_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+/* The same with an AVX-512 clone, for the f32 <-> bf16 rows: integer shifts and selects that
+ * run twice as wide there, around every bf16 elementwise op and pooling plane. */
+#define CT_CPU_CLONES_AVX512                                                                       \
+    __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define CT_CPU_CLONES
+#define CT_CPU_CLONES_AVX512
 #endif
 
 /* Contiguous rows of f32 <-> bf16 (round to nearest even, NaNs kept quiet), vectorised. */
