@@ -354,6 +354,19 @@ DEVICE_TEST(test_nn_pool_errors) {
     CHECK(e0 && e1 && e2 && e3 && e4 && e5 && e6 && e7);
 }
 
+/* Max pooling's indices are int32: a plane of 2^31 cells or more is refused by name (a view
+ * of one element expanded to 65536 x 32768, so no memory is needed). */
+DEVICE_TEST(test_nn_pool_max_refuses_planes_past_int32) {
+    ct_tensor *one = ct_zeros(4, (int64_t[]){1, 1, 1, 1}, CT_F32, device);
+    ct_tensor *huge = one ? ct_expand(one, 4, (int64_t[]){1, 1, 65536, 32768}) : NULL;
+    CHECK(huge);
+    ct_tensor *r = ct_max_pool2d(huge, &(ct_pool2d_options){.kernel = {2, 2}});
+    CHECK(r == NULL && ct_last_status() == CT_ERR_SHAPE &&
+          strstr(ct_last_error(), "65536 x 32768 cells") && strstr(ct_last_error(), "int32"));
+    ct_clear_error();
+    ct_release(one), ct_release(huge);
+}
+
 /* Padding around an empty plane makes windows that hold no element of x: refused, as
  * adaptive pooling and PyTorch refuse empty planes (max pooling gave -inf there). */
 DEVICE_TEST(test_nn_pool_empty_planes) {

@@ -39,7 +39,7 @@ typedef enum ct__pool_kind {
 } ct__pool_kind;
 
 /* Pooling over `planes` = batch * channels planes of in_h x in_w into out_h x out_w.
- * Forward reads x and writes y (and, for max, indices: the in-plane flat index ih * in_w + iw
+ * Forward reads x and writes y (and, for max, indices: the in-plane flat index ih * in_w + iw, int32 (half the traffic of int64)
  * of each output's first maximum, a NaN counting as the maximum as in PyTorch (the first NaN);
  * indices may be NULL in forward when no backward will follow). Backward reads y as the gradient of
  * the output (and indices, for max) and writes the whole of x as the gradient of the input. kernel,
@@ -50,7 +50,7 @@ typedef struct ct__pool2d_args {
     int64_t planes, in_h, in_w, out_h, out_w;
     int64_t kernel[2], stride[2], padding[2];
     char *x, *y;
-    int64_t *indices;
+    int32_t *indices; /* a plane has fewer than 2^31 cells: ct_max_pool2d checks */
 } ct__pool2d_args;
 
 #endif

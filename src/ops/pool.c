@@ -63,6 +63,11 @@ static ct_status window_geometry(const char *op, const ct_pool2d_options *o, ct_
         a->stride[i] = s;
         a->padding[i] = p;
     }
+    if (a->kind == CT_POOL_MAX && a->in_h * a->in_w > INT32_MAX)
+        return ct__error(CT_ERR_SHAPE,
+                         "%s: a plane of %lld x %lld cells is more than the 2^31 - 1 that "
+                         "max pooling's int32 indices reach; pool tiles of it",
+                         op, (long long)a->in_h, (long long)a->in_w);
     a->out_h = (a->in_h + 2 * a->padding[0] - a->kernel[0]) / a->stride[0] + 1;
     a->out_w = (a->in_w + 2 * a->padding[1] - a->kernel[1]) / a->stride[1] + 1;
     return CT_OK;
@@ -118,7 +123,7 @@ static ct_status pool_backward(ct__node *node, const ct_tensor *grad_out, ct_ten
         a.dtype = compute;
         a.x = ct__data(gx);
         a.y = ct__data(g);
-        a.indices = node->saved[0] ? (int64_t *)ct__data(node->saved[0]) : NULL;
+        a.indices = node->saved[0] ? (int32_t *)ct__data(node->saved[0]) : NULL;
         status = run_kernel(device, &a, true);
     }
     ct_release(g);
@@ -144,14 +149,14 @@ static ct_tensor *pool(ct_device device, const ct_tensor *x, ct__pool2d_args *a)
     ct_tensor *cx = cast ? ct_contiguous(cast) : NULL;
     ct_tensor *y = cx ? ct__tensor_new(device, compute, x->ndim, shape) : NULL;
     ct_tensor *idx = y && record && a->kind == CT_POOL_MAX
-                         ? ct__tensor_new(device, CT_I64, x->ndim, shape)
+                         ? ct__tensor_new(device, CT_I32, x->ndim, shape)
                          : NULL;
     bool ok = y && (idx || !record || a->kind != CT_POOL_MAX);
     if (ok && y->numel) {
         a->dtype = compute;
         a->x = ct__data(cx);
         a->y = ct__data(y);
-        a->indices = idx ? (int64_t *)ct__data(idx) : NULL;
+        a->indices = idx ? (int32_t *)ct__data(idx) : NULL;
         ok = run_kernel(device, a, false) == CT_OK;
     }
     ct_tensor *out = ok ? ct_cast(y, x->dtype) : NULL;

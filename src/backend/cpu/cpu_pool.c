@@ -97,24 +97,24 @@ static bool bf16_max_backward_direct(const ct__pool2d_args *a) {
 
 #if CT_CPU_AVX512_KERNELS
 static bool bf16_max_forward_direct(const ct__pool2d_args *a) {
-    return a->kind == CT_POOL_MAX && pool_is_plain_2x2(a) && ct__cpu_has_avx512bw() &&
-           a->in_h * a->in_w < INT32_MAX;
+    return a->kind == CT_POOL_MAX && pool_is_plain_2x2(a) && ct__cpu_has_avx512bw();
 }
 
 /* Forward of bf16 plane p with 2x2 windows, row by row through the AVX-512 row; a row with a
  * NaN again through the f32 NaN row, widened a piece at a time. */
 static void bf16_max_plane_2x2(const ct__pool2d_args *a, int64_t p) {
     enum { PIECE = 64 };
-    int64_t w = a->in_w, ow_n = a->out_w, scratch[PIECE];
+    int64_t w = a->in_w, ow_n = a->out_w;
+    int32_t scratch[PIECE];
     const uint16_t *x = (const uint16_t *)a->x + p * a->in_h * w;
     uint16_t *y = (uint16_t *)a->y + p * a->out_h * ow_n;
-    int64_t *idx_plane = a->indices ? a->indices + p * a->out_h * ow_n : NULL;
+    int32_t *idx_plane = a->indices ? a->indices + p * a->out_h * ow_n : NULL;
     for (int64_t oh = 0; oh < a->out_h; oh++) {
         const uint16_t *x0 = x + 2 * oh * w, *x1 = x0 + w;
         uint16_t *yr = y + oh * ow_n;
         for (int64_t ow = 0; ow < ow_n; ow += PIECE) {
             int64_t n = ow_n - ow < PIECE ? ow_n - ow : PIECE, at0 = 2 * oh * w + 2 * ow;
-            int64_t *idx = idx_plane ? idx_plane + oh * ow_n + ow : scratch;
+            int32_t *idx = idx_plane ? idx_plane + oh * ow_n + ow : scratch;
             if (!ct__cpu_max_row_2x2_bf16_avx512(x0 + 2 * ow, x1 + 2 * ow, yr + ow, idx, n, at0, w))
                 continue;
             float top[2 * PIECE], bottom[2 * PIECE], out[PIECE];
@@ -134,7 +134,7 @@ static void bf16_max_backward_disjoint(const ct__pool2d_args *a, int64_t p) {
     int64_t in = a->in_h * a->in_w, out = a->out_h * a->out_w;
     uint16_t *dx = (uint16_t *)a->x + p * in;
     const uint16_t *dy = (const uint16_t *)a->y + p * out;
-    const int64_t *idx = a->indices + p * out;
+    const int32_t *idx = a->indices + p * out;
     memset(dx, 0, (size_t)in * sizeof *dx);
     for (int64_t o = 0; o < out; o++) {
         uint16_t g = dy[o];

@@ -75,20 +75,12 @@ CT_POOL_AVX512_TARGET static inline bool tournament(window_cells c, __mmask16 ma
     return nan != 0;
 }
 
-CT_POOL_AVX512_TARGET static inline void store_indices(int64_t *idx, __m512i at, int64_t n) {
-    __mmask8 lo_mask = n >= 8 ? 0xff : (__mmask8)((1u << n) - 1);
-    __mmask8 hi_mask = n >= 16 ? 0xff : n <= 8 ? 0 : (__mmask8)((1u << (n - 8)) - 1);
-    _mm512_mask_storeu_epi64(idx, lo_mask, _mm512_cvtepi32_epi64(_mm512_castsi512_si256(at)));
-    _mm512_mask_storeu_epi64(idx + 8, hi_mask,
-                             _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(at, 1)));
-}
-
 static inline __mmask16 lanes_of(int64_t n) {
     return n >= 16 ? 0xffff : (__mmask16)((1u << n) - 1);
 }
 
 CT_POOL_AVX512_TARGET int ct__cpu_max_row_2x2_f32_avx512(const float *x0, const float *x1,
-                                                         float *y, int64_t *idx, int64_t ow_n,
+                                                         float *y, int32_t *idx, int64_t ow_n,
                                                          int64_t at0, int64_t w) {
     bool nan = false;
     for (int64_t ow = 0; ow < ow_n; ow += 16) {
@@ -102,13 +94,13 @@ CT_POOL_AVX512_TARGET int ct__cpu_max_row_2x2_f32_avx512(const float *x0, const 
         deinterleave(lo, hi, &c.r, &c.s);
         nan |= tournament(c, lanes_of(n), at0 + 2 * ow, w, &max, &at);
         _mm512_mask_storeu_ps(y + ow, lanes_of(n), max);
-        store_indices(idx + ow, at, n);
+        _mm512_mask_storeu_epi32(idx + ow, lanes_of(n), at);
     }
     return nan;
 }
 
 CT_POOL_AVX512_TARGET int ct__cpu_max_row_2x2_bf16_avx512(const uint16_t *x0, const uint16_t *x1,
-                                                          uint16_t *y, int64_t *idx,
+                                                          uint16_t *y, int32_t *idx,
                                                           int64_t ow_n, int64_t at0, int64_t w) {
     bool nan = false;
     for (int64_t ow = 0; ow < ow_n; ow += 16) {
@@ -123,7 +115,7 @@ CT_POOL_AVX512_TARGET int ct__cpu_max_row_2x2_bf16_avx512(const uint16_t *x0, co
         nan |= tournament(c, lanes_of(n), at0 + 2 * ow, w, &max, &at);
         __m256i narrow = _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(max), 16));
         _mm256_mask_storeu_epi16(y + ow, lanes_of(n), narrow);
-        store_indices(idx + ow, at, n);
+        _mm512_mask_storeu_epi32(idx + ow, lanes_of(n), at);
     }
     return nan;
 }

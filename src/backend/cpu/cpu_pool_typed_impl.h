@@ -28,7 +28,7 @@ static inline CT_POOL_T CT_POOL_FN(larger)(CT_POOL_T a, CT_POOL_T b) { return b 
  * whether the row held a NaN, which these results do not place as PyTorch does. */
 CT_CPU_CLONES static int CT_POOL_FN(max_row_2x2)(const CT_POOL_T *restrict x0,
                                                  const CT_POOL_T *restrict x1,
-                                                 CT_POOL_T *restrict y, int64_t *restrict idx,
+                                                 CT_POOL_T *restrict y, int32_t *restrict idx,
                                                  int64_t ow_n, int64_t at0, int64_t w) {
     int nan = 0;
     for (int64_t ow = 0; ow < ow_n; ow++) {
@@ -36,7 +36,7 @@ CT_CPU_CLONES static int CT_POOL_FN(max_row_2x2)(const CT_POOL_T *restrict x0,
         CT_POOL_T m = CT_POOL_FN(larger)(CT_POOL_FN(larger)(p, q), CT_POOL_FN(larger)(r, s));
         nan |= (p != p) | (q != q) | (r != r) | (s != s);
         y[ow] = m;
-        idx[ow] = at0 + 2 * ow + (p == m ? 0 : q == m ? 1 : r == m ? w : w + 1);
+        idx[ow] = (int32_t)(at0 + 2 * ow + (p == m ? 0 : q == m ? 1 : r == m ? w : w + 1));
     }
     return nan;
 }
@@ -44,7 +44,7 @@ CT_CPU_CLONES static int CT_POOL_FN(max_row_2x2)(const CT_POOL_T *restrict x0,
 /* The same row by a tournament with NaNs taken as PyTorch does: each input row's pair, then
  * the two winners, the first row winning ties, so the first maximum (or first NaN) wins. */
 static void CT_POOL_FN(max_row_2x2_nan)(const CT_POOL_T *x0, const CT_POOL_T *x1, CT_POOL_T *y,
-                                        int64_t *idx, int64_t ow_n, int64_t at0, int64_t w) {
+                                        int32_t *idx, int64_t ow_n, int64_t at0, int64_t w) {
     for (int64_t ow = 0; ow < ow_n; ow++) {
         int64_t c = 2 * ow, top = at0 + c, bottom = at0 + w + c;
         CT_POOL_T best = x0[c], best2 = x1[c];
@@ -52,7 +52,7 @@ static void CT_POOL_FN(max_row_2x2_nan)(const CT_POOL_T *x0, const CT_POOL_T *x1
         CT_POOL_FN(take)(x1[c + 1], bottom + 1, &best2, &bottom);
         CT_POOL_FN(take)(best2, bottom, &best, &top);
         y[ow] = best;
-        idx[ow] = top;
+        idx[ow] = (int32_t)top;
     }
 }
 
@@ -61,19 +61,20 @@ static void CT_POOL_FN(max_row_2x2_nan)(const CT_POOL_T *x0, const CT_POOL_T *x1
  * results), else the loop above. idx_out may be NULL (no backward to follow): a stack buffer
  * then takes the indices, a row's piece at a time. */
 static void CT_POOL_FN(max_plane_2x2)(const ct__pool2d_args *a, const CT_POOL_T *x, CT_POOL_T *y,
-                                      int64_t *idx_out) {
+                                      int32_t *idx_out) {
     enum { PIECE = 64 };
-    int64_t w = a->in_w, ow_n = a->out_w, scratch[PIECE];
+    int64_t w = a->in_w, ow_n = a->out_w;
+    int32_t scratch[PIECE];
     int64_t piece = idx_out ? ow_n : PIECE;
 #ifdef CT_POOL_SIMD_ROW
-    bool simd = ct__cpu_has_avx512bw() && a->in_h * w < INT32_MAX;
+    bool simd = ct__cpu_has_avx512bw();
 #endif
     for (int64_t oh = 0; oh < a->out_h; oh++) {
         for (int64_t ow = 0; ow < ow_n; ow += piece) {
             int64_t n = ow_n - ow < piece ? ow_n - ow : piece, at0 = 2 * oh * w + 2 * ow;
             const CT_POOL_T *x0 = x + at0, *x1 = x0 + w;
             CT_POOL_T *yr = y + oh * ow_n + ow;
-            int64_t *idx = idx_out ? idx_out + oh * ow_n + ow : scratch;
+            int32_t *idx = idx_out ? idx_out + oh * ow_n + ow : scratch;
             int nan;
 #ifdef CT_POOL_SIMD_ROW
             if (simd)
@@ -91,7 +92,7 @@ static void CT_POOL_FN(max_plane_2x2)(const ct__pool2d_args *a, const CT_POOL_T 
 static void CT_POOL_FN(forward_plane)(const ct__pool2d_args *a, int64_t p) {
     const CT_POOL_T *x = (const CT_POOL_T *)a->x + p * a->in_h * a->in_w;
     CT_POOL_T *y = (CT_POOL_T *)a->y + p * a->out_h * a->out_w;
-    int64_t *idx = a->indices ? a->indices + p * a->out_h * a->out_w : NULL;
+    int32_t *idx = a->indices ? a->indices + p * a->out_h * a->out_w : NULL;
     if (a->kind == CT_POOL_MAX && pool_is_plain_2x2(a)) {
         CT_POOL_FN(max_plane_2x2)(a, x, y, idx);
         return;
@@ -108,7 +109,7 @@ static void CT_POOL_FN(forward_plane)(const ct__pool2d_args *a, int64_t p) {
                     for (int64_t iw = ww.start; iw < ww.end; iw++)
                         CT_POOL_FN(take)(x[ih * a->in_w + iw], ih * a->in_w + iw, &best, &at);
                 y[o] = best;
-                if (idx) idx[o] = at;
+                if (idx) idx[o] = (int32_t)at;
             } else {
                 double sum = 0;
                 for (int64_t ih = hw.start; ih < hw.end; ih++)
@@ -125,7 +126,7 @@ static void CT_POOL_FN(backward_plane)(const ct__pool2d_args *a, int64_t p) {
     const CT_POOL_T *dy = (const CT_POOL_T *)a->y + p * a->out_h * a->out_w;
     for (int64_t i = 0; i < a->in_h * a->in_w; i++) dx[i] = 0;
     if (a->kind == CT_POOL_MAX) {
-        const int64_t *idx = a->indices + p * a->out_h * a->out_w;
+        const int32_t *idx = a->indices + p * a->out_h * a->out_w;
         for (int64_t o = 0; o < a->out_h * a->out_w; o++) dx[idx[o]] += dy[o];
         return;
     }

@@ -71,7 +71,7 @@ __global__ void __launch_bounds__(POOL_THREADS) forward_kernel(ct__pool2d_args a
                     if (!(v <= best) && best == best) best = v, at = ih * a.in_w + iw;
                 }
             y[e] = best;
-            if (a.indices) a.indices[e] = at;
+            if (a.indices) a.indices[e] = (int32_t)at;
         } else {
             double sum = 0;
             for (int64_t ih = hw.start; ih < hw.end; ih++)
