@@ -136,6 +136,9 @@ static int buckets(ct_comm *comm) {
     return 0;
 }
 
+/* The share of the step above which bucket 0 waited for backward (see progress). */
+#define PROGRESS_SHARE 0.28
+
 static int progress(ct_comm *comm) {
     int rank = ct_comm_rank(comm);
     /* The second layer's 4 MiB weight gradient fills bucket 0 first; the first layer's
@@ -160,16 +163,19 @@ static int progress(ct_comm *comm) {
     /* Bucket 0's time in flight while backward ran, as a share of the step: the whole first
      * layer's backward when the bucket waits for backward's next poll; a few milliseconds
      * when it moves on by itself. A rank that reaches the bucket first also waits there for
-     * the others, so the test takes the rank that waited least: the last to arrive. */
+     * the others, so the test takes the rank that waited least: the last to arrive. The first
+     * layer's backward is about a third of the step: without the engine's thread the share was
+     * 35-43%; with it 2-11%, and 21% under the sanitizers, whose build slows ctensor's own
+     * copies around the all-reduce. */
     double share = stats.hidden_seconds / stats.step_seconds, least = share;
     ct_tensor *shares = ct_comm_all_gather(comm, ct_full(1, (int64_t[]){1}, share, CT_F64, CT_CPU));
     if (!shares || ct_item(ct_min(shares, 0, NULL, false), &least) != CT_OK)
         return fail(rank, "the shares' all-gather");
     printf("rank %d: %s bucket 0 in flight %.1f ms per step of %.1f ms (least of the ranks: "
            "%.0f%%)\n",
-           rank, least < 0.2 ? "PASS" : "FAIL", 1e3 * stats.hidden_seconds / (double)stats.steps,
+           rank, least < PROGRESS_SHARE ? "PASS" : "FAIL", 1e3 * stats.hidden_seconds / (double)stats.steps,
            1e3 * stats.step_seconds / (double)stats.steps, 100 * least);
-    return least < 0.2 ? 0 : 1;
+    return least < PROGRESS_SHARE ? 0 : 1;
 }
 
 int main(int argc, char **argv) {
