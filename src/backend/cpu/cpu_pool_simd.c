@@ -79,44 +79,46 @@ static inline __mmask16 lanes_of(int64_t n) {
     return n >= 16 ? 0xffff : (__mmask16)((1u << n) - 1);
 }
 
-CT_POOL_AVX512_TARGET int ct__cpu_max_row_2x2_f32_avx512(const float *x0, const float *x1,
-                                                         float *y, int32_t *idx, int64_t ow_n,
-                                                         int64_t at0, int64_t w) {
+/* The row of either element type (bf16: 16-bit cells), inlined into each so that the test of
+ * bf16 folds away. */
+CT_POOL_AVX512_TARGET static inline __attribute__((always_inline)) int
+max_row(const void *x0, const void *x1, void *y, int32_t *idx, int64_t ow_n, int64_t at0,
+        int64_t w, bool bf16) {
     bool nan = false;
     for (int64_t ow = 0; ow < ow_n; ow += 16) {
         int64_t n = ow_n - ow < 16 ? ow_n - ow : 16;
         __m512 lo, hi, max;
         __m512i at;
         window_cells c;
-        load_f32(x0 + 2 * ow, n, &lo, &hi);
-        deinterleave(lo, hi, &c.p, &c.q);
-        load_f32(x1 + 2 * ow, n, &lo, &hi);
-        deinterleave(lo, hi, &c.r, &c.s);
+        for (int row = 0; row < 2; row++) {
+            const void *x = row ? x1 : x0;
+            if (bf16)
+                load_bf16((const uint16_t *)x + 2 * ow, n, &lo, &hi);
+            else
+                load_f32((const float *)x + 2 * ow, n, &lo, &hi);
+            deinterleave(lo, hi, row ? &c.r : &c.p, row ? &c.s : &c.q);
+        }
         nan |= tournament(c, lanes_of(n), at0 + 2 * ow, w, &max, &at);
-        _mm512_mask_storeu_ps(y + ow, lanes_of(n), max);
+        if (bf16)
+            _mm256_mask_storeu_epi16(
+                (uint16_t *)y + ow, lanes_of(n),
+                _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(max), 16)));
+        else
+            _mm512_mask_storeu_ps((float *)y + ow, lanes_of(n), max);
         _mm512_mask_storeu_epi32(idx + ow, lanes_of(n), at);
     }
     return nan;
 }
 
+CT_POOL_AVX512_TARGET int ct__cpu_max_row_2x2_f32_avx512(const float *x0, const float *x1,
+                                                         float *y, int32_t *idx, int64_t ow_n,
+                                                         int64_t at0, int64_t w) {
+    return max_row(x0, x1, y, idx, ow_n, at0, w, false);
+}
+
 CT_POOL_AVX512_TARGET int ct__cpu_max_row_2x2_bf16_avx512(const uint16_t *x0, const uint16_t *x1,
                                                           uint16_t *y, int32_t *idx,
                                                           int64_t ow_n, int64_t at0, int64_t w) {
-    bool nan = false;
-    for (int64_t ow = 0; ow < ow_n; ow += 16) {
-        int64_t n = ow_n - ow < 16 ? ow_n - ow : 16;
-        __m512 lo, hi, max;
-        __m512i at;
-        window_cells c;
-        load_bf16(x0 + 2 * ow, n, &lo, &hi);
-        deinterleave(lo, hi, &c.p, &c.q);
-        load_bf16(x1 + 2 * ow, n, &lo, &hi);
-        deinterleave(lo, hi, &c.r, &c.s);
-        nan |= tournament(c, lanes_of(n), at0 + 2 * ow, w, &max, &at);
-        __m256i narrow = _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(max), 16));
-        _mm256_mask_storeu_epi16(y + ow, lanes_of(n), narrow);
-        _mm512_mask_storeu_epi32(idx + ow, lanes_of(n), at);
-    }
-    return nan;
+    return max_row(x0, x1, y, idx, ow_n, at0, w, true);
 }
 #endif
