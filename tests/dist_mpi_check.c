@@ -173,7 +173,8 @@ static int progress(ct_comm *comm) {
         return fail(rank, "the shares' all-gather");
     printf("rank %d: %s bucket 0 in flight %.1f ms per step of %.1f ms (least of the ranks: "
            "%.0f%%)\n",
-           rank, least < PROGRESS_SHARE ? "PASS" : "FAIL", 1e3 * stats.hidden_seconds / (double)stats.steps,
+           rank, least < PROGRESS_SHARE ? "PASS" : "FAIL",
+           1e3 * stats.hidden_seconds / (double)stats.steps,
            1e3 * stats.step_seconds / (double)stats.steps, 100 * least);
     return least < PROGRESS_SHARE ? 0 : 1;
 }

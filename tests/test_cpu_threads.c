@@ -167,7 +167,8 @@ TEST(test_cpu_threads_ops_bitwise_equal) {
     CHECK_NOT_NULL(p.b);
     CHECK(same_on_one_and_two_threads(elementwise_chain, &p, 512 * 600));
     CHECK(same_on_one_and_two_threads(reductions, &p, 1 + 600 + 512));
-    CHECK(close_on_one_and_two_threads(product, &p, 512 * 512, product_tolerance(&p, "matmul", 1e-5)));
+    CHECK(close_on_one_and_two_threads(product, &p, 512 * 512,
+                                       product_tolerance(&p, "matmul", 1e-5)));
     ct_release(p.a);
     ct_release(p.b);
 }

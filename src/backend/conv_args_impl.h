@@ -39,11 +39,12 @@ typedef enum ct__pool_kind {
 } ct__pool_kind;
 
 /* Pooling over `planes` = batch * channels planes of in_h x in_w into out_h x out_w.
- * Forward reads x and writes y (and, for max, indices: the in-plane flat index ih * in_w + iw, int32 (half the traffic of int64)
- * of each output's first maximum, a NaN counting as the maximum as in PyTorch (the first NaN);
- * indices may be NULL in forward when no backward will follow). Backward reads y as the gradient of
- * the output (and indices, for max) and writes the whole of x as the gradient of the input. kernel,
- * stride and padding are unused by the adaptive kind. */
+ * Forward reads x and writes y (and, for max, indices: the in-plane flat index ih * in_w + iw,
+ * as int32 (half the traffic of int64), of each output's first maximum, a NaN counting as the
+ * maximum as in PyTorch (the first NaN); indices may be NULL in forward when no backward will
+ * follow). Backward reads y as the gradient of the output (and indices, for max) and writes
+ * the whole of x as the gradient of the input. kernel, stride and padding are unused by the
+ * adaptive kind. */
 typedef struct ct__pool2d_args {
     ct__pool_kind kind;
     ct_dtype dtype;

@@ -23,8 +23,8 @@ typedef struct {
 
 CT_POOL_AVX512_TARGET static inline void deinterleave(__m512 lo, __m512 hi, __m512 *even,
                                                       __m512 *odd) {
-    const __m512i even_at = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
-                                              28, 30);
+    const __m512i even_at =
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const __m512i odd_at = _mm512_add_epi32(even_at, _mm512_set1_epi32(1));
     *even = _mm512_permutex2var_ps(lo, even_at, hi);
     *odd = _mm512_permutex2var_ps(lo, odd_at, hi);
@@ -35,7 +35,9 @@ CT_POOL_AVX512_TARGET static inline void load_f32(const float *x, int64_t n, __m
                                                   __m512 *hi) {
     int64_t cells = 2 * n;
     __mmask16 lo_mask = cells >= 16 ? 0xffff : (__mmask16)((1u << cells) - 1);
-    __mmask16 hi_mask = cells >= 32 ? 0xffff : cells <= 16 ? 0 : (__mmask16)((1u << (cells - 16)) - 1);
+    __mmask16 hi_mask = cells >= 32   ? 0xffff
+                        : cells <= 16 ? 0
+                                      : (__mmask16)((1u << (cells - 16)) - 1);
     *lo = _mm512_maskz_loadu_ps(lo_mask, x);
     *hi = _mm512_maskz_loadu_ps(hi_mask, x + 16);
 }
@@ -67,8 +69,8 @@ CT_POOL_AVX512_TARGET static inline bool tournament(window_cells c, __mmask16 ma
     __mmask16 bottom_wins = _mm512_cmp_ps_mask(bottom, top, _CMP_GT_OQ);
     *max = _mm512_mask_blend_ps(bottom_wins, top, bottom);
     __m512i top_at = _mm512_maskz_set1_epi32(top_right, 1);
-    __m512i bottom_at = _mm512_add_epi32(_mm512_set1_epi32((int)w),
-                                         _mm512_maskz_set1_epi32(bottom_right, 1));
+    __m512i bottom_at =
+        _mm512_add_epi32(_mm512_set1_epi32((int)w), _mm512_maskz_set1_epi32(bottom_right, 1));
     __m512i lane2 = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     *at = _mm512_add_epi32(_mm512_add_epi32(_mm512_set1_epi32((int)at0), lane2),
                            _mm512_mask_blend_epi32(bottom_wins, top_at, bottom_at));
@@ -82,8 +84,8 @@ static inline __mmask16 lanes_of(int64_t n) {
 /* The row of either element type (bf16: 16-bit cells), inlined into each so that the test of
  * bf16 folds away. */
 CT_POOL_AVX512_TARGET static inline __attribute__((always_inline)) int
-max_row(const void *x0, const void *x1, void *y, int32_t *idx, int64_t ow_n, int64_t at0,
-        int64_t w, bool bf16) {
+max_row(const void *x0, const void *x1, void *y, int32_t *idx, int64_t ow_n, int64_t at0, int64_t w,
+        bool bf16) {
     bool nan = false;
     for (int64_t ow = 0; ow < ow_n; ow += 16) {
         int64_t n = ow_n - ow < 16 ? ow_n - ow : 16;
@@ -110,15 +112,15 @@ max_row(const void *x0, const void *x1, void *y, int32_t *idx, int64_t ow_n, int
     return nan;
 }
 
-CT_POOL_AVX512_TARGET int ct__cpu_max_row_2x2_f32_avx512(const float *x0, const float *x1,
-                                                         float *y, int32_t *idx, int64_t ow_n,
-                                                         int64_t at0, int64_t w) {
+CT_POOL_AVX512_TARGET int ct__cpu_max_row_2x2_f32_avx512(const float *x0, const float *x1, float *y,
+                                                         int32_t *idx, int64_t ow_n, int64_t at0,
+                                                         int64_t w) {
     return max_row(x0, x1, y, idx, ow_n, at0, w, false);
 }
 
 CT_POOL_AVX512_TARGET int ct__cpu_max_row_2x2_bf16_avx512(const uint16_t *x0, const uint16_t *x1,
-                                                          uint16_t *y, int32_t *idx,
-                                                          int64_t ow_n, int64_t at0, int64_t w) {
+                                                          uint16_t *y, int32_t *idx, int64_t ow_n,
+                                                          int64_t at0, int64_t w) {
     return max_row(x0, x1, y, idx, ow_n, at0, w, true);
 }
 #endif

@@ -82,8 +82,7 @@ static void CT_POOL_FN(max_plane_2x2)(const ct__pool2d_args *a, const CT_POOL_T 
             else
 #endif
                 nan = CT_POOL_FN(max_row_2x2)(x0, x1, yr, idx, n, at0, w);
-            if (nan)
-                CT_POOL_FN(max_row_2x2_nan)(x0, x1, yr, idx, n, at0, w);
+            if (nan) CT_POOL_FN(max_row_2x2_nan)(x0, x1, yr, idx, n, at0, w);
         }
     }
 }
