@@ -48,9 +48,9 @@ CT_POOL_AVX512_TARGET static inline __m512 widen_bf16(__m256i v) {
 
 CT_POOL_AVX512_TARGET static inline void load_bf16(const uint16_t *x, int64_t n, __m512 *lo,
                                                    __m512 *hi) {
-    int64_t cells = 2 * n;
-    __mmask32 mask = cells >= 32 ? 0xffffffffu : (__mmask32)((1u << cells) - 1);
-    __m512i v = _mm512_maskz_loadu_epi16(mask, x);
+    /* A window's pair of cells is one 32-bit lane: a dword mask, which Zen 5 loads faster than
+     * a word mask (the CNN's first pooling, one thread: 1.4 against 1.55 ms). */
+    __m512i v = _mm512_maskz_loadu_epi32(n >= 16 ? 0xffff : (__mmask16)((1u << n) - 1), x);
     *lo = widen_bf16(_mm512_castsi512_si256(v));
     *hi = widen_bf16(_mm512_extracti64x4_epi64(v, 1));
 }
