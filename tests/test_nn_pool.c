@@ -265,6 +265,31 @@ DEVICE_TEST(test_nn_pool_max_routes_to_first_max_and_keeps_nan) {
                           (double[8]){0, 1, 1, 0, 0, 0, 0, 0}, device));
 }
 
+/* A window whose gradient is -0 gives its maximum's cell +0, as 0 + (-0) does in the f32 path's
+ * sum, on every dtype (bf16's backward on the CPU writes the cells without that sum). */
+DEVICE_TEST(test_nn_pool_max_gradient_of_minus_zero_is_plus_zero) {
+    ct_dtype dtypes[3] = {CT_F32, CT_BF16, CT_F64};
+    for (int d = 0; d < 3; d++) {
+        ct_tensor *x = ref_tensor((double[8]){1, 2, 3, 4, 5, 6, 7, 8}, 4, (int64_t[]){1, 1, 2, 4},
+                                  dtypes[d], device);
+        ct_tensor *gy =
+            ref_tensor((double[2]){-0.0, -0.0}, 4, (int64_t[]){1, 1, 1, 2}, dtypes[d], device);
+        ct_tensor *grad = NULL;
+        CHECK(x && gy);
+        x->requires_grad = true;
+        ct_tensor *y = ct_max_pool2d(x, &(ct_pool2d_options){.kernel = {2, 2}});
+        ct_no_grad_push();
+        bool ok = y && y->grad_fn && y->grad_fn->backward(y->grad_fn, gy, &grad) == CT_OK;
+        ct_tensor *wide = ok ? ct_cast(grad, CT_F64) : NULL;
+        ct_no_grad_pop();
+        double v[8] = {0};
+        ok = ok && wide && ct_copy_to_host(wide, v, sizeof v) == CT_OK;
+        for (int i = 0; ok && i < 8; i++) ok = v[i] == 0 && !signbit(v[i]);
+        if (!ok) ct_test_fail(__FILE__, __LINE__, "%s", ct_dtype_name(dtypes[d]));
+        ct_release(x), ct_release(gy), ct_release(y), ct_release(grad), ct_release(wide);
+    }
+}
+
 DEVICE_TEST(test_nn_pool_without_grad_records_nothing) {
     int64_t shape[4] = {1, 1, 4, 4};
     ct_tensor *t = ct_ones(4, shape, CT_F32, device);
