@@ -89,8 +89,8 @@ static void bf16_plane(const ct__pool2d_args *a, int64_t p, bool backward, float
     }
 }
 
-/* Whether a bf16 plane's max pooling runs on bf16 directly: forward where the AVX-512 row
- * takes its 2x2 windows; backward where no two windows overlap. */
+/* Whether a bf16 plane's max pooling runs on bf16 directly: backward where no two windows
+ * overlap (below); forward where the AVX-512 row takes its 2x2 windows. */
 static bool bf16_max_backward_direct(const ct__pool2d_args *a) {
     return a->kind == CT_POOL_MAX && a->stride[0] >= a->kernel[0] && a->stride[1] >= a->kernel[1];
 }

@@ -16,6 +16,11 @@
 
 #define CT_POOL_AVX512_TARGET __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw")))
 
+/* The first n lanes of 16 (none for n <= 0). */
+static inline __mmask16 lanes_of(int64_t n) {
+    return n >= 16 ? 0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1);
+}
+
 /* The chunk's four cells, each 16 lanes: output lane j's window is p[j] q[j] over r[j] s[j]. */
 typedef struct {
     __m512 p, q, r, s;
@@ -33,13 +38,8 @@ CT_POOL_AVX512_TARGET static inline void deinterleave(__m512 lo, __m512 hi, __m5
 /* The 2n (at most 32) cells of row x from its first: lanes past them read as 0. */
 CT_POOL_AVX512_TARGET static inline void load_f32(const float *x, int64_t n, __m512 *lo,
                                                   __m512 *hi) {
-    int64_t cells = 2 * n;
-    __mmask16 lo_mask = cells >= 16 ? 0xffff : (__mmask16)((1u << cells) - 1);
-    __mmask16 hi_mask = cells >= 32   ? 0xffff
-                        : cells <= 16 ? 0
-                                      : (__mmask16)((1u << (cells - 16)) - 1);
-    *lo = _mm512_maskz_loadu_ps(lo_mask, x);
-    *hi = _mm512_maskz_loadu_ps(hi_mask, x + 16);
+    *lo = _mm512_maskz_loadu_ps(lanes_of(2 * n), x);
+    *hi = _mm512_maskz_loadu_ps(lanes_of(2 * n - 16), x + 16);
 }
 
 CT_POOL_AVX512_TARGET static inline __m512 widen_bf16(__m256i v) {
@@ -50,7 +50,7 @@ CT_POOL_AVX512_TARGET static inline void load_bf16(const uint16_t *x, int64_t n,
                                                    __m512 *hi) {
     /* A window's pair of cells is one 32-bit lane: a dword mask, which Zen 5 loads faster than
      * a word mask (the CNN's first pooling, one thread: 1.4 against 1.55 ms). */
-    __m512i v = _mm512_maskz_loadu_epi32(n >= 16 ? 0xffff : (__mmask16)((1u << n) - 1), x);
+    __m512i v = _mm512_maskz_loadu_epi32(lanes_of(n), x);
     *lo = widen_bf16(_mm512_castsi512_si256(v));
     *hi = widen_bf16(_mm512_extracti64x4_epi64(v, 1));
 }
@@ -75,10 +75,6 @@ CT_POOL_AVX512_TARGET static inline bool tournament(window_cells c, __mmask16 ma
     *at = _mm512_add_epi32(_mm512_add_epi32(_mm512_set1_epi32((int)at0), lane2),
                            _mm512_mask_blend_epi32(bottom_wins, top_at, bottom_at));
     return nan != 0;
-}
-
-static inline __mmask16 lanes_of(int64_t n) {
-    return n >= 16 ? 0xffff : (__mmask16)((1u << n) - 1);
 }
 
 /* The row of either element type (bf16: 16-bit cells), inlined into each so that the test of
