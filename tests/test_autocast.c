@@ -140,6 +140,24 @@ TEST(test_autocast_bad_calls) {
     CHECK(ct_autocast_dtype(CT_DEVICE_CPU) == CT_F32);
 }
 
+/* The measured bf16 rate: 0 exactly without native bf16, else a positive finite ratio measured
+ * once (the same value on every call); fast bf16 needs native bf16, and a rate above 1 is
+ * fast. */
+TEST(test_autocast_cpu_bf16_speedup_is_measured_once) {
+    double speedup = ct_cpu_bf16_speedup();
+    printf("    CPU bf16: native %s, bf16 products at %.2fx the f32 rate, fast %s\n",
+           ct_cpu_has_native_bf16() ? "yes" : "no", speedup,
+           ct_cpu_has_fast_bf16() ? "yes" : "no");
+    if (!ct_cpu_has_native_bf16()) {
+        CHECK(speedup == 0.0);
+        CHECK(!ct_cpu_has_fast_bf16());
+        return;
+    }
+    CHECK(speedup >= 0.0 && speedup < 64.0);
+    CHECK(ct_cpu_bf16_speedup() == speedup);
+    if (speedup > 1.0) CHECK(ct_cpu_has_fast_bf16());
+}
+
 DEVICE_TEST(test_autocast_cast_cache_casts_each_weight_once) {
     ct_scope_begin();
     ct_tensor *w = random_tensor(device, 2, (int64_t[]){4, 6}, 10, CT_F32);

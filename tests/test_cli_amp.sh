@@ -35,6 +35,22 @@ sys.exit(not (s["precision"] == sys.argv[2] and s["skipped_steps"] >= 0 and s["t
     else fail "test_cli_amp_${amp}_learns" "exit $code, or not $amp, or accuracy below 0.5"; fi
 done
 
+# auto trains in bf16 where `devices` says this CPU's bf16 is faster than f32, else in f32;
+# a bf16 run on a CPU whose bf16 is not faster warns so, once, and a fast one does not.
+fast=$("$ctensor" devices --json | "$python" -c 'import json, sys
+print(str(json.load(sys.stdin)["devices"][0]["fast_bf16"]).lower())')
+want=f32 && [ "$fast" = true ] && want=bf16
+run "$ctensor" train --dataset "$work/good" --model mlp --epochs 1 --json --amp auto
+if [ "$code" = 0 ] && grep -q "\"precision\": \"$want\"" "$out"
+then pass test_cli_amp_auto_picks_the_faster
+else fail test_cli_amp_auto_picks_the_faster "exit $code, or not $want (fast_bf16: $fast)"; fi
+run "$ctensor" train --dataset "$work/good" --model mlp --epochs 1 --json --amp bf16
+warnings=$(grep -c "slower than f32 here" "$err")
+if [ "$code" = 0 ] && { { [ "$fast" = true ] && [ "$warnings" = 0 ]; } ||
+    { [ "$fast" = false ] && [ "$warnings" = 1 ]; }; }
+then pass test_cli_amp_bf16_warns_where_slower
+else fail test_cli_amp_bf16_warns_where_slower "exit $code, $warnings warnings (fast_bf16: $fast)"; fi
+
 run "$ctensor" train --dataset "$work/good" --model mlp --epochs 1 --json --amp off
 if [ "$code" = 0 ] && grep -q '"precision": "f32", "skipped_steps": 0' "$out"
 then pass test_cli_amp_off_is_f32

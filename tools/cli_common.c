@@ -86,6 +86,26 @@ void ct_cli_cpu_info(ct_cli_cpu *out) {
         snprintf(out->features, sizeof out->features, "none of AVX2, AVX-512F, F16C, FMA");
 }
 
+void ct_cli_cpu_bf16(char *out, size_t size) {
+    if (!ct_cpu_has_native_bf16())
+        snprintf(out, size,
+                 "emulated in f32 (no AVX512_BF16/AMX, or a build without oneDNN): "
+                 "--amp bf16 is correct but slower than f32 here");
+    else if (ct_cpu_bf16_speedup() > 1.0)
+        snprintf(out, size,
+                 "native, faster than f32 (bf16 products at %.2fx the f32 rate): "
+                 "--amp bf16 runs on the bf16 units (oneDNN)",
+                 ct_cpu_bf16_speedup());
+    else if (ct_cpu_has_fast_bf16())
+        snprintf(out, size, "native, on AMX-BF16 tiles (oneDNN): faster than f32");
+    else
+        snprintf(out, size,
+                 "native but slower than f32 (bf16 products at %.2fx the f32 rate, "
+                 "no AMX): --amp bf16 is correct but slower than f32 here, and --amp "
+                 "auto keeps f32",
+                 ct_cpu_bf16_speedup());
+}
+
 /* The OpenMP thread count from the CPU device's name, "host CPU (N OpenMP threads)": the
  * library's own count, which this program cannot ask OpenMP for without linking it. */
 static int omp_threads(void) {

@@ -36,4 +36,8 @@ typedef struct {
 void ct_cli_cpu_info(ct_cli_cpu *out);
 void ct_cli_blas_info(ct_cli_blas *out);
 
+/* What bf16 is on this CPU, in words for `devices` and `doctor`: emulated, native and faster
+ * than f32, or native and slower (with the measured rate against f32). */
+void ct_cli_cpu_bf16(char *out, size_t size);
+
 #endif

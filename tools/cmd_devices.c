@@ -59,10 +59,12 @@ static void json_row(const ct_device_properties *p, const ct_cli_cpu *cpu, const
         return;
     }
     printf(", \"cores\": %d, \"simd\": {\"avx2\": %s, \"avx512f\": %s, \"avx512_bf16\": %s, "
-           "\"f16c\": %s, \"fma\": %s}, \"native_bf16\": %s, \"blas\": ",
+           "\"f16c\": %s, \"fma\": %s}, \"native_bf16\": %s, \"bf16_speedup\": %.2f, "
+           "\"fast_bf16\": %s, \"blas\": ",
            cpu->cores, cpu->avx2 ? "true" : "false", cpu->avx512f ? "true" : "false",
            cpu->avx512_bf16 ? "true" : "false", cpu->f16c ? "true" : "false",
-           cpu->fma ? "true" : "false", ct_cpu_has_native_bf16() ? "true" : "false");
+           cpu->fma ? "true" : "false", ct_cpu_has_native_bf16() ? "true" : "false",
+           ct_cpu_bf16_speedup(), ct_cpu_has_fast_bf16() ? "true" : "false");
     ct_cli_json_string(stdout, blas->config);
     printf(", \"blas_threads\": %d, \"openmp_threads\": %d, \"kernels\": ", blas->threads,
            blas->omp_threads);
@@ -133,10 +135,9 @@ int ct_cli_devices(int argc, char **argv) {
     printf("\nCPU: %d cores, SIMD %s; BLAS %s (%d threads); %d OpenMP threads\n", cpu.cores,
            cpu.features, blas.config, blas.threads, blas.omp_threads);
     printf("CPU kernels: %s\n", ct_cpu_kernels());
-    printf("CPU bf16: %s\n",
-           ct_cpu_has_native_bf16()
-               ? "native (oneDNN on AVX512_BF16/AMX)"
-               : "emulated in f32 (no AVX512_BF16/AMX, or a build without oneDNN)");
+    char bf16[256];
+    ct_cli_cpu_bf16(bf16, sizeof bf16);
+    printf("CPU bf16: %s\n", bf16);
     if (reason[0]) printf("CUDA: unavailable: %s\n", reason);
     printf("auto picks %s\n", picked);
     return status;

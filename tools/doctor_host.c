@@ -116,11 +116,11 @@ void doctor_check_cpu(doctor_report *r) {
                "none needed: ctensor runs without them, more slowly", "%d cores; %s%s", cpu.cores,
                cpu.features, cpu.avx2 ? "" : " (no AVX2: the CPU kernels run slower)");
     doctor_check_blas(r, blas.config);
-    doctor_add(r, "CPU bf16", ct_cpu_has_native_bf16() ? CHECK_PASS : CHECK_WARN, DOCTOR_OK,
-               "a CPU with AVX512_BF16 or AMX and a build with oneDNN (libdnnl-dev) for fast bf16",
-               "%s",
-               ct_cpu_has_native_bf16()
-                   ? "native: --amp bf16 runs on the bf16 units (oneDNN)"
-                   : "emulated in f32: --amp bf16 is correct but slower than f32 here");
+    char bf16[256];
+    ct_cli_cpu_bf16(bf16, sizeof bf16);
+    doctor_add(r, "CPU bf16", ct_cpu_has_fast_bf16() ? CHECK_PASS : CHECK_WARN, DOCTOR_OK,
+               "for fast bf16, a CPU with AMX-BF16 or full-rate AVX512_BF16 (as AMD Zen 5) "
+               "and a build with oneDNN (libdnnl-dev)",
+               "%s", bf16);
     check_threads(r, &cpu, &blas);
 }

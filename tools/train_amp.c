@@ -18,7 +18,7 @@ ct_status train_amp_resolve(const char *amp, ct_device device, ct_dtype *out) {
     } else if (strcmp(amp, "f16") == 0) {
         *out = CT_F16;
     } else if (device.type == CT_DEVICE_CPU) { /* auto */
-        *out = ct_cpu_has_native_bf16() ? CT_BF16 : CT_F32;
+        *out = ct_cpu_has_fast_bf16() ? CT_BF16 : CT_F32;
     } else {
         ct_device_properties p;
         ct_status status = ct_device_info(device, &p);

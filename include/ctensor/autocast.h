@@ -55,6 +55,19 @@ CT_API ct_autocast_stats ct_autocast_get_stats(void);
  * f32 (a warning says so once, through the log hook). */
 CT_API bool ct_cpu_has_native_bf16(void);
 
+/* The rate of the CPU's bf16 products over its f32 ones, on one core's vector units: measured
+ * once per process (about a millisecond) as AVX512_BF16's dot product against f32 FMA, each at
+ * its peak. 0 without native bf16 (ct_cpu_has_native_bf16), or in a build by a compiler other
+ * than GCC. Seen: 0.47 on an Intel Xeon without AMX, whose bf16 units run at a quarter of the
+ * FMA's issue rate. */
+CT_API double ct_cpu_bf16_speedup(void);
+
+/* Whether bf16 is faster than f32 on this CPU: native bf16 with AMX-BF16 tiles that the
+ * operating system enables, or a measured ct_cpu_bf16_speedup above 1. `ctensor train --amp
+ * auto` picks bf16 on the CPU only then, and bf16 autocast on a CPU with slow bf16 units warns
+ * once (through the log hook) that it is slower than f32 here. */
+CT_API bool ct_cpu_has_fast_bf16(void);
+
 /* ---- the loss scaler (torch.amp.GradScaler) ---- */
 
 typedef struct ct_grad_scaler ct_grad_scaler;

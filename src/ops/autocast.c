@@ -59,12 +59,20 @@ static _Thread_local ct_autocast_stats stats;
 
 static atomic_flag warned_bf16 = ATOMIC_FLAG_INIT, warned_f16 = ATOMIC_FLAG_INIT;
 
-/* Say once per process that CPU autocast in this dtype is emulated in f32. */
-static void warn_emulated(ct_dtype dtype) {
-    if (dtype == CT_BF16 && !ct_cpu_has_native_bf16() && !atomic_flag_test_and_set(&warned_bf16))
-        ct__log(CT_LOG_WARNING,
-                "autocast: this CPU (or this build, without oneDNN) has no native bf16 "
-                "(AVX512_BF16 or AMX-BF16): bf16 is emulated in f32 and slower than f32 here");
+/* Say once per process that CPU autocast in this dtype is slower than f32: emulated in f32,
+ * or on bf16 units slower than the f32 ones. */
+static void warn_slow(ct_dtype dtype) {
+    if (dtype == CT_BF16 && !ct_cpu_has_fast_bf16() && !atomic_flag_test_and_set(&warned_bf16)) {
+        if (!ct_cpu_has_native_bf16())
+            ct__log(CT_LOG_WARNING,
+                    "autocast: this CPU (or this build, without oneDNN) has no native bf16 "
+                    "(AVX512_BF16 or AMX-BF16): bf16 is emulated in f32 and slower than f32 here");
+        else
+            ct__log(CT_LOG_WARNING,
+                    "autocast: this CPU's bf16 units (AVX512_BF16, no AMX) multiply at %.2fx its "
+                    "f32 rate (measured): bf16 is correct but slower than f32 here",
+                    ct_cpu_bf16_speedup());
+    }
     if (dtype == CT_F16 && !atomic_flag_test_and_set(&warned_f16))
         ct__log(CT_LOG_WARNING,
                 "autocast: f16 on the CPU is emulated in f32 and slower than f32; use it for "
@@ -86,7 +94,7 @@ ct_status ct_autocast_push(ct_device_type type, ct_dtype dtype) {
                          "ct_autocast_push: %d regions are open already; pop some (each push "
                          "needs its ct_autocast_pop)",
                          MAX_DEPTH);
-    if (type == CT_DEVICE_CPU) warn_emulated(dtype);
+    if (type == CT_DEVICE_CPU) warn_slow(dtype);
     stack[depth++] = (region){type, dtype};
     return CT_OK;
 }
