@@ -199,8 +199,8 @@ then pass test_cli_files_omp_num_threads_capped
 else fail test_cli_files_omp_num_threads_capped "exit $code"; fi
 
 # ---- The command started by the dynamic loader, and under valgrind: it runs as started (it
-# re-executed /proc/self/exe, which is then the loader or valgrind's tool), and passive
-# waiting is still set where it can be (libgomp shows a spin count of 0).
+# re-executed /proc/self/exe, which is then the loader or valgrind's tool), and its short
+# OpenMP spin is still set where it can be (libgomp shows the spin count).
 loader=$(readelf -l "$ctensor" 2>/dev/null | sed -n 's/.*interpreter: \(.*\)\]/\1/p')
 if [ -z "$loader" ] || [ ! -x "$loader" ]; then
     skip test_cli_files_under_the_loader "no program interpreter found with readelf"
@@ -209,10 +209,18 @@ else
     if [ "$code" = 0 ] && grep -q "usage: ctensor COMMAND" "$out"; then pass test_cli_files_under_the_loader
     else fail test_cli_files_under_the_loader "exit $code"; fi
 fi
-run env -u OMP_WAIT_POLICY OMP_DISPLAY_ENV=verbose "$ctensor" --help
-if grep -q "GOMP_SPINCOUNT = '0'" "$err"; then pass test_cli_files_passive_waiting
-elif ! grep -q "GOMP_SPINCOUNT" "$err"; then skip test_cli_files_passive_waiting "built without OpenMP"
-else fail test_cli_files_passive_waiting "libgomp spins ($(grep GOMP_SPINCOUNT "$err" | tail -1))"; fi
+# The command's own short spin where the user chose no OpenMP waiting, and the user's choice
+# (a policy, or a spin count) where there is one.
+run env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT OMP_DISPLAY_ENV=verbose "$ctensor" --help
+if grep -q "GOMP_SPINCOUNT = '5000'" "$err"; then pass test_cli_files_short_spin
+elif ! grep -q "GOMP_SPINCOUNT" "$err"; then skip test_cli_files_short_spin "built without OpenMP"
+else fail test_cli_files_short_spin "libgomp's spin is not 5000 ($(grep GOMP_SPINCOUNT "$err" | tail -1))"; fi
+run env -u GOMP_SPINCOUNT OMP_WAIT_POLICY=passive OMP_DISPLAY_ENV=verbose "$ctensor" --help
+passive=$(grep -c "GOMP_SPINCOUNT = '0'" "$err")
+run env -u OMP_WAIT_POLICY GOMP_SPINCOUNT=123 OMP_DISPLAY_ENV=verbose "$ctensor" --help
+if [ "$passive" = 1 ] && grep -q "GOMP_SPINCOUNT = '123'" "$err"; then pass test_cli_files_users_waiting_kept
+elif ! grep -q "GOMP_SPINCOUNT" "$err"; then skip test_cli_files_users_waiting_kept "built without OpenMP"
+else fail test_cli_files_users_waiting_kept "passive gave $passive spin-0 lines; $(grep GOMP_SPINCOUNT "$err" | tail -1)"; fi
 if ! command -v valgrind >/dev/null; then
     skip test_cli_files_under_valgrind "valgrind is not installed"
 elif ldd "$ctensor" 2>/dev/null | grep -q libasan; then

@@ -34,13 +34,19 @@ static void usage(FILE *out) {
     fprintf(out, "\nevery command takes --help, and --json for a machine-readable result\n");
 }
 
-/* OpenMP's threads spin after each parallel region by default, and so do OpenBLAS's after
- * each GEMM: on a machine with few cores the two sets fight, and a training step runs
- * several times slower (measured: docs/PERFORMANCE.md). libgomp reads OMP_WAIT_POLICY once,
- * before main, so when the user has not chosen a policy the command sets passive waiting and
- * starts itself again, but only when /proc/self/exe is this program: under valgrind it is
- * valgrind's tool, run as `ld.so ctensor` the loader, and re-executing those would run them
- * without their arguments. There the command carries on with the policy in force. */
+/* After each parallel region libgomp's threads spin for about 300,000 rounds by default, and
+ * a machine's other processes (a second job, MPI ranks) lose those cores: a step runs up to
+ * twice as slow. Passive waiting (no spin) costs a futex wake per region instead, 50-70 us in
+ * a virtual machine, and a small step runs up to 1.35x slower on a quiet machine. A short
+ * spin of CT_SPIN_ROUNDS kept most of the spin's gain on a quiet machine and lost nothing to
+ * passive waiting beside a second job; longer spins lost (docs/PERFORMANCE.md, 2026-12-03).
+ * libgomp reads its settings once, before main, so when the user has chosen neither a policy
+ * nor a spin count the command sets the spin and starts itself again, but only when
+ * /proc/self/exe is this program: under valgrind it is valgrind's tool, run as `ld.so
+ * ctensor` the loader, and re-executing those would run them without their arguments. There
+ * the command carries on with the settings in force. */
+#define CT_SPIN_ROUNDS "5000"
+
 static bool exe_is_this_program(void) {
     struct stat exe;
     FILE *maps = fopen("/proc/self/maps", "r");
@@ -66,9 +72,9 @@ static bool exe_is_this_program(void) {
     return same;
 }
 
-static void prefer_passive_waiting(char **argv) {
-    if (getenv("OMP_WAIT_POLICY") || !exe_is_this_program()) return;
-    setenv("OMP_WAIT_POLICY", "passive", 1);
+static void prefer_short_spin(char **argv) {
+    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT") || !exe_is_this_program()) return;
+    setenv("GOMP_SPINCOUNT", CT_SPIN_ROUNDS, 1);
     execv("/proc/self/exe", argv); /* on failure, carry on with the policy in force */
 }
 
@@ -97,7 +103,7 @@ static void cap_thread_count(void) {
 }
 
 int main(int argc, char **argv) {
-    prefer_passive_waiting(argv);
+    prefer_short_spin(argv);
     cap_thread_count();
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         usage(argc < 2 ? stderr : stdout);
