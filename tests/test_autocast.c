@@ -146,8 +146,7 @@ TEST(test_autocast_bad_calls) {
 TEST(test_autocast_cpu_bf16_speedup_is_measured_once) {
     double speedup = ct_cpu_bf16_speedup();
     printf("    CPU bf16: native %s, bf16 products at %.2fx the f32 rate, fast %s\n",
-           ct_cpu_has_native_bf16() ? "yes" : "no", speedup,
-           ct_cpu_has_fast_bf16() ? "yes" : "no");
+           ct_cpu_has_native_bf16() ? "yes" : "no", speedup, ct_cpu_has_fast_bf16() ? "yes" : "no");
     if (!ct_cpu_has_native_bf16()) {
         CHECK(speedup == 0.0);
         CHECK(!ct_cpu_has_fast_bf16());
