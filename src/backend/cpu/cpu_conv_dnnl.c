@@ -44,6 +44,9 @@ typedef struct conv_slot {
     dnnl_memory_desc_t md;
     dnnl_primitive_t reorder; /* NULL: the primitive reads or writes the plain tensor */
     size_t offset, size;
+    /* Backward weights' gradient of the output, in the layout backward data reordered it
+     * into, at the same place: after backward data ran, the copy is there already. */
+    bool reuses_data_copy;
 } conv_slot;
 
 #define MAX_SLOTS 4
@@ -59,8 +62,10 @@ typedef struct conv_step {
 /* A geometry's three steps; made says whether oneDNN made all of them. The workspace holds
  * the scratchpad (scratch bytes, shared by every primitive, which run one after another),
  * then the reordered copies of the forward (forward_bytes) or of the larger backward step
- * (backward_bytes: the two run one after the other, so their copies share the room), then, in
- * backward, the weight's gradient when only the bias's is wanted. */
+ * (backward_bytes: the two run one after the other, so their copies share the room, except
+ * that the output gradient's copy, backward data's first, stays for backward weights where
+ * both chose one layout for it), then, in backward, the weight's gradient when only the
+ * bias's is wanted. */
 typedef struct conv_entry {
     conv_key key;
     bool made;
@@ -200,14 +205,30 @@ static bool make_reorder(const conv_descs *d, dnnl_primitive_attr_t attr, conv_s
     return ok;
 }
 
+/* Backward data's copy of the output gradient that backward weights can read as it is: the
+ * first slot (at offset 0), reordered into the layout md. */
+static const conv_slot *data_copy_for(const conv_step *data, const dnnl_memory_desc_t *md) {
+    const conv_slot *s = data && data->slots ? &data->slot[0] : NULL;
+    return s && md && s->arg == DNNL_ARG_DIFF_DST && s->reorder &&
+                   dnnl_memory_desc_equal(&s->md, md)
+               ? s
+               : NULL;
+}
+
 /* Make one step of kind from its primitive descriptor: the primitive, its slots and their
- * reorders, the copies laid out from *offset on. */
+ * reorders, the copies laid out from *offset on. For backward weights, data is backward
+ * data's step, whose copy of the output gradient it reuses where the layouts agree. */
 static bool make_step(const conv_key *k, conv_kind kind, const_dnnl_primitive_desc_t pd,
-                      dnnl_primitive_attr_t attr, conv_step *st, size_t *scratch, size_t *offset) {
+                      dnnl_primitive_attr_t attr, const conv_step *data, conv_step *st,
+                      size_t *scratch, size_t *offset) {
     conv_descs d;
     if (!make_descs(k, false, &d) || dnnl_primitive_create(&st->primitive, pd) != dnnl_success)
         return false;
     grow_scratch(pd, scratch);
+    /* That copy stays where backward data put it, and this step's own copies go after it. */
+    const conv_slot *twin =
+        data_copy_for(data, dnnl_primitive_desc_query_md(pd, dnnl_query_diff_dst_md, 0));
+    if (twin) *offset = twin->offset + aligned(twin->size);
     for (int i = 0; i < MAX_SLOTS; i++) {
         int arg = kind_args[kind][i].arg;
         bool bias = arg == DNNL_ARG_BIAS || arg == DNNL_ARG_DIFF_BIAS;
@@ -220,7 +241,10 @@ static bool make_step(const conv_key *k, conv_kind kind, const_dnnl_primitive_de
         if (!md) return false;
         s->md = *md;
         if (!make_reorder(&d, attr, s, scratch)) return false;
-        if (s->reorder) s->offset = *offset, *offset += aligned(s->size);
+        if (twin && arg == DNNL_ARG_DIFF_DST)
+            s->reuses_data_copy = true, s->offset = twin->offset;
+        else if (s->reorder)
+            s->offset = *offset, *offset += aligned(s->size);
     }
     return true;
 }
@@ -245,8 +269,9 @@ static void make_entry(conv_entry *e) {
         ok = op_desc(&e->key, (conv_kind)i, &op) &&
              dnnl_primitive_desc_create(&pd[i], &op, attr, engine,
                                         i == FORWARD ? NULL : pd[FORWARD]) == dnnl_success;
-        ok = ok &&
-             make_step(&e->key, (conv_kind)i, pd[i], attr, &e->step[i], &e->scratch, &offset[i]);
+        const conv_step *data = i == BACKWARD_WEIGHTS ? &e->step[BACKWARD_DATA] : NULL;
+        ok = ok && make_step(&e->key, (conv_kind)i, pd[i], attr, data, &e->step[i], &e->scratch,
+                             &offset[i]);
     }
     for (int i = 0; i < KIND_COUNT; i++) {
         if (pd[i]) dnnl_primitive_desc_destroy(pd[i]);
@@ -350,9 +375,10 @@ static bool reorder(const conv_entry *e, const conv_slot *s, void *user, char *w
     return run_primitive(s->reorder, 2, arg, md, data, ws, scratch_md);
 }
 
-/* Run step kind: reorder its inputs, run it, reorder its outputs. user[i] is slot i's tensor. */
+/* Run step kind: reorder its inputs, run it, reorder its outputs. user[i] is slot i's tensor;
+ * data_ran: backward data has just run, so the copy a slot reuses from it is in place. */
 static ct_status execute(const conv_entry *e, conv_kind kind, const ct__conv2d_args *a,
-                         void *const *user) {
+                         void *const *user, bool data_ran) {
     const conv_step *st = &e->step[kind];
     conv_descs d;
     dnnl_memory_desc_t scratch_md;
@@ -367,7 +393,8 @@ static ct_status execute(const conv_entry *e, conv_kind kind, const ct__conv2d_a
         const conv_slot *s = &st->slot[i];
         arg[i] = s->arg, md[i] = &s->md;
         data[i] = s->reorder ? a->workspace + e->scratch + s->offset : user[i];
-        if (s->reorder && !s->output) ok = reorder(e, s, user[i], a->workspace, &d, &scratch_md);
+        if (s->reorder && !s->output && !(s->reuses_data_copy && data_ran))
+            ok = reorder(e, s, user[i], a->workspace, &d, &scratch_md);
     }
     ok = ok && run_primitive(st->primitive, st->slots, arg, md, data, a->workspace, &scratch_md);
     for (int i = 0; ok && i < st->slots; i++)
@@ -382,7 +409,7 @@ ct_status ct__cpu_conv2d_dnnl_forward(const ct__conv2d_args *a) {
     const conv_entry *e = entry_of_call(a, false);
     if (!e) return ct_last_status();
     void *user[MAX_SLOTS] = {a->x, a->weight, a->y, a->bias};
-    return execute(e, FORWARD, a, user);
+    return execute(e, FORWARD, a, user, false);
 }
 
 ct_status ct__cpu_conv2d_dnnl_backward(const ct__conv2d_args *a) {
@@ -391,13 +418,13 @@ ct_status ct__cpu_conv2d_dnnl_backward(const ct__conv2d_args *a) {
     ct_status status = CT_OK;
     if (a->grad_x) {
         void *user[MAX_SLOTS] = {a->y, a->weight, a->grad_x, NULL};
-        status = execute(e, BACKWARD_DATA, a, user);
+        status = execute(e, BACKWARD_DATA, a, user, false);
     }
     if (status != CT_OK || !(a->grad_weight || a->grad_bias)) return status;
     void *gw =
         a->grad_weight ? (void *)a->grad_weight : a->workspace + e->scratch + e->backward_bytes;
     void *user[MAX_SLOTS] = {a->x, a->y, gw, a->grad_bias};
-    return execute(e, BACKWARD_WEIGHTS, a, user);
+    return execute(e, BACKWARD_WEIGHTS, a, user, a->grad_x != NULL);
 }
 
 #else
