@@ -186,6 +186,30 @@ TEST(test_dist_ddp_bad_steps) {
     ct_comm_free(comms[0]);
 }
 
+/* The threads engine cannot overlap backward, so by default every gradient travels in one
+ * bucket; a size the caller gives brings back the others' sizes (two parameters of 1.2 MB:
+ * the 1 MiB first bucket takes one). */
+TEST(test_dist_ddp_threads_engine_one_bucket_by_default) {
+    ct_comm *comms[1];
+    CHECK_OK(ct_comm_threads(1, comms));
+    int64_t n = 300000;
+    ct_tensor *a = ct_ones(1, &n, CT_F32, CT_CPU), *b = ct_ones(1, &n, CT_F32, CT_CPU);
+    CHECK_OK(ct_set_requires_grad(a, true));
+    CHECK_OK(ct_set_requires_grad(b, true));
+    ct_ddp *whole = ct_ddp_new_tensors(comms[0], 2, (ct_tensor *[]){a, b}, NULL, NULL);
+    ct_ddp *split = ct_ddp_new_tensors(comms[0], 2, (ct_tensor *[]){a, b}, NULL,
+                                       &(ct_ddp_options){.bucket_bytes = 32 << 20});
+    ct_ddp_statistics one = {0}, two = {0};
+    CHECK_OK(ct_ddp_stats(whole, &one));
+    CHECK_OK(ct_ddp_stats(split, &two));
+    CHECK(one.buckets == 1);
+    CHECK(two.buckets == 2);
+    ct_ddp_free(whole);
+    ct_ddp_free(split);
+    ct_release(a), ct_release(b);
+    ct_comm_free(comms[0]);
+}
+
 /* ct_ddp_new_tensors: parameters and buffers of a model that is not one ct_module. */
 TEST(test_dist_ddp_new_tensors) {
     ct_comm *comms[1];

@@ -105,6 +105,8 @@ CT_API int ct_comm_spawn(int size, ct_comm **comms, const ct_device *devices, ct
 
 typedef struct ct_ddp ct_ddp;
 
+/* Bucket sizes; 0 is the default. Where both are 0 on the threads engine, whose collectives
+ * cannot overlap backward, every gradient travels in one bucket. */
 typedef struct ct_ddp_options {
     size_t bucket_bytes;       /* 0: 25 MiB */
     size_t first_bucket_bytes; /* 0: 1 MiB (the first bucket fills soonest in backward) */

@@ -54,6 +54,8 @@ typedef struct ct__comm_engine {
     const char *name;
     /* Buffers are the tensors' own device memory, not host copies (NCCL). */
     bool device_buffers;
+    /* A collective ends inside its start (every rank there), so nothing overlaps it. */
+    bool synchronous;
     /* Begin coll (its fingerprint first, where the engine exchanges one); may end it. */
     ct_status (*start)(ct_comm *comm, ct__coll *coll);
     /* Advance coll; set coll->done once it has ended. */

@@ -181,8 +181,11 @@ static void threads_destroy(ct_comm *comm, bool clean) {
     ct__free_mem(s);
 }
 
-static const ct__comm_engine threads_engine = {
-    .name = "threads", .start = threads_start, .poll = threads_poll, .destroy = threads_destroy};
+static const ct__comm_engine threads_engine = {.name = "threads",
+                                               .synchronous = true,
+                                               .start = threads_start,
+                                               .poll = threads_poll,
+                                               .destroy = threads_destroy};
 
 ct_status ct_comm_threads(int size, ct_comm **comms) {
     if (!comms) return ct__error(CT_ERR_INVALID_ARG, "ct_comm_threads: comms is NULL");

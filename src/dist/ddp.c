@@ -1,14 +1,14 @@
 /* Data-parallel training (PyTorch's DistributedDataParallel): every rank starts from rank
  * 0's parameters and buffers; the gradients travel in buckets, filled in reverse parameter
  * order (the order backward produces them: 1 MiB for the first bucket, which fills soonest,
- * 25 MiB for the rest) and each all-reduced as soon as its last gradient is in, while backward
- * goes on. Each gradient enters its bucket scaled by local/global samples, so the sum over
- * ranks is the mean over the global batch, an uneven last batch included. Buckets start in
- * order on every rank (collectives must match), and in-flight ones are polled from the hook
- * after every node of backward, so that MPI progresses them during backward. With an engine
- * that works on device memory (NCCL) a bucket is packed on the host as for the others, then
- * copied to a device twin that the engine reduces, and copied back: correct, but two
- * transfers per bucket more than packing on the device would take. */
+ * 25 MiB for the rest; one bucket on an engine that cannot overlap backward) and each
+ * all-reduced as soon as its last gradient is in, while backward goes on. Each gradient enters its
+ * bucket scaled by local/global samples, so the sum over ranks is the mean over the global batch,
+ * an uneven last batch included. Buckets start in order on every rank (collectives must match), and
+ * in-flight ones are polled from the hook after every node of backward, so that MPI progresses them
+ * during backward. With an engine that works on device memory (NCCL) a bucket is packed on the host
+ * as for the others, then copied to a device twin that the engine reduces, and copied back:
+ * correct, but two transfers per bucket more than packing on the device would take. */
 #include <stdio.h>
 #include <string.h>
 
@@ -348,9 +348,16 @@ ct_ddp *ct_ddp_new_tensors(ct_comm *comm, int n, ct_tensor *const *tensors, cons
     ct_ddp *d = ct__calloc(1, sizeof *d);
     if (!d) return ct__fail(CT_ERR_OUT_OF_MEMORY, "ct_ddp_new: out of host memory");
     d->comm = comm;
-    size_t cap = options && options->bucket_bytes ? options->bucket_bytes : DEFAULT_BUCKET_BYTES;
-    size_t first = options && options->first_bucket_bytes ? options->first_bucket_bytes
-                                                          : DEFAULT_FIRST_BUCKET_BYTES;
+    /* With an engine that cannot overlap backward, more buckets would only add rendezvous
+     * (each waits for the slowest rank): one bucket unless the caller asked for sizes. */
+    bool sized = options && (options->bucket_bytes || options->first_bucket_bytes);
+    bool one = comm->engine->synchronous && !sized;
+    size_t cap = one                                ? SIZE_MAX
+                 : options && options->bucket_bytes ? options->bucket_bytes
+                                                    : DEFAULT_BUCKET_BYTES;
+    size_t first = one                                      ? SIZE_MAX
+                   : options && options->first_bucket_bytes ? options->first_bucket_bytes
+                                                            : DEFAULT_FIRST_BUCKET_BYTES;
     ct_status status = take_parameters(d, n, tensors, buffer);
     if (status == CT_OK) status = make_buckets(d, first, cap);
     if (status == CT_OK) status = broadcast_state(comm, n, tensors);
