@@ -37,8 +37,8 @@ static void usage(FILE *out) {
 /* After each parallel region libgomp's threads spin for about 300,000 rounds by default, and
  * a machine's other processes (a second job, MPI ranks) lose those cores: a step runs up to
  * twice as slow. Passive waiting (no spin) costs a futex wake per region instead, 50-70 us in
- * a virtual machine, and a small step runs up to 1.35x slower on a quiet machine. A short
- * spin of CT_SPIN_ROUNDS kept most of the spin's gain on a quiet machine and lost nothing to
+ * a virtual machine, and the MLP's step ran 1.3-2.7x slower than spinning on a quiet machine. A
+ * short spin of CT_SPIN_ROUNDS kept most of the spin's gain on a quiet machine and lost nothing to
  * passive waiting beside a second job; longer spins lost (docs/PERFORMANCE.md, 2026-12-03).
  * libgomp reads its settings once, before main, so when the user has chosen neither a policy
  * nor a spin count the command sets the spin and starts itself again, but only when

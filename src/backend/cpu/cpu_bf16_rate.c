@@ -25,7 +25,6 @@
 #include <cpuid.h>
 #include <immintrin.h>
 
-#define CHAINS 12
 #define STEPS 20000
 #define RUNS 5
 
@@ -40,7 +39,7 @@ static double seconds(void) {
 #define KEEP(v) __asm__ volatile("" : "+v"(v))
 #define EACH_CHAIN(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
 
-/* Seconds for STEPS rounds of CHAINS f32 fused multiply-adds on 16 lanes. */
+/* Seconds for STEPS rounds of the twelve chains' f32 fused multiply-adds on 16 lanes. */
 __attribute__((target("avx512f"))) static double time_f32_fma(void) {
     __m512 x = _mm512_set1_ps(1.0f), y = _mm512_set1_ps(0x1p-20f);
 #define DECLARE(i) __m512 a##i = _mm512_setzero_ps();
@@ -57,7 +56,7 @@ __attribute__((target("avx512f"))) static double time_f32_fma(void) {
     return seconds() - start;
 }
 
-/* Seconds for STEPS rounds of CHAINS bf16 dot products on 16 lanes of pairs. */
+/* Seconds for STEPS rounds of the twelve chains' bf16 dot products on 16 lanes of pairs. */
 __attribute__((target("avx512f,avx512bf16"))) static double time_bf16_dot(void) {
     __m512bh x = (__m512bh)_mm512_set1_epi32(0x3f803f80), y = x; /* pairs of 1.0 */
     EACH_CHAIN(DECLARE)
