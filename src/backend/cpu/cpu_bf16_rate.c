@@ -16,8 +16,8 @@
  * tiles, and bf16 counts as fast. */
 #include <math.h>
 #include <pthread.h>
-#include <time.h>
 
+#include "backend/cpu/cpu_impl.h"
 #include "backend/cpu/cpu_simd_impl.h"
 #include "ctensor/autocast.h"
 
@@ -28,48 +28,42 @@
 #define STEPS 20000
 #define RUNS 5
 
-static double seconds(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 /* The empty asm keeps every chain in a register and stops the compiler from folding or
  * dropping the steps. */
 #define KEEP(v) __asm__ volatile("" : "+v"(v))
 #define EACH_CHAIN(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
 
-/* Seconds for STEPS rounds of the twelve chains' f32 fused multiply-adds on 16 lanes. */
+/* Nanoseconds for STEPS rounds of the twelve chains' f32 fused multiply-adds on 16 lanes. */
 __attribute__((target("avx512f"))) static double time_f32_fma(void) {
     __m512 x = _mm512_set1_ps(1.0f), y = _mm512_set1_ps(0x1p-20f);
 #define DECLARE(i) __m512 a##i = _mm512_setzero_ps();
     EACH_CHAIN(DECLARE)
     KEEP(x);
     KEEP(y);
-    double start = seconds();
+    double start = ct__cpu_now_ns();
     for (int s = 0; s < STEPS; s++) {
 #define FMA(i)                                                                                     \
     a##i = _mm512_fmadd_ps(x, y, a##i);                                                            \
     KEEP(a##i);
         EACH_CHAIN(FMA)
     }
-    return seconds() - start;
+    return ct__cpu_now_ns() - start;
 }
 
-/* Seconds for STEPS rounds of the twelve chains' bf16 dot products on 16 lanes of pairs. */
+/* Nanoseconds for STEPS rounds of the twelve chains' bf16 dot products on 16 lanes of pairs. */
 __attribute__((target("avx512f,avx512bf16"))) static double time_bf16_dot(void) {
     __m512bh x = (__m512bh)_mm512_set1_epi32(0x3f803f80), y = x; /* pairs of 1.0 */
     EACH_CHAIN(DECLARE)
     KEEP(x);
     KEEP(y);
-    double start = seconds();
+    double start = ct__cpu_now_ns();
     for (int s = 0; s < STEPS; s++) {
 #define DOT(i)                                                                                     \
     a##i = _mm512_dpbf16_ps(a##i, x, y);                                                           \
     KEEP(a##i);
         EACH_CHAIN(DOT)
     }
-    return seconds() - start;
+    return ct__cpu_now_ns() - start;
 }
 
 static double measure(void) {

@@ -24,6 +24,10 @@ int64_t ct__cpu_parallel_threshold(void);
 int ct__cpu_threads_for(double serial_ns);
 int ct__cpu_threads_for_elements(int64_t elements);
 int ct__cpu_threads_for_gemm(int64_t m, int64_t n, int64_t k);
+
+/* The monotonic clock in nanoseconds, for the kernels' own measurements (cpu_threads.c). */
+double ct__cpu_now_ns(void);
+
 /* The measured cost of opening a parallel region on the whole team, in ns (measured on the
  * first call); ct__cpu_set_region_ns replaces it (tests, to force either side of a split). */
 double ct__cpu_region_ns(void);

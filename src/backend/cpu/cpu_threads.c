@@ -34,7 +34,7 @@
 static pthread_once_t measure_once = PTHREAD_ONCE_INIT;
 static double region_ns = -1.0; /* < 0: not measured (or set by ct__cpu_set_region_ns) */
 
-static double now_ns(void) {
+double ct__cpu_now_ns(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
@@ -59,10 +59,10 @@ static void measure_region(void) {
 #pragma omp parallel num_threads(threads)
     sink += omp_get_thread_num() == 0;
     for (int i = 0; i < CT_CPU_REGION_SAMPLES; i++) {
-        double start = now_ns();
+        double start = ct__cpu_now_ns();
 #pragma omp parallel num_threads(threads)
         sink += omp_get_thread_num() == 0;
-        samples[i] = now_ns() - start;
+        samples[i] = ct__cpu_now_ns() - start;
     }
     sort_doubles(samples, CT_CPU_REGION_SAMPLES);
     region_ns = samples[CT_CPU_REGION_SAMPLES / 2];
