@@ -6,9 +6,11 @@
 # and with its own one-thread run, so a threading regression shows as a ratio. Each model
 # runs once per precision of BENCH_AMP: off (f32), bf16, f16 (`ctensor train --amp`,
 # PyTorch's torch.autocast).
-# PyTorch gets its best settings on this machine (the training issue): passive OpenMP
-# waiting and glibc malloc tunables that keep freed memory; OPENBLAS_CORETYPE is unset for
-# both sides so OpenBLAS picks its own kernels.
+# PyTorch gets the OpenMP waiting `ctensor` sets for itself (a spin of 5000 rounds, then
+# sleep: on a quiet Intel Xeon it trained PyTorch's f32 CNN 12-25% faster than passive
+# waiting, and its bf16 one as fast; docs/PERFORMANCE.md) and glibc malloc tunables that
+# keep freed memory (its best on this machine, the training issue); OPENBLAS_CORETYPE is
+# unset for both sides so OpenBLAS picks its own kernels.
 #
 # Usage: bench/run_train.sh [BUILD_DIR] [EPOCHS]
 # Environment: BENCH_MODELS ("mlp cnn"), BENCH_AMP ("off bf16"), BENCH_LIMIT (train on the
@@ -56,7 +58,7 @@ for amp in ${BENCH_AMP:-off bf16}; do
     echo "$model on $device, batch $batch, Adam 1e-3, amp $amp (samples/s; ratio: ctensor at $threads threads against the best of PyTorch, and against its own 1 thread)"
     failed=0
     for t in 1 "$threads"; do
-        if ! OMP_NUM_THREADS="$t" OPENBLAS_NUM_THREADS="$t" OMP_WAIT_POLICY=passive \
+        if ! OMP_NUM_THREADS="$t" OPENBLAS_NUM_THREADS="$t" GOMP_SPINCOUNT=5000 \
             GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296 \
             "${BENCH_PYTHON:-/usr/bin/python3}" "$here/peer_torch_train.py" "$model" "$epochs" \
             "$batch" "$t" --data "$data" --device "$device" --amp "$amp" $limit_opt \
