@@ -68,7 +68,7 @@ static PyMethodDef scaler_methods[] = {
     {"update", s_update, METH_NOARGS, "Back off or grow the scale."},
     {"get_state", s_get_state, METH_NOARGS, "(scale, growth_tracker, skipped_steps)."},
     {"set_state", s_set_state, METH_VARARGS, "set_state(scale, growth_tracker, skipped)."},
-    {NULL},
+    {0}, /* sentinel */
 };
 
 static PyTypeObject scaler_type = {
@@ -149,7 +149,7 @@ static PyMethodDef amp_functions[] = {
     {"_autocast_pop", py_autocast_pop, METH_NOARGS, "Leave the innermost autocast region."},
     {"get_autocast_dtype", py_autocast_dtype, METH_VARARGS,
      "get_autocast_dtype(device_type): the dtype autocast lowers to (float32: off)."},
-    {NULL},
+    {0}, /* sentinel */
 };
 
 int ctpy_amp_init(PyObject *module) {

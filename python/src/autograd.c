@@ -68,7 +68,7 @@ static PyGetSetDef autograd_getset[] = {
     {"grad", get_grad, set_grad,
      "The accumulated gradient (None until a backward reaches the tensor).", NULL},
     {"is_leaf", get_is_leaf, NULL, "True for a tensor no recorded op made.", NULL},
-    {NULL},
+    {0}, /* sentinel */
 };
 
 static PyObject *t_requires_grad_(PyObject *self, PyObject *args, PyObject *kwargs) {
@@ -123,7 +123,7 @@ static PyMethodDef autograd_methods[] = {
     {"detach", t_detach, METH_NOARGS, "The same data without its history."},
     {"_move_to_", t_move_to_, METH_O,
      "_move_to_(device): move this leaf's data and gradient to device in place; returns it."},
-    {NULL},
+    {0}, /* sentinel */
 };
 
 static PyObject *py_no_grad_push(PyObject *self, PyObject *unused) {
@@ -155,7 +155,7 @@ static PyMethodDef autograd_functions[] = {
      "Whether ops record their backward on this thread."},
     {"live_tensor_count", py_live_tensors, METH_NOARGS,
      "Tensors alive in the process (the C library's count)."},
-    {NULL},
+    {0}, /* sentinel */
 };
 
 static int add_to_type(PyObject *descr, const char *name) {

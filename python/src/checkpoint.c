@@ -94,7 +94,7 @@ static PyMethodDef checkpoint_functions[] = {
      "_save(dict, path, metadata=None): tensors (and str metadata) to a safetensors file."},
     {"_load", py_load, METH_VARARGS,
      "_load(path, device=None): a safetensors file as (tensors, metadata), two dicts."},
-    {NULL},
+    {0}, /* sentinel */
 };
 
 int ctpy_checkpoint_init(PyObject *module) {

@@ -271,5 +271,5 @@ PyMethodDef ctpy_creation_functions[] = {
      "requires_grad=False)."},
     {"eye", KW py_eye, KWARGS,
      "eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None, requires_grad=False)."},
-    {NULL},
+    {0}, /* sentinel */
 };

@@ -39,7 +39,7 @@ static Py_ssize_t l_len(PyObject *self) { return (Py_ssize_t)ct_loader_batches(l
 static PyMethodDef loader_methods[] = {
     {"start_epoch", l_start, METH_O, "start_epoch(epoch): begin an epoch (its shuffle)."},
     {"next", l_next, METH_NOARGS, "The next (inputs, labels), or None at the epoch's end."},
-    {NULL},
+    {0}, /* sentinel */
 };
 
 static PySequenceMethods loader_sequence = {.sq_length = l_len};
@@ -162,7 +162,7 @@ static PyMethodDef data_functions[] = {
      "read_csv(path, delimiter=',', has_header=False, label_column=-1): (features, labels)."},
     {"_fashion_mnist", py_fashion_mnist, METH_NOARGS,
      "(train_images, train_labels, test_images, test_labels) of Fashion-MNIST."},
-    {NULL},
+    {0}, /* sentinel */
 };
 
 int ctpy_data_init(PyObject *module) {

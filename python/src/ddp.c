@@ -45,7 +45,7 @@ static PyMethodDef ddp_methods[] = {
     {"arm", ddp_arm, METH_NOARGS, "Hand the next Tensor.backward to this ct_ddp."},
     {"disarm", ddp_disarm, METH_NOARGS, "Take the hand-off back (eval, no_grad forwards)."},
     {"stats", ddp_stats, METH_NOARGS, "The ct_ddp's statistics as a dict."},
-    {NULL},
+    {0}, /* sentinel */
 };
 
 static PyTypeObject ddp_type = {
@@ -125,7 +125,7 @@ static PyMethodDef ddp_functions[] = {
     {"_ddp", py_ddp, METH_VARARGS,
      "_ddp(tensors, buffer_flags, bucket_bytes, first_bucket_bytes): a ct_ddp over the world "
      "(0 bytes: the C defaults)."},
-    {NULL},
+    {0}, /* sentinel */
 };
 
 int ctpy_ddp_init(PyObject *module) {

@@ -88,7 +88,7 @@ PyMethodDef ctpy_device_functions[] = {
      "physical device into n logical devices before its first use."},
     {"set_soft_placement", py_set_soft_placement, METH_O,
      "set_soft_placement(on): an unavailable device falls back to the CPU with a warning."},
-    {NULL},
+    {0}, /* sentinel */
 };
 
 /* ---- ctensor.cuda ---- */
@@ -138,7 +138,7 @@ static PyMethodDef cuda_functions[] = {
     {"unavailable_reason", cuda_unavailable_reason, METH_NOARGS,
      "Why CUDA cannot be used, in one line ('' when it can)."},
     {"synchronize", cuda_synchronize, METH_VARARGS, "synchronize(index=0): wait for cuda:index."},
-    {NULL},
+    {0}, /* sentinel */
 };
 
 static struct PyModuleDef cuda_module = {

@@ -100,7 +100,7 @@ static PyMethodDef dist_functions[] = {
     {"_dist_broadcast", py_broadcast, METH_VARARGS, "_dist_broadcast(t, root=0)."},
     {"_dist_all_gather", py_all_gather, METH_VARARGS, "_dist_all_gather(t): (size, ...)."},
     {"_dist_barrier", py_barrier, METH_NOARGS, "Wait for every rank."},
-    {NULL},
+    {0}, /* sentinel */
 };
 
 int ctpy_dist_init(PyObject *module) { return PyModule_AddFunctions(module, dist_functions); }

@@ -144,5 +144,5 @@ PyMethodDef ctpy_dtype_functions[] = {
     {"can_cast", py_can_cast, METH_VARARGS, "can_cast(from_, to): promotion keeps to."},
     {"astype", KW py_astype, METH_VARARGS | METH_KEYWORDS,
      "astype(x, dtype, /, *, copy=True, device=None)."},
-    {NULL},
+    {0}, /* sentinel */
 };

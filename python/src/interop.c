@@ -405,5 +405,5 @@ PyMethodDef ctpy_interop_methods[] = {
      "capsule (versioned when max_version >= (1, 0)) sharing the array's memory."},
     {"__dlpack_device__", tensor_dlpack_device, METH_NOARGS,
      "(device type, device id) in DLPack's numbering."},
-    {NULL},
+    {0}, /* sentinel */
 };

@@ -413,5 +413,5 @@ PyMethodDef ctpy_manip_functions[] = {
     {"take", KW py_take, KWARGS, "take(x, indices, *, axis=None)."},
     {"matrix_transpose", py_matrix_transpose, METH_O, "The last two axes swapped (a view)."},
     {"vecdot", KW py_vecdot, KWARGS, "vecdot(x1, x2, *, axis=-1): sum(x1 * x2, axis)."},
-    {NULL},
+    {0}, /* sentinel */
 };

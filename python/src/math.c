@@ -317,5 +317,5 @@ PyMethodDef ctpy_math_functions[] = {
     {"argmin", KW py_argmin, METH_VARARGS | METH_KEYWORDS,
      "argmin(x, /, *, axis=None, keepdims=False): index of the first minimum (int64)."},
     {"matmul", KW py_matmul, METH_FASTCALL, "matmul(x1, x2): numpy.matmul's rules."},
-    {NULL},
+    {0}, /* sentinel */
 };

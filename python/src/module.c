@@ -48,7 +48,7 @@ static PyMethodDef module_functions[] = {
      "from_dlpack(x, /, *, device=None, copy=None): an array sharing a DLPack producer's "
      "memory."},
     {"library_version", py_version, METH_NOARGS, "The C library's version."},
-    {NULL},
+    {0}, /* sentinel */
 };
 
 static struct PyModuleDef module_def = {

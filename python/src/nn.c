@@ -69,7 +69,7 @@ static PyMethodDef module_methods[] = {
     {"to", module_to, METH_O, "to(device): move the parameters and buffers."},
     {"train", module_train, METH_O, "train(flag): training or evaluation mode."},
     {"state", module_state, METH_NOARGS, "[(name, tensor, is_buffer)] in state-dict order."},
-    {NULL},
+    {0}, /* sentinel */
 };
 
 static PyTypeObject module_type = {
@@ -186,7 +186,7 @@ static PyObject *py_layer(PyObject *self, PyObject *args) {
 
 static PyMethodDef nn_functions[] = {
     {"_layer", py_layer, METH_VARARGS, "_layer(kind, ...): one of the C library's layers."},
-    {NULL},
+    {0}, /* sentinel */
 };
 
 int ctpy_nn_functional_init(PyObject *module);

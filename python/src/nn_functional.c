@@ -249,7 +249,7 @@ static PyMethodDef functional_functions[] = {
     {"_f_mse_loss", KWARGS f_mse_loss, METH_VARARGS | METH_KEYWORDS, "F.mse_loss"},
     {"_clip_grad_norm", KWARGS f_clip_grad_norm, METH_VARARGS | METH_KEYWORDS,
      "nn.utils.clip_grad_norm_"},
-    {NULL},
+    {0}, /* sentinel */
 };
 
 int ctpy_nn_functional_init(PyObject *module) {

@@ -28,7 +28,7 @@ static PyObject *dtype_itemsize(PyObject *self, void *closure) {
 static PyGetSetDef dtype_getset[] = {
     {"name", dtype_name, NULL, "The dtype's name: 'float32' ...", NULL},
     {"itemsize", dtype_itemsize, NULL, "Bytes per element.", NULL},
-    {NULL},
+    {0}, /* sentinel */
 };
 
 /* A dtype written as its name ("float32"), or an object with a name (a NumPy dtype). */
@@ -184,13 +184,13 @@ static PyObject *device_exit(PyObject *self, PyObject *args) {
 static PyGetSetDef device_getset[] = {
     {"type", device_type, NULL, "'cpu' or 'cuda'.", NULL},
     {"index", device_index, NULL, "The (logical) device's index.", NULL},
-    {NULL},
+    {0}, /* sentinel */
 };
 
 static PyMethodDef device_methods[] = {
     {"__enter__", device_enter, METH_NOARGS, "Make this device the default placement."},
     {"__exit__", device_exit, METH_VARARGS, "Restore the previous default placement."},
-    {NULL},
+    {0}, /* sentinel */
 };
 
 PyTypeObject ctpy_device_type = {

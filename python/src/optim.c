@@ -68,12 +68,12 @@ static PyMethodDef optimizer_methods[] = {
     {"zero_grad", o_zero_grad, METH_NOARGS, "Drop every parameter's gradient."},
     {"state", o_state, METH_NOARGS, "[(name, tensor)] of the optimiser's state."},
     {"load_state", o_load_state, METH_VARARGS, "load_state(name, tensor): set one entry."},
-    {NULL},
+    {0}, /* sentinel */
 };
 
 static PyGetSetDef optimizer_getset[] = {
     {"lr", o_get_lr, o_set_lr, "The learning rate.", NULL},
-    {NULL},
+    {0}, /* sentinel */
 };
 
 static PyTypeObject optimizer_type = {
@@ -161,7 +161,7 @@ static PyMethodDef optim_functions[] = {
      "_sgd(params, lr, momentum, dampening, weight_decay, nesterov): a C SGD."},
     {"_adam", py_adam, METH_VARARGS,
      "_adam(params, lr, beta1, beta2, eps, weight_decay, amsgrad, decoupled): a C Adam(W)."},
-    {NULL},
+    {0}, /* sentinel */
 };
 
 int ctpy_optim_init(PyObject *module) {

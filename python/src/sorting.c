@@ -100,10 +100,9 @@ static PyObject *py_searchsorted(PyObject *self, PyObject *args, PyObject *kwarg
 
 /* The named tuples of unique_all, unique_counts and unique_inverse. */
 static PyStructSequence_Field all_fields[] = {
-    {"values", NULL}, {"indices", NULL}, {"inverse_indices", NULL}, {"counts", NULL}, {NULL}};
-static PyStructSequence_Field counts_fields[] = {{"values", NULL}, {"counts", NULL}, {NULL}};
-static PyStructSequence_Field inverse_fields[] = {
-    {"values", NULL}, {"inverse_indices", NULL}, {NULL}};
+    {"values", NULL}, {"indices", NULL}, {"inverse_indices", NULL}, {"counts", NULL}, {0}};
+static PyStructSequence_Field counts_fields[] = {{"values", NULL}, {"counts", NULL}, {0}};
+static PyStructSequence_Field inverse_fields[] = {{"values", NULL}, {"inverse_indices", NULL}, {0}};
 static PyStructSequence_Desc all_desc = {"ctensor.UniqueAllResult", NULL, all_fields, 4};
 static PyStructSequence_Desc counts_desc = {"ctensor.UniqueCountsResult", NULL, counts_fields, 2};
 static PyStructSequence_Desc inverse_desc = {"ctensor.UniqueInverseResult", NULL, inverse_fields,
@@ -335,5 +334,5 @@ PyMethodDef ctpy_sorting_functions[] = {
      "count_nonzero(x, *, axis=None, keepdims=False)."},
     {"positive", py_positive, METH_O, "positive(x): a copy of x."},
     {"logical_xor", py_logical_xor, METH_VARARGS, "logical_xor(x1, x2)."},
-    {NULL},
+    {0}, /* sentinel */
 };

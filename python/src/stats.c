@@ -63,7 +63,7 @@ static PyObject *guard_repr(PyObject *self) {
 static PyMethodDef guard_methods[] = {
     {"__enter__", guard_enter, METH_NOARGS, NULL},
     {"__exit__", guard_exit, METH_VARARGS, "Restore the guard set before."},
-    {NULL},
+    {0}, /* sentinel */
 };
 
 static PyTypeObject guard_type = {
@@ -231,7 +231,7 @@ PyMethodDef ctpy_stats_functions[] = {
      "rand(*shape, dtype=float32, device=None, requires_grad=False): uniform [0, 1)."},
     {"randn", KW py_randn, METH_VARARGS | METH_KEYWORDS,
      "randn(*shape, dtype=float32, device=None, requires_grad=False): standard normal."},
-    {NULL},
+    {0}, /* sentinel */
 };
 
 int ctpy_stats_init(PyObject *module) { return PyType_Ready(&guard_type); }

@@ -100,7 +100,7 @@ static PyGetSetDef tensor_getset[] = {
     {"device", get_device, NULL, "The device holding the data (a ctensor.device).", NULL},
     {"T", get_T, NULL, "The transpose of a 2-D array (a view).", NULL},
     {"mT", get_mT, NULL, "The transpose of the last two axes (a view).", NULL},
-    {NULL},
+    {0}, /* sentinel */
 };
 
 /* ---- moving and converting ---- */
@@ -239,7 +239,7 @@ static PyMethodDef tensor_methods[] = {
     {"item", tensor_item, METH_NOARGS, "The value of a one-element array as a Python number."},
     {"__array_namespace__", (PyCFunction)(void (*)(void))tensor_namespace,
      METH_VARARGS | METH_KEYWORDS, "The ctensor module (the array API namespace)."},
-    {NULL},
+    {0}, /* sentinel */
 };
 
 PyTypeObject ctpy_tensor_type = {

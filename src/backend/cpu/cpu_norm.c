@@ -196,6 +196,7 @@ ct_status ct__cpu_layer_norm_backward(int device, const ct__layer_norm_args *arg
     (void)device;
     const ct__layer_norm_args *a = args;
     bool parallel = a->rows * a->n >= CT_CPU_PARALLEL_THRESHOLD;
+    (void)parallel; /* read by OpenMP's if clauses only */
     if (a->grad_x) {
 #ifdef _OPENMP
 #pragma omp parallel for if (parallel) schedule(static)

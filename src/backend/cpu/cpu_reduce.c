@@ -264,6 +264,7 @@ ct_status ct__cpu_reduce(int device, ct__reduce_op op, const ct__reduce_args *ar
         return CT_OK;
     }
     int64_t work = outer * (inner > 0 ? inner : 1);
+    (void)work; /* read by OpenMP's if clauses only */
     if (tile_applicable(&plan)) {
         int64_t len = args->outer_shape[args->outer_ndim - 1];
         int64_t tiles = outer / len * ((len + CT_REDUCE_TILE - 1) / CT_REDUCE_TILE);

@@ -130,6 +130,7 @@ static void cumsum_row(const ct__sort_args *a, int64_t r) {
 ct_status ct__cpu_cumsum(int device, const ct__sort_args *args) {
     (void)device;
     int threads = args->rows > 1 ? ct__cpu_threads_for_elements(args->rows * args->n) : 1;
+    (void)threads; /* read by OpenMP's clauses only */
 #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
     for (int64_t r = 0; r < args->rows; r++) cumsum_row(args, r);
     return CT_OK;

@@ -40,6 +40,7 @@ double ct__cpu_now_ns(void) {
     return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
 }
 
+#ifdef _OPENMP
 static void sort_doubles(double *v, int n) {
     for (int i = 1; i < n; i++)
         for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
@@ -48,6 +49,7 @@ static void sort_doubles(double *v, int n) {
             v[j - 1] = t;
         }
 }
+#endif
 
 static void measure_region(void) {
     if (region_ns >= 0.0) return;
