@@ -124,7 +124,10 @@ mkdir -p "$work/big"
 for signal in INT TERM; do
     expected=$([ $signal = INT ] && echo 130 || echo 143)
     ck="$work/stopped-$signal.safetensors"
-    # (not under timeout, which handles the signal itself: a watchdog instead)
+    # (not under timeout, which handles the signal itself: a watchdog instead). The output
+    # is emptied first: the background job's own redirection may come after the first look
+    # for "epoch 1/", which would then find the last test's line.
+    : >"$out"
     $ctensor train --dataset "$work/big" --model mlp --batch-size 16 --epochs 1000 \
         --checkpoint "$ck" >"$out" 2>"$err" &
     pid=$!
