@@ -2,6 +2,7 @@
  * CT_FAKE_GPU_KERNELS): the CPU backend's, from the plugin's own copy of the library. A CPU
  * kernel records its errors in that copy, where the host never looks, so the kernels that
  * can fail are wrapped to pass their error on through the host, as the real plugin's do. */
+#include "backend/conv_args_impl.h"
 #include "backend/plugin_impl.h"
 
 const ct__backend_table *ct__cpu_backend(void);
@@ -40,11 +41,21 @@ static ct_status passed_on(ct_status status) {
     static ct_status name parameters { return passed_on(cpu->name arguments); }
 FAILING_KERNELS(PASSED_ON)
 
+/* Whether an f16 or bf16 convolution runs as it is: for f16, "no" with an error, as the CUDA
+ * plugin answers when cuDNN has no plan for the geometry (the op layer then computes in f32
+ * and must leave the caller's last error as it was); the CPU's answer otherwise. */
+static bool conv2d_native(int device, const struct ct__conv2d_args *a) {
+    if (a->dtype != CT_F16) return cpu->conv2d_native(device, a);
+    host->set_error(CT_ERR_BACKEND, "fake GPU: no f16 convolution plan (as cuDNN may say)");
+    return false;
+}
+
 const ct__kernel_table *fake_gpu_kernels(const ct__plugin_host *the_host) {
     host = the_host;
     cpu = ct__cpu_backend()->kernels;
     kernels = *cpu;
 #define INSTALL(name, parameters, arguments) kernels.name = name;
     FAILING_KERNELS(INSTALL)
+    kernels.conv2d_native = conv2d_native;
     return &kernels;
 }

@@ -192,6 +192,30 @@ DEVICE_TEST(test_nn_conv_forward_half_precision) {
     CHECK(forward_case(&cases[3], CT_BF16, false, device));
 }
 
+/* A backend that answers "no f16 here" with an error (the CUDA plugin when cuDNN has no plan;
+ * the fake GPU always does) leaves the thread's last failure as it was: none, or the caller's
+ * own. */
+DEVICE_TEST(test_nn_conv_half_precision_probe_keeps_last_error) {
+    ct_clear_error();
+    CHECK(forward_case(&cases[1], CT_F16, false, device));
+    CHECK(ct_last_status() == CT_OK);
+    int64_t xs[4] = {1, 2, 4, 4}, ws[4] = {1, 3, 3, 3};
+    ct_tensor *x = ct_ones(4, xs, CT_F16, device), *w = ct_ones(4, ws, CT_F16, device);
+    CHECK_NOT_NULL(x);
+    CHECK_NOT_NULL(w);
+    ct_tensor *bad = ct_conv2d(x, w, NULL, NULL); /* 2 input channels, a weight for 3 */
+    ct_status earlier = ct_last_status();
+    char message[256];
+    snprintf(message, sizeof message, "%s", ct_last_error());
+    bool ok = forward_case(&cases[1], CT_F16, false, device);
+    ct_release(bad);
+    ct_release(x);
+    ct_release(w);
+    CHECK(ok);
+    CHECK(earlier != CT_OK && ct_last_status() == earlier && strcmp(ct_last_error(), message) == 0);
+    ct_clear_error();
+}
+
 /* Whether a bf16 convolution on device ran on bf16 operands (the backend's own bf16 path)
  * rather than on f32 copies: what its node saved says. */
 static bool ran_native_bf16(ct_device device) {

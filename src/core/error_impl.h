@@ -18,6 +18,16 @@
 ct_status ct__error(ct_status status, const char *fmt, ...) CT_PRINTF_(2, 3);
 /* Record status and message; returns NULL. */
 void *ct__fail(ct_status status, const char *fmt, ...) CT_PRINTF_(2, 3);
+/* The thread's last failure, set aside while the library asks a backend a question whose
+ * "no" may come with an error (whether cuDNN has a plan), then put back: what the caller
+ * sees as the last failure is not a question the library asked itself. */
+#define CT_MESSAGE_CAPACITY 2048
+typedef struct ct__kept_error {
+    ct_status status;
+    char message[CT_MESSAGE_CAPACITY];
+} ct__kept_error;
+void ct__error_keep(ct__kept_error *kept);
+void ct__error_put_back(const ct__kept_error *kept);
 /* Send a warning through the log hook. */
 void ct__log(ct_log_level level, const char *fmt, ...) CT_PRINTF_(2, 3);
 

@@ -4,11 +4,10 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 
 #include "core/error_impl.h"
-
-#define CT_MESSAGE_CAPACITY 2048
 
 static _Thread_local ct_status tls_status = CT_OK;
 static _Thread_local char tls_message[CT_MESSAGE_CAPACITY];
@@ -20,6 +19,16 @@ const char *ct_last_error(void) { return tls_status == CT_OK ? "" : tls_message;
 void ct_clear_error(void) {
     tls_status = CT_OK;
     tls_message[0] = '\0';
+}
+
+void ct__error_keep(ct__kept_error *kept) {
+    kept->status = tls_status;
+    memcpy(kept->message, tls_message, sizeof tls_message);
+}
+
+void ct__error_put_back(const ct__kept_error *kept) {
+    tls_status = kept->status;
+    memcpy(tls_message, kept->message, sizeof tls_message);
 }
 
 const char *ct_status_name(ct_status status) {

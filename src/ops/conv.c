@@ -261,13 +261,20 @@ static ct_status conv2d_backward(ct__node *node, const ct_tensor *grad_out, ct_t
 }
 
 /* The dtype the backend computes a (geometry set) of dtype in: f64 and f32 as they are, f16
- * and bf16 as they are where the backend's conv2d_native says so, else f32. */
+ * and bf16 as they are where the backend's conv2d_native says so, else f32. A "no" may come
+ * with the reason as the thread's error (cuDNN without a plan): the last failure the caller
+ * knows of is put back. */
 static ct_dtype compute_dtype(ct_device device, ct__conv2d_args *a, ct_dtype dtype) {
     if (dtype == CT_F64 || dtype == CT_F32) return dtype;
     int physical;
     const ct__kernel_table *k = ct__kernels(device, &physical);
+    if (!k || !k->conv2d_native) return CT_F32;
     a->dtype = dtype;
-    return k && k->conv2d_native && k->conv2d_native(physical, a) ? dtype : CT_F32;
+    ct__kept_error kept;
+    ct__error_keep(&kept);
+    bool native = k->conv2d_native(physical, a);
+    ct__error_put_back(&kept);
+    return native ? dtype : CT_F32;
 }
 
 /* Prepare operands, convolve, cast back to the input dtype, record the node. */

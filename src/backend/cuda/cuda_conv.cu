@@ -270,7 +270,7 @@ static bool dtype_supported(int device, ct_dtype dtype) {
 
 // Whether args (geometry and dtype set) convolves in f16 or bf16 as it is: the device takes
 // the dtype and cuDNN has plans for forward and backward (asked now, remembered for the calls).
-// A failed plan leaves its error as the thread's last one, but the op goes on in f32.
+// A failed plan sets its error, which the op layer sets aside (it goes on in f32).
 extern "C" bool ct_cuda_conv2d_native(int device, const ct__conv2d_args *args) {
     if (!low_precision(args->dtype) || !fits_int(args) || !dtype_supported(device, args->dtype))
         return false;
