@@ -72,7 +72,8 @@ static PyMethodDef optimizer_methods[] = {
 };
 
 static PyGetSetDef optimizer_getset[] = {
-    {"lr", o_get_lr, o_set_lr, "The learning rate.", NULL}, {0}, /* sentinel */
+    {"lr", o_get_lr, o_set_lr, "The learning rate.", NULL},
+    {0},
 };
 
 static PyTypeObject optimizer_type = {
