@@ -1,4 +1,4 @@
-/* OpenBLAS GEMM on ctensor's OpenMP threads.
+/* GEMM on ctensor's OpenMP threads: OpenBLAS, and oneDNN's sgemm for f32.
  *
  * OpenBLAS (the pthreads build Debian installs) keeps its own thread pool, whose threads
  * spin in sched_yield for a while after each call. Next to ctensor's OpenMP threads that
@@ -7,13 +7,26 @@
  * BLAS call runs single-threaded on the calling thread, and ctensor splits a large product
  * over its own OpenMP threads itself: C's rows or columns (whichever axis is longer) in one
  * slab per thread, each slab one GEMM. The convolution instead gives whole images to its
- * threads and calls GEMM inside its parallel region, where this runs on the calling thread. */
+ * threads and calls GEMM inside its parallel region, where this runs on the calling thread.
+ *
+ * Each f32 call (a slab, or the whole product) goes to oneDNN's sgemm where the build has
+ * oneDNN: on one thread it ran the products of `ctensor train`'s two models 15-30% faster
+ * than OpenBLAS 0.3.21 on an Intel Xeon (family 6 model 207) and on a Zen 5, and the
+ * smallest within a microsecond (bench/bench_f32_paths, docs/PERFORMANCE.md). oneDNN is held
+ * to the calling thread as OpenBLAS is, so the split and the parallel policy stay ctensor's.
+ * CT_F32_GEMM=openblas in the environment keeps f32 on OpenBLAS, to measure the two (and for
+ * the tests of that path); f64 is always OpenBLAS's. */
 #include <cblas.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 
 #ifdef _OPENMP
 #include <omp.h>
+#endif
+#ifdef CT_HAVE_DNNL
+#include <oneapi/dnnl/dnnl.h>
 #endif
 
 #include "backend/cpu/cpu_impl.h"
@@ -29,9 +42,44 @@
 /* Slabs start on multiples of this, so each keeps OpenBLAS's full-width micro-kernels. */
 #define CT_GEMM_SLAB_ALIGN 16
 
+#ifdef CT_HAVE_DNNL
+static pthread_once_t f32_once = PTHREAD_ONCE_INIT;
+static bool f32_openblas; /* CT_F32_GEMM=openblas */
+
+static void read_f32_choice(void) {
+    const char *env = getenv("CT_F32_GEMM");
+    f32_openblas = env && strcmp(env, "openblas") == 0;
+}
+
+/* oneDNN's sgemm on the calling thread; false where it refused the call (OpenBLAS then
+ * computes it). Outside a parallel region oneDNN would start as many threads as OpenMP may,
+ * so the calling thread's limit is 1 for the call. */
+static bool onednn_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
+                         int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+                         int64_t ldc) {
+    pthread_once(&f32_once, read_f32_choice);
+    if (f32_openblas || m == 0 || n == 0 || k == 0) return false;
+#ifdef _OPENMP
+    int threads = omp_get_max_threads();
+    omp_set_num_threads(1);
+#endif
+    dnnl_status_t st =
+        dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
+#ifdef _OPENMP
+    omp_set_num_threads(threads);
+#endif
+    return st == dnnl_success;
+}
+#endif
+
 static void gemm_call(ct_dtype dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                       const char *a, int64_t lda, const char *b, int64_t ldb, double beta, char *c,
                       int64_t ldc) {
+#ifdef CT_HAVE_DNNL
+    if (dtype == CT_F32 && onednn_sgemm(ta, tb, m, n, k, (const float *)a, lda, (const float *)b,
+                                        ldb, (float)beta, (float *)c, ldc))
+        return;
+#endif
     CBLAS_TRANSPOSE oa = ta ? CblasTrans : CblasNoTrans, ob = tb ? CblasTrans : CblasNoTrans;
     if (dtype == CT_F64)
         cblas_dgemm(CblasRowMajor, oa, ob, (blasint)m, (blasint)n, (blasint)k, 1.0,

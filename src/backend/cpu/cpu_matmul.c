@@ -1,14 +1,14 @@
 /* CPU matmul kernels (ct__matmul_args in backend_impl.h).
  *
- * f32 and f64 go to OpenBLAS GEMM, one call per batch index, each split over ctensor's
- * threads (ct__cpu_gemm). An operand whose matrix has a unit stride on either axis is passed as it
- * is, row-major or transposed, with its other stride as the leading dimension; any other layout
- * (broadcast rows, negative or doubly strided views) is packed into a contiguous scratch matrix
- * first. bf16 runs on the CPU's bf16 units where it has them (oneDNN, f32 accumulation);
- * otherwise f16 and bf16 are converted to f32, multiplied with sgemm and rounded back once. Integer
- * dtypes are exact: products and sums wrap modulo 2^bits in unsigned arithmetic, which is what a
- * wrapping accumulator in the output dtype gives; bool is logical (OR over k of a AND b), as
- * numpy.matmul does for bool arrays. */
+ * f32 and f64 go to GEMM (f32 on oneDNN's sgemm where the build has it, else OpenBLAS; f64 on
+ * OpenBLAS), one call per batch index, each split over ctensor's threads (ct__cpu_gemm). An operand
+ * whose matrix has a unit stride on either axis is passed as it is, row-major or transposed, with
+ * its other stride as the leading dimension; any other layout (broadcast rows, negative or doubly
+ * strided views) is packed into a contiguous scratch matrix first. bf16 runs on the CPU's bf16
+ * units where it has them (oneDNN, f32 accumulation); otherwise f16 and bf16 are converted to f32,
+ * multiplied with sgemm and rounded back once. Integer dtypes are exact: products and sums wrap
+ * modulo 2^bits in unsigned arithmetic, which is what a wrapping accumulator in the output dtype
+ * gives; bool is logical (OR over k of a AND b), as numpy.matmul does for bool arrays. */
 #include <limits.h>
 #include <stdbool.h>
 
