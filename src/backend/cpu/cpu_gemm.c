@@ -10,12 +10,13 @@
  * threads and calls GEMM inside its parallel region, where this runs on the calling thread.
  *
  * Each f32 call (a slab, or the whole product) goes to oneDNN's sgemm where the build has
- * oneDNN: on one thread it ran the products of `ctensor train`'s two models 15-30% faster
- * than OpenBLAS 0.3.21 on an Intel Xeon (family 6 model 207) and on a Zen 5, and the
- * smallest within a microsecond (bench/bench_f32_paths, docs/PERFORMANCE.md). oneDNN is held
- * to the calling thread as OpenBLAS is, so the split and the parallel policy stay ctensor's.
- * CT_F32_GEMM=openblas in the environment keeps f32 on OpenBLAS, to measure the two (and for
- * the tests of that path); f64 is always OpenBLAS's. */
+ * oneDNN and the CPU has AVX-512: on one thread it ran the products of `ctensor train`'s two
+ * models 15-30% faster than OpenBLAS 0.3.21 on an Intel Xeon (family 6 model 207) and on a
+ * Zen 5, and the smallest within a microsecond (bench/bench_f32_paths, docs/PERFORMANCE.md).
+ * On CPUs without AVX-512 the two have not been compared, so OpenBLAS keeps them. oneDNN is
+ * held to the calling thread as OpenBLAS is, so the split and the parallel policy stay
+ * ctensor's. CT_F32_GEMM=openblas or onednn in the environment picks one, to measure the two
+ * (and for the tests of each path); f64 is always OpenBLAS's. */
 #include <cblas.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -44,11 +45,16 @@
 
 #ifdef CT_HAVE_DNNL
 static pthread_once_t f32_once = PTHREAD_ONCE_INIT;
-static bool f32_openblas; /* CT_F32_GEMM=openblas */
+static bool f32_onednn;
 
 static void read_f32_choice(void) {
     const char *env = getenv("CT_F32_GEMM");
-    f32_openblas = env && strcmp(env, "openblas") == 0;
+    if (env && strcmp(env, "openblas") == 0)
+        f32_onednn = false;
+    else if (env && strcmp(env, "onednn") == 0)
+        f32_onednn = true;
+    else
+        f32_onednn = __builtin_cpu_supports("avx512f");
 }
 
 /* oneDNN's sgemm on the calling thread; false where it refused the call (OpenBLAS then
@@ -58,7 +64,7 @@ static bool onednn_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, cons
                          int64_t lda, const float *b, int64_t ldb, float beta, float *c,
                          int64_t ldc) {
     pthread_once(&f32_once, read_f32_choice);
-    if (f32_openblas || m == 0 || n == 0 || k == 0) return false;
+    if (!f32_onednn || m == 0 || n == 0 || k == 0) return false;
 #ifdef _OPENMP
     int threads = omp_get_max_threads();
     omp_set_num_threads(1);
