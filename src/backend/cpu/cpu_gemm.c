@@ -11,7 +11,7 @@
  *
  * Each f32 call (a slab, or the whole product) goes to oneDNN's sgemm where the build has
  * oneDNN and the CPU has AVX-512: on one thread it ran the products of `ctensor train`'s two
- * models 15-30% faster than OpenBLAS 0.3.21 on an Intel Xeon (family 6 model 207) and on a
+ * models 9-28% faster than OpenBLAS 0.3.21 on an Intel Xeon (family 6 model 207) and on a
  * Zen 5, and the smallest within a microsecond (bench/bench_f32_paths, docs/PERFORMANCE.md).
  * On CPUs without AVX-512 the two have not been compared, so OpenBLAS keeps them. oneDNN is
  * held to the calling thread as OpenBLAS is, so the split and the parallel policy stay
@@ -57,9 +57,9 @@ static void read_f32_choice(void) {
         f32_onednn = __builtin_cpu_supports("avx512f");
 }
 
-/* oneDNN's sgemm on the calling thread; false where it refused the call (OpenBLAS then
- * computes it). Outside a parallel region oneDNN would start as many threads as OpenMP may,
- * so the calling thread's limit is 1 for the call. */
+/* oneDNN's sgemm on the calling thread; false where it is not chosen, for an empty product
+ * and where oneDNN refused the call (OpenBLAS then computes it). Outside a parallel region oneDNN
+ * would start as many threads as OpenMP may, so the calling thread's limit is 1 for the call. */
 static bool onednn_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
                          int64_t lda, const float *b, int64_t ldb, float beta, float *c,
                          int64_t ldc) {
