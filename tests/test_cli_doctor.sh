@@ -57,10 +57,10 @@ else
         skip test_cli_doctor_no_driver_runtime "built without the CUDA plugin"
     fi
     # The BLAS line names the kernel family OpenBLAS runs and a user's OPENBLAS_CORETYPE,
-    # with sgemm's measured rate under it.
+    # with sgemm's measured rate under it and without it (a second run of the command).
     run OPENBLAS_CORETYPE=Haswell "$ctensor" doctor
     expect test_cli_doctor_blas_coretype 1 "BLAS: OpenBLAS" "OPENBLAS_CORETYPE=Haswell" \
-        "sgemm 512^3 at"
+        "sgemm 512^3 at" "which it runs without the variable"
     run "$ctensor" doctor --json
     json test_cli_doctor_no_driver_json 'd["status"] == 1 and d["device"] == "cpu:0" and
         any(c["name"] == "NVIDIA driver" and c["ok"] is False and "libcuda.so.1" in c["detail"]

@@ -127,9 +127,10 @@ CT_API ct_status ct_configure_logical_devices(ct_device_type type, int physical_
 
 /* Which CPU kernels run on this processor and how the CPU splits work over threads, in one
  * line for people (`ctensor devices`): the vector width of the elementwise loops and of exp,
- * OpenBLAS's kernel family, and the measured cost of a parallel region with the smallest
- * op that gets two threads. A static string, valid until the next call; thread-safe to
- * call, though concurrent callers share the buffer. Measures the region on first use. */
+ * the library of f32 GEMM where it is not OpenBLAS, OpenBLAS's kernel family, and the measured cost
+ * of a parallel region with the smallest op that gets two threads. A static string, valid until the
+ * next call; thread-safe to call, though concurrent callers share the buffer. Measures the region
+ * on first use. */
 CT_API const char *ct_cpu_kernels(void);
 
 #ifdef __cplusplus

@@ -78,6 +78,14 @@ static bool onednn_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, cons
 }
 #endif
 
+const char *ct__cpu_f32_gemm_library(void) {
+#ifdef CT_HAVE_DNNL
+    pthread_once(&f32_once, read_f32_choice);
+    if (f32_onednn) return "oneDNN";
+#endif
+    return "OpenBLAS";
+}
+
 static void gemm_call(ct_dtype dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                       const char *a, int64_t lda, const char *b, int64_t ldb, double beta, char *c,
                       int64_t ldc) {

@@ -92,6 +92,8 @@ void ct__cpu_blas_single_threaded(void);
 void ct__cpu_blas_pick_core(void);
 /* "" or " (chosen by ctensor: ...)", for ct_cpu_kernels. Picks the core first. */
 const char *ct__cpu_blas_core_note(void);
+/* The library f32 GEMM runs on here ("oneDNN" or "OpenBLAS"; cpu_gemm.c), for ct_cpu_kernels. */
+const char *ct__cpu_f32_gemm_library(void);
 ct_status ct__cpu_gather(int device, const ct__gather_args *args);
 ct_status ct__cpu_argsort(int device, const ct__sort_args *args);
 ct_status ct__cpu_cumsum(int device, const ct__sort_args *args);

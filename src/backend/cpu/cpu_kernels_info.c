@@ -2,6 +2,7 @@
  * and the parallel policy's measured figures, as one line. */
 #include <dlfcn.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "backend/cpu/cpu_impl.h"
 #include "backend/cpu/cpu_simd_impl.h"
@@ -31,16 +32,19 @@ static const char *blas_core(void) {
 CT_API const char *ct_cpu_kernels(void) {
     static char line[512];
     const char *exp = ct__cpu_has_avx512() ? "AVX-512" : clone_width();
+    char gemm[32] = "";
+    if (strcmp(ct__cpu_f32_gemm_library(), "OpenBLAS") != 0)
+        snprintf(gemm, sizeof gemm, "f32 GEMM %s, ", ct__cpu_f32_gemm_library());
     int threads = ct__cpu_threads();
     if (threads < 2) {
-        snprintf(line, sizeof line, "elementwise %s, exp %s, OpenBLAS %s; 1 thread", clone_width(),
-                 exp, blas_core());
+        snprintf(line, sizeof line, "elementwise %s, exp %s, %sOpenBLAS %s; 1 thread",
+                 clone_width(), exp, gemm, blas_core());
         return line;
     }
     snprintf(line, sizeof line,
-             "elementwise %s, exp %s, OpenBLAS %s; parallel region %.1f us, ops of %lld+ "
+             "elementwise %s, exp %s, %sOpenBLAS %s; parallel region %.1f us, ops of %lld+ "
              "elements on 2+ threads",
-             clone_width(), exp, blas_core(), ct__cpu_region_ns() / 1000.0,
+             clone_width(), exp, gemm, blas_core(), ct__cpu_region_ns() / 1000.0,
              (long long)ct__cpu_parallel_threshold());
     return line;
 }
