@@ -21,13 +21,10 @@
 
 #ifdef CT_HAVE_DNNL
 #include <oneapi/dnnl/dnnl.h>
-#endif
 
 /* AVX512_BF16: every processor with AMX-BF16 has it too, and clang before 16 cannot name
- * "amx-bf16" in __builtin_cpu_supports (the fuzz build compiles this file with clang 14). */
+ * "amx-bf16" in __builtin_cpu_supports. */
 static bool hardware_bf16(void) { return __builtin_cpu_supports("avx512bf16"); }
-
-#ifdef CT_HAVE_DNNL
 
 /* A product's shape and layout: what a primitive is made for. */
 typedef struct gemm_key {
