@@ -7,7 +7,7 @@
 # runs once per precision of BENCH_AMP: off (f32), bf16, f16 (`ctensor train --amp`,
 # PyTorch's torch.autocast).
 # PyTorch gets the OpenMP waiting `ctensor` sets for itself (a spin of 5000 rounds, then
-# sleep: on a quiet Intel Xeon it trained PyTorch's f32 CNN 12-25% faster than passive
+# sleep: on a quiet Intel Xeon it trained PyTorch's f32 CNN 11-25% faster than passive
 # waiting, and its bf16 one as fast; docs/PERFORMANCE.md) and glibc malloc tunables that
 # keep freed memory (its best on this machine, the training issue); OPENBLAS_CORETYPE is
 # unset for both sides so OpenBLAS picks its own kernels.
