@@ -4,7 +4,9 @@
  * error paths. */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "backend/cpu/cpu_impl.h"
 #include "core/tensor_impl.h"
 #include "ct_ref.h"
 
@@ -378,4 +380,16 @@ DEVICE_TEST(test_ops_matmul_null_arguments) {
     ct_release(a);
     CHECK(bad == NULL);
     CHECK_ERROR(CT_ERR_SHAPE, "inner sizes 2 and 3 differ");
+}
+
+/* CT_F32_GEMM picks the library of f32 products (the ctest variants *_on_openblas and
+ * *_on_onednn run this program under each), and `ctensor devices`' kernels line names the one
+ * in use: the variants test different paths only if the choice takes. */
+TEST(test_ops_matmul_f32_gemm_library_follows_the_choice) {
+    const char *library = ct__cpu_f32_gemm_library(), *choice = getenv("CT_F32_GEMM");
+    if (choice && strcmp(choice, "openblas") == 0) CHECK(strcmp(library, "OpenBLAS") == 0);
+    if (choice && strcmp(choice, "onednn") == 0) CHECK(strcmp(library, "oneDNN") == 0);
+    CHECK(strcmp(library, "OpenBLAS") == 0 || strcmp(library, "oneDNN") == 0);
+    bool named = strstr(ct_cpu_kernels(), "f32 GEMM oneDNN") != NULL;
+    CHECK(named == (strcmp(library, "oneDNN") == 0));
 }
