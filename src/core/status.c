@@ -21,14 +21,15 @@ void ct_clear_error(void) {
     tls_message[0] = '\0';
 }
 
+/* Only a failure's message is kept: with none, ct_last_error reads "" whatever the buffer. */
 void ct__error_keep(ct__kept_error *kept) {
     kept->status = tls_status;
-    memcpy(kept->message, tls_message, sizeof tls_message);
+    if (tls_status != CT_OK) snprintf(kept->message, sizeof kept->message, "%s", tls_message);
 }
 
 void ct__error_put_back(const ct__kept_error *kept) {
     tls_status = kept->status;
-    memcpy(tls_message, kept->message, sizeof tls_message);
+    if (kept->status != CT_OK) snprintf(tls_message, sizeof tls_message, "%s", kept->message);
 }
 
 const char *ct_status_name(ct_status status) {

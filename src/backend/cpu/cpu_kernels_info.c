@@ -32,9 +32,9 @@ static const char *blas_core(void) {
 CT_API const char *ct_cpu_kernels(void) {
     static char line[512];
     const char *exp = ct__cpu_has_avx512() ? "AVX-512" : clone_width();
+    const char *f32_gemm = ct__cpu_f32_gemm_library();
     char gemm[32] = "";
-    if (strcmp(ct__cpu_f32_gemm_library(), "OpenBLAS") != 0)
-        snprintf(gemm, sizeof gemm, "f32 GEMM %s, ", ct__cpu_f32_gemm_library());
+    if (strcmp(f32_gemm, "OpenBLAS") != 0) snprintf(gemm, sizeof gemm, "f32 GEMM %s, ", f32_gemm);
     int threads = ct__cpu_threads();
     if (threads < 2) {
         snprintf(line, sizeof line, "elementwise %s, exp %s, %sOpenBLAS %s; 1 thread",
