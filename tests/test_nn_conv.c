@@ -3,8 +3,10 @@
  * none, non-contiguous inputs and every floating dtype; the error paths; and the backward
  * (input, weight and bias gradients) against references of the same loops. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "autograd/tape_impl.h"
+#include "backend/cpu/cpu_impl.h"
 #include "core/tensor_impl.h"
 #include "ct_gradcheck.h"
 #include "ct_ref.h"
@@ -513,4 +515,20 @@ TEST(test_nn_conv_device_mismatch) {
     ct_release(w);
     CHECK(y == NULL);
     CHECK_ERROR(CT_ERR_DEVICE_MISMATCH, "ct_conv2d");
+}
+
+/* CT_F32_CONV picks where f32 convolutions run (the ctest variants *_on_onednn and *_on_im2col
+ * run this program under each); unset, a single input channel goes to im2col on CPUs without
+ * AVX-512, and `ctensor devices`' kernels line says so. */
+TEST(test_nn_conv_f32_path_follows_the_choice) {
+    const char *choice = getenv("CT_F32_CONV");
+    bool one = ct__cpu_conv2d_f32_on_onednn(1), many = ct__cpu_conv2d_f32_on_onednn(32);
+    if (choice && strcmp(choice, "im2col") == 0)
+        CHECK(!one && !many);
+    else if (choice && strcmp(choice, "onednn") == 0)
+        CHECK(one && many);
+    else if (many)
+        CHECK(one == (bool)__builtin_cpu_supports("avx512f"));
+    bool named = strstr(ct_cpu_kernels(), "im2col with 1 input channel") != NULL;
+    CHECK(named == (many && !one));
 }

@@ -9,8 +9,9 @@
  * do not depend on thread timing). The workspace
  * (ct__cpu_conv2d_workspace) holds all that scratch. bf16 tensors, which the op layer hands
  * over only where ct__cpu_conv2d_native says so, go to oneDNN (cpu_conv_dnnl.c), and so do
- * f32 ones where oneDNN made the primitives (measured faster: bench/bench_f32_paths.c),
- * except f32 operands holding bf16 values, whose GEMMs here run on the bf16 units. */
+ * f32 ones where oneDNN made the primitives and measured faster for the shape on this kind of
+ * CPU (ct__cpu_conv2d_f32_on_onednn; bench/bench_f32_paths.c), except f32 operands holding
+ * bf16 values, whose GEMMs here run on the bf16 units. */
 #include <limits.h>
 #include <stdbool.h>
 

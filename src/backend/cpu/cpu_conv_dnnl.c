@@ -4,10 +4,11 @@
  *
  * The op layer hands bf16 tensors here only when ct__cpu_conv2d_native said yes for the
  * geometry (the CPU has AVX512_BF16 or AMX-BF16, the build has oneDNN, and oneDNN made the
- * primitives); otherwise it computes in f32. cpu_conv.c sends f32 convolutions here whenever
- * oneDNN made their primitives: on the two models of `ctensor train` its f32 kernels
- * measured faster than im2col + OpenBLAS (bench/bench_f32_paths.c). Tensors stay in
- * ctensor's plain NCHW and OIHW layouts (GOIHW with groups); where a primitive chose a blocked
+ * primitives); otherwise it computes in f32. cpu_conv.c sends f32 convolutions here where
+ * oneDNN made their primitives and ct__cpu_conv2d_f32_on_onednn agrees: on the two models of
+ * `ctensor train` its f32 kernels measured faster than im2col + OpenBLAS
+ * (bench/bench_f32_paths.c), but for a single input channel on CPUs without AVX-512. Tensors stay
+ * in ctensor's plain NCHW and OIHW layouts (GOIHW with groups); where a primitive chose a blocked
  * layout for an argument (oneDNN's fast kernels mostly do), each call reorders it into the
  * workspace and back (ONEDNN_VERBOSE=1 lists them). Primitives are made once per geometry and
  * kind and kept (a training step runs the same few convolutions thousands of times; making
@@ -15,6 +16,7 @@
  * workspace the op layer took from the device pool (oneDNN's user scratchpad mode), so
  * calls from several threads at once do not share scratch. */
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/conv_args_impl.h"
@@ -313,7 +315,39 @@ bool ct__cpu_conv2d_native(int device, const ct__conv2d_args *args) {
     return entry_for(&with) && entry_for(&without);
 }
 
+/* Where f32 convolutions run: CT_F32_CONV=onednn or im2col in the environment picks one for all
+ * (to measure the two from one build, and to test both), else the shape and CPU decide. */
+typedef enum f32_conv_choice {
+    F32_CONV_BY_SHAPE,
+    F32_CONV_ONEDNN,
+    F32_CONV_IM2COL
+} f32_conv_choice;
+static pthread_once_t f32_once = PTHREAD_ONCE_INIT;
+static f32_conv_choice f32_choice;
+
+static void read_f32_choice(void) {
+    const char *env = getenv("CT_F32_CONV");
+    f32_choice = !env                         ? F32_CONV_BY_SHAPE
+                 : strcmp(env, "onednn") == 0 ? F32_CONV_ONEDNN
+                 : strcmp(env, "im2col") == 0 ? F32_CONV_IM2COL
+                                              : F32_CONV_BY_SHAPE;
+}
+
+/* oneDNN's AVX2 kernels are slow with one input channel per group (the CNN's first layer):
+ * on a Zen 2 its backward weights of 1 -> 32 channels, 28x28, batch 128, took 9.3-12.5 ms
+ * against im2col + OpenBLAS's 2.5-4.3 ms, and its forward with the reorders 2.1-3.5 against
+ * 1.7-3.3 ms (1 and 2 threads, bench_f32_paths). With AVX-512 oneDNN's are the faster ones
+ * (0.7 ms for that backward on an Intel Xeon), and with 32 input channels oneDNN was as fast
+ * or faster on both CPUs. */
+bool ct__cpu_conv2d_f32_on_onednn(int64_t in_channels_per_group) {
+    pthread_once(&f32_once, read_f32_choice);
+    if (f32_choice != F32_CONV_BY_SHAPE) return f32_choice == F32_CONV_ONEDNN;
+    return in_channels_per_group > 1 || __builtin_cpu_supports("avx512f");
+}
+
 bool ct__cpu_conv2d_dnnl_runs(const ct__conv2d_args *a, bool backward) {
+    if (a->dtype == CT_F32 && !ct__cpu_conv2d_f32_on_onednn(a->in_channels / a->groups))
+        return false;
     conv_key key = key_of(a, backward ? a->grad_bias != NULL : a->bias != NULL);
     return a->batch > 0 && entry_for(&key);
 }
@@ -431,6 +465,11 @@ ct_status ct__cpu_conv2d_dnnl_backward(const ct__conv2d_args *a) {
 
 bool ct__cpu_conv2d_native(int device, const ct__conv2d_args *args) {
     (void)device, (void)args;
+    return false;
+}
+
+bool ct__cpu_conv2d_f32_on_onednn(int64_t in_channels_per_group) {
+    (void)in_channels_per_group;
     return false;
 }
 

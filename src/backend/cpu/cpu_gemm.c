@@ -13,7 +13,8 @@
  * oneDNN and the CPU has AVX-512: on one thread it ran the products of `ctensor train`'s two
  * models 9-28% faster than OpenBLAS 0.3.21 on an Intel Xeon (family 6 model 207) and on a
  * Zen 5, and the smallest within a microsecond (bench/bench_f32_paths, docs/PERFORMANCE.md).
- * On CPUs without AVX-512 the two have not been compared, so OpenBLAS keeps them. oneDNN is
+ * On a Zen 2 (AVX2, no AVX-512) ctensor's matmul ran the same products as fast on either, within
+ * the noise, on 1 and 2 threads, so CPUs without AVX-512 keep OpenBLAS. oneDNN is
  * held to the calling thread as OpenBLAS is, so the split and the parallel policy stay
  * ctensor's. CT_F32_GEMM=openblas or onednn in the environment picks one, to measure the two
  * (and for the tests of each path); f64 is always OpenBLAS's. */

@@ -103,6 +103,9 @@ ct_status ct__cpu_cumsum(int device, const ct__sort_args *args);
  * or f32, and which of bias or bias gradient it has); and its workspace, forward and
  * backward, which cpu_conv.c's hand it. */
 bool ct__cpu_conv2d_native(int device, const struct ct__conv2d_args *args);
+/* Whether f32 convolutions with this many input channels per group go to oneDNN where it made
+ * their primitives (else im2col + GEMM): by the CPU and the shape, or CT_F32_CONV. */
+bool ct__cpu_conv2d_f32_on_onednn(int64_t in_channels_per_group);
 bool ct__cpu_conv2d_dnnl_runs(const struct ct__conv2d_args *a, bool backward);
 ct_status ct__cpu_conv2d_dnnl_workspace(const struct ct__conv2d_args *a, bool backward,
                                         size_t *bytes);

@@ -33,18 +33,24 @@ CT_API const char *ct_cpu_kernels(void) {
     static char line[512];
     const char *exp = ct__cpu_has_avx512() ? "AVX-512" : clone_width();
     const char *f32_gemm = ct__cpu_f32_gemm_library();
-    char gemm[32] = "";
-    if (strcmp(f32_gemm, "OpenBLAS") != 0) snprintf(gemm, sizeof gemm, "f32 GEMM %s, ", f32_gemm);
+    char libraries[96] = "";
+    if (strcmp(f32_gemm, "OpenBLAS") != 0)
+        snprintf(libraries, sizeof libraries, "f32 GEMM %s, ", f32_gemm);
+    /* Where oneDNN would run f32 convolutions, whether a first layer's single input channel
+     * goes to im2col instead (cpu_conv_dnnl.c). */
+    if (ct__cpu_conv2d_f32_on_onednn(2) && !ct__cpu_conv2d_f32_on_onednn(1))
+        snprintf(libraries + strlen(libraries), sizeof libraries - strlen(libraries),
+                 "f32 conv oneDNN, im2col with 1 input channel, ");
     int threads = ct__cpu_threads();
     if (threads < 2) {
         snprintf(line, sizeof line, "elementwise %s, exp %s, %sOpenBLAS %s; 1 thread",
-                 clone_width(), exp, gemm, blas_core());
+                 clone_width(), exp, libraries, blas_core());
         return line;
     }
     snprintf(line, sizeof line,
              "elementwise %s, exp %s, %sOpenBLAS %s; parallel region %.1f us, ops of %lld+ "
              "elements on 2+ threads",
-             clone_width(), exp, gemm, blas_core(), ct__cpu_region_ns() / 1000.0,
+             clone_width(), exp, libraries, blas_core(), ct__cpu_region_ns() / 1000.0,
              (long long)ct__cpu_parallel_threshold());
     return line;
 }
