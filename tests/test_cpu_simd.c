@@ -2,7 +2,9 @@
  * the same bits as the formula they implement: exp on AVX-512 against ct__expf_fma (the
  * formula with fused multiply-adds, here through fmaf) on a sweep of every 4099th float,
  * the edges (overflow, underflow into subnormals and to zero, infinities, NaN) and every
- * tail length of the vector loop. Skipped by name on processors without AVX-512. */
+ * tail length of the vector loop; the rows of 2x2 max pooling (AVX2, AVX-512) against the
+ * scalar rule, ties and signed zeros included, at every row length up to 40. Each is skipped
+ * by name on processors without its instructions. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +13,7 @@
 #include "backend/cpu/cpu_simd_impl.h"
 #include "ct_test.h"
 
-#if CT_CPU_AVX512_KERNELS
+#if CT_CPU_SIMD_KERNELS
 /* Count the lanes whose bits differ from the formula's, reporting the first. */
 static int64_t mismatches(const float *x, int64_t n) {
     float *o = malloc((size_t)n * sizeof *o);
@@ -31,7 +33,7 @@ static int64_t mismatches(const float *x, int64_t n) {
 #endif
 
 TEST(test_cpu_simd_exp_avx512_matches_formula) {
-#if CT_CPU_AVX512_KERNELS
+#if CT_CPU_SIMD_KERNELS
     if (!ct__cpu_has_avx512()) {
         ct_test_skip("this processor has no AVX-512");
         return;
@@ -55,6 +57,73 @@ TEST(test_cpu_simd_exp_avx512_matches_formula) {
     for (int64_t len = 1; len <= 33; len++) CHECK(mismatches(x + 1000, len) == 0);
     free(x);
 #else
-    ct_test_skip("built without the AVX-512 kernels (not GCC on x86-64)");
+    ct_test_skip("built without the vector kernels (not GCC on x86-64)");
+#endif
+}
+
+#if CT_CPU_SIMD_KERNELS
+/* Whether row(x0, x1) over n outputs gives the scalar rule's maxima (the first of the four
+ * cells in row-major order equal to the largest, so -0 before +0) with their indices, writes
+ * nothing past them, and reports a NaN exactly when one is among its cells. Cells from a small
+ * set, so that ties are common; a NaN sits just past the row's end, which must not count. */
+static bool max_row_matches(ct__cpu_max_row_f32_fn *row, int64_t n, unsigned seed, bool with_nan) {
+    enum { MAX_N = 40, W = 2 * MAX_N + 3, AT0 = 1000 };
+    const float values[] = {-0.0f, 0.0f, 1.0f, -1.0f, 2.5f};
+    float x[2 * W], y[MAX_N + 1];
+    int32_t idx[MAX_N + 1];
+    for (int i = 0; i < 2 * W; i++) {
+        seed = seed * 1103515245u + 12345u;
+        x[i] = values[(seed >> 16) % 5];
+    }
+    x[2 * n] = x[W + 2 * n] = NAN;
+    if (with_nan) x[W + 2 * (n - 1) + 1] = NAN;
+    y[n] = 42.0f, idx[n] = 42;
+    int nan = row(x, x + W, y, idx, n, AT0, W);
+    bool ok = (nan != 0) == with_nan && y[n] == 42.0f && idx[n] == 42;
+    for (int64_t o = 0; o < n - (with_nan ? 1 : 0); o++) {
+        const float cell[4] = {x[2 * o], x[2 * o + 1], x[W + 2 * o], x[W + 2 * o + 1]};
+        const int64_t at[4] = {2 * o, 2 * o + 1, W + 2 * o, W + 2 * o + 1};
+        float best = cell[0];
+        for (int k = 1; k < 4; k++) best = cell[k] > best ? cell[k] : best;
+        int first = 0;
+        while (!(cell[first] == best && signbit(cell[first]) == signbit(best))) first++;
+        ok &= memcmp(&y[o], &best, sizeof best) == 0 && idx[o] == AT0 + at[first];
+    }
+    return ok;
+}
+
+static void check_max_row(ct__cpu_max_row_f32_fn *row, const char *name) {
+    for (int64_t n = 1; n <= 40; n++)
+        for (unsigned seed = 1; seed <= 20; seed++)
+            for (int with_nan = 0; with_nan < 2; with_nan++)
+                if (!max_row_matches(row, n, seed * 7919u + (unsigned)n, with_nan)) {
+                    ct_test_fail(__FILE__, __LINE__, "%s: %lld outputs, seed %u%s", name,
+                                 (long long)n, seed, with_nan ? ", a NaN in the last window" : "");
+                    return;
+                }
+}
+#endif
+
+TEST(test_cpu_simd_max_row_avx2_matches_scalar_rule) {
+#if CT_CPU_SIMD_KERNELS
+    if (!ct__cpu_has_avx2()) {
+        ct_test_skip("this processor has no AVX2");
+        return;
+    }
+    check_max_row(ct__cpu_max_row_2x2_f32_avx2, "AVX2 row");
+#else
+    ct_test_skip("built without the vector kernels (not GCC on x86-64)");
+#endif
+}
+
+TEST(test_cpu_simd_max_row_avx512_matches_scalar_rule) {
+#if CT_CPU_SIMD_KERNELS
+    if (!ct__cpu_has_avx512bw()) {
+        ct_test_skip("this processor has no AVX-512 BW");
+        return;
+    }
+    check_max_row(ct__cpu_max_row_2x2_f32_avx512, "AVX-512 row");
+#else
+    ct_test_skip("built without the vector kernels (not GCC on x86-64)");
 #endif
 }

@@ -21,7 +21,7 @@
 #include "backend/cpu/cpu_simd_impl.h"
 #include "ctensor/autocast.h"
 
-#if CT_CPU_AVX512_KERNELS
+#if CT_CPU_SIMD_KERNELS
 #include <cpuid.h>
 #include <immintrin.h>
 

@@ -9,7 +9,7 @@
  * MXCSR is the C default (no flush-to-zero), as for every kernel. */
 #include "backend/cpu/cpu_simd_impl.h"
 
-#if CT_CPU_AVX512_KERNELS
+#if CT_CPU_SIMD_KERNELS
 #include <immintrin.h>
 
 #define CT_AVX512_TARGET __attribute__((target("avx512f,avx512dq,avx512vl")))

@@ -52,8 +52,14 @@ static bool pool_is_plain_2x2(const ct__pool2d_args *a) {
 #define CT_POOL_T float
 #define CT_POOL_U uint32_t
 #define CT_POOL_FN(name) name##_f32
-#if CT_CPU_AVX512_KERNELS
-#define CT_POOL_SIMD_ROW ct__cpu_max_row_2x2_f32_avx512
+#if CT_CPU_SIMD_KERNELS
+/* The vector row of the widest kind this processor runs, NULL for none (the scalar row). */
+static ct__cpu_max_row_f32_fn *simd_max_row_f32(void) {
+    return ct__cpu_has_avx512bw() ? ct__cpu_max_row_2x2_f32_avx512
+           : ct__cpu_has_avx2()   ? ct__cpu_max_row_2x2_f32_avx2
+                                  : NULL;
+}
+#define CT_POOL_SIMD_ROW simd_max_row_f32
 #endif
 #include "backend/cpu/cpu_pool_typed_impl.h"
 #undef CT_POOL_T
@@ -95,7 +101,7 @@ static bool bf16_max_backward_direct(const ct__pool2d_args *a) {
     return a->kind == CT_POOL_MAX && a->stride[0] >= a->kernel[0] && a->stride[1] >= a->kernel[1];
 }
 
-#if CT_CPU_AVX512_KERNELS
+#if CT_CPU_SIMD_KERNELS
 static bool bf16_max_forward_direct(const ct__pool2d_args *a) {
     return a->kind == CT_POOL_MAX && pool_is_plain_2x2(a) && ct__cpu_has_avx512bw();
 }
@@ -145,7 +151,7 @@ static void bf16_max_backward_disjoint(const ct__pool2d_args *a, int64_t p) {
 }
 
 static void run_plane(const ct__pool2d_args *a, int64_t p, bool backward, float *scratch) {
-#if CT_CPU_AVX512_KERNELS
+#if CT_CPU_SIMD_KERNELS
     if (a->dtype == CT_BF16 && !backward && bf16_max_forward_direct(a)) {
         bf16_max_plane_2x2(a, p);
         return;

@@ -1,5 +1,6 @@
-/* One output row of 2x2 max pooling at stride 2 for processors with AVX-512 (F, DQ, VL, BW;
- * cpu_simd_impl.h), 16 outputs per step, on f32 and on bf16 as it is.
+/* One output row of 2x2 max pooling at stride 2 with vector instructions: for processors with
+ * AVX-512 (F, DQ, VL, BW; cpu_simd_impl.h), 16 outputs per step, on f32 and on bf16 as it is;
+ * for processors with AVX2 only, 8 f32 outputs per step.
  *
  * The scalar row of cpu_pool_typed_impl.h spends most of its time in the rows' tails (the CNN's
  * rows are 14 and 7 outputs wide), where the compiler's vector loop does not reach. Here every
@@ -11,7 +12,7 @@
  * redoes the row with the scalar NaN rules. */
 #include "backend/cpu/cpu_simd_impl.h"
 
-#if CT_CPU_AVX512_KERNELS
+#if CT_CPU_SIMD_KERNELS
 #include <immintrin.h>
 
 #define CT_POOL_AVX512_TARGET __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw")))
@@ -118,5 +119,70 @@ CT_POOL_AVX512_TARGET int ct__cpu_max_row_2x2_bf16_avx512(const uint16_t *x0, co
                                                           uint16_t *y, int32_t *idx, int64_t ow_n,
                                                           int64_t at0, int64_t w) {
     return max_row(x0, x1, y, idx, ow_n, at0, w, true);
+}
+
+/* ---- AVX2: no mask registers, so a lane mask is a vector of all-ones 32-bit lanes ---- */
+
+#define CT_POOL_AVX2_TARGET __attribute__((target("avx2")))
+
+/* The first n lanes of 8 (none for n <= 0). */
+CT_POOL_AVX2_TARGET static inline __m256i lanes8_of(int64_t n) {
+    int k = n >= 8 ? 8 : n <= 0 ? 0 : (int)n;
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* The 2n (at most 16) cells of row x from its first, deinterleaved into the even and the odd
+ * ones: lanes past them read as 0. Masked loads only for a part (AMD's are slow). */
+CT_POOL_AVX2_TARGET static inline void load_pairs8(const float *x, int64_t n, __m256 *even,
+                                                   __m256 *odd) {
+    __m256 lo = n == 8 ? _mm256_loadu_ps(x) : _mm256_maskload_ps(x, lanes8_of(2 * n));
+    __m256 hi = n == 8 ? _mm256_loadu_ps(x + 8) : _mm256_maskload_ps(x + 8, lanes8_of(2 * n - 8));
+    /* Within each 128-bit half: lo's even (odd) pair, then hi's; then the 64-bit pieces
+     * (lo 0-3, hi 0-3, lo 4-7, hi 4-7) put in order. */
+    __m256 e = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));
+    __m256 o = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1));
+    *even = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0)));
+    *odd = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(o), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
+CT_POOL_AVX2_TARGET int ct__cpu_max_row_2x2_f32_avx2(const float *x0, const float *x1, float *y,
+                                                     int32_t *idx, int64_t ow_n, int64_t at0,
+                                                     int64_t w) {
+    const __m256i lane2 = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+    const __m256i one = _mm256_set1_epi32(1), row = _mm256_set1_epi32((int)w);
+    int nan = 0;
+    for (int64_t ow = 0; ow < ow_n; ow += 8) {
+        int64_t n = ow_n - ow < 8 ? ow_n - ow : 8;
+        __m256i mask = lanes8_of(n);
+        __m256 p, q, r, s;
+        load_pairs8(x0 + 2 * ow, n, &p, &q);
+        load_pairs8(x1 + 2 * ow, n, &r, &s);
+        __m256 unordered =
+            _mm256_or_ps(_mm256_cmp_ps(p, q, _CMP_UNORD_Q), _mm256_cmp_ps(r, s, _CMP_UNORD_Q));
+        nan |= _mm256_movemask_ps(_mm256_and_ps(unordered, _mm256_castsi256_ps(mask)));
+        __m256 top_right = _mm256_cmp_ps(q, p, _CMP_GT_OQ);
+        __m256 bottom_right = _mm256_cmp_ps(s, r, _CMP_GT_OQ);
+        __m256 top = _mm256_blendv_ps(p, q, top_right);
+        __m256 bottom = _mm256_blendv_ps(r, s, bottom_right);
+        __m256 bottom_wins = _mm256_cmp_ps(bottom, top, _CMP_GT_OQ);
+        __m256i top_at = _mm256_and_si256(_mm256_castps_si256(top_right), one);
+        __m256i bottom_at =
+            _mm256_add_epi32(row, _mm256_and_si256(_mm256_castps_si256(bottom_right), one));
+        __m256i at = _mm256_add_epi32(
+            _mm256_add_epi32(_mm256_set1_epi32((int)(at0 + 2 * ow)), lane2),
+            _mm256_blendv_epi8(top_at, bottom_at, _mm256_castps_si256(bottom_wins)));
+        __m256 max = _mm256_blendv_ps(top, bottom, bottom_wins);
+        if (n == 8) {
+            _mm256_storeu_ps(y + ow, max);
+            _mm256_storeu_si256((__m256i *)(idx + ow), at);
+        } else { /* through the stack: AMD's masked stores are slower than the copies */
+            float max_part[8];
+            int32_t at_part[8];
+            _mm256_storeu_ps(max_part, max);
+            _mm256_storeu_si256((__m256i *)at_part, at);
+            for (int64_t k = 0; k < n; k++) y[ow + k] = max_part[k], idx[ow + k] = at_part[k];
+        }
+    }
+    return nan != 0;
 }
 #endif

@@ -57,9 +57,9 @@ static void CT_POOL_FN(max_row_2x2_nan)(const CT_POOL_T *x0, const CT_POOL_T *x1
 }
 
 /* Max pooling of a plane with 2x2 windows at stride 2 and no padding (the common case), row
- * by row: through CT_POOL_SIMD_ROW where it is defined and the processor has it (with the same
- * results), else the loop above. idx_out may be NULL (no backward to follow): a stack buffer
- * then takes the indices, a row's piece at a time. */
+ * by row: through the vector row that CT_POOL_SIMD_ROW() picks for this processor where it is
+ * defined (with the same results), else the loop above. idx_out may be NULL (no backward to
+ * follow): a stack buffer then takes the indices, a row's piece at a time. */
 static void CT_POOL_FN(max_plane_2x2)(const ct__pool2d_args *a, const CT_POOL_T *x, CT_POOL_T *y,
                                       int32_t *idx_out) {
     enum { PIECE = 64 };
@@ -67,7 +67,7 @@ static void CT_POOL_FN(max_plane_2x2)(const ct__pool2d_args *a, const CT_POOL_T 
     int32_t scratch[PIECE];
     int64_t piece = idx_out ? ow_n : PIECE;
 #ifdef CT_POOL_SIMD_ROW
-    bool simd = ct__cpu_has_avx512bw();
+    ct__cpu_max_row_f32_fn *simd = CT_POOL_SIMD_ROW();
 #endif
     for (int64_t oh = 0; oh < a->out_h; oh++) {
         for (int64_t ow = 0; ow < ow_n; ow += piece) {
@@ -78,7 +78,7 @@ static void CT_POOL_FN(max_plane_2x2)(const ct__pool2d_args *a, const CT_POOL_T 
             int nan;
 #ifdef CT_POOL_SIMD_ROW
             if (simd)
-                nan = CT_POOL_SIMD_ROW(x0, x1, yr, idx, n, at0, w);
+                nan = simd(x0, x1, yr, idx, n, at0, w);
             else
 #endif
                 nan = CT_POOL_FN(max_row_2x2)(x0, x1, yr, idx, n, at0, w);

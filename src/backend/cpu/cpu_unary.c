@@ -50,7 +50,7 @@ __attribute__((target("avx2,fma"))) static void exp_loop_fma(float *restrict o,
 #endif
 
 static bool exp_fast(ct__unary_op op, float *restrict o, const float *restrict x, int64_t n) {
-#if CT_CPU_AVX512_KERNELS
+#if CT_CPU_SIMD_KERNELS
     if (op == CT_UOP_EXP && ct__cpu_has_avx512()) {
         ct__cpu_exp_f32_avx512(o, x, n);
         return true;
