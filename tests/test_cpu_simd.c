@@ -127,3 +127,12 @@ TEST(test_cpu_simd_max_row_avx512_matches_scalar_rule) {
     ct_test_skip("built without the vector kernels (not GCC on x86-64)");
 #endif
 }
+
+TEST(test_cpu_simd_kernels_line_names_the_pool_row) {
+    const char *want = !CT_CPU_SIMD_KERNELS     ? "max pool scalar"
+                       : ct__cpu_has_avx512bw() ? "max pool AVX-512"
+                       : ct__cpu_has_avx2()     ? "max pool AVX2"
+                                                : "max pool scalar";
+    if (!strstr(ct_cpu_kernels(), want))
+        ct_test_fail(__FILE__, __LINE__, "\"%s\" lacks \"%s\"", ct_cpu_kernels(), want);
+}

@@ -94,6 +94,9 @@ void ct__cpu_blas_pick_core(void);
 const char *ct__cpu_blas_core_note(void);
 /* The library f32 GEMM runs on here ("oneDNN" or "OpenBLAS"; cpu_gemm.c), for ct_cpu_kernels. */
 const char *ct__cpu_f32_gemm_library(void);
+/* The vector row 2x2 max pooling runs here ("AVX-512", "AVX2" or "scalar"; cpu_pool.c), for
+ * ct_cpu_kernels. */
+const char *ct__cpu_max_pool_row(void);
 ct_status ct__cpu_gather(int device, const ct__gather_args *args);
 ct_status ct__cpu_argsort(int device, const ct__sort_args *args);
 ct_status ct__cpu_cumsum(int device, const ct__sort_args *args);

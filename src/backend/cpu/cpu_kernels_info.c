@@ -43,14 +43,14 @@ CT_API const char *ct_cpu_kernels(void) {
                  "f32 conv oneDNN, im2col with 1 input channel, ");
     int threads = ct__cpu_threads();
     if (threads < 2) {
-        snprintf(line, sizeof line, "elementwise %s, exp %s, %sOpenBLAS %s; 1 thread",
-                 clone_width(), exp, libraries, blas_core());
+        snprintf(line, sizeof line, "elementwise %s, exp %s, max pool %s, %sOpenBLAS %s; 1 thread",
+                 clone_width(), exp, ct__cpu_max_pool_row(), libraries, blas_core());
         return line;
     }
     snprintf(line, sizeof line,
-             "elementwise %s, exp %s, %sOpenBLAS %s; parallel region %.1f us, ops of %lld+ "
-             "elements on 2+ threads",
-             clone_width(), exp, libraries, blas_core(), ct__cpu_region_ns() / 1000.0,
-             (long long)ct__cpu_parallel_threshold());
+             "elementwise %s, exp %s, max pool %s, %sOpenBLAS %s; parallel region %.1f us, ops "
+             "of %lld+ elements on 2+ threads",
+             clone_width(), exp, ct__cpu_max_pool_row(), libraries, blas_core(),
+             ct__cpu_region_ns() / 1000.0, (long long)ct__cpu_parallel_threshold());
     return line;
 }

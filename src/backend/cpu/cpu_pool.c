@@ -61,6 +61,7 @@ static ct__cpu_max_row_f32_fn *simd_max_row_f32(void) {
 }
 #define CT_POOL_SIMD_ROW simd_max_row_f32
 #endif
+
 #include "backend/cpu/cpu_pool_typed_impl.h"
 #undef CT_POOL_T
 #undef CT_POOL_U
@@ -73,6 +74,17 @@ static ct__cpu_max_row_f32_fn *simd_max_row_f32(void) {
 #undef CT_POOL_T
 #undef CT_POOL_U
 #undef CT_POOL_FN
+
+const char *ct__cpu_max_pool_row(void) {
+#if CT_CPU_SIMD_KERNELS
+    ct__cpu_max_row_f32_fn *row = simd_max_row_f32();
+    return row == ct__cpu_max_row_2x2_f32_avx512 ? "AVX-512"
+           : row == ct__cpu_max_row_2x2_f32_avx2 ? "AVX2"
+                                                 : "scalar";
+#else
+    return "scalar";
+#endif
+}
 
 /* Plane p of bf16 operands through the f32 loops, in scratch (in_h * in_w + out_h * out_w
  * floats: the input plane, then the output plane). */
