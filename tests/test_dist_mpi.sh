@@ -216,8 +216,8 @@ else fail test_dist_batch_size_auto_2_devices "exit $code, batch \"$devices\""; 
 # The pid of rank 1 of the run marked $1 (Open MPI puts the rank in each rank's environment).
 rank1_pid() {
     for environ in /proc/[0-9]*/environ; do
-        if tr '\0' '\n' <"$environ" 2>/dev/null | grep -qx "CT_TEST_RUN=$1" &&
-            tr '\0' '\n' <"$environ" 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1; then
+        if tr '\0' '\n' 2>/dev/null <"$environ" | grep -qx "CT_TEST_RUN=$1" &&
+            tr '\0' '\n' 2>/dev/null <"$environ" | grep -qx OMPI_COMM_WORLD_RANK=1; then
             pid=${environ#/proc/}
             echo "${pid%/environ}"
             return
