@@ -61,7 +61,6 @@ static ct__cpu_max_row_f32_fn *simd_max_row_f32(void) {
 }
 #define CT_POOL_SIMD_ROW simd_max_row_f32
 #endif
-
 #include "backend/cpu/cpu_pool_typed_impl.h"
 #undef CT_POOL_T
 #undef CT_POOL_U

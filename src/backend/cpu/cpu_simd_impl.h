@@ -46,10 +46,10 @@ static inline bool ct__cpu_has_avx512bw(void) {
 #if CT_CPU_SIMD_KERNELS
 /* One output row of 2x2 max pooling at stride 2 (cpu_pool_simd.c): inputs rows x0 and x1, ow_n
  * outputs y and their in-plane indices idx (at0: x0's first index, w the row length). Returns
- * whether the row held a NaN, which these results do not place as PyTorch does. Call only when
- * ct__cpu_has_avx512bw(). */
+ * whether the row held a NaN, which these results do not place as PyTorch does. */
 typedef int ct__cpu_max_row_f32_fn(const float *x0, const float *x1, float *y, int32_t *idx,
                                    int64_t ow_n, int64_t at0, int64_t w);
+/* The rows on 16 lanes, f32 and bf16; call only when ct__cpu_has_avx512bw(). */
 int ct__cpu_max_row_2x2_f32_avx512(const float *x0, const float *x1, float *y, int32_t *idx,
                                    int64_t ow_n, int64_t at0, int64_t w);
 int ct__cpu_max_row_2x2_bf16_avx512(const uint16_t *x0, const uint16_t *x1, uint16_t *y,
