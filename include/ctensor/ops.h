@@ -73,6 +73,16 @@ CT_API ct_status ct_set_matmul_precision(const char *precision);
 /* The current setting: "highest" or "high" (a static string). */
 CT_API const char *ct_get_matmul_precision(void);
 
+/* Deterministic algorithms (PyTorch's torch.use_deterministic_algorithms): when on, every
+ * op picks an algorithm whose result does not depend on scheduling, so the same inputs on the
+ * same device and thread count give the same bits: only deterministic cuDNN algorithms, no
+ * atomic accumulation of floats in reductions, scatter-adds or pooling backward, one cuBLAS
+ * workspace per stream. Off by default (as in PyTorch); `ctensor train` turns it on.
+ * Process-wide; safe to call from any thread. The CPU's kernels are deterministic either way. */
+CT_API void ct_use_deterministic_algorithms(bool enabled);
+/* Whether deterministic algorithms are on. */
+CT_API bool ct_are_deterministic_algorithms_enabled(void);
+
 /* ---- shape and indexing: views where possible ---- */
 
 /* One entry of shape may be -1 (inferred). A view when the strides allow, else a copy. */

@@ -1,6 +1,8 @@
-/* The process-wide f32 matmul precision (ct_set_matmul_precision): whether f32 matmul may
- * use TF32 tensor cores on devices that have them. ct_matmul reads it for every product and
- * passes it to the kernel in ct__matmul_args.allow_tf32; the CPU kernel ignores it. */
+/* The process-wide numerical settings that the op layer passes to kernels in their arguments:
+ * the f32 matmul precision (ct_set_matmul_precision: whether f32 matmul and convolution may
+ * use TF32 tensor cores, as ct__matmul_args.allow_tf32), and deterministic algorithms
+ * (ct_use_deterministic_algorithms). CPU kernels ignore both: they are full f32 and
+ * deterministic always. */
 #include <stdatomic.h>
 #include <string.h>
 
@@ -31,3 +33,9 @@ ct_status ct_set_matmul_precision(const char *precision) {
 }
 
 const char *ct_get_matmul_precision(void) { return precisions[atomic_load(&current)]; }
+
+static atomic_bool deterministic;
+
+void ct_use_deterministic_algorithms(bool enabled) { atomic_store(&deterministic, enabled); }
+
+bool ct_are_deterministic_algorithms_enabled(void) { return atomic_load(&deterministic); }
