@@ -28,7 +28,7 @@
     X(neg, NEG, SAME, GRAD)                                                                        \
     /* |x|; integers wrap (|INT_MIN| is INT_MIN); -0.0 gives 0.0 */                                \
     X(abs, ABS, SAME, GRAD)                                                                        \
-    /* -1, 0 or 1; NaN and signed zeros are kept; gradient 0 */                                    \
+    /* -1, +0 or 1 (+0 for either zero, as NumPy); NaN is kept; gradient 0 */                      \
     X(sign, SIGN, SAME, GRAD)                                                                      \
     /* IEEE square root: NaN below 0, -0.0 gives -0.0 */                                           \
     X(sqrt, SQRT, FLOAT, GRAD)                                                                     \

@@ -184,7 +184,10 @@ CT_EW_FN double ct__ew_sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }
 #define CT_EW_UNARY_FLOAT_(T, S, M)                                                                \
     CT_EW_FN T ct__ew_neg_##S(T x) { return -x; }                                                  \
     CT_EW_FN T ct__ew_abs_##S(T x) { return M(fabs)(x); }                                          \
-    CT_EW_FN T ct__ew_sign_##S(T x) { return x > (T)0 ? (T)1 : (x < (T)0 ? (T)-1 : x); }           \
+    /* +0 for either zero (NumPy, PyTorch); NaN as it is */                                        \
+    CT_EW_FN T ct__ew_sign_##S(T x) {                                                              \
+        return x > (T)0 ? (T)1 : (x < (T)0 ? (T)-1 : x == x ? (T)0 : x);                           \
+    }                                                                                              \
     CT_EW_FN T ct__ew_sqrt_##S(T x) { return M(sqrt)(x); }                                         \
     CT_EW_FN T ct__ew_rsqrt_##S(T x) { return (T)1 / M(sqrt)(x); }                                 \
     CT_EW_FN T ct__ew_expm1_##S(T x) { return M(expm1)(x); }                                       \
