@@ -212,20 +212,36 @@ static PyObject *py_linspace(PyObject *self, PyObject *args, PyObject *kwargs) {
     return ctpy_wrap_leaf(out, requires_grad);
 }
 
+/* The diagonal k of an n x m eye (any Python int): one past the matrix where it lies beyond
+ * it, which keeps every element zero and the arithmetic in range (NumPy's answer for any k). */
+static int eye_diagonal(PyObject *k_obj, Py_ssize_t n, Py_ssize_t m, long long *k) {
+    PyObject *index = PyNumber_Index(k_obj);
+    if (!index) return -1;
+    int overflow;
+    *k = PyLong_AsLongLongAndOverflow(index, &overflow);
+    Py_DECREF(index);
+    if (*k == -1 && PyErr_Occurred()) return -1;
+    if (overflow > 0 || *k > (long long)m) *k = (long long)m + 1;
+    if (overflow < 0 || *k < -(long long)n) *k = -(long long)n - 1;
+    return 0;
+}
+
 static PyObject *py_eye(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *keywords[] = {"n_rows", "n_cols", "k", "dtype", "device", "requires_grad", NULL};
-    Py_ssize_t n, m = -1, k = 0;
-    PyObject *cols = Py_None;
+    Py_ssize_t n, m = -1;
+    PyObject *cols = Py_None, *k_obj = NULL;
     ct_dtype dtype = CTPY_DEFAULT_FLOAT;
     ct_device device = CT_DEFAULT;
     int requires_grad = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "n|O$nO&O&p:eye", keywords, &n, &cols, &k,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "n|O$OO&O&p:eye", keywords, &n, &cols, &k_obj,
                                      ctpy_opt_dtype, &dtype, ctpy_opt_device, &device,
                                      &requires_grad))
         return NULL;
     if (cols != Py_None && (m = PyLong_AsSsize_t(cols)) == -1 && PyErr_Occurred()) return NULL;
     if ((int)dtype < 0) dtype = CTPY_DEFAULT_FLOAT;
     if (m < 0) m = n;
+    long long k = 0;
+    if (k_obj && eye_diagonal(k_obj, n, m, &k) < 0) return NULL;
     ct_tensor *out;
     if (k == 0) {
         CTPY_NOGIL(out = ct_eye(n, m, dtype, device));

@@ -233,16 +233,25 @@ static PyObject *tensor_dlpack(PyObject *self, PyObject *args, PyObject *kwargs)
     if (versioned < 0) return NULL;
     ct_tensor *t = ctpy_tensor_of(self);
     ctpy_dl_device here = dl_device(ct_device_of(t));
+    bool to_host = false;
     if (target != Py_None) {
         int type, id;
         if (!PyArg_ParseTuple(target, "ii", &type, &id)) return NULL;
-        if (type != here.device_type || id != here.device_id)
+        /* The standard lets a producer copy to the host (kDLCPU) when asked, unless copy is
+         * False; any other device is the consumer's to reach. */
+        to_host = type == CTPY_DL_CPU && here.device_type != CTPY_DL_CPU;
+        if (to_host && copy == Py_False)
+            return PyErr_Format(PyExc_BufferError,
+                                "__dlpack__: the array is on DLPack device (%d, %d), and "
+                                "dl_device=(%d, %d) with copy=False forbids the copy to the host",
+                                here.device_type, here.device_id, type, id);
+        if (!to_host && (type != here.device_type || id != here.device_id))
             return PyErr_Format(PyExc_BufferError,
                                 "__dlpack__: the array is on DLPack device (%d, %d), not (%d, "
                                 "%d); move it with to_device() first",
                                 here.device_type, here.device_id, type, id);
     }
-    if (here.device_type == CTPY_DL_CUDA) {
+    if (here.device_type == CTPY_DL_CUDA && !to_host) {
         /* The consumer reads on its own stream: let ctensor's queued work finish first. */
         long s = stream == Py_None ? 0 : PyLong_AsLong(stream);
         if (s == -1 && PyErr_Occurred()) return NULL;
@@ -250,11 +259,13 @@ static PyObject *tensor_dlpack(PyObject *self, PyObject *args, PyObject *kwargs)
         if (s != -1) CTPY_NOGIL(status = ct_synchronize(ct_device_of(t)));
         if (ctpy_check(status) < 0) return NULL;
     } else if (stream != Py_None) {
-        return PyErr_Format(PyExc_ValueError, "__dlpack__: stream must be None for a CPU array");
+        return PyErr_Format(PyExc_ValueError,
+                            "__dlpack__: stream must be None for an export to the CPU");
     }
-    if (copy != Py_True) return export_capsule(t, versioned);
+    if (copy != Py_True && !to_host) return export_capsule(t, versioned);
     ct_tensor *clone;
-    CTPY_NOGIL(clone = ct_clone(t));
+    /* ct_to synchronises: the host copy is complete when it returns. */
+    CTPY_NOGIL(clone = to_host ? ct_to(t, (ct_device){CT_DEVICE_CPU, 0}) : ct_clone(t));
     if (!clone) return ctpy_raise();
     PyObject *capsule = export_capsule(clone, versioned);
     ct_release(clone);

@@ -224,6 +224,14 @@ static PyObject *reduce(PyObject *args, PyObject *kwargs, const char *format, re
     }
     CTPY_NOGIL(out = fn(t, naxes < 0 ? 0 : naxes, naxes < 0 ? NULL : axes, keepdims));
     ct_release(t);
+    /* The standard: a given dtype is the result's too (sum and prod widen small integers
+     * otherwise); the wide sum cast back wraps as a sum in that dtype would. */
+    if (out && (int)dtype >= 0 && ct_dtype_of(out) != dtype) {
+        ct_tensor *narrow;
+        CTPY_NOGIL(narrow = ct_cast(out, dtype));
+        ct_release(out);
+        out = narrow;
+    }
     return ctpy_wrap(out);
 }
 

@@ -144,6 +144,18 @@ def test_reductions_as_numpy(device, dtype):
     np.testing.assert_allclose(to_numpy(ct.mean(x)), np.mean(a.astype(np.float64)), rtol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", INTS, ids=ids)
+def test_reductions_keep_a_given_dtype(device, dtype):
+    # The array API: sum(x, dtype=d) and prod(x, dtype=d) give d, wrapping as NumPy does.
+    a = ends(INTS[dtype]).reshape(2, -1)
+    x = ct.asarray(a, device=device)
+    with np.errstate(over="ignore"):
+        for name in ("sum", "prod"):
+            got = getattr(ct, name)(x, axis=1, dtype=dtype)
+            assert got.dtype == dtype
+            same(got, getattr(np, name)(a, axis=1, dtype=INTS[dtype]))
+
+
 @pytest.mark.parametrize("src", INTS, ids=ids)
 def test_casts_between_integers_wrap_as_numpy(device, src):
     a = ends(INTS[src])

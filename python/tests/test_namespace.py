@@ -223,6 +223,14 @@ def test_eye_every_diagonal(device, n, m, k):
         np.testing.assert_array_equal(to_numpy(out), np.eye(n, m, k=k, dtype=np_dtype))
 
 
+@pytest.mark.parametrize("k", [2**63, -(2**63), 2**63 - 1, -(2**63) - 1, 2**200])
+def test_eye_far_diagonals_are_zeros(device, k):
+    # Any Python int is a diagonal; one beyond the matrix gives zeros (NumPy), never an overflow.
+    for n, m in ((0, 0), (3, 4)):
+        out = ct.eye(n, m, k=k, device=device)
+        assert out.shape == (n, m) and not ct.any(out).item()
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=str)
 def test_nextafter_matches_numpy(device, dtype):
     a = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 1.0, 3.5, 1e-45, 2.0],

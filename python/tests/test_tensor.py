@@ -195,6 +195,27 @@ def test_dlpack_capsules_versioned_and_legacy(device):
     del unused  # an unused capsule frees its export
 
 
+def test_dlpack_to_the_host_copies(device):
+    # dl_device=(kDLCPU, 0): the standard lets the producer copy to the host, unless copy=False.
+    x = ct.arange(5, dtype=ct.float32, device=device)
+    capsule = x.__dlpack__(dl_device=(1, 0), max_version=(1, 0))
+
+    class Producer:
+        def __dlpack__(self, max_version=None, **kw):
+            return capsule
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    y = ct.from_dlpack(Producer())
+    assert y.device == ct.device("cpu") and y.tolist() == [0, 1, 2, 3, 4]
+    if device.type != "cpu":
+        with pytest.raises(BufferError, match="copy=False"):
+            x.__dlpack__(dl_device=(1, 0), copy=False)
+    with pytest.raises(BufferError, match="move it"):
+        x.__dlpack__(dl_device=(2, 7))
+
+
 def test_dlpack_shares_memory_both_ways():
     x = ct.zeros((3,))
     assert ct.from_dlpack(x).tolist() == [0, 0, 0]  # a Tensor is taken as it is
