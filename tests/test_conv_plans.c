@@ -23,12 +23,13 @@ static ct__conv2d_args geometry(int64_t b) {
 }
 
 static ct_conv_plan plan_of(int algo, size_t bytes) {
-    return (ct_conv_plan){.algo = {algo, algo + 1}, .bytes = {bytes, bytes + 1}};
+    return (ct_conv_plan){
+        .algo = {algo, algo + 1}, .math = {algo + 2, algo + 3}, .bytes = {bytes, bytes + 1}};
 }
 
 static bool same_plan(const ct_conv_plan *a, const ct_conv_plan *b) {
-    return a->algo[0] == b->algo[0] && a->algo[1] == b->algo[1] && a->bytes[0] == b->bytes[0] &&
-           a->bytes[1] == b->bytes[1];
+    return a->algo[0] == b->algo[0] && a->algo[1] == b->algo[1] && a->math[0] == b->math[0] &&
+           a->math[1] == b->math[1] && a->bytes[0] == b->bytes[0] && a->bytes[1] == b->bytes[1];
 }
 
 TEST(test_conv_plan_found_under_its_own_geometry_only) {
@@ -47,14 +48,16 @@ TEST(test_conv_plan_found_under_its_own_geometry_only) {
     CHECK(!ct_cuda_conv_plan_find(&other, &found));
     ct_cuda_conv_plan_key(0, &a, true, &other);
     CHECK(!ct_cuda_conv_plan_find(&other, &found));
-    ct__conv2d_args changed[6] = {a, a, a, a, a, a};
+    ct__conv2d_args changed[8] = {a, a, a, a, a, a, a, a};
     changed[0].dtype = CT_F64;
     changed[1].batch = 1002;
     changed[2].padding[1] = 0;
     changed[3].dilation[0] = 2;
     changed[4].groups = 2;
     changed[5].kernel_w = 5;
-    for (int i = 0; i < 6; i++) {
+    changed[6].allow_tf32 = true;    /* TF32 allowed: other math types qualify */
+    changed[7].deterministic = true; /* deterministic algorithms only */
+    for (int i = 0; i < 8; i++) {
         ct_cuda_conv_plan_key(0, &changed[i], false, &other);
         CHECK(!ct_cuda_conv_plan_find(&other, &found));
     }

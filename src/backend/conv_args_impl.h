@@ -15,21 +15,26 @@
 /* y (batch, out_channels, out_h, out_w) = conv(x (batch, in_channels, in_h, in_w),
  * weight (out_channels, in_channels / groups, kernel_h, kernel_w)) + bias (out_channels).
  * Forward reads x, weight and bias (NULL: none) and writes y. Backward reads y as the
- * gradient of the output, x and weight, and writes each of grad_x, grad_weight and grad_bias
- * that is not NULL (overwriting: nothing accumulates). workspace: scratch of the size the
- * backend's conv2d_workspace asked for (NULL when it asked for none). */
+ * gradient of the output, x and weight, and writes each of grad_x and grad_weight that is not
+ * NULL (overwriting: nothing accumulates); the op layer sums the bias's gradient itself.
+ * workspace: scratch of the size the backend's conv2d_workspace asked for (NULL when it
+ * asked for none). allow_tf32: f32 may use TF32 (ct_set_matmul_precision("high")), else f32
+ * is computed in f32; deterministic: only algorithms whose result does not depend on
+ * scheduling (ct_use_deterministic_algorithms). Both are part of what decides a plan; the
+ * CPU, full f32 and deterministic always, ignores them. */
 typedef struct ct__conv2d_args {
     ct_dtype dtype;
     int64_t batch, in_channels, in_h, in_w;
     int64_t out_channels, kernel_h, kernel_w, out_h, out_w;
     int64_t stride[2], padding[2], dilation[2], groups;
     char *x, *weight, *bias, *y;
-    char *grad_x, *grad_weight, *grad_bias;
+    char *grad_x, *grad_weight;
     char *workspace;
     size_t workspace_size;
     /* The f32 operands hold bf16 values (a bf16 convolution computed in f32), so the
      * products may run on the CPU's bf16 units without changing a value they read. */
     bool bf16_values;
+    bool allow_tf32, deterministic;
 } ct__conv2d_args;
 
 typedef enum ct__pool_kind {

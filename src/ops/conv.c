@@ -7,8 +7,10 @@
  * backend convolves them as they are: bf16 on a CPU with bf16 units) to the backend. The
  * backend says how much scratch it needs; it comes from the device's pool, so a training loop
  * reuses the same blocks. The autograd node keeps the prepared input and weight; its backward asks
- * the backend for the gradients of exactly the inputs that need one, in one call. */
+ * the backend for the gradients of exactly the input and weight when they need one, in one
+ * call, and sums the bias's itself. */
 #include <stdio.h>
+#include <string.h>
 
 #include "autograd/tape_impl.h"
 #include "backend/conv_args_impl.h"
@@ -114,7 +116,9 @@ static ct_status check_shapes(const ct_tensor *x, const ct_tensor *w, const ct_t
                            .kernel_w = w->shape[3],
                            .out_h = out[0],
                            .out_w = out[1],
-                           .groups = p->groups};
+                           .groups = p->groups,
+                           .allow_tf32 = strcmp(ct_get_matmul_precision(), "high") == 0,
+                           .deterministic = ct_are_deterministic_algorithms_enabled()};
     for (int i = 0; i < 2; i++) {
         a->stride[i] = p->stride[i];
         a->padding[i] = p->padding[i];
@@ -198,16 +202,17 @@ static ct_tensor *grad_like(bool want, ct_device device, const ct_tensor *t, boo
     return g;
 }
 
+/* The bias's gradient: the output's gradient g summed over batch, rows and columns (zeros
+ * for an empty batch), by the library's own reduction on every device and for every dtype
+ * (its float sums accumulate in f64), as PyTorch does: backends compute only the input's and
+ * the weight's gradients (cuDNN's BackwardBias refuses bf16). */
+static ct_tensor *bias_grad(const ct_tensor *g) { return ct_sum(g, 3, (int[]){0, 2, 3}, false); }
+
 /* The gradients when the input or the output is empty, without the backend (which is not
- * handed empty operands): the input and the weight get zeros, and the bias the output's
- * gradient summed over batch, rows and columns (zeros for an empty batch). */
-static ct_status empty_grads(const ct_tensor *g, ct_tensor *gx, ct_tensor *gw, ct_tensor *gb) {
+ * handed empty operands): the input and the weight get zeros. */
+static ct_status empty_grads(ct_tensor *gx, ct_tensor *gw) {
     ct_status status = gx ? ct_fill(gx, 0.0) : CT_OK;
     if (status == CT_OK && gw) status = ct_fill(gw, 0.0);
-    if (status != CT_OK || !gb) return status;
-    ct_tensor *sum = ct_sum(g, 3, (int[]){0, 2, 3}, false);
-    status = sum ? ct__copy_into(gb, sum, OP) : ct_last_status();
-    ct_release(sum);
     return status;
 }
 
@@ -225,17 +230,16 @@ static ct_status conv2d_backward(ct__node *node, const ct_tensor *grad_out, ct_t
     bool failed = false;
     ct_tensor *g = prepared(grad_out, x->dtype);
     failed = g == NULL;
-    int64_t bias_shape = a.out_channels;
     ct_tensor *gx = grad_like(node->inputs[0] != NULL, device, x, &failed);
     ct_tensor *gw = grad_like(node->inputs[1] != NULL, device, w, &failed);
     ct_tensor *gb = NULL;
     if (node->ninputs == 3 && node->inputs[2] && !failed) {
-        gb = ct__tensor_new(device, x->dtype, 1, &bias_shape);
+        gb = bias_grad(g);
         failed = gb == NULL;
     }
     if (!failed && (x->numel == 0 || a.out_channels == 0)) {
-        status = empty_grads(g, gx, gw, gb);
-    } else if (!failed) {
+        status = empty_grads(gx, gw);
+    } else if (!failed && (gx || gw)) {
         a.dtype = x->dtype;
         /* The forward's dtype (all operands'), when it computed bf16 in f32. */
         a.bf16_values = grad_out->dtype == CT_BF16 && x->dtype == CT_F32;
@@ -244,7 +248,6 @@ static ct_status conv2d_backward(ct__node *node, const ct_tensor *grad_out, ct_t
         a.y = ct__data(g);
         a.grad_x = gx ? ct__data(gx) : NULL;
         a.grad_weight = gw ? ct__data(gw) : NULL;
-        a.grad_bias = gb ? ct__data(gb) : NULL;
         status = run_kernel(device, &a, true);
     }
     ct_release(g);

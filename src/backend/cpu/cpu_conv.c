@@ -1,11 +1,11 @@
 /* CPU 2-d convolution (ct__conv2d_args in backend/conv_args_impl.h): im2col + OpenBLAS GEMM,
  * one image at a time, in tiles of output rows (cpu_conv_typed_impl.h). Forward:
- * Y_n = W @ col_n (+ bias). Backward: dW = sum_n dY_n @ col_n^T, db = sum_n of dY_n's rows,
- * and dcol_n = W^T @ dY_n folded back into dX_n by col2im. A tile's col, GEMMs and output
+ * Y_n = W @ col_n (+ bias). Backward: dW = sum_n dY_n @ col_n^T and dcol_n = W^T @ dY_n
+ * folded back into dX_n by col2im. A tile's col, GEMMs and output
  * stay in one core's cache, and no layout pass is needed since each image's output block is
  * already in NCHW order. The forward pass's (image, tile) pairs and the backward pass's
  * images run on OpenMP threads, each GEMM single-threaded on its thread (a tile's col per
- * thread; partial dW and db per block of images, summed in block order at the end, so results
+ * thread; partial dW per block of images, summed in block order at the end, so results
  * do not depend on thread timing). The workspace
  * (ct__cpu_conv2d_workspace) holds all that scratch. bf16 tensors, which the op layer hands
  * over only where ct__cpu_conv2d_native says so, go to oneDNN (cpu_conv_dnnl.c), and so do
@@ -119,11 +119,10 @@ static int64_t block_count(const ct__conv2d_args *a, int64_t threads) {
     return 4 * threads < a->batch ? 4 * threads : a->batch > 0 ? a->batch : 1;
 }
 
-/* Workspace elements for `threads` threads: a col each, then (backward) a partial dw and
- * db per block. */
+/* Workspace elements for `threads` threads: a col each, then (backward) a partial dw per
+ * block. */
 static int64_t workspace_elements(const ct__conv2d_args *a, bool backward, int64_t threads) {
-    int64_t part = a->out_channels * (a->in_channels / a->groups) * a->kernel_h * a->kernel_w +
-                   a->out_channels;
+    int64_t part = a->out_channels * (a->in_channels / a->groups) * a->kernel_h * a->kernel_w;
     return threads * conv_col_elements(a) + (backward ? block_count(a, threads) * part : 0);
 }
 

@@ -1,5 +1,5 @@
 /* 2-d convolution through oneDNN's convolution primitives: forward, backward data and
- * backward weights (with the bias's gradient), in bf16 on the CPU's bf16 units (bf16 in and
+ * backward weights, in bf16 on the CPU's bf16 units (bf16 in and
  * out with f32 accumulation inside oneDNN, as PyTorch's CPU autocast runs it) and in f32.
  *
  * The op layer hands bf16 tensors here only when ct__cpu_conv2d_native said yes for the
@@ -66,8 +66,8 @@ typedef struct conv_step {
  * then the reordered copies of the forward (forward_bytes) or of the larger backward step
  * (backward_bytes: the two run one after the other, so their copies share the room, except
  * that the output gradient's copy, backward data's first, stays for backward weights where
- * both chose one layout for it), then, in backward, the weight's gradient when only the
- * bias's is wanted. */
+ * both chose one layout for it). A backward geometry is made without the bias: the op layer
+ * sums the bias's gradient itself. */
 typedef struct conv_entry {
     conv_key key;
     bool made;
@@ -348,19 +348,12 @@ bool ct__cpu_conv2d_f32_on_onednn(int64_t in_channels_per_group) {
 bool ct__cpu_conv2d_dnnl_runs(const ct__conv2d_args *a, bool backward) {
     if (a->dtype == CT_F32 && !ct__cpu_conv2d_f32_on_onednn(a->in_channels / a->groups))
         return false;
-    conv_key key = key_of(a, backward ? a->grad_bias != NULL : a->bias != NULL);
+    conv_key key = key_of(a, !backward && a->bias != NULL);
     return a->batch > 0 && entry_for(&key);
 }
 
-/* Bytes of the weight's gradient, which backward weights writes even when only the bias's is
- * wanted (then into the workspace, after the reordered copies). */
-static size_t weight_bytes(const ct__conv2d_args *a) {
-    return (size_t)(a->out_channels * (a->in_channels / a->groups) * a->kernel_h * a->kernel_w) *
-           ct__dtype_size(a->dtype);
-}
-
 static const conv_entry *entry_of_call(const ct__conv2d_args *a, bool backward) {
-    conv_key key = key_of(a, backward ? a->grad_bias != NULL : a->bias != NULL);
+    conv_key key = key_of(a, !backward && a->bias != NULL);
     const conv_entry *e = entry_for(&key);
     if (!e)
         ct__error(CT_ERR_BACKEND, "ct_conv2d: oneDNN made no %s convolution here",
@@ -371,7 +364,7 @@ static const conv_entry *entry_of_call(const ct__conv2d_args *a, bool backward) 
 ct_status ct__cpu_conv2d_dnnl_workspace(const ct__conv2d_args *a, bool backward, size_t *bytes) {
     const conv_entry *e = entry_of_call(a, backward);
     if (!e) return ct_last_status();
-    *bytes = e->scratch + (backward ? e->backward_bytes + weight_bytes(a) : e->forward_bytes);
+    *bytes = e->scratch + (backward ? e->backward_bytes : e->forward_bytes);
     return CT_OK;
 }
 
@@ -454,10 +447,8 @@ ct_status ct__cpu_conv2d_dnnl_backward(const ct__conv2d_args *a) {
         void *user[MAX_SLOTS] = {a->y, a->weight, a->grad_x, NULL};
         status = execute(e, BACKWARD_DATA, a, user, false);
     }
-    if (status != CT_OK || !(a->grad_weight || a->grad_bias)) return status;
-    void *gw =
-        a->grad_weight ? (void *)a->grad_weight : a->workspace + e->scratch + e->backward_bytes;
-    void *user[MAX_SLOTS] = {a->x, a->y, gw, a->grad_bias};
+    if (status != CT_OK || !a->grad_weight) return status;
+    void *user[MAX_SLOTS] = {a->x, a->y, a->grad_weight, NULL};
     return execute(e, BACKWARD_WEIGHTS, a, user, a->grad_x != NULL);
 }
 

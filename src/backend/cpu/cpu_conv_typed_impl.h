@@ -89,25 +89,6 @@ CT_CPU_CLONES static void CT_CONV_FN(fill_bias)(CT_CONV_T *y, const CT_CONV_T *b
         for (int64_t p = 0; p < n; p++) y[o * ld + p] = bias[o];
 }
 
-/* db[o] += the sum of gy's row o (channels rows, l long each), in CT_CONV_LANES partial sums
- * so that the loop vectorises (a single running sum must be added in order). */
-#define CT_CONV_LANES 8
-CT_CPU_CLONES static void CT_CONV_FN(add_row_sums)(CT_CONV_T *db, const CT_CONV_T *gy,
-                                                   int64_t channels, int64_t l) {
-    for (int64_t o = 0; o < channels; o++) {
-        const CT_CONV_T *row = gy + o * l;
-        CT_CONV_T lanes[CT_CONV_LANES] = {0};
-        int64_t p = 0;
-        for (; p + CT_CONV_LANES <= l; p += CT_CONV_LANES)
-            for (int k = 0; k < CT_CONV_LANES; k++) lanes[k] += row[p + k];
-        CT_CONV_T sum = 0;
-        for (int k = 0; k < CT_CONV_LANES; k++) sum += lanes[k];
-        for (; p < l; p++) sum += row[p];
-        db[o] += sum;
-    }
-}
-#undef CT_CONV_LANES
-
 /* Forward of output rows [oh0, oh1) of image n into y with one thread's col:
  * y_n's rows = W @ col + bias. */
 static void CT_CONV_FN(forward_tile)(const ct__conv2d_args *a, int64_t n, int64_t oh0, int64_t oh1,
@@ -125,17 +106,17 @@ static void CT_CONV_FN(forward_tile)(const ct__conv2d_args *a, int64_t n, int64_
                   bias ? 1.0 : 0.0, y, g * og * l + at, l);
 }
 
-/* Backward of image n: this thread's dw and db partial sums grow by image n's share;
- * grad_x's image n is written whole. col: the thread's scratch for one tile. */
+/* Backward of image n: this thread's dw partial sums grow by image n's share (dw NULL: no
+ * weight gradient); grad_x's image n is written whole. col: the thread's scratch for one
+ * tile. */
 static void CT_CONV_FN(backward_image)(const ct__conv2d_args *a, int64_t n, CT_CONV_T *col,
-                                       CT_CONV_T *dw, CT_CONV_T *db) {
+                                       CT_CONV_T *dw) {
     int64_t l = a->out_h * a->out_w, g_n = a->groups, c_n = a->in_channels;
     int64_t og = a->out_channels / g_n, kg = c_n / g_n * a->kernel_h * a->kernel_w;
     int64_t rows = conv_tile_rows(a), image = c_n * a->in_h * a->in_w;
     const CT_CONV_T *gy = (const CT_CONV_T *)a->y + n * a->out_channels * l;
     const CT_CONV_T *x = (const CT_CONV_T *)a->x + n * image;
     CT_CONV_T *dx = a->grad_x ? (CT_CONV_T *)a->grad_x + n * image : NULL;
-    if (db) CT_CONV_FN(add_row_sums)(db, gy, a->out_channels, l);
     if (dx)
         for (int64_t p = 0; p < image; p++) dx[p] = 0;
     for (int64_t oh0 = 0; oh0 < a->out_h; oh0 += rows) {
@@ -188,12 +169,12 @@ static void CT_CONV_FN(run_forward)(const ct__conv2d_args *a, int nt) {
 }
 
 /* The backward pass: the batch in nblocks blocks of consecutive images, taken by nt threads
- * as they come free. Scratch: one col per thread, then a partial dw and db per block, summed
+ * as they come free. Scratch: one col per thread, then a partial dw per block, summed
  * in block order at the end, so the result does not depend on which thread ran which block
  * (nor on the team being smaller than nt inside another parallel region). */
 static void CT_CONV_FN(run_backward)(const ct__conv2d_args *a, int nt, int64_t nblocks) {
     int64_t wn = a->out_channels * (a->in_channels / a->groups) * a->kernel_h * a->kernel_w;
-    int64_t part = wn + a->out_channels, col_n = conv_col_elements(a);
+    int64_t part = wn, col_n = conv_col_elements(a);
     CT_CONV_T *ws = (CT_CONV_T *)a->workspace, *parts = ws + nt * col_n;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nt)
@@ -204,11 +185,11 @@ static void CT_CONV_FN(run_backward)(const ct__conv2d_args *a, int nt, int64_t n
 #pragma omp for schedule(dynamic, 1)
 #endif
         for (int64_t blk = 0; blk < nblocks; blk++) {
-            CT_CONV_T *dw = parts + blk * part, *db = dw + wn;
+            CT_CONV_T *dw = parts + blk * part;
             for (int64_t i = 0; i < part; i++) dw[i] = 0;
-            CT_CONV_T *pdw = a->grad_weight ? dw : NULL, *pdb = a->grad_bias ? db : NULL;
+            CT_CONV_T *pdw = a->grad_weight ? dw : NULL;
             for (int64_t n = blk * a->batch / nblocks; n < (blk + 1) * a->batch / nblocks; n++)
-                CT_CONV_FN(backward_image)(a, n, col, pdw, pdb);
+                CT_CONV_FN(backward_image)(a, n, col, pdw);
         }
         /* The implicit barrier above: every partial sum is complete. */
 #ifdef _OPENMP
@@ -217,10 +198,7 @@ static void CT_CONV_FN(run_backward)(const ct__conv2d_args *a, int nt, int64_t n
         for (int64_t i = 0; i < part; i++) {
             double sum = 0;
             for (int64_t blk = 0; blk < nblocks; blk++) sum += parts[blk * part + i];
-            if (i < wn && a->grad_weight)
-                ((CT_CONV_T *)a->grad_weight)[i] = (CT_CONV_T)sum;
-            else if (i >= wn && a->grad_bias)
-                ((CT_CONV_T *)a->grad_bias)[i - wn] = (CT_CONV_T)sum;
+            if (a->grad_weight) ((CT_CONV_T *)a->grad_weight)[i] = (CT_CONV_T)sum;
         }
     }
 }

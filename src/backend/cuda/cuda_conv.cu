@@ -1,12 +1,19 @@
 // CUDA 2-d convolution (ct__conv2d_args in backend/conv_args_impl.h) through cuDNN's
-// convolution API: cudnnConvolutionForward, BackwardData, BackwardFilter and BackwardBias
-// on NCHW tensors, with the groups set on the convolution descriptor. Algorithms come from
-// the cudnnGet*Algorithm_v7 heuristics (the first one that succeeds in FMA math), asked once per
-// geometry and remembered (cuda_conv_plans_impl.h); conv2d_workspace gives the workspace the
-// plan needs, which the op layer takes from the device's pool. f32 uses FMA math (no TF32), so
-// results match the CPU's to f32 rounding; f64 computes in f64. f16 and bf16 (autocast's
+// convolution API: cudnnConvolutionForward (then cudnnAddTensor for the bias), BackwardData
+// and BackwardFilter on NCHW tensors, with the groups set on the convolution descriptor; the
+// op layer sums the bias's gradient itself (cuDNN's BackwardBias refuses bf16). Algorithms
+// come from the cudnnGet*Algorithm_v7 heuristics, asked once per geometry and settings and
+// remembered (cuda_conv_plans_impl.h): the first entry that succeeded, runs in a math type the
+// dtype allows and, with deterministic algorithms on, is CUDNN_DETERMINISTIC (PyTorch chooses
+// the same way). Each entry pairs an algorithm with a math type, and the descriptor carries that
+// math type when the algorithm runs (cuDNN's API reference, cudnnConvolutionFwdAlgoPerf_t and
+// cudnnSetConvolutionMathType). f32 is f32: only CUDNN_FMA_MATH entries, no TF32 tensor cores,
+// unless ct_set_matmul_precision("high") allows them (args->allow_tf32: any math, as TF32 is
+// cuDNN's default for f32 from Ampere); f64 computes in f64. f16 and bf16 (autocast's
 // convolutions, which ct_cuda_conv2d_native accepts where cuDNN has plans for them: bf16 from
 // compute capability 8.0) run on the tensor cores with f32 accumulation, as PyTorch's do.
+// conv2d_workspace gives the workspace the plan needs, which the op layer takes from the
+// device's pool.
 #include <limits.h>
 #include <stdint.h>
 
@@ -90,6 +97,21 @@ static bool fits_int(const ct__conv2d_args *a) {
 
 static bool low_precision(ct_dtype dtype) { return dtype == CT_F16 || dtype == CT_BF16; }
 
+static const char *dtype_name(ct_dtype dtype) {
+    return dtype == CT_F64 ? "f64" : dtype == CT_F16 ? "f16" : dtype == CT_BF16 ? "bf16" : "f32";
+}
+
+// The math type the descriptor asks the heuristics in: tensor ops for f16 and bf16, cuDNN's
+// default (TF32 on Ampere and later) for f32 where TF32 is allowed, plain FMA otherwise.
+static cudnnMathType_t asked_math(const ct__conv2d_args *a) {
+    if (low_precision(a->dtype)) return CUDNN_TENSOR_OP_MATH;
+    return a->dtype == CT_F32 && a->allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+}
+
+// Whether f32 must stay f32: only FMA entries then (an entry in default or tensor-op math may
+// use TF32 on Ampere and later). f64 has no reduced mode; f16 and bf16 take any math.
+static bool fma_only(const ct__conv2d_args *a) { return a->dtype == CT_F32 && !a->allow_tf32; }
+
 static ct_status make_descs(int device, const ct__conv2d_args *a, conv_descs *d) {
     if (!fits_int(a))
         return ct_cuda_fail(CT_ERR_UNSUPPORTED,
@@ -123,47 +145,53 @@ static ct_status make_descs(int device, const ct__conv2d_args *a, conv_descs *d)
                                (int)a->stride[1], (int)a->dilation[0], (int)a->dilation[1],
                                CUDNN_CROSS_CORRELATION, compute));
     CT_CUDNN_CHECK(device, cudnnSetConvolutionGroupCount(d->conv, (int)a->groups));
-    CT_CUDNN_CHECK(device, cudnnSetConvolutionMathType(d->conv, low_precision(a->dtype)
-                                                                    ? CUDNN_TENSOR_OP_MATH
-                                                                    : CUDNN_FMA_MATH));
+    CT_CUDNN_CHECK(device, cudnnSetConvolutionMathType(d->conv, asked_math(a)));
     return CT_OK;
 }
 
-// Whether a heuristics entry can run: it succeeded and, for f32 and f64 (FMA math), needs no
-// tensor-op (TF32) math, which the heuristics may offer whatever the descriptor asks. f16 and
-// bf16 take any math: their tensor-op kernels accumulate in f32.
-template <typename perf_t> static bool runs_in_math(const perf_t &p, bool tensor_ops) {
-    return p.status == CUDNN_STATUS_SUCCESS &&
-           (tensor_ops || (p.mathType != CUDNN_TENSOR_OP_MATH &&
-                           p.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION));
+// Whether a heuristics entry qualifies: it succeeded, its math type keeps the dtype's
+// precision (FMA only for f32 without TF32), and with deterministic algorithms on, its result
+// does not depend on scheduling.
+template <typename perf_t> static bool qualifies(const perf_t &p, const ct__conv2d_args *a) {
+    return p.status == CUDNN_STATUS_SUCCESS && (!fma_only(a) || p.mathType == CUDNN_FMA_MATH) &&
+           (!a->deterministic || p.determinism == CUDNN_DETERMINISTIC);
 }
 
-// The first entry that runs in the dtype's math and whose workspace cuDNN also sizes for these
-// descriptors (workspace_of(algo, &bytes)); its workspace, the larger of the two sizes.
+// The first entry that qualifies and whose workspace cuDNN also sizes for these descriptors in
+// the entry's math type (workspace_of(algo, &bytes)); its workspace, the larger of the two.
 template <typename perf_t, typename workspace_fn>
-static ct_status choose(int device, bool tensor_ops, const perf_t *perf, int returned,
-                        workspace_fn workspace_of, int *algo, size_t *bytes) {
+static ct_status choose(int device, const ct__conv2d_args *a, cudnnConvolutionDescriptor_t conv,
+                        const perf_t *perf, int returned, workspace_fn workspace_of, int *algo,
+                        int *math, size_t *bytes) {
     for (int i = 0; i < returned; i++) {
         size_t sized = 0;
-        if (!runs_in_math(perf[i], tensor_ops) ||
+        if (!qualifies(perf[i], a) ||
+            cudnnSetConvolutionMathType(conv, perf[i].mathType) != CUDNN_STATUS_SUCCESS ||
             workspace_of(perf[i].algo, &sized) != CUDNN_STATUS_SUCCESS)
             continue;
         *algo = (int)perf[i].algo;
+        *math = (int)perf[i].mathType;
         *bytes = perf[i].memory > sized ? perf[i].memory : sized;
         return CT_OK;
     }
     return ct_cuda_fail(CT_ERR_BACKEND,
-                        "ct_conv2d: cuDNN offers no algorithm for this convolution on cuda:%d in "
-                        "%s (%d candidates)",
-                        device, tensor_ops ? "f16/bf16 tensor-op math" : "f32/f64 FMA math",
-                        returned);
+                        "ct_conv2d: cuDNN offers no %salgorithm for this %s convolution on "
+                        "cuda:%d in %s (%d candidates)%s",
+                        a->deterministic ? "deterministic " : "", dtype_name(a->dtype), device,
+                        low_precision(a->dtype) ? "tensor-op math"
+                        : fma_only(a)           ? "FMA math (no TF32)"
+                                                : "any math",
+                        returned,
+                        a->deterministic ? "; ct_use_deterministic_algorithms(false) allows the "
+                                           "others"
+                                         : "");
 }
 
-// Ask the heuristics for a plan: forward, or both backward products.
-static ct_status ask_heuristics(int device, cudnnHandle_t h, const conv_descs &d, ct_dtype dtype,
-                                bool backward, ct_conv_plan *p) {
+// Ask the heuristics for a plan: forward, or both backward products. The descriptor's math
+// type is the last entry tried when this returns: the callers set the plan's before a launch.
+static ct_status ask_heuristics(int device, cudnnHandle_t h, const conv_descs &d,
+                                const ct__conv2d_args *a, bool backward, ct_conv_plan *p) {
     *p = ct_conv_plan{};
-    bool tensor_ops = low_precision(dtype);
     int n = 0;
     if (!backward) {
         cudnnConvolutionFwdAlgoPerf_t perf[MAX_ALGOS];
@@ -172,7 +200,7 @@ static ct_status ask_heuristics(int device, cudnnHandle_t h, const conv_descs &d
         auto sized = [&](cudnnConvolutionFwdAlgo_t algo, size_t *bytes) {
             return cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, d.y, algo, bytes);
         };
-        return choose(device, tensor_ops, perf, n, sized, &p->algo[0], &p->bytes[0]);
+        return choose(device, a, d.conv, perf, n, sized, &p->algo[0], &p->math[0], &p->bytes[0]);
     }
     cudnnConvolutionBwdDataAlgoPerf_t data[MAX_ALGOS];
     CT_CUDNN_CHECK(device, cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, d.x,
@@ -180,7 +208,8 @@ static ct_status ask_heuristics(int device, cudnnHandle_t h, const conv_descs &d
     auto data_sized = [&](cudnnConvolutionBwdDataAlgo_t algo, size_t *bytes) {
         return cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w, d.y, d.conv, d.x, algo, bytes);
     };
-    ct_status status = choose(device, tensor_ops, data, n, data_sized, &p->algo[0], &p->bytes[0]);
+    ct_status status =
+        choose(device, a, d.conv, data, n, data_sized, &p->algo[0], &p->math[0], &p->bytes[0]);
     if (status != CT_OK) return status;
     cudnnConvolutionBwdFilterAlgoPerf_t filter[MAX_ALGOS];
     CT_CUDNN_CHECK(device, cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w,
@@ -189,7 +218,8 @@ static ct_status ask_heuristics(int device, cudnnHandle_t h, const conv_descs &d
         return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d.x, d.y, d.conv, d.w, algo,
                                                               bytes);
     };
-    return choose(device, tensor_ops, filter, n, filter_sized, &p->algo[1], &p->bytes[1]);
+    return choose(device, a, d.conv, filter, n, filter_sized, &p->algo[1], &p->math[1],
+                  &p->bytes[1]);
 }
 
 // The plan of a's geometry: remembered, or asked of the heuristics and remembered. h and d
@@ -206,7 +236,7 @@ static ct_status find_plan(int device, const ct__conv2d_args *a, bool backward, 
         if (status != CT_OK) return status;
         d = &own;
     }
-    ct_status status = ask_heuristics(device, h, *d, a->dtype, backward, p);
+    ct_status status = ask_heuristics(device, h, *d, a, backward, p);
     if (status == CT_OK) ct_cuda_conv_plan_remember(&key, p);
     return status;
 }
@@ -291,6 +321,7 @@ extern "C" ct_status ct_cuda_conv2d_forward(int device, const ct__conv2d_args *a
     status = prepare(device, args, false, &h, &d, &p);
     if (status != CT_OK) return status;
     scaling s = scaling_for(args->dtype);
+    CT_CUDNN_CHECK(device, cudnnSetConvolutionMathType(d.conv, (cudnnMathType_t)p.math[0]));
     CT_CUDNN_CHECK(device,
                    cudnnConvolutionForward(h, s.one, d.x, args->x, d.w, args->weight, d.conv,
                                            (cudnnConvolutionFwdAlgo_t)p.algo[0], args->workspace,
@@ -310,18 +341,19 @@ extern "C" ct_status ct_cuda_conv2d_backward(int device, const ct__conv2d_args *
     status = prepare(device, args, true, &h, &d, &p);
     if (status != CT_OK) return status;
     scaling s = scaling_for(args->dtype);
-    if (args->grad_x)
+    if (args->grad_x) {
+        CT_CUDNN_CHECK(device, cudnnSetConvolutionMathType(d.conv, (cudnnMathType_t)p.math[0]));
         CT_CUDNN_CHECK(device, cudnnConvolutionBackwardData(
                                    h, s.one, d.w, args->weight, d.y, args->y, d.conv,
                                    (cudnnConvolutionBwdDataAlgo_t)p.algo[0], args->workspace,
                                    args->workspace_size, s.zero, d.x, args->grad_x));
-    if (args->grad_weight)
+    }
+    if (args->grad_weight) {
+        CT_CUDNN_CHECK(device, cudnnSetConvolutionMathType(d.conv, (cudnnMathType_t)p.math[1]));
         CT_CUDNN_CHECK(device, cudnnConvolutionBackwardFilter(
                                    h, s.one, d.x, args->x, d.y, args->y, d.conv,
                                    (cudnnConvolutionBwdFilterAlgo_t)p.algo[1], args->workspace,
                                    args->workspace_size, s.zero, d.w, args->grad_weight));
-    if (args->grad_bias)
-        CT_CUDNN_CHECK(device, cudnnConvolutionBackwardBias(h, s.one, d.y, args->y, s.zero, d.bias,
-                                                            args->grad_bias));
+    }
     return CT_OK;
 }

@@ -20,6 +20,8 @@ void ct_cuda_conv_plan_key(int device, const ct__conv2d_args *args, bool backwar
     *key = (ct_conv_plan_key){.device = device,
                               .dtype = args->dtype,
                               .backward = backward,
+                              .allow_tf32 = args->allow_tf32,
+                              .deterministic = args->deterministic,
                               .batch = args->batch,
                               .in_channels = args->in_channels,
                               .in_h = args->in_h,

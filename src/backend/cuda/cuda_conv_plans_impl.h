@@ -23,18 +23,21 @@ extern "C" {
  * geometries per batch size it sees. */
 #define CT_CUDA_CONV_PLANS 64
 
-/* Everything that decides a plan: the device (its architecture), the dtype, the direction
- * and the convolution's sizes and settings. All int64_t, so there is no padding to compare. */
+/* Everything that decides a plan: the device (its architecture), the dtype, the direction,
+ * the numeric settings (TF32 allowed, deterministic algorithms only) and the convolution's
+ * sizes and settings. All int64_t, so there is no padding to compare. */
 typedef struct ct_conv_plan_key {
-    int64_t device, dtype, backward;
+    int64_t device, dtype, backward, allow_tf32, deterministic;
     int64_t batch, in_channels, in_h, in_w, out_channels, kernel_h, kernel_w, out_h, out_w;
     int64_t stride[2], padding[2], dilation[2], groups;
 } ct_conv_plan_key;
 
-/* Forward: algo[0] and bytes[0]. Backward: [0] for the input's gradient (backward data),
- * [1] for the weight's (backward filter). algo holds cuDNN's enum values. */
+/* Forward: algo[0], math[0] and bytes[0]. Backward: [0] for the input's gradient (backward
+ * data), [1] for the weight's (backward filter). algo and math hold cuDNN's enum values: the
+ * algorithm and the math type the heuristics paired it with, which the convolution
+ * descriptor must carry when it runs. */
 typedef struct ct_conv_plan {
-    int algo[2];
+    int algo[2], math[2];
     size_t bytes[2];
 } ct_conv_plan;
 
