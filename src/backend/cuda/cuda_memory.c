@@ -5,8 +5,8 @@
  * from it is queued on the device's stream, so the call returns as soon as the source has
  * been read (the caller may free it) while the DMA overlaps the next slot's copy and the
  * device's work. Each slot has an event recorded after its last DMA; a slot is reused only
- * once that event has completed. Device-to-host copies are host reads, so they wait: large
- * ones pipeline DMAs into the slots with the copies out of them. Each device has a ring of
+ * once that event has completed. Device-to-host copies are host reads, so they wait: they
+ * take the driver's path for pageable memory and synchronise. Each device has a ring of
  * small slots (for small copies, so that one does not wait for a large copy's slot) and a
  * ring of large ones, made on first use and kept for the life of the process. When pinned
  * memory cannot be had, copies fall back to pageable memory and synchronise. */
@@ -124,38 +124,6 @@ static ct_status ring_upload(int device, cudaStream_t stream, ring *r, char *dst
     return CT_OK;
 }
 
-/* Queues the DMA of chunk i of a download into its slot (i modulo the slot count). */
-static ct_status download_issue(int device, cudaStream_t stream, ring *r, const char *src,
-                                size_t size, size_t i) {
-    size_t off = i * r->slot_size;
-    size_t n = size - off < r->slot_size ? size - off : r->slot_size;
-    int slot = (int)(i % (size_t)r->count);
-    CT_CUDA_CHECK(device, cudaMemcpyAsync(r->base + (size_t)slot * r->slot_size, src + off, n,
-                                          cudaMemcpyDeviceToHost, stream));
-    CT_CUDA_CHECK(device, cudaEventRecord(r->done[slot], stream));
-    return CT_OK;
-}
-
-/* Keeps every slot busy with a DMA while the host copies the oldest finished chunk out.
- * A slot is refilled (chunk j + count) only after chunk j left it. Returns when the last
- * chunk has arrived, which is after everything queued before it on the stream. */
-static ct_status ring_download(int device, cudaStream_t stream, ring *r, char *dst, const char *src,
-                               size_t size) {
-    size_t chunks = (size + r->slot_size - 1) / r->slot_size, issued = 0;
-    for (size_t j = 0; j < chunks; j++) {
-        for (; issued < chunks && issued < j + (size_t)r->count; issued++) {
-            ct_status status = download_issue(device, stream, r, src, size, issued);
-            if (status != CT_OK) return status;
-        }
-        int slot = (int)(j % (size_t)r->count);
-        size_t off = j * r->slot_size;
-        size_t n = size - off < r->slot_size ? size - off : r->slot_size;
-        CT_CUDA_CHECK(device, cudaEventSynchronize(r->done[slot]));
-        memcpy(dst + off, r->base + (size_t)slot * r->slot_size, n);
-    }
-    return CT_OK;
-}
-
 /* Without staging: the copy from or to pageable memory, then a wait, so the source may be
  * freed and the destination read when this returns. */
 static ct_status pageable_copy(int device, cudaStream_t stream, void *dst, const void *src,
@@ -183,21 +151,14 @@ ct_status ct_cuda_copy_from_host(int device, void *dst, const void *src, size_t 
     return status;
 }
 
+/* A download must have arrived before the call returns, so staging cannot return early as an
+ * upload does; the driver's own path for pageable memory (what PyTorch's copies take) measured
+ * faster than copying out of pinned slots (docs/PERFORMANCE.md, the H200 run). */
 ct_status ct_cuda_copy_to_host(int device, void *dst, const void *src, size_t size) {
     cudaStream_t stream;
     ct_status status = ct_cuda_stream_get(device, &stream);
     if (status != CT_OK) return status;
-    if (size < SMALL_COPY) /* one DMA; staging would only add a copy */
-        return pageable_copy(device, stream, dst, src, size, cudaMemcpyDeviceToHost);
-    pthread_once(&staging_once, init_staging_locks);
-    staging *st = &stagings[device];
-    pthread_mutex_lock(&st->lock);
-    if (staging_ready(device, st))
-        status = ring_download(device, stream, &st->large, dst, src, size);
-    else
-        status = pageable_copy(device, stream, dst, src, size, cudaMemcpyDeviceToHost);
-    pthread_mutex_unlock(&st->lock);
-    return status;
+    return pageable_copy(device, stream, dst, src, size, cudaMemcpyDeviceToHost);
 }
 
 /* The peer copy runs on the destination's stream after the source's queued work (which may
