@@ -16,10 +16,12 @@
 // device's pool.
 #include <limits.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <cudnn.h>
 
 #include <mutex>
+#include <new>
 
 #include "backend/conv_args_impl.h"
 #include "backend/cuda/cuda_conv_plans_impl.h"
@@ -149,6 +151,46 @@ static ct_status make_descs(int device, const ct__conv2d_args *a, conv_descs *d)
     return CT_OK;
 }
 
+// The descriptors of a geometry, kept per device (KEPT_DESCS of them, the oldest replaced):
+// making and setting five descriptors each call cost host time that a training step pays for
+// every convolution. Used only under the device's lock. A replaced set is destroyed at once,
+// as the calls did with theirs: cuDNN holds no descriptor after a call returns. The math
+// type is the one thing the calls change (to each plan's); the heuristics ask with
+// asked_math's.
+#define KEPT_DESCS 32
+
+struct kept_descs {
+    ct_conv_plan_key key;
+    conv_descs *descs;
+};
+
+static kept_descs kept[MAX_DEVICES][KEPT_DESCS];
+static int kept_next[MAX_DEVICES];
+
+static ct_status descs_for(int device, const ct__conv2d_args *a, conv_descs **out) {
+    ct_conv_plan_key key;
+    ct_cuda_conv_plan_key(device, a, false, &key);
+    kept_descs *row = kept[device];
+    for (int i = 0; i < KEPT_DESCS; i++)
+        if (row[i].descs && memcmp(&row[i].key, &key, sizeof key) == 0) {
+            *out = row[i].descs;
+            return CT_OK;
+        }
+    conv_descs *d = new (std::nothrow) conv_descs;
+    if (!d) return ct_cuda_fail(CT_ERR_OUT_OF_MEMORY, "ct_conv2d: no host memory for descriptors");
+    ct_status status = make_descs(device, a, d);
+    if (status != CT_OK) {
+        delete d;
+        return status;
+    }
+    kept_descs *slot = &row[kept_next[device]];
+    kept_next[device] = (kept_next[device] + 1) % KEPT_DESCS;
+    delete slot->descs;
+    *slot = kept_descs{key, d};
+    *out = d;
+    return CT_OK;
+}
+
 // Whether a heuristics entry qualifies: it succeeded, its math type keeps the dtype's
 // precision (FMA only for f32 without TF32), and with deterministic algorithms on, its result
 // does not depend on scheduling.
@@ -222,21 +264,19 @@ static ct_status ask_heuristics(int device, cudnnHandle_t h, const conv_descs &d
                   &p->bytes[1]);
 }
 
-// The plan of a's geometry: remembered, or asked of the heuristics and remembered. h and d
-// are the caller's handle and descriptors, or NULL to make them here on a miss.
-static ct_status find_plan(int device, const ct__conv2d_args *a, bool backward, cudnnHandle_t h,
-                           const conv_descs *d, ct_conv_plan *p) {
+// The plan of a's geometry: remembered, or asked of the heuristics (with the descriptors'
+// math type reset to the one they ask in) and remembered. The device's lock is held.
+static ct_status find_plan(int device, const ct__conv2d_args *a, bool backward, ct_conv_plan *p) {
     ct_conv_plan_key key;
     ct_cuda_conv_plan_key(device, a, backward, &key);
     if (ct_cuda_conv_plan_find(&key, p)) return CT_OK;
-    conv_descs own;
-    if (!d) {
-        ct_status status = device_handle(device, &h);
-        if (status == CT_OK) status = make_descs(device, a, &own);
-        if (status != CT_OK) return status;
-        d = &own;
-    }
-    ct_status status = ask_heuristics(device, h, *d, a, backward, p);
+    cudnnHandle_t h;
+    conv_descs *d;
+    ct_status status = device_handle(device, &h);
+    if (status == CT_OK) status = descs_for(device, a, &d);
+    if (status != CT_OK) return status;
+    CT_CUDNN_CHECK(device, cudnnSetConvolutionMathType(d->conv, asked_math(a)));
+    status = ask_heuristics(device, h, *d, a, backward, p);
     if (status == CT_OK) ct_cuda_conv_plan_remember(&key, p);
     return status;
 }
@@ -250,10 +290,10 @@ static size_t workspace_need(const ct__conv2d_args *a, bool backward, const ct_c
 
 // Everything a launch needs: handle, descriptors and a plan that fits the given workspace.
 static ct_status prepare(int device, const ct__conv2d_args *a, bool backward, cudnnHandle_t *h,
-                         conv_descs *d, ct_conv_plan *p) {
-    ct_status status = device_handle(device, h);
-    if (status == CT_OK) status = make_descs(device, a, d);
-    if (status == CT_OK) status = find_plan(device, a, backward, *h, d, p);
+                         conv_descs **d, ct_conv_plan *p) {
+    ct_status status = find_plan(device, a, backward, p);
+    if (status == CT_OK) status = device_handle(device, h);
+    if (status == CT_OK) status = descs_for(device, a, d);
     if (status != CT_OK) return status;
     size_t need = workspace_need(a, backward, p);
     if (need > a->workspace_size)
@@ -283,7 +323,7 @@ extern "C" ct_status ct_cuda_conv2d_workspace(int device, const ct__conv2d_args 
     ct_status status = lock_device(device, &held);
     if (status != CT_OK) return status;
     ct_conv_plan p;
-    status = find_plan(device, args, backward, nullptr, nullptr, &p);
+    status = find_plan(device, args, backward, &p);
     if (status == CT_OK) *bytes = workspace_need(args, backward, &p);
     return status;
 }
@@ -306,9 +346,8 @@ extern "C" bool ct_cuda_conv2d_native(int device, const ct__conv2d_args *args) {
         return false;
     std::unique_lock<std::mutex> held;
     ct_conv_plan p;
-    return lock_device(device, &held) == CT_OK &&
-           find_plan(device, args, false, nullptr, nullptr, &p) == CT_OK &&
-           find_plan(device, args, true, nullptr, nullptr, &p) == CT_OK;
+    return lock_device(device, &held) == CT_OK && find_plan(device, args, false, &p) == CT_OK &&
+           find_plan(device, args, true, &p) == CT_OK;
 }
 
 extern "C" ct_status ct_cuda_conv2d_forward(int device, const ct__conv2d_args *args) {
@@ -316,10 +355,11 @@ extern "C" ct_status ct_cuda_conv2d_forward(int device, const ct__conv2d_args *a
     ct_status status = lock_device(device, &held);
     if (status != CT_OK) return status;
     cudnnHandle_t h = nullptr;
-    conv_descs d;
+    conv_descs *kept_d;
     ct_conv_plan p;
-    status = prepare(device, args, false, &h, &d, &p);
+    status = prepare(device, args, false, &h, &kept_d, &p);
     if (status != CT_OK) return status;
+    const conv_descs &d = *kept_d;
     scaling s = scaling_for(args->dtype);
     CT_CUDNN_CHECK(device, cudnnSetConvolutionMathType(d.conv, (cudnnMathType_t)p.math[0]));
     CT_CUDNN_CHECK(device,
@@ -336,10 +376,11 @@ extern "C" ct_status ct_cuda_conv2d_backward(int device, const ct__conv2d_args *
     ct_status status = lock_device(device, &held);
     if (status != CT_OK) return status;
     cudnnHandle_t h = nullptr;
-    conv_descs d;
+    conv_descs *kept_d;
     ct_conv_plan p;
-    status = prepare(device, args, true, &h, &d, &p);
+    status = prepare(device, args, true, &h, &kept_d, &p);
     if (status != CT_OK) return status;
+    const conv_descs &d = *kept_d;
     scaling s = scaling_for(args->dtype);
     if (args->grad_x) {
         CT_CUDNN_CHECK(device, cudnnSetConvolutionMathType(d.conv, (cudnnMathType_t)p.math[0]));
