@@ -2,14 +2,12 @@
  * ct_cpu_has_fast_bf16 in autocast.h).
  *
  * Having AVX512_BF16 does not make bf16 faster. One VDPBF16PS does 32 products to one
- * VFMADDPS's 16, but the rate it issues at differs by processor: on an Intel Xeon of family 6
- * model 207 without AMX (measured in a session of 2026-12-03) it issued at a quarter of the
- * FMA's rate, so bf16 products ran at 79 GFLOP/s on one core against f32's 167, and oneDNN's
- * bf16 convolutions there were 1.5x slower than its f32 ones; on AMD Zen 5 bf16 matmul ran 1.94x
- * faster than f32. So the rate is measured, not looked up: twelve independent chains of each
- * instruction (more than latency times issue width, so the chains do not wait on each other), timed
- * in turn five times, the fastest of each kept, so that a preemption during one run does not count.
- * About a millisecond, once per process.
+ * VFMADDPS's 16, but the rate it issues at differs by processor (on some it issues at a
+ * quarter of the FMA's rate, so bf16 is slower than f32 there: docs/PERFORMANCE.md, "Design
+ * choices and their measurements"). So the rate is measured, not looked up: twelve independent
+ * chains of each instruction (more than latency times issue width, so the chains do not wait on
+ * each other), timed in turn five times, the fastest of each kept, so that a preemption during one
+ * run does not count. About a millisecond, once per process.
  *
  * AMX-BF16 tiles are not measured (using them needs the kernel's permission, which oneDNN
  * asks for): where the processor and the operating system have them, oneDNN runs bf16 on the

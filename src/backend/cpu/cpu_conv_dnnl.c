@@ -333,12 +333,10 @@ static void read_f32_choice(void) {
                                               : F32_CONV_BY_SHAPE;
 }
 
-/* oneDNN's AVX2 kernels are slow with one input channel per group (the CNN's first layer):
- * on a Zen 2 its backward weights of 1 -> 32 channels, 28x28, batch 128, took 9.3-12.5 ms
- * against im2col + OpenBLAS's 2.5-4.3 ms, and its forward with the reorders 2.1-3.5 against
- * 1.7-3.3 ms (1 and 2 threads, bench_f32_paths). With AVX-512 oneDNN's are the faster ones
- * (0.7 ms for that backward on an Intel Xeon), and with 32 input channels oneDNN was as fast
- * or faster on both CPUs. */
+/* Whether an f32 convolution with in_channels_per_group input channels per group runs on
+ * oneDNN (else im2col + OpenBLAS): CT_F32_CONV=onednn|im2col decides; by default oneDNN,
+ * except one input channel per group on a CPU without AVX-512, where oneDNN's AVX2 kernels
+ * are the slower ones (docs/PERFORMANCE.md, "Design choices and their measurements"). */
 bool ct__cpu_conv2d_f32_on_onednn(int64_t in_channels_per_group) {
     pthread_once(&f32_once, read_f32_choice);
     if (f32_choice != F32_CONV_BY_SHAPE) return f32_choice == F32_CONV_ONEDNN;

@@ -49,8 +49,8 @@ CT_POOL_AVX512_TARGET static inline __m512 widen_bf16(__m256i v) {
 
 CT_POOL_AVX512_TARGET static inline void load_bf16(const uint16_t *x, int64_t n, __m512 *lo,
                                                    __m512 *hi) {
-    /* A window's pair of cells is one 32-bit lane: a dword mask, which Zen 5 loads faster than
-     * a word mask (the CNN's first pooling, one thread: 1.4 against 1.55 ms). */
+    /* A window's pair of cells is one 32-bit lane: a dword mask, which some CPUs load faster
+     * than a word mask (docs/PERFORMANCE.md, "Design choices and their measurements"). */
     __m512i v = _mm512_maskz_loadu_epi32(lanes_of(n), x);
     *lo = widen_bf16(_mm512_castsi512_si256(v));
     *hi = widen_bf16(_mm512_extracti64x4_epi64(v, 1));
@@ -132,8 +132,8 @@ CT_POOL_AVX2_TARGET static inline __m256i lanes8_of(int64_t n) {
 }
 
 /* The 2n (at most 16) cells of row x from its first, deinterleaved into the even and the odd
- * ones: lanes past them read as 0. A full chunk loads unmasked: on a Zen 2, masked loads and
- * stores on every chunk made the CNN's first pooling 1.11 ms against 0.77 (one thread). */
+ * ones: lanes past them read as 0. A full chunk loads unmasked, since AVX2's masked loads and
+ * stores are slow on some CPUs (docs/PERFORMANCE.md, "Design choices and their measurements"). */
 CT_POOL_AVX2_TARGET static inline void load_pairs8(const float *x, int64_t n, __m256 *even,
                                                    __m256 *odd) {
     __m256 lo = n == 8 ? _mm256_loadu_ps(x) : _mm256_maskload_ps(x, lanes8_of(2 * n));
@@ -176,7 +176,7 @@ CT_POOL_AVX2_TARGET int ct__cpu_max_row_2x2_f32_avx2(const float *x0, const floa
         if (n == 8) {
             _mm256_storeu_ps(y + ow, max);
             _mm256_storeu_si256((__m256i *)(idx + ow), at);
-        } else { /* through the stack: 0.72 ms against 0.77 with masked stores */
+        } else { /* through the stack, faster than masked stores where those are slow */
             float max_part[8];
             int32_t at_part[8];
             _mm256_storeu_ps(max_part, max);
