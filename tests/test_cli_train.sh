@@ -1,9 +1,11 @@
 #!/bin/sh
 # Tests of `ctensor train` as a user runs it, on small generated IDX datasets: training and
-# its JSON summary, resuming from a checkpoint to the same final weights, bad input (one
+# its JSON summary, reproducibility (the same seed twice, and resumed from a checkpoint: the
+# same final weights by sha256, the MLP and the CNN, on the CPU and on the GPU), bad input (one
 # clear line on stderr and a non-zero exit, never a crash), and memory limits with
 # --batch-size auto, and training on a GPU (the fake GPU with the CPU's kernels, when its
-# plugin is given) to the same weights as on the CPU.
+# plugin is given) to the same weights as on the CPU. Each run names its device: "auto" would
+# be cuda:0 on a machine with a GPU.
 # Usage: test_cli_train.sh CTENSOR WORKDIR [FAKE_GPU_PLUGIN]
 ctensor=$1
 work=$2
@@ -44,7 +46,7 @@ refused() {
 }
 
 dataset good 512 128
-run "$ctensor" train --dataset "$work/good" --model mlp --epochs 2 --json --seed 3
+run "$ctensor" train --dataset "$work/good" --model mlp --epochs 2 --json --seed 3 --device cpu
 accuracy=$(sed -n 's/.*"test_accuracy": \([0-9.]*\).*/\1/p' "$out")
 if [ "$code" = 0 ] && grep -q '"epochs": 2' "$out" && awk -v a="$accuracy" 'BEGIN { exit !(a >= 0.5) }'
 then pass "test_cli_train_learns_json (test accuracy $accuracy)"
@@ -58,7 +60,8 @@ then pass test_cli_train_json_data_wait
 else fail test_cli_train_json_data_wait "not one JSON object, or data_wait_seconds outside [0, seconds]"; fi
 
 # A run that diverges (SGD at lr 900: the loss is NaN) still writes strict JSON: null.
-run "$ctensor" train --dataset "$work/good" --model mlp --epochs 1 --optimizer sgd --lr 900 --json
+run "$ctensor" train --dataset "$work/good" --model mlp --epochs 1 --optimizer sgd --lr 900 --json \
+    --device cpu
 if [ "$code" = 0 ] && "$python" -c 'import json, sys
 def refuse(name): raise ValueError(name)
 s = json.load(open(sys.argv[1]), parse_constant=refuse)
@@ -67,32 +70,72 @@ then pass test_cli_train_json_diverged_loss_is_null
 else fail test_cli_train_json_diverged_loss_is_null "exit $code, or the JSON is not strict or its final_loss not null"; fi
 
 # As text, the diverged run says nan (not printf's "-nan") and what to try.
-run "$ctensor" train --dataset "$work/good" --model mlp --epochs 1 --optimizer sgd --lr 900
+run "$ctensor" train --dataset "$work/good" --model mlp --epochs 1 --optimizer sgd --lr 900 \
+    --device cpu
 if [ "$code" = 0 ] && grep -q "^epoch 1/1  loss nan " "$out" && ! grep -q -- "-nan" "$out" &&
     grep -qF "final loss    nan: training diverged; try a lower --lr (this run: 900)" "$out"
 then pass test_cli_train_text_diverged_loss_hint
 else fail test_cli_train_text_diverged_loss_hint "exit $code, no \"loss nan\" line with the --lr hint"; fi
 
 # As text (not a terminal): a line per epoch, then the summary with every line the issue asks.
-run "$ctensor" train --dataset "$work/good" --model mlp --epochs 1 --seed 3
+run "$ctensor" train --dataset "$work/good" --model mlp --epochs 1 --seed 3 --device cpu
 missing=""
 for line in "epoch 1/1" "test accuracy" "samples/s" "device" "waiting for the next batch" \
-    "peak memory" "transfers"; do
+    "peak memory" "transfers" "algorithms    deterministic"; do
     grep -qF -- "$line" "$out" || missing="$missing \"$line\""
 done
 if [ "$code" = 0 ] && [ -z "$missing" ]; then pass test_cli_train_text_summary
 else fail test_cli_train_text_summary "exit $code, missing:$missing"; fi
 
-# Interrupted after epoch 1 and resumed: the same final checkpoint as a run of 2 epochs.
-common="--dataset $work/good --model cnn --batch-size 64 --seed 5 --workers 2 --limit 256"
-run "$ctensor" train $common --epochs 2 --checkpoint "$work/whole.safetensors"
-whole=$code
-run "$ctensor" train $common --epochs 1 --checkpoint "$work/resumed.safetensors"
-first=$code
-run "$ctensor" train $common --epochs 2 --checkpoint "$work/resumed.safetensors" --resume
-if [ "$whole$first$code" = 000 ] && cmp -s "$work/whole.safetensors" "$work/resumed.safetensors"
-then pass test_cli_train_resume_same_weights
-else fail test_cli_train_resume_same_weights "exits $whole $first $code, or the checkpoints differ"; fi
+# Deterministic by default, and --json says so; --nondeterministic says not.
+run "$ctensor" train --dataset "$work/good" --model mlp --epochs 1 --limit 128 --device cpu --json
+default=$code
+grep -q '"deterministic": true' "$out"
+default_says=$?
+run "$ctensor" train --dataset "$work/good" --model mlp --epochs 1 --limit 128 --device cpu --json \
+    --nondeterministic
+if [ "$default$default_says$code" = 000 ] && grep -q '"deterministic": false' "$out"
+then pass test_cli_train_json_deterministic
+else fail test_cli_train_json_deterministic "exits $default $code, or \"deterministic\" not true then false"; fi
+
+# Reproducible: on each device (the CPU; the fake GPU when its plugin is given), for the MLP
+# and the CNN, two runs with the same seed end with the same checkpoint (sha256), and one
+# interrupted after epoch 1 and resumed ends with it too.
+sha() { sha256sum "$1" | cut -d' ' -f1; }
+# reproducible MODEL DEVICE [ENV...]
+reproducible() {
+    model=$1 device=$2
+    shift 2
+    tag="${model}_${device}"
+    common="--dataset $work/good --model $model --batch-size 64 --seed 5 --workers 2 --limit 256 --device $device"
+    run env "$@" "$ctensor" train $common --epochs 2 --checkpoint "$work/$tag-a.safetensors"
+    a=$code
+    run env "$@" "$ctensor" train $common --epochs 2 --checkpoint "$work/$tag-b.safetensors"
+    b=$code
+    if [ "$a$b" = 00 ] && grep -q "${device}:0" "$out" &&
+        [ "$(sha "$work/$tag-a.safetensors")" = "$(sha "$work/$tag-b.safetensors")" ]
+    then pass "test_cli_train_same_seed_same_weights_$tag"
+    else fail "test_cli_train_same_seed_same_weights_$tag" "exits $a $b, not on ${device}:0, or other sha256"; fi
+
+    run env "$@" "$ctensor" train $common --epochs 1 --checkpoint "$work/$tag-r.safetensors"
+    first=$code
+    run env "$@" "$ctensor" train $common --epochs 2 --checkpoint "$work/$tag-r.safetensors" --resume
+    if [ "$first$code" = 00 ] &&
+        [ "$(sha "$work/$tag-a.safetensors")" = "$(sha "$work/$tag-r.safetensors")" ]
+    then pass "test_cli_train_resume_same_weights_$tag"
+    else fail "test_cli_train_resume_same_weights_$tag" "exits $first $code, or other sha256 than uninterrupted"; fi
+}
+for model in mlp cnn; do
+    reproducible $model cpu
+    if [ -z "$fake_gpu" ]; then
+        for name in same_seed_same_weights resume_same_weights; do
+            echo "SKIP test_cli_train_${name}_${model}_cuda: no fake GPU plugin given"
+            skipped=$((skipped + 1))
+        done
+    else
+        reproducible $model cuda CT_CUDA_PLUGIN="$fake_gpu"
+    fi
+done
 
 # On a GPU (the fake one: the CPU's kernels behind the GPU's paths: 2 loader workers, pinned
 # batches copied to the device, the model and optimiser state there): the same weights, and
@@ -105,14 +148,11 @@ if [ -z "$fake_gpu" ]; then
         skipped=$((skipped + 1))
     done
 else
-    run "$ctensor" train $common --epochs 2 --device cpu --checkpoint "$work/cpu.safetensors"
-    on_cpu=$code
-    run env CT_CUDA_PLUGIN="$fake_gpu" "$ctensor" train $common --epochs 2 --device cuda \
-        --checkpoint "$work/gpu.safetensors"
-    if [ "$on_cpu$code" = 00 ] && grep -q "cuda:0" "$out" &&
-        cmp -s "$work/cpu.safetensors" "$work/gpu.safetensors"
+    # (the CNN's uninterrupted runs of the reproducibility tests above, on each device)
+    if [ -f "$work/cnn_cpu-a.safetensors" ] && [ -f "$work/cnn_cuda-a.safetensors" ] &&
+        cmp -s "$work/cnn_cpu-a.safetensors" "$work/cnn_cuda-a.safetensors"
     then pass test_cli_train_same_weights_on_a_gpu
-    else fail test_cli_train_same_weights_on_a_gpu "exits $on_cpu $code, not on cuda:0, or other weights"; fi
+    else fail test_cli_train_same_weights_on_a_gpu "the CNN's checkpoints on cpu and cuda are missing or differ"; fi
 
     run env CT_CUDA_PLUGIN="$fake_gpu" "$ctensor" train --dataset "$work/good" --model mlp \
         --batch-size 64 --limit 256 --epochs 2 --device cuda --json
@@ -126,7 +166,7 @@ fi
 
 # A checkpoint folder that does not exist: refused before training, not after an epoch.
 refused test_cli_train_checkpoint_folder_missing "its folder $work/missing cannot take" \
-    "$ctensor" train --dataset "$work/good" --model mlp --epochs 1 \
+    "$ctensor" train --dataset "$work/good" --model mlp --epochs 1 --device cpu \
     --checkpoint "$work/missing/model.safetensors"
 if grep -q "^epoch" "$out"; then
     fail test_cli_train_checkpoint_refused_before_training "an epoch ran first"
@@ -150,7 +190,8 @@ refused test_cli_train_lr_nan '"nan": expected a number > 0 and < 1000' "$ctenso
 refused test_cli_train_resume_needs_checkpoint "--checkpoint" "$ctensor" train --resume
 printf 'not a safetensors file' >"$work/junk.safetensors"
 refused test_cli_train_corrupt_checkpoint "junk.safetensors" \
-    "$ctensor" train --dataset "$work/good" --model mlp --checkpoint "$work/junk.safetensors" --resume
+    "$ctensor" train --dataset "$work/good" --model mlp --device cpu \
+    --checkpoint "$work/junk.safetensors" --resume
 
 # A memory limit too small for the batch: the out-of-memory error; auto finds one that fits.
 # On the CPU, whose limit it is (auto would pick a GPU where there is one).

@@ -478,6 +478,7 @@ static int run(trainer *t, train_summary *summary) {
     if (ct_memory_stats(o->device, &memory) == CT_OK) summary->peak_memory = memory.peak_allocated;
     ct_transfer_stats(&summary->transfers);
     summary->precision = train_amp_name(t->amp);
+    summary->deterministic = ct_are_deterministic_algorithms_enabled();
     summary->skipped_steps = ct_grad_scaler_skipped_steps(t->scaler);
     summary->world_size = ct_comm_size(o->comm);
     summary->engine = ct_comm_engine(o->comm);
@@ -506,6 +507,8 @@ int ct_cli_train(int argc, char **argv) {
     train_options o;
     int parsed = train_parse(argc, argv, &o);
     if (parsed >= 0) return parsed;
+    /* Reproducible by default: the same seed, device and thread count, the same weights. */
+    ct_use_deterministic_algorithms(!o.nondeterministic);
     ct_comm *world = ct_comm_world(); /* a world of one unless started by mpirun */
     if (!world) return failed("mpirun");
     catch_stop_signals();

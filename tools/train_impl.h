@@ -25,8 +25,9 @@ typedef struct train_options {
     bool resume;
     bool resume_weights_only; /* --resume taking the model's weights alone, on purpose */
     bool json;
-    bool progress;   /* a progress bar (stdout is a terminal and not --json) */
-    const char *amp; /* --amp: "off" | "bf16" | "f16" | "auto" */
+    bool nondeterministic; /* --nondeterministic: deterministic algorithms off */
+    bool progress;         /* a progress bar (stdout is a terminal and not --json) */
+    const char *amp;       /* --amp: "off" | "bf16" | "f16" | "auto" */
     /* Data parallelism (train_dist.c): --devices (one replica per device, threads engine),
      * --comm-timeout (0: CT_COMM_TIMEOUT or its default); this replica's communicator (NULL
      * alone: then no ct_ddp). */
@@ -53,6 +54,7 @@ typedef struct train_summary {
     int interrupted_by;    /* the signal that stopped the run, or 0 */
     size_t peak_memory;    /* the device pool's high-water mark */
     const char *precision; /* "f32", "bf16" or "f16" (--amp) */
+    bool deterministic;    /* deterministic algorithms were on (not --nondeterministic) */
     int64_t skipped_steps; /* steps the f16 loss scaler skipped */
     ct_transfer_statistics transfers;
     /* Data parallelism: world size (1 alone), engine ("self", "threads", "mpi"), rank 0's

@@ -41,6 +41,11 @@ static const char help[] =
     "                             On a CPU without AVX512_BF16 or AMX, and for f16 on any\n"
     "                             CPU, it is emulated and slower than f32; `ctensor devices`\n"
     "                             says whether this CPU's bf16 units are faster than f32\n"
+    "  --nondeterministic         let the GPU's kernels pick their fastest algorithms, whose\n"
+    "                             results may differ in the last bits from run to run. By\n"
+    "                             default training is deterministic: the same seed, device\n"
+    "                             and thread count give the same weights, bit for bit,\n"
+    "                             resumed or not (ct_use_deterministic_algorithms)\n"
     "  --json                     print the summary as one JSON object\n"
     "  --devices D1,D2,...        data parallelism in one process: one replica per device\n"
     "                             (cpu:0,cpu:1 splits the CPU into logical devices);\n"
@@ -186,6 +191,8 @@ int train_parse(int argc, char **argv, train_options *o) {
         }
         if (strcmp(arg, "--json") == 0) {
             o->json = true;
+        } else if (strcmp(arg, "--nondeterministic") == 0) {
+            o->nondeterministic = true;
         } else if (strcmp(arg, "--resume") == 0) {
             o->resume = true;
         } else if (strcmp(arg, "--resume-weights-only") == 0) {

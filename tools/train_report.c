@@ -61,6 +61,9 @@ static void print_text(const train_options *o, const train_summary *s) {
     if (s->skipped_steps)
         printf(", %lld steps skipped by the loss scaler", (long long)s->skipped_steps);
     printf("\n");
+    printf("  algorithms    %s\n", s->deterministic
+                                       ? "deterministic (the same seed gives the same weights)"
+                                       : "nondeterministic (--nondeterministic)");
     if (s->tested)
         printf("  test accuracy %.2f%% (%lld samples)%s\n", 100 * s->test_accuracy,
                (long long)s->test_samples,
@@ -114,6 +117,7 @@ static void print_json(const train_summary *s) {
     printf(", \"precision\": ");
     ct_cli_json_string(stdout, s->precision);
     printf(", \"skipped_steps\": %lld", (long long)s->skipped_steps);
+    printf(", \"deterministic\": %s", s->deterministic ? "true" : "false");
     printf(", \"parameters\": %lld, \"batch_size\": %lld, \"epochs\": %d, \"train_samples\": %lld, "
            "\"test_samples\": %lld, \"seconds\": %.3f, \"samples_per_second\": %.1f, "
            "\"data_wait_seconds\": %.3f",

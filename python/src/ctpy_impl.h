@@ -103,6 +103,7 @@ extern PyMethodDef ctpy_math_functions[];     /* math.c */
 extern PyMethodDef ctpy_manip_functions[];    /* manipulate.c */
 extern PyMethodDef ctpy_dtype_functions[];    /* dtypes.c */
 extern PyMethodDef ctpy_sorting_functions[];  /* sorting.c */
+extern PyMethodDef ctpy_settings_functions[]; /* settings.c */
 int ctpy_sorting_init(PyObject *module);
 extern PyNumberMethods ctpy_tensor_number;   /* operators.c */
 extern PyMappingMethods ctpy_tensor_mapping; /* indexing.c */

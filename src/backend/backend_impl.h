@@ -101,6 +101,9 @@ typedef struct ct__matmul_args {
     int64_t b_row_stride, b_col_stride;
     int64_t out_row_stride;
     bool allow_tf32; /* f32 may use TF32 (ct_set_matmul_precision("high")); CPU ignores it */
+    /* ct_are_deterministic_algorithms_enabled(): the same bits from run to run (on cuBLAS, one
+     * workspace of its own per stream); the CPU's products are so always and ignore it */
+    bool deterministic;
 } ct__matmul_args;
 
 /* Gather: iteration over the output's shape with operands out, index (i32 or i64), and

@@ -108,13 +108,17 @@ struct ct__dropout_args {
  * index is CT_I32 or CT_I64. Repeated indices accumulate. An index out of range is
  * CT_ERR_INVALID_ARG with the value (dst is then partly updated: the op discards it).
  * With `assign` (ct_index_copy) src is stored instead of added, and each position off the
- * axis walks the indexed axis in order, so of repeated indices the last one's value stays. */
+ * axis walks the indexed axis in order, so of repeated indices the last one's value stays.
+ * With `deterministic` (ct_are_deterministic_algorithms_enabled), the additions into each dst
+ * element happen in the order of the indexed axis, whatever the scheduling (no atomics); a
+ * kernel that always adds so (the CPU's) ignores it. */
 struct ct__index_add_args {
     ct__ew_args rest;
     int64_t k;
     int64_t index_stride, src_stride;
     int64_t dst_axis_stride, dst_axis_size;
     bool assign;
+    bool deterministic;
 };
 
 #endif

@@ -37,6 +37,7 @@ static ct_status run_index_add(const char *op, ct_tensor *dst, int a, const ct_t
     args.dst_axis_stride = dst->strides[a];
     args.dst_axis_size = dst->shape[a];
     args.assign = assign;
+    args.deterministic = ct_are_deterministic_algorithms_enabled();
     if (args.rest.numel == 0 || args.k == 0) return CT_OK;
     ct_status status =
         ct__transfer_account_readback(dst->storage->device, CT_READBACK_BAD_VALUE, op);

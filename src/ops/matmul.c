@@ -127,6 +127,7 @@ static void build_args(ct__matmul_args *x, const ct_tensor *a, const ct_tensor *
     x->b_col_stride = vb.col_stride;
     x->out_row_stride = x->n;
     x->allow_tf32 = strcmp(ct_get_matmul_precision(), "high") == 0;
+    x->deterministic = ct_are_deterministic_algorithms_enabled();
 }
 
 /* a @ b for operands of the result's dtype, with shapes already checked. */

@@ -11,7 +11,8 @@
 // strided views) is packed first into contiguous scratch (cudaMallocAsync on the stream)
 // over its own batch axes only, so a broadcast operand is packed once. Batches go to one
 // cublasGemmStridedBatchedEx when every operand's batch offsets are a multiple of the batch
-// index, else to cublasGemmBatchedEx with pointer arrays built on the device.
+// index, else to cublasGemmBatchedEx with pointer arrays built on the device. With
+// args->deterministic the handle works in a workspace of its own (see device_handle).
 //
 // Integer dtypes use a tiled kernel with exact wrapping arithmetic (uint64 accumulation,
 // truncated to the output's width, which equals wrapping in that width); bool is logical
@@ -52,37 +53,66 @@ static ct_status cublas_failure(cublasStatus_t result, const char *statement, co
             return cublas_failure(ct_cublas_result_, #statement, __FILE__, __LINE__, (device));    \
     } while (0)
 
-// One handle per device, made on first use and kept for the life of the process.
+// One handle per device, made on first use and kept for the life of the process, and the
+// workspace of its own that deterministic products give it (made on first use, kept as
+// long). cuBLAS's "Results reproducibility" guarantees the same bits from run to run only
+// where the library does not pick among internal workspaces for concurrent streams; its
+// remedies include a workspace per stream through cublasSetWorkspace, which this is (one
+// stream per device). cublasSetStream puts the handle back on the default workspace pool, so
+// a deterministic product sets its workspace after it, every call, under handles_lock, which
+// it holds until its calls are queued so that no other thread changes the handle meanwhile.
 static std::mutex handles_lock;
 static cublasHandle_t handles[MAX_DEVICES];
+static void *workspaces[MAX_DEVICES];
+static size_t workspace_sizes[MAX_DEVICES];
 
-// The device's handle, bound to its stream. The device must be current (ct_cuda_stream
+// The size cublasSetWorkspace recommends: 32 MiB from Hopper (compute capability 9) on, 4 MiB
+// before.
+static ct_status workspace_bytes(int device, size_t *bytes) {
+    int major = 0;
+    CT_CUDA_CHECK(device,
+                  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    *bytes = (size_t)(major >= 9 ? 32 : 4) << 20;
+    return CT_OK;
+}
+
+// The device's handle, bound to its stream (and, when deterministic, to the device's own
+// workspace), with `guard` holding handles_lock. The device must be current (ct_cuda_stream
 // makes it so).
-static ct_status device_handle(int device, cudaStream_t stream, cublasHandle_t *out) {
+static ct_status device_handle(int device, cudaStream_t stream, bool deterministic,
+                               std::unique_lock<std::mutex> &guard, cublasHandle_t *out) {
     if (device < 0 || device >= MAX_DEVICES)
         return ct_cuda_fail(CT_ERR_UNSUPPORTED,
                             "ct_matmul: cuda:%d is beyond the %d devices the cuBLAS path "
                             "supports",
                             device, MAX_DEVICES);
-    {
-        std::lock_guard<std::mutex> guard(handles_lock);
-        if (!handles[device]) {
-            cublasHandle_t handle;
-            CT_CUBLAS_CHECK(device, cublasCreate(&handle));
-            // f16/bf16 products must accumulate (split-K included) in f32, as on the CPU.
-            cublasStatus_t mode = cublasSetMathMode(
-                handle, (cublasMath_t)(CUBLAS_DEFAULT_MATH |
-                                       CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
-            if (mode != CUBLAS_STATUS_SUCCESS) {
-                cublasDestroy(handle);
-                return cublas_failure(mode, "cublasSetMathMode", __FILE__, __LINE__, device);
-            }
-            handles[device] = handle;
+    guard = std::unique_lock<std::mutex>(handles_lock);
+    if (!handles[device]) {
+        cublasHandle_t handle;
+        CT_CUBLAS_CHECK(device, cublasCreate(&handle));
+        // f16/bf16 products must accumulate (split-K included) in f32, as on the CPU.
+        cublasStatus_t mode = cublasSetMathMode(
+            handle,
+            (cublasMath_t)(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
+        if (mode != CUBLAS_STATUS_SUCCESS) {
+            cublasDestroy(handle);
+            return cublas_failure(mode, "cublasSetMathMode", __FILE__, __LINE__, device);
         }
-        *out = handles[device];
+        handles[device] = handle;
     }
-    // Every call sets the same stream, so threads sharing the handle agree on it.
+    *out = handles[device];
     CT_CUBLAS_CHECK(device, cublasSetStream(*out, stream));
+    if (!deterministic) return CT_OK;
+    if (!workspaces[device]) {
+        size_t bytes = 0;
+        void *workspace = NULL;
+        ct_status status = workspace_bytes(device, &bytes);
+        if (status != CT_OK) return status;
+        CT_CUDA_CHECK(device, cudaMalloc(&workspace, bytes));
+        workspaces[device] = workspace;
+        workspace_sizes[device] = bytes;
+    }
+    CT_CUBLAS_CHECK(device, cublasSetWorkspace(*out, workspaces[device], workspace_sizes[device]));
     return CT_OK;
 }
 
@@ -416,7 +446,8 @@ static ct_status float_matmul(int device, cudaStream_t stream, const ct__matmul_
                             (long long)batches, (long long)x->m, (long long)x->k, (long long)x->k,
                             (long long)x->n);
     gemm_plan p = {};
-    ct_status status = device_handle(device, stream, &p.handle);
+    std::unique_lock<std::mutex> guard; // held until the product's calls are queued
+    ct_status status = device_handle(device, stream, x->deterministic, guard, &p.handle);
     if (status != CT_OK) return status;
     p.types = types_of(x);
     p.a.data = x->a, p.a.rs = x->a_row_stride, p.a.cs = x->a_col_stride;
