@@ -83,8 +83,12 @@ static ct_status copy_to_host(int device, void *dst, const void *src, size_t siz
     return ordered_copy(device, dst, src, size);
 }
 
+/* Up to this size a copy from pageable memory is queued with a copy of its source; a larger
+ * one (or one that finds no memory for that copy) waits for the queue and copies at once. */
+#define QUEUED_UPLOAD_MAX ((size_t)64 << 20)
+
 static ct_status copy_from_host(int device, void *dst, const void *src, size_t size) {
-    queued_copy *q = malloc(sizeof *q + size);
+    queued_copy *q = size <= QUEUED_UPLOAD_MAX ? malloc(sizeof *q + size) : NULL;
     if (!q) return ordered_copy(device, dst, src, size);
     memcpy(q->bytes, src, size);
     *q = (queued_copy){dst, q->bytes, size};

@@ -40,6 +40,7 @@ typedef struct stream {
     pthread_cond_t done; /* to the waiters: completed grew */
     pthread_t worker;
     bool started, stopping;
+    bool inline_running; /* a waiting thread runs an item (no worker runs) */
     item *head, *tail;
     uint64_t queued, completed, demand; /* items numbered 1, 2, ...; run up to demand */
     size_t bytes;
@@ -63,7 +64,7 @@ static void parent_after_fork(void) {
 /* A forked child has no worker: it starts its own when it first waits. */
 static void child_after_fork(void) {
     for (int d = 0; d < FAKE_GPU_DEVICES; d++) {
-        streams[d].started = false;
+        streams[d].started = streams[d].inline_running = false;
         pthread_mutex_unlock(&streams[d].lock);
     }
 }
@@ -144,39 +145,44 @@ static void *worker_main(void *arg) {
     return NULL;
 }
 
-/* Demands the work up to seq of the worker (lock held), started if need be. Where no worker
- * runs (none could start, or it stopped at exit) the work runs here, in order. */
+/* Demands the work up to seq of the worker (lock held), started if need be. */
 static void demand(stream *s, uint64_t seq) {
     if (!s->started && !s->stopping)
         s->started = pthread_create(&s->worker, NULL, worker_main, s) == 0;
-    if (!s->started) {
-        while (s->head && s->head->seq <= seq) run_head(s);
-        return;
-    }
     if (seq > s->demand) {
         s->demand = seq;
         pthread_cond_signal(&s->work);
     }
 }
 
-/* Waits for the work up to seq (lock held). */
+/* Waits for the work up to seq (lock held). Where no worker runs (none could start, or it
+ * stopped at exit) the waiting threads run the work, one item at a time, in order. */
 static void wait_locked(stream *s, uint64_t seq) {
     demand(s, seq);
-    while (s->completed < seq) pthread_cond_wait(&s->done, &s->lock);
+    while (s->completed < seq) {
+        if (s->started || s->inline_running) {
+            pthread_cond_wait(&s->done, &s->lock);
+            continue;
+        }
+        s->inline_running = true;
+        run_head(s);
+        s->inline_running = false;
+    }
 }
 
-static ct_status enqueue(stream *s, item *it) {
+/* Appends it and sets *seq to its number: CT_OK, or the sticky error (it not queued, *seq 0),
+ * unless it is a caller's, which is queued and fails with that error. */
+static ct_status enqueue(stream *s, item *it, uint64_t *seq) {
     pthread_mutex_lock(&s->lock);
     if (s->queued - s->completed >= MAX_ITEMS || s->bytes + it->bytes > MAX_BYTES)
         wait_locked(s, s->queued);
+    *seq = 0;
     if (s->error != CT_OK && !it->callers) {
         ct_status status = sticky(s);
         pthread_mutex_unlock(&s->lock);
-        free(it->payload);
-        free(it);
         return status;
     }
-    it->seq = ++s->queued;
+    *seq = it->seq = ++s->queued;
     s->bytes += it->bytes;
     if (s->tail)
         s->tail->next = it;
@@ -203,8 +209,13 @@ ct_status fake_queue_submit(int device, const char *name, fake_work_fn run, void
         return report(CT_ERR_OUT_OF_MEMORY, "fake GPU: out of host memory for a queue item");
     }
     fill_item(it, name, run, payload, bytes, false);
-    ct_status status = enqueue(&streams[device], it);
-    if (status == CT_OK && seq) *seq = it->seq;
+    uint64_t number;
+    ct_status status = enqueue(&streams[device], it, &number);
+    if (status != CT_OK) {
+        free(payload);
+        free(it);
+    }
+    if (seq) *seq = number;
     return status;
 }
 
@@ -212,9 +223,10 @@ ct_status fake_queue_run(int device, const char *name, fake_work_fn run, void *p
     item it;
     fill_item(&it, name, run, payload, 0, true);
     stream *s = &streams[device];
-    enqueue(s, &it);
+    uint64_t seq;
+    enqueue(s, &it, &seq);
     pthread_mutex_lock(&s->lock);
-    wait_locked(s, it.seq);
+    wait_locked(s, seq);
     pthread_mutex_unlock(&s->lock);
     return it.status == CT_OK ? CT_OK : report(it.status, it.message);
 }
