@@ -1,56 +1,47 @@
 /* A test-only stand-in for libctensor_cuda.so: one "GPU" whose memory is host memory, with
- * memory, copies and pinned memory but no kernels. It models what matters for pinned memory:
- * a copy from a pinned block is only queued, as a DMA is, and runs when its fence is waited
- * for, when the device synchronises, or before any later copy on the device (stream order).
- * A pinned block written, reused or freed before its copy ran thus shows up as wrong values
- * on the device (and, freed, as a use-after-free under AddressSanitizer). ctest runs
- * test_pinned with CT_CUDA_PLUGIN pointing here as test_pinned_fake_gpu.
+ * memory, copies and pinned memory, and whose work runs on a stream (fake_gpu_queue.c): a
+ * worker thread per device that runs the queued work in order, as late as a stream allows.
+ * A copy from pinned memory is only queued, as a DMA is, and reads its source when it runs;
+ * a copy from pageable memory takes its source at once (as cudaMemcpy returns once the host
+ * buffer has been read) and is queued; the other copies wait for the queue first. A pinned
+ * block written, reused or freed before its copy ran thus shows up as wrong values on the
+ * device (and, freed, as a use-after-free under AddressSanitizer). ctest runs test_pinned
+ * with CT_CUDA_PLUGIN pointing here as test_pinned_fake_gpu.
  *
- * Built with CT_FAKE_GPU_KERNELS (and fake_gpu_kernels.c), the GPU has the CPU's kernels
- * and copies at once; ctest runs the test programs on it as test_*_on_fake_gpu. */
-#include <pthread.h>
+ * Built with CT_FAKE_GPU_KERNELS (and fake_gpu_kernels.c), the GPU has the CPU's kernels,
+ * queued on the same stream; ctest runs the test programs on it as test_*_on_fake_gpu. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/plugin_impl.h"
+#include "fake_gpu_queue.h"
 
 #ifdef CT_FAKE_GPU_KERNELS
-/* Kernels run at once on the host, so no copy may stay queued before them. */
-static const bool defer_copies = false;
 const ct__kernel_table *fake_gpu_kernels(const ct__plugin_host *host); /* fake_gpu_kernels.c */
 #else
-static const bool defer_copies = true;
 static const ct__kernel_table no_kernels;
 #endif
 
-/* A queued copy from pinned memory, and a fence: done once `seq` copies have run. */
+/* The fence of a device's queue: done once the work up to number seq ran. */
+typedef struct fake_fence {
+    int device;
+    uint64_t seq;
+} fake_fence;
+
+/* A queued copy; a copy from pageable memory holds its source's bytes (src == bytes). */
 typedef struct queued_copy {
     void *dst;
     const void *src;
     size_t size;
-    struct queued_copy *next;
+    char bytes[];
 } queued_copy;
 
-typedef struct fake_fence {
-    uint64_t seq;
-} fake_fence;
-
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static queued_copy *queue_head, *queue_tail;
-static uint64_t queued, completed;
-
-/* Run the queued copies up to number seq (lock held). */
-static void run_queue(uint64_t seq) {
-    while (queue_head && completed < seq) {
-        queued_copy *q = queue_head;
-        queue_head = q->next;
-        if (!queue_head) queue_tail = NULL;
-        memcpy(q->dst, q->src, q->size);
-        free(q);
-        completed++;
-    }
+static ct_status run_copy(void *payload, char *message, size_t size) {
+    (void)message, (void)size;
+    queued_copy *q = payload;
+    memcpy(q->dst, q->src, q->size);
+    return CT_OK;
 }
 
 static int device_count(void) { return 1; }
@@ -58,9 +49,11 @@ static int device_count(void) { return 1; }
 static ct_status properties(int device, ct_device_properties *out) {
     memset(out, 0, sizeof *out);
     out->device = (ct_device){CT_DEVICE_CUDA, device};
-    snprintf(out->name, sizeof out->name, "%s",
-             defer_copies ? "fake GPU (host memory, deferred DMAs)"
-                          : "fake GPU (host memory, the CPU's kernels)");
+#ifdef CT_FAKE_GPU_KERNELS
+    snprintf(out->name, sizeof out->name, "fake GPU (host memory, the CPU's kernels)");
+#else
+    snprintf(out->name, sizeof out->name, "fake GPU (host memory, deferred DMAs)");
+#endif
     out->memory_total = out->memory_free = (size_t)1 << 30;
     out->compute_capability_major = 9;
     out->multiprocessors = 1;
@@ -74,40 +67,41 @@ static ct_status raw_alloc(int device, size_t size, void **out) {
 }
 
 static void raw_free(int device, void *ptr, size_t size) {
-    (void)device, (void)size;
-    pthread_mutex_lock(&lock);
-    run_queue(queued); /* cudaFree waits for the device's queued work */
-    pthread_mutex_unlock(&lock);
+    (void)size;
+    fake_queue_done(device, UINT64_MAX, true); /* cudaFree waits for the device's work */
     free(ptr);
 }
 
-/* Every synchronous copy runs after the queued ones, as on one stream. */
-static ct_status ordered_copy(void *dst, const void *src, size_t size) {
-    pthread_mutex_lock(&lock);
-    run_queue(queued);
-    memcpy(dst, src, size);
-    pthread_mutex_unlock(&lock);
-    return CT_OK;
+/* A synchronous copy: after the queued work, as on one stream. */
+static ct_status ordered_copy(int device, void *dst, const void *src, size_t size) {
+    ct_status status = fake_queue_drain(device);
+    if (status == CT_OK) memcpy(dst, src, size);
+    return status;
 }
 
 static ct_status copy_to_host(int device, void *dst, const void *src, size_t size) {
-    (void)device;
-    return ordered_copy(dst, src, size);
+    return ordered_copy(device, dst, src, size);
+}
+
+/* Up to this size a copy from pageable memory is queued with a copy of its source; a larger
+ * one (or one that finds no memory for that copy) waits for the queue and copies at once. */
+#define QUEUED_UPLOAD_MAX ((size_t)64 << 20)
+
+static ct_status copy_from_host(int device, void *dst, const void *src, size_t size) {
+    queued_copy *q = size <= QUEUED_UPLOAD_MAX ? malloc(sizeof *q + size) : NULL;
+    if (!q) return ordered_copy(device, dst, src, size);
+    memcpy(q->bytes, src, size);
+    *q = (queued_copy){dst, q->bytes, size};
+    return fake_queue_submit(device, "copy_from_host", run_copy, q, size, NULL);
 }
 
 static ct_status copy_between(int dst_device, void *dst, int src_device, const void *src,
                               size_t size) {
-    (void)dst_device, (void)src_device;
-    return ordered_copy(dst, src, size);
+    ct_status status = fake_queue_drain(src_device);
+    return status == CT_OK ? ordered_copy(dst_device, dst, src, size) : status;
 }
 
-static ct_status synchronize(int device) {
-    (void)device;
-    pthread_mutex_lock(&lock);
-    run_queue(queued);
-    pthread_mutex_unlock(&lock);
-    return CT_OK;
-}
+static ct_status synchronize(int device) { return fake_queue_drain(device); }
 
 /* Pinned blocks carry their size in front, so a freed one can be overwritten first. */
 static ct_status pinned_alloc(size_t size, void **out) {
@@ -128,11 +122,6 @@ static void pinned_free(void *ptr) {
 
 static ct_status copy_from_pinned(int device, void *dst, const void *src, size_t size,
                                   void **fence) {
-    (void)device;
-    if (!defer_copies) {
-        *fence = NULL;
-        return ordered_copy(dst, src, size);
-    }
     queued_copy *q = malloc(sizeof *q);
     fake_fence *f = *fence ? *fence : malloc(sizeof *f);
     if (!q || !f) {
@@ -140,32 +129,25 @@ static ct_status copy_from_pinned(int device, void *dst, const void *src, size_t
         if (f != *fence) free(f);
         return CT_ERR_OUT_OF_MEMORY;
     }
-    *q = (queued_copy){dst, src, size, NULL};
-    pthread_mutex_lock(&lock);
-    if (queue_tail)
-        queue_tail->next = q;
-    else
-        queue_head = q;
-    queue_tail = q;
-    f->seq = ++queued;
-    pthread_mutex_unlock(&lock);
+    *q = (queued_copy){dst, src, size};
+    uint64_t seq = 0;
+    ct_status status = fake_queue_submit(device, "copy_from_pinned", run_copy, q, 0, &seq);
+    if (status != CT_OK) {
+        if (f != *fence) free(f);
+        return status;
+    }
+    *f = (fake_fence){device, seq};
     *fence = f;
     return CT_OK;
 }
 
 static ct_status copy_to_pinned(int device, void *dst, const void *src, size_t size) {
-    (void)device;
-    return ordered_copy(dst, src, size);
+    return ordered_copy(device, dst, src, size);
 }
 
 static bool fence_done(void *fence, bool wait) {
     fake_fence *f = fence;
-    if (!f) return true;
-    pthread_mutex_lock(&lock);
-    if (wait) run_queue(f->seq);
-    bool done = completed >= f->seq;
-    pthread_mutex_unlock(&lock);
-    return done;
+    return !f || fake_queue_done(f->device, f->seq, wait);
 }
 
 static void fence_free(void *fence) { free(fence); }
@@ -178,7 +160,7 @@ static ct__backend_table fake_backend = {
     .raw_alloc = raw_alloc,
     .raw_free = raw_free,
     .copy_to_host = copy_to_host,
-    .copy_from_host = copy_to_host, /* a plain copy, ordered after the queued ones */
+    .copy_from_host = copy_from_host,
     .copy_between = copy_between,
     .synchronize = synchronize,
 #ifndef CT_FAKE_GPU_KERNELS
@@ -194,7 +176,8 @@ static ct__backend_table fake_backend = {
 
 __attribute__((visibility("default"))) const ct__backend_table *
 ct_cuda_plugin_entry(const ct__plugin_host *host, char *reason, size_t reason_size) {
-    (void)host, (void)reason, (void)reason_size;
+    (void)reason, (void)reason_size;
+    fake_queue_init(host);
 #ifdef CT_FAKE_GPU_KERNELS
     fake_backend.kernels = fake_gpu_kernels(host);
 #endif
