@@ -189,6 +189,49 @@ TEST(test_dist_nccl_ranks_sharing_a_gpu_use_the_bootstrap_engine) {
                                 "collectives") != NULL);
 }
 
+/* On the bootstrap's engine, a collective still has this communicator's deadline: rank 1
+ * never calls it, rank 0's ends at 0.3 s naming it and rank 1, and the bootstrap, whose
+ * engine the collective was left in, refuses later calls too. */
+typedef struct stall {
+    ct_status status, later;
+    char message[768], engine[16];
+} stall;
+
+static int stall_rank(int rank, ct_comm *boot, ct_device device, void *user) {
+    stall *s = user;
+    ct_comm *comm = ct_comm_nccl(boot, device);
+    if (!comm) return 1;
+    if (rank == 0) {
+        snprintf(s->engine, sizeof s->engine, "%s", ct_comm_engine(comm));
+        ct_comm_set_timeout(comm, 0.3);
+        ct_scope_begin();
+        ct_tensor *t = filled(device, N, 0);
+        s->status = t ? ct_comm_all_reduce(comm, t, CT_COMM_SUM) : CT_ERR_STATE;
+        snprintf(s->message, sizeof s->message, "%s", ct_last_error());
+        s->later = ct_comm_barrier(boot);
+        ct_scope_end();
+        ct_clear_error();
+    }
+    ct_comm_free(comm);
+    return 0;
+}
+
+TEST(test_dist_nccl_ranks_sharing_a_gpu_keep_the_deadline) {
+    ct_device device;
+    if (!cuda_device(&device)) return;
+    static stall s;
+    ct_test_warnings warnings = {0};
+    ct_set_log_hook(ct_test_record_warning, &warnings);
+    int rc = spawn_two(device, false, stall_rank, &s);
+    ct_set_log_hook(NULL, NULL);
+    CHECK(rc == 0);
+    CHECK(strcmp(s.engine, "threads") == 0);
+    CHECK(s.status == CT_ERR_COMM);
+    CHECK(strstr(s.message, "ct_comm_all_reduce #0") && strstr(s.message, "timed out after 0.3 s"));
+    CHECK(strstr(s.message, "ranks not heard from: 1") != NULL);
+    CHECK(s.later == CT_ERR_COMM);
+}
+
 TEST(test_dist_nccl_timeout_aborts_and_names_the_collective) {
     ct_device device;
     fake_api fake;
