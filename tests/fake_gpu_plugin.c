@@ -46,8 +46,26 @@ static ct_status run_copy(void *payload, char *message, size_t size) {
 
 static int device_count(void) { return 1; }
 
+/* The UUID is a hash of a text: "fake GPU <device>" by default, so every process sees the
+ * same GPU, as ranks on a machine with one GPU do; CT_FAKE_GPU_UUID=<text> another (a test
+ * gives each rank of mpirun its own text: a GPU each); CT_FAKE_GPU_UUID=per-thread one per
+ * calling thread, for ranks that are threads of one process on GPUs of their own. */
 static ct_status properties(int device, ct_device_properties *out) {
     memset(out, 0, sizeof *out);
+    const char *env = getenv("CT_FAKE_GPU_UUID");
+    unsigned char text[160];
+    size_t length = (size_t)snprintf((char *)text, sizeof text, "%s %d",
+                                     env && *env ? env : "fake GPU", device);
+    if (env && !strcmp(env, "per-thread")) {
+        pthread_t self = pthread_self();
+        memcpy(text, &self, sizeof self);
+        length = sizeof self;
+    }
+    for (size_t half = 0; half < 2; half++) { /* FNV-1a, 64 bits per half */
+        uint64_t h = 14695981039346656037ull ^ half;
+        for (size_t i = 0; i < length && i < sizeof text; i++) h = (h ^ text[i]) * 1099511628211ull;
+        memcpy(out->uuid + 8 * half, &h, 8);
+    }
     out->device = (ct_device){CT_DEVICE_CUDA, device};
 #ifdef CT_FAKE_GPU_KERNELS
     snprintf(out->name, sizeof out->name, "fake GPU (host memory, the CPU's kernels)");

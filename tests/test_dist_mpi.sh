@@ -8,7 +8,10 @@
 # giving the same model as two ranks on one host. Every run is bounded by timeout(1). Cases
 # that need mpirun, the plugin or network namespaces are skipped by name, with the reason.
 # With a fake GPU plugin (the CPU's kernels), --devices cuda:0,cuda:1 on two logical GPUs too,
-# and with the fake NCCL plugin as well, mpirun -np 2 with --device cuda over the NCCL engine.
+# and with the fake NCCL plugin as well, mpirun -np 2 with --device cuda: over the NCCL engine
+# when each rank has a GPU of its own (CT_FAKE_GPU_UUID per rank), and on the MPI engine with
+# one warning when both share the one GPU (NCCL refuses two ranks per GPU). Every run names
+# its device: on a machine with a GPU the default ("auto") is cuda:0.
 # Usage: test_dist_mpi.sh CTENSOR DIST_MPI_CHECK WORKDIR [FAKE_GPU_PLUGIN [FAKE_NCCL_PLUGIN]]
 ctensor=$1
 check=$2
@@ -32,7 +35,7 @@ finish() {
 
 if ! command -v mpirun >/dev/null 2>&1; then
     for name in collectives mismatch buckets_in_flight progress_without_polls stopped_rank train_same_model resume_other_world_size batch_size_auto_2_ranks batch_size_auto_none_fits \
-        stopped_rank_train killed_rank two_machines train_nccl; do
+        stopped_rank_train killed_rank two_machines train_nccl train_one_gpu; do
         skip "test_dist_mpi_$name" "mpirun not found (install openmpi-bin, or run make deps)"
     done
     finish
@@ -92,7 +95,8 @@ else fail test_dist_mpi_stopped_rank "exit $code after $took s"; fi
 mkdir -p "$work/data"
 "$python" "$here/make_idx_dataset.py" "$work/data" 600 200 || exit 1
 # 600 samples in global batches of 64: the last batch has 24.
-common="--dataset $work/data --epochs 1 --batch-size 64 --seed 7 --json"
+data="--dataset $work/data --epochs 1 --batch-size 64 --seed 7 --json"
+common="$data --device cpu"
 
 # same A.safetensors B.safetensors A.json B.json: every tensor within 1e-4 relative (the norm
 # of the difference over the norm of the tensor, so that Adam's tiny second moments do not
@@ -157,23 +161,48 @@ else
 fi
 
 # mpirun -np 2 with --device cuda: the NCCL engine, its unique id broadcast over MPI, here
-# the fake NCCL plugin with ranks in processes (FAKE_NCCL_DIR) on the fake GPU: the same model.
+# the fake NCCL plugin with ranks in processes (FAKE_NCCL_DIR) on the fake GPU, each rank
+# seeing a GPU of its own (CT_FAKE_GPU_UUID from its rank): the same model.
 if [ -n "$fake_gpu" ] && [ -n "$fake_nccl" ]; then
     rm -rf "$work/nccl" && mkdir -p "$work/nccl"
     run timeout 300 env CT_CUDA_PLUGIN="$fake_gpu" CT_NCCL_PLUGIN="$fake_nccl" \
         FAKE_NCCL_DIR="$work/nccl" $mpi -x CT_CUDA_PLUGIN -x CT_NCCL_PLUGIN -x FAKE_NCCL_DIR \
-        -np 2 "$ctensor" train $common --model mlp --device cuda \
-        --checkpoint "$work/mlp-nccl.safetensors"
+        -np 2 sh -c 'CT_FAKE_GPU_UUID="rank $OMPI_COMM_WORLD_RANK" exec "$@"' sh \
+        "$ctensor" train $data --model mlp --device cuda --checkpoint "$work/mlp-nccl.safetensors"
     cp "$out" "$work/mlp-nccl.json"
     rm -rf "$work/nccl"
     if [ "$code" = 0 ] && grep -q '"device": "cuda:0"' "$work/mlp-nccl.json" &&
         grep -q '"world_size": 2, "engine": "nccl"' "$work/mlp-nccl.json" &&
+        ! grep -q "NCCL allows one rank per GPU" "$err" &&
         same "$work/mlp-1.safetensors" "$work/mlp-nccl.safetensors" "$work/mlp-1.json" \
             "$work/mlp-nccl.json"
     then pass "test_dist_mpi_train_nccl ($(cat "$out"))"
     else fail test_dist_mpi_train_nccl "exit $code, not the NCCL engine, or the models differ"; fi
+
+    # Both ranks on the one GPU (the same UUID): NCCL would refuse them ("Duplicate GPU
+    # detected"), so the collectives run on MPI, with one warning from rank 0 that says why.
+    rm -rf "$work/nccl" && mkdir -p "$work/nccl"
+    run timeout 300 env CT_CUDA_PLUGIN="$fake_gpu" CT_NCCL_PLUGIN="$fake_nccl" \
+        FAKE_NCCL_DIR="$work/nccl" $mpi -x CT_CUDA_PLUGIN -x CT_NCCL_PLUGIN -x FAKE_NCCL_DIR \
+        -np 2 "$ctensor" train $data --model mlp --device cuda \
+        --checkpoint "$work/mlp-one-gpu.safetensors"
+    cp "$out" "$work/mlp-one-gpu.json"
+    cp "$err" "$work/mlp-one-gpu.err"
+    rm -rf "$work/nccl"
+    warnings=$(grep -c "ctensor: warning: ranks 0 and 1 share cuda:0 (UUID GPU-[0-9a-f-]*); NCCL allows one rank per GPU; using MPI for the collectives" "$work/mlp-one-gpu.err")
+    if [ "$code" = 0 ] && grep -q '"device": "cuda:0"' "$work/mlp-one-gpu.json" &&
+        grep -q '"world_size": 2, "engine": "mpi"' "$work/mlp-one-gpu.json" &&
+        [ "$warnings" = 1 ] && [ "$(grep -c "warning" "$work/mlp-one-gpu.err")" = 1 ] &&
+        same "$work/mlp-1.safetensors" "$work/mlp-one-gpu.safetensors" "$work/mlp-1.json" \
+            "$work/mlp-one-gpu.json"
+    then pass "test_dist_mpi_train_one_gpu ($(grep -o "ranks 0 and 1 share.*" "$work/mlp-one-gpu.err"); $(cat "$out"))"
+    else
+        cp "$work/mlp-one-gpu.err" "$err"
+        fail test_dist_mpi_train_one_gpu "exit $code, $warnings warnings, not the MPI engine, or the models differ"
+    fi
 else
     skip test_dist_mpi_train_nccl "needs the fake GPU and fake NCCL plugins"
+    skip test_dist_mpi_train_one_gpu "needs the fake GPU and fake NCCL plugins"
 fi
 
 # --resume with another world size: epoch 1 on 2 ranks, epoch 2 alone, against 2 epochs alone.
@@ -192,7 +221,7 @@ else fail test_dist_mpi_resume_other_world_size "exits $resumed $code, or the mo
 # limit (a limit per process, under which one process alone fits a batch below the cap),
 # the ranks agree on the smallest, and the global batch is the world size times it; and
 # --devices cpu:0,cpu:1 with auto runs.
-auto="--dataset $work/data --epochs 1 --model cnn --batch-size auto --limit 512 --json"
+auto="--dataset $work/data --device cpu --epochs 1 --model cnn --batch-size auto --limit 512 --json"
 run timeout 300 env CT_MEMORY_LIMIT=cpu=16MiB "$ctensor" train $auto
 alone=$(sed -n 's/.*"batch_size": \([0-9]*\).*/\1/p' "$out")
 run timeout 300 $mpi -x CT_MEMORY_LIMIT=cpu=16MiB -np 2 "$ctensor" train $auto
@@ -228,8 +257,8 @@ rank1_pid() {
 # interrupt NAME SIGNAL: start a long run, wait for its first epochs, signal rank 1.
 interrupt() {
     timeout 120 env CT_COMM_TIMEOUT=10 CT_TEST_RUN="$$-$1" $mpi -x CT_COMM_TIMEOUT -x CT_TEST_RUN \
-        -np 2 "$ctensor" train --dataset "$work/data" --model mlp --epochs 1000 --batch-size 64 \
-        >"$out" 2>"$err" &
+        -np 2 "$ctensor" train --dataset "$work/data" --device cpu --model mlp --epochs 1000 \
+        --batch-size 64 >"$out" 2>"$err" &
     job=$!
     sleep 4
     victim=$(rank1_pid "$$-$1")

@@ -1,10 +1,12 @@
 /* The NCCL engine (ct_comm_nccl). On a CUDA device with the real plugin: a world of one,
- * its collectives against their definitions. With the fake NCCL plugin on the fake GPU
- * (tests/fake_nccl_plugin.c, host memory; CT_NCCL_PLUGIN names it): two ranks bootstrapped
- * over the threads engine, a mismatch named, a collective past its deadline aborting the
- * communicator, an asynchronous NCCL error named, and data-parallel training over the engine
- * giving the model of training alone. Without a CUDA device (the CPU run) these skip by
- * name; on a real GPU the fake-only cases skip (NCCL refuses two ranks on one GPU). */
+ * its collectives against their definitions, and two ranks on one GPU (which NCCL refuses)
+ * given the bootstrap's engine with one warning. With the fake NCCL plugin on the fake GPU
+ * (tests/fake_nccl_plugin.c, host memory; CT_NCCL_PLUGIN names it; CT_FAKE_GPU_UUID=per-thread
+ * gives each rank's thread a GPU of its own): two ranks bootstrapped over the threads engine,
+ * a mismatch named, a collective past its deadline aborting the communicator, an
+ * asynchronous NCCL error named, and data-parallel training over the engine giving the model
+ * of training alone. Without a CUDA device (the CPU run) these skip by name; on a real GPU
+ * the fake-only cases skip (NCCL refuses two ranks on one GPU). */
 #include <dlfcn.h>
 #include <stdlib.h>
 
@@ -91,12 +93,45 @@ typedef struct pair {
     float sum[N], avg[N], bcast[N], gathered[2 * N];
     ct_status mismatch[2];
     char message[2][768];
+    char engine[2][16];
 } pair;
+
+/* Two ranks on threads of this process, on the same device, each on a GPU of its own as the
+ * fake GPU reports it (CT_FAKE_GPU_UUID=per-thread) or on one GPU (unset). */
+static int spawn_two(ct_device device, bool own_gpus, ct_replica_fn fn, void *user) {
+    ct_comm *boot[2];
+    if (ct_comm_threads(2, boot) != CT_OK) return -1;
+    if (own_gpus) setenv("CT_FAKE_GPU_UUID", "per-thread", 1);
+    int rc = ct_comm_spawn(2, boot, (ct_device[]){device, device}, fn, user);
+    unsetenv("CT_FAKE_GPU_UUID");
+    ct_comm_free(boot[0]);
+    ct_comm_free(boot[1]);
+    return rc;
+}
+
+/* The checks of two_ranks' results. */
+#define CHECK_PAIR(p, engine_name)                                                                 \
+    do {                                                                                           \
+        for (int i = 0; i < N; i++) {                                                              \
+            CHECK_NEAR((p).sum[i], 2 * i + 1, 0);                                                  \
+            CHECK_NEAR((p).avg[i], i + 0.5, 0);                                                    \
+            CHECK_NEAR((p).bcast[i], 10 + i, 0);                                                   \
+            CHECK_NEAR((p).gathered[i], i, 0);                                                     \
+            CHECK_NEAR((p).gathered[N + i], 100 + i, 0);                                           \
+        }                                                                                          \
+        for (int r = 0; r < 2; r++) {                                                              \
+            CHECK(strcmp((p).engine[r], engine_name) == 0);                                        \
+            CHECK((p).mismatch[r] == CT_ERR_COMM);                                                 \
+            CHECK(strstr((p).message[r], "mismatched collective") != NULL);                        \
+            CHECK(strstr((p).message[r], "ct_comm_all_reduce #4") != NULL);                        \
+        }                                                                                          \
+    } while (0)
 
 static int two_ranks(int rank, ct_comm *boot, ct_device device, void *user) {
     pair *p = user;
     ct_comm *comm = ct_comm_nccl(boot, device);
     if (!comm) return 1;
+    snprintf(p->engine[rank], sizeof p->engine[rank], "%s", ct_comm_engine(comm));
     ct_scope_begin();
     ct_tensor *t = filled(device, N, (float)rank);
     int rc = t && ct_comm_all_reduce(comm, t, CT_COMM_SUM) == CT_OK && values(t, p->sum, N) ? 0 : 2;
@@ -121,25 +156,80 @@ TEST(test_dist_nccl_two_ranks_bootstrapped_over_threads) {
     ct_device device;
     fake_api fake;
     if (!cuda_device(&device) || !fake_plugin(&fake)) return;
-    ct_comm *boot[2];
-    CHECK_OK(ct_comm_threads(2, boot));
     static pair p;
-    int rc = ct_comm_spawn(2, boot, (ct_device[]){device, device}, two_ranks, &p);
-    ct_comm_free(boot[0]);
-    ct_comm_free(boot[1]);
+    ct_test_warnings warnings = {0};
+    ct_set_log_hook(ct_test_record_warning, &warnings);
+    int rc = spawn_two(device, true, two_ranks, &p);
+    ct_set_log_hook(NULL, NULL);
     CHECK(rc == 0);
-    for (int i = 0; i < N; i++) {
-        CHECK_NEAR(p.sum[i], 2 * i + 1, 0);
-        CHECK_NEAR(p.avg[i], i + 0.5, 0);
-        CHECK_NEAR(p.bcast[i], 10 + i, 0);
-        CHECK_NEAR(p.gathered[i], i, 0);
-        CHECK_NEAR(p.gathered[N + i], 100 + i, 0);
+    CHECK(warnings.count == 0);
+    CHECK_PAIR(p, "nccl");
+}
+
+/* NCCL refuses two ranks on one GPU: ct_comm_nccl finds them by their GPUs' UUIDs before
+ * NCCL starts, and every rank gets the bootstrap's engine instead, with one warning from rank
+ * 0. Needs no NCCL, so it runs on a real GPU too. */
+TEST(test_dist_nccl_ranks_sharing_a_gpu_use_the_bootstrap_engine) {
+    ct_device device;
+    if (!cuda_device(&device)) return;
+    ct_device_properties props;
+    CHECK_OK(ct_device_info(device, &props));
+    static const unsigned char unknown[16];
+    CHECK(memcmp(props.uuid, unknown, sizeof unknown) != 0);
+    static pair p;
+    ct_test_warnings warnings = {0};
+    ct_set_log_hook(ct_test_record_warning, &warnings);
+    int rc = spawn_two(device, false, two_ranks, &p);
+    ct_set_log_hook(NULL, NULL);
+    CHECK(rc == 0);
+    CHECK_PAIR(p, "threads");
+    CHECK(warnings.count == 1);
+    CHECK(strstr(warnings.last, "ranks 0 and 1 share cuda:0 (UUID GPU-") != NULL);
+    CHECK(strstr(warnings.last, "NCCL allows one rank per GPU; using the threads engine for the "
+                                "collectives") != NULL);
+}
+
+/* On the bootstrap's engine, a collective still has this communicator's deadline: rank 1
+ * never calls it, rank 0's ends at 0.3 s naming it and rank 1, and the bootstrap, whose
+ * engine the collective was left in, refuses later calls too. */
+typedef struct stall {
+    ct_status status, later;
+    char message[768], engine[16];
+} stall;
+
+static int stall_rank(int rank, ct_comm *boot, ct_device device, void *user) {
+    stall *s = user;
+    ct_comm *comm = ct_comm_nccl(boot, device);
+    if (!comm) return 1;
+    if (rank == 0) {
+        snprintf(s->engine, sizeof s->engine, "%s", ct_comm_engine(comm));
+        ct_comm_set_timeout(comm, 0.3);
+        ct_scope_begin();
+        ct_tensor *t = filled(device, N, 0);
+        s->status = t ? ct_comm_all_reduce(comm, t, CT_COMM_SUM) : CT_ERR_STATE;
+        snprintf(s->message, sizeof s->message, "%s", ct_last_error());
+        s->later = ct_comm_barrier(boot);
+        ct_scope_end();
+        ct_clear_error();
     }
-    for (int r = 0; r < 2; r++) {
-        CHECK(p.mismatch[r] == CT_ERR_COMM);
-        CHECK(strstr(p.message[r], "mismatched collective") != NULL);
-        CHECK(strstr(p.message[r], "ct_comm_all_reduce #4") != NULL);
-    }
+    ct_comm_free(comm);
+    return 0;
+}
+
+TEST(test_dist_nccl_ranks_sharing_a_gpu_keep_the_deadline) {
+    ct_device device;
+    if (!cuda_device(&device)) return;
+    static stall s;
+    ct_test_warnings warnings = {0};
+    ct_set_log_hook(ct_test_record_warning, &warnings);
+    int rc = spawn_two(device, false, stall_rank, &s);
+    ct_set_log_hook(NULL, NULL);
+    CHECK(rc == 0);
+    CHECK(strcmp(s.engine, "threads") == 0);
+    CHECK(s.status == CT_ERR_COMM);
+    CHECK(strstr(s.message, "ct_comm_all_reduce #0") && strstr(s.message, "timed out after 0.3 s"));
+    CHECK(strstr(s.message, "ranks not heard from: 1") != NULL);
+    CHECK(s.later == CT_ERR_COMM);
 }
 
 TEST(test_dist_nccl_timeout_aborts_and_names_the_collective) {
@@ -201,6 +291,7 @@ typedef struct training {
     ct_status status[2];
     char message[2][512];
     int64_t buckets;
+    char engine[16];
 } training;
 
 static int train(int rank, ct_comm *boot, ct_device device, void *user) {
@@ -246,6 +337,7 @@ static int train(int rank, ct_comm *boot, ct_device device, void *user) {
     ct_ddp_statistics stats = {0};
     if (ddp) ct_ddp_stats(ddp, &stats);
     if (rank == 0) t->buckets = stats.buckets;
+    if (rank == 0) snprintf(t->engine, sizeof t->engine, "%s", ct_comm_engine(comm));
     t->status[rank] = status;
     snprintf(t->message[rank], sizeof t->message[rank], "%s", ct_last_error());
     ct_clear_error();
@@ -270,11 +362,7 @@ TEST(test_dist_nccl_ddp_gives_the_model_of_training_alone) {
     split = (training){.models = {mlp(), mlp()}};
     CHECK(alone.models[0] && split.models[0] && split.models[1]);
     train(0, NULL, device, &alone);
-    ct_comm *boot[2];
-    CHECK_OK(ct_comm_threads(2, boot));
-    int rc = ct_comm_spawn(2, boot, (ct_device[]){device, device}, train, &split);
-    ct_comm_free(boot[0]);
-    ct_comm_free(boot[1]);
+    int rc = spawn_two(device, true, train, &split);
     ct_module_free(alone.models[0]);
     ct_module_free(split.models[0]);
     ct_module_free(split.models[1]);
@@ -283,6 +371,7 @@ TEST(test_dist_nccl_ddp_gives_the_model_of_training_alone) {
         if (split.status[r] != CT_OK || alone.status[0] != CT_OK)
             CHECK(!fprintf(stderr, "rank %d: %s / %s\n", r, split.message[r], alone.message[0]));
     CHECK(split.buckets > 1);
+    CHECK(strcmp(split.engine, "nccl") == 0);
     for (int i = 0; i < 3 * 5 + 5 + 5 * 2 + 2; i++) {
         CHECK_NEAR(split.params[0][i], alone.params[0][i], 1e-5);
         CHECK_NEAR(split.params[1][i], alone.params[0][i], 1e-5);

@@ -1,7 +1,8 @@
 /* `ctensor train` with data parallelism: --devices runs one replica per device on threads of
  * this process (the threads engine; CPU or GPU devices are split into logical ones as
  * needed), and a process started by mpirun is one replica of the MPI world (the MPI engine,
- * or on a CUDA device NCCL, bootstrapped over MPI). Every replica runs train_replica with its
+ * or on a CUDA device NCCL, bootstrapped over MPI; MPI again where ranks share a GPU, which
+ * NCCL refuses). Every replica runs train_replica with its
  * communicator; only rank 0 prints and writes checkpoints, and its summary adds the world,
  * the engine and the time spent in collectives. */
 #include <stdlib.h>
@@ -124,10 +125,11 @@ static int run_mpi(train_options *o, ct_comm *world) {
     int rank = ct_comm_rank(world);
     if (o->comm_timeout > 0) ct_comm_set_timeout(world, o->comm_timeout);
     train_options mine = *o;
-    /* CUDA tensors go over NCCL, its unique id over the world (which must outlive it). */
+    /* CUDA tensors go over NCCL, its unique id over the world (which must outlive it); where
+     * ranks share a GPU, ct_comm_nccl gives one on the world's engine (MPI) instead. */
     mine.comm = o->device.type == CT_DEVICE_CUDA ? ct_comm_nccl(world, o->device) : world;
     if (!mine.comm) {
-        fprintf(stderr, "ctensor train: rank %d of %d: the NCCL engine for --device cuda: %s\n",
+        fprintf(stderr, "ctensor train: rank %d of %d: the communicator for --device cuda: %s\n",
                 rank, ct_comm_size(world), ct_last_error());
         return 1;
     }

@@ -88,6 +88,10 @@ typedef struct ct_device_properties {
     int multiprocessors; /* streaming multiprocessors, or CPU cores online */
     int physical_index;  /* the physical device a logical device lives on */
     bool is_logical;     /* true when the physical device was split */
+    /* The physical device's 16-byte UUID (CUDA's cudaDeviceProp.uuid, which nvidia-smi shows
+     * as GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx): the same for every logical device of it and
+     * in every process that sees it, whatever its index there. All zero where unknown (the CPU). */
+    unsigned char uuid[16];
 } ct_device_properties;
 
 CT_API ct_status ct_device_info(ct_device device, ct_device_properties *out);

@@ -16,7 +16,10 @@
  * then, so that the core runs where no MPI is installed). Tensors may be on any device; the
  * engines move data through host memory. "nccl" (ct_comm_nccl: CUDA tensors on one device
  * per rank, the plugin libctensor_nccl.so over NCCL, bootstrapped by another communicator)
- * works on the tensors' device memory instead. A ct_comm is used by one thread at a time. */
+ * works on the tensors' device memory instead. NCCL allows one rank per GPU: where two ranks
+ * share one (mpirun -np 2 on a machine with one GPU), ct_comm_nccl finds it before NCCL
+ * starts and gives a communicator on the bootstrap's engine ("mpi" or "threads") instead,
+ * with one warning. A ct_comm is used by one thread at a time. */
 #ifndef CTENSOR_DIST_H
 #define CTENSOR_DIST_H
 
@@ -45,7 +48,8 @@ CT_API ct_comm *ct_comm_world(void);
  * thread each. Free each with ct_comm_free. CT_ERR_INVALID_ARG for size outside 1..64. */
 CT_API ct_status ct_comm_threads(int size, ct_comm **comms);
 /* The NCCL engine: this process's rank of bootstrap (the MPI world, whose rank 0 sends its
- * ncclUniqueId to the others; NULL: a world of one) on the CUDA device `device`, which
+ * ncclUniqueId to the others, or a rank of ct_comm_threads; NULL: a world of one; another
+ * NCCL communicator: CT_ERR_INVALID_ARG) on the CUDA device `device`, which
  * every tensor of its collectives must be on, contiguous (CT_ERR_DEVICE_MISMATCH
  * otherwise). Collectives run on the plugin's stream after the work already queued on the
  * device; the fingerprints travel over bootstrap, which must outlive the result. Each collective's
@@ -53,8 +57,13 @@ CT_API ct_status ct_comm_threads(int size, ct_comm **comms);
  * (ncclCommGetAsyncError), the NCCL communicator is aborted (ncclCommAbort) and CT_ERR_COMM names
  * the collective. NULL with CT_ERR_DEVICE_MISMATCH for a device that is not CUDA,
  * CT_ERR_DEVICE_UNAVAILABLE when the plugin or libnccl.so.2 cannot be loaded (CT_NCCL_PLUGIN names
- * another plugin path), CT_ERR_COMM when NCCL fails to start or its start passes the deadline. NCCL
- * refuses two ranks on one GPU. */
+ * another plugin path), CT_ERR_COMM when NCCL fails to start or its start passes the deadline.
+ * Before NCCL starts, the ranks all-gather their GPUs' UUIDs (ct_device_properties.uuid)
+ * over bootstrap. NCCL refuses two ranks on one GPU, so when two ranks share one (or two
+ * logical devices of one), every rank gets instead a communicator whose collectives run on
+ * bootstrap's engine (ct_comm_engine says "mpi" or "threads"), the tensors travelling through
+ * host memory, in bootstrap's order with bootstrap's other collectives (a failure breaks
+ * both); rank 0 logs one warning through the log hook naming the ranks and the GPU. */
 CT_API ct_comm *ct_comm_nccl(ct_comm *bootstrap, ct_device device);
 /* Free a rank (NULL is ignored). Freeing the MPI world finalises MPI unless a collective
  * was left in flight by a timeout or an MPI error (MPI_Finalize would wait for the lost

@@ -1,5 +1,6 @@
-/* The communicator's internals, shared by its front door (comm.c), its engines
- * (comm_self.c, comm_threads.c, comm_mpi.c) and data-parallel training (ddp.c).
+/* The communicator's internals, shared by its front door (comm.c, with the engine of a world
+ * of one), its engines (comm_threads.c, comm_mpi.c, comm_nccl.c, comm_shared_gpu.c) and
+ * data-parallel training (ddp.c).
  *
  * Every collective works on one contiguous host buffer described by a ct__coll. An engine
  * starts it and then advances it when polled; comm.c owns the deadline, the statistics and
@@ -112,6 +113,11 @@ extern const ct__comm_engine ct__comm_self_engine;
 ct_comm *ct__comm_mpi_world(void);
 /* The NCCL engine's device (comm_nccl.c): tensors of its collectives must be on it. */
 ct_device ct__comm_nccl_device(const ct_comm *comm);
+/* Before NCCL starts (comm_shared_gpu.c): when two ranks of bootstrap are on one GPU (their
+ * devices' UUIDs all-gathered over bootstrap, a collective every rank takes part in), *out is
+ * a communicator that runs its collectives on bootstrap's engine through host memory, and
+ * rank 0 has logged one warning naming the ranks and the GPU; else *out is NULL. */
+ct_status ct__comm_shared_gpu(ct_comm *bootstrap, ct_device device, ct_comm **out);
 /* Whether this process was started by an MPI launcher (the environment it sets). */
 bool ct__comm_under_mpirun(void);
 

@@ -1,6 +1,8 @@
 /* The NCCL engine: the core's side of libctensor_nccl.so, for CUDA tensors. Its ranks are
  * those of a bootstrap communicator (the MPI world, or none: a world of one); rank 0's
- * ncclUniqueId travels to the others over the bootstrap, as Horovod does. Buffers are device
+ * ncclUniqueId travels to the others over the bootstrap, as Horovod does. Ranks that share a
+ * GPU, which NCCL refuses, are found first and get the bootstrap's engine instead
+ * (comm_shared_gpu.c). Buffers are device
  * memory. A collective goes in two stages polled against its deadline: the fingerprints'
  * all-gather over the bootstrap (skipped in a world of one), then the NCCL collective queued
  * on the plugin's stream with an event after it. NCCL needs every rank to queue its
@@ -275,10 +277,19 @@ ct_comm *ct_comm_nccl(ct_comm *bootstrap, ct_device device) {
     if (bootstrap && bootstrap->broken)
         return ct__fail(CT_ERR_COMM, "ct_comm_nccl: the bootstrap communicator failed earlier: %s",
                         bootstrap->broken_why);
+    if (bootstrap && bootstrap->engine->device_buffers)
+        return ct__fail(CT_ERR_INVALID_ARG,
+                        "ct_comm_nccl: the bootstrap must move host memory (the MPI world or a "
+                        "rank of ct_comm_threads), got a %s communicator",
+                        bootstrap->engine->name);
+    if (ct_device_check(device) != CT_OK) return NULL;
+    /* Ranks that share a GPU: NCCL would refuse them, so the bootstrap's engine instead. */
+    ct_comm *shared;
+    if (ct__comm_shared_gpu(bootstrap, device, &shared) != CT_OK || shared) return shared;
     pthread_mutex_lock(&nccl_lock);
     ct_status status = load_plugin();
     pthread_mutex_unlock(&nccl_lock);
-    if (status != CT_OK || ct_device_check(device) != CT_OK) return NULL;
+    if (status != CT_OK) return NULL;
     int rank = bootstrap ? bootstrap->rank : 0, size = bootstrap ? bootstrap->size : 1;
     double timeout = bootstrap ? bootstrap->timeout : CT__COMM_DEFAULT_TIMEOUT;
     int64_t id[CT_NCCL_ID_BYTES / 8] = {0};

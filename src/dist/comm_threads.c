@@ -81,7 +81,7 @@ static ct_status rendezvous(ct_comm *comm, ct__coll *coll) {
              "%s on %s timed out after %g s at rank %d of %d (threads): %s; a rank stopped or "
              "called other collectives (raise the deadline with CT_COMM_TIMEOUT or "
              "ct_comm_set_timeout if it is only slow)",
-             name, coll->what, comm->timeout, comm->rank, comm->size, missing);
+             name, coll->what, coll->deadline - coll->started, comm->rank, comm->size, missing);
     g->broken = true;
     pthread_cond_broadcast(&g->changed);
     return ct__comm_fail(comm, "%s", g->why);

@@ -179,6 +179,9 @@ static ct_status cuda_properties(int device, ct_device_properties *out) {
     out->compute_capability_major = prop.major;
     out->compute_capability_minor = prop.minor;
     out->multiprocessors = prop.multiProcessorCount;
+    /* cudaDeviceProp::uuid: 16 bytes, the device's (a MIG instance's own under MIG). */
+    memcpy(out->uuid, prop.uuid.bytes, sizeof out->uuid);
+    _Static_assert(sizeof prop.uuid.bytes == sizeof out->uuid, "a CUDA UUID is 16 bytes");
     return CT_OK;
 }
 
