@@ -20,7 +20,7 @@ fi
 passed=0 failed=0 skipped=0
 rm -rf "$work" && mkdir -p "$work/data"
 out="$work/out" err="$work/err"
-"$python" "$here/make_idx_dataset.py" "$work/data" 2048 128 "" || exit 1
+"$python" "$here/make_idx_dataset.py" "$work/data" 4096 128 "" || exit 1
 
 # run [VAR=VALUE...] ARGS...: ctensor on the fake GPU, NVML and driver, with the changes given.
 run() {
@@ -90,7 +90,7 @@ then pass test_cli_gpu_usage_doctor_without_nvml
 else fail test_cli_gpu_usage_doctor_without_nvml "no skipped \"cuda:0 usage\" check saying why, or not status 0"; fi
 
 # train: the means of the readings and the warning, as the GPU was busy 20% of the time; the
-# loop did not wait for batches, so the advice is a larger batch. (The CNN on 2048 samples for
+# loop did not wait for batches, so the advice is a larger batch. (The CNN on 4096 samples for
 # 6 epochs: seconds, enough readings to tell.)
 train="$ctensor train --dataset $work/data --model cnn --epochs 6 --seed 1"
 run $train --device cuda --json
