@@ -2,7 +2,8 @@
 # Tests of `ctensor train --amp` on a small generated IDX dataset: bf16 and f16 runs learn and
 # name their precision in the JSON summary; f16 keeps its loss scaler's state in the
 # checkpoint, so a run resumed after epoch 1 ends with the same weights and scaler state as one
-# that was not interrupted; a bad value is refused with one line.
+# that was not interrupted; a bad value is refused with one line. The runs about the CPU's
+# bf16 name --device cpu; the others run on the default device (a GPU where there is one).
 # Usage: test_cli_amp.sh CTENSOR WORKDIR
 ctensor=$1
 work=$2
@@ -36,15 +37,18 @@ sys.exit(not (s["precision"] == sys.argv[2] and s["skipped_steps"] >= 0 and s["t
 done
 
 # auto trains in bf16 where `devices` says this CPU's bf16 is faster than f32, else in f32;
-# a bf16 run on a CPU whose bf16 is not faster warns so, once, and a fast one does not.
+# a bf16 run on a CPU whose bf16 is not faster warns so, once, and a fast one does not. Both
+# are about the CPU's bf16, so both run on the CPU (the default device is a GPU where there
+# is one, whose bf16 is native).
 fast=$("$ctensor" devices --json | "$python" -c 'import json, sys
-print(str(json.load(sys.stdin)["devices"][0]["fast_bf16"]).lower())')
+d = [d for d in json.load(sys.stdin)["devices"] if d["device"] == "cpu:0"][0]
+print(str(d["fast_bf16"]).lower())')
 want=f32 && [ "$fast" = true ] && want=bf16
-run "$ctensor" train --dataset "$work/good" --model mlp --epochs 1 --json --amp auto
+run "$ctensor" train --dataset "$work/good" --model mlp --epochs 1 --json --amp auto --device cpu
 if [ "$code" = 0 ] && grep -q "\"precision\": \"$want\"" "$out"
 then pass test_cli_amp_auto_picks_the_faster
 else fail test_cli_amp_auto_picks_the_faster "exit $code, or not $want (fast_bf16: $fast)"; fi
-run "$ctensor" train --dataset "$work/good" --model mlp --epochs 1 --json --amp bf16
+run "$ctensor" train --dataset "$work/good" --model mlp --epochs 1 --json --amp bf16 --device cpu
 warnings=$(grep -c "slower than f32 here" "$err")
 if [ "$code" = 0 ] && { { [ "$fast" = true ] && [ "$warnings" = 0 ]; } ||
     { [ "$fast" = false ] && [ "$warnings" = 1 ]; }; }

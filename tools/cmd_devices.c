@@ -6,12 +6,15 @@
 
 #include "cli_impl.h"
 #include "ctensor/ctensor.h"
+#include "gpu_usage.h"
 
 static const char devices_help[] =
     "usage: ctensor devices [--json]\n\n"
     "Lists the physical and logical devices: name, type, index, total and free memory, the\n"
     "memory limit, compute capability and multiprocessors (GPU), cores, SIMD features and\n"
     "BLAS (CPU), and the device \"auto\" picks. Without a usable GPU it says why.\n"
+    "Each GPU's utilisation, memory in use and power now, where NVML (libnvidia-ml.so.1,\n"
+    "part of the NVIDIA driver) can read them.\n"
     "Exit status 0, or 1 when a device's properties cannot be read.\n\n"
     "  --json   one JSON object instead of the table\n"
     "  --help   this text\n";
@@ -54,8 +57,16 @@ static void json_row(const ct_device_properties *p, const ct_cli_cpu *cpu, const
     printf(", \"memory_total\": %zu, \"memory_free\": %zu, \"memory_limit\": %zu", p->memory_total,
            p->memory_free, p->memory_limit);
     if (gpu) {
-        printf(", \"compute_capability\": \"%d.%d\", \"multiprocessors\": %d}",
+        gpu_usage u;
+        printf(", \"compute_capability\": \"%d.%d\", \"multiprocessors\": %d, \"usage\": ",
                p->compute_capability_major, p->compute_capability_minor, p->multiprocessors);
+        if (gpu_usage_read(gpu_usage_find(p->device), &u)) {
+            printf("{\"source\": \"nvml\"");
+            gpu_usage_json(stdout, &u);
+            printf("}}");
+        } else {
+            printf("null}");
+        }
         return;
     }
     printf(", \"cores\": %d, \"simd\": {\"avx2\": %s, \"avx512f\": %s, \"avx512_bf16\": %s, "
@@ -105,6 +116,27 @@ static int list_devices(bool json, const ct_cli_cpu *cpu, const ct_cli_blas *bla
     return status;
 }
 
+/* A line for each physical GPU NVML reads: "GPU 0 now: 35% busy, ...". */
+static void print_usage_lines(void) {
+    bool printed[64] = {false};
+    int count = ct_cuda_is_available() ? ct_device_count(CT_DEVICE_CUDA) : 0;
+    for (int i = 0; i < count; i++) {
+        ct_device device = {CT_DEVICE_CUDA, i};
+        ct_device_properties p;
+        gpu_usage u;
+        char text[128];
+        if (ct_device_info(device, &p) != CT_OK) {
+            ct_clear_error();
+            continue;
+        }
+        if (p.physical_index < 0 || p.physical_index >= 64 || printed[p.physical_index]) continue;
+        printed[p.physical_index] = true;
+        if (gpu_usage_read(gpu_usage_find(device), &u))
+            printf("GPU %d now: %s (NVML)\n", p.physical_index,
+                   gpu_usage_text(&u, text, sizeof text));
+    }
+}
+
 int ct_cli_devices(int argc, char **argv) {
     bool json;
     int status = ct_cli_parse_flags(argc, argv, &json, devices_help);
@@ -123,6 +155,7 @@ int ct_cli_devices(int argc, char **argv) {
         printf("%-8s %-4s %5s %-8s %-36s %10s %10s %10s %4s %5s\n", "DEVICE", "TYPE", "INDEX",
                "KIND", "NAME", "TOTAL", "FREE", "LIMIT", "CC", "SM/CORES");
     status = list_devices(json, &cpu, &blas);
+    if (!json) print_usage_lines();
     const char *reason = ct_cuda_unavailable_reason();
     if (json) {
         printf("\n  ],\n  \"auto\": \"%s\",\n  \"cuda_available\": %s,\n  "

@@ -31,6 +31,7 @@ typedef struct trainer {
     ct_tensor *loss_sum, *correct;
     ct_dtype amp;           /* the autocast dtype; CT_F32: --amp off */
     ct_grad_scaler *scaler; /* --amp f16 only */
+    gpu_usage_sampler *gpu; /* the device's GPU read while the epochs run, else NULL */
 } trainer;
 
 /* SIGINT or SIGTERM, once received: the run stops at the end of the step. A second one
@@ -188,8 +189,8 @@ static ct_status train_epoch(trainer *t, int epoch, epoch_result *r) {
              * collective at a time each rank picks for itself. */
             if (t->ddp) loss_sum *= ct_comm_size(t->o->comm), correct *= ct_comm_size(t->o->comm);
             double rate = samples / elapsed;
-            train_progress(t->o, epoch, done, steps, loss_sum / samples, correct / samples, rate,
-                           (steps - done) * (elapsed / done));
+            train_progress(t->o, t->gpu, epoch, done, steps, loss_sum / samples, correct / samples,
+                           rate, (steps - done) * (elapsed / done));
         }
     }
     if (status == CT_OK) status = ct_synchronize(t->o->device);
@@ -466,8 +467,11 @@ static int run(trainer *t, train_summary *summary) {
     summary->checkpoint_epoch = first_epoch - 1;
     ct_reset_peak_memory(o->device);
     ct_transfer_stats_reset();
+    t->gpu = gpu_usage_sampler_start(o->device);
     rc = first_epoch > o->epochs ? evaluate_only(t, summary, first_epoch - 1)
                                  : train_epochs(t, summary, first_epoch);
+    gpu_usage_sampler_stop(t->gpu, &summary->gpu);
+    t->gpu = NULL;
     if (rc) return rc;
     summary->train_samples = ct_size(t->data.train_images, 0);
     summary->test_samples = ct_size(t->data.test_images, 0);

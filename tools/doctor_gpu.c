@@ -1,11 +1,13 @@
 /* `ctensor doctor`'s checks of each CUDA device: its architecture against the build's (native
- * code, PTX through the driver's JIT, or neither), and a small elementwise kernel and a
- * cuBLAS matmul run on it and compared with the CPU's results. */
+ * code, PTX through the driver's JIT, or neither), a small elementwise kernel and a cuBLAS
+ * matmul run on it and compared with the CPU's results, and whether NVML reads how busy it
+ * is (which `ctensor train` reports, to tell a GPU that waits for the host). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "doctor_impl.h"
+#include "gpu_usage.h"
 
 /* Whether a list such as "80,90" covers compute capability cc (major*10 + minor): native
  * code needs the same major and a minor no higher; PTX an architecture no higher. */
@@ -100,6 +102,27 @@ static void self_test(doctor_report *r, ct_device device, const char *dev) {
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) ct_release(all[i]);
 }
 
+/* NVML's figures of the device now. Never a failure: without NVML the GPU works as well, but
+ * `ctensor train` cannot say whether it kept the GPU busy. */
+static void check_usage(doctor_report *r, ct_device device, const char *dev) {
+    char name[48], text[128];
+    gpu_usage u;
+    snprintf(name, sizeof name, "%s usage", dev);
+    if (gpu_usage_read(gpu_usage_find(device), &u)) {
+        doctor_add(r, name, CHECK_PASS, DOCTOR_OK, NULL,
+                   "%s now (NVML); `ctensor train` reports the GPU's mean utilisation and warns "
+                   "when the GPU was idle most of the run (the input pipeline or the host holds "
+                   "it up)",
+                   gpu_usage_text(&u, text, sizeof text));
+        return;
+    }
+    const char *reason = gpu_usage_unavailable_reason();
+    doctor_add(r, name, CHECK_SKIP, DOCTOR_OK, NULL,
+               "not read: %s; `ctensor train` cannot tell whether the GPU was busy (nvidia-smi "
+               "shows its utilisation while training runs)",
+               reason[0] ? reason : "NVML does not know this device (a MIG instance?)");
+}
+
 void doctor_check_gpus(doctor_report *r, const ct_cuda_build_info *info) {
     if (!ct_cuda_is_available()) {
         doctor_add(r, "GPU architecture and self-test", CHECK_SKIP, DOCTOR_OK, NULL,
@@ -117,9 +140,10 @@ void doctor_check_gpus(doctor_report *r, const ct_cuda_build_info *info) {
                        "its properties cannot be read: %s", ct_last_error());
             continue;
         }
-        if (check_arch(r, info, &p, dev))
+        if (check_arch(r, info, &p, dev)) {
             self_test(r, device, dev);
-        else
+            check_usage(r, device, dev);
+        } else
             doctor_add(r, dev, CHECK_SKIP, DOCTOR_OK, NULL,
                        "self-test not run: the build cannot run on this device");
     }

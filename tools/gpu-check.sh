@@ -3,40 +3,62 @@
 # (tools/run-tests.sh, what `make test` runs) and the GPU benchmark, and fail if anything
 # fails or if any CUDA test is skipped (on a GPU machine none may be).
 #
-# On the machine without a GPU, once per session (no network needed: it copies OpenBLAS's
-# .debs from the apt cache and libgfortran from this system):
+# On the machine without a GPU, once per session:
 #     tools/gpu-check.sh --prepare
-# which fills .gpu-deps/ in the repository root (ignored by git through .git/info/exclude).
+# which fills .gpu-deps/ in the repository root (ignored by git: .gitignore names it):
+# OpenBLAS's and zlib's .debs (from the apt cache, else apt-get download), libgfortran from this
+# system, Fashion-MNIST, and in .gpu-deps/wheels the wheels of the Python packages the GPU
+# machine's python3 lacks for the pytest suite (array-api-strict, at the version .venv has
+# here; pip download, for CPython CT_GPU_PYTHON_VERSION, default 3.12). All of it must stay
+# within the device tool's 64 MiB carry limit (it prints its size).
 # Then, in one call of the device tool (the GPU machine has no network and no apt):
-#     run(command="tools/gpu-check.sh", carry=[".gpu-deps"], timeout_s=600)
+#     run(command="tools/gpu-check.sh --arch --jobs 8", carry=[".gpu-deps"], timeout_s=600)
 # Options: --quick (small benchmark sizes), --no-bench (tests only), --tests REGEX (only the
 # test programs whose names match, as `ctest -R`), --no-tests (benchmark and training only:
-# for a second run after the first one's tests), --build-type TYPE (default Release). On the GPU machine it uses a system OpenBLAS when there is one, else the
-# carried .debs, unpacked under /tmp/ct-deps (never into /), and likewise zlib's headers
+# for a second run after the first one's tests), --build-type TYPE (default Release),
+# --jobs N (N test programs at once: CTEST_PARALLEL_LEVEL), --arch (build for this machine's
+# GPUs only, CT_CUDA_ARCHITECTURES=<compute capability>-real from nvidia-smi; without it the
+# default architectures). On the GPU machine it uses a system OpenBLAS when there is one, else
+# the carried .debs, unpacked under /tmp/ct-deps (never into /), and likewise zlib's headers
 # (/tmp/ct-zlib); CT_GPU_CHECK_CARRIED=1 uses the carried ones even where the system has them
-# (to check that path).
+# (to check that path). The carried wheels are installed with pip --no-index into
+# /tmp/ct-site, which .venv/bin/python3 (a script that runs the image's python3) puts on
+# PYTHONPATH: the image's python3 is itself a virtual environment (/opt/torch/.venv), and a
+# new one made from it would not see its packages (torch, numpy).
 #
-# Logs go to $OUT when set (the device tool brings them back), else to build-gpu/logs/:
-# summary.txt (the verdict and the reasons), device.txt (nvidia-smi, toolchain), build.log,
-# tests.log (every test's output), gpu-bench.md (ctensor beside PyTorch), gpu-train.txt
-# (`ctensor train` beside PyTorch on the GPU: the CNN at batch 512, the MLP). The exit status is
-# 0 only when the build, every test and the benchmark succeeded with no CUDA test skipped.
+# Logs go to build-gpu/logs/: summary.txt (the verdict and the reasons), device.txt
+# (nvidia-smi, toolchain), build.log, tests.log (every test's output), tests-summary.txt,
+# gpu-bench.md (ctensor beside PyTorch), bench-run.txt, gpu-train.txt (`ctensor train` beside
+# PyTorch on the GPU: the CNN at batch 512, the MLP), two-ranks.json and two-ranks.err
+# (`mpirun -np 2 ctensor train --device cuda` on one GPU), python-deps.txt. At the end, however
+# it ends, they are packed into gpu-check-logs.tar.gz, which goes with a copy of summary.txt to
+# $OUT when set (the device tool brings back 8 files at most), else beside the logs folder.
+# The exit status is 0 only when the build, every test, the two ranks on one GPU and the
+# benchmark succeeded with no CUDA test skipped.
 set -u
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 deps="$root/.gpu-deps"
-quick="" bench=1 tests=all build_type=Release prepare=0
+quick="" bench=1 tests=all build_type=Release prepare=0 jobs="" arch=0
+usage() {
+    echo "usage: tools/gpu-check.sh [--prepare | --quick | --no-bench | --tests REGEX |" \
+         "--no-tests | --build-type T | --jobs N | --arch]" >&2
+    exit 2
+}
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) quick=--quick ;;
         --no-bench) bench=0 ;;
-        --tests) tests=$2; shift ;;
+        --tests) [ $# -ge 2 ] || usage; tests=$2; shift ;;
         --no-tests) tests="" ;;
-        --build-type) build_type=$2; shift ;;
+        --build-type) [ $# -ge 2 ] || usage; build_type=$2; shift ;;
+        --jobs)
+            [ $# -ge 2 ] || usage
+            case "$2" in ''|*[!0-9]*|0) echo "gpu-check: --jobs takes a count: \"$2\"" >&2; exit 2 ;; esac
+            jobs=$2; shift ;;
+        --arch) arch=1 ;;
         --prepare) prepare=1 ;;
-        *) echo "usage: tools/gpu-check.sh [--prepare | --quick | --no-bench | --tests REGEX |" \
-                "--no-tests | --build-type T]" >&2
-           exit 2 ;;
+        *) usage ;;
     esac
     shift
 done
@@ -78,11 +100,37 @@ prepare_deps() {
         path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ { print $NF; exit }')
         [ -n "$path" ] && cp -L "$path" "$deps/lib/$lib"
     done
-    exclude="$(git -C "$root" rev-parse --git-common-dir)/info/exclude"
-    case "$exclude" in /*) ;; *) exclude="$root/$exclude" ;; esac
-    grep -qx '/.gpu-deps/' "$exclude" 2>/dev/null || echo '/.gpu-deps/' >> "$exclude"
+    prepare_wheels || return 1
+    # Ignored, so that it travels only when carried (an older checkout's .gitignore lacks it).
+    if ! git -C "$root" check-ignore -q .gpu-deps/; then
+        exclude="$(git -C "$root" rev-parse --git-common-dir)/info/exclude"
+        case "$exclude" in /*) ;; *) exclude="$root/$exclude" ;; esac
+        echo '/.gpu-deps/' >> "$exclude"
+    fi
     du -sh "$deps"
     echo "gpu-check: now run tools/gpu-check.sh on the GPU machine with carry=[\".gpu-deps\"]"
+}
+
+# The wheels of the Python packages the GPU machine's python3 lacks (python_wheels), each at
+# the version .venv has here (so that both machines test against the same one), for CPython
+# CT_GPU_PYTHON_VERSION. Pure-Python wheels: none needs a compiler there. Their own needs
+# (numpy) are there already, hence --no-deps.
+python_wheels="array-api-strict"
+prepare_wheels() {
+    rm -rf "$deps/wheels" && mkdir -p "$deps/wheels"
+    py="$root/.venv/bin/python3"
+    [ -x "$py" ] || py=python3
+    for name in $python_wheels; do
+        version=$("$py" -c 'import sys, importlib.metadata as m; print(m.version(sys.argv[1]))' \
+                  "$name" 2>/dev/null)
+        if ! "$py" -m pip download -q --no-deps --only-binary=:all: \
+                --python-version "${CT_GPU_PYTHON_VERSION:-3.12}" --implementation cp \
+                --platform manylinux2014_x86_64 -d "$deps/wheels" "$name${version:+==$version}"; then
+            echo "gpu-check: pip download $name${version:+==$version} failed" >&2
+            return 1
+        fi
+    done
+    ls "$deps/wheels"
 }
 
 if [ "$prepare" = 1 ]; then
@@ -92,11 +140,24 @@ fi
 
 # ---- on the GPU machine ----
 build="$root/build-gpu"
-out=${OUT:-$build/logs}
-mkdir -p "$out"
-summary="$out/summary.txt"
+logs="$build/logs"
+rm -rf "$logs" && mkdir -p "$logs"
+summary="$logs/summary.txt"
 : > "$summary"
 verdict=0
+# Every log in one archive, with summary.txt beside it, however the script ends (a TERM or
+# INT, from timeout(1) or a user, ends it through exit so that the EXIT trap runs).
+# shellcheck disable=SC2317 # run by the trap
+pack_logs() {
+    dest=${OUT:-$build}
+    mkdir -p "$dest"
+    tar -czf "$dest/gpu-check-logs.tar.gz" -C "$build" logs
+    [ -n "${OUT:-}" ] && cp "$summary" "$OUT/summary.txt"
+    echo "gpu-check: logs packed into $dest/gpu-check-logs.tar.gz"
+}
+trap pack_logs EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
 note() { echo "gpu-check: $*" | tee -a "$summary"; }
 fail() { note "FAIL: $*"; verdict=1; }
 # Whether any of the paths exists (`ls a b` fails when one of them is missing).
@@ -114,7 +175,7 @@ fi
     echo; command -v cmake && cmake --version
     echo; cc --version 2>&1 | head -n 1
     echo; python3 -c 'import torch; print("torch", torch.__version__)' 2>&1
-} > "$out/device.txt" 2>&1
+} > "$logs/device.txt" 2>&1
 
 # OpenBLAS: the system's, else the carried .debs.
 blas_args=""
@@ -176,14 +237,27 @@ if ! any_exists "$toolkit"/include/cudnn.h "$toolkit"/targets/*/include/cudnn.h 
 fi
 
 # ---- build ----
+# --arch: this machine's GPUs' architectures only (nvidia-smi's compute_cap "9.0" is 90-real),
+# no PTX; else the default list, also when an earlier run with --arch left its own in the cache.
+arch_args="-UCT_CUDA_ARCHITECTURES"
+if [ "$arch" = 1 ]; then
+    archs=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null |
+            tr -d ' .' | grep -E '^[0-9]+$' | sort -u | sed 's/$/-real/' | paste -sd ';' -)
+    if [ -z "$archs" ]; then
+        fail "--arch: nvidia-smi --query-gpu=compute_cap gave no compute capability"
+        exit 1
+    fi
+    arch_args="-DCT_CUDA_ARCHITECTURES=$archs"
+    note "--arch: building for $archs only"
+fi
 # Without CT_WERROR: CI builds with it; here a warning of another compiler version or build
 # type must not hide the GPU results.
 # shellcheck disable=SC2086 # blas_args, zlib_args and cudnn_args are lists of words
 if ! { cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE="$build_type" -DCT_CUDA=ON -DCT_WERROR=OFF \
-        $blas_args $zlib_args $cudnn_args &&
-       cmake --build "$build" -j "$(nproc)"; } > "$out/build.log" 2>&1; then
+        "$arch_args" $blas_args $zlib_args $cudnn_args &&
+       cmake --build "$build" -j "$(nproc)"; } > "$logs/build.log" 2>&1; then
     fail "the build failed; the end of build.log:"
-    tail -n 30 "$out/build.log" | tee -a "$summary"
+    tail -n 30 "$logs/build.log" | tee -a "$summary"
     exit 1
 fi
 note "built $build ($build_type, CUDA plugin $(ls "$build"/libctensor_cuda.so))"
@@ -211,33 +285,53 @@ done
 missing=$(ldd "$plugin" 2>/dev/null | awk '/not found/ { printf "%s%s", sep, $1; sep = " " }')
 [ -n "$missing" ] && fail "the CUDA plugin cannot load: $missing not found (every CUDA test would be skipped)"
 
-# test_safetensors and test_nn_checkpoint run Python (numpy, safetensors, torch) through
-# .venv/bin/python3, which `make deps` makes; here the image's python3 has them, so .venv
-# points at it.
-if [ ! -x "$root/.venv/bin/python3" ] &&
+# test_safetensors, test_nn_checkpoint and the pytest suite run Python (numpy, safetensors,
+# torch, pytest, array-api-strict) through .venv/bin/python3, which `make deps` makes; here the
+# image's python3 has most of them, so .venv/bin/python3 runs it, with the carried wheels
+# installed into /tmp/ct-site on its path. A real .venv (pyvenv.cfg: a dry run) is kept.
+site=/tmp/ct-site
+if [ ! -f "$root/.venv/pyvenv.cfg" ] &&
    python3 -c 'import numpy, safetensors.numpy, safetensors.torch, torch' 2>/dev/null; then
-    mkdir -p "$root/.venv/bin"
-    printf '#!/bin/sh\nexec %s "$@"\n' "$(command -v python3)" > "$root/.venv/bin/python3"
+    rm -rf "$site" && mkdir -p "$site"
+    if ls "$deps"/wheels/*.whl > /dev/null 2>&1; then
+        if python3 -m pip install -q --no-index --no-deps --no-compile --find-links "$deps/wheels" \
+               --target "$site" "$deps"/wheels/*.whl > "$logs/python-deps.txt" 2>&1; then
+            note "Python wheels installed into $site: $(cd "$deps/wheels" && echo *.whl)"
+        else
+            fail "the carried wheels do not install (python-deps.txt); their tests will be skipped"
+        fi
+    else
+        note "no wheels in $deps/wheels (tools/gpu-check.sh --prepare fetches them): the tests that need $python_wheels will be skipped"
+    fi
+    rm -rf "$root/.venv" && mkdir -p "$root/.venv/bin"
+    # shellcheck disable=SC2016 # the script's own variables, expanded when it runs
+    printf '#!/bin/sh\nPYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}%s" exec %s "$@"\n' "$site" \
+        "$(command -v python3)" > "$root/.venv/bin/python3"
     chmod +x "$root/.venv/bin/python3"
-    note ".venv/bin/python3 runs $(command -v python3)"
+    note ".venv/bin/python3 runs $(command -v python3) with $site on PYTHONPATH"
 fi
 
 # Test programs link the static library, so they find the plugin through CT_CUDA_PLUGIN
 # (the plugin is looked for beside libctensor.so, which they do not load).
 export CT_CUDA_PLUGIN="$build/libctensor_cuda.so"
+# --jobs: that many test programs at once (CTest's CTEST_PARALLEL_LEVEL).
+if [ -n "$jobs" ]; then
+    export CTEST_PARALLEL_LEVEL="$jobs"
+    note "tests: $jobs programs at once (CTEST_PARALLEL_LEVEL)"
+fi
 if [ -z "$tests" ]; then
     note "tests not run (--no-tests)"
 else
     # Not the second runs on the fake GPU (test_*_on_fake_gpu): here the real one is there.
     if [ "$tests" = all ]; then
-        "$root/tools/run-tests.sh" "$build" -E _on_fake_gpu > "$out/tests-summary.txt" 2>&1
+        "$root/tools/run-tests.sh" "$build" -E _on_fake_gpu > "$logs/tests-summary.txt" 2>&1
     else
         "$root/tools/run-tests.sh" "$build" -R "$tests" -E _on_fake_gpu \
-            > "$out/tests-summary.txt" 2>&1
+            > "$logs/tests-summary.txt" 2>&1
     fi
     tests_status=$?
-    cp "$build/test-output.log" "$out/tests.log"
-    tail -n 1 "$out/tests-summary.txt" | sed 's/^/gpu-check: tests: /' | tee -a "$summary"
+    cp "$build/test-output.log" "$logs/tests.log"
+    tail -n 1 "$logs/tests-summary.txt" | sed 's/^/gpu-check: tests: /' | tee -a "$summary"
     if [ "$tests_status" != 0 ]; then
         fail "tests failed (see tests.log):"
         grep -E "^[0-9]+: FAIL " "$build/test-output.log" | sed 's/^[0-9]*: //' | tee -a "$summary"
@@ -252,17 +346,54 @@ else
     fi
 fi
 
+# ---- two ranks on one GPU ----
+# mpirun -np 2 ctensor train --device cuda with one GPU: NCCL refuses two ranks on one device,
+# so the run must find it first and run its collectives on the MPI engine, with one warning.
+# Its JSON summary (rank 0's) and stderr are kept; bounded by timeout(1).
+two_ranks_on_one_gpu() {
+    if ! command -v mpirun > /dev/null 2>&1; then
+        note "2 ranks on one GPU: not run: mpirun not found"
+        return
+    fi
+    if [ ! -e "$build/libctensor_mpi.so" ]; then
+        fail "2 ranks on one GPU: not run: the build has no MPI plugin (libctensor_mpi.so): was MPI found? (build.log)"
+        return
+    fi
+    # The variables the ranks need, passed on by name (mpirun warns of one that is unset).
+    forward="-x CT_CUDA_PLUGIN"
+    [ -n "${LD_LIBRARY_PATH:-}" ] && forward="$forward -x LD_LIBRARY_PATH"
+    # shellcheck disable=SC2086 # forward is a list of words
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+        timeout 300 mpirun --oversubscribe --bind-to none -np 2 $forward \
+        "$build/ctensor" train --device cuda --json --dataset "$deps/fashion-mnist" --model mlp \
+        --epochs 1 --limit 8192 > "$logs/two-ranks.json" 2> "$logs/two-ranks.err"
+    status=$?
+    engine=$(sed -n 's/.*"engine": "\([a-z]*\)".*/\1/p' "$logs/two-ranks.json" | head -n 1)
+    # ctensor's own warnings ("ctensor: warning: ...", "ctensor train: ...warning: ..."), not
+    # mpirun's.
+    warnings=$(grep -c "^ctensor[a-z ]*:.*warning" "$logs/two-ranks.err")
+    timed_out=""
+    [ "$status" = 124 ] && timed_out=" (the 300 s timeout)"
+    if [ "$status" = 0 ] && [ "$engine" = mpi ]; then
+        note "2 ranks on one GPU: exit 0, engine mpi, $warnings warning line(s) (two-ranks.err)"
+    else
+        fail "2 ranks on one GPU: exit $status$timed_out, engine \"$engine\" (expected mpi), $warnings warning line(s); the end of two-ranks.err:"
+        tail -n 10 "$logs/two-ranks.err" | tee -a "$summary"
+    fi
+}
+two_ranks_on_one_gpu
+
 # ---- benchmark ----
 if [ "$bench" = 1 ]; then
     # shellcheck disable=SC2086 # quick is empty or one word
-    if ! "$root/bench/run_gpu.sh" "$build" "$out/gpu-bench.md" $quick > "$out/bench-run.txt" 2>&1; then
+    if ! "$root/bench/run_gpu.sh" "$build" "$logs/gpu-bench.md" $quick > "$logs/bench-run.txt" 2>&1; then
         fail "the GPU benchmark failed:"
-        tail -n 20 "$out/bench-run.txt" | tee -a "$summary"
-    elif grep -q "^no CUDA device" "$out/bench-run.txt"; then
-        fail "bench_gpu found no CUDA device: $(cat "$out/bench-run.txt")"
+        tail -n 20 "$logs/bench-run.txt" | tee -a "$summary"
+    elif grep -q "^no CUDA device" "$logs/bench-run.txt"; then
+        fail "bench_gpu found no CUDA device: $(cat "$logs/bench-run.txt")"
     else
-        cat "$out/gpu-bench.md"
-        grep -q "NOT met" "$out/gpu-bench.md" && note "some benchmark targets are not met (gpu-bench.md)"
+        cat "$logs/gpu-bench.md"
+        grep -q "NOT met" "$logs/gpu-bench.md" && note "some benchmark targets are not met (gpu-bench.md)"
     fi
 fi
 
@@ -270,12 +401,12 @@ fi
 # The CNN at batch 512 for speed, the MLP at batch 128 for accuracy, both on cuda.
 train_on_gpu() { # MODEL BATCH EPOCHS
     if BENCH_MODELS=$1 BENCH_BATCH=$2 BENCH_DEVICE=cuda BENCH_DATA="$deps/fashion-mnist" \
-       BENCH_PYTHON=python3 "$root/bench/run_train.sh" "$build" "$3" >> "$out/gpu-train.txt" 2>&1
+       BENCH_PYTHON=python3 "$root/bench/run_train.sh" "$build" "$3" >> "$logs/gpu-train.txt" 2>&1
     then
         note "training: $1, batch $2, $3 epochs on cuda (gpu-train.txt)"
     else
         fail "training $1 on cuda failed:"
-        tail -n 20 "$out/gpu-train.txt" | tee -a "$summary"
+        tail -n 20 "$logs/gpu-train.txt" | tee -a "$summary"
     fi
 }
 if [ "$bench" = 1 ]; then
@@ -283,13 +414,13 @@ if [ "$bench" = 1 ]; then
     # PyTorch's own default lets cuDNN use TF32 (run_train.sh's peer computes in f32, as
     # ctensor does): its figures that way too, for the record.
     echo "PyTorch alone, cnn on cuda, batch 512, convolutions in TF32 (its default):" \
-        >> "$out/gpu-train.txt"
+        >> "$logs/gpu-train.txt"
     python3 "$root/bench/peer_torch_train.py" cnn 3 512 2 --data "$deps/fashion-mnist" \
-        --device cuda --tf32 >> "$out/gpu-train.txt" 2>&1 ||
+        --device cuda --tf32 >> "$logs/gpu-train.txt" 2>&1 ||
         note "PyTorch's TF32 run failed (gpu-train.txt)"
     train_on_gpu mlp 128 5
-    cat "$out/gpu-train.txt"
+    cat "$logs/gpu-train.txt"
 fi
 
-if [ "$verdict" = 0 ]; then note "PASS"; else note "FAILED (logs in $out)"; fi
+if [ "$verdict" = 0 ]; then note "PASS"; else note "FAILED (logs in gpu-check-logs.tar.gz)"; fi
 exit "$verdict"

@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "ctensor/ctensor.h"
+#include "gpu_usage.h"
 
 typedef struct train_options {
     const char *model;   /* "mlp" | "cnn" */
@@ -62,11 +63,16 @@ typedef struct train_summary {
     int world_size;
     const char *engine;
     ct_ddp_statistics ddp;
+    /* The training device's GPU, read through NVML while the epochs ran (measured false on
+     * the CPU or without NVML). */
+    gpu_usage_summary gpu;
 } train_summary;
 
-/* The progress line of a step (a bar on a terminal), and the summary. */
-void train_progress(const train_options *o, int epoch, int64_t step, int64_t steps, double loss,
-                    double accuracy, double samples_per_second, double eta_seconds);
+/* The progress line of a step (a bar on a terminal) with gpu's latest reading (NULL: none),
+ * and the summary. */
+void train_progress(const train_options *o, gpu_usage_sampler *gpu, int epoch, int64_t step,
+                    int64_t steps, double loss, double accuracy, double samples_per_second,
+                    double eta_seconds);
 void train_epoch_line(const train_options *o, int epoch, double loss, double accuracy,
                       double test_accuracy, double seconds, double samples_per_second);
 void train_print_summary(const train_options *o, const train_summary *s);

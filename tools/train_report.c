@@ -23,8 +23,25 @@ static const char *loss_text(double loss, char buf[32]) {
     return buf;
 }
 
-void train_progress(const train_options *o, int epoch, int64_t step, int64_t steps, double loss,
-                    double accuracy, double samples_per_second, double eta_seconds) {
+/* " gpu 87% 12.3/140.0 GiB 350 W": the figures of the reading there are, "" without one. */
+static const char *gpu_progress_text(gpu_usage_sampler *gpu, char *buf, size_t size) {
+    gpu_usage u;
+    size_t used = 0;
+    buf[0] = '\0';
+    if (!gpu_usage_sampler_latest(gpu, &u)) return buf;
+    used += (size_t)snprintf(buf, size, " gpu");
+    if (u.has_utilization && used < size)
+        used += (size_t)snprintf(buf + used, size - used, " %u%%", u.utilization);
+    if (u.has_memory && used < size)
+        used += (size_t)snprintf(buf + used, size - used, " %.1f/%.1f GiB",
+                                 mib(u.memory_used) / 1024, mib(u.memory_total) / 1024);
+    if (u.has_power && used < size) snprintf(buf + used, size - used, " %.0f W", u.power_watts);
+    return buf;
+}
+
+void train_progress(const train_options *o, gpu_usage_sampler *gpu, int epoch, int64_t step,
+                    int64_t steps, double loss, double accuracy, double samples_per_second,
+                    double eta_seconds) {
     if (!o->progress) return;
     enum { WIDTH = 24 };
     char bar[WIDTH + 1];
@@ -32,11 +49,12 @@ void train_progress(const train_options *o, int epoch, int64_t step, int64_t ste
     for (int i = 0; i < WIDTH; i++) bar[i] = i < filled ? '=' : (i == filled ? '>' : ' ');
     bar[WIDTH] = '\0';
     int eta = (int)(eta_seconds + 0.5);
-    char buf[32];
+    char buf[32], usage[64];
     printf("\repoch %d/%d [%s] %lld/%lld loss %s acc %5.1f%% %7.0f samples/s ETA %d:%02d "
-           "mem %.1f MiB ",
+           "mem %.1f MiB%s ",
            epoch, o->epochs, bar, (long long)step, (long long)steps, loss_text(loss, buf),
-           100 * accuracy, samples_per_second, eta / 60, eta % 60, mib(memory_in_use(o->device)));
+           100 * accuracy, samples_per_second, eta / 60, eta % 60, mib(memory_in_use(o->device)),
+           gpu_progress_text(gpu, usage, sizeof usage));
     fflush(stdout);
 }
 
@@ -49,6 +67,45 @@ void train_epoch_line(const train_options *o, int epoch, double loss, double acc
            epoch, o->epochs, loss_text(loss, buf), 100 * accuracy, 100 * test_accuracy, seconds,
            samples_per_second);
     fflush(stdout);
+}
+
+/* The warning of a GPU idle most of the run, with what to try (the loop's wait for batches
+ * says which side holds it up); "" when it was busy, or the run too short to tell. */
+static const char *idle_warning(const train_options *o, const train_summary *s, char *buf,
+                                size_t size) {
+    const gpu_usage_summary *g = &s->gpu;
+    buf[0] = '\0';
+    double idle = 100 - g->mean_utilization;
+    if (g->samples < GPU_USAGE_MIN_SAMPLES || idle <= GPU_USAGE_IDLE_WARNING) return buf;
+    double waiting = s->seconds > 0 ? 100 * s->data_seconds / s->seconds : 0;
+    if (waiting >= 20)
+        snprintf(buf, size,
+                 "the GPU was idle %.0f%% of the time: the input pipeline or the host holds it "
+                 "up; the loop waited for batches %.0f%% of the time: try more --workers (this "
+                 "run: %d)",
+                 idle, waiting, o->workers);
+    else
+        snprintf(buf, size,
+                 "the GPU was idle %.0f%% of the time: the input pipeline or the host holds it "
+                 "up; the steps are too small to keep it busy: try a --batch-size above %s%lld",
+                 idle, o->batch_size ? "this run's " : "the one auto picked, ",
+                 (long long)s->batch_size);
+    return buf;
+}
+
+static void print_gpu_text(const train_options *o, const train_summary *s) {
+    const gpu_usage_summary *g = &s->gpu;
+    char warning[512];
+    if (!g->measured) return;
+    printf("  GPU usage    ");
+    if (g->samples)
+        printf(" %.0f%% busy on average (%d readings)", g->mean_utilization, g->samples);
+    if (g->has_power) printf("%s %.0f W on average", g->samples ? "," : "", g->mean_power_watts);
+    if (g->has_memory)
+        printf("%s %.1f GiB in use at most", g->samples || g->has_power ? "," : "",
+               mib(g->peak_memory_used) / 1024);
+    printf("\n");
+    if (idle_warning(o, s, warning, sizeof warning)[0]) printf("  warning       %s\n", warning);
 }
 
 static void print_text(const train_options *o, const train_summary *s) {
@@ -95,6 +152,7 @@ static void print_text(const train_options *o, const train_summary *s) {
            (unsigned long long)(t->counters[CT_TRANSFER_D2H][0].count +
                                 t->counters[CT_TRANSFER_D2H][1].count),
            mib(t->counters[CT_TRANSFER_D2H][0].bytes + t->counters[CT_TRANSFER_D2H][1].bytes));
+    print_gpu_text(o, s);
     train_dist_print_text(s);
 }
 
@@ -106,7 +164,29 @@ static void json_number(const char *name, double value, bool measured) {
         printf(", \"%s\": null", name);
 }
 
-static void print_json(const train_summary *s) {
+/* "gpu_usage": the readings' means, or null when the GPU was not read. */
+static void print_gpu_json(const train_options *o, const train_summary *s) {
+    const gpu_usage_summary *g = &s->gpu;
+    char warning[512];
+    if (!g->measured) {
+        printf(", \"gpu_usage\": null");
+        return;
+    }
+    printf(", \"gpu_usage\": {\"samples\": %d", g->samples);
+    json_number("mean_utilization_percent", g->mean_utilization, g->samples > 0);
+    json_number("idle_percent", 100 - g->mean_utilization, g->samples > 0);
+    json_number("mean_power_watts", g->mean_power_watts, g->has_power);
+    if (g->has_memory)
+        printf(", \"peak_memory_used\": %llu", g->peak_memory_used);
+    else
+        printf(", \"peak_memory_used\": null");
+    printf(", \"warning\": ");
+    idle_warning(o, s, warning, sizeof warning);
+    ct_cli_json_string(stdout, warning[0] ? warning : NULL);
+    printf("}");
+}
+
+static void print_json(const train_options *o, const train_summary *s) {
     const ct_transfer_statistics *t = &s->transfers;
     printf("{\"model\": ");
     ct_cli_json_string(stdout, s->model);
@@ -138,13 +218,14 @@ static void print_json(const train_summary *s) {
                (unsigned long long)(t->counters[d][0].count + t->counters[d][1].count),
                (unsigned long long)(t->counters[d][0].bytes + t->counters[d][1].bytes));
     printf("}");
+    print_gpu_json(o, s);
     train_dist_print_json(s);
     printf("}\n");
 }
 
 void train_print_summary(const train_options *o, const train_summary *s) {
     if (o->json)
-        print_json(s);
+        print_json(o, s);
     else
         print_text(o, s);
     fflush(stdout);
