@@ -10,12 +10,14 @@
  *
  * Built with CT_FAKE_GPU_KERNELS (and fake_gpu_kernels.c), the GPU has the CPU's kernels,
  * queued on the same stream; ctest runs the test programs on it as test_*_on_fake_gpu. */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fake_gpu_queue.h"
+#include "fake_gpu_uuid.h"
 
 #ifdef CT_FAKE_GPU_KERNELS
 const ct__kernel_table *fake_gpu_kernels(const ct__plugin_host *host); /* fake_gpu_kernels.c */
@@ -55,17 +57,13 @@ static ct_status properties(int device, ct_device_properties *out) {
     const char *env = getenv("CT_FAKE_GPU_UUID");
     unsigned char text[160];
     size_t length = (size_t)snprintf((char *)text, sizeof text, "%s %d",
-                                     env && *env ? env : "fake GPU", device);
+                                     env && *env ? env : FAKE_GPU_UUID_TEXT, device);
     if (env && !strcmp(env, "per-thread")) {
         pthread_t self = pthread_self();
         memcpy(text, &self, sizeof self);
         length = sizeof self;
     }
-    for (size_t half = 0; half < 2; half++) { /* FNV-1a, 64 bits per half */
-        uint64_t h = 14695981039346656037ull ^ half;
-        for (size_t i = 0; i < length && i < sizeof text; i++) h = (h ^ text[i]) * 1099511628211ull;
-        memcpy(out->uuid + 8 * half, &h, 8);
-    }
+    fake_gpu_uuid(text, length < sizeof text ? length : sizeof text, out->uuid);
     out->device = (ct_device){CT_DEVICE_CUDA, device};
 #ifdef CT_FAKE_GPU_KERNELS
     snprintf(out->name, sizeof out->name, "fake GPU (host memory, the CPU's kernels)");

@@ -1,17 +1,20 @@
 /* A test-only libnvidia-ml.so.1 (NVML) with two GPUs of fixed figures, for `ctensor devices`,
  * `doctor` and `train` on machines without a GPU (tests/test_cli_gpu_usage.sh, through
- * CT_NVML_LIBRARY). The fake driver (fake_libcuda.c) gives CUDA device 0 the UUID of the
- * second GPU here, as CUDA_VISIBLE_DEVICES=1 would: figures of the first GPU would show that
- * the command matched the GPUs by index instead of by UUID. FAKE_NVML_INIT_FAILS=1 makes
+ * CT_NVML_LIBRARY). The second GPU here is the fake GPU's device 0 (its UUID by
+ * fake_gpu_uuid.h), as CUDA_VISIBLE_DEVICES=1 would make it: figures of the first GPU would
+ * show that the command matched the GPUs by index instead of by UUID. FAKE_NVML_INIT_FAILS=1 makes
  * nvmlInit_v2 fail as it does without the kernel module. Signatures as in NVIDIA's NVML API
  * reference; only what the command calls. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "fake_gpu_uuid.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
 typedef struct {
-    const char *uuid;
+    char uuid[48];
     unsigned int utilization, memory_utilization;
     unsigned long long total, used;
     unsigned int milliwatts;
@@ -20,9 +23,9 @@ typedef struct {
 /* NVML_SUCCESS, NVML_ERROR_INVALID_ARGUMENT, NVML_ERROR_NOT_FOUND, NVML_ERROR_DRIVER_NOT_LOADED. */
 enum { SUCCESS = 0, INVALID_ARGUMENT = 2, NOT_FOUND = 6, DRIVER_NOT_LOADED = 9 };
 
-static const fake_gpu gpus[2] = {
+static fake_gpu gpus[2] = {
     {"GPU-00000000-0000-0000-0000-0000000000a0", 99, 50, 80ULL << 30, 79ULL << 30, 400000},
-    {"GPU-00000000-0000-0000-0000-0000000000a1", 20, 5, 141ULL << 30, 3ULL << 30, 123000},
+    {"", 20, 5, 141ULL << 30, 3ULL << 30, 123000}, /* the fake GPU's device 0: nvmlInit_v2 */
 };
 
 typedef struct {
@@ -41,7 +44,15 @@ EXPORT int nvmlDeviceGetPowerUsage(const fake_gpu *device, unsigned int *milliwa
 
 int nvmlInit_v2(void) {
     const char *fails = getenv("FAKE_NVML_INIT_FAILS");
-    return fails && strcmp(fails, "1") == 0 ? DRIVER_NOT_LOADED : SUCCESS;
+    if (fails && strcmp(fails, "1") == 0) return DRIVER_NOT_LOADED;
+    unsigned char b[16];
+    const char text[] = FAKE_GPU_UUID_TEXT " 0";
+    fake_gpu_uuid((const unsigned char *)text, sizeof text - 1, b);
+    snprintf(gpus[1].uuid, sizeof gpus[1].uuid,
+             "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+             b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+             b[15]);
+    return SUCCESS;
 }
 
 const char *nvmlErrorString(int status) {

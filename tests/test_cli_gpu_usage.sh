@@ -1,10 +1,11 @@
 #!/bin/sh
 # Tests of the GPU's usage (utilisation, memory in use, power) read through NVML by `ctensor
-# devices`, `doctor` and `train`, on the fake GPU with the CPU's kernels, a fake NVML
-# (fake_nvml.c: two GPUs) and a fake driver that gives the fake GPU the UUID of NVML's second
-# GPU: the figures shown must be that GPU's (20% busy, 3.0 of 141.0 GiB, 123 W), not the
-# first's (99%). Without NVML, with an NVML that fails to start, or for a GPU NVML does not
-# know, nothing is shown and nothing is an error.
+# devices`, `doctor` and `train`, on the fake GPU with the CPU's kernels and a fake NVML
+# (fake_nvml.c: two GPUs, the second with the fake GPU's UUID): the figures shown must be that
+# GPU's (20% busy, 3.0 of 141.0 GiB, 123 W), not the first's (99%). Without NVML, with an NVML
+# that fails to start, or for a GPU NVML does not know (the fake GPU given another UUID),
+# nothing is shown and nothing is an error. The fake driver (fake_libcuda.c) passes doctor's
+# driver check.
 # Usage: test_cli_gpu_usage.sh CTENSOR FAKE_GPU_PLUGIN FAKE_NVML FAKE_DRIVER_DIR WORKDIR
 ctensor=$1
 fake_gpu=$2
@@ -24,8 +25,9 @@ out="$work/out" err="$work/err"
 
 # run [VAR=VALUE...] ARGS...: ctensor on the fake GPU, NVML and driver, with the changes given.
 run() {
-    env -u CUDA_VISIBLE_DEVICES CT_CUDA_PLUGIN="$fake_gpu" CT_NVML_LIBRARY="$fake_nvml" \
-        LD_LIBRARY_PATH="$fake_driver${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@" >"$out" 2>"$err"
+    env -u CUDA_VISIBLE_DEVICES -u CT_FAKE_GPU_UUID CT_CUDA_PLUGIN="$fake_gpu" \
+        CT_NVML_LIBRARY="$fake_nvml" LD_LIBRARY_PATH="$fake_driver${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+        "$@" >"$out" 2>"$err"
     code=$?
 }
 pass() { echo "PASS $1"; passed=$((passed + 1)); }
@@ -65,10 +67,10 @@ check test_cli_gpu_usage_devices_json "$cuda0"'["usage"] == {"source": "nvml",
     "utilization_percent": 20, "memory_used": 3 << 30, "memory_total": 141 << 30,
     "power_watts": 123.0} and d["devices"][0].get("usage") is None'
 
-# NVML absent, failing to start, or not knowing the GPU (no driver to give its UUID): the
+# NVML absent, failing to start, or not knowing the GPU (another UUID): the
 # devices are listed as before, without the figures, and nothing goes to stderr.
 for case in absent:CT_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1 init_fails:FAKE_NVML_INIT_FAILS=1 \
-    "unknown_gpu:LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-/nonexistent}"; do
+    "unknown_gpu:CT_FAKE_GPU_UUID=another GPU"; do
     what=${case%%:*} change=${case#*:}
     run "$change" "$ctensor" devices
     text "test_cli_gpu_usage_${what}_not_shown" "cuda:0" "auto picks cuda:0" "!now:" "!NVML"

@@ -35,9 +35,9 @@ bool gpu_usage_read(gpu_usage_gpu *gpu, gpu_usage *out);
 /* Why gpu_usage_find finds nothing ("" when NVML is loaded and initialised): for doctor. */
 const char *gpu_usage_unavailable_reason(void);
 
-/* The UUID of CUDA device `ordinal` (as CUDA numbers the visible devices) as NVML writes it,
- * "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"; false when it cannot be read (gpu_usage_uuid.c). */
-bool gpu_usage_cuda_uuid(int ordinal, char *out, size_t size);
+/* The UUID of a CUDA device as NVML writes it, "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx";
+ * false when it is not known (gpu_usage_uuid.c). Leaves no ct error. */
+bool gpu_usage_cuda_uuid(ct_device device, char *out, size_t size);
 
 /* "35% busy, 12.3 of 140.0 GiB in use, 120 W": the figures a reading has; "" with none. */
 const char *gpu_usage_text(const gpu_usage *u, char *buf, size_t size);

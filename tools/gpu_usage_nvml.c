@@ -103,7 +103,7 @@ gpu_usage_gpu *gpu_usage_find(ct_device device) {
     if (!gpu->looked_up) {
         char uuid[96];
         gpu->looked_up = true;
-        gpu->found = gpu_usage_cuda_uuid(index, uuid, sizeof uuid) &&
+        gpu->found = gpu_usage_cuda_uuid(device, uuid, sizeof uuid) &&
                      nvml.handle_by_uuid(uuid, &gpu->handle) == NVML_SUCCESS;
     }
     pthread_mutex_unlock(&gpus_lock);
