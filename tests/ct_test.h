@@ -30,6 +30,12 @@ typedef struct ct_test_warnings {
 } ct_test_warnings;
 void ct_test_record_warning(ct_log_level level, const char *message, void *warnings);
 
+/* Every dtype, one per row of ctensor/dtype.h's table, in its order. */
+#define CT_TEST_DTYPE_(name, NAME, ...) CT_##NAME,
+static const ct_dtype ct_test_dtypes[] = {CT_DTYPES(CT_TEST_DTYPE_)};
+#undef CT_TEST_DTYPE_
+#define CT_TEST_DTYPE_COUNT ((int)(sizeof ct_test_dtypes / sizeof ct_test_dtypes[0]))
+
 #define TEST(name)                                                                                 \
     static void name(void);                                                                        \
     __attribute__((constructor)) static void register_##name(void) {                               \

@@ -183,15 +183,11 @@ static void check_op(ct_device device, int op, ct_dtype da, ct_dtype db, int nda
     free(expected);
 }
 
-static const ct_dtype all_dtypes[] = {CT_F32,  CT_F64, CT_F16, CT_BF16, CT_I32, CT_I64, CT_U8,
-                                      CT_BOOL, CT_I8,  CT_I16, CT_U16,  CT_U32, CT_U64};
-#define ALL_DTYPE_COUNT (int)(sizeof all_dtypes / sizeof all_dtypes[0])
-
 DEVICE_TEST(test_ops_binary_every_op_every_dtype) {
     static const int64_t shape[2] = {4, 5};
     for (int k = 0; k < OP_COUNT; k++)
-        for (int d = 0; d < ALL_DTYPE_COUNT; d++) {
-            ct_dtype dt = all_dtypes[d];
+        for (int d = 0; d < CT_TEST_DTYPE_COUNT; d++) {
+            ct_dtype dt = ct_test_dtypes[d];
             if (!takes(k, dt, dt)) continue; /* errors, checked below */
             RUN(check_op(device, k, dt, dt, 2, shape, 2, shape, false, (uint64_t)(k * 8 + d)));
         }
@@ -412,14 +408,14 @@ DEVICE_TEST(test_ops_binary_where) {
     CHECK_TENSOR(y, expected);
     ct_release(y);
     /* Every dtype, same shapes (contiguous fast path), and an empty result. */
-    for (int d = 0; d < ALL_DTYPE_COUNT; d++) {
-        ct_tensor *x = ref_tensor(a, 2, sa, all_dtypes[d], device);
-        ct_tensor *z = ct_zeros(2, sa, all_dtypes[d], device);
+    for (int d = 0; d < CT_TEST_DTYPE_COUNT; d++) {
+        ct_tensor *x = ref_tensor(a, 2, sa, ct_test_dtypes[d], device);
+        ct_tensor *z = ct_zeros(2, sa, ct_test_dtypes[d], device);
         ct_tensor *c = ct_gt_scalar(ta, 0.0);
         ct_tensor *w = ct_where(c, x, z);
         double want[20];
-        for (int i = 0; i < 20; i++) want[i] = a[i] > 0 ? ref_round(a[i], all_dtypes[d]) : 0;
-        CHECK(ct_dtype_of(w) == all_dtypes[d]);
+        for (int i = 0; i < 20; i++) want[i] = a[i] > 0 ? ref_round(a[i], ct_test_dtypes[d]) : 0;
+        CHECK(ct_dtype_of(w) == ct_test_dtypes[d]);
         CHECK_TENSOR(w, want);
         ct_release(x);
         ct_release(z);

@@ -7,10 +7,6 @@
 #include "ct_gradcheck.h"
 #include "ct_ref.h"
 
-static const ct_dtype all_dtypes[] = {CT_F32,  CT_F64, CT_F16, CT_BF16, CT_I32, CT_I64, CT_U8,
-                                      CT_BOOL, CT_I8,  CT_I16, CT_U16,  CT_U32, CT_U64};
-#define NDTYPES ((int)(sizeof all_dtypes / sizeof all_dtypes[0]))
-
 /* Small values with ties and zeros (and NaN at every 9th for floats when nan). */
 static void small_values(double *v, int64_t n, ct_dtype dtype, uint64_t seed, bool nan) {
     ref_random(v, n, seed, -3.0, 3.0);
@@ -25,12 +21,12 @@ static void small_values(double *v, int64_t n, ct_dtype dtype, uint64_t seed, bo
 DEVICE_TEST(test_nonzero_every_dtype_and_rank) {
     static const int64_t shape[3] = {3, 4, 5};
     double v[60], expected[60];
-    for (int t = 0; t < NDTYPES; t++)
+    for (int t = 0; t < CT_TEST_DTYPE_COUNT; t++)
         for (int ndim = 1; ndim <= 3; ndim++) {
             int64_t n = ref_numel(ndim, shape), at[3];
-            small_values(v, n, all_dtypes[t], (uint64_t)(t * 3 + ndim), true);
-            ct_tensor *x =
-                (ndim % 2 ? ref_tensor_strided : ref_tensor)(v, ndim, shape, all_dtypes[t], device);
+            small_values(v, n, ct_test_dtypes[t], (uint64_t)(t * 3 + ndim), true);
+            ct_tensor *x = (ndim % 2 ? ref_tensor_strided : ref_tensor)(v, ndim, shape,
+                                                                        ct_test_dtypes[t], device);
             ct_tensor *out[3] = {NULL};
             CHECK_OK(ct_nonzero(x, out));
             for (int d = 0; d < ndim; d++) {
@@ -87,8 +83,8 @@ static int cmp_double(const void *a, const void *b) {
 
 DEVICE_TEST(test_searchsorted_every_dtype_and_side) {
     double x1[20], x2[12], expected[12];
-    for (int t = 0; t < NDTYPES; t++) {
-        ct_dtype dtype = all_dtypes[t];
+    for (int t = 0; t < CT_TEST_DTYPE_COUNT; t++) {
+        ct_dtype dtype = ct_test_dtypes[t];
         small_values(x1, 20, dtype, (uint64_t)t, true);
         small_values(x2, 12, dtype, (uint64_t)t + 50, true);
         for (int i = 0; i < 20; i++) x1[i] = ref_round(x1[i], dtype);
@@ -109,8 +105,8 @@ DEVICE_TEST(test_searchsorted_every_dtype_and_side) {
 
 DEVICE_TEST(test_unique_every_dtype) {
     double v[40], sorted[40], values[40], counts[40], first[40], inverse[40];
-    for (int t = 0; t < NDTYPES; t++) {
-        ct_dtype dtype = all_dtypes[t];
+    for (int t = 0; t < CT_TEST_DTYPE_COUNT; t++) {
+        ct_dtype dtype = ct_test_dtypes[t];
         small_values(v, 40, dtype, (uint64_t)t + 9, true);
         for (int i = 0; i < 40; i++) v[i] = ref_round(v[i], dtype);
         memcpy(sorted, v, sizeof sorted);
@@ -161,9 +157,9 @@ DEVICE_TEST(test_unique_empty) {
 
 DEVICE_TEST(test_tril_triu_every_dtype_and_k) {
     double v[2 * 3 * 4], expected[24];
-    for (int t = 0; t < NDTYPES; t++) {
-        small_values(v, 24, all_dtypes[t], (uint64_t)t, false);
-        ct_tensor *x = ref_tensor_strided(v, 3, (int64_t[]){2, 3, 4}, all_dtypes[t], device);
+    for (int t = 0; t < CT_TEST_DTYPE_COUNT; t++) {
+        small_values(v, 24, ct_test_dtypes[t], (uint64_t)t, false);
+        ct_tensor *x = ref_tensor_strided(v, 3, (int64_t[]){2, 3, 4}, ct_test_dtypes[t], device);
         for (int64_t k = -3; k <= 4; k++)
             for (int upper = 0; upper < 2; upper++) {
                 for (int i = 0; i < 24; i++) {
@@ -173,7 +169,7 @@ DEVICE_TEST(test_tril_triu_every_dtype_and_k) {
                 }
                 ct_tensor *y = upper ? ct_triu(x, k) : ct_tril(x, k);
                 CHECK_TENSOR(y, expected);
-                CHECK(ct_dtype_of(y) == all_dtypes[t]);
+                CHECK(ct_dtype_of(y) == ct_test_dtypes[t]);
                 ct_release(y);
             }
         ct_release(x);

@@ -8,10 +8,6 @@
 #include "ct_gradcheck.h"
 #include "ct_ref.h"
 
-static const ct_dtype all_dtypes[] = {CT_F32,  CT_F64, CT_F16, CT_BF16, CT_I32, CT_I64, CT_U8,
-                                      CT_BOOL, CT_I8,  CT_I16, CT_U16,  CT_U32, CT_U64};
-#define NDTYPES ((int)(sizeof all_dtypes / sizeof all_dtypes[0]))
-
 /* n values of dtype with many ties (a small range), and for floats NaN and -0.0 among them. */
 static void tie_values(double *v, int64_t n, ct_dtype dtype, uint64_t seed) {
     ref_random(v, n, seed, -4.0, 4.0);
@@ -88,8 +84,8 @@ DEVICE_TEST(test_sort_every_dtype_axis_and_direction) {
     static const int64_t shapes[][3] = {{17, 0, 0}, {4, 9, 0}, {3, 5, 6}, {1, 33, 2}};
     static const int ranks[] = {1, 2, 3, 3};
     for (int s = 0; s < 4; s++)
-        for (int t = 0; t < NDTYPES; t++) {
-            check_sort_case(device, ranks[s], shapes[s], all_dtypes[t], (uint64_t)(s * 10 + t));
+        for (int t = 0; t < CT_TEST_DTYPE_COUNT; t++) {
+            check_sort_case(device, ranks[s], shapes[s], ct_test_dtypes[t], (uint64_t)(s * 10 + t));
             if (ct_test_failed()) return;
         }
 }
@@ -150,8 +146,8 @@ static void reference_cumsum(const double *x, int ndim, const int64_t *shape, in
 DEVICE_TEST(test_cumulative_sum_every_dtype_axis_and_initial) {
     static const int64_t shape[3] = {3, 4, 5};
     double x_values[60], expected[128];
-    for (int t = 0; t < NDTYPES; t++) {
-        ct_dtype dtype = all_dtypes[t];
+    for (int t = 0; t < CT_TEST_DTYPE_COUNT; t++) {
+        ct_dtype dtype = ct_test_dtypes[t];
         tie_values(x_values, 60, dtype, (uint64_t)t);
         for (int i = 0; i < 60; i++) {
             if (isnan(x_values[i])) x_values[i] = 1.0;

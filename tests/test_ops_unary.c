@@ -94,10 +94,6 @@ static bool takes(const op_case *op, ct_dtype dtype) {
     return !(op->fn == ct_neg && dtype == CT_BOOL);
 }
 
-static const ct_dtype all_dtypes[] = {CT_F32,  CT_F64, CT_F16, CT_BF16, CT_I32, CT_I64, CT_U8,
-                                      CT_BOOL, CT_I8,  CT_I16, CT_U16,  CT_U32, CT_U64};
-#define ALL_DTYPE_COUNT (int)(sizeof all_dtypes / sizeof all_dtypes[0])
-
 static ct_dtype expected_dtype(int kind, ct_dtype in) {
     if (kind == INT) return in;
     if (kind == BOOL) return CT_BOOL;
@@ -161,9 +157,10 @@ static void check_op(ct_device device, const op_case *op, ct_dtype dtype, int nd
 DEVICE_TEST(test_ops_unary_every_op_every_dtype) {
     static const int64_t shape[2] = {3, 5};
     for (int k = 0; k < OP_COUNT; k++)
-        for (int d = 0; d < ALL_DTYPE_COUNT; d++) {
-            if (!takes(&ops[k], all_dtypes[d])) continue; /* errors, checked below */
-            RUN(check_op(device, &ops[k], all_dtypes[d], 2, shape, false, (uint64_t)(k * 8 + d)));
+        for (int d = 0; d < CT_TEST_DTYPE_COUNT; d++) {
+            if (!takes(&ops[k], ct_test_dtypes[d])) continue; /* errors, checked below */
+            RUN(check_op(device, &ops[k], ct_test_dtypes[d], 2, shape, false,
+                         (uint64_t)(k * 8 + d)));
         }
 }
 

@@ -22,23 +22,54 @@
 extern "C" {
 #endif
 
-typedef enum ct_dtype {
-    CT_F32 = 0,
-    CT_F64 = 1,
-    CT_F16 = 2,
-    CT_BF16 = 3,
-    CT_I32 = 4,
-    CT_I64 = 5,
-    CT_U8 = 6,
-    CT_BOOL = 7,
-    CT_I8 = 8,
-    CT_I16 = 9,
-    CT_U16 = 10,
-    CT_U32 = 11,
-    CT_U64 = 12,
-} ct_dtype;
+/* The dtypes, one row each: everything below and the library's per-dtype facts (sizes,
+ * names, kinds, conversions, the interchange codes of NumPy, DLPack and safetensors, the
+ * tests' dtype lists) are generated from these rows. A row's value is part of the ABI (files
+ * and other programs hold it): rows are only appended. A row whose conversions are missing
+ * does not compile, the compiler naming the row (src/core/dtype_impl.h; CI checks it with
+ * tools/check-dtype-table.sh).
+ *
+ * Columns: X(name, NAME, value, size, kind, ctype, numpy, buffer, dl_code, dl_bits, safetensors)
+ *   name         ct_dtype_name's string, as an identifier (float32); only ever stringified
+ *                (`bool` is a macro in C), generated identifiers use NAME
+ *   NAME         the enum is CT_NAME
+ *   value        the enum's value
+ *   size         bytes per element (sizeof ctype)
+ *   kind         BOOL, INT (signed), UINT (unsigned) or FLOAT
+ *   ctype        the storage type of one element (the 16-bit floats are stored as uint16_t;
+ *                a type of two parts, as a complex number's, is a struct)
+ *   numpy        NumPy's array-interface typestr, little-endian ("<f4"); NULL: NumPy has none
+ *   buffer       the buffer protocol's (struct module's) format; NULL: none
+ *   dl_code      DLPack's type code (DLDataTypeCode, without kDL: Int, UInt, Float, Bfloat, Bool)
+ *   dl_bits      DLPack's bits per lane
+ *   safetensors  the dtype's name in a safetensors header */
+/* clang-format off */
+#define CT_DTYPES(X)                                                                               \
+    X(float32,  F32,   0, 4, FLOAT, float,    "<f4", "f", Float,  32, "F32")                       \
+    X(float64,  F64,   1, 8, FLOAT, double,   "<f8", "d", Float,  64, "F64")                       \
+    X(float16,  F16,   2, 2, FLOAT, uint16_t, "<f2", "e", Float,  16, "F16")                       \
+    X(bfloat16, BF16,  3, 2, FLOAT, uint16_t, NULL,  NULL, Bfloat, 16, "BF16")                     \
+    X(int32,    I32,   4, 4, INT,   int32_t,  "<i4", "i", Int,    32, "I32")                       \
+    X(int64,    I64,   5, 8, INT,   int64_t,  "<i8", "q", Int,    64, "I64")                       \
+    X(uint8,    U8,    6, 1, UINT,  uint8_t,  "|u1", "B", UInt,   8,  "U8")                        \
+    X(bool,     BOOL,  7, 1, BOOL,  uint8_t,  "|b1", "?", Bool,   8,  "BOOL")                      \
+    X(int8,     I8,    8, 1, INT,   int8_t,   "|i1", "b", Int,    8,  "I8")                        \
+    X(int16,    I16,   9, 2, INT,   int16_t,  "<i2", "h", Int,    16, "I16")                       \
+    X(uint16,   U16,  10, 2, UINT,  uint16_t, "<u2", "H", UInt,   16, "U16")                       \
+    X(uint32,   U32,  11, 4, UINT,  uint32_t, "<u4", "I", UInt,   32, "U32")                       \
+    X(uint64,   U64,  12, 8, UINT,  uint64_t, "<u8", "Q", UInt,   64, "U64")
+/* clang-format on */
 
-#define CT_DTYPE_COUNT 13
+#define CT_DTYPE_ENUM_(name, NAME, value, ...) CT_##NAME = value,
+typedef enum ct_dtype { CT_DTYPES(CT_DTYPE_ENUM_) } ct_dtype;
+#undef CT_DTYPE_ENUM_
+
+/* The number of rows (the values are 0 ... CT_DTYPE_COUNT - 1): an enum constant, so that
+ * code generated from the rows can use it too. */
+#define CT_DTYPE_ONE_(...) +1
+enum { CT_DTYPE_COUNT_ = 0 CT_DTYPES(CT_DTYPE_ONE_) };
+#undef CT_DTYPE_ONE_
+#define CT_DTYPE_COUNT CT_DTYPE_COUNT_
 
 /* Bytes per element; 0 for a value outside the enum. */
 CT_API size_t ct_dtype_size(ct_dtype dtype);

@@ -153,44 +153,25 @@ static ct_tensor *from_scalar(PyObject *o, ct_dtype dtype, ct_device device) {
 
 /* ---- the buffer protocol ---- */
 
+/* The dtype whose buffer column (the table's) is a buffer's format of itemsize bytes: the
+ * native byte order or '<' ('@', '=', '<'); C's long and int take the size they have. */
 static int dtype_of_format(const char *format, Py_ssize_t itemsize, ct_dtype *out) {
     if (!format) format = "B";
     if (*format == '@' || *format == '=' || *format == '<') format++;
     char c = format[0];
-    bool ok = format[1] == '\0';
-    if (ok && c == '?')
-        *out = CT_BOOL;
-    else if (ok && c == 'B')
-        *out = CT_U8;
-    else if (ok && c == 'b')
-        *out = CT_I8;
-    else if (ok && c == 'h' && itemsize == 2)
-        *out = CT_I16;
-    else if (ok && c == 'H' && itemsize == 2)
-        *out = CT_U16;
-    else if (ok && (c == 'I' || c == 'L') && itemsize == 4)
-        *out = CT_U32;
-    else if (ok && (c == 'L' || c == 'Q') && itemsize == 8)
-        *out = CT_U64;
-    else if (ok && (c == 'i' || c == 'l' || c == 'q') && itemsize == 4)
-        *out = CT_I32;
-    else if (ok && (c == 'l' || c == 'q') && itemsize == 8)
-        *out = CT_I64;
-    else if (ok && c == 'e')
-        *out = CT_F16;
-    else if (ok && c == 'f')
-        *out = CT_F32;
-    else if (ok && c == 'd')
-        *out = CT_F64;
-    else {
-        ctpy_raise_status(CT_ERR_DTYPE,
-                          "a buffer of format '%s' has no ctensor dtype (float32, float64, "
-                          "float16, int8, int16, int32, int64, uint8, uint16, uint32, uint64, "
-                          "bool; little-endian)",
-                          format);
-        return -1;
+    if (c == 'l' || c == 'i') c = itemsize == 8 ? 'q' : 'i';
+    if (c == 'L' || c == 'I') c = itemsize == 8 ? 'Q' : 'I';
+    for (int d = 0; format[0] && !format[1] && d < CT_DTYPE_COUNT; d++) {
+        const char *mine = ctpy_buffer_format((ct_dtype)d);
+        if (mine && mine[0] == c && (Py_ssize_t)ct_dtype_size((ct_dtype)d) == itemsize)
+            return *out = (ct_dtype)d, 0;
     }
-    return 0;
+    ctpy_raise_status(CT_ERR_DTYPE,
+                      "a buffer of format '%s' has no ctensor dtype (float32, float64, "
+                      "float16, int8, int16, int32, int64, uint8, uint16, uint32, uint64, "
+                      "bool; little-endian)",
+                      format);
+    return -1;
 }
 
 /* Gives the Py_buffer back when the shared tensor dies (on any thread). */

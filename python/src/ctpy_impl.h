@@ -109,6 +109,9 @@ extern PyNumberMethods ctpy_tensor_number;   /* operators.c */
 extern PyMappingMethods ctpy_tensor_mapping; /* indexing.c */
 extern PyBufferProcs ctpy_tensor_buffer;     /* interop.c */
 extern PyMethodDef ctpy_interop_methods[];   /* interop.c: Tensor methods */
+/* The buffer protocol's format of dtype (ctensor/dtype.h's buffer column); NULL: none
+ * (interop.c). */
+const char *ctpy_buffer_format(ct_dtype dtype);
 PyObject *ctpy_tensor_richcompare(PyObject *a, PyObject *b, int op);
 /* Fill the operator tables from the op rows the core has (operators.c). */
 int ctpy_operators_init(PyObject *module);

@@ -11,7 +11,8 @@
 #define CTPY_DLPACK_MINOR 0
 
 enum { CTPY_DL_CPU = 1, CTPY_DL_CUDA = 2, CTPY_DL_CUDA_HOST = 3 };
-enum { CTPY_DL_INT = 0, CTPY_DL_UINT = 1, CTPY_DL_FLOAT = 2, CTPY_DL_BFLOAT = 4, CTPY_DL_BOOL = 6 };
+/* DLDataTypeCode, named as ctensor/dtype.h's dl_code column names them. */
+enum { CTPY_DL_Int = 0, CTPY_DL_UInt = 1, CTPY_DL_Float = 2, CTPY_DL_Bfloat = 4, CTPY_DL_Bool = 6 };
 #define CTPY_DL_FLAG_READ_ONLY (1ULL << 0)
 #define CTPY_DL_FLAG_IS_COPIED (1ULL << 1)
 

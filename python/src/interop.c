@@ -8,12 +8,14 @@
 
 /* ---- the buffer protocol ---- */
 
-static const char *buffer_format(ct_dtype dtype) {
-    static const char *const formats[CT_DTYPE_COUNT] = {
-        [CT_F32] = "f", [CT_F64] = "d", [CT_F16] = "e",  [CT_BF16] = NULL, [CT_I32] = "i",
-        [CT_I64] = "q", [CT_U8] = "B",  [CT_BOOL] = "?", [CT_I8] = "b",    [CT_I16] = "h",
-        [CT_U16] = "H", [CT_U32] = "I", [CT_U64] = "Q"};
-    return ct_dtype_is_valid(dtype) ? formats[dtype] : NULL;
+const char *ctpy_buffer_format(ct_dtype dtype) {
+    switch (dtype) {
+#define FORMAT_CASE(name, NAME, value, size, kind, ctype, numpy, buffer, ...)                      \
+    case CT_##NAME: return buffer;
+        CT_DTYPES(FORMAT_CASE)
+#undef FORMAT_CASE
+    }
+    return NULL;
 }
 
 /* Why t cannot be read in host memory without a copy, or NULL when it can. */
@@ -30,7 +32,7 @@ static int tensor_getbuffer(PyObject *self, Py_buffer *view, int flags) {
                      ct_device_str(ct_device_of(t), where, sizeof where));
         return -1;
     }
-    const char *format = buffer_format(ct_dtype_of(t));
+    const char *format = ctpy_buffer_format(ct_dtype_of(t));
     if (!format) {
         PyErr_SetString(PyExc_BufferError, "bfloat16 has no buffer format: astype(float32) first");
         return -1;
@@ -142,16 +144,15 @@ static PyObject *tensor_tolist(PyObject *self, PyObject *unused) {
 
 /* ---- DLPack export ---- */
 
+/* The table's DLPack columns: one lane of dl_bits bits of type code dl_code. */
 static ctpy_dl_dtype dl_dtype(ct_dtype dtype) {
-    static const ctpy_dl_dtype table[CT_DTYPE_COUNT] = {
-        [CT_F32] = {CTPY_DL_FLOAT, 32, 1}, [CT_F64] = {CTPY_DL_FLOAT, 64, 1},
-        [CT_F16] = {CTPY_DL_FLOAT, 16, 1}, [CT_BF16] = {CTPY_DL_BFLOAT, 16, 1},
-        [CT_I32] = {CTPY_DL_INT, 32, 1},   [CT_I64] = {CTPY_DL_INT, 64, 1},
-        [CT_U8] = {CTPY_DL_UINT, 8, 1},    [CT_BOOL] = {CTPY_DL_BOOL, 8, 1},
-        [CT_I8] = {CTPY_DL_INT, 8, 1},     [CT_I16] = {CTPY_DL_INT, 16, 1},
-        [CT_U16] = {CTPY_DL_UINT, 16, 1},  [CT_U32] = {CTPY_DL_UINT, 32, 1},
-        [CT_U64] = {CTPY_DL_UINT, 64, 1}};
-    return table[dtype];
+    switch (dtype) {
+#define DL_CASE(name, NAME, value, size, kind, ctype, numpy, buffer, dl_code, dl_bits, ...)        \
+    case CT_##NAME: return (ctpy_dl_dtype){CTPY_DL_##dl_code, dl_bits, 1};
+        CT_DTYPES(DL_CASE)
+#undef DL_CASE
+    }
+    return (ctpy_dl_dtype){0, 0, 0};
 }
 
 static ctpy_dl_device dl_device(ct_device device) {

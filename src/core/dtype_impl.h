@@ -1,7 +1,8 @@
-/* Internal dtype helpers: inline 16-bit float conversions and generic element load/store,
- * used by kernels that handle every dtype through a double or int64 compute domain. Under
- * nvcc every helper is host and device code, so the CUDA kernels convert with the same rules
- * as the CPU (cuda_load_impl.cuh includes this header). */
+/* Internal dtype helpers, generated from the rows of ctensor/dtype.h's CT_DTYPES: each row's
+ * size, kind and interchange codes, its conversions, and the element loads and stores of
+ * every compute domain (double, float, int64, uint64) used by kernels that handle every
+ * dtype. Under nvcc every helper is host and device code (but the interchange codes), so
+ * the CUDA kernels convert with the CPU's rules from this one header. */
 #ifndef CT_DTYPE_IMPL_H
 #define CT_DTYPE_IMPL_H
 
@@ -91,31 +92,6 @@ CT_DTYPE_FN float ct__f64_to_f32_odd(double v) {
     return ct__bits_f32(u | 1u);
 }
 
-CT_DTYPE_FN int ct__is_float_dtype_(ct_dtype dtype) {
-    return dtype == CT_F32 || dtype == CT_F64 || dtype == CT_F16 || dtype == CT_BF16;
-}
-
-/* Load element p of dtype as a double (integers above 2^53 lose precision: use the int64
- * domain for integer math). */
-CT_DTYPE_FN double ct__load_f64(const char *p, ct_dtype dtype) {
-    switch (dtype) {
-    case CT_F32: return *(const float *)p;
-    case CT_F64: return *(const double *)p;
-    case CT_F16: return ct__f16_to_f32(*(const uint16_t *)p);
-    case CT_BF16: return ct__bf16_to_f32(*(const uint16_t *)p);
-    case CT_I32: return *(const int32_t *)p;
-    case CT_I64: return (double)*(const int64_t *)p;
-    case CT_U8: return *(const uint8_t *)p;
-    case CT_BOOL: return *(const uint8_t *)p != 0;
-    case CT_I8: return *(const int8_t *)p;
-    case CT_I16: return *(const int16_t *)p;
-    case CT_U16: return *(const uint16_t *)p;
-    case CT_U32: return *(const uint32_t *)p;
-    case CT_U64: return (double)*(const uint64_t *)p;
-    }
-    return 0.0;
-}
-
 /* Convert a double to an int64 the way C casts do, but defined for every input:
  * NaN gives 0 and out-of-range values saturate. */
 CT_DTYPE_FN int64_t ct__f64_to_i64(double v) {
@@ -134,110 +110,220 @@ CT_DTYPE_FN uint64_t ct__f64_to_u64(double v) {
     return (uint64_t)ct__f64_to_i64(v);
 }
 
-/* Element p of an integer or bool dtype as int64 (a uint64 keeps its 64 bits: values above
- * INT64_MAX read negative); a float truncates toward zero and saturates. */
-CT_DTYPE_FN int64_t ct__load_i64(const char *p, ct_dtype dtype) {
+/* ---- facts of each row ---- */
+
+#if defined(__cplusplus)
+#define CT__STATIC_ASSERT(cond, message) static_assert(cond, message)
+#else
+#define CT__STATIC_ASSERT(cond, message) _Static_assert(cond, message)
+#endif
+
+/* Each row's size is its storage type's. */
+#define CT__DTYPE_SIZE_CHECK(name, NAME, value, size, kind, T, ...)                                \
+    CT__STATIC_ASSERT(sizeof(T) == size, "the size of " #name " is sizeof its ctype");
+CT_DTYPES(CT__DTYPE_SIZE_CHECK)
+#undef CT__DTYPE_SIZE_CHECK
+
+typedef enum { CT__KIND_NONE, CT__KIND_BOOL, CT__KIND_INT, CT__KIND_UINT, CT__KIND_FLOAT } ct__kind;
+
+/* The row's kind column; CT__KIND_NONE for a value outside the enum. */
+CT_DTYPE_FN ct__kind ct__dtype_kind(ct_dtype dtype) {
     switch (dtype) {
-    case CT_I32: return *(const int32_t *)p;
-    case CT_I64: return *(const int64_t *)p;
-    case CT_U8: return *(const uint8_t *)p;
-    case CT_BOOL: return *(const uint8_t *)p != 0;
-    case CT_I8: return *(const int8_t *)p;
-    case CT_I16: return *(const int16_t *)p;
-    case CT_U16: return *(const uint16_t *)p;
-    case CT_U32: return *(const uint32_t *)p;
-    case CT_U64: return (int64_t) * (const uint64_t *)p;
-    default: return ct__f64_to_i64(ct__load_f64(p, dtype));
+#define CT__DTYPE_KIND_CASE(name, NAME, value, size, kind, ...)                                    \
+    case CT_##NAME: return CT__KIND_##kind;
+        CT_DTYPES(CT__DTYPE_KIND_CASE)
+#undef CT__DTYPE_KIND_CASE
     }
+    return CT__KIND_NONE;
 }
 
-/* What an int64 from ct__load_i64 is XORed with so that signed comparisons order dtype's
- * values: the sign bit for uint64 (0 is then INT64_MIN), 0 for every other dtype. */
-CT_DTYPE_FN int64_t ct__order_bias(ct_dtype dtype) { return dtype == CT_U64 ? INT64_MIN : 0; }
-
-/* Element p as uint64: integers wrap modulo 2^64, floats as ct__f64_to_u64. */
-CT_DTYPE_FN uint64_t ct__load_u64(const char *p, ct_dtype dtype) {
-    if (ct__is_float_dtype_(dtype)) return ct__f64_to_u64(ct__load_f64(p, dtype));
-    return (uint64_t)ct__load_i64(p, dtype);
-}
-
-/* Store a double into dtype: floats round to nearest, integers truncate toward zero and
- * wrap modulo 2^bits (through int64, as NumPy's casts do on x86), bool is v != 0. */
-CT_DTYPE_FN void ct__store_f64(char *p, ct_dtype dtype, double v) {
-    switch (dtype) {
-    case CT_F32: *(float *)p = (float)v; break;
-    case CT_F64: *(double *)p = v; break;
-    case CT_F16: *(uint16_t *)p = ct__f32_to_f16(ct__f64_to_f32_odd(v)); break;
-    case CT_BF16: *(uint16_t *)p = ct__f32_to_bf16(ct__f64_to_f32_odd(v)); break;
-    case CT_I32: *(int32_t *)p = (int32_t)(uint32_t)(uint64_t)ct__f64_to_i64(v); break;
-    case CT_I64: *(int64_t *)p = ct__f64_to_i64(v); break;
-    case CT_U8: *(uint8_t *)p = (uint8_t)(uint64_t)ct__f64_to_i64(v); break;
-    case CT_BOOL: *(uint8_t *)p = v != 0.0; break;
-    case CT_I8: *(int8_t *)p = (int8_t)(uint8_t)(uint64_t)ct__f64_to_i64(v); break;
-    case CT_I16: *(int16_t *)p = (int16_t)(uint16_t)(uint64_t)ct__f64_to_i64(v); break;
-    case CT_U16: *(uint16_t *)p = (uint16_t)(uint64_t)ct__f64_to_i64(v); break;
-    case CT_U32: *(uint32_t *)p = (uint32_t)(uint64_t)ct__f64_to_i64(v); break;
-    case CT_U64: *(uint64_t *)p = ct__f64_to_u64(v); break;
-    }
-}
-
-/* Store an int64 into dtype (integers wrap, floats round). */
-CT_DTYPE_FN void ct__store_i64(char *p, ct_dtype dtype, int64_t v) {
-    switch (dtype) {
-    case CT_I32: *(int32_t *)p = (int32_t)(uint32_t)(uint64_t)v; break;
-    case CT_I64: *(int64_t *)p = v; break;
-    case CT_U8: *(uint8_t *)p = (uint8_t)(uint64_t)v; break;
-    case CT_BOOL: *(uint8_t *)p = v != 0; break;
-    case CT_I8: *(int8_t *)p = (int8_t)(uint8_t)(uint64_t)v; break;
-    case CT_I16: *(int16_t *)p = (int16_t)(uint16_t)(uint64_t)v; break;
-    case CT_U16: *(uint16_t *)p = (uint16_t)(uint64_t)v; break;
-    case CT_U32: *(uint32_t *)p = (uint32_t)(uint64_t)v; break;
-    case CT_U64: *(uint64_t *)p = (uint64_t)v; break;
-    case CT_F32: *(float *)p = (float)v; break; /* one rounding, not two through double */
-    default: ct__store_f64(p, dtype, (double)v); break;
-    }
-}
-
-/* Store a uint64 into dtype: integers wrap, floats round from the unsigned value. */
-CT_DTYPE_FN void ct__store_u64(char *p, ct_dtype dtype, uint64_t v) {
-    switch (dtype) {
-    case CT_F32: *(float *)p = (float)v; break;
-    case CT_F64: *(double *)p = (double)v; break;
-    case CT_F16:
-    case CT_BF16: ct__store_f64(p, dtype, (double)v); break;
-    default: ct__store_i64(p, dtype, (int64_t)v); break;
-    }
-}
-
+/* Bytes per element; 0 for a value outside the enum. */
 CT_DTYPE_FN size_t ct__dtype_size(ct_dtype dtype) {
     switch (dtype) {
-    case CT_F64:
-    case CT_I64:
-    case CT_U64: return 8;
-    case CT_F32:
-    case CT_I32:
-    case CT_U32: return 4;
-    case CT_F16:
-    case CT_BF16:
-    case CT_I16:
-    case CT_U16: return 2;
-    case CT_U8:
-    case CT_BOOL:
-    case CT_I8: return 1;
+#define CT__DTYPE_SIZE_CASE(name, NAME, value, size, ...)                                          \
+    case CT_##NAME: return size;
+        CT_DTYPES(CT__DTYPE_SIZE_CASE)
+#undef CT__DTYPE_SIZE_CASE
     }
     return 0;
 }
 
-CT_DTYPE_FN int ct__is_float(ct_dtype dtype) { return ct__is_float_dtype_(dtype); }
+/* The interchange columns (host code): NumPy's typestr ("<f4"; NULL where NumPy has no such
+ * dtype) and the safetensors header's name ("F32"); NULL for a value outside the enum. */
+#define CT__DTYPE_NUMPY(name, NAME, value, size, kind, T, numpy, ...)                              \
+    case CT_##NAME:                                                                                \
+        return numpy;
+#define CT__DTYPE_SAFETENSORS(name, NAME, value, size, kind, T, numpy, buffer, dl_code, dl_bits,   \
+                              safetensors)                                                         \
+    case CT_##NAME:                                                                                \
+        return safetensors;
+#define CT__DTYPE_COLUMN_FN(fn, column)                                                            \
+    static inline const char *fn(ct_dtype dtype) {                                                 \
+        switch (dtype) { CT_DTYPES(column) }                                                       \
+        return NULL;                                                                               \
+    }
+CT__DTYPE_COLUMN_FN(ct__dtype_numpy, CT__DTYPE_NUMPY)
+CT__DTYPE_COLUMN_FN(ct__dtype_safetensors, CT__DTYPE_SAFETENSORS)
 
-CT_DTYPE_FN int ct__is_unsigned(ct_dtype dtype) {
-    return dtype == CT_U8 || dtype == CT_U16 || dtype == CT_U32 || dtype == CT_U64;
-}
+CT_DTYPE_FN int ct__is_float(ct_dtype dtype) { return ct__dtype_kind(dtype) == CT__KIND_FLOAT; }
+
+CT_DTYPE_FN int ct__is_unsigned(ct_dtype dtype) { return ct__dtype_kind(dtype) == CT__KIND_UINT; }
 
 /* An integer dtype (signed or unsigned; not bool). */
 CT_DTYPE_FN int ct__is_int(ct_dtype dtype) {
-    return ct__is_unsigned(dtype) || dtype == CT_I8 || dtype == CT_I16 || dtype == CT_I32 ||
-           dtype == CT_I64;
+    return ct__dtype_kind(dtype) == CT__KIND_INT || ct__dtype_kind(dtype) == CT__KIND_UINT;
 }
+
+/* ---- each row's conversions ----
+ * A row converts between its storage type T and the compute domains (double, float, int64,
+ * uint64) with six functions (and a float row has ct__NAME_digits): double ct__NAME_to_f64(T),
+ * float ct__NAME_to_f32(T), T ct__NAME_from_f64(double), T ct__NAME_from_f32(float), T
+ * ct__NAME_from_i64(int64_t) and T ct__NAME_from_u64(uint64_t). The integer and bool kinds convert
+ * as C does, through the CT__*_INT, _UINT and _BOOL rules below; a FLOAT row (and a row of a kind
+ * to come) has its own six, so a row without them does not compile and the compiler names
+ * ct__NAME_... . Rules: floats round to nearest; integers truncate toward zero and wrap modulo
+ * 2^bits (through int64, as NumPy's casts do on x86; NaN gives 0, out-of-range values saturate);
+ * bool is v != 0. */
+
+/* float32 and float64: C's own conversions (one rounding from int64 and uint64). digits is
+ * the significand's width with its hidden bit (ct__NAME_digits). */
+#define CT__NATIVE_FLOAT_CONVERSIONS(NAME, T, digits)                                              \
+    enum { ct__##NAME##_digits = digits };                                                         \
+    CT_DTYPE_FN double ct__##NAME##_to_f64(T v) { return (double)v; }                              \
+    CT_DTYPE_FN float ct__##NAME##_to_f32(T v) { return (float)v; }                                \
+    CT_DTYPE_FN T ct__##NAME##_from_f64(double x) { return (T)x; }                                 \
+    CT_DTYPE_FN T ct__##NAME##_from_f32(float x) { return (T)x; }                                  \
+    CT_DTYPE_FN T ct__##NAME##_from_i64(int64_t x) { return (T)x; }                                \
+    CT_DTYPE_FN T ct__##NAME##_from_u64(uint64_t x) { return (T)x; }
+
+/* The 16-bit floats, stored as uint16_t, through float: a double rounds to float with
+ * round-to-odd first, so that the result is correctly rounded. */
+#define CT__FLOAT16_CONVERSIONS(NAME, fmt, digits)                                                 \
+    enum { ct__##NAME##_digits = digits };                                                         \
+    CT_DTYPE_FN double ct__##NAME##_to_f64(uint16_t v) { return ct__##fmt##_to_f32(v); }           \
+    CT_DTYPE_FN float ct__##NAME##_to_f32(uint16_t v) { return ct__##fmt##_to_f32(v); }            \
+    CT_DTYPE_FN uint16_t ct__##NAME##_from_f64(double x) {                                         \
+        return ct__f32_to_##fmt(ct__f64_to_f32_odd(x));                                            \
+    }                                                                                              \
+    CT_DTYPE_FN uint16_t ct__##NAME##_from_f32(float x) { return ct__f32_to_##fmt(x); }            \
+    CT_DTYPE_FN uint16_t ct__##NAME##_from_i64(int64_t x) {                                        \
+        return ct__##NAME##_from_f64((double)x);                                                   \
+    }                                                                                              \
+    CT_DTYPE_FN uint16_t ct__##NAME##_from_u64(uint64_t x) {                                       \
+        return ct__##NAME##_from_f64((double)x);                                                   \
+    }
+
+CT__NATIVE_FLOAT_CONVERSIONS(F32, float, 24)
+CT__NATIVE_FLOAT_CONVERSIONS(F64, double, 53)
+CT__FLOAT16_CONVERSIONS(F16, f16, 11)
+CT__FLOAT16_CONVERSIONS(BF16, bf16, 8)
+
+/* A float dtype's significand width with its hidden bit (24 for float32); 0 for the others. */
+CT_DTYPE_FN int ct__float_digits(ct_dtype dtype) {
+    switch (dtype) {
+#define CT__DIGITS_BOOL(NAME) 0
+#define CT__DIGITS_INT(NAME) 0
+#define CT__DIGITS_UINT(NAME) 0
+#define CT__DIGITS_FLOAT(NAME) (ct__##NAME##_digits)
+#define CT__FLOAT_DIGITS_CASE(name, NAME, value, size, kind, ...)                                  \
+    case CT_##NAME: return CT__DIGITS_##kind(NAME);
+        CT_DTYPES(CT__FLOAT_DIGITS_CASE)
+#undef CT__FLOAT_DIGITS_CASE
+    }
+    return 0;
+}
+
+/* The rules per kind: v is an element of storage type T, x a value of the compute domain. A
+ * FLOAT row calls its own functions (the parentheses make a missing one an error, not an
+ * implicit declaration). */
+#define CT__TO_F64_BOOL(NAME, T, v) ((v) != 0 ? 1.0 : 0.0)
+#define CT__TO_F64_INT(NAME, T, v) ((double)(v))
+#define CT__TO_F64_UINT(NAME, T, v) ((double)(v))
+#define CT__TO_F64_FLOAT(NAME, T, v) (ct__##NAME##_to_f64)(v)
+
+/* (float)(double)v, as the float32 domain has always read integers: two roundings for
+ * 64-bit integers, the same on CPU and CUDA. */
+#define CT__TO_F32_BOOL(NAME, T, v) ((v) != 0 ? 1.0f : 0.0f)
+#define CT__TO_F32_INT(NAME, T, v) ((float)(double)(v))
+#define CT__TO_F32_UINT(NAME, T, v) ((float)(double)(v))
+#define CT__TO_F32_FLOAT(NAME, T, v) (ct__##NAME##_to_f32)(v)
+
+/* uint64 reads back negative: an int64 keeps its 64 bits. A float truncates and saturates. */
+#define CT__TO_I64_BOOL(NAME, T, v) ((int64_t)((v) != 0))
+#define CT__TO_I64_INT(NAME, T, v) ((int64_t)(v))
+#define CT__TO_I64_UINT(NAME, T, v) ((int64_t)(v))
+#define CT__TO_I64_FLOAT(NAME, T, v) ct__f64_to_i64((ct__##NAME##_to_f64)(v))
+
+#define CT__TO_U64_BOOL(NAME, T, v) ((uint64_t)((v) != 0))
+#define CT__TO_U64_INT(NAME, T, v) ((uint64_t)(int64_t)(v))
+#define CT__TO_U64_UINT(NAME, T, v) ((uint64_t)(v))
+#define CT__TO_U64_FLOAT(NAME, T, v) ct__f64_to_u64((ct__##NAME##_to_f64)(v))
+
+/* uint64 takes [2^63, 2^64) as unsigned (ct__f64_to_u64); narrower types wrap from int64. */
+#define CT__FROM_F64_BOOL(NAME, T, x) ((T)((x) != 0.0))
+#define CT__FROM_F64_INT(NAME, T, x) ((T)(uint64_t)ct__f64_to_i64(x))
+#define CT__FROM_F64_UINT(NAME, T, x)                                                              \
+    ((T)(sizeof(T) == sizeof(uint64_t) ? ct__f64_to_u64(x) : (uint64_t)ct__f64_to_i64(x)))
+#define CT__FROM_F64_FLOAT(NAME, T, x) (ct__##NAME##_from_f64)(x)
+
+#define CT__FROM_F32_BOOL(NAME, T, x) CT__FROM_F64_BOOL(NAME, T, (double)(x))
+#define CT__FROM_F32_INT(NAME, T, x) CT__FROM_F64_INT(NAME, T, (double)(x))
+#define CT__FROM_F32_UINT(NAME, T, x) CT__FROM_F64_UINT(NAME, T, (double)(x))
+#define CT__FROM_F32_FLOAT(NAME, T, x) (ct__##NAME##_from_f32)(x)
+
+#define CT__FROM_I64_BOOL(NAME, T, x) ((T)((x) != 0))
+#define CT__FROM_I64_INT(NAME, T, x) ((T)(uint64_t)(x))
+#define CT__FROM_I64_UINT(NAME, T, x) ((T)(uint64_t)(x))
+#define CT__FROM_I64_FLOAT(NAME, T, x) (ct__##NAME##_from_i64)(x)
+
+#define CT__FROM_U64_BOOL(NAME, T, x) ((T)((x) != 0))
+#define CT__FROM_U64_INT(NAME, T, x) ((T)(x))
+#define CT__FROM_U64_UINT(NAME, T, x) ((T)(x))
+#define CT__FROM_U64_FLOAT(NAME, T, x) (ct__##NAME##_from_u64)(x)
+
+/* ---- element loads and stores: one case per row ---- */
+
+#define CT__LOAD_CASE(domain, NAME, kind, T)                                                       \
+    case CT_##NAME:                                                                                \
+        return CT__TO_##domain##_##kind(NAME, T, *(const T *)p);
+#define CT__STORE_CASE(domain, NAME, kind, T)                                                      \
+    case CT_##NAME:                                                                                \
+        *(T *)p = CT__FROM_##domain##_##kind(NAME, T, x);                                          \
+        return;
+#define CT__LOAD_F64_CASE(name, NAME, value, size, kind, T, ...) CT__LOAD_CASE(F64, NAME, kind, T)
+#define CT__LOAD_F32_CASE(name, NAME, value, size, kind, T, ...) CT__LOAD_CASE(F32, NAME, kind, T)
+#define CT__LOAD_I64_CASE(name, NAME, value, size, kind, T, ...) CT__LOAD_CASE(I64, NAME, kind, T)
+#define CT__LOAD_U64_CASE(name, NAME, value, size, kind, T, ...) CT__LOAD_CASE(U64, NAME, kind, T)
+#define CT__STORE_F64_CASE(name, NAME, value, size, kind, T, ...) CT__STORE_CASE(F64, NAME, kind, T)
+#define CT__STORE_F32_CASE(name, NAME, value, size, kind, T, ...) CT__STORE_CASE(F32, NAME, kind, T)
+#define CT__STORE_I64_CASE(name, NAME, value, size, kind, T, ...) CT__STORE_CASE(I64, NAME, kind, T)
+#define CT__STORE_U64_CASE(name, NAME, value, size, kind, T, ...) CT__STORE_CASE(U64, NAME, kind, T)
+
+/* R ct__load_<domain>(p, dtype): element p of dtype in the domain's type R; 0 for a value
+ * outside the enum. void ct__store_<domain>(p, dtype, x): x stored into dtype; nothing for a
+ * value outside the enum. */
+#define CT__DEFINE_LOAD_STORE(domain, DOMAIN, R)                                                   \
+    CT_DTYPE_FN R ct__load_##domain(const char *p, ct_dtype dtype) {                               \
+        switch (dtype) { CT_DTYPES(CT__LOAD_##DOMAIN##_CASE) }                                     \
+        return 0;                                                                                  \
+    }                                                                                              \
+    CT_DTYPE_FN void ct__store_##domain(char *p, ct_dtype dtype, R x) {                            \
+        switch (dtype) { CT_DTYPES(CT__STORE_##DOMAIN##_CASE) }                                    \
+    }
+
+/* double: integers above 2^53 lose precision (use the int64 domain for integer math). */
+CT__DEFINE_LOAD_STORE(f64, F64, double)
+/* float: the float formats convert directly (one rounding), the rest through double. */
+CT__DEFINE_LOAD_STORE(f32, F32, float)
+/* int64: a uint64 keeps its 64 bits (values above INT64_MAX read negative); a float
+ * truncates toward zero and saturates; float32 and float64 round once from the int64. */
+CT__DEFINE_LOAD_STORE(i64, I64, int64_t)
+/* uint64: integers wrap modulo 2^64, floats load as ct__f64_to_u64 and round once from the
+ * unsigned value. */
+CT__DEFINE_LOAD_STORE(u64, U64, uint64_t)
+
+/* What an int64 from ct__load_i64 is XORed with so that signed comparisons order dtype's
+ * values: the sign bit for uint64 (0 is then INT64_MIN), 0 for every other dtype. */
+CT_DTYPE_FN int64_t ct__order_bias(ct_dtype dtype) { return dtype == CT_U64 ? INT64_MIN : 0; }
 
 #endif

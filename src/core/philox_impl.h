@@ -14,6 +14,8 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "core/dtype_impl.h"
+
 #if defined(__CUDACC__)
 #define CT_PHILOX_FN static inline __host__ __device__
 #else
@@ -72,6 +74,13 @@ CT_PHILOX_FN uint64_t ct__splitmix64(uint64_t z) {
 /* A uniform value in [0, 1) with `bits` bits of resolution from the top of word w:
  * (w >> (32 - bits)) * 2^-bits. Every such value is exact in a float type whose significand
  * has at least `bits` bits, so rounding can never reach 1. bits is 1..32. */
+/* The bits of uniform resolution for dtype: a float's significand width, at most 32 (f64
+ * takes one 32-bit word per element, like the other dtypes); 24 for the other dtypes. */
+CT_PHILOX_FN int ct__philox_uniform_bits(ct_dtype dtype) {
+    int digits = ct__float_digits(dtype);
+    return digits == 0 ? 24 : digits > 32 ? 32 : digits;
+}
+
 CT_PHILOX_FN double ct__philox_uniform(uint32_t w, int bits) {
     return (double)(w >> (32 - bits)) * (1.0 / (double)(1ull << bits));
 }

@@ -4,22 +4,13 @@
  * them. */
 #include <string.h>
 
+#include "core/dtype_impl.h"
 #include "ctensor/data.h"
 #include "data/data_file_impl.h"
 
 #define FN "ct_read_npy"
 /* numpy's own reader refuses headers above 10000 bytes by default; leave room above that. */
 #define CT_NPY_MAX_HEADER (1u << 20)
-
-typedef struct {
-    const char *code; /* kind and size, as in '<f8' without the byte order */
-    ct_dtype dtype;
-} npy_type;
-
-static const npy_type npy_types[] = {
-    {"f8", CT_F64},  {"f4", CT_F32}, {"f2", CT_F16}, {"i8", CT_I64}, {"i4", CT_I32}, {"u1", CT_U8},
-    {"b1", CT_BOOL}, {"i2", CT_I16}, {"i1", CT_I8},  {"u8", CT_U64}, {"u4", CT_U32}, {"u2", CT_U16},
-};
 
 typedef struct {
     ct__data_file *f;
@@ -73,11 +64,13 @@ static ct_status parse_descr(npy_parser *p) {
     size_t n;
     size_t at = p->pos;
     if (parse_string(p, &s, &n) != CT_OK) return ct_last_status();
-    for (size_t i = 0; n == 3 && i < sizeof npy_types / sizeof npy_types[0]; i++) {
-        if (memcmp(s + 1, npy_types[i].code, 2) != 0) continue;
-        bool one_byte = npy_types[i].code[1] == '1';
+    for (int d = 0; n == 3 && d < CT_DTYPE_COUNT; d++) {
+        /* the dtype's typestr, "<f8"; kind and size must match, the byte order is s[0] */
+        const char *code = ct__dtype_numpy((ct_dtype)d);
+        if (!code || memcmp(s + 1, code + 1, 2) != 0) continue;
+        bool one_byte = code[0] == '|';
         if (s[0] == '<' || s[0] == '>' || (s[0] == '|' && one_byte)) {
-            p->dtype = npy_types[i].dtype;
+            p->dtype = (ct_dtype)d;
             p->big_endian = s[0] == '>';
             return CT_OK;
         }

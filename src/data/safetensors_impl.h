@@ -42,7 +42,4 @@ typedef struct ct__st_header {
 ct_status ct__st_parse_header(const char *file, const char *json, size_t size, ct__st_header *out);
 void ct__st_header_free(ct__st_header *h);
 
-/* "F32" for CT_F32, and so on. */
-const char *ct__st_dtype_name(ct_dtype dtype);
-
 #endif

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/dtype_impl.h"
 #include "core/error_impl.h"
 #include "core/utf8_impl.h"
 #include "data/safetensors_impl.h"
@@ -21,22 +22,6 @@ typedef struct parser {
     const unsigned char *s;
     size_t n, pos;
 } parser;
-
-static const struct {
-    const char *name;
-    ct_dtype dtype;
-} dtype_names[] = {
-    {"F64", CT_F64}, {"F32", CT_F32}, {"F16", CT_F16},   {"BF16", CT_BF16}, {"I64", CT_I64},
-    {"I32", CT_I32}, {"U8", CT_U8},   {"BOOL", CT_BOOL}, {"I8", CT_I8},     {"I16", CT_I16},
-    {"U16", CT_U16}, {"U32", CT_U32}, {"U64", CT_U64},
-};
-#define DTYPE_NAME_COUNT (sizeof dtype_names / sizeof dtype_names[0])
-
-const char *ct__st_dtype_name(ct_dtype dtype) {
-    for (size_t i = 0; i < DTYPE_NAME_COUNT; i++)
-        if (dtype_names[i].dtype == dtype) return dtype_names[i].name;
-    return NULL;
-}
 
 /* Record a CT_ERR_FORMAT about header offset pos; returns the status. */
 static ct_status fail_at(const parser *p, size_t pos, const char *fmt, ...) CT_PRINTF_(3, 4);
@@ -266,9 +251,9 @@ static ct_status parse_dtype(parser *p, ct__st_entry *e) {
     size_t at = p->pos;
     char *name;
     if (parse_string(p, "a dtype", &name) != CT_OK) return ct_last_status();
-    for (size_t i = 0; i < DTYPE_NAME_COUNT; i++)
-        if (strcmp(name, dtype_names[i].name) == 0) {
-            e->dtype = dtype_names[i].dtype;
+    for (int d = 0; d < CT_DTYPE_COUNT; d++)
+        if (strcmp(name, ct__dtype_safetensors((ct_dtype)d)) == 0) {
+            e->dtype = (ct_dtype)d;
             ct__free_mem(name);
             return CT_OK;
         }

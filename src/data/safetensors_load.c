@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/dtype_impl.h"
 #include "core/error_impl.h"
 #include "data/data_file_impl.h"
 #include "data/io_fault_impl.h"
@@ -119,7 +120,7 @@ static ct_status check_entry(const reader *r, const ct__st_entry *e) {
         return format_error(r,
                             "tensor \"%.64s\" (at byte %zu) has %lld %s elements (%llu bytes) "
                             "but data_offsets [%llu, %llu] hold %llu bytes",
-                            e->name, e->at + 8, (long long)numel, ct__st_dtype_name(e->dtype),
+                            e->name, e->at + 8, (long long)numel, ct__dtype_safetensors(e->dtype),
                             (unsigned long long)bytes, (unsigned long long)e->begin,
                             (unsigned long long)e->end, (unsigned long long)(e->end - e->begin));
     return CT_OK;

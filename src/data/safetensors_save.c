@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/dtype_impl.h"
 #include "core/error_impl.h"
 #include "core/tensor_impl.h"
 #include "data/atomic_file_impl.h"
@@ -109,7 +110,7 @@ static ct_status layout(const ct_state_dict *sd, item **out, size_t *count) {
 static void header_entry(text *h, const item *it) {
     text_json_string(h, it->name);
     text_str(h, ":{\"dtype\":\"");
-    text_str(h, ct__st_dtype_name(ct_dtype_of(it->t)));
+    text_str(h, ct__dtype_safetensors(ct_dtype_of(it->t)));
     text_str(h, "\",\"shape\":[");
     for (int d = 0; d < ct_ndim(it->t); d++) {
         if (d) text_str(h, ",");

@@ -93,7 +93,7 @@ void ct__cpu_load_f32(void *vdst, const char *src, int64_t stride, ct_dtype dtyp
     case CT_I32: LOAD_LOOP(int32_t, (float)v);
     case CT_U8: LOAD_LOOP(uint8_t, (float)v);
     case CT_BOOL: LOAD_LOOP(uint8_t, (float)(v != 0));
-    default: GENERIC_LOAD((float)ct__load_f64(p, dtype));
+    default: GENERIC_LOAD(ct__load_f32(p, dtype));
     }
 }
 
@@ -174,7 +174,7 @@ void ct__cpu_store_f32(char *dst, int64_t stride, ct_dtype dtype, const void *vs
     case CT_F32: STORE_LOOP(float, src[i]);
     case CT_F16: STORE_LOOP(uint16_t, ct__f32_to_f16(src[i]));
     case CT_BF16: STORE_LOOP(uint16_t, ct__f32_to_bf16(src[i]));
-    default: GENERIC_STORE(ct__store_f64(p, dtype, src[i]));
+    default: GENERIC_STORE(ct__store_f32(p, dtype, src[i]));
     }
 }
 

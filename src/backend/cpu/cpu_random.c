@@ -5,17 +5,6 @@
 #include "core/dtype_impl.h"
 #include "core/philox_impl.h"
 
-/* Bits of uniform resolution per dtype: the significand's width (f64 takes one 32-bit
- * word per element, like the other dtypes, so it gets 32). */
-static int uniform_bits(ct_dtype dtype) {
-    switch (dtype) {
-    case CT_F64: return 32;
-    case CT_F16: return 11;
-    case CT_BF16: return 8;
-    default: return 24;
-    }
-}
-
 /* Write elements [first, first + count) of the draw from their block's words w. */
 static void write_block(char *out, ct_dtype dtype, ct__random_kind kind, int64_t first, int count,
                         const uint32_t w[4]) {
@@ -25,7 +14,7 @@ static void write_block(char *out, ct_dtype dtype, ct__random_kind kind, int64_t
         ct__philox_box_muller(w[0], w[1], &values[0], &values[1]);
         if (count > 2) ct__philox_box_muller(w[2], w[3], &values[2], &values[3]);
     } else {
-        int bits = uniform_bits(dtype);
+        int bits = ct__philox_uniform_bits(dtype);
         for (int i = 0; i < count; i++) values[i] = ct__philox_uniform(w[i], bits);
     }
     if (dtype == CT_F32) {

@@ -97,23 +97,10 @@ template <typename T> struct ct_ew_domain;
 template <> struct ct_ew_domain<float> {
     /* Integers and f64 reach float through double, as on the CPU. */
     static __device__ __forceinline__ float load(const char *p, ct_dtype dtype) {
-        switch (dtype) {
-        case CT_F32: return *(const float *)p;
-        case CT_F16: return ct__f16_to_f32(*(const uint16_t *)p);
-        case CT_BF16: return ct__bf16_to_f32(*(const uint16_t *)p);
-        case CT_I32: return (float)*(const int32_t *)p;
-        case CT_U8: return (float)*(const uint8_t *)p;
-        case CT_BOOL: return (float)(*(const uint8_t *)p != 0);
-        default: return (float)ct__load_f64(p, dtype);
-        }
+        return ct__load_f32(p, dtype);
     }
     static __device__ __forceinline__ void store(char *p, ct_dtype dtype, float v) {
-        switch (dtype) {
-        case CT_F32: *(float *)p = v; break;
-        case CT_F16: *(uint16_t *)p = ct__f32_to_f16(v); break;
-        case CT_BF16: *(uint16_t *)p = ct__f32_to_bf16(v); break;
-        default: ct__store_f64(p, dtype, v); break;
-        }
+        ct__store_f32(p, dtype, v);
     }
 };
 

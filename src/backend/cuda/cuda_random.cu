@@ -9,17 +9,6 @@
 #include "backend/cuda/cuda_ew_impl.cuh"
 #include "core/philox_impl.h"
 
-/* Bits of uniform resolution per dtype: the significand's width (f64 takes one 32-bit word
- * per element, like the other dtypes, so it gets 32). */
-static int uniform_bits(ct_dtype dtype) {
-    switch (dtype) {
-    case CT_F64: return 32;
-    case CT_F16: return 11;
-    case CT_BF16: return 8;
-    default: return 24;
-    }
-}
-
 static __global__ void random_blocks(char *out, ct_dtype dtype, int64_t numel, int64_t size,
                                      int kind, int bits, uint64_t seed, uint64_t offset) {
     CT_EW_LOOP(b, (numel + 3) / 4) {
@@ -47,8 +36,8 @@ extern "C" ct_status ct_cuda_random(int device, const ct__ew_args *args, ct__ran
     if (status != CT_OK) return status;
     ct_dtype dtype = args->dtype[0];
     random_blocks<<<ct_ew_blocks((numel + 3) / 4), CT_EW_THREADS, 0, stream>>>(
-        args->data[0], dtype, numel, (int64_t)ct__dtype_size(dtype), (int)kind, uniform_bits(dtype),
-        seed, offset);
+        args->data[0], dtype, numel, (int64_t)ct__dtype_size(dtype), (int)kind,
+        ct__philox_uniform_bits(dtype), seed, offset);
     CT_CUDA_CHECK(device, cudaGetLastError());
     return CT_OK;
 }
