@@ -132,19 +132,20 @@ static PyObject *make_like(PyObject *args, PyObject *kwargs, enum fill_kind kind
     ct_device device = CT_DEFAULT;
     int requires_grad = 0;
     char format[32];
-    snprintf(format, sizeof format, kind == FILL_FULL ? "O!O|$O&O&p:%s" : "O!|$O&O&p:%s", name);
-    int ok = kind == FILL_FULL
-                 ? PyArg_ParseTupleAndKeywords(args, kwargs, format, full, &ctpy_tensor_type, &x,
-                                               &value, ctpy_opt_dtype, &dtype, ctpy_opt_device,
-                                               &device, &requires_grad)
-                 : PyArg_ParseTupleAndKeywords(args, kwargs, format, plain, &ctpy_tensor_type, &x,
-                                               ctpy_opt_dtype, &dtype, ctpy_opt_device, &device,
-                                               &requires_grad);
-    if (!ok) return NULL;
-    ct_tensor *t = ctpy_tensor_of(x);
+    snprintf(format, sizeof format, kind == FILL_FULL ? "OO|$O&O&p:%s" : "O|$O&O&p:%s", name);
+    int ok =
+        kind == FILL_FULL
+            ? PyArg_ParseTupleAndKeywords(args, kwargs, format, full, &x, &value, ctpy_opt_dtype,
+                                          &dtype, ctpy_opt_device, &device, &requires_grad)
+            : PyArg_ParseTupleAndKeywords(args, kwargs, format, plain, &x, ctpy_opt_dtype, &dtype,
+                                          ctpy_opt_device, &device, &requires_grad);
+    ct_tensor *t = ok ? ctpy_tensor_arg(x, name, NULL) : NULL;
+    if (!t) return NULL;
     if ((int)dtype < 0) dtype = ct_dtype_of(t);
     if (device.type == CT_DEVICE_DEFAULT) device = ct_device_of(t);
-    return filled(ct_ndim(t), ct_shape(t), kind, value, dtype, device, requires_grad);
+    PyObject *out = filled(ct_ndim(t), ct_shape(t), kind, value, dtype, device, requires_grad);
+    ct_release(t);
+    return out;
 }
 
 static PyObject *py_zeros_like(PyObject *s, PyObject *a, PyObject *k) {
@@ -258,8 +259,6 @@ static PyObject *py_eye(PyObject *self, PyObject *args, PyObject *kwargs) {
     return ctpy_wrap_leaf(out, requires_grad);
 }
 
-#define KW (PyCFunction)(void (*)(void))
-#define KWARGS METH_VARARGS | METH_KEYWORDS
 PyMethodDef ctpy_creation_functions[] = {
     {"asarray", KW py_asarray, KWARGS,
      "asarray(obj, /, *, dtype=None, device=None, copy=None, requires_grad=False): an array "
