@@ -93,6 +93,10 @@ ct_tensor *ctpy_as_tensor(PyObject *obj, ct_dtype dtype, ct_device device);
  * with an exception. (An argument a function writes into or keeps, as PyTorch's training
  * API has them, takes a Tensor only.) */
 ct_tensor *ctpy_tensor_arg(PyObject *o, const char *fn, const ct_tensor *near);
+/* The ct_tensor of o when o is a Tensor, else NULL: the near of an argument beside o. */
+static inline const ct_tensor *ctpy_tensor_or_null(PyObject *o) {
+    return ctpy_is_tensor(o) ? ctpy_tensor_of(o) : NULL;
+}
 /* Whether o is a Python bool, int or float (a weakly typed scalar). */
 bool ctpy_is_scalar(PyObject *o);
 /* Whether o is a Python int that a double does not hold exactly (beyond 2**53), for an

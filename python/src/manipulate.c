@@ -402,7 +402,7 @@ static PyObject *py_take(PyObject *self, PyObject *args, PyObject *kwargs) {
     int axis = 0;
     if (axis_obj != Py_None && (axis = PyLong_AsLong(axis_obj)) == -1 && PyErr_Occurred())
         return NULL;
-    ct_tensor *t = ctpy_tensor_arg(x, "take", NULL);
+    ct_tensor *t = ctpy_tensor_arg(x, "take", ctpy_tensor_or_null(indices));
     if (!t) return NULL;
     if (axis_obj == Py_None && ct_ndim(t) != 1) {
         PyErr_Format(PyExc_ValueError, "take: axis is needed for a %d-D array", ct_ndim(t));
@@ -434,7 +434,7 @@ static PyObject *py_vecdot(PyObject *self, PyObject *args, PyObject *kwargs) {
     int axis = -1;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$i:vecdot", keywords, &a, &b, &axis))
         return NULL;
-    ct_tensor *x = ctpy_tensor_arg(a, "vecdot", NULL), *out = NULL;
+    ct_tensor *x = ctpy_tensor_arg(a, "vecdot", ctpy_tensor_or_null(b)), *out = NULL;
     ct_tensor *y = x ? ctpy_tensor_arg(b, "vecdot", x) : NULL;
     bool converted = y != NULL;
     if (converted)

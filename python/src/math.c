@@ -59,7 +59,7 @@ PyObject *ctpy_binary(PyObject *a, PyObject *b, const ctpy_binary_op *op) {
         ct_release(first);
         return result;
     }
-    ct_tensor *x = ctpy_tensor_arg(a, op->name, tb ? ctpy_tensor_of(b) : NULL);
+    ct_tensor *x = ctpy_tensor_arg(a, op->name, ctpy_tensor_or_null(b));
     ct_tensor *y = x ? ctpy_tensor_arg(b, op->name, x) : NULL;
     PyObject *result = y ? tensor_tensor(x, y, fn) : NULL;
     ct_release(x);
@@ -161,7 +161,8 @@ static ct_tensor *branch(PyObject *o, PyObject *other, const ct_tensor *cond) {
 
 static PyObject *py_where(PyObject *self, PyObject *const *args, Py_ssize_t n) {
     if (n != 3) return PyErr_Format(PyExc_TypeError, "where() takes 3 arguments (%zd given)", n);
-    ct_tensor *cond = ctpy_tensor_arg(args[0], "where", NULL);
+    PyObject *beside = ctpy_is_tensor(args[1]) ? args[1] : args[2];
+    ct_tensor *cond = ctpy_tensor_arg(args[0], "where", ctpy_tensor_or_null(beside));
     ct_tensor *a = cond ? branch(args[1], args[2], cond) : NULL;
     ct_tensor *b = a ? branch(args[2], args[1], cond) : NULL, *out = NULL;
     if (b) CTPY_NOGIL(out = ct_where(cond, a, b));

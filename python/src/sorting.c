@@ -87,7 +87,7 @@ static PyObject *py_searchsorted(PyObject *self, PyObject *args, PyObject *kwarg
     bool right = strcmp(side, "right") == 0;
     if (!right && strcmp(side, "left") != 0)
         return PyErr_Format(PyExc_ValueError, "searchsorted: side must be 'left' or 'right'");
-    ct_tensor *x1 = ctpy_tensor_arg(a, "searchsorted", NULL);
+    ct_tensor *x1 = ctpy_tensor_arg(a, "searchsorted", ctpy_tensor_or_null(b));
     ct_tensor *x2 = x1 ? ctpy_tensor_arg(b, "searchsorted", x1) : NULL;
     ct_tensor *sorter =
         x2 && sorter_obj != Py_None ? ctpy_tensor_arg(sorter_obj, "searchsorted", x1) : NULL;
@@ -203,7 +203,7 @@ static PyObject *py_repeat(PyObject *self, PyObject *args, PyObject *kwargs) {
     bool one = !ctpy_is_tensor(repeats) && PyIndex_Check(repeats);
     long long n = one ? PyLong_AsLongLong(repeats) : 0;
     if (n == -1 && PyErr_Occurred()) return NULL;
-    ct_tensor *t = ctpy_tensor_arg(x, "repeat", NULL), *out = NULL;
+    ct_tensor *t = ctpy_tensor_arg(x, "repeat", ctpy_tensor_or_null(repeats)), *out = NULL;
     ct_tensor *counts = t && !one ? ctpy_tensor_arg(repeats, "repeat", t) : NULL;
     bool converted = t && (one || counts);
     if (converted)
@@ -256,7 +256,7 @@ static PyObject *py_tensordot(PyObject *self, PyObject *args, PyObject *kwargs) 
     PyObject *a, *b, *axes_obj = NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$O:tensordot", keywords, &a, &b, &axes_obj))
         return NULL;
-    ct_tensor *x1 = ctpy_tensor_arg(a, "tensordot", NULL), *out = NULL;
+    ct_tensor *x1 = ctpy_tensor_arg(a, "tensordot", ctpy_tensor_or_null(b)), *out = NULL;
     ct_tensor *x2 = x1 ? ctpy_tensor_arg(b, "tensordot", x1) : NULL;
     int axes_a[CT_MAX_DIMS], axes_b[CT_MAX_DIMS], n = 0;
     PyObject *two = x2 && !axes_obj ? PyLong_FromLong(2) : NULL;
@@ -276,7 +276,7 @@ static PyObject *py_take_along_axis(PyObject *self, PyObject *args, PyObject *kw
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$i:take_along_axis", keywords, &x, &i,
                                      &axis))
         return NULL;
-    ct_tensor *t = ctpy_tensor_arg(x, "take_along_axis", NULL), *out = NULL;
+    ct_tensor *t = ctpy_tensor_arg(x, "take_along_axis", ctpy_tensor_or_null(i)), *out = NULL;
     ct_tensor *index = t ? ctpy_tensor_arg(i, "take_along_axis", t) : NULL;
     bool converted = index != NULL;
     if (converted) CTPY_NOGIL(out = ct_gather(t, axis, index));
@@ -313,7 +313,7 @@ static PyObject *py_positive(PyObject *self, PyObject *x) {
 static PyObject *py_logical_xor(PyObject *self, PyObject *args) {
     PyObject *a, *b;
     if (!PyArg_ParseTuple(args, "OO:logical_xor", &a, &b)) return NULL;
-    ct_tensor *x = ctpy_tensor_arg(a, "logical_xor", NULL), *out = NULL;
+    ct_tensor *x = ctpy_tensor_arg(a, "logical_xor", ctpy_tensor_or_null(b)), *out = NULL;
     ct_tensor *y = x ? ctpy_tensor_arg(b, "logical_xor", x) : NULL;
     bool converted = y != NULL;
     if (converted)
