@@ -5,6 +5,8 @@
  * dtypes: bool, int64 for integers, float32 for floats. */
 #include "ctpy_impl.h"
 
+bool ctpy_is_scalar(PyObject *o) { return PyBool_Check(o) || PyLong_Check(o) || PyFloat_Check(o); }
+
 /* ---- results: moved and converted as asked ---- */
 
 static ct_tensor *finish(ct_tensor *t, ct_dtype dtype, ct_device device) {
@@ -227,7 +229,8 @@ bool ctpy_needs_exact_int(PyObject *o, ct_dtype dtype) {
     return overflow || v > (INT64_C(1) << 53) || v < -(INT64_C(1) << 53);
 }
 
-ct_tensor *ctpy_as_tensor(PyObject *obj, ct_dtype dtype, ct_device device) {
+/* ctpy_as_tensor, its TypeError for what is no array-like naming fn (NULL: none). */
+static ct_tensor *convert(PyObject *obj, ct_dtype dtype, ct_device device, const char *fn) {
     if (ctpy_is_tensor(obj)) return finish(ct_retain(ctpy_tensor_of(obj)), dtype, device);
     if (ctpy_is_scalar(obj)) return from_scalar(obj, dtype, device);
     if (PyObject_CheckBuffer(obj)) return from_buffer(obj, dtype, device);
@@ -242,8 +245,17 @@ ct_tensor *ctpy_as_tensor(PyObject *obj, ct_dtype dtype, ct_device device) {
     }
     if (PyList_Check(obj) || PyTuple_Check(obj)) return from_sequence(obj, dtype, device);
     PyErr_Format(PyExc_TypeError,
-                 "cannot make an array from %R: give a Tensor, a Python number, a nested "
+                 "%s%scannot make an array from %R: give a Tensor, a Python number, a nested "
                  "list, a buffer (NumPy array) or a DLPack producer",
-                 obj);
+                 fn ? fn : "", fn ? ": " : "", obj);
     return NULL;
+}
+
+ct_tensor *ctpy_as_tensor(PyObject *obj, ct_dtype dtype, ct_device device) {
+    return convert(obj, dtype, device, NULL);
+}
+
+ct_tensor *ctpy_tensor_arg(PyObject *o, const char *fn, const ct_tensor *near) {
+    if (ctpy_is_tensor(o)) return ct_retain(ctpy_tensor_of(o));
+    return convert(o, (ct_dtype)-1, near ? ct_device_of(near) : CT_DEFAULT, fn);
 }

@@ -49,14 +49,6 @@ static int set_grad(PyObject *self, PyObject *value, void *unused) {
     return ctpy_check(status);
 }
 
-PyObject *ctpy_wrap_leaf(ct_tensor *t, int requires_grad) {
-    if (t && requires_grad && ctpy_check(ct_set_requires_grad(t, true)) < 0) {
-        ct_release(t);
-        return NULL;
-    }
-    return ctpy_wrap(t);
-}
-
 static PyObject *get_is_leaf(PyObject *self, void *unused) {
     (void)unused;
     return PyBool_FromLong(ct_is_leaf(ctpy_tensor_of(self)));
@@ -116,9 +108,9 @@ static PyObject *t_move_to_(PyObject *self, PyObject *arg) {
 }
 
 static PyMethodDef autograd_methods[] = {
-    {"requires_grad_", (PyCFunction)(void (*)(void))t_requires_grad_, METH_VARARGS | METH_KEYWORDS,
+    {"requires_grad_", KW t_requires_grad_, KWARGS,
      "requires_grad_(requires_grad=True): mark this leaf; returns it."},
-    {"backward", (PyCFunction)(void (*)(void))t_backward, METH_VARARGS | METH_KEYWORDS,
+    {"backward", KW t_backward, KWARGS,
      "backward(gradient=None, retain_graph=False): backpropagate into the leaves' .grad."},
     {"detach", t_detach, METH_NOARGS, "The same data without its history."},
     {"_move_to_", t_move_to_, METH_O,

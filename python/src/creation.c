@@ -82,32 +82,44 @@ static ct_dtype value_dtype(PyObject *value) {
                                  : CTPY_DEFAULT_FLOAT;
 }
 
-static PyObject *make(PyObject *args, PyObject *kwargs, enum fill_kind kind, const char *name) {
-    static char *plain[] = {"shape", "dtype", "device", "requires_grad", NULL};
-    static char *full[] = {"shape", "fill_value", "dtype", "device", "requires_grad", NULL};
-    PyObject *spec, *value = NULL;
-    ct_dtype dtype = (ct_dtype)-1;
-    ct_device device = CT_DEFAULT;
-    int requires_grad = 0;
+/* A fill function's arguments: the first (a shape, or x for the *_like forms), fill_value
+ * (full only) and the dtype=, device= and requires_grad= keywords. */
+typedef struct fill_args {
+    PyObject *first, *value;
+    ct_dtype dtype;
+    ct_device device;
+    int requires_grad;
+} fill_args;
+
+static bool parse_fill(PyObject *args, PyObject *kwargs, enum fill_kind kind, const char *name,
+                       bool like, fill_args *a) {
+    char *plain[] = {like ? "x" : "shape", "dtype", "device", "requires_grad", NULL};
+    char *full[] = {like ? "x" : "shape", "fill_value", "dtype", "device", "requires_grad", NULL};
+    *a = (fill_args){.dtype = (ct_dtype)-1, .device = CT_DEFAULT};
     char format[32];
     snprintf(format, sizeof format, kind == FILL_FULL ? "OO|$O&O&p:%s" : "O|$O&O&p:%s", name);
-    int ok =
-        kind == FILL_FULL
-            ? PyArg_ParseTupleAndKeywords(args, kwargs, format, full, &spec, &value, ctpy_opt_dtype,
-                                          &dtype, ctpy_opt_device, &device, &requires_grad)
-            : PyArg_ParseTupleAndKeywords(args, kwargs, format, plain, &spec, ctpy_opt_dtype,
-                                          &dtype, ctpy_opt_device, &device, &requires_grad);
-    if (!ok) return NULL;
+    return kind == FILL_FULL
+               ? PyArg_ParseTupleAndKeywords(args, kwargs, format, full, &a->first, &a->value,
+                                             ctpy_opt_dtype, &a->dtype, ctpy_opt_device, &a->device,
+                                             &a->requires_grad)
+               : PyArg_ParseTupleAndKeywords(args, kwargs, format, plain, &a->first, ctpy_opt_dtype,
+                                             &a->dtype, ctpy_opt_device, &a->device,
+                                             &a->requires_grad);
+}
+
+static PyObject *make(PyObject *args, PyObject *kwargs, enum fill_kind kind, const char *name) {
+    fill_args a;
+    if (!parse_fill(args, kwargs, kind, name, false, &a)) return NULL;
     int64_t shape[CT_MAX_DIMS];
     int ndim;
-    if (ctpy_parse_shape(spec, shape, &ndim) < 0) return NULL;
-    if (value) {
-        if (!ctpy_is_scalar(value))
+    if (ctpy_parse_shape(a.first, shape, &ndim) < 0) return NULL;
+    if (a.value) {
+        if (!ctpy_is_scalar(a.value))
             return PyErr_Format(PyExc_TypeError, "full: fill_value must be a Python number");
-        if ((int)dtype < 0) dtype = value_dtype(value);
+        if ((int)a.dtype < 0) a.dtype = value_dtype(a.value);
     }
-    if ((int)dtype < 0) dtype = CTPY_DEFAULT_FLOAT;
-    return filled(ndim, shape, kind, value, dtype, device, requires_grad);
+    if ((int)a.dtype < 0) a.dtype = CTPY_DEFAULT_FLOAT;
+    return filled(ndim, shape, kind, a.value, a.dtype, a.device, a.requires_grad);
 }
 
 static PyObject *py_zeros(PyObject *s, PyObject *a, PyObject *k) {
@@ -125,26 +137,17 @@ static PyObject *py_full(PyObject *s, PyObject *a, PyObject *k) {
 
 static PyObject *make_like(PyObject *args, PyObject *kwargs, enum fill_kind kind,
                            const char *name) {
-    static char *plain[] = {"x", "dtype", "device", "requires_grad", NULL};
-    static char *full[] = {"x", "fill_value", "dtype", "device", "requires_grad", NULL};
-    PyObject *x, *value = NULL;
-    ct_dtype dtype = (ct_dtype)-1;
-    ct_device device = CT_DEFAULT;
-    int requires_grad = 0;
-    char format[32];
-    snprintf(format, sizeof format, kind == FILL_FULL ? "O!O|$O&O&p:%s" : "O!|$O&O&p:%s", name);
-    int ok = kind == FILL_FULL
-                 ? PyArg_ParseTupleAndKeywords(args, kwargs, format, full, &ctpy_tensor_type, &x,
-                                               &value, ctpy_opt_dtype, &dtype, ctpy_opt_device,
-                                               &device, &requires_grad)
-                 : PyArg_ParseTupleAndKeywords(args, kwargs, format, plain, &ctpy_tensor_type, &x,
-                                               ctpy_opt_dtype, &dtype, ctpy_opt_device, &device,
-                                               &requires_grad);
-    if (!ok) return NULL;
-    ct_tensor *t = ctpy_tensor_of(x);
-    if ((int)dtype < 0) dtype = ct_dtype_of(t);
-    if (device.type == CT_DEVICE_DEFAULT) device = ct_device_of(t);
-    return filled(ct_ndim(t), ct_shape(t), kind, value, dtype, device, requires_grad);
+    fill_args a;
+    ct_tensor *t = parse_fill(args, kwargs, kind, name, true, &a)
+                       ? ctpy_tensor_arg(a.first, name, NULL)
+                       : NULL;
+    if (!t) return NULL;
+    if ((int)a.dtype < 0) a.dtype = ct_dtype_of(t);
+    if (a.device.type == CT_DEVICE_DEFAULT) a.device = ct_device_of(t);
+    PyObject *out =
+        filled(ct_ndim(t), ct_shape(t), kind, a.value, a.dtype, a.device, a.requires_grad);
+    ct_release(t);
+    return out;
 }
 
 static PyObject *py_zeros_like(PyObject *s, PyObject *a, PyObject *k) {
@@ -258,8 +261,6 @@ static PyObject *py_eye(PyObject *self, PyObject *args, PyObject *kwargs) {
     return ctpy_wrap_leaf(out, requires_grad);
 }
 
-#define KW (PyCFunction)(void (*)(void))
-#define KWARGS METH_VARARGS | METH_KEYWORDS
 PyMethodDef ctpy_creation_functions[] = {
     {"asarray", KW py_asarray, KWARGS,
      "asarray(obj, /, *, dtype=None, device=None, copy=None, requires_grad=False): an array "

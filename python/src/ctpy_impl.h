@@ -40,7 +40,13 @@ extern PyTypeObject ctpy_dtype_type;
     } while (0)
 
 static inline bool ctpy_is_tensor(PyObject *o) { return PyObject_TypeCheck(o, &ctpy_tensor_type); }
+/* The ct_tensor of a Tensor object (borrowed); o must be one (ctpy_is_tensor). */
 static inline ct_tensor *ctpy_tensor_of(PyObject *o) { return ((ctpy_tensor *)o)->t; }
+
+/* A PyMethodDef's function of another signature than PyCFunction (METH_KEYWORDS,
+ * METH_FASTCALL): {"name", KW py_name, KWARGS, "doc"}. */
+#define KW (PyCFunction)(void (*)(void))
+#define KWARGS (METH_VARARGS | METH_KEYWORDS)
 
 /* ---- errors (errors.c) ---- */
 
@@ -78,6 +84,19 @@ int ctpy_opt_device(PyObject *o, void *out);
  * nested sequence, buffer (NumPy array) or DLPack producer on device (CT_DEFAULT: the
  * default placement), as dtype (-1: inferred). NULL with an exception set. */
 ct_tensor *ctpy_as_tensor(PyObject *obj, ct_dtype dtype, ct_device device);
+/* A tensor argument of the function fn (its name, for the message), as a new reference.
+ * The rule of the array API namespace's functions, NumPy's: an argument the function reads
+ * is a Tensor, taken as it is, or an array-like (a Python number, a nested sequence, a
+ * buffer such as a NumPy array, a DLPack producer), converted as asarray converts it (its
+ * own dtype) onto near's device (near NULL: the default placement), so that an array-like
+ * beside a Tensor joins the Tensor's device. Anything else is a TypeError naming fn. NULL
+ * with an exception. (An argument a function writes into or keeps, as PyTorch's training
+ * API has them, takes a Tensor only.) */
+ct_tensor *ctpy_tensor_arg(PyObject *o, const char *fn, const ct_tensor *near);
+/* The ct_tensor of o when o is a Tensor, else NULL: the near of an argument beside o. */
+static inline const ct_tensor *ctpy_tensor_or_null(PyObject *o) {
+    return ctpy_is_tensor(o) ? ctpy_tensor_of(o) : NULL;
+}
 /* Whether o is a Python bool, int or float (a weakly typed scalar). */
 bool ctpy_is_scalar(PyObject *o);
 /* Whether o is a Python int that a double does not hold exactly (beyond 2**53), for an
@@ -117,7 +136,9 @@ PyObject *ctpy_tensor_richcompare(PyObject *a, PyObject *b, int op);
 int ctpy_operators_init(PyObject *module);
 /* The cuda submodule and the Device type's module-level functions (devices.c). */
 int ctpy_devices_init(PyObject *module);
+/* The DType type and its objects ctensor.float32 ... (objects.c). */
 int ctpy_dtypes_init(PyObject *module);
+/* The TransferGuard type (stats.c). */
 int ctpy_stats_init(PyObject *module);
 
 /* advanced_index.c: the advanced items of a key, applied to the view its basic items give. */
@@ -137,23 +158,34 @@ int ctpy_advanced_set(ct_tensor *view, const ctpy_advanced *adv, const ct_tensor
 typedef ct_tensor *(*ctpy_binary_fn)(const ct_tensor *, const ct_tensor *);
 typedef ct_tensor *(*ctpy_scalar_fn)(const ct_tensor *, double);
 typedef ct_tensor *(*ctpy_unary_fn)(const ct_tensor *);
+/* A binary function: its name (for messages), its function, its *_scalar form (NULL: none),
+ * and whether it commutes (x op y == y op x), so that a scalar first can use the *_scalar
+ * form. */
+typedef struct ctpy_binary_op {
+    const char *name;
+    ctpy_binary_fn fn;
+    ctpy_scalar_fn scalar_fn;
+    bool commutes;
+} ctpy_binary_op;
 /* op(a, b) where either may be a Python scalar (weakly typed) or an array-like. */
-PyObject *ctpy_binary(PyObject *a, PyObject *b, ctpy_binary_fn fn, ctpy_scalar_fn scalar_fn,
-                      bool commutes);
-PyObject *ctpy_unary(PyObject *x, ctpy_unary_fn fn);
-/* The core's binary and unary functions by their row names (NULL when absent). */
-const void *ctpy_find_binary(const char *name, ctpy_scalar_fn *scalar_fn);
+PyObject *ctpy_binary(PyObject *a, PyObject *b, const ctpy_binary_op *op);
+/* fn(x), x a Tensor or an array-like (name: the function's, for messages). */
+PyObject *ctpy_unary(PyObject *x, const char *name, ctpy_unary_fn fn);
+/* The core's binary row by its name into *op (false when the core has none), and its unary
+ * function (NULL when absent). */
+bool ctpy_find_binary(const char *name, ctpy_binary_op *op);
 ctpy_unary_fn ctpy_find_unary(const char *name);
 
 /* ---- training (issue 20): each adds its functions and types to the module ---- */
-int ctpy_autograd_init(PyObject *module);   /* autograd.c: Tensor.grad, backward, no_grad */
-int ctpy_nn_init(PyObject *module);         /* nn.c, nn_functional.c */
-int ctpy_optim_init(PyObject *module);      /* optim.c */
-int ctpy_data_init(PyObject *module);       /* data.c */
-int ctpy_checkpoint_init(PyObject *module); /* checkpoint.c */
-int ctpy_amp_init(PyObject *module);        /* amp.c: autocast, the loss scaler */
-int ctpy_dist_init(PyObject *module);       /* dist.c: the communicator */
-int ctpy_ddp_init(PyObject *module);        /* ddp.c: DistributedDataParallel's ct_ddp */
+int ctpy_autograd_init(PyObject *module);      /* autograd.c: Tensor.grad, backward, no_grad */
+int ctpy_nn_init(PyObject *module);            /* nn.c (calls ctpy_nn_functional_init) */
+int ctpy_nn_functional_init(PyObject *module); /* nn_functional.c */
+int ctpy_optim_init(PyObject *module);         /* optim.c */
+int ctpy_data_init(PyObject *module);          /* data.c */
+int ctpy_checkpoint_init(PyObject *module);    /* checkpoint.c */
+int ctpy_amp_init(PyObject *module);           /* amp.c: autocast, the loss scaler */
+int ctpy_dist_init(PyObject *module);          /* dist.c: the communicator */
+int ctpy_ddp_init(PyObject *module);           /* ddp.c: DistributedDataParallel's ct_ddp */
 /* The world communicator; NULL with CT_ERR_STATE raised before ct.distributed.init(). */
 ct_comm *ctpy_world(void);
 /* Tensor.backward's hand-off to an armed DistributedDataParallel (ddp.c): 1 when one was

@@ -154,11 +154,11 @@ static PyObject *py_fashion_mnist(PyObject *self, PyObject *unused) {
 }
 
 static PyMethodDef data_functions[] = {
-    {"_loader", (PyCFunction)(void (*)(void))py_loader, METH_VARARGS | METH_KEYWORDS,
+    {"_loader", KW py_loader, KWARGS,
      "_loader(inputs, labels, batch_size, ...): the C data loader."},
     {"_read_idx", py_read_idx, METH_VARARGS, "read_idx(path): an IDX file as a tensor."},
     {"_read_npy", py_read_npy, METH_VARARGS, "read_npy(path): a .npy file as a tensor."},
-    {"_read_csv", (PyCFunction)(void (*)(void))py_read_csv, METH_VARARGS | METH_KEYWORDS,
+    {"_read_csv", KW py_read_csv, KWARGS,
      "read_csv(path, delimiter=',', has_header=False, label_column=-1): (features, labels)."},
     {"_fashion_mnist", py_fashion_mnist, METH_NOARGS,
      "(train_images, train_labels, test_images, test_labels) of Fashion-MNIST."},

@@ -82,8 +82,7 @@ PyMethodDef ctpy_device_functions[] = {
     {"default_device", py_default_device, METH_NOARGS, "This thread's default placement."},
     {"synchronize", py_synchronize, METH_VARARGS,
      "synchronize(device=None): wait until the device's queued work has finished."},
-    {"configure_logical_devices", (PyCFunction)(void (*)(void))py_configure_logical_devices,
-     METH_VARARGS | METH_KEYWORDS,
+    {"configure_logical_devices", KW py_configure_logical_devices, KWARGS,
      "configure_logical_devices(type, n, memory_limits=None, physical_index=0): split a "
      "physical device into n logical devices before its first use."},
     {"set_soft_placement", py_set_soft_placement, METH_O,

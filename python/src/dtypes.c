@@ -122,20 +122,25 @@ static PyObject *py_astype(PyObject *self, PyObject *args, PyObject *kwargs) {
     ct_dtype dtype;
     int copy = 1;
     ct_device device = CT_DEFAULT;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O&|$pO&:astype", keywords, &ctpy_tensor_type,
-                                     &x, ctpy_to_dtype, &dtype, &copy, ctpy_opt_device, &device))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO&|$pO&:astype", keywords, &x, ctpy_to_dtype,
+                                     &dtype, &copy, ctpy_opt_device, &device))
         return NULL;
-    PyObject *moved = device.type == CT_DEVICE_DEFAULT
-                          ? Py_NewRef(x)
-                          : PyObject_CallMethod(x, "to_device", "N", ctpy_device_object(device));
-    if (!moved) return NULL;
-    PyObject *out = PyObject_CallMethod(moved, "astype", "NO", ctpy_dtype_object(dtype),
-                                        copy && moved == x ? Py_True : Py_False);
-    Py_DECREF(moved);
+    /* x itself when it is a Tensor, so that copy=False can give x back */
+    ct_tensor *t = ctpy_is_tensor(x) ? NULL : ctpy_tensor_arg(x, "astype", NULL);
+    PyObject *array = t ? ctpy_wrap(t) : ctpy_is_tensor(x) ? Py_NewRef(x) : NULL;
+    if (!array) return NULL;
+    PyObject *moved =
+        device.type == CT_DEVICE_DEFAULT
+            ? Py_NewRef(array)
+            : PyObject_CallMethod(array, "to_device", "N", ctpy_device_object(device));
+    PyObject *out = moved ? PyObject_CallMethod(moved, "astype", "NO", ctpy_dtype_object(dtype),
+                                                copy && moved == array ? Py_True : Py_False)
+                          : NULL;
+    Py_XDECREF(moved);
+    Py_DECREF(array);
     return out;
 }
 
-#define KW (PyCFunction)(void (*)(void))
 PyMethodDef ctpy_dtype_functions[] = {
     {"finfo", py_finfo, METH_O, "finfo(dtype): bits, eps, max, min, smallest_normal, dtype."},
     {"iinfo", py_iinfo, METH_O, "iinfo(dtype): bits, max, min, dtype."},

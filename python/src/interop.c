@@ -409,10 +409,9 @@ PyObject *ctpy_from_dlpack(PyObject *self, PyObject *args, PyObject *kwargs) {
 PyMethodDef ctpy_interop_methods[] = {
     {"numpy", tensor_numpy, METH_NOARGS,
      "The array as a NumPy array sharing its memory (CPU arrays only: .cpu() first)."},
-    {"__array__", (PyCFunction)(void (*)(void))tensor_array, METH_VARARGS | METH_KEYWORDS,
-     "NumPy's conversion (CPU arrays only)."},
+    {"__array__", KW tensor_array, KWARGS, "NumPy's conversion (CPU arrays only)."},
     {"tolist", tensor_tolist, METH_NOARGS, "The values as nested Python lists."},
-    {"__dlpack__", (PyCFunction)(void (*)(void))tensor_dlpack, METH_VARARGS | METH_KEYWORDS,
+    {"__dlpack__", KW tensor_dlpack, KWARGS,
      "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None): a DLPack "
      "capsule (versioned when max_version >= (1, 0)) sharing the array's memory."},
     {"__dlpack_device__", tensor_dlpack_device, METH_NOARGS,

@@ -47,39 +47,36 @@ int ctpy_parse_shape(PyObject *o, int64_t *shape, int *ndim) {
     return 0;
 }
 
-/* A Tensor argument (anything else is a TypeError: manipulation takes arrays). */
-static ct_tensor *tensor_arg(PyObject *o, const char *name) {
-    if (ctpy_is_tensor(o)) return ctpy_tensor_of(o);
-    PyErr_Format(PyExc_TypeError, "%s: expected a ctensor.Tensor, got %s", name,
-                 Py_TYPE(o)->tp_name);
-    return NULL;
-}
-
 static PyObject *py_reshape(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *keywords[] = {"x", "shape", "copy", NULL};
     PyObject *x, *spec, *copy = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$O:reshape", keywords, &x, &spec, &copy))
         return NULL;
-    ct_tensor *t = tensor_arg(x, "reshape"), *out;
     int64_t shape[CT_MAX_DIMS];
     int ndim;
-    if (!t || ctpy_parse_shape(spec, shape, &ndim) < 0) return NULL;
+    if (ctpy_parse_shape(spec, shape, &ndim) < 0) return NULL;
+    ct_tensor *t = ctpy_tensor_arg(x, "reshape", NULL), *out;
+    if (!t) return NULL;
     CTPY_NOGIL(out = copy == Py_False ? ct_view(t, ndim, shape) : ct_reshape(t, ndim, shape));
     if (out && copy == Py_True && ct_shares_storage(out, t)) {
         ct_tensor *clone = ct_clone(out);
         ct_release(out);
         out = clone;
     }
+    ct_release(t);
     return ctpy_wrap(out);
 }
 
 static PyObject *py_permute_dims(PyObject *self, PyObject *args) {
     PyObject *x, *axes_obj;
     if (!PyArg_ParseTuple(args, "OO:permute_dims", &x, &axes_obj)) return NULL;
-    ct_tensor *t = tensor_arg(x, "permute_dims");
     int axes[CT_MAX_DIMS], n;
-    if (!t || ctpy_parse_axes(axes_obj, axes, &n) < 0) return NULL;
-    return ctpy_wrap(ct_permute(t, n < 0 ? 0 : n, axes));
+    if (ctpy_parse_axes(axes_obj, axes, &n) < 0) return NULL;
+    ct_tensor *t = ctpy_tensor_arg(x, "permute_dims", NULL);
+    if (!t) return NULL;
+    ct_tensor *out = ct_permute(t, n < 0 ? 0 : n, axes);
+    ct_release(t);
+    return ctpy_wrap(out);
 }
 
 static PyObject *py_expand_dims(PyObject *self, PyObject *args, PyObject *kwargs) {
@@ -88,13 +85,17 @@ static PyObject *py_expand_dims(PyObject *self, PyObject *args, PyObject *kwargs
     int axis = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$i:expand_dims", keywords, &x, &axis))
         return NULL;
-    ct_tensor *t = tensor_arg(x, "expand_dims");
+    ct_tensor *t = ctpy_tensor_arg(x, "expand_dims", NULL);
     if (!t) return NULL;
     int ndim = ct_ndim(t);
-    if (axis < -ndim - 1 || axis > ndim)
+    if (axis < -ndim - 1 || axis > ndim) {
+        ct_release(t);
         return PyErr_Format(PyExc_IndexError, "expand_dims: axis %d is out of range for %d axes",
                             axis, ndim);
-    return ctpy_wrap(ct_unsqueeze(t, axis < 0 ? axis + ndim + 1 : axis));
+    }
+    ct_tensor *out = ct_unsqueeze(t, axis < 0 ? axis + ndim + 1 : axis);
+    ct_release(t);
+    return ctpy_wrap(out);
 }
 
 static PyObject *py_squeeze(PyObject *self, PyObject *args, PyObject *kwargs) {
@@ -102,10 +103,15 @@ static PyObject *py_squeeze(PyObject *self, PyObject *args, PyObject *kwargs) {
     PyObject *x, *axis_obj;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO:squeeze", keywords, &x, &axis_obj))
         return NULL;
-    ct_tensor *t = tensor_arg(x, "squeeze");
     int axes[CT_MAX_DIMS], n;
-    if (!t || ctpy_parse_axes(axis_obj, axes, &n) < 0) return NULL;
-    if (n < 0) return ctpy_wrap(ct_squeeze(t, CT_AXIS_NONE));
+    if (ctpy_parse_axes(axis_obj, axes, &n) < 0) return NULL;
+    ct_tensor *t = ctpy_tensor_arg(x, "squeeze", NULL);
+    if (!t) return NULL;
+    if (n < 0) {
+        ct_tensor *out = ct_squeeze(t, CT_AXIS_NONE);
+        ct_release(t);
+        return ctpy_wrap(out);
+    }
     int ndim = ct_ndim(t);
     /* Highest axis first, so that the others keep their numbers. */
     for (int i = 0; i < n; i++) axes[i] = axes[i] < 0 ? axes[i] + ndim : axes[i];
@@ -115,7 +121,7 @@ static PyObject *py_squeeze(PyObject *self, PyObject *args, PyObject *kwargs) {
             axes[j] = axes[j - 1];
             axes[j - 1] = swap;
         }
-    ct_tensor *cur = ct_retain(t);
+    ct_tensor *cur = t;
     for (int i = 0; cur && i < n; i++) {
         ct_tensor *next = ct_squeeze(cur, axes[i]);
         ct_release(cur);
@@ -127,11 +133,14 @@ static PyObject *py_squeeze(PyObject *self, PyObject *args, PyObject *kwargs) {
 static PyObject *py_broadcast_to(PyObject *self, PyObject *args) {
     PyObject *x, *spec;
     if (!PyArg_ParseTuple(args, "OO:broadcast_to", &x, &spec)) return NULL;
-    ct_tensor *t = tensor_arg(x, "broadcast_to");
     int64_t shape[CT_MAX_DIMS];
     int ndim;
-    if (!t || ctpy_parse_shape(spec, shape, &ndim) < 0) return NULL;
-    return ctpy_wrap(ct_expand(t, ndim, shape));
+    if (ctpy_parse_shape(spec, shape, &ndim) < 0) return NULL;
+    ct_tensor *t = ctpy_tensor_arg(x, "broadcast_to", NULL);
+    if (!t) return NULL;
+    ct_tensor *out = ct_expand(t, ndim, shape);
+    ct_release(t);
+    return ctpy_wrap(out);
 }
 
 /* The NumPy broadcast of n shapes into shape/ndim; CT_ERR_SHAPE raised when they clash. */
@@ -157,21 +166,32 @@ static int broadcast_shape(int n, ct_tensor **ts, int64_t *shape, int *ndim) {
     return 0;
 }
 
-/* The arguments (a sequence of Tensors) as a new list and their tensors in ts. */
-static PyObject *tensor_list(PyObject *seq_obj, ct_tensor **ts, int capacity, int *n,
-                             const char *name) {
+static void release_all(int n, ct_tensor **ts) {
+    for (int i = 0; i < n; i++) ct_release(ts[i]);
+}
+
+/* The arrays of a sequence as new references in ts (release_all them) and their count in
+ * *n; array-likes join the device of the first Tensor among them. -1 with an exception. */
+static int tensor_list(PyObject *seq_obj, ct_tensor **ts, int capacity, int *n, const char *name) {
     PyObject *seq = PySequence_Fast(seq_obj, "expected a sequence of arrays");
-    if (!seq) return NULL;
+    if (!seq) return -1;
     Py_ssize_t count = PySequence_Fast_GET_SIZE(seq);
     if (count > capacity) {
         Py_DECREF(seq);
-        return PyErr_Format(PyExc_ValueError, "%s: at most %d arrays", name, capacity);
+        PyErr_Format(PyExc_ValueError, "%s: at most %d arrays", name, capacity);
+        return -1;
     }
-    for (Py_ssize_t i = 0; i < count; i++)
-        if (!(ts[i] = tensor_arg(PySequence_Fast_GET_ITEM(seq, i), name)))
-            return Py_DECREF(seq), NULL;
-    *n = (int)count;
-    return seq;
+    ct_tensor *near = NULL;
+    for (Py_ssize_t i = 0; !near && i < count; i++)
+        if (ctpy_is_tensor(PySequence_Fast_GET_ITEM(seq, i)))
+            near = ct_retain(ctpy_tensor_of(PySequence_Fast_GET_ITEM(seq, i)));
+    for (*n = 0; *n < count; (*n)++)
+        if (!(ts[*n] = ctpy_tensor_arg(PySequence_Fast_GET_ITEM(seq, *n), name, near))) break;
+    ct_release(near);
+    Py_DECREF(seq);
+    if (*n == count) return 0;
+    release_all(*n, ts);
+    return -1;
 }
 
 #define CTPY_MAX_ARRAYS 1024
@@ -179,8 +199,7 @@ static PyObject *tensor_list(PyObject *seq_obj, ct_tensor **ts, int capacity, in
 static PyObject *py_broadcast_arrays(PyObject *self, PyObject *args) {
     ct_tensor *ts[CTPY_MAX_ARRAYS];
     int n;
-    PyObject *seq = tensor_list(args, ts, CTPY_MAX_ARRAYS, &n, "broadcast_arrays");
-    if (!seq) return NULL;
+    if (tensor_list(args, ts, CTPY_MAX_ARRAYS, &n, "broadcast_arrays") < 0) return NULL;
     int64_t shape[CT_MAX_DIMS];
     int ndim;
     PyObject *out = broadcast_shape(n, ts, shape, &ndim) < 0 ? NULL : PyList_New(n);
@@ -191,40 +210,40 @@ static PyObject *py_broadcast_arrays(PyObject *self, PyObject *args) {
         else
             PyList_SET_ITEM(out, i, o);
     }
-    Py_DECREF(seq);
+    release_all(n, ts);
     return out;
 }
 
 typedef ct_tensor *(*join_fn)(int, const ct_tensor *const *, int);
 
-static PyObject *join(PyObject *args, PyObject *kwargs, const char *format, join_fn fn) {
+static PyObject *join(PyObject *args, PyObject *kwargs, const char *name, const char *format,
+                      join_fn fn) {
     static char *keywords[] = {"arrays", "axis", NULL};
     PyObject *arrays, *axis_obj = NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, format, keywords, &arrays, &axis_obj))
         return NULL;
     ct_tensor *ts[CTPY_MAX_ARRAYS];
     int n;
-    PyObject *seq = tensor_list(arrays, ts, CTPY_MAX_ARRAYS, &n, "concat");
-    if (!seq) return NULL;
     ct_tensor *flat[CTPY_MAX_ARRAYS];
     int axis = 0;
     bool flatten = axis_obj == Py_None;
     if (axis_obj && !flatten && (axis = PyLong_AsLong(axis_obj)) == -1 && PyErr_Occurred())
-        return Py_DECREF(seq), NULL;
+        return NULL;
+    if (tensor_list(arrays, ts, CTPY_MAX_ARRAYS, &n, name) < 0) return NULL;
     for (int i = 0; flatten && i < n; i++) flat[i] = ct_reshape(ts[i], 1, (int64_t[]){-1});
     ct_tensor *out;
     CTPY_NOGIL(out = fn(n, (const ct_tensor *const *)(flatten ? flat : ts), axis));
     for (int i = 0; flatten && i < n; i++) ct_release(flat[i]);
-    Py_DECREF(seq);
+    release_all(n, ts);
     return ctpy_wrap(out);
 }
 
 static PyObject *py_concat(PyObject *self, PyObject *args, PyObject *kwargs) {
-    return join(args, kwargs, "O|$O:concat", ct_concat);
+    return join(args, kwargs, "concat", "O|$O:concat", ct_concat);
 }
 
 static PyObject *py_stack(PyObject *self, PyObject *args, PyObject *kwargs) {
-    return join(args, kwargs, "O|$O:stack", ct_stack);
+    return join(args, kwargs, "stack", "O|$O:stack", ct_stack);
 }
 
 static PyObject *py_flip(PyObject *self, PyObject *args, PyObject *kwargs) {
@@ -232,12 +251,13 @@ static PyObject *py_flip(PyObject *self, PyObject *args, PyObject *kwargs) {
     PyObject *x, *axis_obj = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$O:flip", keywords, &x, &axis_obj))
         return NULL;
-    ct_tensor *t = tensor_arg(x, "flip");
     int axes[CT_MAX_DIMS], n;
-    if (!t || ctpy_parse_axes(axis_obj, axes, &n) < 0) return NULL;
+    if (ctpy_parse_axes(axis_obj, axes, &n) < 0) return NULL;
+    ct_tensor *t = ctpy_tensor_arg(x, "flip", NULL);
+    if (!t) return NULL;
     if (n < 0)
         for (n = 0; n < ct_ndim(t); n++) axes[n] = n;
-    ct_tensor *cur = ct_retain(t);
+    ct_tensor *cur = t;
     for (int i = 0; cur && i < n; i++) {
         ct_tensor *next = ct_slice(cur, axes[i], INT64_MAX, INT64_MIN, -1);
         ct_release(cur);
@@ -246,21 +266,17 @@ static PyObject *py_flip(PyObject *self, PyObject *args, PyObject *kwargs) {
     return ctpy_wrap(cur);
 }
 
-static PyObject *py_moveaxis(PyObject *self, PyObject *args) {
-    PyObject *x, *src_obj, *dst_obj;
-    if (!PyArg_ParseTuple(args, "OOO:moveaxis", &x, &src_obj, &dst_obj)) return NULL;
-    ct_tensor *t = tensor_arg(x, "moveaxis");
-    int src[CT_MAX_DIMS], dst[CT_MAX_DIMS], ns, nd;
-    if (!t || ctpy_parse_axes(src_obj, src, &ns) < 0 || ctpy_parse_axes(dst_obj, dst, &nd) < 0)
-        return NULL;
-    int ndim = ct_ndim(t), perm[CT_MAX_DIMS], taken[CT_MAX_DIMS] = {0};
-    if (ns != nd || ns < 0)
-        return PyErr_Format(PyExc_ValueError, "moveaxis: source and destination differ in length");
+/* moveaxis's permutation of ndim axes: src[i] goes to dst[i] (n of each), the others keep
+ * their order. -1 with a ValueError for bad or repeated axes. */
+static int moved_axes(int ndim, const int *src, const int *dst, int n, int *perm) {
+    int taken[CT_MAX_DIMS] = {0};
     for (int d = 0; d < ndim; d++) perm[d] = -1;
-    for (int i = 0; i < ns; i++) {
+    for (int i = 0; i < n; i++) {
         int s = src[i] < 0 ? src[i] + ndim : src[i], e = dst[i] < 0 ? dst[i] + ndim : dst[i];
-        if (s < 0 || s >= ndim || e < 0 || e >= ndim || taken[s] || perm[e] >= 0)
-            return PyErr_Format(PyExc_ValueError, "moveaxis: bad or repeated axes");
+        if (s < 0 || s >= ndim || e < 0 || e >= ndim || taken[s] || perm[e] >= 0) {
+            PyErr_Format(PyExc_ValueError, "moveaxis: bad or repeated axes");
+            return -1;
+        }
         perm[e] = s;
         taken[s] = 1;
     }
@@ -270,7 +286,24 @@ static PyObject *py_moveaxis(PyObject *self, PyObject *args) {
         perm[d] = next;
         taken[next] = 1;
     }
-    return ctpy_wrap(ct_permute(t, ndim, perm));
+    return 0;
+}
+
+static PyObject *py_moveaxis(PyObject *self, PyObject *args) {
+    PyObject *x, *src_obj, *dst_obj;
+    if (!PyArg_ParseTuple(args, "OOO:moveaxis", &x, &src_obj, &dst_obj)) return NULL;
+    int src[CT_MAX_DIMS], dst[CT_MAX_DIMS], ns, nd, perm[CT_MAX_DIMS];
+    if (ctpy_parse_axes(src_obj, src, &ns) < 0 || ctpy_parse_axes(dst_obj, dst, &nd) < 0)
+        return NULL;
+    if (ns != nd || ns < 0)
+        return PyErr_Format(PyExc_ValueError, "moveaxis: source and destination differ in length");
+    ct_tensor *t = ctpy_tensor_arg(x, "moveaxis", NULL), *out = NULL;
+    if (!t) return NULL;
+    int ndim = ct_ndim(t);
+    bool ok = moved_axes(ndim, src, dst, ns, perm) == 0;
+    if (ok) out = ct_permute(t, ndim, perm);
+    ct_release(t);
+    return ok ? ctpy_wrap(out) : NULL;
 }
 
 static PyObject *py_roll(PyObject *self, PyObject *args, PyObject *kwargs) {
@@ -279,10 +312,11 @@ static PyObject *py_roll(PyObject *self, PyObject *args, PyObject *kwargs) {
     Py_ssize_t shift;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "On|$O:roll", keywords, &x, &shift, &axis_obj))
         return NULL;
-    ct_tensor *t = tensor_arg(x, "roll");
     int axes[CT_MAX_DIMS], n;
-    if (!t || ctpy_parse_axes(axis_obj, axes, &n) < 0) return NULL;
+    if (ctpy_parse_axes(axis_obj, axes, &n) < 0) return NULL;
     if (n > 1) return PyErr_Format(PyExc_ValueError, "roll: one axis (or None) only");
+    ct_tensor *t = ctpy_tensor_arg(x, "roll", NULL);
+    if (!t) return NULL;
     bool flat = n < 0;
     int axis = flat ? 0 : axes[0];
     ct_tensor *src = flat ? ct_reshape(t, 1, (int64_t[]){-1}) : ct_retain(t);
@@ -296,6 +330,7 @@ static PyObject *py_roll(PyObject *self, PyObject *args, PyObject *kwargs) {
     ct_release(src);
     ct_tensor *out = flat && joined ? ct_reshape(joined, ct_ndim(t), ct_shape(t)) : joined;
     if (flat) ct_release(joined);
+    ct_release(t);
     return ctpy_wrap(out);
 }
 
@@ -305,10 +340,12 @@ static PyObject *py_unstack(PyObject *self, PyObject *args, PyObject *kwargs) {
     int axis = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$i:unstack", keywords, &x, &axis))
         return NULL;
-    ct_tensor *t = tensor_arg(x, "unstack");
+    ct_tensor *t = ctpy_tensor_arg(x, "unstack", NULL);
     if (!t) return NULL;
-    if (axis < -ct_ndim(t) || axis >= ct_ndim(t))
+    if (axis < -ct_ndim(t) || axis >= ct_ndim(t)) {
+        ct_release(t);
         return PyErr_Format(PyExc_IndexError, "unstack: axis %d out of range", axis);
+    }
     if (axis < 0) axis += ct_ndim(t);
     int64_t n = ct_shape(t)[axis];
     PyObject *out = PyTuple_New(n);
@@ -321,6 +358,7 @@ static PyObject *py_unstack(PyObject *self, PyObject *args, PyObject *kwargs) {
         else
             PyTuple_SET_ITEM(out, i, o);
     }
+    ct_release(t);
     return out;
 }
 
@@ -334,8 +372,7 @@ static PyObject *py_meshgrid(PyObject *self, PyObject *args, PyObject *kwargs) {
     if (!ok) return NULL;
     ct_tensor *ts[CT_MAX_DIMS];
     int n;
-    PyObject *seq = tensor_list(args, ts, CT_MAX_DIMS, &n, "meshgrid");
-    if (!seq) return NULL;
+    if (tensor_list(args, ts, CT_MAX_DIMS, &n, "meshgrid") < 0) return NULL;
     bool xy = strcmp(indexing, "xy") == 0 && n >= 2;
     int64_t shape[CT_MAX_DIMS];
     for (int i = 0; i < n; i++) shape[i] = ct_numel(ts[i]);
@@ -353,7 +390,7 @@ static PyObject *py_meshgrid(PyObject *self, PyObject *args, PyObject *kwargs) {
         else
             PyList_SET_ITEM(out, i, o);
     }
-    Py_DECREF(seq);
+    release_all(n, ts);
     return out;
 }
 
@@ -362,23 +399,33 @@ static PyObject *py_take(PyObject *self, PyObject *args, PyObject *kwargs) {
     PyObject *x, *indices, *axis_obj = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$O:take", keywords, &x, &indices, &axis_obj))
         return NULL;
-    ct_tensor *t = tensor_arg(x, "take"), *index = t ? tensor_arg(indices, "take") : NULL, *out;
-    if (!index) return NULL;
     int axis = 0;
-    if (axis_obj == Py_None && ct_ndim(t) != 1)
-        return PyErr_Format(PyExc_ValueError, "take: axis is needed for a %d-D array", ct_ndim(t));
     if (axis_obj != Py_None && (axis = PyLong_AsLong(axis_obj)) == -1 && PyErr_Occurred())
         return NULL;
-    CTPY_NOGIL(out = ct_index_select(t, axis, index));
-    return ctpy_wrap(out);
+    ct_tensor *t = ctpy_tensor_arg(x, "take", ctpy_tensor_or_null(indices));
+    if (!t) return NULL;
+    if (axis_obj == Py_None && ct_ndim(t) != 1) {
+        PyErr_Format(PyExc_ValueError, "take: axis is needed for a %d-D array", ct_ndim(t));
+        ct_release(t);
+        return NULL;
+    }
+    ct_tensor *index = ctpy_tensor_arg(indices, "take", t), *out = NULL;
+    bool converted = index != NULL;
+    if (converted) CTPY_NOGIL(out = ct_index_select(t, axis, index));
+    ct_release(t);
+    ct_release(index);
+    return converted ? ctpy_wrap(out) : NULL;
 }
 
 static PyObject *py_matrix_transpose(PyObject *self, PyObject *x) {
-    ct_tensor *t = tensor_arg(x, "matrix_transpose");
+    ct_tensor *t = ctpy_tensor_arg(x, "matrix_transpose", NULL);
     if (!t) return NULL;
-    if (ct_ndim(t) < 2)
+    bool matrices = ct_ndim(t) >= 2;
+    ct_tensor *out = matrices ? ct_transpose(t, -2, -1) : NULL;
+    ct_release(t);
+    if (!matrices)
         return ctpy_raise_status(CT_ERR_SHAPE, "matrix_transpose: needs at least 2 axes");
-    return ctpy_wrap(ct_transpose(t, -2, -1));
+    return ctpy_wrap(out);
 }
 
 static PyObject *py_vecdot(PyObject *self, PyObject *args, PyObject *kwargs) {
@@ -387,15 +434,17 @@ static PyObject *py_vecdot(PyObject *self, PyObject *args, PyObject *kwargs) {
     int axis = -1;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$i:vecdot", keywords, &a, &b, &axis))
         return NULL;
-    ct_tensor *x = tensor_arg(a, "vecdot"), *y = x ? tensor_arg(b, "vecdot") : NULL, *out = NULL;
-    if (!y) return NULL;
-    CTPY_NOGIL(ct_tensor *product = ct_mul(x, y); out = ct_sum(product, 1, &axis, false);
-               ct_release(product));
-    return ctpy_wrap(out);
+    ct_tensor *x = ctpy_tensor_arg(a, "vecdot", ctpy_tensor_or_null(b)), *out = NULL;
+    ct_tensor *y = x ? ctpy_tensor_arg(b, "vecdot", x) : NULL;
+    bool converted = y != NULL;
+    if (converted)
+        CTPY_NOGIL(ct_tensor *product = ct_mul(x, y); out = ct_sum(product, 1, &axis, false);
+                   ct_release(product));
+    ct_release(x);
+    ct_release(y);
+    return converted ? ctpy_wrap(out) : NULL;
 }
 
-#define KW (PyCFunction)(void (*)(void))
-#define KWARGS METH_VARARGS | METH_KEYWORDS
 PyMethodDef ctpy_manip_functions[] = {
     {"reshape", KW py_reshape, KWARGS, "reshape(x, shape, *, copy=None)."},
     {"permute_dims", py_permute_dims, METH_VARARGS, "permute_dims(x, axes): a view."},

@@ -7,8 +7,6 @@
 
 #include "ctpy_impl.h"
 
-bool ctpy_is_scalar(PyObject *o) { return PyBool_Check(o) || PyLong_Check(o) || PyFloat_Check(o); }
-
 /* The dtype of a 0-d tensor standing for the weak scalar s beside a tensor of dtype t (the
  * rule of the *_scalar ops, for the operations where the scalar comes first). */
 static ct_dtype weak_dtype(ct_dtype t, PyObject *scalar, double s) {
@@ -16,13 +14,6 @@ static ct_dtype weak_dtype(ct_dtype t, PyObject *scalar, double s) {
     if (PyFloat_Check(scalar) && (!isfinite(s) || s != floor(s))) return CT_F32;
     if (t == CT_BOOL && !PyBool_Check(scalar)) return CT_I64;
     return t;
-}
-
-/* A tensor argument as a new reference: a Tensor, or an array-like copied to near's device
- * (the default placement when near is NULL). */
-static ct_tensor *operand(PyObject *o, const ct_tensor *near) {
-    if (ctpy_is_tensor(o)) return ct_retain(ctpy_tensor_of(o));
-    return ctpy_as_tensor(o, (ct_dtype)-1, near ? ct_device_of(near) : CT_DEFAULT);
 }
 
 static PyObject *tensor_tensor(const ct_tensor *a, const ct_tensor *b, ctpy_binary_fn fn) {
@@ -44,20 +35,20 @@ static PyObject *exact_int_binary(PyObject *a, PyObject *b, ctpy_binary_fn fn) {
     return result;
 }
 
-PyObject *ctpy_binary(PyObject *a, PyObject *b, ctpy_binary_fn fn, ctpy_scalar_fn scalar_fn,
-                      bool commutes) {
+PyObject *ctpy_binary(PyObject *a, PyObject *b, const ctpy_binary_op *op) {
+    ctpy_binary_fn fn = op->fn;
     bool ta = ctpy_is_tensor(a), tb = ctpy_is_tensor(b);
     if (ta && tb) return tensor_tensor(ctpy_tensor_of(a), ctpy_tensor_of(b), fn);
     PyObject *scalar = ta ? b : a;
     if ((ta || tb) && ctpy_needs_exact_int(scalar, ct_dtype_of(ctpy_tensor_of(ta ? a : b))))
         return exact_int_binary(a, b, fn);
-    if ((ta || tb) && ctpy_is_scalar(scalar) && scalar_fn) {
+    if ((ta || tb) && ctpy_is_scalar(scalar) && op->scalar_fn) {
         double s = PyFloat_AsDouble(scalar);
         if (s == -1.0 && PyErr_Occurred()) return NULL;
         const ct_tensor *t = ctpy_tensor_of(ta ? a : b);
         ct_tensor *out;
-        if (ta || commutes) {
-            CTPY_NOGIL(out = scalar_fn(t, s));
+        if (ta || op->commutes) {
+            CTPY_NOGIL(out = op->scalar_fn(t, s));
             return ctpy_wrap(out);
         }
         ct_tensor *first;
@@ -68,16 +59,16 @@ PyObject *ctpy_binary(PyObject *a, PyObject *b, ctpy_binary_fn fn, ctpy_scalar_f
         ct_release(first);
         return result;
     }
-    ct_tensor *x = operand(a, tb ? ctpy_tensor_of(b) : NULL);
-    ct_tensor *y = x ? operand(b, x) : NULL;
+    ct_tensor *x = ctpy_tensor_arg(a, op->name, ctpy_tensor_or_null(b));
+    ct_tensor *y = x ? ctpy_tensor_arg(b, op->name, x) : NULL;
     PyObject *result = y ? tensor_tensor(x, y, fn) : NULL;
     ct_release(x);
     ct_release(y);
     return result;
 }
 
-PyObject *ctpy_unary(PyObject *x, ctpy_unary_fn fn) {
-    ct_tensor *t = operand(x, NULL), *out;
+PyObject *ctpy_unary(PyObject *x, const char *name, ctpy_unary_fn fn) {
+    ct_tensor *t = ctpy_tensor_arg(x, name, NULL), *out;
     if (!t) return NULL;
     CTPY_NOGIL(out = fn(t));
     ct_release(t);
@@ -109,13 +100,25 @@ static const unary_row unary_rows[] = {
 #undef CTPY_UNARY_ROW_
 };
 
-const void *ctpy_find_binary(const char *name, ctpy_scalar_fn *scalar_fn) {
+/* Which binary rows commute (x op y == y op x): the one list, for the functions and the
+ * operators (ctpy_find_binary). */
+static bool commutes(const char *name) {
+    static const char *const names[] = {"add",         "mul",        "maximum",     "minimum",
+                                        "eq",          "ne",         "logical_and", "logical_or",
+                                        "bitwise_and", "bitwise_or", "bitwise_xor", "hypot"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(names[i], name) == 0) return true;
+    return false;
+}
+
+bool ctpy_find_binary(const char *name, ctpy_binary_op *op) {
     for (size_t i = 0; i < sizeof binary_rows / sizeof binary_rows[0]; i++)
         if (strcmp(binary_rows[i].name, name) == 0) {
-            *scalar_fn = binary_rows[i].scalar_fn;
-            return (const void *)binary_rows[i].fn;
+            *op = (ctpy_binary_op){binary_rows[i].name, binary_rows[i].fn, binary_rows[i].scalar_fn,
+                                   commutes(name)};
+            return true;
         }
-    return NULL;
+    return false;
 }
 
 ctpy_unary_fn ctpy_find_unary(const char *name) {
@@ -124,28 +127,20 @@ ctpy_unary_fn ctpy_find_unary(const char *name) {
     return NULL;
 }
 
-/* Which binary rows commute (x op y == y op x), so that a scalar first can use *_scalar. */
-static bool commutes(const char *name) {
-    static const char *const names[] = {"add",         "mul",         "maximum",     "minimum",
-                                        "eq",          "ne",          "logical_and", "logical_or",
-                                        "logical_xor", "bitwise_and", "bitwise_or",  "bitwise_xor",
-                                        "hypot"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (strcmp(names[i], name) == 0) return true;
-    return false;
-}
-
 #define CTPY_BINARY_FN_(name, NAME, ...)                                                           \
     static PyObject *py_##name(PyObject *self, PyObject *const *args, Py_ssize_t n) {              \
         if (n != 2)                                                                                \
             return PyErr_Format(PyExc_TypeError, #name "() takes 2 arguments (%zd given)", n);     \
-        return ctpy_binary(args[0], args[1], ct_##name, ct_##name##_scalar, commutes(#name));      \
+        ctpy_binary_op op = {#name, ct_##name, ct_##name##_scalar, commutes(#name)};               \
+        return ctpy_binary(args[0], args[1], &op);                                                 \
     }
 CT_BINARY_OPS(CTPY_BINARY_FN_)
 #undef CTPY_BINARY_FN_
 
 #define CTPY_UNARY_FN_(name, NAME, ...)                                                            \
-    static PyObject *py_##name(PyObject *self, PyObject *x) { return ctpy_unary(x, ct_##name); }
+    static PyObject *py_##name(PyObject *self, PyObject *x) {                                      \
+        return ctpy_unary(x, #name, ct_##name);                                                    \
+    }
 CT_UNARY_OPS(CTPY_UNARY_FN_)
 #undef CTPY_UNARY_FN_
 
@@ -161,12 +156,13 @@ static ct_tensor *branch(PyObject *o, PyObject *other, const ct_tensor *cond) {
         if (!out) ctpy_raise();
         return out;
     }
-    return operand(o, cond);
+    return ctpy_tensor_arg(o, "where", cond);
 }
 
 static PyObject *py_where(PyObject *self, PyObject *const *args, Py_ssize_t n) {
     if (n != 3) return PyErr_Format(PyExc_TypeError, "where() takes 3 arguments (%zd given)", n);
-    ct_tensor *cond = operand(args[0], NULL);
+    PyObject *beside = ctpy_is_tensor(args[1]) ? args[1] : args[2];
+    ct_tensor *cond = ctpy_tensor_arg(args[0], "where", ctpy_tensor_or_null(beside));
     ct_tensor *a = cond ? branch(args[1], args[2], cond) : NULL;
     ct_tensor *b = a ? branch(args[2], args[1], cond) : NULL, *out = NULL;
     if (b) CTPY_NOGIL(out = ct_where(cond, a, b));
@@ -185,22 +181,26 @@ static PyObject *py_clip(PyObject *self, PyObject *args, PyObject *kwargs) {
         double l = lo == Py_None ? -INFINITY : PyFloat_AsDouble(lo);
         double h = hi == Py_None ? INFINITY : PyFloat_AsDouble(hi);
         if (PyErr_Occurred()) return NULL;
-        ct_tensor *t = operand(x, NULL), *out;
+        ct_tensor *t = ctpy_tensor_arg(x, "clip", NULL), *out;
         if (!t) return NULL;
         CTPY_NOGIL(out = ct_clamp(t, l, h));
         ct_release(t);
         return ctpy_wrap(out);
     }
     /* Array bounds: the core's maximum and minimum. */
-    PyObject *low =
-        lo == Py_None ? Py_NewRef(x) : ctpy_binary(x, lo, ct_maximum, ct_maximum_scalar, true);
+    ctpy_binary_op maximum = {"clip", ct_maximum, ct_maximum_scalar, commutes("maximum")};
+    ctpy_binary_op minimum = {"clip", ct_minimum, ct_minimum_scalar, commutes("minimum")};
+    PyObject *low = lo == Py_None ? Py_NewRef(x) : ctpy_binary(x, lo, &maximum);
     if (!low || hi == Py_None) return low;
-    PyObject *out = ctpy_binary(low, hi, ct_minimum, ct_minimum_scalar, true);
+    PyObject *out = ctpy_binary(low, hi, &minimum);
     Py_DECREF(low);
     return out;
 }
 
 /* ---- reductions ---- */
+
+/* The function's name in its PyArg format ("O|$Op:argmax"), for messages. */
+static const char *name_in(const char *format) { return strchr(format, ':') + 1; }
 
 typedef ct_tensor *(*reduce_fn)(const ct_tensor *, int, const int *, bool);
 
@@ -214,7 +214,7 @@ static PyObject *reduce(PyObject *args, PyObject *kwargs, const char *format, re
         return NULL;
     int axes[CT_MAX_DIMS], naxes;
     if (ctpy_parse_axes(axis, axes, &naxes) < 0) return NULL;
-    ct_tensor *t = operand(x, NULL), *out = NULL;
+    ct_tensor *t = ctpy_tensor_arg(x, name_in(format), NULL), *out = NULL;
     if (!t) return NULL;
     if ((int)dtype >= 0 && dtype != ct_dtype_of(t)) {
         ct_tensor *cast;
@@ -254,7 +254,7 @@ static PyObject *moment(PyObject *args, PyObject *kwargs, const char *format, mo
         return NULL;
     int axes[CT_MAX_DIMS], naxes;
     if (ctpy_parse_axes(axis, axes, &naxes) < 0) return NULL;
-    ct_tensor *t = operand(x, NULL), *out;
+    ct_tensor *t = ctpy_tensor_arg(x, name_in(format), NULL), *out;
     if (!t) return NULL;
     CTPY_NOGIL(out = fn(t, naxes < 0 ? 0 : naxes, naxes < 0 ? NULL : axes, correction, keepdims));
     ct_release(t);
@@ -279,7 +279,7 @@ static PyObject *arg_reduce(PyObject *args, PyObject *kwargs, const char *format
         return NULL;
     int a = CT_AXIS_NONE;
     if (axis != Py_None && (a = PyLong_AsLong(axis)) == -1 && PyErr_Occurred()) return NULL;
-    ct_tensor *t = operand(x, NULL), *out;
+    ct_tensor *t = ctpy_tensor_arg(x, name_in(format), NULL), *out;
     if (!t) return NULL;
     CTPY_NOGIL(out = fn(t, a, keepdims));
     ct_release(t);
@@ -296,10 +296,10 @@ static PyObject *py_argmin(PyObject *self, PyObject *args, PyObject *kwargs) {
 
 static PyObject *py_matmul(PyObject *self, PyObject *const *args, Py_ssize_t n) {
     if (n != 2) return PyErr_Format(PyExc_TypeError, "matmul() takes 2 arguments (%zd given)", n);
-    return ctpy_binary(args[0], args[1], ct_matmul, NULL, false);
+    static const ctpy_binary_op matmul = {"matmul", ct_matmul, NULL, false};
+    return ctpy_binary(args[0], args[1], &matmul);
 }
 
-#define KW (PyCFunction)(void (*)(void))
 PyMethodDef ctpy_math_functions[] = {
 #define CTPY_BINARY_DEF_(name, NAME, ...)                                                          \
     {#name, KW py_##name, METH_FASTCALL, #name "(x1, x2): elementwise (ct_" #name ")."},
@@ -309,20 +309,18 @@ PyMethodDef ctpy_math_functions[] = {
         CT_UNARY_OPS(CTPY_UNARY_DEF_)
 #undef CTPY_UNARY_DEF_
 #define CTPY_REDUCE_DEF_(name, NAME, ...)                                                          \
-    {#name, KW py_##name, METH_VARARGS | METH_KEYWORDS,                                            \
+    {#name, KW py_##name, KWARGS,                                                                  \
      #name "(x, /, *, axis=None, keepdims=False): a reduction (ct_" #name ")."},
             CT_REDUCE_OPS(CTPY_REDUCE_DEF_)
 #undef CTPY_REDUCE_DEF_
                 {"where", KW py_where, METH_FASTCALL,
                  "where(condition, x1, x2): x1 where true, else x2."},
-    {"clip", KW py_clip, METH_VARARGS | METH_KEYWORDS, "clip(x, min=None, max=None)."},
-    {"var", KW py_var, METH_VARARGS | METH_KEYWORDS,
-     "var(x, /, *, axis=None, correction=0, keepdims=False)."},
-    {"std", KW py_std, METH_VARARGS | METH_KEYWORDS,
-     "std(x, /, *, axis=None, correction=0, keepdims=False)."},
-    {"argmax", KW py_argmax, METH_VARARGS | METH_KEYWORDS,
+    {"clip", KW py_clip, KWARGS, "clip(x, min=None, max=None)."},
+    {"var", KW py_var, KWARGS, "var(x, /, *, axis=None, correction=0, keepdims=False)."},
+    {"std", KW py_std, KWARGS, "std(x, /, *, axis=None, correction=0, keepdims=False)."},
+    {"argmax", KW py_argmax, KWARGS,
      "argmax(x, /, *, axis=None, keepdims=False): index of the first maximum (int64)."},
-    {"argmin", KW py_argmin, METH_VARARGS | METH_KEYWORDS,
+    {"argmin", KW py_argmin, KWARGS,
      "argmin(x, /, *, axis=None, keepdims=False): index of the first minimum (int64)."},
     {"matmul", KW py_matmul, METH_FASTCALL, "matmul(x1, x2): numpy.matmul's rules."},
     {0}, /* sentinel */

@@ -44,7 +44,7 @@ static PyObject *py_version(PyObject *self, PyObject *unused) {
 }
 
 static PyMethodDef module_functions[] = {
-    {"from_dlpack", (PyCFunction)(void (*)(void))ctpy_from_dlpack, METH_VARARGS | METH_KEYWORDS,
+    {"from_dlpack", KW ctpy_from_dlpack, KWARGS,
      "from_dlpack(x, /, *, device=None, copy=None): an array sharing a DLPack producer's "
      "memory."},
     {"library_version", py_version, METH_NOARGS, "The C library's version."},

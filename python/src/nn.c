@@ -189,8 +189,6 @@ static PyMethodDef nn_functions[] = {
     {0}, /* sentinel */
 };
 
-int ctpy_nn_functional_init(PyObject *module);
-
 int ctpy_nn_init(PyObject *module) {
     if (PyType_Ready(&module_type) < 0) return -1;
     if (PyModule_AddFunctions(module, nn_functions) < 0) return -1;

@@ -56,8 +56,6 @@ static int reduction(PyObject *o, void *out) {
     return 1;
 }
 
-#define KWARGS (PyCFunction)(void (*)(void))
-
 static PyObject *f_linear(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *kw[] = {"input", "weight", "bias", NULL};
     ct_tensor *x, *w, *b = NULL, *y;
@@ -233,22 +231,20 @@ static PyObject *f_clip_grad_norm(PyObject *self, PyObject *args, PyObject *kwar
 }
 
 static PyMethodDef functional_functions[] = {
-    {"_f_linear", KWARGS f_linear, METH_VARARGS | METH_KEYWORDS, "F.linear"},
-    {"_f_conv2d", KWARGS f_conv2d, METH_VARARGS | METH_KEYWORDS, "F.conv2d"},
-    {"_f_max_pool2d", KWARGS f_max_pool2d, METH_VARARGS | METH_KEYWORDS, "F.max_pool2d"},
-    {"_f_avg_pool2d", KWARGS f_avg_pool2d, METH_VARARGS | METH_KEYWORDS, "F.avg_pool2d"},
-    {"_f_adaptive_avg_pool2d", KWARGS f_adaptive_avg_pool2d, METH_VARARGS | METH_KEYWORDS,
-     "F.adaptive_avg_pool2d"},
-    {"_f_batch_norm", KWARGS f_batch_norm, METH_VARARGS | METH_KEYWORDS, "F.batch_norm"},
-    {"_f_layer_norm", KWARGS f_layer_norm, METH_VARARGS | METH_KEYWORDS, "F.layer_norm"},
-    {"_f_dropout", KWARGS f_dropout, METH_VARARGS | METH_KEYWORDS, "F.dropout"},
-    {"_f_embedding", KWARGS f_embedding, METH_VARARGS | METH_KEYWORDS, "F.embedding"},
-    {"_f_softmax", KWARGS f_softmax, METH_VARARGS | METH_KEYWORDS, "F.softmax"},
-    {"_f_log_softmax", KWARGS f_log_softmax, METH_VARARGS | METH_KEYWORDS, "F.log_softmax"},
-    {"_f_cross_entropy", KWARGS f_cross_entropy, METH_VARARGS | METH_KEYWORDS, "F.cross_entropy"},
-    {"_f_mse_loss", KWARGS f_mse_loss, METH_VARARGS | METH_KEYWORDS, "F.mse_loss"},
-    {"_clip_grad_norm", KWARGS f_clip_grad_norm, METH_VARARGS | METH_KEYWORDS,
-     "nn.utils.clip_grad_norm_"},
+    {"_f_linear", KW f_linear, KWARGS, "F.linear"},
+    {"_f_conv2d", KW f_conv2d, KWARGS, "F.conv2d"},
+    {"_f_max_pool2d", KW f_max_pool2d, KWARGS, "F.max_pool2d"},
+    {"_f_avg_pool2d", KW f_avg_pool2d, KWARGS, "F.avg_pool2d"},
+    {"_f_adaptive_avg_pool2d", KW f_adaptive_avg_pool2d, KWARGS, "F.adaptive_avg_pool2d"},
+    {"_f_batch_norm", KW f_batch_norm, KWARGS, "F.batch_norm"},
+    {"_f_layer_norm", KW f_layer_norm, KWARGS, "F.layer_norm"},
+    {"_f_dropout", KW f_dropout, KWARGS, "F.dropout"},
+    {"_f_embedding", KW f_embedding, KWARGS, "F.embedding"},
+    {"_f_softmax", KW f_softmax, KWARGS, "F.softmax"},
+    {"_f_log_softmax", KW f_log_softmax, KWARGS, "F.log_softmax"},
+    {"_f_cross_entropy", KW f_cross_entropy, KWARGS, "F.cross_entropy"},
+    {"_f_mse_loss", KW f_mse_loss, KWARGS, "F.mse_loss"},
+    {"_clip_grad_norm", KW f_clip_grad_norm, KWARGS, "nn.utils.clip_grad_norm_"},
     {0}, /* sentinel */
 };
 

@@ -1,7 +1,8 @@
 /* The value types: ctensor.Device (hashable, ==, .type, .index, str "cuda:0", and a context
  * manager for the default placement, as `with torch.device(...)` and `with tf.device(...)`)
  * and ctensor.DType (one object per dtype: ctensor.float32 ...), with the converters that
- * read a device or a dtype from what a Python user writes. */
+ * read a device or a dtype from what a Python user writes; and the Tensor objects that wrap
+ * a ct_tensor (ctpy_wrap: the type itself is tensor.c's). */
 #include "ctpy_impl.h"
 
 /* ---- DType ---- */
@@ -207,3 +208,24 @@ PyTypeObject ctpy_device_type = {
     .tp_getset = device_getset,
     .tp_methods = device_methods,
 };
+
+/* ---- Tensor objects ---- */
+
+PyObject *ctpy_wrap(ct_tensor *t) {
+    if (!t) return ctpy_raise();
+    ctpy_tensor *o = PyObject_New(ctpy_tensor, &ctpy_tensor_type);
+    if (!o) {
+        ct_release(t);
+        return NULL;
+    }
+    o->t = t;
+    return (PyObject *)o;
+}
+
+PyObject *ctpy_wrap_leaf(ct_tensor *t, int requires_grad) {
+    if (t && requires_grad && ctpy_check(ct_set_requires_grad(t, true)) < 0) {
+        ct_release(t);
+        return NULL;
+    }
+    return ctpy_wrap(t);
+}

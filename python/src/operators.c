@@ -29,44 +29,38 @@ typedef enum slot {
 } slot;
 
 typedef struct op_slot {
-    const char *name;    /* the row's name in op_list.h */
-    const char *logical; /* the row used for two bool operands instead, or NULL */
-    bool commutes;
-    ctpy_binary_fn fn;
-    ctpy_scalar_fn scalar_fn;
-    ctpy_binary_fn logical_fn;
-    ctpy_scalar_fn logical_scalar_fn;
+    const char *name;              /* the row's name in op_list.h */
+    const char *logical;           /* the row used for two bool operands instead, or NULL */
+    ctpy_binary_op op, logical_op; /* found when the module loads (fn NULL: absent) */
 } op_slot;
 
 static op_slot slots[SLOT_COUNT] = {
-    [SLOT_ADD] = {.name = "add", .commutes = true},
-    [SLOT_SUB] = {.name = "sub", .commutes = false},
-    [SLOT_MUL] = {.name = "mul", .commutes = true},
-    [SLOT_DIV] = {.name = "div", .commutes = false},
-    [SLOT_FLOORDIV] = {.name = "floor_divide", .commutes = false},
-    [SLOT_MOD] = {.name = "remainder", .commutes = false},
-    [SLOT_POW] = {.name = "pow", .commutes = false},
-    [SLOT_AND] = {.name = "bitwise_and", .logical = "logical_and", .commutes = true},
-    [SLOT_OR] = {.name = "bitwise_or", .logical = "logical_or", .commutes = true},
-    [SLOT_XOR] = {.name = "bitwise_xor", .logical = "ne", .commutes = true},
-    [SLOT_LSHIFT] = {.name = "bitwise_left_shift", .commutes = false},
-    [SLOT_RSHIFT] = {.name = "bitwise_right_shift", .commutes = false},
-    [SLOT_EQ] = {.name = "eq", .commutes = true},
-    [SLOT_NE] = {.name = "ne", .commutes = true},
-    [SLOT_LT] = {.name = "lt", .commutes = false},
-    [SLOT_LE] = {.name = "le", .commutes = false},
-    [SLOT_GT] = {.name = "gt", .commutes = false},
-    [SLOT_GE] = {.name = "ge", .commutes = false},
+    [SLOT_ADD] = {.name = "add"},
+    [SLOT_SUB] = {.name = "sub"},
+    [SLOT_MUL] = {.name = "mul"},
+    [SLOT_DIV] = {.name = "div"},
+    [SLOT_FLOORDIV] = {.name = "floor_divide"},
+    [SLOT_MOD] = {.name = "remainder"},
+    [SLOT_POW] = {.name = "pow"},
+    [SLOT_AND] = {.name = "bitwise_and", .logical = "logical_and"},
+    [SLOT_OR] = {.name = "bitwise_or", .logical = "logical_or"},
+    [SLOT_XOR] = {.name = "bitwise_xor", .logical = "ne"},
+    [SLOT_LSHIFT] = {.name = "bitwise_left_shift"},
+    [SLOT_RSHIFT] = {.name = "bitwise_right_shift"},
+    [SLOT_EQ] = {.name = "eq"},
+    [SLOT_NE] = {.name = "ne"},
+    [SLOT_LT] = {.name = "lt"},
+    [SLOT_LE] = {.name = "le"},
+    [SLOT_GT] = {.name = "gt"},
+    [SLOT_GE] = {.name = "ge"},
 };
 
 static ctpy_unary_fn invert_fn, neg_fn, abs_fn, logical_not_fn;
 
 int ctpy_operators_init(PyObject *module) {
     for (int i = 0; i < SLOT_COUNT; i++) {
-        slots[i].fn = (ctpy_binary_fn)ctpy_find_binary(slots[i].name, &slots[i].scalar_fn);
-        if (slots[i].logical)
-            slots[i].logical_fn =
-                (ctpy_binary_fn)ctpy_find_binary(slots[i].logical, &slots[i].logical_scalar_fn);
+        ctpy_find_binary(slots[i].name, &slots[i].op);
+        if (slots[i].logical) ctpy_find_binary(slots[i].logical, &slots[i].logical_op);
     }
     invert_fn = ctpy_find_unary("bitwise_invert");
     neg_fn = ctpy_find_unary("neg");
@@ -85,14 +79,14 @@ static bool operand_ok(PyObject *o) { return ctpy_is_tensor(o) || ctpy_is_scalar
 static PyObject *apply(slot which, PyObject *a, PyObject *b) {
     if (!operand_ok(a) || !operand_ok(b)) Py_RETURN_NOTIMPLEMENTED;
     const op_slot *s = &slots[which];
-    if (s->logical_fn && is_bool_operand(a) && is_bool_operand(b))
-        return ctpy_binary(a, b, s->logical_fn, s->logical_scalar_fn, s->commutes);
-    if (!s->fn)
+    if (s->logical_op.fn && is_bool_operand(a) && is_bool_operand(b))
+        return ctpy_binary(a, b, &s->logical_op);
+    if (!s->op.fn)
         return ctpy_raise_status(CT_ERR_UNSUPPORTED,
                                  "this operator needs ct_%s, which ctensor's core does not have "
                                  "(yet)",
                                  s->name);
-    return ctpy_binary(a, b, s->fn, s->scalar_fn, s->commutes);
+    return ctpy_binary(a, b, &s->op);
 }
 
 /* x op= y: the result written into x, which keeps its dtype and shape. */
@@ -146,7 +140,8 @@ static PyObject *op_ipow(PyObject *a, PyObject *b, PyObject *mod) {
 
 static PyObject *op_matmul(PyObject *a, PyObject *b) {
     if (!ctpy_is_tensor(a) || !ctpy_is_tensor(b)) Py_RETURN_NOTIMPLEMENTED;
-    return ctpy_binary(a, b, ct_matmul, NULL, false);
+    static const ctpy_binary_op matmul = {"@", ct_matmul, NULL, false};
+    return ctpy_binary(a, b, &matmul);
 }
 
 static PyObject *op_imatmul(PyObject *a, PyObject *b) {
@@ -165,17 +160,17 @@ static PyObject *op_imatmul(PyObject *a, PyObject *b) {
     return Py_NewRef(a);
 }
 
-static PyObject *op_neg(PyObject *x) { return ctpy_unary(x, neg_fn); }
+static PyObject *op_neg(PyObject *x) { return ctpy_unary(x, "-", neg_fn); }
 static PyObject *op_pos(PyObject *x) { return Py_NewRef(x); }
-static PyObject *op_abs(PyObject *x) { return ctpy_unary(x, abs_fn); }
+static PyObject *op_abs(PyObject *x) { return ctpy_unary(x, "abs", abs_fn); }
 
 static PyObject *op_invert(PyObject *x) {
-    if (ct_dtype_of(ctpy_tensor_of(x)) == CT_BOOL) return ctpy_unary(x, logical_not_fn);
+    if (ct_dtype_of(ctpy_tensor_of(x)) == CT_BOOL) return ctpy_unary(x, "~", logical_not_fn);
     if (!invert_fn)
         return ctpy_raise_status(CT_ERR_UNSUPPORTED,
                                  "~ on an integer array needs ct_bitwise_invert, which ctensor's "
                                  "core does not have (yet)");
-    return ctpy_unary(x, invert_fn);
+    return ctpy_unary(x, "~", invert_fn);
 }
 
 /* ---- conversions to Python numbers: one-element arrays only ---- */

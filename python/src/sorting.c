@@ -6,35 +6,30 @@
  * with the standard's field names. */
 #include "ctpy_impl.h"
 
-static ct_tensor *tensor_of(PyObject *o, const char *name) {
-    if (ctpy_is_tensor(o)) return ctpy_tensor_of(o);
-    PyErr_Format(PyExc_TypeError, "%s: expected a ctensor.Tensor, got %s", name,
-                 Py_TYPE(o)->tp_name);
-    return NULL;
-}
-
 typedef ct_tensor *(*sort_fn)(const ct_tensor *, int, bool);
 
-static PyObject *sorted(PyObject *args, PyObject *kwargs, const char *format, sort_fn fn) {
+static PyObject *sorted(PyObject *args, PyObject *kwargs, const char *name, const char *format,
+                        sort_fn fn) {
     static char *keywords[] = {"x", "axis", "descending", "stable", NULL};
     PyObject *x;
     int axis = -1, descending = 0, stable = 1;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, format, keywords, &x, &axis, &descending,
                                      &stable))
         return NULL;
-    ct_tensor *t = tensor_of(x, "sort"), *out;
+    ct_tensor *t = ctpy_tensor_arg(x, name, NULL), *out;
     if (!t) return NULL;
     /* every sort is stable, so stable=False (any order of equal elements) is served too */
     CTPY_NOGIL(out = fn(t, axis, descending));
+    ct_release(t);
     return ctpy_wrap(out);
 }
 
 static PyObject *py_sort(PyObject *self, PyObject *args, PyObject *kwargs) {
-    return sorted(args, kwargs, "O|$ipp:sort", ct_sort);
+    return sorted(args, kwargs, "sort", "O|$ipp:sort", ct_sort);
 }
 
 static PyObject *py_argsort(PyObject *self, PyObject *args, PyObject *kwargs) {
-    return sorted(args, kwargs, "O|$ipp:argsort", ct_argsort);
+    return sorted(args, kwargs, "argsort", "O|$ipp:argsort", ct_argsort);
 }
 
 static PyObject *py_cumulative_sum(PyObject *self, PyObject *args, PyObject *kwargs) {
@@ -44,18 +39,19 @@ static PyObject *py_cumulative_sum(PyObject *self, PyObject *args, PyObject *kwa
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$OO&p:cumulative_sum", keywords, &x,
                                      &axis_obj, ctpy_opt_dtype, &dtype, &initial))
         return NULL;
-    ct_tensor *t = tensor_of(x, "cumulative_sum"), *out;
-    if (!t) return NULL;
     int axis = 0;
-    if (axis_obj == Py_None) {
-        if (ct_ndim(t) != 1)
-            return ctpy_raise_status(CT_ERR_SHAPE,
-                                     "cumulative_sum: x has %d axes; give axis= unless x is 1-D",
-                                     ct_ndim(t));
-    } else if ((axis = PyLong_AsLong(axis_obj)) == -1 && PyErr_Occurred()) {
+    if (axis_obj != Py_None && (axis = PyLong_AsLong(axis_obj)) == -1 && PyErr_Occurred())
+        return NULL;
+    ct_tensor *t = ctpy_tensor_arg(x, "cumulative_sum", NULL), *out;
+    if (!t) return NULL;
+    if (axis_obj == Py_None && ct_ndim(t) != 1) {
+        ctpy_raise_status(CT_ERR_SHAPE, "cumulative_sum: x has %d axes; give axis= unless x is 1-D",
+                          ct_ndim(t));
+        ct_release(t);
         return NULL;
     }
     CTPY_NOGIL(out = ct_cumulative_sum(t, axis, (ct_dtype)dtype, initial));
+    ct_release(t);
     return ctpy_wrap(out);
 }
 
@@ -71,12 +67,14 @@ static PyObject *tuple_of(int n, ct_tensor **ts) {
 }
 
 static PyObject *py_nonzero(PyObject *self, PyObject *x) {
-    ct_tensor *t = tensor_of(x, "nonzero"), *out[CT_MAX_DIMS] = {NULL};
+    ct_tensor *t = ctpy_tensor_arg(x, "nonzero", NULL), *out[CT_MAX_DIMS] = {NULL};
     if (!t) return NULL;
     ct_status status;
     CTPY_NOGIL(status = ct_nonzero(t, out));
+    int ndim = ct_ndim(t);
+    ct_release(t);
     if (status != CT_OK) return ctpy_raise();
-    return tuple_of(ct_ndim(t), out);
+    return tuple_of(ndim, out);
 }
 
 static PyObject *py_searchsorted(PyObject *self, PyObject *args, PyObject *kwargs) {
@@ -89,13 +87,20 @@ static PyObject *py_searchsorted(PyObject *self, PyObject *args, PyObject *kwarg
     bool right = strcmp(side, "right") == 0;
     if (!right && strcmp(side, "left") != 0)
         return PyErr_Format(PyExc_ValueError, "searchsorted: side must be 'left' or 'right'");
-    ct_tensor *x1 = tensor_of(a, "searchsorted"), *x2 = x1 ? tensor_of(b, "searchsorted") : NULL;
-    ct_tensor *sorter = NULL, *out = NULL;
-    if (!x2 || (sorter_obj != Py_None && !(sorter = tensor_of(sorter_obj, "searchsorted"))))
-        return NULL;
-    CTPY_NOGIL(ct_tensor *in_order = sorter ? ct_index_select(x1, 0, sorter) : ct_retain(x1);
-               out = in_order ? ct_searchsorted(in_order, x2, right) : NULL; ct_release(in_order));
-    return ctpy_wrap(out);
+    ct_tensor *x1 = ctpy_tensor_arg(a, "searchsorted", ctpy_tensor_or_null(b));
+    ct_tensor *x2 = x1 ? ctpy_tensor_arg(b, "searchsorted", x1) : NULL;
+    ct_tensor *sorter =
+        x2 && sorter_obj != Py_None ? ctpy_tensor_arg(sorter_obj, "searchsorted", x1) : NULL;
+    ct_tensor *out = NULL;
+    bool converted = x2 && (sorter || sorter_obj == Py_None);
+    if (converted)
+        CTPY_NOGIL(ct_tensor *in_order = sorter ? ct_index_select(x1, 0, sorter) : ct_retain(x1);
+                   out = in_order ? ct_searchsorted(in_order, x2, right) : NULL;
+                   ct_release(in_order));
+    ct_release(x1);
+    ct_release(x2);
+    ct_release(sorter);
+    return converted ? ctpy_wrap(out) : NULL;
 }
 
 /* The named tuples of unique_all, unique_counts and unique_inverse. */
@@ -111,11 +116,12 @@ static PyTypeObject *all_type, *counts_type, *inverse_type;
 
 /* unique of x, as the fields picked (indices into values, indices, inverse, counts). */
 static PyObject *unique(PyObject *x, PyTypeObject *type, int n, const int *pick) {
-    ct_tensor *t = tensor_of(x, "unique");
+    ct_tensor *t = ctpy_tensor_arg(x, "unique", NULL);
     if (!t) return NULL;
     ct_unique_result r;
     ct_status status;
     CTPY_NOGIL(status = ct_unique(t, &r));
+    ct_release(t);
     if (status != CT_OK) return ctpy_raise();
     ct_tensor *all[4] = {r.values, r.indices, r.inverse, r.counts}, *chosen[4];
     for (int i = 0; i < 4; i++) {
@@ -150,34 +156,37 @@ static PyObject *py_unique_values(PyObject *self, PyObject *x) {
     return unique(x, NULL, 1, (int[]){0});
 }
 
-static PyObject *triangle(PyObject *args, PyObject *kwargs, const char *format,
+static PyObject *triangle(PyObject *args, PyObject *kwargs, const char *name, const char *format,
                           ct_tensor *(*fn)(const ct_tensor *, int64_t)) {
     static char *keywords[] = {"x", "k", NULL};
     PyObject *x;
     long long k = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, format, keywords, &x, &k)) return NULL;
-    ct_tensor *t = tensor_of(x, "tril"), *out;
+    ct_tensor *t = ctpy_tensor_arg(x, name, NULL), *out;
     if (!t) return NULL;
     CTPY_NOGIL(out = fn(t, (int64_t)k));
+    ct_release(t);
     return ctpy_wrap(out);
 }
 
 static PyObject *py_tril(PyObject *self, PyObject *args, PyObject *kwargs) {
-    return triangle(args, kwargs, "O|$L:tril", ct_tril);
+    return triangle(args, kwargs, "tril", "O|$L:tril", ct_tril);
 }
 
 static PyObject *py_triu(PyObject *self, PyObject *args, PyObject *kwargs) {
-    return triangle(args, kwargs, "O|$L:triu", ct_triu);
+    return triangle(args, kwargs, "triu", "O|$L:triu", ct_triu);
 }
 
 static PyObject *py_tile(PyObject *self, PyObject *args) {
     PyObject *x, *reps_obj;
     if (!PyArg_ParseTuple(args, "OO:tile", &x, &reps_obj)) return NULL;
-    ct_tensor *t = tensor_of(x, "tile"), *out;
     int64_t reps[CT_MAX_DIMS];
     int n;
-    if (!t || ctpy_parse_shape(reps_obj, reps, &n) < 0) return NULL;
+    if (ctpy_parse_shape(reps_obj, reps, &n) < 0) return NULL;
+    ct_tensor *t = ctpy_tensor_arg(x, "tile", NULL), *out;
+    if (!t) return NULL;
     CTPY_NOGIL(out = ct_tile(t, n, reps));
+    ct_release(t);
     return ctpy_wrap(out);
 }
 
@@ -187,19 +196,21 @@ static PyObject *py_repeat(PyObject *self, PyObject *args, PyObject *kwargs) {
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$O:repeat", keywords, &x, &repeats,
                                      &axis_obj))
         return NULL;
-    ct_tensor *t = tensor_of(x, "repeat"), *out;
     int axis = CT_AXIS_NONE;
-    if (!t || (axis_obj != Py_None && (axis = PyLong_AsLong(axis_obj)) == -1 && PyErr_Occurred()))
+    if (axis_obj != Py_None && (axis = PyLong_AsLong(axis_obj)) == -1 && PyErr_Occurred())
         return NULL;
-    if (ctpy_is_tensor(repeats)) {
-        ct_tensor *r = ctpy_tensor_of(repeats);
-        CTPY_NOGIL(out = ct_repeat_each(t, r, axis));
-        return ctpy_wrap(out);
-    }
-    long long n = PyLong_AsLongLong(repeats);
+    /* one count (an int), or an array of counts (a Tensor or an array-like) */
+    bool one = !ctpy_is_tensor(repeats) && PyIndex_Check(repeats);
+    long long n = one ? PyLong_AsLongLong(repeats) : 0;
     if (n == -1 && PyErr_Occurred()) return NULL;
-    CTPY_NOGIL(out = ct_repeat(t, (int64_t)n, axis));
-    return ctpy_wrap(out);
+    ct_tensor *t = ctpy_tensor_arg(x, "repeat", ctpy_tensor_or_null(repeats)), *out = NULL;
+    ct_tensor *counts = t && !one ? ctpy_tensor_arg(repeats, "repeat", t) : NULL;
+    bool converted = t && (one || counts);
+    if (converted)
+        CTPY_NOGIL(out = counts ? ct_repeat_each(t, counts, axis) : ct_repeat(t, (int64_t)n, axis));
+    ct_release(t);
+    ct_release(counts);
+    return converted ? ctpy_wrap(out) : NULL;
 }
 
 /* tensordot's axes: an int n (a's last n with b's first n) or a pair of sequences. */
@@ -245,15 +256,17 @@ static PyObject *py_tensordot(PyObject *self, PyObject *args, PyObject *kwargs) 
     PyObject *a, *b, *axes_obj = NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$O:tensordot", keywords, &a, &b, &axes_obj))
         return NULL;
-    ct_tensor *x1 = tensor_of(a, "tensordot"), *x2 = x1 ? tensor_of(b, "tensordot") : NULL, *out;
+    ct_tensor *x1 = ctpy_tensor_arg(a, "tensordot", ctpy_tensor_or_null(b)), *out = NULL;
+    ct_tensor *x2 = x1 ? ctpy_tensor_arg(b, "tensordot", x1) : NULL;
     int axes_a[CT_MAX_DIMS], axes_b[CT_MAX_DIMS], n = 0;
-    if (!x2) return NULL;
-    PyObject *two = axes_obj ? NULL : PyLong_FromLong(2);
-    int parsed = tensordot_axes(axes_obj ? axes_obj : two, ct_ndim(x1), axes_a, axes_b, &n);
+    PyObject *two = x2 && !axes_obj ? PyLong_FromLong(2) : NULL;
+    bool parsed =
+        x2 && tensordot_axes(axes_obj ? axes_obj : two, ct_ndim(x1), axes_a, axes_b, &n) == 0;
     Py_XDECREF(two);
-    if (parsed < 0) return NULL;
-    CTPY_NOGIL(out = ct_tensordot(x1, x2, n, axes_a, axes_b));
-    return ctpy_wrap(out);
+    if (parsed) CTPY_NOGIL(out = ct_tensordot(x1, x2, n, axes_a, axes_b));
+    ct_release(x1);
+    ct_release(x2);
+    return parsed ? ctpy_wrap(out) : NULL;
 }
 
 static PyObject *py_take_along_axis(PyObject *self, PyObject *args, PyObject *kwargs) {
@@ -263,10 +276,13 @@ static PyObject *py_take_along_axis(PyObject *self, PyObject *args, PyObject *kw
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$i:take_along_axis", keywords, &x, &i,
                                      &axis))
         return NULL;
-    ct_tensor *t = tensor_of(x, "take_along_axis"), *index, *out;
-    if (!t || !(index = tensor_of(i, "take_along_axis"))) return NULL;
-    CTPY_NOGIL(out = ct_gather(t, axis, index));
-    return ctpy_wrap(out);
+    ct_tensor *t = ctpy_tensor_arg(x, "take_along_axis", ctpy_tensor_or_null(i)), *out = NULL;
+    ct_tensor *index = t ? ctpy_tensor_arg(i, "take_along_axis", t) : NULL;
+    bool converted = index != NULL;
+    if (converted) CTPY_NOGIL(out = ct_gather(t, axis, index));
+    ct_release(t);
+    ct_release(index);
+    return converted ? ctpy_wrap(out) : NULL;
 }
 
 static PyObject *py_count_nonzero(PyObject *self, PyObject *args, PyObject *kwargs) {
@@ -276,30 +292,37 @@ static PyObject *py_count_nonzero(PyObject *self, PyObject *args, PyObject *kwar
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$Op:count_nonzero", keywords, &x, &axis_obj,
                                      &keepdims))
         return NULL;
-    ct_tensor *t = tensor_of(x, "count_nonzero"), *out;
-    if (!t || ctpy_parse_axes(axis_obj, axes, &n) < 0) return NULL;
+    if (ctpy_parse_axes(axis_obj, axes, &n) < 0) return NULL;
+    ct_tensor *t = ctpy_tensor_arg(x, "count_nonzero", NULL), *out;
+    if (!t) return NULL;
     CTPY_NOGIL(ct_tensor *mask = ct_ne_scalar(t, 0.0);
                ct_tensor *wide = mask ? ct_cast(mask, CT_I64) : NULL;
                out = wide ? ct_sum(wide, n < 0 ? 0 : n, n < 0 ? NULL : axes, keepdims) : NULL;
-               ct_release(mask); ct_release(wide));
+               ct_release(mask); ct_release(wide); ct_release(t));
     return ctpy_wrap(out);
 }
 
 static PyObject *py_positive(PyObject *self, PyObject *x) {
-    ct_tensor *t = tensor_of(x, "positive"), *out;
+    ct_tensor *t = ctpy_tensor_arg(x, "positive", NULL), *out;
     if (!t) return NULL;
     CTPY_NOGIL(out = ct_clone(t));
+    ct_release(t);
     return ctpy_wrap(out);
 }
 
 static PyObject *py_logical_xor(PyObject *self, PyObject *args) {
     PyObject *a, *b;
     if (!PyArg_ParseTuple(args, "OO:logical_xor", &a, &b)) return NULL;
-    ct_tensor *x = tensor_of(a, "logical_xor"), *y = x ? tensor_of(b, "logical_xor") : NULL, *out;
-    if (!y) return NULL;
-    CTPY_NOGIL(ct_tensor *p = ct_cast(x, CT_BOOL); ct_tensor *q = p ? ct_cast(y, CT_BOOL) : NULL;
-               out = q ? ct_ne(p, q) : NULL; ct_release(p); ct_release(q));
-    return ctpy_wrap(out);
+    ct_tensor *x = ctpy_tensor_arg(a, "logical_xor", ctpy_tensor_or_null(b)), *out = NULL;
+    ct_tensor *y = x ? ctpy_tensor_arg(b, "logical_xor", x) : NULL;
+    bool converted = y != NULL;
+    if (converted)
+        CTPY_NOGIL(ct_tensor *p = ct_cast(x, CT_BOOL);
+                   ct_tensor *q = p ? ct_cast(y, CT_BOOL) : NULL; out = q ? ct_ne(p, q) : NULL;
+                   ct_release(p); ct_release(q));
+    ct_release(x);
+    ct_release(y);
+    return converted ? ctpy_wrap(out) : NULL;
 }
 
 int ctpy_sorting_init(PyObject *module) {
@@ -310,8 +333,6 @@ int ctpy_sorting_init(PyObject *module) {
     return all_type && counts_type && inverse_type ? 0 : -1;
 }
 
-#define KW (PyCFunction)(void (*)(void))
-#define KWARGS METH_VARARGS | METH_KEYWORDS
 PyMethodDef ctpy_sorting_functions[] = {
     {"sort", KW py_sort, KWARGS, "sort(x, *, axis=-1, descending=False, stable=True)."},
     {"argsort", KW py_argsort, KWARGS, "argsort(x, *, axis=-1, descending=False, stable=True)."},

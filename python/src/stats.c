@@ -206,7 +206,6 @@ static PyObject *py_randn(PyObject *self, PyObject *args, PyObject *kwargs) {
     return draw(args, kwargs, ct_randn);
 }
 
-#define KW (PyCFunction)(void (*)(void))
 PyMethodDef ctpy_stats_functions[] = {
     {"transfer_stats", py_transfer_stats, METH_NOARGS,
      "Counts and bytes of host/device copies: {'h2d': {'explicit': {...}, 'implicit': {...}}, "
@@ -227,9 +226,9 @@ PyMethodDef ctpy_stats_functions[] = {
      "set_memory_growth(device, grow): grow on demand, or reserve the limit now."},
     {"manual_seed", py_manual_seed, METH_O, "manual_seed(seed): reseed the Philox stream."},
     {"initial_seed", py_initial_seed, METH_NOARGS, "The seed of the random stream."},
-    {"rand", KW py_rand, METH_VARARGS | METH_KEYWORDS,
+    {"rand", KW py_rand, KWARGS,
      "rand(*shape, dtype=float32, device=None, requires_grad=False): uniform [0, 1)."},
-    {"randn", KW py_randn, METH_VARARGS | METH_KEYWORDS,
+    {"randn", KW py_randn, KWARGS,
      "randn(*shape, dtype=float32, device=None, requires_grad=False): standard normal."},
     {0}, /* sentinel */
 };

@@ -5,17 +5,6 @@
  * NumPy/DLPack/buffer interop live in their own files. */
 #include "ctpy_impl.h"
 
-PyObject *ctpy_wrap(ct_tensor *t) {
-    if (!t) return ctpy_raise();
-    ctpy_tensor *o = PyObject_New(ctpy_tensor, &ctpy_tensor_type);
-    if (!o) {
-        ct_release(t);
-        return NULL;
-    }
-    o->t = t;
-    return (PyObject *)o;
-}
-
 static void tensor_dealloc(PyObject *self) {
     ct_release(((ctpy_tensor *)self)->t);
     PyObject_Free(self);
@@ -227,18 +216,17 @@ static PyObject *tensor_namespace(PyObject *self, PyObject *args, PyObject *kwar
 }
 
 static PyMethodDef tensor_methods[] = {
-    {"to", (PyCFunction)(void (*)(void))tensor_to, METH_VARARGS | METH_KEYWORDS,
+    {"to", KW tensor_to, KWARGS,
      "to(device_or_dtype, dtype=None, copy=False): the array on a device and/or as a dtype; "
      "itself when nothing changes."},
-    {"to_device", (PyCFunction)(void (*)(void))tensor_to_device, METH_VARARGS | METH_KEYWORDS,
+    {"to_device", KW tensor_to_device, KWARGS,
      "to_device(device): the array on device (itself when already there)."},
     {"cpu", tensor_cpu, METH_NOARGS, "The array on the CPU (itself when already there)."},
     {"cuda", tensor_cuda, METH_VARARGS, "cuda(index=0): the array on cuda:index."},
-    {"astype", (PyCFunction)(void (*)(void))tensor_astype, METH_VARARGS | METH_KEYWORDS,
-     "astype(dtype, copy=True): the array converted to dtype."},
+    {"astype", KW tensor_astype, KWARGS, "astype(dtype, copy=True): the array converted to dtype."},
     {"item", tensor_item, METH_NOARGS, "The value of a one-element array as a Python number."},
-    {"__array_namespace__", (PyCFunction)(void (*)(void))tensor_namespace,
-     METH_VARARGS | METH_KEYWORDS, "The ctensor module (the array API namespace)."},
+    {"__array_namespace__", KW tensor_namespace, KWARGS,
+     "The ctensor module (the array API namespace)."},
     {0}, /* sentinel */
 };
 
