@@ -24,12 +24,13 @@ extern "C" {
 
 /* ---- elementwise (op_list.h gives the result dtypes) ---- */
 
-#define CT_DECLARE_UNARY_(name, NAME, kind, grad) CT_API ct_tensor *ct_##name(const ct_tensor *x);
+#define CT_DECLARE_UNARY_(name, NAME, kind, grad, autocast)                                        \
+    CT_API ct_tensor *ct_##name(const ct_tensor *x);
 CT_UNARY_OPS(CT_DECLARE_UNARY_)
 #undef CT_DECLARE_UNARY_
 
 /* ct_add(a, b) and ct_add_scalar(a, 2.0); the scalar is weakly typed (dtype.h). */
-#define CT_DECLARE_BINARY_(name, NAME, kind, grad)                                                 \
+#define CT_DECLARE_BINARY_(name, NAME, kind, grad, autocast)                                       \
     CT_API ct_tensor *ct_##name(const ct_tensor *a, const ct_tensor *b);                           \
     CT_API ct_tensor *ct_##name##_scalar(const ct_tensor *a, double b);
 CT_BINARY_OPS(CT_DECLARE_BINARY_)
@@ -42,7 +43,7 @@ CT_API ct_tensor *ct_clamp(const ct_tensor *x, double lo, double hi);
 
 /* ---- reductions: axes == NULL reduces every axis; otherwise naxes distinct axes ---- */
 
-#define CT_DECLARE_REDUCE_(name, NAME)                                                             \
+#define CT_DECLARE_REDUCE_(name, NAME, autocast)                                                   \
     CT_API ct_tensor *ct_##name(const ct_tensor *x, int naxes, const int *axes, bool keepdim);
 CT_REDUCE_OPS(CT_DECLARE_REDUCE_)
 #undef CT_DECLARE_REDUCE_
@@ -68,8 +69,8 @@ CT_API ct_tensor *ct_matmul(const ct_tensor *a, const ct_tensor *b);
  * mode (PyTorch's torch.set_float32_matmul_precision, which PyTorch's cuDNN convolutions
  * leave to torch.backends.cudnn.allow_tf32): "highest" (the default) computes in full f32;
  * "high" lets CUDA use TF32 tensor cores (10-bit mantissa inputs, f32 accumulation) in
- * cuBLAS and cuDNN alike. The CPU always computes in full f32. Any other value (or NULL) is CT_ERR_INVALID_ARG and
- * keeps the setting. Process-wide; safe to call from any thread. */
+ * cuBLAS and cuDNN alike. The CPU always computes in full f32. Any other value (or NULL) is
+ * CT_ERR_INVALID_ARG and keeps the setting. Process-wide; safe to call from any thread. */
 CT_API ct_status ct_set_matmul_precision(const char *precision);
 /* The current setting: "highest" or "high" (a static string). */
 CT_API const char *ct_get_matmul_precision(void);
