@@ -1,5 +1,5 @@
 /* A tensor given the data of its copy on another device, in place (ct_move_to in
- * src/ops/move_to.c, PyTorch's module.to, which keeps each parameter object and swaps its
+ * src/autograd/move_to.c, PyTorch's module.to, which keeps each parameter object and swaps its
  * data): the tensor and every view of its storage stay the same objects, so whoever holds
  * them (an optimiser, a Python Parameter) follows the move. */
 #include "core/tensor_impl.h"
