@@ -109,6 +109,7 @@ ct_status ct_autocast_push(ct_device_type type, ct_dtype dtype) {
                          MAX_DEPTH);
     if (type == CT_DEVICE_CPU) warn_slow(dtype);
     stack[depth++] = (region){type, dtype};
+    atomic_fetch_add_explicit(&ct__autocast_regions, 1, memory_order_relaxed);
     return CT_OK;
 }
 
@@ -127,6 +128,7 @@ ct_status ct_autocast_pop(void) {
         return ct__error(CT_ERR_STATE,
                          "ct_autocast_pop: no autocast region is open (a pop without its push)");
     if (--depth == 0) cache_clear();
+    atomic_fetch_sub_explicit(&ct__autocast_regions, 1, memory_order_relaxed);
     return CT_OK;
 }
 
@@ -193,21 +195,17 @@ static ct_tensor *cast_input(const ct_tensor *t, ct_dtype to, ct__autocast_polic
     return ct_cast(t, to);
 }
 
-static void pass_through(ct__autocast *ac, int n, const ct_tensor *const *in) {
-    ac->n = n;
-    ac->entered = false;
-    for (int i = 0; i < n; i++) ac->in[i] = in[i];
-}
+atomic_int ct__autocast_regions;
 
-bool ct__autocast_begin(ct__autocast *ac, ct__autocast_op op, int n, const ct_tensor *const *in) {
-    pass_through(ac, n, in);
+bool ct__autocast_enter(ct__autocast *ac, ct__autocast_op op, int n,
+                        const ct_tensor **const *inputs) {
     if (depth == 0 || inside > 0) return true;
     ct__autocast_policy p = ct__autocast_op_policy(op);
     if (p == CT__AUTOCAST_AS_IS) return true;
     ct_dtype lows[CT__AUTOCAST_MAX_INPUTS], widest = CT_F16;
     bool any = false;
     for (int i = 0; i < n; i++) {
-        const ct_tensor *t = in[i];
+        const ct_tensor *t = *inputs[i];
         lows[i] = t ? ct_autocast_dtype(t->storage->device.type) : CT_F32;
         if (!t || !eligible(t->dtype, lows[i])) continue;
         ct_dtype with_low = ct_promote_types(lows[i], t->dtype);
@@ -215,24 +213,23 @@ bool ct__autocast_begin(ct__autocast *ac, ct__autocast_op op, int n, const ct_te
         any = true;
     }
     for (int i = 0; i < n; i++) {
-        const ct_tensor *t = in[i];
+        const ct_tensor *t = *inputs[i];
         ac->held[i] = NULL;
-        if (!t || !eligible(t->dtype, lows[i])) continue;
-        ct_dtype to = wanted(p, lows[i], widest);
-        if (to == t->dtype) continue;
-        if (!(ac->held[i] = cast_input(t, to, p))) {
+        if (!t || !eligible(t->dtype, lows[i]) || wanted(p, lows[i], widest) == t->dtype) continue;
+        if (!(ac->held[i] = cast_input(t, wanted(p, lows[i], widest), p))) {
             for (int j = 0; j < i; j++) ct_release(ac->held[j]);
             return false;
         }
-        ac->in[i] = ac->held[i];
     }
+    for (int i = 0; i < n; i++)
+        if (ac->held[i]) *inputs[i] = ac->held[i];
+    ac->n = n;
     ac->entered = true;
     inside++;
     return true;
 }
 
-void ct__autocast_end(ct__autocast *ac) {
-    if (!ac->entered) return;
+void ct__autocast_leave(ct__autocast *ac) {
     inside--;
     for (int i = 0; i < ac->n; i++) ct_release(ac->held[i]);
     ac->entered = false;

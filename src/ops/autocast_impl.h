@@ -2,11 +2,13 @@
  * and of autocast_ops.h) as an index, and the front door an op with a policy goes through
  * (src/ops/autocast.c holds the region stack and the cast cache).
  *
- * An op with a policy runs its body on the inputs the front door gives:
+ * An op with a policy passes its inputs through the front door, which replaces them in place
+ * by their casts where the region wants them, then runs its body on them:
  *
  *     ct__autocast ac;
- *     if (!ct__autocast_begin(&ac, CT__AC_MATMUL, 2, (const ct_tensor *[]){a, b})) return NULL;
- *     ct_tensor *out = matmul(ac.in[0], ac.in[1]);
+ *     if (!ct__autocast_begin(&ac, CT__AC_MATMUL, 2, (const ct_tensor **[]){&a, &b}))
+ *         return NULL;
+ *     ct_tensor *out = matmul(a, b);
  *     ct__autocast_end(&ac);
  *
  * As in PyTorch, the ops the body calls are not cast again: inside an op that autocast
@@ -14,6 +16,7 @@
 #ifndef CT_AUTOCAST_IMPL_H
 #define CT_AUTOCAST_IMPL_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 
 #include "ctensor/ctensor.h"
@@ -48,22 +51,38 @@ ct__autocast_policy ct__autocast_op_policy(ct__autocast_op op);
 
 #define CT__AUTOCAST_MAX_INPUTS 3
 
-/* The inputs an op runs on: in[i] is the caller's input i or a cast of it that this holds. */
+/* The casts an op runs on, which the front door holds until the op ends. */
 typedef struct ct__autocast {
-    const ct_tensor *in[CT__AUTOCAST_MAX_INPUTS];
     ct_tensor *held[CT__AUTOCAST_MAX_INPUTS];
     int n;
     bool entered; /* autocast handled the op: its body's ops pass through */
 } ct__autocast;
 
-/* Fill ac with op's n inputs (n <= CT__AUTOCAST_MAX_INPUTS; NULL inputs stay NULL) as this
- * thread's autocast region and op's policy want them: each f16, bf16 or f32 input on a device
- * type with an open region is cast (weights through the region's cast cache), others are
- * kept. False with the error set when a cast fails (ac then holds nothing). Each true return
- * needs its ct__autocast_end. */
-bool ct__autocast_begin(ct__autocast *ac, ct__autocast_op op, int n, const ct_tensor *const *in);
+/* The autocast regions open on all threads together: while there are none, the front door
+ * costs a load of this (no thread-local lookup, no call). */
+extern atomic_int ct__autocast_regions;
+
+/* ct__autocast_begin's work while a region is open (src/ops/autocast.c). */
+bool ct__autocast_enter(ct__autocast *ac, ct__autocast_op op, int n,
+                        const ct_tensor **const *inputs);
+void ct__autocast_leave(ct__autocast *ac);
+
+/* Replace op's n inputs (*inputs[i], n <= CT__AUTOCAST_MAX_INPUTS; NULL ones stay NULL) by
+ * what this thread's autocast region and op's policy want: each f16, bf16 or f32 input on a
+ * device type with an open region is cast (weights through the region's cast cache), others
+ * are kept. False with the error set when a cast fails (the inputs are then unchanged and ac
+ * holds nothing). Each true return needs its ct__autocast_end once the op is done with the
+ * inputs. */
+static inline bool ct__autocast_begin(ct__autocast *ac, ct__autocast_op op, int n,
+                                      const ct_tensor **const *inputs) {
+    ac->entered = false;
+    if (atomic_load_explicit(&ct__autocast_regions, memory_order_relaxed) == 0) return true;
+    return ct__autocast_enter(ac, op, n, inputs);
+}
 
 /* Drop the casts ac holds and leave the op. */
-void ct__autocast_end(ct__autocast *ac);
+static inline void ct__autocast_end(ct__autocast *ac) {
+    if (ac->entered) ct__autocast_leave(ac);
+}
 
 #endif

@@ -338,9 +338,9 @@ static ct_tensor *conv2d(const ct_tensor *x, const ct_tensor *weight, const ct_t
 ct_tensor *ct_conv2d(const ct_tensor *x, const ct_tensor *weight, const ct_tensor *bias,
                      const ct_conv2d_options *options) {
     ct__autocast ac;
-    if (!ct__autocast_begin(&ac, CT__AC_CONV2D, 3, (const ct_tensor *[]){x, weight, bias}))
+    if (!ct__autocast_begin(&ac, CT__AC_CONV2D, 3, (const ct_tensor **[]){&x, &weight, &bias}))
         return NULL;
-    ct_tensor *out = conv2d(ac.in[0], ac.in[1], ac.in[2], options);
+    ct_tensor *out = conv2d(x, weight, bias, options);
     ct__autocast_end(&ac);
     return out;
 }

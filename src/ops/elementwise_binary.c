@@ -196,8 +196,7 @@ static ct_tensor *binary_scalar(const char *name, ct__binary_op op, int kind, co
 static ct_tensor *binary_op(const char *name, ct__binary_op op, ct__autocast_op id, int kind,
                             const ct_tensor *a, const ct_tensor *b) {
     ct__autocast ac;
-    if (!ct__autocast_begin(&ac, id, 2, (const ct_tensor *[]){a, b})) return NULL;
-    a = ac.in[0], b = ac.in[1];
+    if (!ct__autocast_begin(&ac, id, 2, (const ct_tensor **[]){&a, &b})) return NULL;
     ct_tensor *out = binary(name, op, kind, a, b);
     const ct_tensor *in[2] = {a, b};
     if (ct__grad_needed(2, in)) out = ct__record_binary(out, name, op, a, b, 0);
@@ -208,8 +207,7 @@ static ct_tensor *binary_op(const char *name, ct__binary_op op, ct__autocast_op 
 static ct_tensor *binary_scalar_op(const char *name, ct__binary_op op, ct__autocast_op id, int kind,
                                    const ct_tensor *a, double s) {
     ct__autocast ac;
-    if (!ct__autocast_begin(&ac, id, 1, &a)) return NULL;
-    a = ac.in[0];
+    if (!ct__autocast_begin(&ac, id, 1, (const ct_tensor **[]){&a})) return NULL;
     ct_tensor *out = binary_scalar(name, op, kind, a, s);
     if (ct__grad_needed(1, &a)) out = ct__record_binary(out, name, op, a, NULL, s);
     ct__autocast_end(&ac);

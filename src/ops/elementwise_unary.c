@@ -60,8 +60,8 @@ static ct_tensor *unary(const char *name, ct__unary_op op, int kind, const ct_te
 #define CT_DEFINE_UNARY_(name, NAME, kind, grad, autocast)                                         \
     ct_tensor *ct_##name(const ct_tensor *x) {                                                     \
         ct__autocast ac;                                                                           \
-        if (!ct__autocast_begin(&ac, CT__AC_U_##NAME, 1, &x)) return NULL;                         \
-        ct_tensor *out = unary("ct_" #name, CT_UOP_##NAME, KIND_##kind, ac.in[0], 0.0, 0.0);       \
+        if (!ct__autocast_begin(&ac, CT__AC_U_##NAME, 1, (const ct_tensor **[]){&x})) return NULL; \
+        ct_tensor *out = unary("ct_" #name, CT_UOP_##NAME, KIND_##kind, x, 0.0, 0.0);              \
         ct__autocast_end(&ac);                                                                     \
         return out;                                                                                \
     }

@@ -246,9 +246,9 @@ static ct_tensor *scatter_add(const ct_tensor *x, int axis, const ct_tensor *ind
 ct_tensor *ct_scatter_add(const ct_tensor *x, int axis, const ct_tensor *index,
                           const ct_tensor *src) {
     ct__autocast ac;
-    if (!ct__autocast_begin(&ac, CT__AC_SCATTER_ADD, 3, (const ct_tensor *[]){x, index, src}))
+    if (!ct__autocast_begin(&ac, CT__AC_SCATTER_ADD, 3, (const ct_tensor **[]){&x, &index, &src}))
         return NULL;
-    ct_tensor *out = scatter_add(ac.in[0], axis, ac.in[1], ac.in[2]);
+    ct_tensor *out = scatter_add(x, axis, index, src);
     ct__autocast_end(&ac);
     return out;
 }

@@ -67,9 +67,9 @@ static ct_tensor *linear(const ct_tensor *x, const ct_tensor *weight, const ct_t
 
 ct_tensor *ct_linear(const ct_tensor *x, const ct_tensor *weight, const ct_tensor *bias) {
     ct__autocast ac;
-    if (!ct__autocast_begin(&ac, CT__AC_LINEAR, 3, (const ct_tensor *[]){x, weight, bias}))
+    if (!ct__autocast_begin(&ac, CT__AC_LINEAR, 3, (const ct_tensor **[]){&x, &weight, &bias}))
         return NULL;
-    ct_tensor *out = linear(ac.in[0], ac.in[1], ac.in[2]);
+    ct_tensor *out = linear(x, weight, bias);
     ct__autocast_end(&ac);
     return out;
 }

@@ -205,18 +205,18 @@ static ct_tensor *mse_loss(const ct_tensor *input, const ct_tensor *target,
 ct_tensor *ct_cross_entropy(const ct_tensor *logits, const ct_tensor *target,
                             const ct_cross_entropy_options *options) {
     ct__autocast ac;
-    if (!ct__autocast_begin(&ac, CT__AC_CROSS_ENTROPY, 2, (const ct_tensor *[]){logits, target}))
+    if (!ct__autocast_begin(&ac, CT__AC_CROSS_ENTROPY, 2, (const ct_tensor **[]){&logits, &target}))
         return NULL;
-    ct_tensor *out = cross_entropy(ac.in[0], ac.in[1], options);
+    ct_tensor *out = cross_entropy(logits, target, options);
     ct__autocast_end(&ac);
     return out;
 }
 
 ct_tensor *ct_mse_loss(const ct_tensor *input, const ct_tensor *target, ct_reduction reduction) {
     ct__autocast ac;
-    if (!ct__autocast_begin(&ac, CT__AC_MSE_LOSS, 2, (const ct_tensor *[]){input, target}))
+    if (!ct__autocast_begin(&ac, CT__AC_MSE_LOSS, 2, (const ct_tensor **[]){&input, &target}))
         return NULL;
-    ct_tensor *out = mse_loss(ac.in[0], ac.in[1], reduction);
+    ct_tensor *out = mse_loss(input, target, reduction);
     ct__autocast_end(&ac);
     return out;
 }

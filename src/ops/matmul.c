@@ -174,8 +174,8 @@ static ct_tensor *matmul(const ct_tensor *a, const ct_tensor *b) {
 
 ct_tensor *ct_matmul(const ct_tensor *a, const ct_tensor *b) {
     ct__autocast ac;
-    if (!ct__autocast_begin(&ac, CT__AC_MATMUL, 2, (const ct_tensor *[]){a, b})) return NULL;
-    ct_tensor *out = matmul(ac.in[0], ac.in[1]);
+    if (!ct__autocast_begin(&ac, CT__AC_MATMUL, 2, (const ct_tensor **[]){&a, &b})) return NULL;
+    ct_tensor *out = matmul(a, b);
     ct__autocast_end(&ac);
     return out;
 }

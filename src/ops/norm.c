@@ -322,9 +322,9 @@ ct_tensor *ct_batch_norm(const ct_tensor *x, ct_tensor *running_mean, ct_tensor 
                          const ct_tensor *weight, const ct_tensor *bias, bool training,
                          double momentum, double eps) {
     ct__autocast ac;
-    if (!ct__autocast_begin(&ac, CT__AC_BATCH_NORM, 1, &x)) return NULL;
+    if (!ct__autocast_begin(&ac, CT__AC_BATCH_NORM, 1, (const ct_tensor **[]){&x})) return NULL;
     ct_tensor *out =
-        batch_norm(ac.in[0], running_mean, running_var, weight, bias, training, momentum, eps);
+        batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps);
     ct__autocast_end(&ac);
     return out;
 }
@@ -332,9 +332,9 @@ ct_tensor *ct_batch_norm(const ct_tensor *x, ct_tensor *running_mean, ct_tensor 
 ct_tensor *ct_layer_norm(const ct_tensor *x, int normalized_ndim, const ct_tensor *weight,
                          const ct_tensor *bias, double eps) {
     ct__autocast ac;
-    if (!ct__autocast_begin(&ac, CT__AC_LAYER_NORM, 3, (const ct_tensor *[]){x, weight, bias}))
+    if (!ct__autocast_begin(&ac, CT__AC_LAYER_NORM, 3, (const ct_tensor **[]){&x, &weight, &bias}))
         return NULL;
-    ct_tensor *out = layer_norm(ac.in[0], normalized_ndim, ac.in[1], ac.in[2], eps);
+    ct_tensor *out = layer_norm(x, normalized_ndim, weight, bias, eps);
     ct__autocast_end(&ac);
     return out;
 }

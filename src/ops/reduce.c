@@ -186,8 +186,8 @@ static ct_tensor *reduce_autocast(const char *name, ct__reduce_op op, ct__autoca
                                   const ct_tensor *x, int naxes, const int *axes, bool keepdim,
                                   double correction) {
     ct__autocast ac;
-    if (!ct__autocast_begin(&ac, id, 1, &x)) return NULL;
-    ct_tensor *out = reduce_axes(name, op, ac.in[0], naxes, axes, keepdim, correction);
+    if (!ct__autocast_begin(&ac, id, 1, (const ct_tensor **[]){&x})) return NULL;
+    ct_tensor *out = reduce_axes(name, op, x, naxes, axes, keepdim, correction);
     ct__autocast_end(&ac);
     return out;
 }

@@ -220,8 +220,8 @@ static ct_tensor *tensordot(const ct_tensor *a, const ct_tensor *b, int n, const
 ct_tensor *ct_tensordot(const ct_tensor *a, const ct_tensor *b, int n, const int *axes_a,
                         const int *axes_b) {
     ct__autocast ac;
-    if (!ct__autocast_begin(&ac, CT__AC_TENSORDOT, 2, (const ct_tensor *[]){a, b})) return NULL;
-    ct_tensor *out = tensordot(ac.in[0], ac.in[1], n, axes_a, axes_b);
+    if (!ct__autocast_begin(&ac, CT__AC_TENSORDOT, 2, (const ct_tensor **[]){&a, &b})) return NULL;
+    ct_tensor *out = tensordot(a, b, n, axes_a, axes_b);
     ct__autocast_end(&ac);
     return out;
 }

@@ -74,8 +74,8 @@ static ct_tensor *softmax_op(const char *op, const ct_tensor *x, int axis, bool 
 static ct_tensor *softmax_autocast(const char *op, ct__autocast_op id, const ct_tensor *x, int axis,
                                    bool log) {
     ct__autocast ac;
-    if (!ct__autocast_begin(&ac, id, 1, &x)) return NULL;
-    ct_tensor *out = softmax_op(op, ac.in[0], axis, log);
+    if (!ct__autocast_begin(&ac, id, 1, (const ct_tensor **[]){&x})) return NULL;
+    ct_tensor *out = softmax_op(op, x, axis, log);
     ct__autocast_end(&ac);
     return out;
 }

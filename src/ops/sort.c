@@ -155,8 +155,8 @@ static ct_tensor *cumulative_sum(const ct_tensor *x, int axis, ct_dtype dtype,
 ct_tensor *ct_cumulative_sum(const ct_tensor *x, int axis, ct_dtype dtype, bool include_initial) {
     if (dtype != CT_CUMSUM_DEFAULT_DTYPE) return cumulative_sum(x, axis, dtype, include_initial);
     ct__autocast ac;
-    if (!ct__autocast_begin(&ac, CT__AC_CUMULATIVE_SUM, 1, &x)) return NULL;
-    ct_tensor *out = cumulative_sum(ac.in[0], axis, dtype, include_initial);
+    if (!ct__autocast_begin(&ac, CT__AC_CUMULATIVE_SUM, 1, (const ct_tensor **[]){&x})) return NULL;
+    ct_tensor *out = cumulative_sum(x, axis, dtype, include_initial);
     ct__autocast_end(&ac);
     return out;
 }
