@@ -80,7 +80,7 @@ typedef struct unary_grad_case {
 #define RANGE_GRAD(name) &range_##name
 #define RANGE_NOGRAD(name) NULL
 static const unary_grad_case unary_cases[] = {
-#define CASE_(name, NAME, kind, grad) {#name, ct_##name, RANGE_##grad(name)},
+#define CASE_(name, NAME, kind, grad, autocast) {#name, ct_##name, RANGE_##grad(name)},
     CT_UNARY_OPS(CASE_)
 #undef CASE_
 };
@@ -173,7 +173,7 @@ typedef struct binary_grad_case {
 #define RANGE2_GRAD(name) &range2_##name
 #define RANGE2_NOGRAD(name) NULL
 static const binary_grad_case binary_cases[] = {
-#define CASE_(name, NAME, kind, grad) {#name, ct_##name, RANGE2_##grad(name)},
+#define CASE_(name, NAME, kind, grad, autocast) {#name, ct_##name, RANGE2_##grad(name)},
     CT_BINARY_OPS(CASE_)
 #undef CASE_
 };

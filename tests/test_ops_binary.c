@@ -76,7 +76,8 @@ typedef struct op_case {
 } op_case;
 
 static const op_case ops[] = {
-#define CASE_(name, NAME, kind, grad) {#name, ct_##name, ct_##name##_scalar, bref_##name, kind},
+#define CASE_(name, NAME, kind, grad, autocast)                                                    \
+    {#name, ct_##name, ct_##name##_scalar, bref_##name, kind},
     CT_BINARY_OPS(CASE_)
 #undef CASE_
 };

@@ -82,7 +82,7 @@ typedef struct op_case {
 } op_case;
 
 static const op_case ops[] = {
-#define CASE_(name, NAME, kind, grad) {#name, ct_##name, &uref_##name, kind},
+#define CASE_(name, NAME, kind, grad, autocast) {#name, ct_##name, &uref_##name, kind},
     CT_UNARY_OPS(CASE_)
 #undef CASE_
 };

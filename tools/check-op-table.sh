@@ -5,6 +5,7 @@
 # one new binary row (fdim), each with nothing else, and compiles one translation unit per
 # place the row needs (syntax only: cheap): the CPU kernels, the backward rules and the
 # tests' references. Each must fail naming the missing piece; the unchanged table must pass.
+# A row without its autocast column must not build either (a macro arity error at the row).
 # With NVCC set (a build with the CUDA plugin), the CUDA kernels are checked the same way,
 # through nvcc's front end alone (--cuda: no device code generated).
 #
@@ -19,10 +20,17 @@ mkdir -p "$work/good" "$work/bad"
 cp -r "$here/include/ctensor" "$work/good/"
 cp -r "$here/include/ctensor" "$work/bad/"
 awk '{ print }
-     /X\(exp2, EXP2, FLOAT, GRAD\)/ { print "    X(cbrt, CBRT, FLOAT, GRAD) \\" }
-     /X\(add, ADD, ARITH, GRAD\)/ { print "    X(fdim, FDIM, ARITH, GRAD) \\" }' \
+     /X\(exp2, EXP2, FLOAT, GRAD, / { print "    X(cbrt, CBRT, FLOAT, GRAD, AS_IS) \\" }
+     /X\(add, ADD, ARITH, GRAD, / { print "    X(fdim, FDIM, ARITH, GRAD, AS_IS) \\" }' \
     "$here/include/ctensor/op_list.h" > "$work/bad/ctensor/op_list.h"
 grep -q 'X(cbrt, CBRT' "$work/bad/ctensor/op_list.h" && grep -q 'X(fdim, FDIM' "$work/bad/ctensor/op_list.h"
+# A row without its autocast column (all else in place: the op layer is where it is read).
+mkdir -p "$work/short"
+cp -r "$here/include/ctensor" "$work/short/"
+awk '{ print }
+     /X\(exp2, EXP2, FLOAT, GRAD, / { print "    X(exp10, EXP10, FLOAT, GRAD) \\" }' \
+    "$here/include/ctensor/op_list.h" > "$work/short/ctensor/op_list.h"
+grep -q 'X(exp10, EXP10' "$work/short/ctensor/op_list.h"
 
 compile() { # -I<table folder> [compiler flags]
     case $file in
@@ -43,6 +51,18 @@ else
     echo "check-op-table: the CUDA kernels are not checked: this build has no nvcc"
 fi
 status=0
+file=src/ops/autocast.c
+if compile -I"$work/short" "$@"; then
+    echo "check-op-table: $file builds with a row that lacks its autocast column"
+    status=1
+elif ! grep -q "exp10" "$work/err"; then
+    echo "check-op-table: $file fails on a row without its autocast column, not naming it:"
+    cat "$work/err"
+    status=1
+else
+    echo "check-op-table: $file: $(grep -m1 'error:' "$work/err" | sed 's/^.*error: //')" \
+        "at $(grep -m1 "exp10" "$work/err" | sed 's/^[ 0-9|]*//')"
+fi
 for check in $checks; do
     file=${check%:*}
     name=${check#*:}

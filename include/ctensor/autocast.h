@@ -2,9 +2,12 @@
  *
  * An autocast region (torch.autocast) runs the ops of ctensor's "lower" list — matmul,
  * linear and conv2d, forward and backward — in f16 or bf16 on one device type, and the ops
- * of its "f32" list (softmax, log-softmax, the losses, the norms, the reductions) in f32,
- * whatever dtype reaches them; every other op runs in its inputs' promoted dtype, so a
- * binary op of a bf16 and an f32 tensor gives f32. The list is in src/ops/autocast.c.
+ * of its "f32" list (softmax, log-softmax, the losses, the norms, sums, exp, log and their
+ * kin, pow) in f32, whatever dtype reaches them; a few ops of several inputs (atan2,
+ * tensordot, scatter_add, concat, stack) run in the widest of their inputs' dtypes, and
+ * every other op in the dtypes it is given, so a binary op of a bf16 and an f32 tensor gives
+ * f32. The lists are PyTorch's, as the autocast column of op_list.h and of
+ * src/ops/autocast_ops.h. The ops that an op of these lists calls are not cast again.
  * Casts are ordinary ops on the autograd tape: gradients arrive in each parameter's own
  * dtype (f32 master weights get f32 gradients). f64 tensors are never cast. */
 #ifndef CTENSOR_AUTOCAST_H

@@ -24,12 +24,13 @@ extern "C" {
 
 /* ---- elementwise (op_list.h gives the result dtypes) ---- */
 
-#define CT_DECLARE_UNARY_(name, NAME, kind, grad) CT_API ct_tensor *ct_##name(const ct_tensor *x);
+#define CT_DECLARE_UNARY_(name, NAME, kind, grad, autocast)                                        \
+    CT_API ct_tensor *ct_##name(const ct_tensor *x);
 CT_UNARY_OPS(CT_DECLARE_UNARY_)
 #undef CT_DECLARE_UNARY_
 
 /* ct_add(a, b) and ct_add_scalar(a, 2.0); the scalar is weakly typed (dtype.h). */
-#define CT_DECLARE_BINARY_(name, NAME, kind, grad)                                                 \
+#define CT_DECLARE_BINARY_(name, NAME, kind, grad, autocast)                                       \
     CT_API ct_tensor *ct_##name(const ct_tensor *a, const ct_tensor *b);                           \
     CT_API ct_tensor *ct_##name##_scalar(const ct_tensor *a, double b);
 CT_BINARY_OPS(CT_DECLARE_BINARY_)
@@ -42,7 +43,7 @@ CT_API ct_tensor *ct_clamp(const ct_tensor *x, double lo, double hi);
 
 /* ---- reductions: axes == NULL reduces every axis; otherwise naxes distinct axes ---- */
 
-#define CT_DECLARE_REDUCE_(name, NAME)                                                             \
+#define CT_DECLARE_REDUCE_(name, NAME, autocast)                                                   \
     CT_API ct_tensor *ct_##name(const ct_tensor *x, int naxes, const int *axes, bool keepdim);
 CT_REDUCE_OPS(CT_DECLARE_REDUCE_)
 #undef CT_DECLARE_REDUCE_

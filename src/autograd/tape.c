@@ -31,6 +31,7 @@ ct__node *ct__node_new(const char *name, ct__backward_fn backward, int n,
     ct__node *node = ct__calloc(1, sizeof *node + (size_t)n * sizeof(ct_tensor *));
     if (!node)
         return ct__fail(CT_ERR_OUT_OF_MEMORY, "%s: out of host memory for its autograd node", name);
+    ct__register_node_release(ct__node_release); /* for the tensors that will hold it */
     atomic_init(&node->refcount, 1);
     node->name = name;
     node->backward = backward;
@@ -94,13 +95,6 @@ void ct__node_release(ct__node *node) {
     if (atomic_fetch_sub_explicit(&node->refcount, 1, memory_order_acq_rel) != 1) return;
     ct__node_free_graph_state(node);
     ct__free_mem(node);
-}
-
-void ct__autograd_tensor_dead(ct_tensor *t) {
-    if (t->grad_fn) ct__node_release(t->grad_fn);
-    if (t->grad) ct__tensor_drop(t->grad);
-    t->grad_fn = NULL;
-    t->grad = NULL;
 }
 
 ct_status ct__check_saved_unchanged(const char *op, const ct__node *node) {

@@ -21,7 +21,7 @@ struct ct__pool2d_args;
 
 /* Unary op ids: the op_list.h table, then ops that are not in the public unary table. */
 typedef enum ct__unary_op {
-#define CT_UNARY_ENUM_(name, NAME, kind, grad) CT_UOP_##NAME,
+#define CT_UNARY_ENUM_(name, NAME, kind, grad, autocast) CT_UOP_##NAME,
     CT_UNARY_OPS(CT_UNARY_ENUM_)
 #undef CT_UNARY_ENUM_
         CT_UOP_CLAMP, /* p0 = lo, p1 = hi */
@@ -29,7 +29,7 @@ typedef enum ct__unary_op {
 } ct__unary_op;
 
 typedef enum ct__binary_op {
-#define CT_BINARY_ENUM_(name, NAME, kind, grad) CT_BOP_##NAME,
+#define CT_BINARY_ENUM_(name, NAME, kind, grad, autocast) CT_BOP_##NAME,
     CT_BINARY_OPS(CT_BINARY_ENUM_)
 #undef CT_BINARY_ENUM_
         CT_BOP_RELU_GRAD, /* internal, arithmetic kind: out = b > 0 ? a : 0 (ReLU's backward) */
@@ -37,7 +37,7 @@ typedef enum ct__binary_op {
 } ct__binary_op;
 
 typedef enum ct__reduce_op {
-#define CT_REDUCE_ENUM_(name, NAME) CT_ROP_##NAME,
+#define CT_REDUCE_ENUM_(name, NAME, autocast) CT_ROP_##NAME,
     CT_REDUCE_OPS(CT_REDUCE_ENUM_)
 #undef CT_REDUCE_ENUM_
         CT_ROP_VAR, /* uses correction */

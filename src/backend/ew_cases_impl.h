@@ -13,39 +13,39 @@
 #include "backend/ew_formula_impl.h"
 
 /* Unary rows (CT_UNARY_OPS(CT_EW_U_CASE_F32) ...). */
-#define CT_EW_U_CASE_F32(name, NAME, kind, grad)                                                   \
+#define CT_EW_U_CASE_F32(name, NAME, kind, grad, autocast)                                         \
     CT_EW_U_FLOATS_##kind(CASE_FORMULA_, CASE_NONE_)(name, NAME, f32)
-#define CT_EW_U_CASE_F64(name, NAME, kind, grad)                                                   \
+#define CT_EW_U_CASE_F64(name, NAME, kind, grad, autocast)                                         \
     CT_EW_U_FLOATS_##kind(CASE_FORMULA_, CASE_NONE_)(name, NAME, f64)
-#define CT_EW_U_CASE_I32(name, NAME, kind, grad)                                                   \
+#define CT_EW_U_CASE_I32(name, NAME, kind, grad, autocast)                                         \
     CT_EW_U_INTS_##kind(CASE_FORMULA_, CASE_NONE_)(name, NAME, i32)
-#define CT_EW_U_CASE_I64(name, NAME, kind, grad)                                                   \
+#define CT_EW_U_CASE_I64(name, NAME, kind, grad, autocast)                                         \
     CT_EW_U_INTS_##kind(CASE_FORMULA_, CASE_NONE_)(name, NAME, i64)
-#define CT_EW_U_CASE_U64(name, NAME, kind, grad)                                                   \
+#define CT_EW_U_CASE_U64(name, NAME, kind, grad, autocast)                                         \
     CT_EW_U_INTS_##kind(CASE_FORMULA_, CASE_NONE_)(name, NAME, u64)
-#define CT_EW_U_CASE_TEST(name, NAME, kind, grad)                                                  \
+#define CT_EW_U_CASE_TEST(name, NAME, kind, grad, autocast)                                        \
     CT_EW_U_TESTS_##kind(CASE_FORMULA_, CASE_NONE_)(name, NAME, test)
 
 /* Binary rows: arithmetic, then comparisons (bool out). */
-#define CT_EW_B_CASE_F32(name, NAME, kind, grad)                                                   \
+#define CT_EW_B_CASE_F32(name, NAME, kind, grad, autocast)                                         \
     CT_EW_B_FLOATS_##kind(CASE_FLOAT_, CASE_NONE_)(name, NAME, f32)
-#define CT_EW_B_CASE_F64(name, NAME, kind, grad)                                                   \
+#define CT_EW_B_CASE_F64(name, NAME, kind, grad, autocast)                                         \
     CT_EW_B_FLOATS_##kind(CASE_FLOAT_, CASE_NONE_)(name, NAME, f64)
-#define CT_EW_B_CASE_I32(name, NAME, kind, grad)                                                   \
+#define CT_EW_B_CASE_I32(name, NAME, kind, grad, autocast)                                         \
     CT_EW_B_INTS_##kind(CASE_INT_, CASE_NONE_)(name, NAME, i32)
-#define CT_EW_B_CASE_I64(name, NAME, kind, grad)                                                   \
+#define CT_EW_B_CASE_I64(name, NAME, kind, grad, autocast)                                         \
     CT_EW_B_INTS_##kind(CASE_INT_, CASE_NONE_)(name, NAME, i64)
-#define CT_EW_B_CASE_U64(name, NAME, kind, grad)                                                   \
+#define CT_EW_B_CASE_U64(name, NAME, kind, grad, autocast)                                         \
     CT_EW_B_INTS_##kind(CASE_INT_, CASE_NONE_)(name, NAME, u64)
-#define CT_EW_B_CMP_F32(name, NAME, kind, grad)                                                    \
+#define CT_EW_B_CMP_F32(name, NAME, kind, grad, autocast)                                          \
     CT_EW_B_COMPARES_##kind(CASE_FLOAT_, CASE_NONE_)(name, NAME, f32)
-#define CT_EW_B_CMP_F64(name, NAME, kind, grad)                                                    \
+#define CT_EW_B_CMP_F64(name, NAME, kind, grad, autocast)                                          \
     CT_EW_B_COMPARES_##kind(CASE_FLOAT_, CASE_NONE_)(name, NAME, f64)
-#define CT_EW_B_CMP_I32(name, NAME, kind, grad)                                                    \
+#define CT_EW_B_CMP_I32(name, NAME, kind, grad, autocast)                                          \
     CT_EW_B_COMPARES_##kind(CASE_FLOAT_, CASE_NONE_)(name, NAME, i32)
-#define CT_EW_B_CMP_I64(name, NAME, kind, grad)                                                    \
+#define CT_EW_B_CMP_I64(name, NAME, kind, grad, autocast)                                          \
     CT_EW_B_COMPARES_##kind(CASE_FLOAT_, CASE_NONE_)(name, NAME, i64)
-#define CT_EW_B_CMP_U64(name, NAME, kind, grad)                                                    \
+#define CT_EW_B_CMP_U64(name, NAME, kind, grad, autocast)                                          \
     CT_EW_B_COMPARES_##kind(CASE_FLOAT_, CASE_NONE_)(name, NAME, u64)
 
 #endif

@@ -112,7 +112,7 @@ static inline bool ct__ew_int_op_can_fail(ct__binary_op op) {
 /* The public name of a binary op, for messages. */
 static inline const char *ct__ew_binary_name(ct__binary_op op) {
     switch (op) {
-#define CT_EW_NAME_(name, NAME, kind, grad)                                                        \
+#define CT_EW_NAME_(name, NAME, kind, grad, autocast)                                              \
     case CT_BOP_##NAME: return "ct_" #name;
         CT_BINARY_OPS(CT_EW_NAME_)
 #undef CT_EW_NAME_

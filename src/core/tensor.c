@@ -193,11 +193,18 @@ ct_tensor *ct_retain(ct_tensor *t) {
     return t;
 }
 
+static _Atomic(ct__node_release_fn) node_release;
+
+void ct__register_node_release(ct__node_release_fn release) {
+    atomic_store_explicit(&node_release, release, memory_order_release);
+}
+
 /* Drop one reference without touching scopes. */
 static void drop_reference(ct_tensor *t) {
     if (atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel) != 1) return;
     atomic_fetch_sub_explicit(&live_tensors, 1, memory_order_relaxed);
-    if (t->grad_fn || t->grad) ct__autograd_tensor_dead(t);
+    if (t->grad_fn) atomic_load_explicit(&node_release, memory_order_acquire)(t->grad_fn);
+    if (t->grad) ct__tensor_drop(t->grad);
     /* A tensor that shares its block with its storage goes when the storage goes. */
     bool shares_block = t->storage->block == (void *)t;
     storage_release(t->storage);

@@ -99,8 +99,11 @@ int64_t ct__shape_extent(int ndim, const int64_t *shape);
 /* Check a shape (ndim in 0..CT_MAX_DIMS, sizes >= 0, numel fits); error names `op`. */
 ct_status ct__check_shape(const char *op, int ndim, const int64_t *shape, int64_t *numel);
 
-/* Called as a tensor with a grad_fn or gradient dies, to drop them (src/autograd/tape.c). */
-void ct__autograd_tensor_dead(ct_tensor *t);
+/* How core drops a dying tensor's grad_fn, a node of the autograd tape: core includes no
+ * layer above it, so the tape registers its release function, as it makes each node
+ * (src/autograd/tape.c); a tensor has a grad_fn only after that. */
+typedef void (*ct__node_release_fn)(struct ct__node *node);
+void ct__register_node_release(ct__node_release_fn release);
 
 /* Number of tensors alive in the process (for leak checks in tests). */
 long ct__live_tensors(void);
@@ -113,6 +116,9 @@ ct_status ct__scope_adopt(ct_tensor *t);
 void ct__tensor_drop(ct_tensor *t);
 /* Give back the innermost reference this thread's scopes hold on t, without dropping it. */
 void ct__scope_forget(ct_tensor *t);
+
+/* Whether t is contiguous and covers its whole storage (no other view sees other data). */
+bool ct__spans_storage(const ct_tensor *t);
 
 /* Give t, in place, the data of moved (a contiguous copy of t on another device, unscoped,
  * whose reference this takes), when t spans its whole storage: t and every view of its

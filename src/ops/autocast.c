@@ -1,15 +1,15 @@
-/* Autocast: ctensor's op list, the thread's stack of regions, and the cast cache.
+/* Autocast: the policy of every op (an index into one array made from the autocast column
+ * of op_list.h's tables and of autocast_ops.h), the thread's stack of regions, the ops' front
+ * door, and the cast cache.
  *
- * The list below is the one place that says what autocast does to an op; ops not on it run
- * in their inputs' promoted dtype (a bf16 activation plus an f32 bias gives f32, as the type
- * promotion rules say). It follows PyTorch's lists (aten/src/ATen/autocast_mode.cpp): the
- * products — matmul, linear, convolution — gain from the low precision and are on its "lower"
- * list on both CPU and CUDA; softmax, log-softmax, the losses, the norms and the sum-like
- * reductions lose accuracy in it and are on its "f32" list (CUDA's, which also covers
- * CPU's losses). Max and min are exact in any dtype and are not listed, nor are pointwise
- * ops, which run in the dtype they are given. An op's backward runs in the dtypes its
- * forward saved, so a product's backward is low precision too; the casts are on the tape,
- * so each gradient is cast back to its input's dtype.
+ * The column follows PyTorch's lists (aten/src/ATen/autocast_mode.h and autocast_mode.cpp):
+ * the products gain from the low precision (LOWER); the ops that lose accuracy or range in it
+ * (softmax, the losses, the norms, sums, exp and log and their kin, pow) run in f32 (F32); a
+ * few ops of several inputs run in the widest of their dtypes (PROMOTE); ops on no list run in
+ * the dtypes they are given, which for binary ops is the promoted dtype. An op on PyTorch's
+ * CUDA list or its CPU list has that policy on every device type. An op's backward runs in the
+ * dtypes its forward saved, so a product's backward is low precision too; the casts are on
+ * the tape, so each gradient is cast back to its input's dtype.
  *
  * The cast cache holds, for the outermost region, each f32 leaf tensor that requires grad
  * (a weight) with its cast: a weight used by several ops, or by one op called several times
@@ -17,25 +17,37 @@
  * tensor cannot take a freed weight's address, and the weight's storage version, so a
  * weight written in place (an optimiser step inside the region) is cast again. */
 #include <stdatomic.h>
-#include <string.h>
 
 #include "core/error_impl.h"
 #include "core/tensor_impl.h"
 #include "ops/autocast_impl.h"
 
-typedef enum policy { LOWER, KEEP_F32 } policy;
-
 static const struct {
-    const char *op;
-    policy policy;
-} op_list[] = {
-    {"ct_matmul", LOWER},      {"ct_linear", LOWER},         {"ct_conv2d", LOWER},
-    {"ct_softmax", KEEP_F32},  {"ct_log_softmax", KEEP_F32}, {"ct_cross_entropy", KEEP_F32},
-    {"ct_mse_loss", KEEP_F32}, {"ct_batch_norm", KEEP_F32},  {"ct_layer_norm", KEEP_F32},
-    {"ct_sum", KEEP_F32},      {"ct_mean", KEEP_F32},        {"ct_prod", KEEP_F32},
-    {"ct_var", KEEP_F32},      {"ct_std", KEEP_F32},
+    const char *name;
+    ct__autocast_policy policy;
+} op_rows[] = {
+#define UNARY_(name, NAME, kind, grad, autocast)                                                   \
+    [CT__AC_U_##NAME] = {#name, CT__AUTOCAST_##autocast},
+#define BINARY_(name, NAME, kind, grad, autocast)                                                  \
+    [CT__AC_B_##NAME] = {#name, CT__AUTOCAST_##autocast},
+#define REDUCE_(name, NAME, autocast) [CT__AC_R_##NAME] = {#name, CT__AUTOCAST_##autocast},
+#define OTHER_(name, NAME, autocast) [CT__AC_##NAME] = {#name, CT__AUTOCAST_##autocast},
+    CT_UNARY_OPS(UNARY_) CT_BINARY_OPS(BINARY_) CT_REDUCE_OPS(REDUCE_) CT_AUTOCAST_OPS(OTHER_)
+#undef UNARY_
+#undef BINARY_
+#undef REDUCE_
+#undef OTHER_
 };
-#define OP_COUNT ((int)(sizeof op_list / sizeof op_list[0]))
+_Static_assert(sizeof op_rows / sizeof op_rows[0] == CT__AC_COUNT,
+               "every ct__autocast_op needs its row (an autocast column)");
+
+const char *ct__autocast_op_name(ct__autocast_op op) {
+    return op >= 0 && op < CT__AC_COUNT ? op_rows[op].name : NULL;
+}
+
+ct__autocast_policy ct__autocast_op_policy(ct__autocast_op op) {
+    return op >= 0 && op < CT__AC_COUNT ? op_rows[op].policy : CT__AUTOCAST_AS_IS;
+}
 
 #define MAX_DEPTH 64
 
@@ -56,6 +68,7 @@ static _Thread_local int depth;
 static _Thread_local cache_entry *cache;
 static _Thread_local int cache_count, cache_capacity;
 static _Thread_local ct_autocast_stats stats;
+static _Thread_local int inside; /* ops autocast handled, running on this thread */
 
 static atomic_flag warned_bf16 = ATOMIC_FLAG_INIT, warned_f16 = ATOMIC_FLAG_INIT;
 
@@ -96,6 +109,7 @@ ct_status ct_autocast_push(ct_device_type type, ct_dtype dtype) {
                          MAX_DEPTH);
     if (type == CT_DEVICE_CPU) warn_slow(dtype);
     stack[depth++] = (region){type, dtype};
+    atomic_fetch_add_explicit(&ct__autocast_regions, 1, memory_order_relaxed);
     return CT_OK;
 }
 
@@ -114,6 +128,7 @@ ct_status ct_autocast_pop(void) {
         return ct__error(CT_ERR_STATE,
                          "ct_autocast_pop: no autocast region is open (a pop without its push)");
     if (--depth == 0) cache_clear();
+    atomic_fetch_sub_explicit(&ct__autocast_regions, 1, memory_order_relaxed);
     return CT_OK;
 }
 
@@ -125,17 +140,15 @@ ct_dtype ct_autocast_dtype(ct_device_type type) {
 
 ct_autocast_stats ct_autocast_get_stats(void) { return stats; }
 
-static int find_op(const char *op) {
-    for (int i = 0; i < OP_COUNT; i++)
-        if (strcmp(op_list[i].op, op) == 0) return i;
-    return -1;
+/* Whether autocast casts an input of dtype d in a region of dtype low (f64 never). */
+static bool eligible(ct_dtype d, ct_dtype low) {
+    return low != CT_F32 && (d == CT_F32 || d == CT_F16 || d == CT_BF16);
 }
 
-/* The dtype input t must have for an op of policy p with autocast dtype low, or t's own. */
-static ct_dtype wanted(const ct_tensor *t, policy p, ct_dtype low) {
-    ct_dtype d = t->dtype;
-    if (p == LOWER) return d == CT_F32 || (d != low && (d == CT_F16 || d == CT_BF16)) ? low : d;
-    return d == CT_F16 || d == CT_BF16 ? CT_F32 : d;
+/* The dtype an eligible input must have for policy p in a region of dtype low; widest is the
+ * promotion of the region's dtype and every eligible input's dtype (for PROMOTE). */
+static ct_dtype wanted(ct__autocast_policy p, ct_dtype low, ct_dtype widest) {
+    return p == CT__AUTOCAST_LOWER ? low : p == CT__AUTOCAST_F32 ? CT_F32 : widest;
 }
 
 static bool cacheable(const ct_tensor *t, ct_dtype to) {
@@ -175,42 +188,49 @@ static ct_tensor *cached_cast(const ct_tensor *t, ct_dtype to) {
     return cast;
 }
 
-static ct_tensor *cast_input(const ct_tensor *t, ct_dtype to, policy p) {
-    if (t->dtype == to) return ct__new_ref(t);
-    if (p == LOWER && cacheable(t, to)) return cached_cast(t, to);
-    if (p == LOWER) stats.casts++;
+/* t cast to `to` for policy p (a new reference), or NULL with the error set. */
+static ct_tensor *cast_input(const ct_tensor *t, ct_dtype to, ct__autocast_policy p) {
+    if (p == CT__AUTOCAST_LOWER && cacheable(t, to)) return cached_cast(t, to);
+    if (p == CT__AUTOCAST_LOWER) stats.casts++;
     return ct_cast(t, to);
 }
 
-bool ct__autocast_inputs(const char *op, int n, const ct_tensor *const *in, ct_tensor **out) {
-    if (depth == 0) return false;
-    int row = find_op(op);
-    if (row < 0) return false;
-    policy p = op_list[row].policy;
-    bool change = false;
+atomic_int ct__autocast_regions;
+
+bool ct__autocast_enter(ct__autocast *ac, ct__autocast_op op, int n,
+                        const ct_tensor **const *inputs) {
+    if (depth == 0 || inside > 0) return true;
+    ct__autocast_policy p = ct__autocast_op_policy(op);
+    if (p == CT__AUTOCAST_AS_IS) return true;
+    ct_dtype lows[CT__AUTOCAST_MAX_INPUTS], widest = CT_F16;
+    bool any = false;
     for (int i = 0; i < n; i++) {
-        const ct_tensor *t = in[i];
-        if (!t || !ct__is_float(t->dtype)) continue;
-        ct_dtype low = ct_autocast_dtype(t->storage->device.type);
-        if (low == CT_F32) continue;
-        if (wanted(t, p, low) != t->dtype) change = true;
+        const ct_tensor *t = *inputs[i];
+        lows[i] = t ? ct_autocast_dtype(t->storage->device.type) : CT_F32;
+        if (!t || !eligible(t->dtype, lows[i])) continue;
+        ct_dtype with_low = ct_promote_types(lows[i], t->dtype);
+        widest = any ? ct_promote_types(widest, with_low) : with_low;
+        any = true;
     }
-    if (!change) return false;
     for (int i = 0; i < n; i++) {
-        const ct_tensor *t = in[i];
-        out[i] = NULL;
-        if (!t) continue;
-        ct_dtype low = ct_autocast_dtype(t->storage->device.type);
-        ct_dtype to = ct__is_float(t->dtype) && low != CT_F32 ? wanted(t, p, low) : t->dtype;
-        if (!(out[i] = cast_input(t, to, p))) {
-            /* All NULL, so that the rerun fails rather than drop an input. */
-            for (int j = 0; j < i; j++) ct_release(out[j]), out[j] = NULL;
-            return true;
+        const ct_tensor *t = *inputs[i];
+        ac->held[i] = NULL;
+        if (!t || !eligible(t->dtype, lows[i]) || wanted(p, lows[i], widest) == t->dtype) continue;
+        if (!(ac->held[i] = cast_input(t, wanted(p, lows[i], widest), p))) {
+            for (int j = 0; j < i; j++) ct_release(ac->held[j]);
+            return false;
         }
     }
+    for (int i = 0; i < n; i++)
+        if (ac->held[i]) *inputs[i] = ac->held[i];
+    ac->n = n;
+    ac->entered = true;
+    inside++;
     return true;
 }
 
-void ct__autocast_release(int n, ct_tensor **cast) {
-    for (int i = 0; i < n; i++) ct_release(cast[i]);
+void ct__autocast_leave(ct__autocast *ac) {
+    inside--;
+    for (int i = 0; i < ac->n; i++) ct_release(ac->held[i]);
+    ac->entered = false;
 }

@@ -320,16 +320,10 @@ static ct_tensor *conv_unbatched(const ct_tensor *x, const ct_tensor *weight, co
     return out;
 }
 
-ct_tensor *ct_conv2d(const ct_tensor *x, const ct_tensor *weight, const ct_tensor *bias,
-                     const ct_conv2d_options *options) {
+static ct_tensor *conv2d(const ct_tensor *x, const ct_tensor *weight, const ct_tensor *bias,
+                         const ct_conv2d_options *options) {
     const ct_tensor *args[3] = {x, weight, bias};
     int n = bias ? 3 : 2;
-    ct_tensor *cast[3];
-    if (ct__autocast_inputs(OP, n, args, cast)) {
-        ct_tensor *out = ct_conv2d(cast[0], cast[1], n > 2 ? cast[2] : NULL, options);
-        ct__autocast_release(n, cast);
-        return out;
-    }
     ct_device device;
     if (!ct__check_args(OP, n, args, &device)) return NULL;
     if (x->ndim == 3 && weight->ndim == 4) return conv_unbatched(x, weight, bias, options);
@@ -339,4 +333,14 @@ ct_tensor *ct_conv2d(const ct_tensor *x, const ct_tensor *weight, const ct_tenso
         check_shapes(x, weight, bias, &p, &a) != CT_OK)
         return NULL;
     return convolve(device, args, n, &a, &p);
+}
+
+ct_tensor *ct_conv2d(const ct_tensor *x, const ct_tensor *weight, const ct_tensor *bias,
+                     const ct_conv2d_options *options) {
+    ct__autocast ac;
+    if (!ct__autocast_begin(&ac, CT__AC_CONV2D, 3, (const ct_tensor **[]){&x, &weight, &bias}))
+        return NULL;
+    ct_tensor *out = conv2d(x, weight, bias, options);
+    ct__autocast_end(&ac);
+    return out;
 }

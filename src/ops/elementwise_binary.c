@@ -19,6 +19,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ops/autocast_impl.h"
 #include "ops/grad_impl.h"
 #include "backend/ew_formula_impl.h"
 #include "core/transfer_impl.h"
@@ -191,19 +192,35 @@ static ct_tensor *binary_scalar(const char *name, ct__binary_op op, int kind, co
     return out;
 }
 
-#define CT_DEFINE_BINARY_(name, NAME, kind, grad)                                                  \
+/* A binary op through autocast's front door, and its autograd record. */
+static ct_tensor *binary_op(const char *name, ct__binary_op op, ct__autocast_op id, int kind,
+                            const ct_tensor *a, const ct_tensor *b) {
+    ct__autocast ac;
+    if (!ct__autocast_begin(&ac, id, 2, (const ct_tensor **[]){&a, &b})) return NULL;
+    ct_tensor *out = binary(name, op, kind, a, b);
+    const ct_tensor *in[2] = {a, b};
+    if (ct__grad_needed(2, in)) out = ct__record_binary(out, name, op, a, b, 0);
+    ct__autocast_end(&ac);
+    return out;
+}
+
+static ct_tensor *binary_scalar_op(const char *name, ct__binary_op op, ct__autocast_op id, int kind,
+                                   const ct_tensor *a, double s) {
+    ct__autocast ac;
+    if (!ct__autocast_begin(&ac, id, 1, (const ct_tensor **[]){&a})) return NULL;
+    ct_tensor *out = binary_scalar(name, op, kind, a, s);
+    if (ct__grad_needed(1, &a)) out = ct__record_binary(out, name, op, a, NULL, s);
+    ct__autocast_end(&ac);
+    return out;
+}
+
+#define CT_DEFINE_BINARY_(name, NAME, kind, grad, autocast)                                        \
     ct_tensor *ct_##name(const ct_tensor *a, const ct_tensor *b) {                                 \
-        ct_tensor *out = binary("ct_" #name, CT_BOP_##NAME, KIND_##kind, a, b);                    \
-        const ct_tensor *in[2] = {a, b};                                                           \
-        return ct__grad_needed(2, in)                                                              \
-                   ? ct__record_binary(out, "ct_" #name, CT_BOP_##NAME, a, b, 0)                   \
-                   : out;                                                                          \
+        return binary_op("ct_" #name, CT_BOP_##NAME, CT__AC_B_##NAME, KIND_##kind, a, b);          \
     }                                                                                              \
     ct_tensor *ct_##name##_scalar(const ct_tensor *a, double b) {                                  \
-        ct_tensor *out = binary_scalar("ct_" #name "_scalar", CT_BOP_##NAME, KIND_##kind, a, b);   \
-        return ct__grad_needed(1, &a)                                                              \
-                   ? ct__record_binary(out, "ct_" #name "_scalar", CT_BOP_##NAME, a, NULL, b)      \
-                   : out;                                                                          \
+        return binary_scalar_op("ct_" #name "_scalar", CT_BOP_##NAME, CT__AC_B_##NAME,             \
+                                KIND_##kind, a, b);                                                \
     }
 CT_BINARY_OPS(CT_DEFINE_BINARY_)
 #undef CT_DEFINE_BINARY_

@@ -91,7 +91,7 @@ RULE(exp2) { return (void)x, ct_mul(g, ct_mul_scalar(y, M_LN2)); }
 #define RULE_GRAD(name) grad_##name
 #define RULE_NOGRAD(name) NULL
 static const unary_rule unary_rules[] = {
-#define CT_UNARY_RULE_(name, NAME, kind, grad) [CT_UOP_##NAME] = RULE_##grad(name),
+#define CT_UNARY_RULE_(name, NAME, kind, grad, autocast) [CT_UOP_##NAME] = RULE_##grad(name),
     CT_UNARY_OPS(CT_UNARY_RULE_)
 #undef CT_UNARY_RULE_
         [CT_UOP_CLAMP] = NULL, /* clamp_gradient: it reads the bounds */
@@ -261,7 +261,7 @@ RULE(logaddexp) {
 #undef RULE
 
 static const binary_rule binary_rules[] = {
-#define CT_BINARY_RULE_(name, NAME, kind, grad) [CT_BOP_##NAME] = RULE_##grad(name),
+#define CT_BINARY_RULE_(name, NAME, kind, grad, autocast) [CT_BOP_##NAME] = RULE_##grad(name),
     CT_BINARY_OPS(CT_BINARY_RULE_)
 #undef CT_BINARY_RULE_
         [CT_BOP_RELU_GRAD] = NULL, /* internal: never recorded */

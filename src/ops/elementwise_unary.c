@@ -8,6 +8,7 @@
  * else, so small ops cost little more than the allocation. */
 #include <math.h>
 
+#include "ops/autocast_impl.h"
 #include "ops/grad_impl.h"
 #include "ops/op_impl.h"
 
@@ -56,9 +57,13 @@ static ct_tensor *unary(const char *name, ct__unary_op op, int kind, const ct_te
     return ct__grad_needed(1, &x) ? ct__record_unary(out, name, op, x, p0, p1) : out;
 }
 
-#define CT_DEFINE_UNARY_(name, NAME, kind, grad)                                                   \
+#define CT_DEFINE_UNARY_(name, NAME, kind, grad, autocast)                                         \
     ct_tensor *ct_##name(const ct_tensor *x) {                                                     \
-        return unary("ct_" #name, CT_UOP_##NAME, KIND_##kind, x, 0.0, 0.0);                        \
+        ct__autocast ac;                                                                           \
+        if (!ct__autocast_begin(&ac, CT__AC_U_##NAME, 1, (const ct_tensor **[]){&x})) return NULL; \
+        ct_tensor *out = unary("ct_" #name, CT_UOP_##NAME, KIND_##kind, x, 0.0, 0.0);              \
+        ct__autocast_end(&ac);                                                                     \
+        return out;                                                                                \
     }
 CT_UNARY_OPS(CT_DEFINE_UNARY_)
 #undef CT_DEFINE_UNARY_

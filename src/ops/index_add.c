@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/transfer_impl.h"
+#include "ops/autocast_impl.h"
 #include "ops/nn_impl.h"
 
 /* dst[.. index ..] += src over the iteration `shape` (index's positions, rank ndim), split
@@ -221,8 +222,8 @@ static ct_status scatter_add_backward(ct__node *node, const ct_tensor *grad_out,
     return CT_OK;
 }
 
-ct_tensor *ct_scatter_add(const ct_tensor *x, int axis, const ct_tensor *index,
-                          const ct_tensor *src) {
+static ct_tensor *scatter_add(const ct_tensor *x, int axis, const ct_tensor *index,
+                              const ct_tensor *src) {
     const char *op = "ct_scatter_add";
     int a;
     if (!check_common(op, x, axis, index, src, &a)) return NULL;
@@ -241,4 +242,14 @@ ct_tensor *ct_scatter_add(const ct_tensor *x, int axis, const ct_tensor *index,
                             d != a ? " or x's" : "");
     }
     return add_and_record(op, scatter_add_backward, x, a, index, src, true);
+}
+
+ct_tensor *ct_scatter_add(const ct_tensor *x, int axis, const ct_tensor *index,
+                          const ct_tensor *src) {
+    ct__autocast ac;
+    if (!ct__autocast_begin(&ac, CT__AC_SCATTER_ADD, 3, (const ct_tensor **[]){&x, &index, &src}))
+        return NULL;
+    ct_tensor *out = scatter_add(x, axis, index, src);
+    ct__autocast_end(&ac);
+    return out;
 }

@@ -39,15 +39,9 @@ static ct_tensor *forward(const ct_tensor *x, const ct_tensor *weight, const ct_
     return out;
 }
 
-ct_tensor *ct_linear(const ct_tensor *x, const ct_tensor *weight, const ct_tensor *bias) {
+static ct_tensor *linear(const ct_tensor *x, const ct_tensor *weight, const ct_tensor *bias) {
     const ct_tensor *args[3] = {x, weight, bias};
     int n = bias ? 3 : 2;
-    ct_tensor *cast[3];
-    if (ct__autocast_inputs("ct_linear", n, args, cast)) {
-        ct_tensor *out = ct_linear(cast[0], cast[1], n > 2 ? cast[2] : NULL);
-        ct__autocast_release(n, cast);
-        return out;
-    }
     ct_device device;
     if (!ct__check_args("ct_linear", n, args, &device)) return NULL;
     if (weight->ndim != 2 || x->ndim < 1 || x->shape[x->ndim - 1] != weight->shape[1])
@@ -69,4 +63,13 @@ ct_tensor *ct_linear(const ct_tensor *x, const ct_tensor *weight, const ct_tenso
     ct__node *node = out ? ct__node_new("ct_linear", linear_backward, n, args) : NULL;
     if (node) ct__node_save(node, 0, x), ct__node_save(node, 1, weight);
     return ct__record(out, node);
+}
+
+ct_tensor *ct_linear(const ct_tensor *x, const ct_tensor *weight, const ct_tensor *bias) {
+    ct__autocast ac;
+    if (!ct__autocast_begin(&ac, CT__AC_LINEAR, 3, (const ct_tensor **[]){&x, &weight, &bias}))
+        return NULL;
+    ct_tensor *out = linear(x, weight, bias);
+    ct__autocast_end(&ac);
+    return out;
 }

@@ -116,16 +116,10 @@ static ct_tensor *cross_entropy_forward(const char *op, ct_device device, const 
     return out;
 }
 
-ct_tensor *ct_cross_entropy(const ct_tensor *logits, const ct_tensor *target,
-                            const ct_cross_entropy_options *options) {
+static ct_tensor *cross_entropy(const ct_tensor *logits, const ct_tensor *target,
+                                const ct_cross_entropy_options *options) {
     const char *op = "ct_cross_entropy";
     const ct_tensor *args[2] = {logits, target};
-    ct_tensor *cast[2];
-    if (ct__autocast_inputs(op, 2, args, cast)) {
-        ct_tensor *out = ct_cross_entropy(cast[0], cast[1], options);
-        ct__autocast_release(2, cast);
-        return out;
-    }
     const ct_cross_entropy_options *o = options ? options : &default_options;
     ct_device device;
     if (!ct__check_args(op, 2, args, &device)) return NULL;
@@ -180,15 +174,10 @@ static ct_tensor *mse_forward(const ct_tensor *input, const ct_tensor *target,
     return loss;
 }
 
-ct_tensor *ct_mse_loss(const ct_tensor *input, const ct_tensor *target, ct_reduction reduction) {
+static ct_tensor *mse_loss(const ct_tensor *input, const ct_tensor *target,
+                           ct_reduction reduction) {
     const char *op = "ct_mse_loss";
     const ct_tensor *args[2] = {input, target};
-    ct_tensor *cast[2];
-    if (ct__autocast_inputs(op, 2, args, cast)) {
-        ct_tensor *out = ct_mse_loss(cast[0], cast[1], reduction);
-        ct__autocast_release(2, cast);
-        return out;
-    }
     ct_device device;
     if (!ct__check_args(op, 2, args, &device)) return NULL;
     if (!ct__nn_check_float(op, input, 1) || !ct__nn_check_float(op, target, 2) ||
@@ -211,4 +200,23 @@ ct_tensor *ct_mse_loss(const ct_tensor *input, const ct_tensor *target, ct_reduc
     }
     ct_release(diff);
     return loss;
+}
+
+ct_tensor *ct_cross_entropy(const ct_tensor *logits, const ct_tensor *target,
+                            const ct_cross_entropy_options *options) {
+    ct__autocast ac;
+    if (!ct__autocast_begin(&ac, CT__AC_CROSS_ENTROPY, 2, (const ct_tensor **[]){&logits, &target}))
+        return NULL;
+    ct_tensor *out = cross_entropy(logits, target, options);
+    ct__autocast_end(&ac);
+    return out;
+}
+
+ct_tensor *ct_mse_loss(const ct_tensor *input, const ct_tensor *target, ct_reduction reduction) {
+    ct__autocast ac;
+    if (!ct__autocast_begin(&ac, CT__AC_MSE_LOSS, 2, (const ct_tensor **[]){&input, &target}))
+        return NULL;
+    ct_tensor *out = mse_loss(input, target, reduction);
+    ct__autocast_end(&ac);
+    return out;
 }

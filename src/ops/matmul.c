@@ -157,14 +157,8 @@ static ct_tensor *run(ct_device device, const ct_tensor *a, const ct_tensor *b, 
     return out;
 }
 
-ct_tensor *ct_matmul(const ct_tensor *a, const ct_tensor *b) {
+static ct_tensor *matmul(const ct_tensor *a, const ct_tensor *b) {
     const ct_tensor *args[2] = {a, b};
-    ct_tensor *cast[2];
-    if (ct__autocast_inputs(OP, 2, args, cast)) {
-        ct_tensor *out = ct_matmul(cast[0], cast[1]);
-        ct__autocast_release(2, cast);
-        return out;
-    }
     ct_device device;
     if (!ct__check_args(OP, 2, args, &device)) return NULL;
     int batch_ndim = 0;
@@ -177,4 +171,12 @@ ct_tensor *ct_matmul(const ct_tensor *a, const ct_tensor *b) {
     ct_release(ca);
     ct_release(cb);
     return ct__grad_needed(2, args) ? ct__record_matmul(out, a, b) : out;
+}
+
+ct_tensor *ct_matmul(const ct_tensor *a, const ct_tensor *b) {
+    ct__autocast ac;
+    if (!ct__autocast_begin(&ac, CT__AC_MATMUL, 2, (const ct_tensor **[]){&a, &b})) return NULL;
+    ct_tensor *out = matmul(a, b);
+    ct__autocast_end(&ac);
+    return out;
 }

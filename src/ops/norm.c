@@ -204,18 +204,11 @@ static ct_tensor *batch_norm_forward(const char *op, ct_device device, const ct_
     return NULL;
 }
 
-ct_tensor *ct_batch_norm(const ct_tensor *x, ct_tensor *running_mean, ct_tensor *running_var,
-                         const ct_tensor *weight, const ct_tensor *bias, bool training,
-                         double momentum, double eps) {
+static ct_tensor *batch_norm(const ct_tensor *x, ct_tensor *running_mean, ct_tensor *running_var,
+                             const ct_tensor *weight, const ct_tensor *bias, bool training,
+                             double momentum, double eps) {
     const char *op = "ct_batch_norm";
     if (!x) return ct__null_arg(op, 1);
-    ct_tensor *cast;
-    if (ct__autocast_inputs(op, 1, &x, &cast)) {
-        ct_tensor *out =
-            ct_batch_norm(cast, running_mean, running_var, weight, bias, training, momentum, eps);
-        ct__autocast_release(1, &cast);
-        return out;
-    }
     const ct_tensor *all[5] = {x, running_mean, running_var, weight, bias}, *args[5];
     ct_device device;
     if (!ct__check_args(op, present(5, all, args), args, &device)) return NULL;
@@ -296,17 +289,10 @@ static ct_tensor *layer_norm_forward(const char *op, ct_device device, const ct_
     return NULL;
 }
 
-ct_tensor *ct_layer_norm(const ct_tensor *x, int normalized_ndim, const ct_tensor *weight,
-                         const ct_tensor *bias, double eps) {
+static ct_tensor *layer_norm(const ct_tensor *x, int normalized_ndim, const ct_tensor *weight,
+                             const ct_tensor *bias, double eps) {
     const char *op = "ct_layer_norm";
     if (!x) return ct__null_arg(op, 1);
-    const ct_tensor *in[3] = {x, weight, bias};
-    ct_tensor *cast[3];
-    if (ct__autocast_inputs(op, 3, in, cast)) {
-        ct_tensor *out = ct_layer_norm(cast[0], normalized_ndim, cast[1], cast[2], eps);
-        ct__autocast_release(3, cast);
-        return out;
-    }
     const ct_tensor *all[3] = {x, weight, bias}, *args[3];
     ct_device device;
     if (!ct__check_args(op, present(3, all, args), args, &device)) return NULL;
@@ -329,4 +315,26 @@ ct_tensor *ct_layer_norm(const ct_tensor *x, int normalized_ndim, const ct_tenso
         y = record_norm(op, layer_norm_backward, y, inputs, saved, normalized_ndim);
     for (int i = 0; i < 4; i++) ct_release(saved[i]);
     return y;
+}
+
+/* Autocast casts x only: the parameters and running statistics keep their dtype. */
+ct_tensor *ct_batch_norm(const ct_tensor *x, ct_tensor *running_mean, ct_tensor *running_var,
+                         const ct_tensor *weight, const ct_tensor *bias, bool training,
+                         double momentum, double eps) {
+    ct__autocast ac;
+    if (!ct__autocast_begin(&ac, CT__AC_BATCH_NORM, 1, (const ct_tensor **[]){&x})) return NULL;
+    ct_tensor *out =
+        batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps);
+    ct__autocast_end(&ac);
+    return out;
+}
+
+ct_tensor *ct_layer_norm(const ct_tensor *x, int normalized_ndim, const ct_tensor *weight,
+                         const ct_tensor *bias, double eps) {
+    ct__autocast ac;
+    if (!ct__autocast_begin(&ac, CT__AC_LAYER_NORM, 3, (const ct_tensor **[]){&x, &weight, &bias}))
+        return NULL;
+    ct_tensor *out = layer_norm(x, normalized_ndim, weight, bias, eps);
+    ct__autocast_end(&ac);
+    return out;
 }

@@ -171,12 +171,6 @@ static ct_tensor *reduce(const char *name, ct__reduce_op op, const ct_tensor *x,
 
 static ct_tensor *reduce_axes(const char *name, ct__reduce_op op, const ct_tensor *x, int naxes,
                               const int *axes, bool keepdim, double correction) {
-    ct_tensor *cast;
-    if (ct__autocast_inputs(name, 1, &x, &cast)) {
-        ct_tensor *out = reduce_axes(name, op, cast, naxes, axes, keepdim, correction);
-        ct__autocast_release(1, &cast);
-        return out;
-    }
     ct_device device;
     if (!ct__check_args(name, 1, &x, &device)) return NULL;
     bool reduced[CT_MAX_DIMS];
@@ -187,19 +181,31 @@ static ct_tensor *reduce_axes(const char *name, ct__reduce_op op, const ct_tenso
                : out;
 }
 
-#define CT_DEFINE_REDUCE_(name, NAME)                                                              \
+/* reduce_axes through autocast's front door. */
+static ct_tensor *reduce_autocast(const char *name, ct__reduce_op op, ct__autocast_op id,
+                                  const ct_tensor *x, int naxes, const int *axes, bool keepdim,
+                                  double correction) {
+    ct__autocast ac;
+    if (!ct__autocast_begin(&ac, id, 1, (const ct_tensor **[]){&x})) return NULL;
+    ct_tensor *out = reduce_axes(name, op, x, naxes, axes, keepdim, correction);
+    ct__autocast_end(&ac);
+    return out;
+}
+
+#define CT_DEFINE_REDUCE_(name, NAME, autocast)                                                    \
     ct_tensor *ct_##name(const ct_tensor *x, int naxes, const int *axes, bool keepdim) {           \
-        return reduce_axes("ct_" #name, CT_ROP_##NAME, x, naxes, axes, keepdim, 0.0);              \
+        return reduce_autocast("ct_" #name, CT_ROP_##NAME, CT__AC_R_##NAME, x, naxes, axes,        \
+                               keepdim, 0.0);                                                      \
     }
 CT_REDUCE_OPS(CT_DEFINE_REDUCE_)
 #undef CT_DEFINE_REDUCE_
 
 ct_tensor *ct_var(const ct_tensor *x, int naxes, const int *axes, double correction, bool keepdim) {
-    return reduce_axes("ct_var", CT_ROP_VAR, x, naxes, axes, keepdim, correction);
+    return reduce_autocast("ct_var", CT_ROP_VAR, CT__AC_VAR, x, naxes, axes, keepdim, correction);
 }
 
 ct_tensor *ct_std(const ct_tensor *x, int naxes, const int *axes, double correction, bool keepdim) {
-    return reduce_axes("ct_std", CT_ROP_STD, x, naxes, axes, keepdim, correction);
+    return reduce_autocast("ct_std", CT_ROP_STD, CT__AC_STD, x, naxes, axes, keepdim, correction);
 }
 
 static ct_tensor *arg_extremum(const char *name, ct__reduce_op op, const ct_tensor *x, int axis,

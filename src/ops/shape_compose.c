@@ -5,6 +5,7 @@
  * operands permuted and flattened to matrices). */
 #include <string.h>
 
+#include "ops/autocast_impl.h"
 #include "ops/op_impl.h"
 
 /* x where (col - row) compares with k as upper asks (>= k) or not (<= k), else 0. */
@@ -181,8 +182,8 @@ static ct_tensor *as_matrix(const char *op, const ct_tensor *t, int n, const int
     return out;
 }
 
-ct_tensor *ct_tensordot(const ct_tensor *a, const ct_tensor *b, int n, const int *axes_a,
-                        const int *axes_b) {
+static ct_tensor *tensordot(const ct_tensor *a, const ct_tensor *b, int n, const int *axes_a,
+                            const int *axes_b) {
     const char *op = "ct_tensordot";
     const ct_tensor *args[2] = {a, b};
     ct_device device;
@@ -213,5 +214,14 @@ ct_tensor *ct_tensordot(const ct_tensor *a, const ct_tensor *b, int n, const int
     ct_release(ma);
     ct_release(mb);
     ct_release(product);
+    return out;
+}
+
+ct_tensor *ct_tensordot(const ct_tensor *a, const ct_tensor *b, int n, const int *axes_a,
+                        const int *axes_b) {
+    ct__autocast ac;
+    if (!ct__autocast_begin(&ac, CT__AC_TENSORDOT, 2, (const ct_tensor **[]){&a, &b})) return NULL;
+    ct_tensor *out = tensordot(a, b, n, axes_a, axes_b);
+    ct__autocast_end(&ac);
     return out;
 }

@@ -70,19 +70,20 @@ static ct_tensor *softmax_op(const char *op, const ct_tensor *x, int axis, bool 
     return ct__record(y, node);
 }
 
-/* softmax_op in autocast's dtype for op (f32), where a region wants it. */
-static ct_tensor *softmax_autocast(const char *op, const ct_tensor *x, int axis, bool log) {
-    ct_tensor *cast;
-    if (!ct__autocast_inputs(op, 1, &x, &cast)) return softmax_op(op, x, axis, log);
-    ct_tensor *out = softmax_op(op, cast, axis, log);
-    ct__autocast_release(1, &cast);
+/* softmax_op through autocast's front door. */
+static ct_tensor *softmax_autocast(const char *op, ct__autocast_op id, const ct_tensor *x, int axis,
+                                   bool log) {
+    ct__autocast ac;
+    if (!ct__autocast_begin(&ac, id, 1, (const ct_tensor **[]){&x})) return NULL;
+    ct_tensor *out = softmax_op(op, x, axis, log);
+    ct__autocast_end(&ac);
     return out;
 }
 
 ct_tensor *ct_softmax(const ct_tensor *x, int axis) {
-    return softmax_autocast("ct_softmax", x, axis, false);
+    return softmax_autocast("ct_softmax", CT__AC_SOFTMAX, x, axis, false);
 }
 
 ct_tensor *ct_log_softmax(const ct_tensor *x, int axis) {
-    return softmax_autocast("ct_log_softmax", x, axis, true);
+    return softmax_autocast("ct_log_softmax", CT__AC_LOG_SOFTMAX, x, axis, true);
 }

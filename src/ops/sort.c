@@ -5,6 +5,7 @@
  * input made contiguous first. */
 #include <string.h>
 
+#include "ops/autocast_impl.h"
 #include "ops/grad_impl.h"
 #include "ops/op_impl.h"
 
@@ -107,7 +108,8 @@ static ct_dtype cumsum_dtype(ct_dtype x, ct_dtype asked) {
     return ct__is_float(x) ? x : ct__is_unsigned(x) ? CT_U64 : CT_I64;
 }
 
-ct_tensor *ct_cumulative_sum(const ct_tensor *x, int axis, ct_dtype dtype, bool include_initial) {
+static ct_tensor *cumulative_sum(const ct_tensor *x, int axis, ct_dtype dtype,
+                                 bool include_initial) {
     const char *op = "ct_cumulative_sum";
     ct_device device;
     int a = 0, perm[CT_MAX_DIMS];
@@ -147,4 +149,14 @@ ct_tensor *ct_cumulative_sum(const ct_tensor *x, int axis, ct_dtype dtype, bool 
         node->ints[1] = include_initial;
     }
     return ct__record(out, node);
+}
+
+/* An explicit dtype makes the op ineligible for autocast, as in PyTorch. */
+ct_tensor *ct_cumulative_sum(const ct_tensor *x, int axis, ct_dtype dtype, bool include_initial) {
+    if (dtype != CT_CUMSUM_DEFAULT_DTYPE) return cumulative_sum(x, axis, dtype, include_initial);
+    ct__autocast ac;
+    if (!ct__autocast_begin(&ac, CT__AC_CUMULATIVE_SUM, 1, (const ct_tensor **[]){&x})) return NULL;
+    ct_tensor *out = cumulative_sum(x, axis, dtype, include_initial);
+    ct__autocast_end(&ac);
+    return out;
 }

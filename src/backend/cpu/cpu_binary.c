@@ -149,7 +149,7 @@ static void binary_row(char *const *ptrs, const int64_t *strides, int64_t n, voi
 enum { KIND_ARITH, KIND_FLOAT, KIND_COMPARE, KIND_LOGICAL, KIND_INT, KIND_SHIFT };
 
 static const unsigned char op_kind[] = {
-#define CT_BINARY_KIND_(name, NAME, kind, grad) [CT_BOP_##NAME] = KIND_##kind,
+#define CT_BINARY_KIND_(name, NAME, kind, grad, autocast) [CT_BOP_##NAME] = KIND_##kind,
     CT_BINARY_OPS(CT_BINARY_KIND_)
 #undef CT_BINARY_KIND_
         [CT_BOP_RELU_GRAD] = KIND_ARITH,

@@ -19,7 +19,7 @@
 enum { KIND_FLOAT, KIND_SAME, KIND_BOOL, KIND_INT };
 
 static const unsigned char op_kind[] = {
-#define CT_UNARY_KIND_(name, NAME, kind, grad) [CT_UOP_##NAME] = KIND_##kind,
+#define CT_UNARY_KIND_(name, NAME, kind, grad, autocast) [CT_UOP_##NAME] = KIND_##kind,
     CT_UNARY_OPS(CT_UNARY_KIND_)
 #undef CT_UNARY_KIND_
         [CT_UOP_CLAMP] = KIND_SAME,

@@ -106,7 +106,7 @@ CT_EW_DEV void arith_f32_run(float *__restrict__ o, const float *__restrict__ a,
 #define CT_ARITH_RUN_LOGICAL(NAME) case CT_BOP_##NAME: break;
 #define CT_ARITH_RUN_INT(NAME) case CT_BOP_##NAME: break;
 #define CT_ARITH_RUN_SHIFT(NAME) case CT_BOP_##NAME: break;
-#define CT_ARITH_RUN_KIND_(name, NAME, kind, grad) CT_ARITH_RUN_##kind(NAME)
+#define CT_ARITH_RUN_KIND_(name, NAME, kind, grad, autocast) CT_ARITH_RUN_##kind(NAME)
 /* clang-format on */
 static __global__ void arith_f32_contiguous(float *__restrict__ o, const float *__restrict__ a,
                                             const float *__restrict__ b, int64_t n, int64_t sa,
@@ -146,7 +146,7 @@ static __global__ void compare_strided(const __grid_constant__ ct__ew_args args,
 enum { KIND_ARITH, KIND_FLOAT, KIND_COMPARE, KIND_LOGICAL, KIND_INT, KIND_SHIFT };
 
 static const unsigned char op_kind[] = {
-#define CT_BINARY_KIND_(name, NAME, kind, grad) KIND_##kind,
+#define CT_BINARY_KIND_(name, NAME, kind, grad, autocast) KIND_##kind,
     CT_BINARY_OPS(CT_BINARY_KIND_)
 #undef CT_BINARY_KIND_
         KIND_ARITH, /* CT_BOP_RELU_GRAD, the one internal op, after the table */

@@ -19,7 +19,7 @@
 enum { KIND_FLOAT, KIND_SAME, KIND_BOOL, KIND_INT };
 
 static const unsigned char op_kind[] = {
-#define CT_UNARY_KIND_(name, NAME, kind, grad) KIND_##kind,
+#define CT_UNARY_KIND_(name, NAME, kind, grad, autocast) KIND_##kind,
     CT_UNARY_OPS(CT_UNARY_KIND_)
 #undef CT_UNARY_KIND_
         KIND_SAME, /* clamp */
@@ -102,7 +102,7 @@ CT_EW_DEV void unary_f32_run(float *__restrict__ o, const float *__restrict__ x,
 #define CT_F32_RUN_SAME(NAME) CT_F32_RUN_(NAME)
 #define CT_F32_RUN_BOOL(NAME) case CT_UOP_##NAME: break;
 #define CT_F32_RUN_INT(NAME) case CT_UOP_##NAME: break;
-#define CT_F32_RUN_KIND_(name, NAME, kind, grad) CT_F32_RUN_##kind(NAME)
+#define CT_F32_RUN_KIND_(name, NAME, kind, grad, autocast) CT_F32_RUN_##kind(NAME)
 /* clang-format on */
 static __global__ void unary_f32_contiguous(float *__restrict__ o, const float *__restrict__ x,
                                             int64_t n, int op, float lo, float hi, bool vec) {
