@@ -1,16 +1,15 @@
 /* The backend interface: a struct of function pointers per device type.
  *
- * A backend provides discovery, raw memory, copies, synchronisation and a kernel table.
- * Kernels receive raw pointers already offset to element (0, ..., 0) of each operand and
- * strides in elements; the op layer has checked shapes, dtypes and devices, so kernels only
- * fail on what they alone can see (an index out of range, an integer division by zero, a
- * device error). All "device" arguments are physical device indices. */
+ * A backend provides discovery, raw memory, copies, synchronisation and a kernel table (its
+ * slots and their contracts in backend/kernel_slots.h). All "device" arguments are physical
+ * device indices. */
 #ifndef CT_BACKEND_IMPL_H
 #define CT_BACKEND_IMPL_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "backend/kernel_slots.h"
 #include "backend/optim_args_impl.h"
 #include "ctensor/ctensor.h"
 
@@ -175,82 +174,12 @@ typedef struct ct__layer_norm_args ct__layer_norm_args;
 typedef struct ct__dropout_args ct__dropout_args;
 typedef struct ct__index_add_args ct__index_add_args;
 
-/* What a device backend's kernels read back to the host, waiting for the device: the
- * verdict of a check of their operands, or the value the call returns. The op layer counts
- * each read as an implicit device-to-host transfer (ct__transfer_account_readback) before
- * the launch; CPU kernels read nothing back. The CUDA plugin asserts these sizes. */
-#define CT_READBACK_BAD_VALUE 16   /* cross_entropy targets, index_add indices: {failed, value} */
-#define CT_READBACK_BAD_POSITION 8 /* gather indices: the first bad position */
-#define CT_READBACK_RAISED_FLAG 4  /* integer pow and remainder: a flag the operands raised */
-#define CT_READBACK_NORM 8         /* list_norm: its double result */
-#define CT_READBACK_UNSCALE 4      /* list_unscale: the first non-finite tensor's index */
-
+/* The kernel table: one member per row of CT_KERNEL_SLOTS (backend/kernel_slots.h, which
+ * gives each slot's contract); an optional slot a backend lacks is NULL. */
 typedef struct ct__kernel_table {
-    /* out = op(in); operands out, in. p0, p1: op parameters (clamp bounds). */
-    ct_status (*unary)(int device, ct__unary_op op, const ct__ew_args *args, double p0, double p1);
-    /* out = a op b; operands out, a, b (any dtypes; computed in args->compute_dtype). */
-    ct_status (*binary)(int device, ct__binary_op op, const ct__ew_args *args);
-    /* out = cond ? a : b; operands out, cond (bool), a, b (a, b of out's dtype). */
-    ct_status (*where)(int device, const ct__ew_args *args);
-    /* out = in, converting dtypes; operands out, in. */
-    ct_status (*copy)(int device, const ct__ew_args *args);
-    /* out = value; operand out. */
-    ct_status (*fill)(int device, const ct__ew_args *args, double value);
-    /* out[i] = start + i * step, i the C-order linear index of the iteration; operand out. */
-    ct_status (*iota)(int device, const ct__ew_args *args, double start, double step);
-    /* Philox draws (random.h gives the stream layout); operand out, contiguous. */
-    ct_status (*random)(int device, const ct__ew_args *args, ct__random_kind kind, uint64_t seed,
-                        uint64_t offset);
-    ct_status (*reduce)(int device, ct__reduce_op op, const ct__reduce_args *args);
-    ct_status (*matmul)(int device, const ct__matmul_args *args);
-    ct_status (*gather)(int device, const ct__gather_args *args);
-
-    /* Optimisers (src/optim; arguments in backend/optim_args_impl.h). */
-    /* One fused update of every tensor of the list (SGD, Adam or AdamW). */
-    ct_status (*optim_step)(int device, const ct__optim_args *args);
-    /* *out = sum of |x|^p over every element of the list (p finite), or the largest |x|
-     * (p infinite), NaN when an element is NaN; waits for the result. */
-    ct_status (*list_norm)(int device, const ct__list_args *args, double p, double *out);
-    /* x *= factor for every element of the list. */
-    ct_status (*list_scale)(int device, const ct__list_args *args, double factor);
-    /* The loss scaler's unscale: every element times inv_scale (in f32 for f32, f16 and
-     * bf16), and *first_bad the index in the list of the first tensor that held an inf or
-     * NaN before the multiply, or -1: one pass, one read-back of CT_READBACK_UNSCALE bytes. */
-    ct_status (*list_unscale)(int device, const ct__list_args *args, double inv_scale,
-                              int32_t *first_bad);
-    /* ---- nn family: softmax, cross-entropy, batch and layer norm, dropout, index_add
-     * (contracts in backend/norm_args_impl.h) ---- */
-    ct_status (*softmax)(int device, const ct__softmax_args *args);
-    ct_status (*softmax_backward)(int device, const ct__softmax_args *args);
-    ct_status (*cross_entropy)(int device, const ct__cross_entropy_args *args);
-    ct_status (*cross_entropy_backward)(int device, const ct__cross_entropy_args *args);
-    ct_status (*batch_norm)(int device, const ct__batch_norm_args *args);
-    ct_status (*batch_norm_backward)(int device, const ct__batch_norm_args *args);
-    ct_status (*layer_norm)(int device, const ct__layer_norm_args *args);
-    ct_status (*layer_norm_backward)(int device, const ct__layer_norm_args *args);
-    ct_status (*dropout)(int device, const ct__dropout_args *args);
-    ct_status (*index_add)(int device, const ct__index_add_args *args);
-    /* ---- convolution and pooling (arguments in backend/conv_args_impl.h) ---- */
-    /* Bytes of scratch conv2d_forward (backward false) or conv2d_backward needs for args
-     * (whose pointers may still be NULL); the op layer allocates it from the device pool. */
-    ct_status (*conv2d_workspace)(int device, const struct ct__conv2d_args *args, bool backward,
-                                  size_t *bytes);
-    ct_status (*conv2d_forward)(int device, const struct ct__conv2d_args *args);
-    /* Whether the backend convolves args (geometry and dtype set, pointers not) in its
-     * args->dtype, f16 or bf16, forward and backward, without the op layer's f32 copies.
-     * Optional: NULL means never. Never fails. */
-    bool (*conv2d_native)(int device, const struct ct__conv2d_args *args);
-    ct_status (*conv2d_backward)(int device, const struct ct__conv2d_args *args);
-    ct_status (*pool2d_forward)(int device, const struct ct__pool2d_args *args);
-    ct_status (*pool2d_backward)(int device, const struct ct__pool2d_args *args);
-    /* Whether the backend pools args (geometry, kind and dtype set, pointers not) in its
-     * args->dtype, f16 or bf16, forward and backward, with the results of the f32 path, so
-     * the op layer need not copy the operands to f32 and back. Optional: NULL means never.
-     * Never fails. */
-    bool (*pool2d_native)(int device, const struct ct__pool2d_args *args);
-    /* ---- sorting and scanning (ct__sort_args above) ---- */
-    ct_status (*argsort)(int device, const ct__sort_args *args);
-    ct_status (*cumsum)(int device, const ct__sort_args *args);
+#define CT_KERNEL_MEMBER_(name, need, sync, ret, parameters, arguments) ret(*name) parameters;
+    CT_KERNEL_SLOTS(CT_KERNEL_MEMBER_)
+#undef CT_KERNEL_MEMBER_
 } ct__kernel_table;
 
 typedef struct ct__backend_table {

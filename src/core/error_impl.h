@@ -18,6 +18,9 @@
 ct_status ct__error(ct_status status, const char *fmt, ...) CT_PRINTF_(2, 3);
 /* Record status and message; returns NULL. */
 void *ct__fail(ct_status status, const char *fmt, ...) CT_PRINTF_(2, 3);
+/* Record that argument `position` of op was NULL (CT_ERR_INVALID_ARG), keeping an earlier
+ * error (NULL propagation); returns NULL. */
+void *ct__null_arg(const char *op, int position);
 /* The thread's last failure, set aside while the library asks a backend a question whose
  * "no" may come with an error (whether cuDNN has a plan), then put back: what the caller
  * sees as the last failure is not a question the library asked itself. */

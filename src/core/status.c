@@ -73,6 +73,12 @@ void *ct__fail(ct_status status, const char *fmt, ...) {
     return NULL;
 }
 
+void *ct__null_arg(const char *op, int position) {
+    if (ct_last_status() == CT_OK)
+        ct__error(CT_ERR_INVALID_ARG, "%s: argument %d is NULL", op, position);
+    return NULL;
+}
+
 /* ---- log hook ---- */
 
 static void default_log(ct_log_level level, const char *message, void *user_data) {

@@ -22,7 +22,6 @@
 #include "ops/autocast_impl.h"
 #include "ops/grad_impl.h"
 #include "backend/ew_formula_impl.h"
-#include "core/transfer_impl.h"
 #include "ops/op_impl.h"
 
 enum { KIND_ARITH, KIND_FLOAT, KIND_COMPARE, KIND_LOGICAL, KIND_INT, KIND_SHIFT };
@@ -75,8 +74,7 @@ static ct_tensor *launch(const char *name, ct__binary_op op, int kind, ct_device
     /* Integer pow, remainder and floor_divide check their operands on the device (negative
      * exponents, zero divisors). */
     bool checked = ct__ew_int_op_can_fail(op) && !ct__is_float(args.compute_dtype);
-    if ((checked &&
-         ct__transfer_account_readback(device, CT_READBACK_RAISED_FLAG, name) != CT_OK) ||
+    if ((checked && ct__kernel_readback(device, CT_SLOT_binary, name) != CT_OK) ||
         kernels->binary(physical, op, &args) != CT_OK) {
         ct_release(out);
         return NULL;

@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "ops/grad_impl.h"
-#include "core/transfer_impl.h"
 #include "ops/op_impl.h"
 
 static bool check_index_dtype(const char *op, const ct_tensor *index) {
@@ -42,7 +41,7 @@ static ct_tensor *run_gather(const char *op, ct_device device, ct_tensor *out,
     ct__ew_coalesce(&g.it);
     g.src_axis_stride = x->strides[axis];
     g.src_axis_size = x->shape[axis];
-    if (ct__transfer_account_readback(device, CT_READBACK_BAD_POSITION, op) != CT_OK) {
+    if (ct__kernel_readback(device, CT_SLOT_gather, op) != CT_OK) {
         ct_release(out);
         return NULL;
     }

@@ -5,7 +5,6 @@
  * ct_index_copy (torch.index_copy_) stores instead, in place, through the same kernel. */
 #include <string.h>
 
-#include "core/transfer_impl.h"
 #include "ops/autocast_impl.h"
 #include "ops/nn_impl.h"
 
@@ -40,8 +39,7 @@ static ct_status run_index_add(const char *op, ct_tensor *dst, int a, const ct_t
     args.assign = assign;
     args.deterministic = ct_are_deterministic_algorithms_enabled();
     if (args.rest.numel == 0 || args.k == 0) return CT_OK;
-    ct_status status =
-        ct__transfer_account_readback(dst->storage->device, CT_READBACK_BAD_VALUE, op);
+    ct_status status = ct__kernel_readback(dst->storage->device, CT_SLOT_index_add, op);
     if (status != CT_OK) return status;
     if (k->index_add(physical, &args) != CT_OK) return ct__nn_prefix_error(op);
     return CT_OK;

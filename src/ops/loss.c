@@ -1,6 +1,5 @@
 /* Losses: ct_cross_entropy (one fused kernel forward, one backward, on each device) and
  * ct_mse_loss (composed of elementwise ops and a reduction), with their backward. */
-#include "core/transfer_impl.h"
 #include "ops/nn_impl.h"
 #include "ops/autocast_impl.h"
 
@@ -107,8 +106,8 @@ static ct_tensor *cross_entropy_forward(const char *op, ct_device device, const 
     if (!out) return NULL;
     ct__cross_entropy_args args = cross_entropy_args(saved[0], saved[1], o, &saved[2]);
     args.out = ct__data(out);
-    if (ct__transfer_account_readback(device, CT_READBACK_BAD_VALUE,
-                                      "ct_cross_entropy (its check of the targets)") != CT_OK ||
+    if (ct__kernel_readback(device, CT_SLOT_cross_entropy,
+                            "ct_cross_entropy (its check of the targets)") != CT_OK ||
         k->cross_entropy(physical, &args) != CT_OK) {
         ct_release(out);
         return NULL;

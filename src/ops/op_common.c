@@ -5,12 +5,6 @@
 #include "core/transfer_impl.h"
 #include "ops/op_impl.h"
 
-void *ct__null_arg(const char *op, int position) {
-    if (ct_last_status() == CT_OK)
-        ct__error(CT_ERR_INVALID_ARG, "%s: argument %d is NULL", op, position);
-    return NULL;
-}
-
 static bool is_scalar_on_cpu(const ct_tensor *t) {
     return t->ndim == 0 && t->storage->device.type == CT_DEVICE_CPU;
 }
@@ -176,13 +170,6 @@ void ct__ew_coalesce(ct__ew_args *args) {
         }
     }
     args->ndim = out + 1;
-}
-
-const ct__kernel_table *ct__kernels(ct_device device, int *physical) {
-    const ct__backend_table *backend = ct__backend(device.type);
-    if (!backend) return NULL;
-    *physical = ct__physical_index(device);
-    return backend->kernels;
 }
 
 ct_tensor *ct__operand_on(const ct_tensor *t, ct_device device, const char *op) {

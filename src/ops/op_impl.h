@@ -1,12 +1,13 @@
 /* The op layer's shared front door: argument checks (NULL propagation, devices), shape
- * broadcasting, building kernel arguments, and finding the kernels of a device. Every op
- * file uses these, so the checks and their messages are the same everywhere. */
+ * broadcasting, building kernel arguments; and, through backend/dispatch_impl.h, finding the
+ * kernels of a device. Every op file uses these, so the checks and their messages are the same
+ * everywhere. */
 #ifndef CT_OP_IMPL_H
 #define CT_OP_IMPL_H
 
 #include <stdbool.h>
 
-#include "backend/backend_impl.h"
+#include "backend/dispatch_impl.h"
 #include "core/device_impl.h"
 #include "core/error_impl.h"
 #include "core/tensor_impl.h"
@@ -37,9 +38,6 @@ bool ct__ew_flat(ct__ew_args *args, int n, const ct_tensor *const *tensors);
  * strides NULL broadcasts one element (all strides 0). */
 void ct__ew_add_strided(ct__ew_args *args, char *data, ct_dtype dtype, const int64_t *strides);
 
-/* The kernels of a device's backend and its physical index (NULL with the error set). */
-const ct__kernel_table *ct__kernels(ct_device device, int *physical);
-
 /* t as an operand on device: t itself (a new reference) when there already; a 0-d CPU
  * tensor is copied there as an implicit transfer. */
 ct_tensor *ct__operand_on(const ct_tensor *t, ct_device device, const char *op);
@@ -53,8 +51,5 @@ ct_status ct__copy_into(ct_tensor *dst, const ct_tensor *src, const char *op);
 
 /* ReLU's backward in one pass: grad where x > 0, else 0 (same shapes, float). */
 ct_tensor *ct__relu_backward(const ct_tensor *grad, const ct_tensor *x);
-
-/* Record that an op's argument was NULL: keeps an earlier error; returns NULL. */
-void *ct__null_arg(const char *op, int position);
 
 #endif

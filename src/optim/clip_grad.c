@@ -4,11 +4,10 @@
  * limit. */
 #include <math.h>
 
+#include "backend/dispatch_impl.h"
 #include "backend/optim_update_impl.h"
 #include "core/device_impl.h"
-#include "core/transfer_impl.h"
 #include "ctensor/autograd.h"
-#include "ops/op_impl.h"
 #include "optim/optim_impl.h"
 
 #define OP "ct_clip_grad_norm"
@@ -54,20 +53,16 @@ static ct_status per_device(int n, clip_item *items, ct__list_tensor *entries, b
             args.total += t->numel;
         }
         int physical;
-        const ct__kernel_table *k = ct__kernels(device, &physical);
+        ct__kernel_slot slot = scale ? CT_SLOT_list_scale : CT_SLOT_list_norm;
+        const ct__kernel_table *k = ct__kernel_find(device, slot, OP, &physical);
         if (!k) return ct_last_status();
-        if (!k->list_norm || !k->list_scale)
-            return ct__error(CT_ERR_UNSUPPORTED,
-                             OP ": the %s backend has no gradient-norm "
-                                "kernels",
-                             device.type == CT_DEVICE_CPU ? "cpu" : "cuda");
         double part = 0.0;
         ct_status s = CT_OK;
         if (scale) {
             s = k->list_scale(physical, &args, factor);
         } else {
             /* The norm of empty gradients is 0 without a kernel or a read. */
-            if (args.total > 0) s = ct__transfer_account_readback(device, CT_READBACK_NORM, OP);
+            if (args.total > 0) s = ct__kernel_readback(device, CT_SLOT_list_norm, OP);
             if (s == CT_OK) s = k->list_norm(physical, &args, p, &part);
         }
         if (s != CT_OK) return s;

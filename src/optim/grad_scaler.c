@@ -11,11 +11,10 @@
 #include <math.h>
 #include <string.h>
 
+#include "backend/dispatch_impl.h"
 #include "core/device_impl.h"
-#include "core/transfer_impl.h"
 #include "ctensor/autocast.h"
 #include "ctensor/autograd.h"
-#include "ops/op_impl.h"
 #include "optim/optim_impl.h"
 
 #define OP "ct_grad_scaler"
@@ -136,12 +135,10 @@ static ct_status unscale_device(ct_grad_scaler *s, int first, bool *visited) {
         args.total += g->numel;
     }
     int physical;
-    const ct__kernel_table *k = ct__kernels(device, &physical);
+    const ct__kernel_table *k =
+        ct__kernel_find(device, CT_SLOT_list_unscale, OP "_unscale", &physical);
     if (!k) return ct_last_status();
-    if (!k->list_unscale)
-        return ct__error(CT_ERR_UNSUPPORTED, OP "_unscale: the %s backend has no unscale kernel",
-                         device.type == CT_DEVICE_CPU ? "cpu" : "cuda");
-    ct_status st = ct__transfer_account_readback(device, CT_READBACK_UNSCALE, OP "_unscale");
+    ct_status st = ct__kernel_readback(device, CT_SLOT_list_unscale, OP "_unscale");
     int32_t bad = -1;
     if (st == CT_OK) st = k->list_unscale(physical, &args, 1.0 / s->scale, &bad);
     if (st == CT_OK && bad >= 0 && (s->first_bad < 0 || s->index[bad] < s->first_bad))

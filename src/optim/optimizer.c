@@ -5,9 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backend/dispatch_impl.h"
 #include "core/device_impl.h"
 #include "ctensor/autograd.h"
-#include "ops/op_impl.h"
 #include "optim/optim_impl.h"
 
 ct_adam_options ct_adam_defaults(void) {
@@ -301,13 +301,9 @@ static ct_status step_device(ct_optimizer *opt, int first, param_work *w,
     args.count = count;
     args.tensors = entries;
     int physical;
-    const ct__kernel_table *k = ct__kernels(device, &physical);
+    const ct__kernel_table *k =
+        ct__kernel_find(device, CT_SLOT_optim_step, "ct_optimizer_step", &physical);
     if (!k) return ct_last_status();
-    if (!k->optim_step)
-        return ct__error(CT_ERR_UNSUPPORTED,
-                         "ct_optimizer_step: the %s backend has no "
-                         "optimiser kernel",
-                         device.type == CT_DEVICE_CPU ? "cpu" : "cuda");
     ct_status status = k->optim_step(physical, &args);
     if (status != CT_OK) return status;
     for (int i = first; i < opt->n; i++) {

@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include "backend/cpu/cpu_impl.h"
-#include "backend/cpu/cpu_norm_impl.h"
 #include "core/error_impl.h"
 
 static int cpu_device_count(void) { return 1; }
@@ -62,40 +61,15 @@ static ct_status cpu_synchronize(int device) {
     return CT_OK;
 }
 
+/* Every required slot's ct__cpu_NAME (a missing one fails the link, naming it), and the
+ * optional slots the CPU defines. */
 static const ct__kernel_table cpu_kernels = {
-    .unary = ct__cpu_unary,
-    .binary = ct__cpu_binary,
-    .where = ct__cpu_where,
-    .copy = ct__cpu_copy,
-    .fill = ct__cpu_fill,
-    .iota = ct__cpu_iota,
-    .random = ct__cpu_random,
-    .reduce = ct__cpu_reduce,
-    .matmul = ct__cpu_matmul,
-    .gather = ct__cpu_gather,
-    .optim_step = ct__cpu_optim_step,
-    .list_norm = ct__cpu_list_norm,
-    .list_scale = ct__cpu_list_scale,
-    .list_unscale = ct__cpu_list_unscale,
-    .softmax = ct__cpu_softmax,
-    .softmax_backward = ct__cpu_softmax_backward,
-    .cross_entropy = ct__cpu_cross_entropy,
-    .cross_entropy_backward = ct__cpu_cross_entropy_backward,
-    .batch_norm = ct__cpu_batch_norm,
-    .batch_norm_backward = ct__cpu_batch_norm_backward,
-    .layer_norm = ct__cpu_layer_norm,
-    .layer_norm_backward = ct__cpu_layer_norm_backward,
-    .dropout = ct__cpu_dropout,
-    .index_add = ct__cpu_index_add,
-    .conv2d_workspace = ct__cpu_conv2d_workspace,
-    .conv2d_forward = ct__cpu_conv2d_forward,
-    .conv2d_native = ct__cpu_conv2d_native,
-    .conv2d_backward = ct__cpu_conv2d_backward,
-    .pool2d_forward = ct__cpu_pool2d_forward,
-    .pool2d_backward = ct__cpu_pool2d_backward,
-    .pool2d_native = ct__cpu_pool2d_native,
-    .argsort = ct__cpu_argsort,
-    .cumsum = ct__cpu_cumsum,
+#define CT_CPU_REQUIRED_(name, need, ...) CT_KERNEL_IF_##need(.name = ct__cpu_##name, )
+    CT_KERNEL_SLOTS(CT_CPU_REQUIRED_)
+#undef CT_CPU_REQUIRED_
+#define CT_CPU_OPTIONAL_(name) .name = ct__cpu_##name,
+        CT_CPU_OPTIONAL_SLOTS(CT_CPU_OPTIONAL_)
+#undef CT_CPU_OPTIONAL_
 };
 
 static const ct__backend_table cpu_backend = {

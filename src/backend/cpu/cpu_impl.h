@@ -62,16 +62,14 @@ void ct__cpu_parallel_rows(const ct__ew_args *args, ct__cpu_row_fn fn, void *ctx
 /* Number of OpenMP threads kernels use (1 without OpenMP). */
 int ct__cpu_threads(void);
 
-ct_status ct__cpu_unary(int device, ct__unary_op op, const ct__ew_args *args, double p0, double p1);
-ct_status ct__cpu_binary(int device, ct__binary_op op, const ct__ew_args *args);
-ct_status ct__cpu_where(int device, const ct__ew_args *args);
-ct_status ct__cpu_copy(int device, const ct__ew_args *args);
-ct_status ct__cpu_fill(int device, const ct__ew_args *args, double value);
-ct_status ct__cpu_iota(int device, const ct__ew_args *args, double start, double step);
-ct_status ct__cpu_random(int device, const ct__ew_args *args, ct__random_kind kind, uint64_t seed,
-                         uint64_t offset);
-ct_status ct__cpu_reduce(int device, ct__reduce_op op, const ct__reduce_args *args);
-ct_status ct__cpu_matmul(int device, const ct__matmul_args *args);
+/* The kernels: ct__cpu_NAME for every row of backend/kernel_slots.h, defined in the cpu_*.c
+ * file of its family; the CPU defines every required slot and the optional ones
+ * CT_CPU_OPTIONAL_SLOTS lists (cpu_backend.c puts them in its table). */
+#define CT_CPU_DECLARE_(name, need, sync, ret, parameters, arguments) ret ct__cpu_##name parameters;
+CT_KERNEL_SLOTS(CT_CPU_DECLARE_)
+#undef CT_CPU_DECLARE_
+#define CT_CPU_OPTIONAL_SLOTS(X) X(conv2d_native) X(pool2d_native)
+
 /* c = op(a) @ op(b) + beta * c for f32 or f64, row-major, leading dimensions in elements
  * (cpu_gemm.c): OpenBLAS on ctensor's OpenMP threads, never on OpenBLAS's own. A parallel
  * region that calls it must call ct__cpu_blas_single_threaded before it opens. */
@@ -97,36 +95,17 @@ const char *ct__cpu_f32_gemm_library(void);
 /* The vector row 2x2 max pooling runs here ("AVX-512", "AVX2" or "scalar"; cpu_pool.c), for
  * ct_cpu_kernels. */
 const char *ct__cpu_max_pool_row(void);
-ct_status ct__cpu_gather(int device, const ct__gather_args *args);
-ct_status ct__cpu_argsort(int device, const ct__sort_args *args);
-ct_status ct__cpu_cumsum(int device, const ct__sort_args *args);
-/* Convolution and pooling (cpu_conv.c, cpu_pool.c; arguments in backend/conv_args_impl.h). */
-/* Convolution through oneDNN (cpu_conv_dnnl.c): whether args (of dtype CT_BF16) runs there
- * in bf16 (the kernel table's conv2d_native); whether oneDNN runs this call (its dtype, bf16
- * or f32, and which of bias or bias gradient it has); and its workspace, forward and
- * backward, which cpu_conv.c's hand it. */
-bool ct__cpu_conv2d_native(int device, const struct ct__conv2d_args *args);
 /* Whether f32 convolutions with this many input channels per group go to oneDNN where it made
  * their primitives (else im2col + GEMM): by the CPU and the shape, or CT_F32_CONV. */
 bool ct__cpu_conv2d_f32_on_onednn(int64_t in_channels_per_group);
+/* Convolution through oneDNN (cpu_conv_dnnl.c; ct__cpu_conv2d_native says whether a bf16
+ * convolution runs there in bf16): whether oneDNN runs this call (its dtype, bf16 or f32, and
+ * which of bias or bias gradient it has); and its workspace, forward and backward, which
+ * cpu_conv.c's hand it. */
 bool ct__cpu_conv2d_dnnl_runs(const struct ct__conv2d_args *a, bool backward);
 ct_status ct__cpu_conv2d_dnnl_workspace(const struct ct__conv2d_args *a, bool backward,
                                         size_t *bytes);
 ct_status ct__cpu_conv2d_dnnl_forward(const struct ct__conv2d_args *a);
 ct_status ct__cpu_conv2d_dnnl_backward(const struct ct__conv2d_args *a);
-ct_status ct__cpu_conv2d_workspace(int device, const struct ct__conv2d_args *args, bool backward,
-                                   size_t *bytes);
-ct_status ct__cpu_conv2d_forward(int device, const struct ct__conv2d_args *args);
-ct_status ct__cpu_conv2d_backward(int device, const struct ct__conv2d_args *args);
-ct_status ct__cpu_pool2d_forward(int device, const struct ct__pool2d_args *args);
-ct_status ct__cpu_pool2d_backward(int device, const struct ct__pool2d_args *args);
-bool ct__cpu_pool2d_native(int device, const struct ct__pool2d_args *args);
-
-/* Optimisers (cpu_optim.c). */
-ct_status ct__cpu_optim_step(int device, const ct__optim_args *args);
-ct_status ct__cpu_list_norm(int device, const ct__list_args *args, double p, double *out);
-ct_status ct__cpu_list_scale(int device, const ct__list_args *args, double factor);
-ct_status ct__cpu_list_unscale(int device, const ct__list_args *args, double inv_scale,
-                               int32_t *first_bad);
 
 #endif

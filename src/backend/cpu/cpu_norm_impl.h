@@ -1,5 +1,5 @@
-/* The CPU kernels of the nn family (backend/norm_args_impl.h gives their contracts) and the
- * element access they share.
+/* What the CPU kernels of the nn family (backend/norm_args_impl.h gives their contracts)
+ * share: element access.
  *
  * These kernels compute in double whatever the floating dtype (exponentials excepted, see
  * ct__exp_for): their reductions (a row's
@@ -88,16 +88,5 @@ CT_CPU_INLINE double ct__row_exp_sum_f32(const float *x, float *out, int64_t n, 
         default: fn(__VA_ARGS__, dtype); break;                                                    \
         }                                                                                          \
     } while (0)
-
-ct_status ct__cpu_softmax(int device, const ct__softmax_args *args);
-ct_status ct__cpu_softmax_backward(int device, const ct__softmax_args *args);
-ct_status ct__cpu_cross_entropy(int device, const ct__cross_entropy_args *args);
-ct_status ct__cpu_cross_entropy_backward(int device, const ct__cross_entropy_args *args);
-ct_status ct__cpu_batch_norm(int device, const ct__batch_norm_args *args);
-ct_status ct__cpu_batch_norm_backward(int device, const ct__batch_norm_args *args);
-ct_status ct__cpu_layer_norm(int device, const ct__layer_norm_args *args);
-ct_status ct__cpu_layer_norm_backward(int device, const ct__layer_norm_args *args);
-ct_status ct__cpu_dropout(int device, const ct__dropout_args *args);
-ct_status ct__cpu_index_add(int device, const ct__index_add_args *args);
 
 #endif

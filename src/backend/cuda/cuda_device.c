@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "backend/cuda/cuda_core_impl.h"
-#include "backend/cuda/cuda_norm_impl.h"
 
 /* CMake passes the build's architectures, e.g. "80,90" native code and "90" PTX; both
  * empty when it could not tell (CT_CUDA_ARCHITECTURES "native" or "all"). */
@@ -185,39 +184,15 @@ static ct_status cuda_properties(int device, ct_device_properties *out) {
     return CT_OK;
 }
 
+/* Every required slot's ct_cuda_NAME (a missing one fails the plugin's link, naming it), and
+ * the optional slots the plugin defines. */
 static const ct__kernel_table cuda_kernels = {
-    .unary = ct_cuda_unary,
-    .binary = ct_cuda_binary,
-    .where = ct_cuda_where,
-    .copy = ct_cuda_copy,
-    .fill = ct_cuda_fill,
-    .iota = ct_cuda_iota,
-    .random = ct_cuda_random,
-    .reduce = ct_cuda_reduce,
-    .matmul = ct_cuda_matmul,
-    .gather = ct_cuda_gather,
-    .conv2d_workspace = ct_cuda_conv2d_workspace,
-    .conv2d_forward = ct_cuda_conv2d_forward,
-    .conv2d_backward = ct_cuda_conv2d_backward,
-    .conv2d_native = ct_cuda_conv2d_native,
-    .pool2d_forward = ct_cuda_pool2d_forward,
-    .pool2d_backward = ct_cuda_pool2d_backward,
-    .optim_step = ct_cuda_optim_step,
-    .list_norm = ct_cuda_list_norm,
-    .list_scale = ct_cuda_list_scale,
-    .list_unscale = ct_cuda_list_unscale,
-    .softmax = ct_cuda_softmax,
-    .softmax_backward = ct_cuda_softmax_backward,
-    .cross_entropy = ct_cuda_cross_entropy,
-    .cross_entropy_backward = ct_cuda_cross_entropy_backward,
-    .batch_norm = ct_cuda_batch_norm,
-    .batch_norm_backward = ct_cuda_batch_norm_backward,
-    .layer_norm = ct_cuda_layer_norm,
-    .layer_norm_backward = ct_cuda_layer_norm_backward,
-    .dropout = ct_cuda_dropout,
-    .argsort = ct_cuda_argsort,
-    .cumsum = ct_cuda_cumsum,
-    .index_add = ct_cuda_index_add,
+#define CT_CUDA_REQUIRED_(name, need, ...) CT_KERNEL_IF_##need(.name = ct_cuda_##name, )
+    CT_KERNEL_SLOTS(CT_CUDA_REQUIRED_)
+#undef CT_CUDA_REQUIRED_
+#define CT_CUDA_OPTIONAL_(name) .name = ct_cuda_##name,
+        CT_CUDA_OPTIONAL_SLOTS(CT_CUDA_OPTIONAL_)
+#undef CT_CUDA_OPTIONAL_
 };
 
 static const ct__backend_table cuda_backend = {

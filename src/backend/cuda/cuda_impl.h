@@ -52,36 +52,14 @@ ct_status ct_cuda_set_device(int device);
  * the source has been read, without waiting for the stream, the DMA queued on it. */
 ct_status ct_cuda_copy_from_host(int device, void *dst, const void *src, size_t size);
 
-/* Kernel launchers (the ct__kernel_table table of the CUDA backend). */
-ct_status ct_cuda_unary(int device, ct__unary_op op, const ct__ew_args *args, double p0, double p1);
-ct_status ct_cuda_binary(int device, ct__binary_op op, const ct__ew_args *args);
-ct_status ct_cuda_where(int device, const ct__ew_args *args);
-ct_status ct_cuda_copy(int device, const ct__ew_args *args);
-ct_status ct_cuda_fill(int device, const ct__ew_args *args, double value);
-ct_status ct_cuda_iota(int device, const ct__ew_args *args, double start, double step);
-ct_status ct_cuda_random(int device, const ct__ew_args *args, ct__random_kind kind, uint64_t seed,
-                         uint64_t offset);
-ct_status ct_cuda_reduce(int device, ct__reduce_op op, const ct__reduce_args *args);
-ct_status ct_cuda_matmul(int device, const ct__matmul_args *args);
-ct_status ct_cuda_gather(int device, const ct__gather_args *args);
-/* Sorting and scanning (cuda_sort.cu). */
-ct_status ct_cuda_argsort(int device, const ct__sort_args *args);
-ct_status ct_cuda_cumsum(int device, const ct__sort_args *args);
-/* Convolution (cuda_conv.cu, cuDNN) and pooling (cuda_pool.cu); backend/conv_args_impl.h. */
-ct_status ct_cuda_conv2d_workspace(int device, const struct ct__conv2d_args *args, bool backward,
-                                   size_t *bytes);
-ct_status ct_cuda_conv2d_forward(int device, const struct ct__conv2d_args *args);
-ct_status ct_cuda_conv2d_backward(int device, const struct ct__conv2d_args *args);
-bool ct_cuda_conv2d_native(int device, const struct ct__conv2d_args *args);
-ct_status ct_cuda_pool2d_forward(int device, const struct ct__pool2d_args *args);
-ct_status ct_cuda_pool2d_backward(int device, const struct ct__pool2d_args *args);
-
-/* Optimisers (cuda_optim.cu). */
-ct_status ct_cuda_optim_step(int device, const ct__optim_args *args);
-ct_status ct_cuda_list_norm(int device, const ct__list_args *args, double p, double *out);
-ct_status ct_cuda_list_scale(int device, const ct__list_args *args, double factor);
-ct_status ct_cuda_list_unscale(int device, const ct__list_args *args, double inv_scale,
-                               int32_t *first_bad);
+/* The kernel launchers: ct_cuda_NAME for every row of backend/kernel_slots.h, defined in the
+ * .cu file of its family; the plugin defines every required slot and the optional ones
+ * CT_CUDA_OPTIONAL_SLOTS lists (cuda_device.c puts them in its table). */
+#define CT_CUDA_DECLARE_(name, need, sync, ret, parameters, arguments)                             \
+    ret ct_cuda_##name parameters;
+CT_KERNEL_SLOTS(CT_CUDA_DECLARE_)
+#undef CT_CUDA_DECLARE_
+#define CT_CUDA_OPTIONAL_SLOTS(X) X(conv2d_native)
 
 #ifdef __cplusplus
 }

@@ -12,7 +12,8 @@
 #include <stdint.h>
 
 #include "backend/cuda/cuda_load_impl.cuh"
-#include "backend/cuda/cuda_norm_impl.h"
+#include "backend/cuda/cuda_impl.h"
+#include "backend/norm_args_impl.h"
 
 #define NN_DEV static __device__ __forceinline__
 
