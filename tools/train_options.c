@@ -88,7 +88,8 @@ static int bad_device(const char *value) {
         const char *type = ct_device_type_name(device.type);
         int count = ct_device_count(device.type);
         if (count == 0 && ct_device_check(device) != CT_OK)
-            fprintf(stderr, "ctensor train: --device \"%s\": %s\n", value, ct_last_error());
+            fprintf(stderr, "ctensor train: --device \"%s\": there is no %s device: %s\n", value,
+                    type, ct_last_error());
         else
             fprintf(stderr,
                     "ctensor train: --device \"%s\": there %s %d %s device%s (%s:0 to %s:%d)\n",
