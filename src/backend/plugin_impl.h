@@ -24,7 +24,7 @@ typedef struct ct__plugin_host {
     /* Send a message through the library's log hook. */
     void (*log)(ct_log_level level, const char *message);
     /* Whether the NVIDIA driver (libcuda.so.1) loads: the core's one probe of it; false with
-     * CT_NO_DRIVER_REASON in reason. */
+     * the reason (no NVIDIA driver, and what to do) in reason. */
     bool (*driver_present)(char *reason, size_t reason_size);
 } ct__plugin_host;
 

@@ -8,8 +8,8 @@
  * (backend/plugin_load_impl.h): its entry gives a ct__device_plugin_api, whose start takes
  * the core's host services and returns the plugin's ct__backend_table or NULL with a reason.
  *
- * The CUDA plugin links the CUDA runtime, cuBLAS, cuDNN and NCCL: loading it costs 70-200 ms
- * and some 200 MB of resident memory, which a CPU-only machine should not pay to learn that
+ * The CUDA plugin links the CUDA runtime, cuBLAS, cuDNN and NCCL: loading it takes time and
+ * resident memory (docs/PERFORMANCE.md) which a CPU-only machine should not pay to learn that
  * it has no GPU. So a row's probe (for CUDA: does the driver load) runs first, and a plugin
  * found beside this library is loaded only when the probe passes; when it fails the probe's
  * reason is the type's. The plugin's build facts (ct_cuda_get_build_info, for the doctor)
