@@ -190,8 +190,8 @@ static ct__backend_table fake_backend = {
     .fence_free = fence_free,
 };
 
-__attribute__((visibility("default"))) const ct__backend_table *
-ct_cuda_plugin_entry(const ct__plugin_host *host, char *reason, size_t reason_size) {
+static const ct__backend_table *start(const ct__plugin_host *host, char *reason,
+                                      size_t reason_size) {
     (void)reason, (void)reason_size;
     fake_queue_init(host);
 #ifdef CT_FAKE_GPU_KERNELS
@@ -199,3 +199,8 @@ ct_cuda_plugin_entry(const ct__plugin_host *host, char *reason, size_t reason_si
 #endif
     return &fake_backend;
 }
+
+/* No build facts: ct_cuda_get_build_info leaves them zero. */
+static const ct__device_plugin_api api = {CT_PLUGIN_ABI_VERSION, start, NULL};
+
+__attribute__((visibility("default"))) const void *ct_cuda_plugin_api(void) { return &api; }

@@ -364,4 +364,4 @@ static const ct_nccl_api api = {.abi_version = CT_NCCL_PLUGIN_ABI_VERSION,
                                 .abort = fake_abort,
                                 .destroy = fake_destroy};
 
-EXPORT const ct_nccl_api *ct_nccl_plugin_entry(void) { return &api; }
+EXPORT const void *ct_nccl_plugin_entry(void) { return &api; }

@@ -131,7 +131,7 @@ TEST(test_autocast_bad_calls) {
     CHECK(ct_autocast_push(CT_DEVICE_CPU, CT_I32) == CT_ERR_INVALID_ARG);
     CHECK_ERROR(CT_ERR_INVALID_ARG, "use CT_BF16 or CT_F16");
     CHECK(ct_autocast_push(CT_DEVICE_DEFAULT, CT_BF16) == CT_ERR_INVALID_ARG);
-    CHECK_ERROR(CT_ERR_INVALID_ARG, "CT_DEVICE_CPU or CT_DEVICE_CUDA");
+    CHECK_ERROR(CT_ERR_INVALID_ARG, "invalid device type");
     int pushed = 0;
     while (ct_autocast_push(CT_DEVICE_CPU, CT_F32) == CT_OK) pushed++;
     CHECK_ERROR(CT_ERR_OUT_OF_MEMORY, "regions are open already");

@@ -46,7 +46,8 @@ else
     # The verdict gives the library's reason: the missing driver, after the missing plugin
     # when this build has none.
     verdict="the GPU is not usable: no NVIDIA driver: libcuda.so.1"
-    grep -q "✓ CUDA plugin" "$out" || verdict="no NVIDIA driver either: libcuda.so.1 not found"
+    grep -q "✓ CUDA plugin" "$out" ||
+        verdict="to its path; also no NVIDIA driver: libcuda.so.1 cannot be loaded"
     expect test_cli_doctor_no_driver 1 "✗ NVIDIA driver: libcuda.so.1 cannot be loaded" \
         "fix: install the NVIDIA driver" "$verdict" "the CPU will be used" "✓ CPU self-test"
     # The plugin, where it was built, still tells the runtime it was built with.

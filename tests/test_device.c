@@ -1,6 +1,8 @@
 /* Devices: parsing and printing, the placement stack, CT_DEVICE, unavailable CUDA with and
  * without soft placement, discovery and properties. The tests that expect CUDA to be
  * missing skip on a machine where it is usable. */
+#include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "ct_test.h"
@@ -155,6 +157,59 @@ TEST(test_device_environment_variable) {
     CHECK(strstr(message, "CT_DEVICE=\"tpu\"") != NULL);
     CHECK(ct_device_equal(fallback, CT_CPU));
     CHECK(stack_first);
+}
+
+TEST(test_device_types_best_first) {
+    ct_device_type types[4] = {(ct_device_type)-7, (ct_device_type)-7, (ct_device_type)-7,
+                               (ct_device_type)-7};
+    CHECK(ct_device_types(NULL, 0) == 2);
+    CHECK(ct_device_types(types, 1) == 2);
+    CHECK(types[0] == CT_DEVICE_CUDA && types[1] == (ct_device_type)-7); /* capacity kept */
+    CHECK(ct_device_types(types, 4) == 2);
+    CHECK(types[0] == CT_DEVICE_CUDA && types[1] == CT_DEVICE_CPU);
+}
+
+TEST(test_device_type_names) {
+    CHECK(strcmp(ct_device_type_name(CT_DEVICE_CPU), "cpu") == 0);
+    CHECK(strcmp(ct_device_type_name(CT_DEVICE_CUDA), "cuda") == 0);
+    CHECK(ct_device_type_name(CT_DEVICE_DEFAULT) == NULL);
+    CHECK(ct_device_type_name((ct_device_type)7) == NULL);
+    /* every type's name parses back to it */
+    ct_device_type types[4];
+    int n = ct_device_types(types, 4);
+    for (int i = 0; i < n; i++) {
+        ct_device d;
+        char text[32];
+        snprintf(text, sizeof text, "%s:1", ct_device_type_name(types[i]));
+        CHECK_OK(ct_device_parse(text, &d));
+        CHECK(d.type == types[i] && d.index == 1);
+    }
+}
+
+TEST(test_device_is_host) {
+    CHECK(ct_device_is_host(CT_CPU));
+    CHECK(ct_device_is_host((ct_device){CT_DEVICE_CPU, 3}));
+    CHECK(!ct_device_is_host((ct_device){CT_DEVICE_CUDA, 0}));
+    CHECK(!ct_device_is_host(CT_DEFAULT));
+    CHECK(!ct_device_is_host((ct_device){(ct_device_type)7, 0}));
+}
+
+/* The driver probe answers the same as the loader, and the same each time. */
+TEST(test_device_cuda_driver_info) {
+    CHECK(ct_cuda_get_driver_info(NULL) == CT_ERR_INVALID_ARG);
+    CHECK_ERROR(CT_ERR_INVALID_ARG, "ct_cuda_get_driver_info: out is NULL");
+    ct_cuda_driver_info a, b;
+    CHECK_OK(ct_cuda_get_driver_info(&a));
+    CHECK_OK(ct_cuda_get_driver_info(&b));
+    CHECK(a.loaded == b.loaded && a.version == b.version && strcmp(a.error, b.error) == 0);
+    void *driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+    CHECK(a.loaded == (driver != NULL));
+    if (a.loaded) {
+        CHECK(a.error[0] == '\0');
+    } else {
+        CHECK(a.version == 0 && strstr(a.error, "libcuda.so.1") != NULL);
+    }
+    if (driver) dlclose(driver);
 }
 
 TEST(test_device_cuda_unavailable_reason) {

@@ -283,7 +283,7 @@ bool bench_device(bench_results *r, const bench_plan *plan, ct_device device, bo
     bool ok = true;
     for (int op = 0; op < BENCH_COMPUTE_OPS; op++)
         ok = bench_op_sizes(r, plan, (bench_op)op, device, with_copies) && ok;
-    if (device.type == CT_DEVICE_CUDA) ok = bench_copies(r, plan, device) && ok;
+    if (!ct_device_is_host(device)) ok = bench_copies(r, plan, device) && ok;
     if (plan->progress) fprintf(stderr, "\r\033[K");
     return ok;
 }

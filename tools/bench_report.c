@@ -170,7 +170,7 @@ static void print_copies(const bench_results *r, FILE *out) {
         return;
     }
     for (int d = 0; d < r->device_count; d++)
-        if (r->devices[d].type == CT_DEVICE_CUDA) print_device_copies(r, r->devices[d], out);
+        if (!ct_device_is_host(r->devices[d])) print_device_copies(r, r->devices[d], out);
 }
 
 void bench_print_table(const bench_results *r, FILE *out) {

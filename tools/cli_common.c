@@ -130,3 +130,18 @@ void ct_cli_blas_info(ct_cli_blas *out) {
                  "not OpenBLAS (no openblas_get_config among the loaded libraries)");
     out->threads = threads ? threads() : 0;
 }
+
+int ct_cli_list_devices(ct_device *out, int capacity, bool gpus_only) {
+    ct_device_type types[8];
+    int kinds = ct_device_types(types, 8), n = 0;
+    for (int k = (kinds < 8 ? kinds : 8) - 1; k >= 0; k--) {
+        int count = ct_device_count(types[k]);
+        for (int i = 0; i < count; i++) {
+            ct_device device = {types[k], i};
+            if (gpus_only && ct_device_is_host(device)) continue;
+            if (n < capacity) out[n] = device;
+            n++;
+        }
+    }
+    return n;
+}

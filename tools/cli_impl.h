@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include <ctensor/ctensor.h>
+
 int ct_cli_devices(int argc, char **argv);
 int ct_cli_doctor(int argc, char **argv);
 int ct_cli_bench(int argc, char **argv);
@@ -35,6 +37,11 @@ typedef struct {
 
 void ct_cli_cpu_info(ct_cli_cpu *out);
 void ct_cli_blas_info(ct_cli_blas *out);
+
+/* Every device present, of every type from the CPU up (the reverse of the order "auto" tries
+ * them in): at most capacity of them into out; returns how many there are. With gpus_only,
+ * only the devices whose memory is not the host's. */
+int ct_cli_list_devices(ct_device *out, int capacity, bool gpus_only);
 
 /* What bf16 is on this CPU, in words for `devices` and `doctor`: emulated, native and faster
  * than f32, or native and slower (with the measured rate against f32). */

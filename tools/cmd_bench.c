@@ -141,14 +141,13 @@ static void choose_devices(bench_results *r, const bench_options *o) {
     if (o->has_device) {
         if (!ct_device_equal(o->device, CT_CPU)) r->devices[r->device_count++] = o->device;
     } else {
-        for (int i = 1; i < ct_device_count(CT_DEVICE_CPU); i++)
-            r->devices[r->device_count++] = (ct_device){CT_DEVICE_CPU, i};
-        int gpus = ct_cuda_is_available() ? ct_device_count(CT_DEVICE_CUDA) : 0;
-        for (int i = 0; i < gpus && i < CT_MAX_LOGICAL_DEVICES; i++)
-            r->devices[r->device_count++] = (ct_device){CT_DEVICE_CUDA, i};
+        ct_device devices[2 * CT_MAX_LOGICAL_DEVICES];
+        int count = ct_cli_list_devices(devices, 2 * CT_MAX_LOGICAL_DEVICES, false);
+        for (int i = 0; i < count && i < 2 * CT_MAX_LOGICAL_DEVICES; i++)
+            if (bench_is_compared(devices[i])) r->devices[r->device_count++] = devices[i];
     }
     for (int i = 0; i < r->device_count; i++)
-        if (r->devices[i].type == CT_DEVICE_CUDA) r->has_cuda = true;
+        if (!ct_device_is_host(r->devices[i])) r->has_cuda = true;
     if (!r->has_cuda) {
         const char *why = ct_cuda_unavailable_reason();
         snprintf(r->gpu_absent, sizeof r->gpu_absent, "%s",
@@ -213,9 +212,7 @@ bool bench_add(bench_results *r, bench_measurement m) {
     return true;
 }
 
-bool bench_is_compared(ct_device device) {
-    return device.type == CT_DEVICE_CUDA || (device.type == CT_DEVICE_CPU && device.index > 0);
-}
+bool bench_is_compared(ct_device device) { return !ct_device_equal(device, CT_CPU); }
 
 const char *bench_op_name(bench_op op) {
     static const char *const names[BENCH_OP_COUNT] = {

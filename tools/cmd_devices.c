@@ -31,13 +31,14 @@ static const char *bytes_text(size_t bytes, char *buf, size_t size) {
 static void print_row(const ct_device_properties *p) {
     char dev[32], total[32], free_text[32], limit[32], cc[16];
     ct_device_str(p->device, dev, sizeof dev);
-    bool gpu = p->device.type == CT_DEVICE_CUDA;
+    bool gpu = !ct_device_is_host(p->device);
     if (gpu)
         snprintf(cc, sizeof cc, "%d.%d", p->compute_capability_major, p->compute_capability_minor);
     else
         snprintf(cc, sizeof cc, "-");
-    printf("%-8s %-4s %5d %-8s %-36.36s %10s %10s %10s %4s %5d\n", dev, gpu ? "cuda" : "cpu",
-           p->device.index, p->is_logical ? "logical" : "physical", p->name,
+    printf("%-8s %-4s %5d %-8s %-36.36s %10s %10s %10s %4s %5d\n", dev,
+           ct_device_type_name(p->device.type), p->device.index,
+           p->is_logical ? "logical" : "physical", p->name,
            bytes_text(p->memory_total, total, sizeof total),
            bytes_text(p->memory_free, free_text, sizeof free_text),
            bytes_text(p->memory_limit, limit, sizeof limit), cc, p->multiprocessors);
@@ -46,17 +47,16 @@ static void print_row(const ct_device_properties *p) {
 static void json_row(const ct_device_properties *p, const ct_cli_cpu *cpu, const ct_cli_blas *blas,
                      bool first) {
     char dev[32];
-    bool gpu = p->device.type == CT_DEVICE_CUDA;
     printf("%s\n    {\"device\": ", first ? "" : ",");
     ct_cli_json_string(stdout, ct_device_str(p->device, dev, sizeof dev));
     printf(", \"type\": \"%s\", \"index\": %d, \"physical_index\": %d, \"logical\": %s, "
            "\"name\": ",
-           gpu ? "cuda" : "cpu", p->device.index, p->physical_index,
+           ct_device_type_name(p->device.type), p->device.index, p->physical_index,
            p->is_logical ? "true" : "false");
     ct_cli_json_string(stdout, p->name);
     printf(", \"memory_total\": %zu, \"memory_free\": %zu, \"memory_limit\": %zu", p->memory_total,
            p->memory_free, p->memory_limit);
-    if (gpu) {
+    if (!ct_device_is_host(p->device)) {
         gpu_usage u;
         printf(", \"compute_capability\": \"%d.%d\", \"multiprocessors\": %d, \"usage\": ",
                p->compute_capability_major, p->compute_capability_minor, p->multiprocessors);
@@ -83,35 +83,29 @@ static void json_row(const ct_device_properties *p, const ct_cli_cpu *cpu, const
     printf("}");
 }
 
-/* Every device of both types, the table's rows or the JSON array's entries; 1 when a
+/* Every device of every type, the table's rows or the JSON array's entries; 1 when a
  * device's properties could not be read. */
 static int list_devices(bool json, const ct_cli_cpu *cpu, const ct_cli_blas *blas) {
-    static const ct_device_type types[] = {CT_DEVICE_CPU, CT_DEVICE_CUDA};
-    int listed = 0, status = 0;
-    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
-        if (types[t] == CT_DEVICE_CUDA && !ct_cuda_is_available()) break;
-        int count = ct_device_count(types[t]);
-        for (int i = 0; i < count; i++) {
-            ct_device_properties p;
-            ct_device device = {types[t], i};
-            char dev[32];
-            /* A device whose properties cannot be read is still listed, with the reason. */
-            if (ct_device_info(device, &p) != CT_OK) {
-                ct_device_str(device, dev, sizeof dev);
-                if (json) {
-                    printf("%s\n    {\"device\": \"%s\", \"error\": ", listed ? "," : "", dev);
-                    ct_cli_json_string(stdout, ct_last_error());
-                    printf("}");
-                } else {
-                    printf("%-8s %s\n", dev, ct_last_error());
-                }
-                status = 1;
-            } else if (json)
-                json_row(&p, cpu, blas, listed == 0);
-            else
-                print_row(&p);
-            listed++;
-        }
+    ct_device devices[128];
+    int count = ct_cli_list_devices(devices, 128, false), status = 0;
+    for (int i = 0; i < count && i < 128; i++) {
+        ct_device_properties p;
+        char dev[32];
+        /* A device whose properties cannot be read is still listed, with the reason. */
+        if (ct_device_info(devices[i], &p) != CT_OK) {
+            ct_device_str(devices[i], dev, sizeof dev);
+            if (json) {
+                printf("%s\n    {\"device\": \"%s\", \"error\": ", i ? "," : "", dev);
+                ct_cli_json_string(stdout, ct_last_error());
+                printf("}");
+            } else {
+                printf("%-8s %s\n", dev, ct_last_error());
+            }
+            status = 1;
+        } else if (json)
+            json_row(&p, cpu, blas, i == 0);
+        else
+            print_row(&p);
     }
     return status;
 }
@@ -119,9 +113,10 @@ static int list_devices(bool json, const ct_cli_cpu *cpu, const ct_cli_blas *bla
 /* A line for each physical GPU NVML reads: "GPU 0 now: 35% busy, ...". */
 static void print_usage_lines(void) {
     bool printed[64] = {false};
-    int count = ct_cuda_is_available() ? ct_device_count(CT_DEVICE_CUDA) : 0;
-    for (int i = 0; i < count; i++) {
-        ct_device device = {CT_DEVICE_CUDA, i};
+    ct_device gpus[64];
+    int count = ct_cli_list_devices(gpus, 64, true);
+    for (int i = 0; i < count && i < 64; i++) {
+        ct_device device = gpus[i];
         ct_device_properties p;
         gpu_usage u;
         char text[128];

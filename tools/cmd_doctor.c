@@ -48,21 +48,19 @@ static const char *doctor_version_text(int version, char *buf, size_t size) {
     return buf;
 }
 
-/* libcuda.so.1 and cuDriverGetVersion from it, without linking CUDA. */
+/* The library's probe of libcuda.so.1 and the CUDA version it supports. */
 static void check_driver(doctor_report *r) {
-    void *lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
-    if (!lib) {
-        const char *error = dlerror();
+    ct_cuda_driver_info driver;
+    char text[16];
+    ct_cuda_get_driver_info(&driver);
+    if (!driver.loaded) {
         doctor_add(r, "NVIDIA driver", CHECK_FAIL, DOCTOR_NO_GPU,
                    "install the NVIDIA driver (nvidia-smi should then list the GPU)",
-                   "libcuda.so.1 cannot be loaded: %s", error ? error : "not found");
+                   "libcuda.so.1 cannot be loaded: %s", driver.error);
         return;
     }
-    int (*get_version)(int *);
-    int version = 0;
-    char text[16];
-    *(void **)&get_version = dlsym(lib, "cuDriverGetVersion");
-    if (!get_version || get_version(&version) != 0 || version == 0)
+    int version = driver.version;
+    if (version == 0)
         doctor_add(r, "NVIDIA driver", CHECK_FAIL, DOCTOR_NO_GPU,
                    "check that the kernel module is loaded (nvidia-smi tells) or reinstall the "
                    "driver",
@@ -72,15 +70,13 @@ static void check_driver(doctor_report *r) {
                    "libcuda.so.1 loaded; the driver supports CUDA %s",
                    doctor_version_text(version, text, sizeof text));
     r->driver = version;
-    /* lib stays loaded, as the libraries below do: CUDA's libraries are not all made to be
-     * unloaded from a running process, and this one ends soon. */
 }
 
 /* A plugin that exists but does not load is a broken install; none at all, or
  * CT_CUDA_PLUGIN naming a missing file, means a CPU-only set-up. */
 static void check_plugin(doctor_report *r, const ct_cuda_build_info *info) {
     const char *reason = ct_cuda_unavailable_reason();
-    if (info->plugin_loaded && strstr(reason, "plugin ABI"))
+    if (strstr(reason, "ABI version"))
         doctor_add(r, "CUDA plugin", CHECK_FAIL, DOCTOR_BROKEN,
                    "rebuild libctensor and the plugin from one ctensor version", "%s: %s",
                    info->plugin_path, reason);
@@ -182,7 +178,7 @@ static void check_visible(doctor_report *r) {
     snprintf(shown, sizeof shown, "CUDA_VISIBLE_DEVICES%s%.100s%s", env ? "=\"" : " ",
              env ? env : "unset", env ? "\"" : "");
     if (ct_cuda_is_available()) {
-        int n = ct_device_count(CT_DEVICE_CUDA);
+        int n = ct_cli_list_devices(NULL, 0, true);
         doctor_add(r, "devices visible", CHECK_PASS, DOCTOR_OK, NULL, "%d CUDA device%s; %s", n,
                    n == 1 ? "" : "s", shown);
     } else if (env && (!env[0] || strstr(ct_cuda_unavailable_reason(), "CUDA_VISIBLE_DEVICES")))

@@ -129,9 +129,10 @@ void doctor_check_gpus(doctor_report *r, const ct_cuda_build_info *info) {
                    "not run: no usable CUDA device");
         return;
     }
-    int count = ct_device_count(CT_DEVICE_CUDA);
-    for (int i = 0; i < count; i++) {
-        ct_device device = {CT_DEVICE_CUDA, i};
+    ct_device gpus[64];
+    int count = ct_cli_list_devices(gpus, 64, true);
+    for (int i = 0; i < count && i < 64; i++) {
+        ct_device device = gpus[i];
         ct_device_properties p;
         char dev[32];
         ct_device_str(device, dev, sizeof dev);

@@ -13,25 +13,21 @@ static void append(char *buf, size_t size, const char *text) {
     if (used + 1 < size) snprintf(buf + used, size - used, "%s", text);
 }
 
-static void append_limits(char *detail, size_t size, ct_device_type type, bool *failed) {
-    int count = ct_device_count(type);
-    for (int i = 0; i < count; i++) {
-        ct_memory_statistics stats;
-        char dev[32], part[96];
-        ct_device device = {type, i};
-        ct_device_str(device, dev, sizeof dev);
-        if (ct_memory_stats(device, &stats) != CT_OK) {
-            snprintf(part, sizeof part, "; %s: %.60s", dev, ct_last_error());
-            *failed = true;
-        } else if (stats.limit == 0) {
-            snprintf(part, sizeof part, "; %s: no limit", dev);
-        } else {
-            snprintf(part, sizeof part, "; %s: %.2f GiB%s", dev,
-                     (double)stats.limit / (1024.0 * 1024.0 * 1024.0),
-                     stats.growth ? "" : " reserved up front");
-        }
-        append(detail, size, part);
+static void append_limit(char *detail, size_t size, ct_device device, bool *failed) {
+    ct_memory_statistics stats;
+    char dev[32], part[96];
+    ct_device_str(device, dev, sizeof dev);
+    if (ct_memory_stats(device, &stats) != CT_OK) {
+        snprintf(part, sizeof part, "; %s: %.60s", dev, ct_last_error());
+        *failed = true;
+    } else if (stats.limit == 0) {
+        snprintf(part, sizeof part, "; %s: no limit", dev);
+    } else {
+        snprintf(part, sizeof part, "; %s: %.2f GiB%s", dev,
+                 (double)stats.limit / (1024.0 * 1024.0 * 1024.0),
+                 stats.growth ? "" : " reserved up front");
     }
+    append(detail, size, part);
 }
 
 void doctor_check_memory(doctor_report *r) {
@@ -40,8 +36,10 @@ void doctor_check_memory(doctor_report *r) {
     const char *env = getenv("CT_MEMORY_LIMIT");
     snprintf(detail, sizeof detail, "CT_MEMORY_LIMIT=%s%s%s", env ? "\"" : "",
              env ? env : "(unset)", env ? "\"" : "");
-    append_limits(detail, sizeof detail, CT_DEVICE_CPU, &failed);
-    if (ct_cuda_is_available()) append_limits(detail, sizeof detail, CT_DEVICE_CUDA, &failed);
+    ct_device devices[128];
+    int count = ct_cli_list_devices(devices, 128, false);
+    for (int i = 0; i < count && i < 128; i++)
+        append_limit(detail, sizeof detail, devices[i], &failed);
     /* The library ignores a CT_MEMORY_LIMIT it cannot read, with a warning. */
     bool misread = strstr(r->log, "CT_MEMORY_LIMIT") != NULL;
     if (misread) append(detail, sizeof detail, " (CT_MEMORY_LIMIT is partly ignored: see below)");

@@ -86,7 +86,7 @@ static pthread_mutex_t gpus_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static bool physical_index(ct_device device, int *out) {
     ct_device_properties p;
-    if (device.type != CT_DEVICE_CUDA) return false;
+    if (ct_device_is_host(device)) return false;
     if (ct_device_info(device, &p) != CT_OK) {
         ct_clear_error();
         return false;

@@ -17,7 +17,7 @@ ct_status train_amp_resolve(const char *amp, ct_device device, ct_dtype *out) {
         *out = CT_BF16;
     } else if (strcmp(amp, "f16") == 0) {
         *out = CT_F16;
-    } else if (device.type == CT_DEVICE_CPU) { /* auto */
+    } else if (ct_device_is_host(device)) { /* auto */
         *out = ct_cpu_has_fast_bf16() ? CT_BF16 : CT_F32;
     } else {
         ct_device_properties p;

@@ -45,8 +45,9 @@ static int parse_devices(const char *list, ct_device *devices) {
 /* Split the first physical device of each type into logical devices when the list names
  * more of them than there are. */
 static ct_status configure_devices(const ct_device *devices, int n) {
-    ct_device_type types[2] = {CT_DEVICE_CPU, CT_DEVICE_CUDA};
-    for (int k = 0; k < 2; k++) {
+    ct_device_type types[8];
+    int kinds = ct_device_types(types, 8);
+    for (int k = 0; k < kinds && k < 8; k++) {
         int highest = -1;
         for (int i = 0; i < n; i++)
             if (devices[i].type == types[k] && devices[i].index > highest)
@@ -127,7 +128,7 @@ static int run_mpi(train_options *o, ct_comm *world) {
     train_options mine = *o;
     /* CUDA tensors go over NCCL, its unique id over the world (which must outlive it); where
      * ranks share a GPU, ct_comm_nccl gives one on the world's engine (MPI) instead. */
-    mine.comm = o->device.type == CT_DEVICE_CUDA ? ct_comm_nccl(world, o->device) : world;
+    mine.comm = ct_device_is_host(o->device) ? world : ct_comm_nccl(world, o->device);
     if (!mine.comm) {
         fprintf(stderr, "ctensor train: rank %d of %d: the communicator for --device cuda: %s\n",
                 rank, ct_comm_size(world), ct_last_error());

@@ -85,16 +85,16 @@ static int bad_device(const char *value) {
     if (colon && colon[1] && strspn(colon + 1, "0123456789") == strlen(colon + 1) &&
         snprintf(kind, sizeof kind, "%.*s:0", (int)(colon - value), value) < (int)sizeof kind &&
         ct_device_parse(kind, &device) == CT_OK) {
-        bool cuda = device.type == CT_DEVICE_CUDA;
+        const char *type = ct_device_type_name(device.type);
         int count = ct_device_count(device.type);
-        if (cuda && count == 0)
-            fprintf(stderr, "ctensor train: --device \"%s\": there is no CUDA device (%s)\n", value,
-                    ct_cuda_unavailable_reason());
+        if (count == 0 && ct_device_check(device) != CT_OK)
+            fprintf(stderr, "ctensor train: --device \"%s\": there is no %s device: %s\n", value,
+                    type, ct_last_error());
         else
             fprintf(stderr,
                     "ctensor train: --device \"%s\": there %s %d %s device%s (%s:0 to %s:%d)\n",
-                    value, count == 1 ? "is" : "are", count, cuda ? "CUDA" : "CPU",
-                    count == 1 ? "" : "s", cuda ? "cuda" : "cpu", cuda ? "cuda" : "cpu", count - 1);
+                    value, count == 1 ? "is" : "are", count, type, count == 1 ? "" : "s", type,
+                    type, count - 1);
         return 2;
     }
     return bad("--device", value, "auto, cpu, cuda or cuda:N");
@@ -232,7 +232,7 @@ int train_parse(int argc, char **argv, train_options *o) {
      * bench/bench_loader on 2 cores, preparing batches in the step's thread keeps the
      * throughput of batches made beforehand, one worker loses 6% and two 25%. A GPU leaves
      * the cores free for the workers. */
-    if (o->workers < 0) o->workers = o->device.type == CT_DEVICE_CPU ? 0 : 2;
+    if (o->workers < 0) o->workers = ct_device_is_host(o->device) ? 0 : 2;
     o->progress = !o->json && isatty(STDOUT_FILENO);
     return -1;
 }

@@ -38,6 +38,18 @@ typedef struct ct_device {
 #define CT_DEFAULT ((ct_device){CT_DEVICE_DEFAULT, 0})
 #define CT_CPU ((ct_device){CT_DEVICE_CPU, 0})
 
+/* The device types this library knows, best first: the order in which "auto" takes the
+ * first present (cuda, then cpu). Writes at most capacity of them into out (which may be NULL)
+ * and returns how many there are. */
+CT_API int ct_device_types(ct_device_type *out, int capacity);
+
+/* The type's name as ct_device_str writes it ("cpu", "cuda"); NULL for no device type. */
+CT_API const char *ct_device_type_name(ct_device_type type);
+
+/* Whether tensors on the device live in host memory, which the CPU reads without a copy
+ * (the CPU's logical devices); false for a GPU, and for no device type. */
+CT_API bool ct_device_is_host(ct_device device);
+
 /* Parse "cpu", "cpu:1", "cuda", "cuda:1", "gpu:0", "/gpu:0", "/device:GPU:1", "/cpu:0"
  * (any case) and "auto" (the best device present). The device need not exist: ask
  * ct_device_check() for that. CT_ERR_INVALID_ARG with the accepted spellings otherwise. */
@@ -73,6 +85,19 @@ typedef struct ct_cuda_build_info {
 /* Loads the plugin on first call like ct_cuda_is_available(); CT_OK even when there is no
  * plugin (plugin_loaded false), CT_ERR_INVALID_ARG for a NULL out. */
 CT_API ct_status ct_cuda_get_build_info(ct_cuda_build_info *out);
+
+/* The NVIDIA driver as this library finds it, without loading the CUDA plugin: whether its
+ * library (libcuda.so.1) loads and the CUDA version it supports. */
+typedef struct ct_cuda_driver_info {
+    bool loaded;     /* libcuda.so.1 loads */
+    int version;     /* the CUDA version it supports (cuDriverGetVersion), e.g. 12040 for
+                        12.4; 0 when it reports none */
+    char error[512]; /* why it does not load, the loader's text; "" when it loads */
+} ct_cuda_driver_info;
+
+/* Probes the driver once per process (later calls give the same answer). CT_OK even without
+ * a driver (loaded false), CT_ERR_INVALID_ARG for a NULL out. */
+CT_API ct_status ct_cuda_get_driver_info(ct_cuda_driver_info *out);
 
 /* Number of (logical) devices of a type: at least 1 for the CPU. */
 CT_API int ct_device_count(ct_device_type type);

@@ -14,16 +14,17 @@ static int device_type_of(PyObject *o, ct_device_type *out) {
 }
 
 static PyObject *py_devices(PyObject *self, PyObject *unused) {
-    int cpus = ct_device_count(CT_DEVICE_CPU), gpus = ct_device_count(CT_DEVICE_CUDA);
-    ct_clear_error();
+    ct_device_type types[8];
+    int kinds = ct_device_types(types, 8);
     PyObject *list = PyList_New(0);
-    for (int i = 0; list && i < cpus + gpus; i++) {
-        ct_device d =
-            i < cpus ? (ct_device){CT_DEVICE_CPU, i} : (ct_device){CT_DEVICE_CUDA, i - cpus};
-        PyObject *o = ctpy_device_object(d);
-        if (!o || PyList_Append(list, o) < 0) Py_CLEAR(list);
-        Py_XDECREF(o);
-    }
+    /* The CPU's first: the reverse of the order "auto" tries. */
+    for (int k = (kinds < 8 ? kinds : 8) - 1; list && k >= 0; k--)
+        for (int i = 0, n = ct_device_count(types[k]); list && i < n; i++) {
+            PyObject *o = ctpy_device_object((ct_device){types[k], i});
+            if (!o || PyList_Append(list, o) < 0) Py_CLEAR(list);
+            Py_XDECREF(o);
+        }
+    ct_clear_error();
     return list;
 }
 

@@ -164,8 +164,7 @@ static PyObject *device_richcompare(PyObject *a, PyObject *b, int op) {
 }
 
 static PyObject *device_type(PyObject *self, void *closure) {
-    return PyUnicode_FromString(((ctpy_device *)self)->device.type == CT_DEVICE_CUDA ? "cuda"
-                                                                                     : "cpu");
+    return PyUnicode_FromString(ct_device_type_name(((ctpy_device *)self)->device.type));
 }
 
 static PyObject *device_index(PyObject *self, void *closure) {

@@ -1,43 +1,58 @@
-/* Loading a plugin (libctensor_cuda.so, libctensor_mpi.so, libctensor_nccl.so): where it is
- * found, opening it, its entry symbol and the ABI version of the table its entry gives, each
- * failure told with which library, which path, what the loader said, and which ABI version
- * was found against which one this library expects. Core-only (the plugins cannot call it). */
+/* Loading a plugin (libctensor_cuda.so, libctensor_mpi.so, libctensor_nccl.so): one loader,
+ * each plugin a row (ct__plugin_kind) passed to it. The loader finds the library, opens it,
+ * calls its entry and checks the ABI version of the table the entry gives; each failure is
+ * told with which plugin, which path, what the loader said, and which ABI version was found
+ * against the one this library expects. Core-only (the plugins cannot call it).
+ *
+ * Where a plugin is looked for: the path its environment variable names, when set, and no
+ * other (a plugin the user named is not replaced silently by another); else the file beside
+ * this library (plugins are built and installed there); else the file on the loader's search
+ * path (LD_LIBRARY_PATH, the cache).
+ *
+ * A plugin's entry is `const void *ENTRY(void)`, returning its API table (or NULL), whose
+ * first member is `int abi_version`. */
 #ifndef CT_PLUGIN_LOAD_IMPL_H
 #define CT_PLUGIN_LOAD_IMPL_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
-/* A plugin being loaded. `what` names it in messages ("the NCCL plugin"); error holds why
- * the last step failed, a whole sentence after `what`. */
+/* A plugin: its row. */
+typedef struct ct__plugin_kind {
+    const char *what;    /* names it in messages: "the CUDA plugin" */
+    const char *file;    /* its library: "libctensor_cuda.so" */
+    const char *env_var; /* names its path, when set: "CT_CUDA_PLUGIN" */
+    int flags;           /* RTLD_LOCAL, or RTLD_GLOBAL where its libraries need that */
+    const char *entry;   /* the entry symbol */
+    int abi_version;     /* the version its API table must have */
+    const char *hint;    /* what to do when it is not found: "build with ... or set ..." */
+} ct__plugin_kind;
+
+/* Where the loader looks for a plugin. */
+typedef enum ct__plugin_place {
+    CT_PLUGIN_NAMED,  /* the environment variable names the path */
+    CT_PLUGIN_BESIDE, /* the file exists beside this library */
+    CT_PLUGIN_SEARCH, /* neither: the loader's search path */
+} ct__plugin_place;
+
+/* A plugin loaded, or why not. */
 typedef struct ct__plugin {
-    const char *what;
-    char path[1024]; /* the library tried */
-    void *handle;    /* dlopen's; NULL until opened, and once a failed step closed it */
-    void *entry;     /* the entry symbol's address */
-    char error[3072];
+    char path[1024];  /* the library loaded, or the path tried when none loaded */
+    void *handle;     /* dlopen's; NULL when loading failed */
+    const void *api;  /* the entry's table, of the expected ABI version; NULL when loading failed */
+    char error[3072]; /* why loading failed, a whole sentence */
 } ct__plugin;
 
-/* The path of `file` in the folder of the library holding this code (plugins are built and
- * installed beside it); false, with `file` alone in path, when that folder is unknown. */
+/* Where kind's plugin is (the rules above), its path into path (the bare file name for the
+ * loader's search path). */
+ct__plugin_place ct__plugin_locate(const ct__plugin_kind *kind, char *path, size_t size);
+
+/* Find, open, enter and check kind's plugin: true with p->handle and p->api; false with
+ * p->error, p->path the path tried, and nothing left open. */
+bool ct__plugin_load(const ct__plugin_kind *kind, ct__plugin *p);
+
+/* The path of `file` in the folder of the library holding this code; false, with `file` alone
+ * in path, when that folder is unknown. */
 bool ct__plugin_path_beside_library(const char *file, char *path, size_t size);
-
-/* dlopen(path, RTLD_NOW | flags); NULL with dlerror's text (which names the file missing:
- * the plugin or a library it needs) in error. */
-void *ct__plugin_dlopen(const char *path, int flags, char *error, size_t size);
-
-/* The entry symbol of the opened plugin into p->entry; false (the plugin closed) when it has
- * none, so it is no plugin of this ctensor. */
-bool ct__plugin_find_entry(ct__plugin *p, const char *entry);
-
-/* Open the plugin named by the environment variable env_var when set, else `file` beside this
- * library, and find its entry; false with p->error saying why, `hint` (what to do) after a
- * library that does not load. */
-bool ct__plugin_open(ct__plugin *p, const char *env_var, const char *file, int flags,
-                     const char *entry, const char *hint);
-
-/* Whether the ABI version of the table the entry gave (`found`; -1: it gave none) is
- * `expected`; if not the plugin is closed and p->error says both. */
-bool ct__plugin_check_abi(ct__plugin *p, int found, int expected);
 
 #endif

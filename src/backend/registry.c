@@ -1,30 +1,86 @@
-/* The backend registry: the only place that knows which backends exist. The CPU backend is
- * built in; the CUDA backend is the plugin libctensor_cuda.so, loaded with dlopen on first
- * use, so one build runs on machines with and without a GPU, driver or CUDA runtime.
+/* The backend registry: the table of device types, the only place that knows which exist.
+ * Each type is one row: its name, whether its memory is the host's, the backend that serves
+ * it (built in, or a plugin loaded with dlopen on first use, so that one build runs on
+ * machines with and without a GPU, driver or CUDA runtime) and its probe. The rest of the
+ * library asks the table (core/device_impl.h, and the public queries of ctensor/device.h).
  *
- * The plugin exports `ct_cuda_plugin_entry` (backend/plugin_impl.h), which takes the
- * core's host services and returns its ct__backend_table or NULL with a reason. CT_CUDA_PLUGIN
- * names the plugin's path explicitly.
+ * A plugin (backend/plugin_impl.h) is loaded by the one plugin loader
+ * (backend/plugin_load_impl.h): its entry gives a ct__device_plugin_api, whose start takes
+ * the core's host services and returns the plugin's ct__backend_table or NULL with a reason.
  *
- * The plugin links the CUDA runtime, cuBLAS, cuDNN and NCCL: loading it costs 70-200 ms and
- * some 200 MB of resident memory, which a CPU-only machine should not pay to learn that it
- * has no GPU. So the question "is CUDA available" first looks for the driver (libcuda.so.1,
- * which is absent or tiny to open), and only with a driver loads the plugin; without one it
- * gives the reason the plugin would give. The plugin's build facts (ct_cuda_get_build_info,
- * for the doctor) still load it. A plugin named by CT_CUDA_PLUGIN is always loaded: it may
- * need no driver (the tests' fake GPUs). */
+ * The CUDA plugin links the CUDA runtime, cuBLAS, cuDNN and NCCL: loading it takes time and
+ * resident memory (docs/PERFORMANCE.md) which a CPU-only machine should not pay to learn that
+ * it has no GPU. So a row's probe (for CUDA: does the driver load) runs first, and a plugin
+ * found beside this library is loaded only when the probe passes; when it fails the probe's
+ * reason is the type's. The plugin's build facts (ct_cuda_get_build_info, for the doctor)
+ * still load it. A plugin named by its environment variable is always loaded: it may need no
+ * driver (the tests' fake GPUs). */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "backend/backend_impl.h"
+#include "backend/cuda_driver_impl.h"
 #include "backend/plugin_impl.h"
 #include "backend/plugin_load_impl.h"
 #include "core/device_impl.h"
 #include "core/error_impl.h"
+
+/* A device type. */
+typedef struct device_row {
+    const char *name;  /* "cuda": ct_device_str's word and ct_device_parse's */
+    const char *alias; /* another word ct_device_parse takes ("gpu"), or NULL */
+    const char *title; /* in messages: "CUDA is unavailable" */
+    int preference;    /* "auto" takes the present type of the highest */
+    bool host_memory;  /* its tensors live in host memory */
+    bool pins;         /* its backend allocates pinned host memory, which batches bound for it
+                          are assembled in */
+    const ct__backend_table *(*built_in)(void); /* NULL: a plugin serves it */
+    const ct__plugin_kind *plugin;
+    /* Whether the plugin can work here, cheaply and before loading it; false with the
+     * reason. NULL: no probe. */
+    bool (*probe)(char *reason, size_t size);
+} device_row;
+
+static const ct__plugin_kind cuda_plugin = {
+    .what = "the CUDA plugin",
+    .file = "libctensor_cuda.so",
+    .env_var = "CT_CUDA_PLUGIN",
+    .flags = RTLD_LOCAL,
+    .entry = CT_CUDA_PLUGIN_ENTRY,
+    .abi_version = CT_PLUGIN_ABI_VERSION,
+    .hint = "build with -DCT_CUDA=ON or set CT_CUDA_PLUGIN to its path",
+};
+
+static const device_row rows[CT__DEVICE_TYPES] = {
+    [CT_DEVICE_CPU] = {.name = "cpu",
+                       .title = "the CPU",
+                       .preference = 0,
+                       .host_memory = true,
+                       .built_in = ct__cpu_backend},
+    [CT_DEVICE_CUDA] = {.name = "cuda",
+                        .alias = "gpu",
+                        .title = "CUDA",
+                        .preference = 1,
+                        .pins = true,
+                        .plugin = &cuda_plugin,
+                        .probe = ct__cuda_driver_present},
+};
+
+/* What discovery found of a type: its backend, or why there is none. */
+typedef struct row_state {
+    atomic_bool discovered;
+    const ct__backend_table *backend;
+    char reason[4160];        /* a plugin's error and a probe's reason */
+    bool plugin_skipped;      /* the probe gave the reason without loading the plugin */
+    bool build_read;          /* build has been filled */
+    ct_cuda_build_info build; /* what the plugin said of itself, and its path */
+} row_state;
+
+static row_state states[CT__DEVICE_TYPES];
+static pthread_mutex_t discovery_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static ct_status host_set_error(ct_status status, const char *message) {
     return ct__error(status, "%s", message);
@@ -32,191 +88,172 @@ static ct_status host_set_error(ct_status status, const char *message) {
 
 static void host_log(ct_log_level level, const char *message) { ct__log(level, "%s", message); }
 
-static const ct__plugin_host plugin_host = {CT_PLUGIN_ABI_VERSION, host_set_error, host_log};
+static const ct__plugin_host plugin_host = {host_set_error, host_log, ct__cuda_driver_present};
 
-static pthread_once_t cuda_once = PTHREAD_ONCE_INIT;
-static pthread_once_t build_info_once = PTHREAD_ONCE_INIT;
-static const ct__backend_table *cuda_backend;
-static char cuda_reason[2048];
-static ct_cuda_build_info cuda_build; /* what the plugin said of itself, and its path */
-static bool plugin_skipped;           /* discovery gave the no-driver reason without it */
-
-/* Why no plugin could be loaded, with dlerror()'s text: a plugin that exists but does not
- * load (a missing libcublas.so.13, say) is told apart from no plugin at all. */
-static void why_no_plugin(const char *tried, const char *error, bool exists) {
-    if (exists) {
-        snprintf(cuda_reason, sizeof cuda_reason,
-                 "the CUDA plugin %s could not be loaded: %s; install what it names (the CUDA "
-                 "libraries the plugin was built with) or add their folder to LD_LIBRARY_PATH",
-                 tried, error);
-        return;
-    }
-    void *driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
-    if (driver) dlclose(driver);
-    snprintf(cuda_reason, sizeof cuda_reason,
-             "the CUDA plugin libctensor_cuda.so was not built or not found (tried %s: %s); "
-             "build with -DCT_CUDA=ON or set CT_CUDA_PLUGIN to its path%s",
-             tried, error, driver ? "" : "; no NVIDIA driver either: libcuda.so.1 not found");
-}
-
-/* CT_CUDA_PLUGIN, when set, is the only path tried: a plugin the user named is not
- * replaced silently by another. Otherwise the plugin beside this library, then the
- * loader's search path. */
-static void *open_plugin(void) {
-    char beside[1024], error[512], tried[1200];
-    const char *env = getenv("CT_CUDA_PLUGIN");
-    void *handle;
-    if (env && *env) {
-        snprintf(cuda_build.plugin_path, sizeof cuda_build.plugin_path, "%s", env);
-        if (!(handle = ct__plugin_dlopen(env, RTLD_LOCAL, error, sizeof error)))
-            snprintf(cuda_reason, sizeof cuda_reason,
-                     "CT_CUDA_PLUGIN=\"%s\" names a CUDA plugin that cannot be loaded (%s); "
-                     "point it at the libctensor_cuda.so of this build, or unset it",
-                     env, error);
-        return handle;
-    }
-    if (!ct__plugin_path_beside_library("libctensor_cuda.so", beside, sizeof beside))
-        beside[0] = '\0';
-    snprintf(cuda_build.plugin_path, sizeof cuda_build.plugin_path, "%s",
-             beside[0] ? beside : "libctensor_cuda.so");
-    if (beside[0] && access(beside, F_OK) == 0) {
-        if (!(handle = ct__plugin_dlopen(beside, RTLD_LOCAL, error, sizeof error)))
-            why_no_plugin(beside, error, true);
-        return handle;
-    }
-    if ((handle = ct__plugin_dlopen("libctensor_cuda.so", RTLD_LOCAL, error, sizeof error)))
-        return handle;
-    /* dlerror names the plugin when it is not found, else what the plugin lacks. */
-    bool exists = !strstr(error, "libctensor_cuda.so:");
-    snprintf(tried, sizeof tried, "%s%sthe loader's search path", beside, beside[0] ? " and " : "");
-    why_no_plugin(exists ? "libctensor_cuda.so (found on the loader's search path)" : tried, error,
-                  exists);
-    return NULL;
+bool ct__device_type_known(ct_device_type type) {
+    return (unsigned)type < CT__DEVICE_TYPES && rows[type].name;
 }
 
 /* The plugin's own account of its build, which it gives without a driver. */
-static void read_build_info(void *handle) {
-    ct__plugin_info_fn info;
-    Dl_info where;
-    cuda_build.plugin_loaded = true;
-    *(void **)&info = dlsym(handle, CT_CUDA_PLUGIN_INFO);
-    void *symbol = dlsym(handle, CT_CUDA_PLUGIN_ENTRY);
-    if (symbol && dladdr(symbol, &where) && where.dli_fname)
-        snprintf(cuda_build.plugin_path, sizeof cuda_build.plugin_path, "%s", where.dli_fname);
-    if (info) info(&cuda_build);
+static void read_build_info(row_state *s, const ct__plugin *p) {
+    const ct__device_plugin_api *api = p->api;
+    s->build.plugin_loaded = true;
+    snprintf(s->build.plugin_path, sizeof s->build.plugin_path, "%s", p->path);
+    if (api->build_info) api->build_info(&s->build);
+    s->build_read = true;
 }
 
-/* Whether the NVIDIA driver's library loads; if not, the plugin's own no-driver reason
- * (CT_NO_DRIVER_REASON) goes into cuda_reason. Opening a missing library costs a search of
- * the loader's path, well under a millisecond. */
-static bool driver_loadable(void) {
-    void *driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
-    if (driver) {
-        dlclose(driver);
-        return true;
-    }
-    const char *why = dlerror();
-    snprintf(cuda_reason, sizeof cuda_reason, CT_NO_DRIVER_REASON, why ? why : "not found");
-    return false;
-}
-
-static void load_cuda_plugin(void) {
-    /* The ABI check is the plugin's: its entry refuses a host of another version. */
-    ct__plugin p = {.what = "the CUDA plugin", .handle = open_plugin()};
-    if (!p.handle) return;
-    snprintf(p.path, sizeof p.path, "%s", cuda_build.plugin_path);
-    if (!ct__plugin_find_entry(&p, CT_CUDA_PLUGIN_ENTRY)) {
-        snprintf(cuda_reason, sizeof cuda_reason, "%.*s", (int)sizeof cuda_reason - 1, p.error);
-        return;
-    }
-    ct__plugin_entry_fn entry;
-    *(void **)&entry = p.entry;
-    cuda_backend = entry(&plugin_host, cuda_reason, sizeof cuda_reason);
-    read_build_info(p.handle);
-    if (cuda_backend && cuda_backend->device_count() == 0) {
-        cuda_backend = NULL;
-        if (!cuda_reason[0]) snprintf(cuda_reason, sizeof cuda_reason, "no CUDA device found");
-    }
-}
-
-/* A plugin beside this library on a machine without a driver would say only that there is
- * no driver: say it without loading the plugin. Otherwise (a driver, CT_CUDA_PLUGIN, or no
- * plugin beside this library, whose reason names the plugin) load as usual. */
-static bool plugin_needless(void) {
-    const char *env = getenv("CT_CUDA_PLUGIN");
-    if (env && *env) return false;
-    char beside[1024];
-    if (!ct__plugin_path_beside_library("libctensor_cuda.so", beside, sizeof beside) ||
-        access(beside, F_OK) != 0 || driver_loadable()) {
-        cuda_reason[0] = '\0';
+/* A plugin beside this library whose probe fails would say only what the probe says: say it
+ * without loading the plugin. */
+static bool plugin_needless(const device_row *row, row_state *s) {
+    char path[sizeof s->build.plugin_path];
+    if (!row->probe || ct__plugin_locate(row->plugin, path, sizeof path) != CT_PLUGIN_BESIDE ||
+        row->probe(s->reason, sizeof s->reason)) {
+        s->reason[0] = '\0';
         return false;
     }
-    snprintf(cuda_build.plugin_path, sizeof cuda_build.plugin_path, "%s", beside);
+    snprintf(s->build.plugin_path, sizeof s->build.plugin_path, "%s", path);
     return true;
 }
 
-static void discover_cuda(void) {
-    plugin_skipped = plugin_needless();
-    if (!plugin_skipped) load_cuda_plugin();
-}
-
-/* For the build facts: the plugin that discovery skipped is opened now (its entry is not
- * called: without a driver it would fail with the reason already given). */
-static void load_build_info(void) {
-    pthread_once(&cuda_once, discover_cuda);
-    if (!plugin_skipped) return;
-    char error[512];
-    void *handle = ct__plugin_dlopen(cuda_build.plugin_path, RTLD_LOCAL, error, sizeof error);
-    if (handle) {
-        read_build_info(handle);
+static void discover(const device_row *row, row_state *s) {
+    if (row->built_in) {
+        s->backend = row->built_in();
         return;
     }
-    char path[sizeof cuda_build.plugin_path];
-    snprintf(path, sizeof path, "%s", cuda_build.plugin_path);
-    why_no_plugin(path, error, true);
+    if ((s->plugin_skipped = plugin_needless(row, s))) return;
+    ct__plugin p;
+    if (!ct__plugin_load(row->plugin, &p)) {
+        char path[sizeof p.path], probed[1024];
+        bool named = ct__plugin_locate(row->plugin, path, sizeof path) == CT_PLUGIN_NAMED;
+        bool unprobed = named || !row->probe || row->probe(probed, sizeof probed);
+        snprintf(s->reason, sizeof s->reason, "%s%s%s", p.error, unprobed ? "" : "; also ",
+                 unprobed ? "" : probed);
+        snprintf(s->build.plugin_path, sizeof s->build.plugin_path, "%s", p.path);
+        s->build_read = true;
+        return;
+    }
+    const ct__device_plugin_api *api = p.api;
+    s->backend = api->start(&plugin_host, s->reason, sizeof s->reason);
+    read_build_info(s, &p);
+    if (s->backend && s->backend->device_count() == 0) {
+        s->backend = NULL;
+        if (!s->reason[0]) snprintf(s->reason, sizeof s->reason, "no %s device found", row->name);
+    }
+}
+
+/* The type's discovery, done once (type known). */
+static row_state *discovered(ct_device_type type) {
+    row_state *s = &states[type];
+    if (atomic_load_explicit(&s->discovered, memory_order_acquire)) return s;
+    pthread_mutex_lock(&discovery_lock);
+    if (!atomic_load_explicit(&s->discovered, memory_order_relaxed)) {
+        discover(&rows[type], s);
+        atomic_store_explicit(&s->discovered, true, memory_order_release);
+    }
+    pthread_mutex_unlock(&discovery_lock);
+    return s;
 }
 
 const ct__backend_table *ct__backend(ct_device_type type) {
-    if (type == CT_DEVICE_CPU) return ct__cpu_backend();
-    if (type == CT_DEVICE_CUDA) {
-        pthread_once(&cuda_once, discover_cuda);
-        if (cuda_backend) return cuda_backend;
-        return ct__fail(CT_ERR_DEVICE_UNAVAILABLE, "CUDA is unavailable: %s", cuda_reason);
-    }
-    return ct__fail(CT_ERR_INVALID_ARG, "invalid device type %d", (int)type);
+    if (!ct__device_type_known(type))
+        return ct__fail(CT_ERR_INVALID_ARG, "invalid device type %d", (int)type);
+    row_state *s = discovered(type);
+    if (s->backend) return s->backend;
+    return ct__fail(CT_ERR_DEVICE_UNAVAILABLE, "%s is unavailable: %s", rows[type].title,
+                    s->reason);
+}
+
+int ct__physical_device_count(ct_device_type type) {
+    if (!ct__device_type_known(type)) return 0;
+    row_state *s = discovered(type);
+    return s->backend ? s->backend->device_count() : 0;
 }
 
 bool ct__physical_device_present(ct_device_type type, int index, char *reason, size_t size) {
-    if (type == CT_DEVICE_CPU) {
-        if (index == 0) return true;
-        snprintf(reason, size, "there is one physical CPU device (cpu:0)");
+    if (!ct__device_type_known(type)) {
+        snprintf(reason, size, "invalid device type %d", (int)type);
         return false;
     }
-    pthread_once(&cuda_once, discover_cuda);
-    if (!cuda_backend) {
-        snprintf(reason, size, "%s", cuda_reason);
+    row_state *s = discovered(type);
+    if (!s->backend) {
+        snprintf(reason, size, "%s", s->reason);
         return false;
     }
-    int count = cuda_backend->device_count();
+    int count = s->backend->device_count();
     if (index < count) return true;
-    snprintf(reason, size, "cuda:%d does not exist; %d CUDA device%s present", index, count,
-             count == 1 ? " is" : "s are");
+    snprintf(reason, size, "%s:%d does not exist; %d physical %s device%s present", rows[type].name,
+             index, count, rows[type].name, count == 1 ? " is" : "s are");
     return false;
 }
 
-bool ct_cuda_is_available(void) {
-    pthread_once(&cuda_once, discover_cuda);
-    return cuda_backend != NULL;
+const char *ct__device_type_alias(ct_device_type type) {
+    return ct__device_type_known(type) ? rows[type].alias : NULL;
 }
 
+bool ct__device_type_pins(ct_device_type type) {
+    return ct__device_type_known(type) && rows[type].pins;
+}
+
+bool ct__pinning_device_type(ct_device_type *out) {
+    for (int t = 0; t < CT__DEVICE_TYPES; t++)
+        if (ct__device_type_pins((ct_device_type)t)) {
+            *out = (ct_device_type)t;
+            return true;
+        }
+    return false;
+}
+
+const char *ct__device_type_unavailable_reason(ct_device_type type) {
+    if (!ct__device_type_known(type)) return "not a device type";
+    row_state *s = discovered(type);
+    return s->backend ? "" : s->reason;
+}
+
+const char *ct_device_type_name(ct_device_type type) {
+    return ct__device_type_known(type) ? rows[type].name : NULL;
+}
+
+bool ct_device_is_host(ct_device device) {
+    return ct__device_type_known(device.type) && rows[device.type].host_memory;
+}
+
+int ct_device_types(ct_device_type *out, int capacity) {
+    ct_device_type order[CT__DEVICE_TYPES];
+    int n = 0;
+    for (int t = 0; t < CT__DEVICE_TYPES; t++) {
+        if (!ct__device_type_known((ct_device_type)t)) continue;
+        int at = n++; /* insertion by preference, highest first */
+        for (; at > 0 && rows[order[at - 1]].preference < rows[t].preference; at--)
+            order[at] = order[at - 1];
+        order[at] = (ct_device_type)t;
+    }
+    for (int i = 0; out && i < n && i < capacity; i++) out[i] = order[i];
+    return n;
+}
+
+bool ct_cuda_is_available(void) { return discovered(CT_DEVICE_CUDA)->backend != NULL; }
+
 const char *ct_cuda_unavailable_reason(void) {
-    pthread_once(&cuda_once, discover_cuda);
-    return cuda_backend ? "" : cuda_reason;
+    return ct__device_type_unavailable_reason(CT_DEVICE_CUDA);
 }
 
 ct_status ct_cuda_get_build_info(ct_cuda_build_info *out) {
     if (!out) return ct__error(CT_ERR_INVALID_ARG, "ct_cuda_get_build_info: out is NULL");
-    pthread_once(&build_info_once, load_build_info);
-    *out = cuda_build;
+    row_state *s = discovered(CT_DEVICE_CUDA);
+    pthread_mutex_lock(&discovery_lock);
+    /* The plugin that discovery skipped is loaded now (its start is not called: it would
+     * fail with the reason already given). */
+    if (s->plugin_skipped && !s->build_read) {
+        ct__plugin p;
+        if (ct__plugin_load(rows[CT_DEVICE_CUDA].plugin, &p)) {
+            read_build_info(s, &p);
+        } else {
+            snprintf(s->reason, sizeof s->reason, "%s", p.error);
+            s->build_read = true;
+        }
+    }
+    *out = s->build;
+    pthread_mutex_unlock(&discovery_lock);
     return CT_OK;
 }

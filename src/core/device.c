@@ -18,7 +18,7 @@ static _Thread_local int placement_depth;
 
 /* Written under config_lock, read without it (atomics) on every tensor creation. */
 static pthread_mutex_t config_lock = PTHREAD_MUTEX_INITIALIZER;
-static atomic_int logical_counts[2] = {1, 0}; /* CUDA: 0 = not split (one per physical) */
+static atomic_int logical_counts[CT__DEVICE_TYPES]; /* 0: not split (one per physical device) */
 
 static int soft_placement = -1; /* -1: read CT_SOFT_PLACEMENT on first use */
 
@@ -71,24 +71,35 @@ ct_status ct_device_parse(const char *text, ct_device *out) {
     if (!text) return parse_error(text);
     const char *s = text;
     if (equals_ignore_case(s, "auto", 5)) {
-        *out = ct_cuda_is_available() ? (ct_device){CT_DEVICE_CUDA, 0} : CT_CPU;
+        ct_device_type order[CT__DEVICE_TYPES];
+        int n = ct_device_types(order, CT__DEVICE_TYPES);
+        for (int i = 0; i < n; i++)
+            if (ct__physical_device_count(order[i]) > 0) {
+                *out = (ct_device){order[i], 0};
+                return CT_OK;
+            }
+        *out = CT_CPU;
         return CT_OK;
     }
     if (strlen(s) >= 8 && equals_ignore_case(s, "/device:", 8))
         s += 8;
     else if (*s == '/')
         s += 1;
-    if (parse_kind(s, "cpu", CT_DEVICE_CPU, out) || parse_kind(s, "cuda", CT_DEVICE_CUDA, out) ||
-        parse_kind(s, "gpu", CT_DEVICE_CUDA, out))
-        return CT_OK;
+    ct_device_type types[CT__DEVICE_TYPES];
+    int n = ct_device_types(types, CT__DEVICE_TYPES);
+    for (int i = 0; i < n; i++) {
+        const char *alias = ct__device_type_alias(types[i]);
+        if (parse_kind(s, ct_device_type_name(types[i]), types[i], out) ||
+            (alias && parse_kind(s, alias, types[i], out)))
+            return CT_OK;
+    }
     return parse_error(text);
 }
 
 const char *ct_device_str(ct_device device, char *buf, size_t size) {
     if (!buf || size == 0) return buf;
-    const char *kind = device.type == CT_DEVICE_CPU    ? "cpu"
-                       : device.type == CT_DEVICE_CUDA ? "cuda"
-                                                       : "default";
+    const char *kind =
+        ct__device_type_known(device.type) ? ct_device_type_name(device.type) : "default";
     if (device.type == CT_DEVICE_DEFAULT)
         snprintf(buf, size, "%s", kind);
     else
@@ -101,27 +112,20 @@ bool ct_device_equal(ct_device a, ct_device b) { return a.type == b.type && a.in
 /* ---- logical devices ---- */
 
 int ct__logical_count(ct_device_type type) {
-    if (type != CT_DEVICE_CPU && type != CT_DEVICE_CUDA) return 0;
+    if (!ct__device_type_known(type)) return 0;
     int n = atomic_load(&logical_counts[type]);
-    if (type == CT_DEVICE_CUDA && n == 0) {
-        char reason[8];
-        n = 0;
-        while (n < CT_MAX_LOGICAL_DEVICES &&
-               ct__physical_device_present(CT_DEVICE_CUDA, n, reason, sizeof reason))
-            n++;
-    }
-    return n;
+    if (n > 0) return n;
+    n = ct__physical_device_count(type);
+    return n < CT_MAX_LOGICAL_DEVICES ? n : CT_MAX_LOGICAL_DEVICES;
 }
 
 int ct__physical_index(ct_device device) {
-    bool split = device.type == CT_DEVICE_CUDA && atomic_load(&logical_counts[CT_DEVICE_CUDA]) > 0;
-    /* The CPU is one physical device; a split CUDA device is cuda:0. */
-    return device.type == CT_DEVICE_CPU || split ? 0 : device.index;
+    /* Only physical device 0 can be split. */
+    return ct__device_is_split(device.type) ? 0 : device.index;
 }
 
 bool ct__device_is_split(ct_device_type type) {
-    if (type == CT_DEVICE_CPU) return atomic_load(&logical_counts[CT_DEVICE_CPU]) > 1;
-    return type == CT_DEVICE_CUDA && atomic_load(&logical_counts[CT_DEVICE_CUDA]) > 0;
+    return ct__device_type_known(type) && atomic_load(&logical_counts[type]) > 0;
 }
 
 /* Implemented by the memory layer: bytes live on a logical device, and the limit
@@ -131,10 +135,11 @@ size_t ct__env_memory_limit(ct_device device);
 
 ct_status ct_configure_logical_devices(ct_device_type type, int physical_index, int n,
                                        const size_t *memory_limits) {
-    if (type != CT_DEVICE_CPU && type != CT_DEVICE_CUDA)
+    if (!ct__device_type_known(type))
         return ct__error(CT_ERR_INVALID_ARG,
-                         "ct_configure_logical_devices: device type must be CT_DEVICE_CPU or "
-                         "CT_DEVICE_CUDA");
+                         "ct_configure_logical_devices: invalid device type %d; ct_device_types "
+                         "lists them",
+                         (int)type);
     if (n < 1 || n > CT_MAX_LOGICAL_DEVICES)
         return ct__error(CT_ERR_INVALID_ARG,
                          "ct_configure_logical_devices: asked for %d logical devices; give 1 to %d",
@@ -153,7 +158,7 @@ ct_status ct_configure_logical_devices(ct_device_type type, int physical_index, 
             return ct__error(CT_ERR_STATE,
                              "ct_configure_logical_devices: %s:%d holds tensors already; "
                              "configure logical devices before the first tensor is made there",
-                             type == CT_DEVICE_CPU ? "cpu" : "cuda", i);
+                             ct_device_type_name(type), i);
     }
     pthread_mutex_lock(&config_lock);
     atomic_store(&logical_counts[type], n);
@@ -172,30 +177,23 @@ ct_status ct_configure_logical_devices(ct_device_type type, int physical_index, 
 int ct_device_count(ct_device_type type) { return ct__logical_count(type); }
 
 ct_status ct_device_check(ct_device device) {
-    if (device.type == CT_DEVICE_CPU && device.index >= 0 &&
-        device.index < atomic_load(&logical_counts[CT_DEVICE_CPU]))
+    if (!ct__device_type_known(device.type))
+        return ct__error(CT_ERR_INVALID_ARG, "invalid device type %d; ct_device_types lists them",
+                         (int)device.type);
+    int count = ct__logical_count(device.type);
+    if (device.index >= 0 && device.index < count)
         return CT_OK; /* the common case, without formatting anything */
     char name[32], reason[1024];
-    if (device.type != CT_DEVICE_CPU && device.type != CT_DEVICE_CUDA)
-        return ct__error(CT_ERR_INVALID_ARG,
-                         "invalid device type %d; use CT_DEVICE_CPU or "
-                         "CT_DEVICE_CUDA",
-                         (int)device.type);
     ct_device_str(device, name, sizeof name);
-    if (device.type == CT_DEVICE_CUDA &&
-        !ct__physical_device_present(CT_DEVICE_CUDA, 0, reason, sizeof reason))
+    if (!ct__physical_device_present(device.type, 0, reason, sizeof reason))
         return ct__error(CT_ERR_DEVICE_UNAVAILABLE,
                          "device %s is unavailable: %s; use \"cpu\", or \"auto\" to take the best "
                          "device present, or enable soft placement",
                          name, reason);
-    int count = ct__logical_count(device.type);
-    if (device.index < 0 || device.index >= count)
-        return ct__error(CT_ERR_DEVICE_UNAVAILABLE,
-                         "device %s does not exist: there %s %d %s device%s (indices 0 to %d)",
-                         name, count == 1 ? "is" : "are", count,
-                         device.type == CT_DEVICE_CPU ? "cpu" : "cuda", count == 1 ? "" : "s",
-                         count - 1);
-    return CT_OK;
+    return ct__error(CT_ERR_DEVICE_UNAVAILABLE,
+                     "device %s does not exist: there %s %d %s device%s (indices 0 to %d)", name,
+                     count == 1 ? "is" : "are", count, ct_device_type_name(device.type),
+                     count == 1 ? "" : "s", count - 1);
 }
 
 /* ---- placement ---- */

@@ -84,13 +84,14 @@ static void fill_sample(const ct_loader *loader, int64_t index, int dy, int dx, 
     }
 }
 
-/* A batch tensor on the CPU: in pinned memory when it goes to a CUDA device (unless the
- * options say otherwise), so that ct_to is one DMA from it. Without pinned memory (the driver
- * refused it) the batch is assembled in ordinary memory, said once. */
+/* A batch tensor on the CPU: in pinned memory when it goes to a device whose backend pins
+ * host memory (CUDA), unless the options say otherwise, so that ct_to is one DMA from it.
+ * Without pinned memory (the driver refused it) the batch is assembled in ordinary memory,
+ * said once. */
 static ct_tensor *batch_tensor(const ct_loader_options *o, int ndim, const int64_t *shape,
                                ct_dtype dtype) {
     static atomic_bool warned;
-    if (o->device.type == CT_DEVICE_CUDA && !o->no_pin_memory) {
+    if (ct__device_type_pins(o->device.type) && !o->no_pin_memory) {
         ct_tensor *t = ct__pinned_tensor_new("ct_loader_next", CT_CPU, dtype, ndim, shape);
         if (t) return t;
         if (!atomic_exchange(&warned, true))

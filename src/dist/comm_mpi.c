@@ -33,18 +33,21 @@ bool ct__comm_under_mpirun(void) {
 /* Load the plugin (once): Open MPI's own components need its symbols global. */
 static ct_status load_plugin(void) {
     if (mpi) return CT_OK;
-    ct__plugin p = {.what = "the MPI plugin"};
-    if (!ct__plugin_open(&p, "CT_MPI_PLUGIN", "libctensor_mpi.so", RTLD_GLOBAL, CT_MPI_PLUGIN_ENTRY,
-                         "build ctensor with Open MPI installed (libopenmpi-dev, -DCT_MPI=ON) "
-                         "or set CT_MPI_PLUGIN to its path"))
+    static const ct__plugin_kind kind = {
+        .what = "the MPI plugin",
+        .file = "libctensor_mpi.so",
+        .env_var = "CT_MPI_PLUGIN",
+        .flags = RTLD_GLOBAL,
+        .entry = CT_MPI_PLUGIN_ENTRY,
+        .abi_version = CT_MPI_PLUGIN_ABI_VERSION,
+        .hint = "build ctensor with Open MPI installed (libopenmpi-dev, -DCT_MPI=ON) or set "
+                "CT_MPI_PLUGIN to its path",
+    };
+    ct__plugin p;
+    if (!ct__plugin_load(&kind, &p))
         return ct__error(CT_ERR_DEVICE_UNAVAILABLE,
                          "ct_comm_world: this process runs under mpirun, but %s", p.error);
-    ct_mpi_plugin_entry_fn entry;
-    *(void **)&entry = p.entry;
-    const ct_mpi_api *api = entry();
-    if (!ct__plugin_check_abi(&p, api ? api->abi_version : -1, CT_MPI_PLUGIN_ABI_VERSION))
-        return ct__error(CT_ERR_DEVICE_UNAVAILABLE, "ct_comm_world: %s", p.error);
-    mpi = api;
+    mpi = p.api;
     return CT_OK;
 }
 

@@ -48,17 +48,20 @@ typedef struct nccl_state {
 /* Load the plugin and NCCL (once). */
 static ct_status load_plugin(void) {
     if (nccl) return CT_OK;
-    ct__plugin p = {.what = "the NCCL plugin"};
-    if (!ct__plugin_open(&p, "CT_NCCL_PLUGIN", "libctensor_nccl.so", RTLD_LOCAL,
-                         CT_NCCL_PLUGIN_ENTRY,
-                         "build ctensor with the CUDA toolkit and NCCL's header installed, or "
-                         "set CT_NCCL_PLUGIN to its path"))
+    static const ct__plugin_kind kind = {
+        .what = "the NCCL plugin",
+        .file = "libctensor_nccl.so",
+        .env_var = "CT_NCCL_PLUGIN",
+        .flags = RTLD_LOCAL,
+        .entry = CT_NCCL_PLUGIN_ENTRY,
+        .abi_version = CT_NCCL_PLUGIN_ABI_VERSION,
+        .hint = "build ctensor with the CUDA toolkit and NCCL's header installed, or set "
+                "CT_NCCL_PLUGIN to its path",
+    };
+    ct__plugin p;
+    if (!ct__plugin_load(&kind, &p))
         return ct__error(CT_ERR_DEVICE_UNAVAILABLE, "ct_comm_nccl: %s", p.error);
-    ct_nccl_plugin_entry_fn entry;
-    *(void **)&entry = p.entry;
-    const ct_nccl_api *api = entry();
-    if (!ct__plugin_check_abi(&p, api ? api->abi_version : -1, CT_NCCL_PLUGIN_ABI_VERSION))
-        return ct__error(CT_ERR_DEVICE_UNAVAILABLE, "ct_comm_nccl: %s", p.error);
+    const ct_nccl_api *api = p.api;
     char err[512] = "";
     if (api->load(nccl_version, sizeof nccl_version, err, sizeof err)) {
         dlclose(p.handle);
@@ -269,7 +272,7 @@ static ct_status wait_ready(void *c, int rank, int size, double timeout) {
 
 ct_comm *ct_comm_nccl(ct_comm *bootstrap, ct_device device) {
     char name[32];
-    if (device.type != CT_DEVICE_CUDA)
+    if (ct_device_is_host(device))
         return ct__fail(CT_ERR_DEVICE_MISMATCH,
                         "ct_comm_nccl: NCCL runs on CUDA devices, got %s; use ct_comm_world or "
                         "ct_comm_threads for CPU tensors",

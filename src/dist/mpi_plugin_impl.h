@@ -15,6 +15,7 @@ extern "C" {
 #endif
 
 #define CT_MPI_PLUGIN_ABI_VERSION 1
+/* The entry, `const void *ct_mpi_plugin_entry(void)`, gives the plugin's ct_mpi_api. */
 #define CT_MPI_PLUGIN_ENTRY "ct_mpi_plugin_entry"
 
 /* Element types and reductions of the calls. */
@@ -41,8 +42,6 @@ typedef struct ct_mpi_api {
     int (*test)(void *request, int *done, char *err, size_t err_size);
     void (*finalize)(void);
 } ct_mpi_api;
-
-typedef const ct_mpi_api *(*ct_mpi_plugin_entry_fn)(void);
 
 #ifdef __cplusplus
 }

@@ -19,6 +19,7 @@ extern "C" {
 #endif
 
 #define CT_NCCL_PLUGIN_ABI_VERSION 1
+/* The entry, `const void *ct_nccl_plugin_entry(void)`, gives the plugin's ct_nccl_api. */
 #define CT_NCCL_PLUGIN_ENTRY "ct_nccl_plugin_entry"
 #define CT_NCCL_ID_BYTES 128 /* sizeof(ncclUniqueId) */
 
@@ -62,8 +63,6 @@ typedef struct ct_nccl_api {
     /* ncclCommDestroy after the work in flight ended. */
     void (*destroy)(void *comm);
 } ct_nccl_api;
-
-typedef const ct_nccl_api *(*ct_nccl_plugin_entry_fn)(void);
 
 #ifdef __cplusplus
 }

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "core/device_impl.h"
 #include "core/error_impl.h"
 #include "mem/pinned_impl.h"
 
@@ -28,13 +29,16 @@ static const ct__backend_table *pinned_backend; /* set with the first block */
 static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
 
 static ct_status backend_for(const char *op, const ct__backend_table **out) {
-    if (!ct_cuda_is_available())
+    ct_device_type type;
+    const char *why = ct__pinning_device_type(&type) ? ct__device_type_unavailable_reason(type)
+                                                     : "no device type allocates it";
+    if (why[0])
         return ct__error(CT_ERR_DEVICE_UNAVAILABLE,
                          "%s: pinned (page-locked) host memory needs a CUDA device, since the "
                          "CUDA driver allocates it and only GPUs copy from it by DMA; CUDA is "
                          "unavailable: %s; use ordinary CPU tensors here",
-                         op, ct_cuda_unavailable_reason());
-    const ct__backend_table *b = ct__backend(CT_DEVICE_CUDA);
+                         op, why);
+    const ct__backend_table *b = ct__backend(type);
     if (!b) return ct_last_status();
     if (!b->pinned_alloc)
         return ct__error(CT_ERR_UNSUPPORTED,

@@ -345,7 +345,7 @@ void ct__pool_free(ct_device device, void *ptr, size_t size) {
 }
 
 size_t ct__pool_live_bytes(ct_device device) {
-    if ((unsigned)device.type > CT_DEVICE_CUDA || (unsigned)device.index >= CT_MAX_LOGICAL_DEVICES)
+    if (!ct__device_type_known(device.type) || (unsigned)device.index >= CT_MAX_LOGICAL_DEVICES)
         return 0;
     ct__pool *pool = ct__pool_of(device);
     ct__pool_lock(pool);

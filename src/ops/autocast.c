@@ -93,9 +93,9 @@ static void warn_slow(ct_dtype dtype) {
 }
 
 ct_status ct_autocast_push(ct_device_type type, ct_dtype dtype) {
-    if (type != CT_DEVICE_CPU && type != CT_DEVICE_CUDA)
+    if (!ct_device_type_name(type))
         return ct__error(CT_ERR_INVALID_ARG,
-                         "ct_autocast_push: device type %d; use CT_DEVICE_CPU or CT_DEVICE_CUDA",
+                         "ct_autocast_push: invalid device type %d; ct_device_types lists them",
                          (int)type);
     if (dtype != CT_BF16 && dtype != CT_F16 && dtype != CT_F32)
         return ct__error(CT_ERR_INVALID_ARG,

@@ -2,7 +2,6 @@
  * with the runtime the plugin was built with, counts the devices, checks each device's
  * architecture against the build's, and says in one line why CUDA cannot be used when it
  * cannot. Also the device properties and the ct__backend_table table. */
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,18 +30,6 @@ const char *ct_cuda_unusable_reason(int device) {
 /* "12.2" from CUDA's 12020. */
 static void version_text(int version, char *buf, size_t size) {
     snprintf(buf, size, "%d.%d", version / 1000, version % 1000 / 10);
-}
-
-/* The driver library first: without it the runtime can only say "insufficient driver". */
-static bool driver_present(char *reason, size_t size) {
-    void *driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
-    if (driver) {
-        dlclose(driver);
-        return true;
-    }
-    const char *why = dlerror();
-    snprintf(reason, size, CT_NO_DRIVER_REASON, why ? why : "not found");
-    return false;
 }
 
 static bool no_device_reason(char *reason, size_t size, int driver) {
@@ -215,18 +202,13 @@ static const ct__backend_table cuda_backend = {
     .fence_free = ct_cuda_fence_free,
 };
 
-__attribute__((visibility("default"))) const ct__backend_table *
-ct_cuda_plugin_entry(const ct__plugin_host *host, char *reason, size_t reason_size) {
-    if (!host || host->abi_version != CT_PLUGIN_ABI_VERSION) {
-        snprintf(reason, reason_size,
-                 "the CUDA plugin speaks plugin ABI %d, the core ABI %d; rebuild both from one "
-                 "ctensor version",
-                 CT_PLUGIN_ABI_VERSION, host ? host->abi_version : -1);
-        return NULL;
-    }
+/* The driver library first (the core's probe): without it the runtime can only say
+ * "insufficient driver". */
+static const ct__backend_table *start(const ct__plugin_host *host, char *reason,
+                                      size_t reason_size) {
     ct_cuda_host = host;
     int count = 0;
-    if (!driver_present(reason, reason_size) || !count_devices(&count, reason, reason_size))
+    if (!host->driver_present(reason, reason_size) || !count_devices(&count, reason, reason_size))
         return NULL;
     if (count > CT_CUDA_MAX_DEVICES) {
         char message[160];
@@ -244,7 +226,7 @@ ct_cuda_plugin_entry(const ct__plugin_host *host, char *reason, size_t reason_si
 
 /* Needs no driver: the runtime version is fixed when the plugin is built, and
  * cudaDriverGetVersion gives 0 when there is no driver. Leaves the path fields alone. */
-__attribute__((visibility("default"))) void ct_cuda_plugin_info(ct_cuda_build_info *out) {
+static void build_info(ct_cuda_build_info *out) {
     int driver = 0;
     if (cudaDriverGetVersion(&driver) != cudaSuccess) driver = 0;
     (void)cudaGetLastError();
@@ -253,3 +235,7 @@ __attribute__((visibility("default"))) void ct_cuda_plugin_info(ct_cuda_build_in
     snprintf(out->real_archs, sizeof out->real_archs, "%s", CT_CUDA_REAL_ARCHS);
     snprintf(out->ptx_archs, sizeof out->ptx_archs, "%s", CT_CUDA_PTX_ARCHS);
 }
+
+static const ct__device_plugin_api api = {CT_PLUGIN_ABI_VERSION, start, build_info};
+
+__attribute__((visibility("default"))) const void *ct_cuda_plugin_api(void) { return &api; }

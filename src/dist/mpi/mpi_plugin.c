@@ -90,4 +90,4 @@ static const ct_mpi_api api = {
     CT_MPI_PLUGIN_ABI_VERSION, plugin_init, plugin_iallreduce_sum, plugin_ibcast,
     plugin_iallgather,         plugin_test, plugin_finalize};
 
-__attribute__((visibility("default"))) const ct_mpi_api *ct_mpi_plugin_entry(void) { return &api; }
+__attribute__((visibility("default"))) const void *ct_mpi_plugin_entry(void) { return &api; }

@@ -232,6 +232,4 @@ static const ct_nccl_api api = {.abi_version = CT_NCCL_PLUGIN_ABI_VERSION,
                                 .abort = plugin_abort,
                                 .destroy = plugin_destroy};
 
-__attribute__((visibility("default"))) const ct_nccl_api *ct_nccl_plugin_entry(void) {
-    return &api;
-}
+__attribute__((visibility("default"))) const void *ct_nccl_plugin_entry(void) { return &api; }
