@@ -3,7 +3,7 @@
  * per-element formulas are in src/backend/ew_formula_impl.h), the op layer its result dtype
  * and its autograd record (the backward rules are in src/ops/elementwise_*_grad.c), and the
  * tests their cases (each row has a float64 reference in tests/). A row whose formula,
- * backward rule or reference is missing does not compile (docs/ADDING_AN_OP.md).
+ * backward rule or reference is missing does not compile (docs/ARCHITECTURE.md).
  *
  * Columns: X(name, NAME, kind, grad, autocast) for unary and binary ops, X(name, NAME,
  * autocast) for reductions, and a one-line contract above each row.

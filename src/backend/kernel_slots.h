@@ -31,7 +31,7 @@
  *       and read-back kernels take their argument struct as `args`; the fake GPU copies it.
  *
  * Adding a kernel: a row here, the function in each backend (a required row), and the op
- * that calls it (docs/ADDING_AN_OP.md). */
+ * that calls it (docs/ARCHITECTURE.md). */
 #ifndef CT_KERNEL_SLOTS_H
 #define CT_KERNEL_SLOTS_H
 
