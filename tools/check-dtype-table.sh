@@ -31,11 +31,15 @@ awk '/^#define CT_DTYPES\(X\)/ { table = 1 }
      { print }' "$here/include/ctensor/dtype.h" > "$work/bad/ctensor/dtype.h"
 grep -q 'X(float8_e4m3fn, F8E4M3' "$work/bad/ctensor/dtype.h"
 
-compile() { # -I<table folder> [compiler flags]
+. "$here/tools/check_row_lib.sh"
+
+compile() { # TABLE_FOLDER [compiler flags]
+    table=$1
+    shift
     case $file in
-    *.cu) "$NVCC" -x cu -std=c++17 --cuda -o /dev/null "$1" -I"$here/src" "$here/$file" \
+    *.cu) "$NVCC" -x cu -std=c++17 --cuda -o /dev/null -I"$table" -I"$here/src" "$here/$file" \
               2> "$work/err" > /dev/null ;;
-    *) "$cc" -std=c11 -fsyntax-only -Werror=switch "$@" -I"$here/src" -D_GNU_SOURCE \
+    *) "$cc" -std=c11 -fsyntax-only -Werror=switch -I"$table" "$@" -I"$here/src" -D_GNU_SOURCE \
            "$here/$file" 2> "$work/err" ;;
     esac
 }
@@ -48,22 +52,6 @@ else
 fi
 status=0
 for file in $files; do
-    if ! compile -I"$work/good" "$@"; then
-        echo "check-dtype-table: $file does not build with the unchanged table:"
-        cat "$work/err"
-        status=1
-        continue
-    fi
-    if compile -I"$work/bad" "$@"; then
-        echo "check-dtype-table: $file builds with a row that lacks its pieces"
-        status=1
-    elif ! grep -q 'error.*F8E4M3' "$work/err"; then
-        echo "check-dtype-table: $file fails without naming F8E4M3:"
-        cat "$work/err"
-        status=1
-    else
-        named=$(grep -m1 'error.*F8E4M3' "$work/err" | sed 's/^.*error: //')
-        echo "check-dtype-table: $file: $named"
-    fi
+    check_row check-dtype-table "$file" 'error.*F8E4M3' compile "$@"
 done
 exit "$status"

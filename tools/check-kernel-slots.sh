@@ -26,11 +26,13 @@ awk '{ print }
     "$here/src/backend/kernel_slots.h" > "$work/bad/backend/kernel_slots.h"
 grep -q 'X(new_slot, REQUIRED' "$work/bad/backend/kernel_slots.h"
 
-# link TABLE_SOURCE OTHER_OBJECTS LIBS [compiler flags]: compile the table's file against
-# -I$table (the good or bad copy first), then link it with the others into a shared object.
+. "$here/tools/check_row_lib.sh"
+
+# link TABLE TABLE_SOURCE OTHER_OBJECTS LIBS [compiler flags]: compile the table's file
+# against -ITABLE (the good or bad copy), then link it with the others into a shared object.
 link() {
-    source=$1 objects=$2 libs=$3
-    shift 3
+    table=$1 source=$2 objects=$3 libs=$4
+    shift 4
     # shellcheck disable=SC2086
     "$CC" -std=c11 -D_GNU_SOURCE -fPIC -c -I"$table" "$@" $CFLAGS -o "$work/table.o" \
         "$here/$source" 2> "$work/err" &&
@@ -45,24 +47,7 @@ status=0
 check() { # what source objects libs name [compiler flags]
     what=$1 source=$2 objects=$(others "$2" "$3") libs=$4 name=$5
     shift 5
-    table=$work/good
-    if ! link "$source" "$objects" "$libs" "$@"; then
-        echo "check-kernel-slots: $what does not build with the unchanged table:"
-        cat "$work/err"
-        status=1
-        return
-    fi
-    table=$work/bad
-    if link "$source" "$objects" "$libs" "$@"; then
-        echo "check-kernel-slots: $what builds with a required row that lacks $name"
-        status=1
-    elif ! grep -q "$name" "$work/err"; then
-        echo "check-kernel-slots: $what fails without naming $name:"
-        cat "$work/err"
-        status=1
-    else
-        echo "check-kernel-slots: $what: $(grep -m1 "$name" "$work/err" | sed 's/^.*: //')"
-    fi
+    check_row check-kernel-slots "$what" "$name" link "$source" "$objects" "$libs" "$@"
 }
 
 check "the CPU backend (libctensor)" src/backend/cpu/cpu_backend.c "$CPU_OBJECTS" "$CPU_LIBS" \

@@ -32,11 +32,15 @@ awk '{ print }
     "$here/include/ctensor/op_list.h" > "$work/short/ctensor/op_list.h"
 grep -q 'X(exp10, EXP10' "$work/short/ctensor/op_list.h"
 
-compile() { # -I<table folder> [compiler flags]
+. "$here/tools/check_row_lib.sh"
+
+compile() { # TABLE_FOLDER [compiler flags]
+    table=$1
+    shift
     case $file in
-    *.cu) "$NVCC" -x cu -std=c++17 --cuda -o /dev/null "$1" -I"$here/src" "$here/$file" \
+    *.cu) "$NVCC" -x cu -std=c++17 --cuda -o /dev/null -I"$table" -I"$here/src" "$here/$file" \
               2> "$work/err" > /dev/null ;;
-    *) "$cc" -std=c11 -fsyntax-only "$@" -I"$here/src" -I"$here/tests" -D_GNU_SOURCE \
+    *) "$cc" -std=c11 -fsyntax-only -I"$table" "$@" -I"$here/src" -I"$here/tests" -D_GNU_SOURCE \
            "$here/$file" 2> "$work/err" ;;
     esac
 }
@@ -52,7 +56,7 @@ else
 fi
 status=0
 file=src/ops/autocast.c
-if compile -I"$work/short" "$@"; then
+if compile "$work/short" "$@"; then
     echo "check-op-table: $file builds with a row that lacks its autocast column"
     status=1
 elif ! grep -q "exp10" "$work/err"; then
@@ -65,22 +69,6 @@ else
 fi
 for check in $checks; do
     file=${check%:*}
-    name=${check#*:}
-    if ! compile -I"$work/good" "$@"; then
-        echo "check-op-table: $file does not build with the unchanged table:"
-        cat "$work/err"
-        status=1
-        continue
-    fi
-    if compile -I"$work/bad" "$@"; then
-        echo "check-op-table: $file builds with a row that lacks $name"
-        status=1
-    elif ! grep -q "$name" "$work/err"; then
-        echo "check-op-table: $file fails without naming $name:"
-        cat "$work/err"
-        status=1
-    else
-        echo "check-op-table: $file: $(grep -m1 "$name" "$work/err" | sed 's/^.*error: //')"
-    fi
+    check_row check-op-table "$file" "${check#*:}" compile "$@"
 done
 exit "$status"

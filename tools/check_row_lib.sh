@@ -1,0 +1,26 @@
+# The verdict the table checks share (tools/check-op-table.sh, check-dtype-table.sh,
+# check-kernel-slots.sh), sourced by each. They copy a table into $work/good unchanged and
+# into $work/bad with one new row, and build a piece of the tree against each copy.
+#
+# check_row TOOL WHAT PATTERN BUILD [ARGS...]: runs `BUILD TABLE ARGS...` with TABLE
+# $work/good, then $work/bad, each leaving the build's messages in $work/err. The unchanged
+# table must build; the table with the row must not, and its first error matching PATTERN
+# is reported. Any other outcome is printed with the messages, and sets status=1.
+check_row() {
+    tool=$1 what=$2 pattern=$3 build=$4
+    shift 4
+    if ! "$build" "$work/good" "$@"; then
+        echo "$tool: $what does not build with the unchanged table:"
+        cat "$work/err"
+        status=1
+    elif "$build" "$work/bad" "$@"; then
+        echo "$tool: $what builds with a row that lacks its pieces"
+        status=1
+    elif ! grep -q "$pattern" "$work/err"; then
+        echo "$tool: $what fails without naming the row ($pattern):"
+        cat "$work/err"
+        status=1
+    else
+        echo "$tool: $what: $(grep -m1 "$pattern" "$work/err" | sed 's/^.*error: //')"
+    fi
+}
