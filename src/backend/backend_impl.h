@@ -216,7 +216,24 @@ typedef struct ct__backend_table {
 
 /* The registry (src/backend/registry.c): the backend of a device type, or NULL with the
  * reason recorded as CT_ERR_DEVICE_UNAVAILABLE. */
-const ct__backend_table *ct__backend(ct_device_type type);
+const ct__backend_table *ct__backend_find(ct_device_type type);
+
+#ifndef __cplusplus /* the core's: plugins do not ask the registry */
+#include <stdatomic.h>
+
+#include "core/device_impl.h"
+
+/* Each type's backend once ct__backend_find found it: every op asks, several times. */
+extern const ct__backend_table *_Atomic ct__found_backends[CT__DEVICE_TYPES];
+
+static inline const ct__backend_table *ct__backend(ct_device_type type) {
+    const ct__backend_table *b =
+        (unsigned)type < CT__DEVICE_TYPES
+            ? atomic_load_explicit(&ct__found_backends[type], memory_order_acquire)
+            : NULL;
+    return b ? b : ct__backend_find(type);
+}
+#endif
 /* The CPU backend, always present. */
 const ct__backend_table *ct__cpu_backend(void);
 

@@ -155,11 +155,16 @@ static row_state *discovered(ct_device_type type) {
     return s;
 }
 
-const ct__backend_table *ct__backend(ct_device_type type) {
+const ct__backend_table *_Atomic ct__found_backends[CT__DEVICE_TYPES];
+
+const ct__backend_table *ct__backend_find(ct_device_type type) {
     if (!ct__device_type_known(type))
         return ct__fail(CT_ERR_INVALID_ARG, "invalid device type %d", (int)type);
     row_state *s = discovered(type);
-    if (s->backend) return s->backend;
+    if (s->backend) {
+        atomic_store_explicit(&ct__found_backends[type], s->backend, memory_order_release);
+        return s->backend;
+    }
     return ct__fail(CT_ERR_DEVICE_UNAVAILABLE, "%s is unavailable: %s", rows[type].title,
                     s->reason);
 }

@@ -111,11 +111,23 @@ bool ct_device_equal(ct_device a, ct_device b) { return a.type == b.type && a.in
 
 /* ---- logical devices ---- */
 
+/* Physical devices of each type, plus one (0: not asked yet). A type's devices are discovered
+ * once per process, and every op's device check asks: one load instead of the registry's. */
+static atomic_int physical_counts_plus_one[CT__DEVICE_TYPES];
+
+static int physical_count(ct_device_type type) {
+    int n = atomic_load_explicit(&physical_counts_plus_one[type], memory_order_relaxed);
+    if (n > 0) return n - 1;
+    n = ct__physical_device_count(type);
+    atomic_store_explicit(&physical_counts_plus_one[type], n + 1, memory_order_relaxed);
+    return n;
+}
+
 int ct__logical_count(ct_device_type type) {
     if (!ct__device_type_known(type)) return 0;
     int n = atomic_load(&logical_counts[type]);
     if (n > 0) return n;
-    n = ct__physical_device_count(type);
+    n = physical_count(type);
     return n < CT_MAX_LOGICAL_DEVICES ? n : CT_MAX_LOGICAL_DEVICES;
 }
 
