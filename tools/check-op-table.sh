@@ -34,16 +34,6 @@ grep -q 'X(exp10, EXP10' "$work/short/ctensor/op_list.h"
 
 . "$here/tools/check_row_lib.sh"
 
-compile() { # TABLE_FOLDER [compiler flags]
-    table=$1
-    shift
-    case $file in
-    *.cu) "$NVCC" -x cu -std=c++17 --cuda -o /dev/null -I"$table" -I"$here/src" "$here/$file" \
-              2> "$work/err" > /dev/null ;;
-    *) "$cc" -std=c11 -fsyntax-only -I"$table" "$@" -I"$here/src" -I"$here/tests" -D_GNU_SOURCE \
-           "$here/$file" 2> "$work/err" ;;
-    esac
-}
 checks="src/backend/cpu/cpu_unary.c:ct__ew_cbrt_f32 src/backend/cpu/cpu_binary.c:ct__ew_fdim_f32
 src/ops/elementwise_grad.c:grad_cbrt src/ops/elementwise_grad.c:grad_fdim
 tests/test_ops_unary.c:uref_cbrt tests/test_ops_binary.c:bref_fdim

@@ -1,5 +1,5 @@
-# The verdict the table checks share (tools/check-op-table.sh, check-dtype-table.sh,
-# check-kernel-slots.sh), sourced by each. They copy a table into $work/good unchanged and
+# What the table checks share (tools/check-op-table.sh, check-dtype-table.sh,
+# check-kernel-slots.sh), sourced by each: the verdict, and a syntax-only compile. They copy a table into $work/good unchanged and
 # into $work/bad with one new row, and build a piece of the tree against each copy.
 #
 # check_row TOOL WHAT PATTERN BUILD [ARGS...]: runs `BUILD TABLE ARGS...` with TABLE
@@ -23,4 +23,18 @@ check_row() {
     else
         echo "$tool: $what: $(grep -m1 "$pattern" "$work/err" | sed 's/^.*error: //')"
     fi
+}
+
+# compile TABLE [compiler flags]: $file (a path under $here) compiled for syntax only against
+# the table copy in TABLE, its messages in $work/err: with $cc (C), or for a .cu with nvcc's
+# front end alone ($NVCC --cuda: no device code).
+compile() {
+    table=$1
+    shift
+    case $file in
+    *.cu) "$NVCC" -x cu -std=c++17 --cuda -o /dev/null -I"$table" -I"$here/src" "$here/$file" \
+              2> "$work/err" > /dev/null ;;
+    *) "$cc" -std=c11 -fsyntax-only -I"$table" "$@" -I"$here/src" -I"$here/tests" -D_GNU_SOURCE \
+           "$here/$file" 2> "$work/err" ;;
+    esac
 }
