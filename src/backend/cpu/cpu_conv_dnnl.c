@@ -84,6 +84,7 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static dnnl_engine_t engine; /* NULL when oneDNN could not make one */
 
 static void init(void) {
+    ct__cpu_dnnl_setup();
     if (dnnl_engine_create(&engine, dnnl_cpu, 0) != dnnl_success) engine = NULL;
 }
 

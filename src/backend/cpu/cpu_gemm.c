@@ -49,6 +49,7 @@ static pthread_once_t f32_once = PTHREAD_ONCE_INIT;
 static bool f32_onednn;
 
 static void read_f32_choice(void) {
+    ct__cpu_dnnl_setup();
     const char *env = getenv("CT_F32_GEMM");
     if (env && strcmp(env, "openblas") == 0)
         f32_onednn = false;

@@ -51,7 +51,21 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static dnnl_engine_t engine; /* NULL when oneDNN could not make one */
 static bool enabled;
 
+/* oneDNN's JIT kernels are registered with VTune by default: the first one made dlopens
+ * libJitPI.so, which fails without VTune and leaves glibc's per-thread dlerror state on the
+ * thread that made it, often an OpenMP thread of a worker; a thread that exits as the process
+ * does then shows that state to LeakSanitizer as a leak. A user who profiles sets
+ * DNNL_JIT_PROFILE, which this leaves alone. */
+static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
+
+static void setup(void) {
+    if (!getenv("DNNL_JIT_PROFILE")) dnnl_set_jit_profiling_flags(DNNL_JIT_PROFILE_NONE);
+}
+
+void ct__cpu_dnnl_setup(void) { pthread_once(&setup_once, setup); }
+
 static void init(void) {
+    ct__cpu_dnnl_setup();
     const char *env = getenv("CT_BF16_GEMM");
     enabled = hardware_bf16() && !(env && strcmp(env, "off") == 0);
     if (enabled && dnnl_engine_create(&engine, dnnl_cpu, 0) != dnnl_success) engine = NULL;

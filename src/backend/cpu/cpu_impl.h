@@ -82,6 +82,12 @@ void ct__cpu_gemm(ct_dtype dtype, bool ta, bool tb, int64_t m, int64_t n, int64_
 bool ct__cpu_gemm_bf16(bool f32_inputs, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                        const void *a, int64_t lda, const void *b, int64_t ldb, bool accumulate,
                        float *c, int64_t ldc);
+#ifdef CT_HAVE_DNNL
+/* Once per process, before ctensor's first oneDNN call: oneDNN's JIT profiling off (unless
+ * DNNL_JIT_PROFILE asks for it), so that its first kernel does not look for VTune's
+ * libJitPI.so with dlopen (cpu_gemm_dnnl.c). */
+void ct__cpu_dnnl_setup(void);
+#endif
 /* Set OpenBLAS's own thread count to 1 (a process-wide setting), after
  * ct__cpu_blas_pick_core; the first call also stops OpenBLAS's idle pool. */
 void ct__cpu_blas_single_threaded(void);
