@@ -123,11 +123,18 @@ extern PyMethodDef ctpy_manip_functions[];    /* manipulate.c */
 extern PyMethodDef ctpy_dtype_functions[];    /* dtypes.c */
 extern PyMethodDef ctpy_sorting_functions[];  /* sorting.c */
 extern PyMethodDef ctpy_settings_functions[]; /* settings.c */
+extern PyMethodDef ctpy_torch_style_functions[]; /* torch_style.c */
+/* kwargs with PyTorch's keywords renamed to the array API's (dim -> axis, keepdim ->
+ * keepdims, unbiased -> correction), a new reference (NULL when kwargs is NULL, or with an
+ * exception when both spellings are given); *torch_style tells whether one was renamed, for
+ * a function whose PyTorch default differs (std's correction). torch_style.c. */
+PyObject *ctpy_torch_kwargs(PyObject *kwargs, bool *torch_style);
 int ctpy_sorting_init(PyObject *module);
 extern PyNumberMethods ctpy_tensor_number;   /* operators.c */
 extern PyMappingMethods ctpy_tensor_mapping; /* indexing.c */
 extern PyBufferProcs ctpy_tensor_buffer;     /* interop.c */
 extern PyMethodDef ctpy_interop_methods[];   /* interop.c: Tensor methods */
+extern PyMethodDef ctpy_tensor_torch_methods[]; /* tensor_torch.c: Tensor methods */
 /* The buffer protocol's format of dtype (ctensor/dtype.h's buffer column); NULL: none
  * (interop.c). */
 const char *ctpy_buffer_format(ct_dtype dtype);

@@ -220,8 +220,12 @@ static PyObject *join(PyObject *args, PyObject *kwargs, const char *name, const 
                       join_fn fn) {
     static char *keywords[] = {"arrays", "axis", NULL};
     PyObject *arrays, *axis_obj = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, format, keywords, &arrays, &axis_obj))
-        return NULL;
+    bool torch_style;
+    PyObject *kw = ctpy_torch_kwargs(kwargs, &torch_style);
+    if (!kw && PyErr_Occurred()) return NULL;
+    int ok = PyArg_ParseTupleAndKeywords(args, kw, format, keywords, &arrays, &axis_obj);
+    Py_XDECREF(kw);
+    if (!ok) return NULL;
     ct_tensor *ts[CTPY_MAX_ARRAYS];
     int n;
     ct_tensor *flat[CTPY_MAX_ARRAYS];
@@ -239,11 +243,11 @@ static PyObject *join(PyObject *args, PyObject *kwargs, const char *name, const 
 }
 
 static PyObject *py_concat(PyObject *self, PyObject *args, PyObject *kwargs) {
-    return join(args, kwargs, "concat", "O|$O:concat", ct_concat);
+    return join(args, kwargs, "concat", "O|O:concat", ct_concat);
 }
 
 static PyObject *py_stack(PyObject *self, PyObject *args, PyObject *kwargs) {
-    return join(args, kwargs, "stack", "O|$O:stack", ct_stack);
+    return join(args, kwargs, "stack", "O|O:stack", ct_stack);
 }
 
 static PyObject *py_flip(PyObject *self, PyObject *args, PyObject *kwargs) {

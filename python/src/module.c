@@ -25,7 +25,7 @@ static int add_aliases(PyObject *module) {
     return 0;
 }
 
-/* Tensor's methods from interop.c, added to the type after it is ready. */
+/* Tensor's methods from interop.c and tensor_torch.c, added to the type after it is ready. */
 static int add_tensor_methods(PyMethodDef *defs) {
     for (PyMethodDef *def = defs; def->ml_name; def++) {
         PyObject *descr = PyDescr_NewMethod(&ctpy_tensor_type, def);
@@ -65,11 +65,13 @@ PyMODINIT_FUNC PyInit__ctensor(void) {
     PyMethodDef *tables[] = {ctpy_device_functions,   ctpy_stats_functions,
                              ctpy_creation_functions, ctpy_math_functions,
                              ctpy_manip_functions,    ctpy_dtype_functions,
-                             ctpy_sorting_functions,  ctpy_settings_functions};
+                             ctpy_sorting_functions,  ctpy_settings_functions,
+                             ctpy_torch_style_functions};
     bool ok = ctpy_errors_init(m) == 0 && ctpy_dtypes_init(m) == 0 && ctpy_devices_init(m) == 0 &&
               ctpy_stats_init(m) == 0 && ctpy_sorting_init(m) == 0 &&
               PyType_Ready(&ctpy_tensor_type) == 0 &&
               add_tensor_methods(ctpy_interop_methods) == 0 &&
+              add_tensor_methods(ctpy_tensor_torch_methods) == 0 &&
               PyModule_AddObjectRef(m, "Tensor", (PyObject *)&ctpy_tensor_type) == 0 &&
               ctpy_operators_init(m) == 0;
     for (size_t i = 0; ok && i < sizeof tables / sizeof tables[0]; i++)

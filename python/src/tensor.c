@@ -119,14 +119,21 @@ static PyObject *moved(PyObject *self, ct_device device, ct_dtype dtype, bool co
 }
 
 static PyObject *tensor_to(PyObject *self, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"target", "dtype", "copy", NULL};
+    /* PyTorch's order: to(device=None, dtype=None, non_blocking=False, copy=False); the copy
+     * to a device is ordered on ctensor's streams either way, so non_blocking changes nothing. */
+    static char *keywords[] = {"target", "dtype", "non_blocking", "copy", NULL};
     PyObject *target = Py_None;
     ct_dtype dtype = (ct_dtype)-1;
-    int copy = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OO&p:to", keywords, &target, ctpy_opt_dtype,
-                                     &dtype, &copy))
+    int non_blocking = 0, copy = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OO&pp:to", keywords, &target, ctpy_opt_dtype,
+                                     &dtype, &non_blocking, &copy))
         return NULL;
     ct_device device = CT_DEFAULT;
+    if (ctpy_is_tensor(target)) { /* to(other): other's device and dtype */
+        const ct_tensor *other = ctpy_tensor_of(target);
+        return moved(self, ct_device_of(other), (int)dtype >= 0 ? dtype : ct_dtype_of(other),
+                     copy);
+    }
     if (PyObject_TypeCheck(target, &ctpy_dtype_type) || PyType_Check(target))
         return ctpy_to_dtype(target, &dtype) ? moved(self, device, dtype, copy) : NULL;
     if (!ctpy_opt_device(target, &device)) return NULL;
@@ -217,8 +224,8 @@ static PyObject *tensor_namespace(PyObject *self, PyObject *args, PyObject *kwar
 
 static PyMethodDef tensor_methods[] = {
     {"to", KW tensor_to, KWARGS,
-     "to(device_or_dtype, dtype=None, copy=False): the array on a device and/or as a dtype; "
-     "itself when nothing changes."},
+     "to(device_or_dtype_or_tensor, dtype=None, non_blocking=False, copy=False): the array on "
+     "a device and/or as a dtype; itself when nothing changes."},
     {"to_device", KW tensor_to_device, KWARGS,
      "to_device(device): the array on device (itself when already there)."},
     {"cpu", tensor_cpu, METH_NOARGS, "The array on the CPU (itself when already there)."},

@@ -1,0 +1,64 @@
+/* PyTorch's spellings of the namespace functions' keywords (dim for axis, keepdim for
+ * keepdims, unbiased for correction), so that ct.sum(x, dim=1) and ct.argmax(x, dim=1, keepdim=True)
+ * run as PyTorch's do; and the hook that adds the Python-level Tensor methods
+ * (python/ctensor/tensor_methods.py) to the Tensor type. */
+#include "ctpy_impl.h"
+
+static const char *const renames[][2] = {
+    {"dim", "axis"},
+    {"keepdim", "keepdims"},
+    {"unbiased", "correction"},
+};
+
+PyObject *ctpy_torch_kwargs(PyObject *kwargs, bool *torch_style) {
+    *torch_style = false;
+    if (!kwargs) return NULL;
+    bool any = false;
+    for (size_t i = 0; i < sizeof renames / sizeof renames[0]; i++)
+        any = any || PyDict_GetItemString(kwargs, renames[i][0]);
+    if (!any) return Py_NewRef(kwargs);
+    *torch_style = true;
+    PyObject *out = PyDict_Copy(kwargs);
+    for (size_t i = 0; out && i < sizeof renames / sizeof renames[0]; i++) {
+        PyObject *value = PyDict_GetItemString(out, renames[i][0]);
+        if (!value) continue;
+        if (PyDict_GetItemString(out, renames[i][1])) {
+            PyErr_Format(PyExc_TypeError, "give %s= or %s=, not both", renames[i][0],
+                         renames[i][1]);
+            Py_CLEAR(out);
+            break;
+        }
+        /* unbiased=True is correction=1, unbiased=False correction=0 */
+        PyObject *renamed = i == 2 ? PyFloat_FromDouble(PyObject_IsTrue(value) ? 1.0 : 0.0)
+                                   : Py_NewRef(value);
+        if (!renamed || PyDict_SetItemString(out, renames[i][1], renamed) < 0 ||
+            PyDict_DelItemString(out, renames[i][0]) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(renamed);
+    }
+    return out;
+}
+
+/* _install_tensor_methods(methods): each (name, callable) of the dict as a Tensor method; a
+ * Python function binds as any method does, another callable (a C function of the module) is
+ * bound through an instancemethod, so that x.name(...) is callable(x, ...). */
+static PyObject *py_install_tensor_methods(PyObject *self, PyObject *methods) {
+    if (!PyDict_Check(methods)) return PyErr_Format(PyExc_TypeError, "a dict of methods");
+    PyObject *name, *fn;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(methods, &pos, &name, &fn)) {
+        bool plain = PyFunction_Check(fn) || PyObject_TypeCheck(fn, &PyProperty_Type);
+        PyObject *method = plain ? Py_NewRef(fn) : PyInstanceMethod_New(fn);
+        int rc = method ? PyDict_SetItem(ctpy_tensor_type.tp_dict, name, method) : -1;
+        Py_XDECREF(method);
+        if (rc < 0) return NULL;
+    }
+    PyType_Modified(&ctpy_tensor_type);
+    Py_RETURN_NONE;
+}
+
+PyMethodDef ctpy_torch_style_functions[] = {
+    {"_install_tensor_methods", py_install_tensor_methods, METH_O,
+     "_install_tensor_methods(dict): add Python-level methods to Tensor (ctensor's own use)."},
+    {0}, /* sentinel */
+};
