@@ -123,18 +123,11 @@ extern PyMethodDef ctpy_manip_functions[];    /* manipulate.c */
 extern PyMethodDef ctpy_dtype_functions[];    /* dtypes.c */
 extern PyMethodDef ctpy_sorting_functions[];  /* sorting.c */
 extern PyMethodDef ctpy_settings_functions[]; /* settings.c */
-extern PyMethodDef ctpy_torch_style_functions[]; /* torch_style.c */
-/* kwargs with PyTorch's keywords renamed to the array API's (dim -> axis, keepdim ->
- * keepdims, unbiased -> correction), a new reference (NULL when kwargs is NULL, or with an
- * exception when both spellings are given); *torch_style tells whether one was renamed, for
- * a function whose PyTorch default differs (std's correction). torch_style.c. */
-PyObject *ctpy_torch_kwargs(PyObject *kwargs, bool *torch_style);
 int ctpy_sorting_init(PyObject *module);
 extern PyNumberMethods ctpy_tensor_number;   /* operators.c */
 extern PyMappingMethods ctpy_tensor_mapping; /* indexing.c */
 extern PyBufferProcs ctpy_tensor_buffer;     /* interop.c */
 extern PyMethodDef ctpy_interop_methods[];   /* interop.c: Tensor methods */
-extern PyMethodDef ctpy_tensor_torch_methods[]; /* tensor_torch.c: Tensor methods */
 /* The buffer protocol's format of dtype (ctensor/dtype.h's buffer column); NULL: none
  * (interop.c). */
 const char *ctpy_buffer_format(ct_dtype dtype);
@@ -160,6 +153,16 @@ void ctpy_advanced_clear(ctpy_advanced *adv);
  * dtype and device), 0 or -1 with an exception. */
 ct_tensor *ctpy_advanced_get(const ct_tensor *view, const ctpy_advanced *adv);
 int ctpy_advanced_set(ct_tensor *view, const ctpy_advanced *adv, const ct_tensor *value);
+
+/* PyTorch's surface (issue 38). torch_style.c: ctpy_torch_style_functions (the hook that
+ * installs python/ctensor/tensor_methods.py's methods) and ctpy_torch_kwargs: kwargs with
+ * PyTorch's keywords renamed to the array API's (dim -> axis, keepdim -> keepdims, unbiased
+ * -> correction), a new reference (NULL when kwargs is NULL, or with an exception when both
+ * spellings are given); *torch_style tells whether one was renamed, for a function whose
+ * PyTorch default differs (std's correction). tensor_torch.c: Tensor methods (view, ...). */
+extern PyMethodDef ctpy_torch_style_functions[];
+extern PyMethodDef ctpy_tensor_torch_methods[];
+PyObject *ctpy_torch_kwargs(PyObject *kwargs, bool *torch_style);
 
 /* Elementwise calls used by several files (math.c). */
 typedef ct_tensor *(*ctpy_binary_fn)(const ct_tensor *, const ct_tensor *);

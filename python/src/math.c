@@ -273,7 +273,7 @@ static PyObject *reduce(PyObject *args, PyObject *kwargs, const char *format, re
 
 #define CTPY_REDUCE_FN_(name, NAME, ...)                                                           \
     static PyObject *py_##name(PyObject *self, PyObject *args, PyObject *kwargs) {                 \
-        return reduce(args, kwargs, "O|OpO&:" #name, ct_##name);                                  \
+        return reduce(args, kwargs, "O|OpO&:" #name, ct_##name);                                   \
     }
 CT_REDUCE_OPS(CTPY_REDUCE_FN_)
 #undef CTPY_REDUCE_FN_
@@ -290,8 +290,8 @@ static PyObject *moment(PyObject *args, PyObject *kwargs, const char *format, mo
     /* The standard's default correction is 0; a call in PyTorch's words (dim=, unbiased=,
      * keepdim=) gets PyTorch's, 1. */
     double correction = torch_style ? 1 : 0;
-    int ok = PyArg_ParseTupleAndKeywords(args, kw, format, keywords, &x, &axis, &correction,
-                                         &keepdims);
+    int ok =
+        PyArg_ParseTupleAndKeywords(args, kw, format, keywords, &x, &axis, &correction, &keepdims);
     Py_XDECREF(kw);
     if (!ok) return NULL;
     int axes[CT_MAX_DIMS], naxes;
@@ -356,7 +356,8 @@ PyMethodDef ctpy_math_functions[] = {
 #undef CTPY_UNARY_DEF_
 #define CTPY_REDUCE_DEF_(name, NAME, ...)                                                          \
     {#name, KW py_##name, KWARGS,                                                                  \
-     #name "(x, /, axis=None, keepdims=False, dtype=None): a reduction (ct_" #name "); also dim=, keepdim=."},
+     #name "(x, /, axis=None, keepdims=False, dtype=None): a reduction (ct_" #name                 \
+           "); also dim=, keepdim=."},
             CT_REDUCE_OPS(CTPY_REDUCE_DEF_)
 #undef CTPY_REDUCE_DEF_
                 {"where", KW py_where, METH_FASTCALL,

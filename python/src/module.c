@@ -65,8 +65,7 @@ PyMODINIT_FUNC PyInit__ctensor(void) {
     PyMethodDef *tables[] = {ctpy_device_functions,   ctpy_stats_functions,
                              ctpy_creation_functions, ctpy_math_functions,
                              ctpy_manip_functions,    ctpy_dtype_functions,
-                             ctpy_sorting_functions,  ctpy_settings_functions,
-                             ctpy_torch_style_functions};
+                             ctpy_sorting_functions,  ctpy_settings_functions};
     bool ok = ctpy_errors_init(m) == 0 && ctpy_dtypes_init(m) == 0 && ctpy_devices_init(m) == 0 &&
               ctpy_stats_init(m) == 0 && ctpy_sorting_init(m) == 0 &&
               PyType_Ready(&ctpy_tensor_type) == 0 &&
@@ -76,6 +75,7 @@ PyMODINIT_FUNC PyInit__ctensor(void) {
               ctpy_operators_init(m) == 0;
     for (size_t i = 0; ok && i < sizeof tables / sizeof tables[0]; i++)
         ok = add_functions(m, tables[i]) == 0;
+    ok = ok && add_functions(m, ctpy_torch_style_functions) == 0;
     ok = ok && ctpy_autograd_init(m) == 0;
     ok = ok && ctpy_nn_init(m) == 0;
     ok = ok && ctpy_optim_init(m) == 0;

@@ -16,8 +16,8 @@ static PyObject *sorted(PyObject *args, PyObject *kwargs, const char *name, cons
     bool torch_style;
     PyObject *kw = ctpy_torch_kwargs(kwargs, &torch_style);
     if (!kw && PyErr_Occurred()) return NULL;
-    int ok = PyArg_ParseTupleAndKeywords(args, kw, format, keywords, &x, &axis, &descending,
-                                         &stable);
+    int ok =
+        PyArg_ParseTupleAndKeywords(args, kw, format, keywords, &x, &axis, &descending, &stable);
     Py_XDECREF(kw);
     if (!ok) return NULL;
     ct_tensor *t = ctpy_tensor_arg(x, name, NULL), *out;
@@ -43,8 +43,8 @@ static PyObject *py_cumulative_sum(PyObject *self, PyObject *args, PyObject *kwa
     bool torch_style;
     PyObject *kw = ctpy_torch_kwargs(kwargs, &torch_style);
     if (!kw && PyErr_Occurred()) return NULL;
-    int ok = PyArg_ParseTupleAndKeywords(args, kw, "O|OO&p:cumulative_sum", keywords, &x,
-                                         &axis_obj, ctpy_opt_dtype, &dtype, &initial);
+    int ok = PyArg_ParseTupleAndKeywords(args, kw, "O|OO&p:cumulative_sum", keywords, &x, &axis_obj,
+                                         ctpy_opt_dtype, &dtype, &initial);
     Py_XDECREF(kw);
     if (!ok) return NULL;
     int axis = 0;

@@ -131,8 +131,7 @@ static PyObject *tensor_to(PyObject *self, PyObject *args, PyObject *kwargs) {
     ct_device device = CT_DEFAULT;
     if (ctpy_is_tensor(target)) { /* to(other): other's device and dtype */
         const ct_tensor *other = ctpy_tensor_of(target);
-        return moved(self, ct_device_of(other), (int)dtype >= 0 ? dtype : ct_dtype_of(other),
-                     copy);
+        return moved(self, ct_device_of(other), (int)dtype >= 0 ? dtype : ct_dtype_of(other), copy);
     }
     if (PyObject_TypeCheck(target, &ctpy_dtype_type) || PyType_Check(target))
         return ctpy_to_dtype(target, &dtype) ? moved(self, device, dtype, copy) : NULL;

@@ -136,7 +136,8 @@ static PyObject *tensor_permute(PyObject *self, PyObject *const *args, Py_ssize_
         ctpy_raise_status(CT_ERR_SHAPE,
                           "permute: %zd dimensions given for an array of %d; name each once", n,
                           ndim);
-    for (Py_ssize_t i = 0; ok && i < n; i++) ok = (perm[i] = axis_of(items[i], ndim, "permute")) >= 0;
+    for (Py_ssize_t i = 0; ok && i < n; i++)
+        ok = (perm[i] = axis_of(items[i], ndim, "permute")) >= 0;
     Py_XDECREF(seq);
     return ok ? ctpy_wrap(ct_permute(t, ndim, perm)) : NULL;
 }
@@ -159,8 +160,8 @@ static PyObject *tensor_flatten(PyObject *self, PyObject *args, PyObject *kwargs
     int end = start < 0 ? -1 : end_obj ? axis_of(end_obj, ndim, "flatten") : ndim - 1;
     if (end < 0) return NULL;
     if (start > end)
-        return PyErr_Format(PyExc_IndexError, "flatten: start_dim %d comes after end_dim %d",
-                            start, end);
+        return PyErr_Format(PyExc_IndexError, "flatten: start_dim %d comes after end_dim %d", start,
+                            end);
     int64_t shape[CT_MAX_DIMS];
     int n = 0;
     for (int d = 0; d < start; d++) shape[n++] = ct_shape(t)[d];

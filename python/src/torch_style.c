@@ -1,6 +1,6 @@
 /* PyTorch's spellings of the namespace functions' keywords (dim for axis, keepdim for
- * keepdims, unbiased for correction), so that ct.sum(x, dim=1) and ct.argmax(x, dim=1, keepdim=True)
- * run as PyTorch's do; and the hook that adds the Python-level Tensor methods
+ * keepdims, unbiased for correction), so that ct.sum(x, dim=1) and ct.argmax(x, dim=1,
+ * keepdim=True) run as PyTorch's do; and the hook that adds the Python-level Tensor methods
  * (python/ctensor/tensor_methods.py) to the Tensor type. */
 #include "ctpy_impl.h"
 
@@ -29,8 +29,8 @@ PyObject *ctpy_torch_kwargs(PyObject *kwargs, bool *torch_style) {
             break;
         }
         /* unbiased=True is correction=1, unbiased=False correction=0 */
-        PyObject *renamed = i == 2 ? PyFloat_FromDouble(PyObject_IsTrue(value) ? 1.0 : 0.0)
-                                   : Py_NewRef(value);
+        PyObject *renamed =
+            i == 2 ? PyFloat_FromDouble(PyObject_IsTrue(value) ? 1.0 : 0.0) : Py_NewRef(value);
         if (!renamed || PyDict_SetItemString(out, renames[i][1], renamed) < 0 ||
             PyDict_DelItemString(out, renames[i][0]) < 0)
             Py_CLEAR(out);
