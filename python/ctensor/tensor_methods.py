@@ -36,7 +36,11 @@ class _Size(builtins.int):
     def __call__(self, dim=None):
         if dim is None:
             return self._shape
-        return self._shape[_axis(dim, len(self._shape), "size")]
+        try:
+            return self._shape[dim]
+        except IndexError:
+            raise IndexError(f"size: dimension {dim} is out of range for "
+                             f"{len(self._shape)} dimensions") from None
 
 
 def _size(self):

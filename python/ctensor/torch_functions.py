@@ -42,7 +42,10 @@ def numel(x):
 
 def tensor(data, dtype=None, device=None, requires_grad=False):
     """A new array holding a copy of data. Without dtype, PyTorch's inference: Python floats
-    give float32, ints int64, bools bool; an array (NumPy, ctensor) keeps its dtype."""
+    give float32, ints int64, bools bool; an array (NumPy, ctensor) keeps its dtype. A list
+    of arrays (such as 0-d losses) is stacked."""
+    if isinstance(data, (list, tuple)) and data and all(isinstance(e, _C.Tensor) for e in data):
+        data = _C.stack([e.detach() for e in data])
     return _C.asarray(data, dtype=dtype, device=device, copy=True, requires_grad=requires_grad)
 
 

@@ -163,6 +163,10 @@ int ctpy_advanced_set(ct_tensor *view, const ctpy_advanced *adv, const ct_tensor
 extern PyMethodDef ctpy_torch_style_functions[];
 extern PyMethodDef ctpy_tensor_torch_methods[];
 PyObject *ctpy_torch_kwargs(PyObject *kwargs, bool *torch_style);
+/* The dtype of a binary op of arrays of dtypes a and b (math.c, and result_type): the C
+ * library's promotion (NumPy's), but an integer or bool with a floating dtype gives that
+ * floating dtype (PyTorch's rule; the standard leaves mixed kinds to the implementation). */
+ct_dtype ctpy_promote_types(ct_dtype a, ct_dtype b);
 
 /* Elementwise calls used by several files (math.c). */
 typedef ct_tensor *(*ctpy_binary_fn)(const ct_tensor *, const ct_tensor *);

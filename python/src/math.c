@@ -24,10 +24,15 @@ static ct_tensor *cast_to(const ct_tensor *t, ct_dtype dtype) {
     return out;
 }
 
-/* PyTorch's rule for an integer or bool operand beside a floating one, which the standard
- * leaves to the implementation: the floating operand's dtype (int32 + float32 is float32;
- * the C library's promotion, NumPy's, gives float64). Either pointer is replaced by a new
- * reference when converted (*cast holds it). false with an exception. */
+ct_dtype ctpy_promote_types(ct_dtype a, ct_dtype b) {
+    bool fa = ct_dtype_is_floating(a), fb = ct_dtype_is_floating(b);
+    return fa == fb ? ct_promote_types(a, b) : fa ? a : b;
+}
+
+/* ctpy_promote_types's rule for an integer or bool operand beside a floating one: the
+ * floating operand's dtype (int32 + float32 is float32; the C library's promotion, NumPy's,
+ * gives float64). Either pointer is replaced by a new reference when converted (*cast holds
+ * it). false with an exception. */
 static bool mixed_kinds(const ct_tensor **a, const ct_tensor **b, ct_tensor **cast) {
     *cast = NULL;
     ct_dtype da = ct_dtype_of(*a), db = ct_dtype_of(*b);

@@ -215,6 +215,7 @@ IDIOMS = {
     "tensor_bools": (lambda t, x: t.tensor([True, False]), lambda a: np.array([True, False])),
     "tensor_mixed": (lambda t, x: t.tensor([1, 2.5]), lambda a: np.array([1, 2.5], np.float32)),
     "tensor_numpy64": (lambda t, x: t.tensor(np.ones(2)), lambda a: np.ones(2)),
+    "tensor_of_tensors": (lambda t, x: t.tensor([x[0, 0], x[1, 2]]), lambda a: np.array([a[0, 0], 7.0])),
     "tensor_dtype": (lambda t, x: t.tensor([1, 2], dtype=t.float), lambda a: np.array([1, 2], np.float32)),
     "dtype_aliases": (lambda t, x: [str(d).split(".")[-1] for d in (t.float, t.long, t.int, t.double, t.half)],
                       lambda a: ["float32", "int64", "int32", "float64", "float16"]),
