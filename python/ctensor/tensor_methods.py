@@ -3,7 +3,8 @@
 The methods that are one call of a namespace function (x.sum(dim=1) is ct.sum(x, dim=1),
 x.exp() is ct.exp(x)) are that C function bound as a method; those that compose several calls
 (max with a dim, topk, split, scatter_ ...) are Python here; the one-call shape methods (view,
-reshape, permute, flatten ...) are C (python/src/tensor_torch.c). Where PyTorch's method and
+reshape, permute, flatten ...) and the conversions (float, long ...) are C
+(python/src/tensor_torch.c, tensor.c). Where PyTorch's method and
 the array API's function differ, the method is PyTorch's: x.std() corrects by 1, x.sort()
 gives (values, indices), x.nonzero() gives an (N, ndim) array, x.squeeze(d) leaves a dimension
 whose size is not 1. `x.size` stays the standard's element count, an int that is also callable
@@ -23,11 +24,6 @@ return_types = types.SimpleNamespace(
     sort=collections.namedtuple("sort", ["values", "indices"]),
     topk=collections.namedtuple("topk", ["values", "indices"]),
 )
-
-_DTYPE_METHODS = {"float": _C.float32, "double": _C.float64, "half": _C.float16,
-                  "bfloat16": _C.bfloat16, "long": _C.int64, "int": _C.int32,
-                  "short": _C.int16, "char": _C.int8, "byte": _C.uint8, "bool": _C.bool}
-
 
 class _Size(builtins.int):
     """x.size: the number of elements (the array API's attribute), callable as PyTorch's
@@ -357,13 +353,6 @@ def _idiv(a, b):
     return a
 
 
-def _dtype_method(dtype):
-    def method(self, memory_format=None):
-        return self.to(dtype)
-    method.__doc__ = f"The array as {dtype.name} (itself when it is one already)."
-    return method
-
-
 def _methods():
     methods = {
         "size": property(_size, doc=_Size.__doc__),
@@ -390,8 +379,6 @@ def _methods():
         "element_size": lambda self: self.dtype.itemsize,
         "mm": _C.matmul, "matmul": _C.matmul, "dot": _C.vecdot,
     }
-    for name, dtype in _DTYPE_METHODS.items():
-        methods[name] = _dtype_method(dtype)
     # One call of a namespace function each (the C function bound as the method).
     for name in ("sum", "mean", "prod", "all", "any", "argmax", "argmin", "abs", "exp", "log",
                  "sqrt", "rsqrt", "neg", "relu", "sigmoid", "tanh", "sin", "cos", "floor",

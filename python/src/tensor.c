@@ -1,5 +1,6 @@
 /* The array type ctensor.Tensor over ct_tensor: its attributes (shape, ndim, size, dtype,
- * device, T, mT), moving and converting (to, to_device, cpu, cuda, astype), item() and
+ * device, T, mT), moving and converting (to, to_device, cpu, cuda, astype, and PyTorch's
+ * float(), long() ...), item() and
  * repr (ct_format's text, which names the dtype and the device). Printing and item() of a device
  * array are implicit transfers, counted and guarded by the C library. Operators, indexing and the
  * NumPy/DLPack/buffer interop live in their own files. */
@@ -173,6 +174,24 @@ static PyObject *tensor_astype(PyObject *self, PyObject *args, PyObject *kwargs)
     return moved(self, CT_DEFAULT, dtype, copy);
 }
 
+/* PyTorch's conversions x.float(), x.long() ...: the array as that dtype, itself when it is
+ * one already. */
+#define CTPY_DTYPE_METHOD_(name, dtype)                                                            \
+    static PyObject *tensor_##name(PyObject *self, PyObject *unused) {                             \
+        return moved(self, CT_DEFAULT, dtype, false);                                              \
+    }
+CTPY_DTYPE_METHOD_(float, CT_F32)
+CTPY_DTYPE_METHOD_(double, CT_F64)
+CTPY_DTYPE_METHOD_(half, CT_F16)
+CTPY_DTYPE_METHOD_(bfloat16, CT_BF16)
+CTPY_DTYPE_METHOD_(long, CT_I64)
+CTPY_DTYPE_METHOD_(int, CT_I32)
+CTPY_DTYPE_METHOD_(short, CT_I16)
+CTPY_DTYPE_METHOD_(char, CT_I8)
+CTPY_DTYPE_METHOD_(byte, CT_U8)
+CTPY_DTYPE_METHOD_(bool, CT_BOOL)
+#undef CTPY_DTYPE_METHOD_
+
 /* A Python bool, int or float for a one-element array of dtype (an implicit transfer from a
  * device). */
 static PyObject *scalar_of(ct_tensor *t) {
@@ -231,6 +250,16 @@ static PyMethodDef tensor_methods[] = {
     {"cuda", tensor_cuda, METH_VARARGS, "cuda(index=0): the array on cuda:index."},
     {"astype", KW tensor_astype, KWARGS, "astype(dtype, copy=True): the array converted to dtype."},
     {"item", tensor_item, METH_NOARGS, "The value of a one-element array as a Python number."},
+    {"float", tensor_float, METH_NOARGS, "The array as float32 (itself when it is one)."},
+    {"double", tensor_double, METH_NOARGS, "The array as float64 (itself when it is one)."},
+    {"half", tensor_half, METH_NOARGS, "The array as float16 (itself when it is one)."},
+    {"bfloat16", tensor_bfloat16, METH_NOARGS, "The array as bfloat16 (itself when it is one)."},
+    {"long", tensor_long, METH_NOARGS, "The array as int64 (itself when it is one)."},
+    {"int", tensor_int, METH_NOARGS, "The array as int32 (itself when it is one)."},
+    {"short", tensor_short, METH_NOARGS, "The array as int16 (itself when it is one)."},
+    {"char", tensor_char, METH_NOARGS, "The array as int8 (itself when it is one)."},
+    {"byte", tensor_byte, METH_NOARGS, "The array as uint8 (itself when it is one)."},
+    {"bool", tensor_bool, METH_NOARGS, "The array as bool (itself when it is one)."},
     {"__array_namespace__", KW tensor_namespace, KWARGS,
      "The ctensor module (the array API namespace)."},
     {0}, /* sentinel */

@@ -195,7 +195,7 @@ IDIOMS = {
     "sigmoid": (lambda t, x: x.sigmoid(), lambda a: 1 / (1 + np.exp(-a))),
     "tanh": (lambda t, x: x.tanh(), np.tanh),
     "detach": (lambda t, x: x.detach(), lambda a: a),
-    "numpy": (lambda t, x: x.numpy(), lambda a: a),
+    "numpy": (lambda t, x: x.cpu().numpy(), lambda a: a),
     "cpu": (lambda t, x: x.cpu(), lambda a: a),
     "contiguous_view": (lambda t, x: x.t().contiguous().view(-1), lambda a: a.T.reshape(-1)),
     "mm": (lambda t, x: x.mm(x.t()), lambda a: a @ a.T),
@@ -327,13 +327,14 @@ def test_array_api_spellings_keep_the_standard():
 
 
 def test_linear_refuses_a_float64_input_naming_the_fix():
-    layer = ct.nn.Linear(4, 2)
+    layer = ct.nn.Linear(4, 2, device="cpu")
+    x = ct.tensor(A, device="cpu")
     with raises(ct.DTypeError, "float64", "float32", ".float()"):
-        layer(ct.tensor(A).double())
-    assert layer(ct.tensor(A)).dtype == ct.float32
-    conv = ct.nn.Conv2d(1, 1, 3)
+        layer(x.double())
+    assert layer(x).dtype == ct.float32
+    conv = ct.nn.Conv2d(1, 1, 3, device="cpu")
     with raises(ct.DTypeError, "float64", "float32"):
-        conv(ct.zeros(1, 1, 4, 4, dtype=ct.float64))
+        conv(ct.zeros(1, 1, 4, 4, dtype=ct.float64, device="cpu"))
 
 
 def test_namedtuples_are_return_types():
