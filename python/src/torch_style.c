@@ -4,35 +4,45 @@
  * (python/ctensor/tensor_methods.py) to the Tensor type. */
 #include "ctpy_impl.h"
 
-static const char *const renames[][2] = {
+enum { RENAMES = 3 };
+static const char *const renames[RENAMES][2] = {
     {"dim", "axis"},
     {"keepdim", "keepdims"},
     {"unbiased", "correction"},
 };
+static PyObject *keys[RENAMES][2]; /* the names as interned strings, made once */
+
+static int make_keys(void) {
+    for (int i = 0; i < RENAMES; i++)
+        for (int j = 0; j < 2; j++)
+            if (!keys[i][j] && !(keys[i][j] = PyUnicode_InternFromString(renames[i][j]))) return -1;
+    return 0;
+}
 
 PyObject *ctpy_torch_kwargs(PyObject *kwargs, bool *torch_style) {
     *torch_style = false;
     if (!kwargs) return NULL;
+    if (!keys[RENAMES - 1][1] && make_keys() < 0) return NULL;
     bool any = false;
-    for (size_t i = 0; i < sizeof renames / sizeof renames[0]; i++)
-        any = any || PyDict_GetItemString(kwargs, renames[i][0]);
+    for (int i = 0; i < RENAMES; i++) any = any || PyDict_GetItem(kwargs, keys[i][0]);
     if (!any) return Py_NewRef(kwargs);
     *torch_style = true;
     PyObject *out = PyDict_Copy(kwargs);
-    for (size_t i = 0; out && i < sizeof renames / sizeof renames[0]; i++) {
-        PyObject *value = PyDict_GetItemString(out, renames[i][0]);
+    for (int i = 0; out && i < RENAMES; i++) {
+        PyObject *value = PyDict_GetItem(out, keys[i][0]);
         if (!value) continue;
-        if (PyDict_GetItemString(out, renames[i][1])) {
+        if (PyDict_GetItem(out, keys[i][1])) {
             PyErr_Format(PyExc_TypeError, "give %s= or %s=, not both", renames[i][0],
                          renames[i][1]);
             Py_CLEAR(out);
             break;
         }
         /* unbiased=True is correction=1, unbiased=False correction=0 */
+        int truth = i == 2 ? PyObject_IsTrue(value) : 0;
         PyObject *renamed =
-            i == 2 ? PyFloat_FromDouble(PyObject_IsTrue(value) ? 1.0 : 0.0) : Py_NewRef(value);
-        if (!renamed || PyDict_SetItemString(out, renames[i][1], renamed) < 0 ||
-            PyDict_DelItemString(out, renames[i][0]) < 0)
+            i == 2 ? (truth < 0 ? NULL : PyFloat_FromDouble(truth ? 1.0 : 0.0)) : Py_NewRef(value);
+        if (!renamed || PyDict_SetItem(out, keys[i][1], renamed) < 0 ||
+            PyDict_DelItem(out, keys[i][0]) < 0)
             Py_CLEAR(out);
         Py_XDECREF(renamed);
     }
