@@ -163,6 +163,9 @@ int ctpy_advanced_set(ct_tensor *view, const ctpy_advanced *adv, const ct_tensor
 extern PyMethodDef ctpy_torch_style_functions[];
 extern PyMethodDef ctpy_tensor_torch_methods[];
 PyObject *ctpy_torch_kwargs(PyObject *kwargs, bool *torch_style);
+/* Wrap the namespace functions that parse the standard's keywords only (squeeze, flip ...)
+ * so that they take PyTorch's too; after the functions are added. */
+int ctpy_torch_style_init(PyObject *module);
 /* The dtype of a binary op of arrays of dtypes a and b (math.c, and result_type): the C
  * library's promotion (NumPy's), but an integer or bool with a floating dtype gives that
  * floating dtype (PyTorch's rule; the standard leaves mixed kinds to the implementation). */

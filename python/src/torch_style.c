@@ -4,11 +4,11 @@
  * (python/ctensor/tensor_methods.py) to the Tensor type. */
 #include "ctpy_impl.h"
 
-enum { RENAMES = 3 };
+enum { RENAMES = 5 };
 static const char *const renames[RENAMES][2] = {
-    {"dim", "axis"},
-    {"keepdim", "keepdims"},
-    {"unbiased", "correction"},
+    {"dim", "axis"},     {"keepdim", "keepdims"}, {"unbiased", "correction"},
+    {"dims", "axis"},    /* flip, roll */
+    {"shifts", "shift"}, /* roll */
 };
 static PyObject *keys[RENAMES][2]; /* the names as interned strings, made once */
 
@@ -38,6 +38,7 @@ PyObject *ctpy_torch_kwargs(PyObject *kwargs, bool *torch_style) {
             break;
         }
         /* unbiased=True is correction=1, unbiased=False correction=0 */
+        if (i == 3 && PyDict_GetItem(out, keys[0][0])) continue; /* dim= and dims= both */
         int truth = i == 2 ? PyObject_IsTrue(value) : 0;
         PyObject *renamed =
             i == 2 ? (truth < 0 ? NULL : PyFloat_FromDouble(truth ? 1.0 : 0.0)) : Py_NewRef(value);
@@ -65,6 +66,42 @@ static PyObject *py_install_tensor_methods(PyObject *self, PyObject *methods) {
     }
     PyType_Modified(&ctpy_tensor_type);
     Py_RETURN_NONE;
+}
+
+/* The namespace functions with an axis whose C parsing takes the standard's keywords only:
+ * each is wrapped, under its own name and doc, by a function that renames PyTorch's keywords
+ * first (the reductions, sort, argsort, cumulative_sum, concat and stack rename them
+ * themselves, as std's default depends on the spelling). */
+static const char *const wrapped_names[] = {
+    "expand_dims", "squeeze",         "flip",          "roll",  "unstack",
+    "take",        "take_along_axis", "count_nonzero", "repeat"};
+enum { WRAPPED = sizeof wrapped_names / sizeof wrapped_names[0] };
+static PyMethodDef wrapped_defs[WRAPPED];
+
+static PyObject *torch_named(PyObject *original, PyObject *args, PyObject *kwargs) {
+    bool torch_style;
+    PyObject *kw = ctpy_torch_kwargs(kwargs, &torch_style);
+    if (!kw && PyErr_Occurred()) return NULL;
+    PyObject *out = PyObject_Call(original, args, kw);
+    Py_XDECREF(kw);
+    return out;
+}
+
+int ctpy_torch_style_init(PyObject *module) {
+    PyObject *dict = PyModule_GetDict(module), *name = PyModule_GetNameObject(module);
+    if (!name) return -1;
+    for (int i = 0; i < WRAPPED; i++) {
+        PyObject *original = PyDict_GetItemString(dict, wrapped_names[i]);
+        if (!original || !PyCFunction_Check(original)) continue;
+        wrapped_defs[i] = (PyMethodDef){wrapped_names[i], KW torch_named, KWARGS,
+                                        ((PyCFunctionObject *)original)->m_ml->ml_doc};
+        PyObject *fn = PyCFunction_NewEx(&wrapped_defs[i], original, name);
+        int rc = fn ? PyDict_SetItemString(dict, wrapped_names[i], fn) : -1;
+        Py_XDECREF(fn);
+        if (rc < 0) return Py_DECREF(name), -1;
+    }
+    Py_DECREF(name);
+    return 0;
 }
 
 PyMethodDef ctpy_torch_style_functions[] = {

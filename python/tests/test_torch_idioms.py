@@ -326,6 +326,28 @@ def test_array_api_spellings_keep_the_standard():
         ct.sum(x, dim=1, axis=1)
 
 
+def test_namespace_functions_take_pytorchs_keywords():
+    a = A.reshape(3, 1, 4)
+    x = ct.tensor(a)
+    same(ct.squeeze(x, dim=1), a[:, 0])
+    same(ct.expand_dims(x, dim=0), a[None])
+    same(ct.flip(x, dims=(0,)), a[::-1])
+    same(ct.roll(x, shifts=1, dims=2), np.roll(a, 1, 2))
+    same(list(ct.unstack(x, dim=2)), [a[:, :, i] for i in range(4)])
+    same(ct.count_nonzero(x, dim=2), np.count_nonzero(a, 2))
+    same(ct.take_along_axis(x, ct.zeros((3, 1, 1), dtype=ct.int64), dim=2), a[:, :, :1])
+    same(ct.take(x, ct.tensor([0, 3]), dim=2), a[:, :, [0, 3]])
+    same(ct.repeat(x, 2, dim=1), np.repeat(a, 2, 1))
+    same(ct.cumulative_sum(x, dim=2), np.cumsum(a, 2))
+    same(ct.argsort(x, dim=0), np.argsort(a, 0, kind="stable"))
+    same(ct.concat([x, x], dim=1), np.concatenate([a, a], 1))
+    same(ct.prod(x, dim=2, keepdim=True), a.prod(2, keepdims=True))
+    same(ct.any(x > 3, dim=2), (a > 3).any(2))
+    same(ct.var(x, dim=2, unbiased=False), a.var(2))
+    with raises(TypeError, "dims", "axis"):
+        ct.flip(x, dims=0, axis=0)
+
+
 def test_linear_refuses_a_float64_input_naming_the_fix():
     layer = ct.nn.Linear(4, 2, device="cpu")
     x = ct.tensor(A, device="cpu")
