@@ -220,12 +220,8 @@ static PyObject *join(PyObject *args, PyObject *kwargs, const char *name, const 
                       join_fn fn) {
     static char *keywords[] = {"arrays", "axis", NULL};
     PyObject *arrays, *axis_obj = NULL;
-    bool torch_style;
-    PyObject *kw = ctpy_torch_kwargs(kwargs, &torch_style);
-    if (!kw && PyErr_Occurred()) return NULL;
-    int ok = PyArg_ParseTupleAndKeywords(args, kw, format, keywords, &arrays, &axis_obj);
-    Py_XDECREF(kw);
-    if (!ok) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, format, keywords, &arrays, &axis_obj))
+        return NULL;
     ct_tensor *ts[CTPY_MAX_ARRAYS];
     int n;
     ct_tensor *flat[CTPY_MAX_ARRAYS];

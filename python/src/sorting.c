@@ -13,13 +13,9 @@ static PyObject *sorted(PyObject *args, PyObject *kwargs, const char *name, cons
     static char *keywords[] = {"x", "axis", "descending", "stable", NULL};
     PyObject *x;
     int axis = -1, descending = 0, stable = 1;
-    bool torch_style;
-    PyObject *kw = ctpy_torch_kwargs(kwargs, &torch_style);
-    if (!kw && PyErr_Occurred()) return NULL;
-    int ok =
-        PyArg_ParseTupleAndKeywords(args, kw, format, keywords, &x, &axis, &descending, &stable);
-    Py_XDECREF(kw);
-    if (!ok) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, format, keywords, &x, &axis, &descending,
+                                     &stable))
+        return NULL;
     ct_tensor *t = ctpy_tensor_arg(x, name, NULL), *out;
     if (!t) return NULL;
     /* every sort is stable, so stable=False (any order of equal elements) is served too */
@@ -40,13 +36,9 @@ static PyObject *py_cumulative_sum(PyObject *self, PyObject *args, PyObject *kwa
     static char *keywords[] = {"x", "axis", "dtype", "include_initial", NULL};
     PyObject *x, *axis_obj = Py_None;
     int dtype = -1, initial = 0;
-    bool torch_style;
-    PyObject *kw = ctpy_torch_kwargs(kwargs, &torch_style);
-    if (!kw && PyErr_Occurred()) return NULL;
-    int ok = PyArg_ParseTupleAndKeywords(args, kw, "O|OO&p:cumulative_sum", keywords, &x, &axis_obj,
-                                         ctpy_opt_dtype, &dtype, &initial);
-    Py_XDECREF(kw);
-    if (!ok) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$OO&p:cumulative_sum", keywords, &x,
+                                     &axis_obj, ctpy_opt_dtype, &dtype, &initial))
+        return NULL;
     int axis = 0;
     if (axis_obj != Py_None && (axis = PyLong_AsLong(axis_obj)) == -1 && PyErr_Occurred())
         return NULL;

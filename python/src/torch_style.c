@@ -70,11 +70,11 @@ static PyObject *py_install_tensor_methods(PyObject *self, PyObject *methods) {
 
 /* The namespace functions with an axis whose C parsing takes the standard's keywords only:
  * each is wrapped, under its own name and doc, by a function that renames PyTorch's keywords
- * first (the reductions, sort, argsort, cumulative_sum, concat and stack rename them
- * themselves, as std's default depends on the spelling). */
+ * first (the reductions, var and std in math.c rename them themselves, as std's default
+ * correction depends on the spelling). */
 static const char *const wrapped_names[] = {
-    "expand_dims", "squeeze",         "flip",          "roll",  "unstack",
-    "take",        "take_along_axis", "count_nonzero", "repeat"};
+    "expand_dims",     "squeeze",       "flip",   "roll",    "unstack",        "take",   "sort",
+    "take_along_axis", "count_nonzero", "repeat", "argsort", "cumulative_sum", "concat", "stack"};
 enum { WRAPPED = sizeof wrapped_names / sizeof wrapped_names[0] };
 static PyMethodDef wrapped_defs[WRAPPED];
 
