@@ -304,6 +304,15 @@ def test_tensor_requires_grad():
     assert w.tolist() == [0.5, 1.0]
 
 
+def test_manual_sgd_step_in_place_under_no_grad():
+    w = ct.tensor([1.0, 2.0], requires_grad=True)
+    (w * w).sum().backward()
+    with ct.no_grad():
+        w.sub_(0.25 * w.grad)
+    w.grad.zero_()
+    assert w.tolist() == [0.5, 1.0] and w.requires_grad and w.grad.tolist() == [0.0, 0.0]
+
+
 def test_randint_randperm_seeded():
     ct.manual_seed(3)
     r = ct.randint(2, 9, (1000,))
