@@ -42,13 +42,27 @@ static PyObject *tensor_view(PyObject *self, PyObject *const *args, Py_ssize_t n
     ct_tensor *t = ctpy_tensor_of(self), *out = ct_view(t, ndim, shape);
     if (out) return ctpy_wrap(out);
     if (ct_last_status() != CT_ERR_SHAPE) return ctpy_raise();
-    ct_clear_error(); /* the C message names ct_reshape: this one is in Python's words */
+    ct_clear_error(); /* the C message names ct_view: this one is in Python's words */
     char text[160];
     shape_text(t, text, sizeof text);
+    int64_t known = 1; /* the element count of the sizes other than -1 */
+    bool infer = false;
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] == -1)
+            infer = true;
+        else
+            known *= shape[d];
+    }
+    int64_t numel = ct_numel(t);
+    if (infer ? known == 0 || numel % known != 0 : known != numel)
+        return ctpy_raise_status(CT_ERR_SHAPE,
+                                 "view: the array of shape %s has %lld elements, which the sizes "
+                                 "given cannot hold",
+                                 text, (long long)numel);
     return ctpy_raise_status(CT_ERR_SHAPE,
                              "view: the array of shape %s cannot be seen in that shape without a "
-                             "copy (its strides do not allow it, or the sizes do not match); use "
-                             ".reshape(...), which copies when it must, or .contiguous().view(...)",
+                             "copy (its strides do not allow it); use .reshape(...), which copies "
+                             "when it must, or .contiguous().view(...)",
                              text);
 }
 
