@@ -46,18 +46,21 @@ static PyObject *tensor_view(PyObject *self, PyObject *const *args, Py_ssize_t n
     char text[160];
     shape_text(t, text, sizeof text);
     int64_t known = 1; /* the element count of the sizes other than -1 */
-    bool infer = false;
+    int infer = 0;
+    bool negative = false;
     for (int d = 0; d < ndim; d++) {
         if (shape[d] == -1)
-            infer = true;
+            infer++;
+        else if (shape[d] < 0)
+            negative = true;
         else
             known *= shape[d];
     }
     int64_t numel = ct_numel(t);
-    if (infer ? known == 0 || numel % known != 0 : known != numel)
+    if (negative || infer > 1 || (infer ? known == 0 || numel % known != 0 : known != numel))
         return ctpy_raise_status(CT_ERR_SHAPE,
                                  "view: the array of shape %s has %lld elements, which the sizes "
-                                 "given cannot hold",
+                                 "given do not hold (sizes >= 0, and at most one -1)",
                                  text, (long long)numel);
     return ctpy_raise_status(CT_ERR_SHAPE,
                              "view: the array of shape %s cannot be seen in that shape without a "

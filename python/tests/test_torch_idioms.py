@@ -284,6 +284,9 @@ def test_view_shares_storage_and_names_reshape_when_it_cannot():
     with raises(ct.ShapeError, ".reshape("):
         x.t().view(12)
     assert x.t().reshape(12).shape == (12,)
+    for sizes in ((5,), (-1, 5), (-1, -1), (-2, -6)):
+        with raises(ct.ShapeError, "12 elements"):
+            x.view(*sizes)
 
 
 def test_from_numpy_shares_memory_and_tensor_copies():
