@@ -58,3 +58,13 @@ from ctensor.autograd import enable_grad, no_grad  # noqa: E402,F401
 from ctensor.checkpoint import load, save  # noqa: E402,F401
 from ctensor import amp, data, distributed, nn, optim  # noqa: E402,F401
 from ctensor.amp import autocast  # noqa: E402,F401
+
+# PyTorch's everyday surface (python/ctensor/{tensor_methods,torch_functions}.py): Tensor
+# methods, module functions and dtype aliases. Last, as ct.float / ct.int shadow the builtins.
+from ctensor import tensor_methods  # noqa: E402,F401  (installs the Tensor methods)
+from ctensor.tensor_methods import return_types  # noqa: E402,F401
+from ctensor.torch_functions import (  # noqa: E402,F401
+    allclose, as_tensor, bmm, cat, chunk, clamp, concatenate, cumsum, double, flatten, float,
+    from_numpy, gather, get_default_dtype, half, index_select, int, is_floating_point, is_tensor,
+    isclose, log_softmax, long, masked_fill, max, min, mm, norm, numel, permute, randint,
+    randperm, short, softmax, split, tensor, topk, transpose, unsqueeze)

@@ -109,7 +109,12 @@ static bool parse_fill(PyObject *args, PyObject *kwargs, enum fill_kind kind, co
 
 static PyObject *make(PyObject *args, PyObject *kwargs, enum fill_kind kind, const char *name) {
     fill_args a;
-    if (!parse_fill(args, kwargs, kind, name, false, &a)) return NULL;
+    /* PyTorch's zeros(4, 3) beside the standard's zeros((4, 3)): sizes as separate ints. */
+    bool sizes = kind != FILL_FULL && PyTuple_GET_SIZE(args) > 1;
+    PyObject *packed = sizes ? PyTuple_Pack(1, args) : Py_NewRef(args);
+    bool ok = packed && parse_fill(packed, kwargs, kind, name, false, &a);
+    Py_XDECREF(packed);
+    if (!ok) return NULL;
     int64_t shape[CT_MAX_DIMS];
     int ndim;
     if (ctpy_parse_shape(a.first, shape, &ndim) < 0) return NULL;

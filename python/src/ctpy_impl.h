@@ -154,6 +154,23 @@ void ctpy_advanced_clear(ctpy_advanced *adv);
 ct_tensor *ctpy_advanced_get(const ct_tensor *view, const ctpy_advanced *adv);
 int ctpy_advanced_set(ct_tensor *view, const ctpy_advanced *adv, const ct_tensor *value);
 
+/* PyTorch's surface (issue 38). torch_style.c: ctpy_torch_style_functions (the hook that
+ * installs python/ctensor/tensor_methods.py's methods) and ctpy_torch_kwargs: kwargs with
+ * PyTorch's keywords renamed to the array API's (dim -> axis, keepdim -> keepdims, unbiased
+ * -> correction), a new reference (NULL when kwargs is NULL, or with an exception when both
+ * spellings are given); *torch_style tells whether one was renamed, for a function whose
+ * PyTorch default differs (std's correction). tensor_torch.c: Tensor methods (view, ...). */
+extern PyMethodDef ctpy_torch_style_functions[];
+extern PyMethodDef ctpy_tensor_torch_methods[];
+PyObject *ctpy_torch_kwargs(PyObject *kwargs, bool *torch_style);
+/* Wrap the namespace functions that parse the standard's keywords only (squeeze, flip ...)
+ * so that they take PyTorch's too; after the functions are added. */
+int ctpy_torch_style_init(PyObject *module);
+/* The dtype of a binary op of arrays of dtypes a and b (math.c, and result_type): the C
+ * library's promotion (NumPy's), but an integer or bool with a floating dtype gives that
+ * floating dtype (PyTorch's rule; the standard leaves mixed kinds to the implementation). */
+ct_dtype ctpy_promote_types(ct_dtype a, ct_dtype b);
+
 /* Elementwise calls used by several files (math.c). */
 typedef ct_tensor *(*ctpy_binary_fn)(const ct_tensor *, const ct_tensor *);
 typedef ct_tensor *(*ctpy_scalar_fn)(const ct_tensor *, double);

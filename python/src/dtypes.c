@@ -1,5 +1,6 @@
 /* The dtype functions of the array API: finfo, iinfo, isdtype, result_type (the C
- * library's promotion table, ct_promote_types), can_cast and astype. */
+ * library's promotion table, ct_promote_types, but for mixed kinds, which the standard leaves
+ * to the implementation: the operators' rule, ctpy_promote_types), can_cast and astype. */
 #include <float.h>
 
 #include "ctpy_impl.h"
@@ -103,7 +104,7 @@ static PyObject *py_result_type(PyObject *self, PyObject *args) {
     for (Py_ssize_t i = 0; i < n; i++) {
         ct_dtype d;
         if (dtype_or_array(PyTuple_GET_ITEM(args, i), &d) < 0) return NULL;
-        out = i == 0 ? d : ct_promote_types(out, d);
+        out = i == 0 ? d : ctpy_promote_types(out, d);
     }
     return ctpy_dtype_object(out);
 }

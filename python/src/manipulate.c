@@ -239,11 +239,11 @@ static PyObject *join(PyObject *args, PyObject *kwargs, const char *name, const 
 }
 
 static PyObject *py_concat(PyObject *self, PyObject *args, PyObject *kwargs) {
-    return join(args, kwargs, "concat", "O|$O:concat", ct_concat);
+    return join(args, kwargs, "concat", "O|O:concat", ct_concat);
 }
 
 static PyObject *py_stack(PyObject *self, PyObject *args, PyObject *kwargs) {
-    return join(args, kwargs, "stack", "O|$O:stack", ct_stack);
+    return join(args, kwargs, "stack", "O|O:stack", ct_stack);
 }
 
 static PyObject *py_flip(PyObject *self, PyObject *args, PyObject *kwargs) {

@@ -16,9 +16,39 @@ static ct_dtype weak_dtype(ct_dtype t, PyObject *scalar, double s) {
     return t;
 }
 
-static PyObject *tensor_tensor(const ct_tensor *a, const ct_tensor *b, ctpy_binary_fn fn) {
+/* t as dtype, a new reference (NULL with an exception). */
+static ct_tensor *cast_to(const ct_tensor *t, ct_dtype dtype) {
     ct_tensor *out;
+    CTPY_NOGIL(out = ct_cast(t, dtype));
+    if (!out) ctpy_raise();
+    return out;
+}
+
+ct_dtype ctpy_promote_types(ct_dtype a, ct_dtype b) {
+    bool fa = ct_dtype_is_floating(a), fb = ct_dtype_is_floating(b);
+    return fa == fb ? ct_promote_types(a, b) : fa ? a : b;
+}
+
+/* ctpy_promote_types's rule for an integer or bool operand beside a floating one: the
+ * floating operand's dtype (int32 + float32 is float32; the C library's promotion, NumPy's,
+ * gives float64). Either pointer is replaced by a new reference when converted (*cast holds
+ * it). false with an exception. */
+static bool mixed_kinds(const ct_tensor **a, const ct_tensor **b, ct_tensor **cast) {
+    *cast = NULL;
+    ct_dtype da = ct_dtype_of(*a), db = ct_dtype_of(*b);
+    bool fa = ct_dtype_is_floating(da), fb = ct_dtype_is_floating(db);
+    if (fa == fb) return true;
+    const ct_tensor **converted = fa ? b : a;
+    if (!(*cast = cast_to(*converted, fa ? da : db))) return false;
+    *converted = *cast;
+    return true;
+}
+
+static PyObject *tensor_tensor(const ct_tensor *a, const ct_tensor *b, ctpy_binary_fn fn) {
+    ct_tensor *out, *cast;
+    if (!mixed_kinds(&a, &b, &cast)) return NULL;
     CTPY_NOGIL(out = fn(a, b));
+    ct_release(cast);
     return ctpy_wrap(out);
 }
 
@@ -46,17 +76,24 @@ PyObject *ctpy_binary(PyObject *a, PyObject *b, const ctpy_binary_op *op) {
         double s = PyFloat_AsDouble(scalar);
         if (s == -1.0 && PyErr_Occurred()) return NULL;
         const ct_tensor *t = ctpy_tensor_of(ta ? a : b);
-        ct_tensor *out;
+        ct_tensor *out, *as_float = NULL;
+        /* PyTorch's rule: a Python float with an integer or bool array computes in the
+         * default float dtype, also where the value is integral (x * 2.0). */
+        if (PyFloat_Check(scalar) && !ct_dtype_is_floating(ct_dtype_of(t))) {
+            if (!(as_float = cast_to(t, CTPY_DEFAULT_FLOAT))) return NULL;
+            t = as_float;
+        }
         if (ta || op->commutes) {
             CTPY_NOGIL(out = op->scalar_fn(t, s));
+            ct_release(as_float);
             return ctpy_wrap(out);
         }
         ct_tensor *first;
         CTPY_NOGIL(first =
                        ct_full(0, NULL, s, weak_dtype(ct_dtype_of(t), scalar, s), ct_device_of(t)));
-        if (!first) return ctpy_raise();
-        PyObject *result = tensor_tensor(first, t, fn);
+        PyObject *result = first ? tensor_tensor(first, t, fn) : ctpy_raise();
         ct_release(first);
+        ct_release(as_float);
         return result;
     }
     ct_tensor *x = ctpy_tensor_arg(a, op->name, ctpy_tensor_or_null(b));
@@ -199,7 +236,7 @@ static PyObject *py_clip(PyObject *self, PyObject *args, PyObject *kwargs) {
 
 /* ---- reductions ---- */
 
-/* The function's name in its PyArg format ("O|$Op:argmax"), for messages. */
+/* The function's name in its PyArg format ("O|Op:argmax"), for messages. */
 static const char *name_in(const char *format) { return strchr(format, ':') + 1; }
 
 typedef ct_tensor *(*reduce_fn)(const ct_tensor *, int, const int *, bool);
@@ -209,9 +246,13 @@ static PyObject *reduce(PyObject *args, PyObject *kwargs, const char *format, re
     PyObject *x, *axis = Py_None;
     int keepdims = 0;
     ct_dtype dtype = (ct_dtype)-1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, format, keywords, &x, &axis, &keepdims,
-                                     ctpy_opt_dtype, &dtype))
-        return NULL;
+    bool torch_style;
+    PyObject *kw = ctpy_torch_kwargs(kwargs, &torch_style);
+    if (!kw && PyErr_Occurred()) return NULL;
+    int ok = PyArg_ParseTupleAndKeywords(args, kw, format, keywords, &x, &axis, &keepdims,
+                                         ctpy_opt_dtype, &dtype);
+    Py_XDECREF(kw);
+    if (!ok) return NULL;
     int axes[CT_MAX_DIMS], naxes;
     if (ctpy_parse_axes(axis, axes, &naxes) < 0) return NULL;
     ct_tensor *t = ctpy_tensor_arg(x, name_in(format), NULL), *out = NULL;
@@ -237,7 +278,7 @@ static PyObject *reduce(PyObject *args, PyObject *kwargs, const char *format, re
 
 #define CTPY_REDUCE_FN_(name, NAME, ...)                                                           \
     static PyObject *py_##name(PyObject *self, PyObject *args, PyObject *kwargs) {                 \
-        return reduce(args, kwargs, "O|$OpO&:" #name, ct_##name);                                  \
+        return reduce(args, kwargs, "O|OpO&:" #name, ct_##name);                                   \
     }
 CT_REDUCE_OPS(CTPY_REDUCE_FN_)
 #undef CTPY_REDUCE_FN_
@@ -247,11 +288,17 @@ typedef ct_tensor *(*moment_fn)(const ct_tensor *, int, const int *, double, boo
 static PyObject *moment(PyObject *args, PyObject *kwargs, const char *format, moment_fn fn) {
     static char *keywords[] = {"x", "axis", "correction", "keepdims", NULL};
     PyObject *x, *axis = Py_None;
-    double correction = 0;
     int keepdims = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, format, keywords, &x, &axis, &correction,
-                                     &keepdims))
-        return NULL;
+    bool torch_style;
+    PyObject *kw = ctpy_torch_kwargs(kwargs, &torch_style);
+    if (!kw && PyErr_Occurred()) return NULL;
+    /* The standard's default correction is 0; a call in PyTorch's words (dim=, unbiased=,
+     * keepdim=) gets PyTorch's, 1. */
+    double correction = torch_style ? 1 : 0;
+    int ok =
+        PyArg_ParseTupleAndKeywords(args, kw, format, keywords, &x, &axis, &correction, &keepdims);
+    Py_XDECREF(kw);
+    if (!ok) return NULL;
     int axes[CT_MAX_DIMS], naxes;
     if (ctpy_parse_axes(axis, axes, &naxes) < 0) return NULL;
     ct_tensor *t = ctpy_tensor_arg(x, name_in(format), NULL), *out;
@@ -262,11 +309,11 @@ static PyObject *moment(PyObject *args, PyObject *kwargs, const char *format, mo
 }
 
 static PyObject *py_var(PyObject *self, PyObject *args, PyObject *kwargs) {
-    return moment(args, kwargs, "O|$Odp:var", ct_var);
+    return moment(args, kwargs, "O|Odp:var", ct_var);
 }
 
 static PyObject *py_std(PyObject *self, PyObject *args, PyObject *kwargs) {
-    return moment(args, kwargs, "O|$Odp:std", ct_std);
+    return moment(args, kwargs, "O|Odp:std", ct_std);
 }
 
 typedef ct_tensor *(*arg_fn)(const ct_tensor *, int, bool);
@@ -275,8 +322,12 @@ static PyObject *arg_reduce(PyObject *args, PyObject *kwargs, const char *format
     static char *keywords[] = {"x", "axis", "keepdims", NULL};
     PyObject *x, *axis = Py_None;
     int keepdims = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, format, keywords, &x, &axis, &keepdims))
-        return NULL;
+    bool torch_style;
+    PyObject *kw = ctpy_torch_kwargs(kwargs, &torch_style);
+    if (!kw && PyErr_Occurred()) return NULL;
+    int ok = PyArg_ParseTupleAndKeywords(args, kw, format, keywords, &x, &axis, &keepdims);
+    Py_XDECREF(kw);
+    if (!ok) return NULL;
     int a = CT_AXIS_NONE;
     if (axis != Py_None && (a = PyLong_AsLong(axis)) == -1 && PyErr_Occurred()) return NULL;
     ct_tensor *t = ctpy_tensor_arg(x, name_in(format), NULL), *out;
@@ -287,11 +338,11 @@ static PyObject *arg_reduce(PyObject *args, PyObject *kwargs, const char *format
 }
 
 static PyObject *py_argmax(PyObject *self, PyObject *args, PyObject *kwargs) {
-    return arg_reduce(args, kwargs, "O|$Op:argmax", ct_argmax);
+    return arg_reduce(args, kwargs, "O|Op:argmax", ct_argmax);
 }
 
 static PyObject *py_argmin(PyObject *self, PyObject *args, PyObject *kwargs) {
-    return arg_reduce(args, kwargs, "O|$Op:argmin", ct_argmin);
+    return arg_reduce(args, kwargs, "O|Op:argmin", ct_argmin);
 }
 
 static PyObject *py_matmul(PyObject *self, PyObject *const *args, Py_ssize_t n) {
@@ -310,7 +361,8 @@ PyMethodDef ctpy_math_functions[] = {
 #undef CTPY_UNARY_DEF_
 #define CTPY_REDUCE_DEF_(name, NAME, ...)                                                          \
     {#name, KW py_##name, KWARGS,                                                                  \
-     #name "(x, /, *, axis=None, keepdims=False): a reduction (ct_" #name ")."},
+     #name "(x, /, axis=None, keepdims=False, dtype=None): a reduction (ct_" #name                 \
+           "); also dim=, keepdim=."},
             CT_REDUCE_OPS(CTPY_REDUCE_DEF_)
 #undef CTPY_REDUCE_DEF_
                 {"where", KW py_where, METH_FASTCALL,

@@ -25,7 +25,7 @@ static int add_aliases(PyObject *module) {
     return 0;
 }
 
-/* Tensor's methods from interop.c, added to the type after it is ready. */
+/* Tensor's methods from interop.c and tensor_torch.c, added to the type after it is ready. */
 static int add_tensor_methods(PyMethodDef *defs) {
     for (PyMethodDef *def = defs; def->ml_name; def++) {
         PyObject *descr = PyDescr_NewMethod(&ctpy_tensor_type, def);
@@ -70,10 +70,12 @@ PyMODINIT_FUNC PyInit__ctensor(void) {
               ctpy_stats_init(m) == 0 && ctpy_sorting_init(m) == 0 &&
               PyType_Ready(&ctpy_tensor_type) == 0 &&
               add_tensor_methods(ctpy_interop_methods) == 0 &&
+              add_tensor_methods(ctpy_tensor_torch_methods) == 0 &&
               PyModule_AddObjectRef(m, "Tensor", (PyObject *)&ctpy_tensor_type) == 0 &&
               ctpy_operators_init(m) == 0;
     for (size_t i = 0; ok && i < sizeof tables / sizeof tables[0]; i++)
         ok = add_functions(m, tables[i]) == 0;
+    ok = ok && add_functions(m, ctpy_torch_style_functions) == 0 && ctpy_torch_style_init(m) == 0;
     ok = ok && ctpy_autograd_init(m) == 0;
     ok = ok && ctpy_nn_init(m) == 0;
     ok = ok && ctpy_optim_init(m) == 0;

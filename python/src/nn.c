@@ -14,6 +14,33 @@ static void module_dealloc(PyObject *self) {
 
 static ct_module *module_of(PyObject *self) { return ((ctpy_module *)self)->m; }
 
+/* PyTorch's rule: a floating input of another dtype than the layer's floating parameters is
+ * an error outside autocast (the C layer would compute in the wider dtype and return it, so
+ * float64 would spread silently). true with the DTypeError set. */
+static bool input_dtype_differs(const ct_module *m, const ct_tensor *x) {
+    ct_tensor *weight;
+    bool buffer;
+    ct_dtype in = ct_dtype_of(x);
+    if (!ct_dtype_is_floating(in) || !ct_module_state_at(m, 0, &weight, &buffer)) return false;
+    ct_dtype own = ct_dtype_of(weight);
+    if (!ct_dtype_is_floating(own) || own == in ||
+        ct_autocast_dtype(ct_device_of(x).type) != CT_F32)
+        return false;
+    char what[64] = "the layer";
+    ct_module_describe(m, what, sizeof what);
+    what[strcspn(what, "(")] = '\0';
+    ctpy_raise_status(CT_ERR_DTYPE,
+                      "%s: the input is %s but the layer's parameters are %s; convert the input "
+                      "(x.%s(), or x.to(ctensor.%s)), or run the step under ctensor.autocast",
+                      what, ct_dtype_name(in), ct_dtype_name(own),
+                      own == CT_F32   ? "float"
+                      : own == CT_F64 ? "double"
+                      : own == CT_F16 ? "half"
+                                      : "bfloat16",
+                      ct_dtype_name(own));
+    return true;
+}
+
 static PyObject *module_call(PyObject *self, PyObject *args, PyObject *kwargs) {
     PyObject *x;
     if (!PyArg_ParseTuple(args, "O!:forward", &ctpy_tensor_type, &x)) return NULL;
@@ -21,6 +48,7 @@ static PyObject *module_call(PyObject *self, PyObject *args, PyObject *kwargs) {
         PyErr_SetString(PyExc_TypeError, "a built-in module's forward takes one tensor");
         return NULL;
     }
+    if (input_dtype_differs(module_of(self), ctpy_tensor_of(x))) return NULL;
     ct_tensor *y;
     CTPY_NOGIL(y = ct_module_forward(module_of(self), ctpy_tensor_of(x)));
     return ctpy_wrap(y);

@@ -25,11 +25,11 @@ static PyObject *sorted(PyObject *args, PyObject *kwargs, const char *name, cons
 }
 
 static PyObject *py_sort(PyObject *self, PyObject *args, PyObject *kwargs) {
-    return sorted(args, kwargs, "sort", "O|$ipp:sort", ct_sort);
+    return sorted(args, kwargs, "sort", "O|ipp:sort", ct_sort);
 }
 
 static PyObject *py_argsort(PyObject *self, PyObject *args, PyObject *kwargs) {
-    return sorted(args, kwargs, "argsort", "O|$ipp:argsort", ct_argsort);
+    return sorted(args, kwargs, "argsort", "O|ipp:argsort", ct_argsort);
 }
 
 static PyObject *py_cumulative_sum(PyObject *self, PyObject *args, PyObject *kwargs) {

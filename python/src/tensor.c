@@ -1,5 +1,6 @@
 /* The array type ctensor.Tensor over ct_tensor: its attributes (shape, ndim, size, dtype,
- * device, T, mT), moving and converting (to, to_device, cpu, cuda, astype), item() and
+ * device, T, mT), moving and converting (to, to_device, cpu, cuda, astype, and PyTorch's
+ * float(), long() ...), item() and
  * repr (ct_format's text, which names the dtype and the device). Printing and item() of a device
  * array are implicit transfers, counted and guarded by the C library. Operators, indexing and the
  * NumPy/DLPack/buffer interop live in their own files. */
@@ -119,14 +120,20 @@ static PyObject *moved(PyObject *self, ct_device device, ct_dtype dtype, bool co
 }
 
 static PyObject *tensor_to(PyObject *self, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"target", "dtype", "copy", NULL};
+    /* PyTorch's order: to(device=None, dtype=None, non_blocking=False, copy=False); the copy
+     * to a device is ordered on ctensor's streams either way, so non_blocking changes nothing. */
+    static char *keywords[] = {"target", "dtype", "non_blocking", "copy", NULL};
     PyObject *target = Py_None;
     ct_dtype dtype = (ct_dtype)-1;
-    int copy = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OO&p:to", keywords, &target, ctpy_opt_dtype,
-                                     &dtype, &copy))
+    int non_blocking = 0, copy = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OO&pp:to", keywords, &target, ctpy_opt_dtype,
+                                     &dtype, &non_blocking, &copy))
         return NULL;
     ct_device device = CT_DEFAULT;
+    if (ctpy_is_tensor(target)) { /* to(other): other's device and dtype */
+        const ct_tensor *other = ctpy_tensor_of(target);
+        return moved(self, ct_device_of(other), (int)dtype >= 0 ? dtype : ct_dtype_of(other), copy);
+    }
     if (PyObject_TypeCheck(target, &ctpy_dtype_type) || PyType_Check(target))
         return ctpy_to_dtype(target, &dtype) ? moved(self, device, dtype, copy) : NULL;
     if (!ctpy_opt_device(target, &device)) return NULL;
@@ -166,6 +173,24 @@ static PyObject *tensor_astype(PyObject *self, PyObject *args, PyObject *kwargs)
         return NULL;
     return moved(self, CT_DEFAULT, dtype, copy);
 }
+
+/* PyTorch's conversions x.float(), x.long() ...: the array as that dtype, itself when it is
+ * one already. */
+#define CTPY_DTYPE_METHOD_(name, dtype)                                                            \
+    static PyObject *tensor_##name(PyObject *self, PyObject *unused) {                             \
+        return moved(self, CT_DEFAULT, dtype, false);                                              \
+    }
+CTPY_DTYPE_METHOD_(float, CT_F32)
+CTPY_DTYPE_METHOD_(double, CT_F64)
+CTPY_DTYPE_METHOD_(half, CT_F16)
+CTPY_DTYPE_METHOD_(bfloat16, CT_BF16)
+CTPY_DTYPE_METHOD_(long, CT_I64)
+CTPY_DTYPE_METHOD_(int, CT_I32)
+CTPY_DTYPE_METHOD_(short, CT_I16)
+CTPY_DTYPE_METHOD_(char, CT_I8)
+CTPY_DTYPE_METHOD_(byte, CT_U8)
+CTPY_DTYPE_METHOD_(bool, CT_BOOL)
+#undef CTPY_DTYPE_METHOD_
 
 /* A Python bool, int or float for a one-element array of dtype (an implicit transfer from a
  * device). */
@@ -217,14 +242,24 @@ static PyObject *tensor_namespace(PyObject *self, PyObject *args, PyObject *kwar
 
 static PyMethodDef tensor_methods[] = {
     {"to", KW tensor_to, KWARGS,
-     "to(device_or_dtype, dtype=None, copy=False): the array on a device and/or as a dtype; "
-     "itself when nothing changes."},
+     "to(device_or_dtype_or_tensor, dtype=None, non_blocking=False, copy=False): the array on "
+     "a device and/or as a dtype; itself when nothing changes."},
     {"to_device", KW tensor_to_device, KWARGS,
      "to_device(device): the array on device (itself when already there)."},
     {"cpu", tensor_cpu, METH_NOARGS, "The array on the CPU (itself when already there)."},
     {"cuda", tensor_cuda, METH_VARARGS, "cuda(index=0): the array on cuda:index."},
     {"astype", KW tensor_astype, KWARGS, "astype(dtype, copy=True): the array converted to dtype."},
     {"item", tensor_item, METH_NOARGS, "The value of a one-element array as a Python number."},
+    {"float", tensor_float, METH_NOARGS, "The array as float32 (itself when it is one)."},
+    {"double", tensor_double, METH_NOARGS, "The array as float64 (itself when it is one)."},
+    {"half", tensor_half, METH_NOARGS, "The array as float16 (itself when it is one)."},
+    {"bfloat16", tensor_bfloat16, METH_NOARGS, "The array as bfloat16 (itself when it is one)."},
+    {"long", tensor_long, METH_NOARGS, "The array as int64 (itself when it is one)."},
+    {"int", tensor_int, METH_NOARGS, "The array as int32 (itself when it is one)."},
+    {"short", tensor_short, METH_NOARGS, "The array as int16 (itself when it is one)."},
+    {"char", tensor_char, METH_NOARGS, "The array as int8 (itself when it is one)."},
+    {"byte", tensor_byte, METH_NOARGS, "The array as uint8 (itself when it is one)."},
+    {"bool", tensor_bool, METH_NOARGS, "The array as bool (itself when it is one)."},
     {"__array_namespace__", KW tensor_namespace, KWARGS,
      "The ctensor module (the array API namespace)."},
     {0}, /* sentinel */
