@@ -37,7 +37,10 @@ typedef struct ct__coll {
     int64_t count; /* elements of buf (per rank for all-gather) */
     ct_comm_op op;
     int root;
-    void *buf;        /* in place: all-reduce, broadcast; all-gather's input */
+    void *buf; /* in place: all-reduce, broadcast; all-gather's input */
+    /* buf stays valid until the collective ends, even after it failed or timed out (its
+     * owner leaks it then): an engine may work in it rather than on a copy of its own. */
+    bool buf_outlives;
     void *out;        /* all-gather: size * count elements */
     const char *what; /* what it carries, for messages ("bucket 1", "a tensor (3, 4)") */
     uint64_t seq;     /* set by ct__comm_start */
