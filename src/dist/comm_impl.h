@@ -48,7 +48,8 @@ typedef struct ct__coll {
     bool done;     /* set by the engine once the collective ended */
     double ended;  /* when it ended: the engine's time where it saw it sooner than the caller */
     bool finished; /* and then by comm.c once counted and its engine state released */
-    /* The engine's state of this collective. */
+    /* The engine's state of this collective; stage (0 before any, 1 while the fingerprints
+     * travel, 2 with the data) also tells ct__comm_wait when the collective moved on. */
     int stage;
     void *request;
     ct__fingerprint *fingerprints; /* size of them, once gathered */

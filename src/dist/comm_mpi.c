@@ -244,6 +244,7 @@ static ct_status collect(ct_comm *comm, mpi_queue *q) {
         ct__coll *coll = m->coll;
         if (*m->failure) return engine_error(comm, coll, m->failure);
         if (m->mismatch) return ct__coll_check_fingerprints(comm, coll, m->fps);
+        coll->stage = m->stage; /* for the caller's wait: a new stage restarts its spin */
         if (m->complete && !coll->done) {
             deliver(comm, coll, m);
             coll->done = true;
