@@ -287,10 +287,13 @@ static ct_status mpi_start(ct_comm *comm, ct__coll *coll) {
     return status;
 }
 
+/* A poll finds the engine's thread advancing the queue (inside MPI, perhaps copying a
+ * bucket) and returns at once rather than wait for it: the caller (backward's hook between
+ * two nodes, or a wait that polls again) has its own work, and the next poll collects. */
 static ct_status mpi_poll(ct_comm *comm, ct__coll *coll) {
     (void)coll;
     mpi_queue *q = comm->state;
-    pthread_mutex_lock(&q->lock);
+    if (pthread_mutex_trylock(&q->lock) != 0) return CT_OK;
     ct_status status = collect(comm, q);
     pthread_mutex_unlock(&q->lock);
     return status;
