@@ -45,10 +45,10 @@ find_pid() {
     done
 }
 
-# signal_one NAME SIGNAL ENTRY COMMAND...: start COMMAND in the background, wait until its
-# training has run a few seconds, send SIGNAL to the ctensor process found by ENTRY, and
-# wait; sets code (COMMAND's exit status), took (seconds from the signal to the end) and
-# victim (the pid signalled, empty if none was found).
+# signal_one NAME SIGNAL ENTRY COMMAND...: start COMMAND in the background, wait until the
+# ctensor process found by ENTRY catches the signals and has trained a little, send it
+# SIGNAL, and wait; sets code (COMMAND's exit status), took (seconds from the signal to the
+# end) and victim (the pid signalled, empty if none was found).
 signal_one() {
     name=$1 signal=$2 entry=$3
     shift 3
@@ -60,7 +60,15 @@ signal_one() {
         victim=$(find_pid "$$-$name" "$entry")
         [ -n "$victim" ] && break
     done
-    sleep 3 # past start-up and into the epochs
+    # Past start-up (the handlers of SIGINT and SIGTERM installed: SigCgt has bits 1 and 14)
+    # and into the epochs.
+    for _ in $(seq 60); do
+        [ -n "$victim" ] || break
+        caught=$(sed -n 's/^SigCgt:\t*//p' "/proc/$victim/status" 2>/dev/null)
+        [ -n "$caught" ] && [ $((0x$caught & 0x4002)) = $((0x4002)) ] && break
+        sleep 0.5
+    done
+    sleep 2
     start=$(date +%s)
     if [ -n "$victim" ]; then kill -s "$signal" "$victim"; else kill "$job"; fi
     wait "$job"
