@@ -243,3 +243,61 @@ TEST(test_dist_ddp_new_tensors) {
     ct_release(wide);
     ct_comm_free(comms[0]);
 }
+
+/* A stop asked for on one rank reaches every rank with the next step's gradients: rank 1
+ * asks before step 1 (reason 2), rank 0 before step 2 (reason 15, larger, wins); a model of
+ * buffers only (no gradient bucket of its own) carries it too. */
+typedef struct stop_run {
+    int reasons[2][3]; /* ct_ddp_stop_reason after each step, per rank */
+    int buffers[2];    /* and after the buffers-only ddp's step */
+    ct_status status[2];
+} stop_run;
+
+static int stop_replica(int rank, ct_comm *comm, ct_device device, void *user) {
+    stop_run *s = user;
+    ct_scope_begin();
+    ct_tensor *w = ct_ones(1, (int64_t[]){3}, CT_F32, device);
+    ct_tensor *count = ct_zeros(0, NULL, CT_I64, device);
+    ct_status status = w && count ? ct_set_requires_grad(w, true) : ct_last_status();
+    ct_ddp *ddp = status == CT_OK ? ct_ddp_new_tensors(comm, 1, &w, NULL, NULL) : NULL;
+    ct_ddp *buffers = ddp ? ct_ddp_new_tensors(comm, 1, &count, (bool[]){true}, NULL) : NULL;
+    if (status == CT_OK && (!ddp || !buffers)) status = ct_last_status();
+    for (int step = 0; step < 3 && status == CT_OK; step++) {
+        if (step == 1 && rank == 1) status = ct_ddp_request_stop(ddp, 2);
+        if (step == 2 && rank == 0) status = ct_ddp_request_stop(ddp, 15);
+        if (status == CT_OK) status = ct_ddp_backward(ddp, ct_sum(w, 0, NULL, false), 1, 2);
+        s->reasons[rank][step] = ct_ddp_stop_reason(ddp);
+    }
+    if (status == CT_OK && rank == 1) status = ct_ddp_request_stop(buffers, 9);
+    if (status == CT_OK) status = ct_ddp_backward(buffers, NULL, 0, 1);
+    s->buffers[rank] = ct_ddp_stop_reason(buffers);
+    s->status[rank] = status;
+    ct_ddp_free(ddp);
+    ct_ddp_free(buffers);
+    ct_scope_end();
+    return 0;
+}
+
+TEST(test_dist_ddp_stop_reaches_every_rank) {
+    ct_comm *comms[2];
+    CHECK_OK(ct_comm_threads(2, comms));
+    static stop_run s;
+    s = (stop_run){0};
+    CHECK(ct_comm_spawn(2, comms, (ct_device[]){CT_CPU, CT_CPU}, stop_replica, &s) == 0);
+    for (int r = 0; r < 2; r++) {
+        CHECK_OK(s.status[r]);
+        CHECK(s.reasons[r][0] == 0);
+        CHECK(s.reasons[r][1] == 2);
+        CHECK(s.reasons[r][2] == 15);
+        CHECK(s.buffers[r] == 9);
+    }
+    ct_ddp *ddp = ct_ddp_new_tensors(comms[0], 0, NULL, NULL, NULL);
+    CHECK_NOT_NULL(ddp);
+    CHECK(ct_ddp_request_stop(ddp, 0) == CT_ERR_INVALID_ARG);
+    CHECK(ct_ddp_request_stop(ddp, CT_DDP_STOP_REASONS + 1) == CT_ERR_INVALID_ARG);
+    CHECK(ct_ddp_request_stop(NULL, 2) == CT_ERR_INVALID_ARG);
+    CHECK(ct_ddp_stop_reason(NULL) == 0);
+    ct_clear_error();
+    ct_ddp_free(ddp);
+    for (int r = 0; r < 2; r++) ct_comm_free(comms[r]);
+}

@@ -24,7 +24,10 @@ typedef struct trainer {
     ct_optimizer *optimizer;
     train_data data;
     ct_loader *train, *test;
-    ct_ddp *ddp;   /* data parallelism over o->comm, else NULL */
+    ct_ddp *ddp; /* data parallelism over o->comm, else NULL */
+    /* Under data parallelism, the signal every rank stops for, agreed at a collective (the
+     * next step's gradient all-reduce, or the end of an evaluation); 0 while none. */
+    int agreed_stop;
     int64_t batch; /* the (global) batch size */
     /* Running sums of the epoch on the device, read at progress points only (a read is a
      * synchronisation). */
@@ -35,7 +38,9 @@ typedef struct trainer {
 } trainer;
 
 /* SIGINT or SIGTERM, once received: the run stops at the end of the step. A second one
- * ends the process at once (the handler puts the default action back). */
+ * ends the process at once (the handler puts the default action back). Under data
+ * parallelism a signal may reach one rank only (mpirun's ranks are processes): every rank
+ * stops after the step whose collective carried it (see stopping). */
 static volatile sig_atomic_t stop_signal;
 
 static void request_stop(int sig) {
@@ -48,6 +53,25 @@ static void catch_stop_signals(void) {
     sigemptyset(&action.sa_mask);
     sigaction(SIGINT, &action, NULL);
     sigaction(SIGTERM, &action, NULL);
+}
+
+/* The signal the run stops for, 0 while it goes on: this process's own, or under data
+ * parallelism the one the ranks agreed on, so that every rank stops after the same step
+ * and none waits in a collective the others never start. */
+static int stopping(const trainer *t) { return t->ddp ? t->agreed_stop : (int)stop_signal; }
+
+/* Agree on the stop at a point with no gradient all-reduce (the end of an evaluation): the
+ * largest signal any rank received, all-gathered. */
+static ct_status agree_stop(trainer *t) {
+    int64_t one = 1, mine = stop_signal;
+    double largest = 0;
+    ct_scope_begin();
+    ct_tensor *all =
+        ct_comm_all_gather(t->o->comm, ct_from_data(&mine, 1, &one, CT_I64, t->o->device));
+    ct_status status = ct_item(ct_max(all, 0, NULL, false), &largest);
+    ct_scope_end();
+    if (status == CT_OK && (int)largest > t->agreed_stop) t->agreed_stop = (int)largest;
+    return status;
 }
 
 static double now(void) {
@@ -109,9 +133,14 @@ static ct_status backward_and_step(trainer *t, const ct_tensor *loss, int64_t sa
                                    int64_t global) {
     const ct_tensor *scaled = t->scaler && loss ? ct_grad_scaler_scale(t->scaler, loss) : loss;
     if (loss && !scaled) return ct_last_status();
-    ct_status status =
-        t->ddp ? ct_ddp_backward(t->ddp, scaled, samples, global) : ct_backward(scaled);
+    ct_status status = CT_OK;
+    /* A signal this rank received goes to every rank with this step's gradients. */
+    if (t->ddp && stop_signal) status = ct_ddp_request_stop(t->ddp, stop_signal);
+    if (status == CT_OK)
+        status = t->ddp ? ct_ddp_backward(t->ddp, scaled, samples, global) : ct_backward(scaled);
     if (status != CT_OK) return status;
+    if (t->ddp && ct_ddp_stop_reason(t->ddp) > t->agreed_stop)
+        t->agreed_stop = ct_ddp_stop_reason(t->ddp);
     if (!t->scaler) return ct_optimizer_step(t->optimizer);
     status = ct_grad_scaler_step(t->scaler, t->optimizer, NULL);
     return status == CT_OK ? ct_grad_scaler_update(t->scaler) : status;
@@ -179,7 +208,7 @@ static ct_status train_epoch(trainer *t, int epoch, epoch_result *r) {
         if (more) status = step(t, x, y, global);
         if (more && status == CT_OK) samples += global, done++;
         ct_scope_end();
-        if (!more || status != CT_OK || stop_signal) break;
+        if (!more || status != CT_OK || stopping(t)) break;
         double elapsed = now() - start;
         if (t->o->progress && (elapsed - last_report > 0.2 || done == steps)) {
             last_report = elapsed;
@@ -227,11 +256,14 @@ static ct_status evaluate(trainer *t, double *accuracy) {
             }
         }
         ct_scope_end();
+        /* Under data parallelism a rank that received a signal stops early: its shard's
+         * count is lost with the evaluation, and the ranks agree on the stop below. */
         if (!more || stop_signal) break;
     }
     ct_no_grad_pop();
     double total = 0;
     if (status == CT_OK && t->ddp) status = ct_comm_all_reduce(t->o->comm, hits, CT_COMM_SUM);
+    if (status == CT_OK && t->ddp) status = agree_stop(t);
     if (t->ddp) samples = ct_size(t->data.test_images, 0);
     if (status == CT_OK) status = ct_item(hits, &total);
     ct_release(hits);
@@ -416,21 +448,21 @@ static int evaluate_only(trainer *t, train_summary *summary, int done) {
                "model\n",
                done, t->o->epochs);
     if (evaluate(t, &summary->test_accuracy) != CT_OK) return step_failed(t, "evaluation");
-    summary->tested = !stop_signal;
-    summary->interrupted_by = stop_signal;
+    summary->tested = !stopping(t);
+    summary->interrupted_by = stopping(t);
     return 0;
 }
 
 /* The epochs from first_epoch; stops early, after a step, on SIGINT or SIGTERM. */
 static int train_epochs(trainer *t, train_summary *summary, int first_epoch) {
     train_options *o = t->o;
-    for (int epoch = first_epoch; epoch <= o->epochs && !stop_signal; epoch++) {
+    for (int epoch = first_epoch; epoch <= o->epochs && !stopping(t); epoch++) {
         epoch_result r;
         double test_accuracy;
         if (train_epoch(t, epoch, &r) != CT_OK) return step_failed(t, "training");
-        if (stop_signal) break;
+        if (stopping(t)) break;
         if (evaluate(t, &test_accuracy) != CT_OK) return step_failed(t, "evaluation");
-        if (stop_signal) break;
+        if (stopping(t)) break;
         int64_t samples = ct_size(t->data.train_images, 0);
         if (ct_comm_rank(o->comm) == 0)
             train_epoch_line(o, epoch, r.loss, r.accuracy, test_accuracy, r.seconds,
@@ -446,16 +478,28 @@ static int train_epochs(trainer *t, train_summary *summary, int first_epoch) {
                                   o->seed) != CT_OK)
             return failed(o->checkpoint);
     }
-    if (stop_signal) {
-        int last = first_epoch - 1 + summary->epochs_run;
-        fprintf(stderr,
-                "ctensor train: %s: stopped after a step of epoch %d; the epoch is not counted%s\n",
-                stop_signal == SIGINT ? "interrupted (SIGINT)" : "terminated (SIGTERM)", last + 1,
-                o->checkpoint ? last > 0 ? ", and the checkpoint holds the end of the last one"
-                                         : ", and the checkpoint holds the model before training"
-                              : "");
-        summary->interrupted_by = stop_signal;
-    }
+    int stop = stopping(t);
+    if (!stop) return 0;
+    summary->interrupted_by = stop;
+    /* A line from every process: each rank of mpirun's, naming itself; one for the replicas
+     * of --devices (the threads engine), threads of one process. */
+    bool threads = strcmp(ct_comm_engine(o->comm), "threads") == 0;
+    if (threads && ct_comm_rank(o->comm) > 0) return 0;
+    char who[48] = "";
+    if (ct_comm_size(o->comm) > 1 && !threads)
+        snprintf(who, sizeof who, "rank %d of %d: ", ct_comm_rank(o->comm), ct_comm_size(o->comm));
+    int last = first_epoch - 1 + summary->epochs_run;
+    fprintf(stderr,
+            "ctensor train: %s%s: stopped after a step of epoch %d; the epoch is not counted%s\n",
+            who,
+            stop == SIGINT
+                ? stop_signal ? "interrupted (SIGINT)" : "interrupted (SIGINT on another rank)"
+            : stop_signal ? "terminated (SIGTERM)"
+                          : "terminated (SIGTERM on another rank)",
+            last + 1,
+            o->checkpoint ? last > 0 ? ", and the checkpoint holds the end of the last one"
+                                     : ", and the checkpoint holds the model before training"
+                          : "");
     return 0;
 }
 

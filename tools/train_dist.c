@@ -101,6 +101,8 @@ static int run_threads(train_options *o) {
         ct_device_str(devices[0], r.summaries[0].device, sizeof r.summaries[0].device);
         train_print_summary(o, &r.summaries[0]);
     }
+    /* Every replica stopped for the same signal (their collectives agreed on it). */
+    if (rc == 0 && r.summaries[0].interrupted_by) rc = 128 + r.summaries[0].interrupted_by;
     return rc < 0 ? 1 : rc;
 }
 
@@ -141,7 +143,8 @@ static int run_mpi(train_options *o, ct_comm *world) {
     if (rc != 0)
         fprintf(stderr, "ctensor train: rank %d of %d failed\n", rank, ct_comm_size(world));
     if (mine.comm != world) ct_comm_free(mine.comm);
-    return rc;
+    /* Every rank stopped after the same step, for the signal their collectives agreed on. */
+    return rc == 0 && summary.interrupted_by ? 128 + summary.interrupted_by : rc;
 }
 
 int train_dist_run(train_options *o, ct_comm *world) {

@@ -143,6 +143,17 @@ CT_API ct_ddp *ct_ddp_new_tensors(ct_comm *comm, int n, ct_tensor *const *tensor
 CT_API ct_status ct_ddp_backward(ct_ddp *ddp, const ct_tensor *loss, int64_t local_samples,
                                  int64_t global_samples);
 
+/* Stopping every rank after the same step (a signal that reached one rank, say): a rank's
+ * reason, 1 to CT_DDP_STOP_REASONS (a signal number, for instance), travels in every later
+ * ct_ddp_backward's gradient all-reduce (a few floats in its last bucket, no collective of
+ * its own). Once a ct_ddp_backward has returned, ct_ddp_stop_reason is on every rank the
+ * largest reason any rank had asked for before that step began (0: none), so that the ranks
+ * that test it after each step stop together. A request stays; a larger reason replaces a
+ * smaller one. CT_ERR_INVALID_ARG for a reason out of range. */
+#define CT_DDP_STOP_REASONS 64
+CT_API ct_status ct_ddp_request_stop(ct_ddp *ddp, int reason);
+CT_API int ct_ddp_stop_reason(const ct_ddp *ddp); /* 0 for NULL */
+
 typedef struct ct_ddp_statistics {
     int64_t steps, buckets; /* ct_ddp_backward calls; buckets per step */
     double comm_seconds;    /* from each bucket's start to its end, summed */

@@ -2,6 +2,7 @@
  * the messages of failures, and the tensor collectives over the engines' host-buffer ones.
  * A tensor that is not a contiguous CPU tensor travels through a host copy. */
 #include <math.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,14 +164,25 @@ ct_status ct__comm_poll(ct_comm *comm, ct__coll *coll) {
     return ct__comm_now() > coll->deadline ? timed_out(comm, coll) : CT_OK;
 }
 
+/* How long a wait polls without sleeping (yielding the core to any thread that wants it)
+ * once it begins and again each time its collective moves to another stage: the other
+ * ranks are then usually at the same collective, and a sleep would add its wake-up to every
+ * round of their exchange. Past it the wait sleeps in short steps, so that a long wait
+ * leaves the cores to others. */
+#define SPIN_SECONDS 1e-3
+
 ct_status ct__comm_wait(ct_comm *comm, ct__coll *coll) {
-    double start = ct__comm_now();
+    double start = ct__comm_now(), spin_until = start + SPIN_SECONDS;
+    int stage = coll->stage;
     ct_status status = CT_OK;
-    for (long spins = 0; status == CT_OK && !coll->finished; spins++) {
+    while (status == CT_OK && !coll->finished) {
         status = ct__comm_poll(comm, coll);
-        /* Spin briefly (a collective on a fast link ends in microseconds), then sleep in
-         * short steps so that a long wait leaves the cores to others. */
-        if (status == CT_OK && !coll->finished && spins > 200)
+        if (status != CT_OK || coll->finished) break;
+        double now = ct__comm_now();
+        if (coll->stage != stage) stage = coll->stage, spin_until = now + SPIN_SECONDS;
+        if (now < spin_until)
+            sched_yield();
+        else
             nanosleep(&(struct timespec){0, 50000}, NULL);
     }
     comm->stats.wait_seconds += ct__comm_now() - start;

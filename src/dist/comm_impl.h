@@ -37,7 +37,10 @@ typedef struct ct__coll {
     int64_t count; /* elements of buf (per rank for all-gather) */
     ct_comm_op op;
     int root;
-    void *buf;        /* in place: all-reduce, broadcast; all-gather's input */
+    void *buf; /* in place: all-reduce, broadcast; all-gather's input */
+    /* buf stays valid until the collective ends, even after it failed or timed out (its
+     * owner leaks it then): an engine may work in it rather than on a copy of its own. */
+    bool buf_outlives;
     void *out;        /* all-gather: size * count elements */
     const char *what; /* what it carries, for messages ("bucket 1", "a tensor (3, 4)") */
     uint64_t seq;     /* set by ct__comm_start */
@@ -45,7 +48,8 @@ typedef struct ct__coll {
     bool done;     /* set by the engine once the collective ended */
     double ended;  /* when it ended: the engine's time where it saw it sooner than the caller */
     bool finished; /* and then by comm.c once counted and its engine state released */
-    /* The engine's state of this collective. */
+    /* The engine's state of this collective; stage (0 before any, 1 while the fingerprints
+     * travel, 2 with the data) also tells ct__comm_wait when the collective moved on. */
     int stage;
     void *request;
     ct__fingerprint *fingerprints; /* size of them, once gathered */

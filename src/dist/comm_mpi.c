@@ -7,7 +7,9 @@
  * an earlier one still exchanges fingerprints (its data stage must come first on every
  * rank), whatever order the caller polls them in. A thread of the engine advances the queue
  * between the caller's polls (see mpi_queue). After a timeout the staging buffer and the
- * request are leaked, not freed, because MPI may still complete the collective into them. */
+ * request are leaked, not freed, because MPI may still complete the collective into them.
+ * An all-reduce or broadcast whose buffer outlives it (buf_outlives: data parallelism's
+ * buckets) works in that buffer, without the staging copy and its two copies. */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -62,9 +64,16 @@ typedef struct mpi_coll {
     double completed_at;   /* when `complete` was set */
     char failure[512];     /* MPI's error, for the caller's poll to report; "" if none */
     ct__fingerprint mine;
-    void *staging; /* the data collective's buffer (all-gather: its output) */
+    void *staging; /* the data collective's buffer (all-gather: its output); NULL in place */
     ct__fingerprint fps[];
 } mpi_coll;
+
+/* Whether the data collective works in the caller's buffer rather than on a staging copy:
+ * all-reduce and broadcast, when the buffer outlives the collective. */
+static bool works_in_place(const ct__coll *coll) {
+    return coll->buf_outlives &&
+           (coll->kind == CT__COLL_ALL_REDUCE || coll->kind == CT__COLL_BROADCAST);
+}
 
 static ct_mpi_type mpi_type(ct_dtype dtype) {
     switch (dtype) {
@@ -120,13 +129,15 @@ static void post_data(mpi_coll *m) {
         m->completed_at = ct__comm_now();
         return;
     }
-    if (coll->kind != CT__COLL_ALL_GATHER) memcpy(m->staging, coll->buf, bytes);
+    void *data = works_in_place(coll) ? coll->buf : m->staging;
+    if (data == m->staging && coll->kind != CT__COLL_ALL_GATHER)
+        memcpy(m->staging, coll->buf, bytes);
     ct_mpi_type type = mpi_type(coll->dtype);
     if (coll->kind == CT__COLL_ALL_REDUCE)
-        rc = mpi->iallreduce_sum(m->staging, coll->count, type, m->request, m->failure,
-                                 sizeof m->failure);
+        rc =
+            mpi->iallreduce_sum(data, coll->count, type, m->request, m->failure, sizeof m->failure);
     else if (coll->kind == CT__COLL_BROADCAST)
-        rc = mpi->ibcast(m->staging, coll->count, type, coll->root, m->request, m->failure,
+        rc = mpi->ibcast(data, coll->count, type, coll->root, m->request, m->failure,
                          sizeof m->failure);
     else
         rc = mpi->iallgather(coll->buf, m->staging, coll->count, type, m->request, m->failure,
@@ -213,7 +224,7 @@ static void deliver(const ct_comm *comm, ct__coll *coll, const mpi_coll *m) {
         memcpy(coll->out, m->staging, bytes * (size_t)comm->size);
         return;
     }
-    memcpy(coll->buf, m->staging, bytes);
+    if (!works_in_place(coll)) memcpy(coll->buf, m->staging, bytes);
     if (coll->kind != CT__COLL_ALL_REDUCE || coll->op != CT_COMM_AVG) return;
     for (int64_t i = 0; i < coll->count; i++) switch (coll->dtype) {
         case CT_F32: ((float *)coll->buf)[i] /= (float)comm->size; break;
@@ -233,6 +244,7 @@ static ct_status collect(ct_comm *comm, mpi_queue *q) {
         ct__coll *coll = m->coll;
         if (*m->failure) return engine_error(comm, coll, m->failure);
         if (m->mismatch) return ct__coll_check_fingerprints(comm, coll, m->fps);
+        coll->stage = m->stage; /* for the caller's wait: a new stage restarts its spin */
         if (m->complete && !coll->done) {
             deliver(comm, coll, m);
             coll->done = true;
@@ -246,8 +258,9 @@ static ct_status mpi_start(ct_comm *comm, ct__coll *coll) {
     size_t bytes = (size_t)coll->count * ct__dtype_size(coll->dtype);
     size_t out_bytes = coll->kind == CT__COLL_ALL_GATHER ? bytes * (size_t)comm->size : bytes;
     mpi_coll *m = ct__calloc(1, sizeof *m + (size_t)comm->size * sizeof(ct__fingerprint));
-    void *staging = m ? ct__malloc(out_bytes ? out_bytes : 1) : NULL;
-    if (!staging) {
+    bool staged = !works_in_place(coll);
+    void *staging = m && staged ? ct__malloc(out_bytes ? out_bytes : 1) : NULL;
+    if (!m || (staged && !staging)) {
         ct__free_mem(m);
         return ct__comm_fail(comm, "ct_comm: out of host memory for %s", coll->what);
     }
@@ -274,10 +287,13 @@ static ct_status mpi_start(ct_comm *comm, ct__coll *coll) {
     return status;
 }
 
+/* A poll finds the engine's thread advancing the queue (inside MPI, perhaps copying a
+ * bucket) and returns at once rather than wait for it: the caller (backward's hook between
+ * two nodes, or a wait that polls again) has its own work, and the next poll collects. */
 static ct_status mpi_poll(ct_comm *comm, ct__coll *coll) {
     (void)coll;
     mpi_queue *q = comm->state;
-    pthread_mutex_lock(&q->lock);
+    if (pthread_mutex_trylock(&q->lock) != 0) return CT_OK;
     ct_status status = collect(comm, q);
     pthread_mutex_unlock(&q->lock);
     return status;

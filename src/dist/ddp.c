@@ -8,7 +8,11 @@
  * in-flight ones are polled from the hook after every node of backward, so that MPI progresses them
  * during backward. With an engine that works on device memory (NCCL) a bucket is packed on the host
  * as for the others, then copied to a device twin that the engine reduces, and copied back:
- * correct, but two transfers per bucket more than packing on the device would take. */
+ * correct, but two transfers per bucket more than packing on the device would take.
+ * The last bucket also carries CT_DDP_STOP_REASONS floats after its gradients: a 1 at
+ * reason - 1 from a rank that asked to stop, so that the sums tell every rank which reasons
+ * any rank gave, without a collective of their own. The engine reduces a bucket in place
+ * (buf_outlives): a bucket whose collective never ended is leaked, never freed. */
 #include <stdio.h>
 #include <string.h>
 
@@ -43,6 +47,9 @@ struct ct_ddp {
     bool *ready;
     bucket *buckets;
     double scale;      /* this step's local / global samples */
+    int stop_request;  /* this rank's stop reason, carried by every step from now on */
+    int stop_reason;   /* the largest any rank carried in the last step; 0: none */
+    int64_t stop_at;   /* the stop reasons' offset in the last bucket */
     ct_status failure; /* the first failure inside backward's hook */
     char failure_message[768];
     ct_ddp_statistics stats;
@@ -81,6 +88,7 @@ static ct_status progress(ct_ddp *d) {
                              .count = b->elements,
                              .op = CT_COMM_SUM,
                              .buf = b->dev ? (void *)ct__data(b->dev) : b->buf,
+                             .buf_outlives = true,
                              .what = b->what};
         b->launched_at = ct__comm_now();
         b->launched = true;
@@ -184,6 +192,15 @@ static ct_status unpack(ct_ddp *d) {
     return CT_OK;
 }
 
+/* The largest stop reason whose sum over the ranks is not zero (unpack brought a device
+ * engine's sums back to buf). */
+static int carried_stop(const ct_ddp *d) {
+    const float *reasons = d->buckets[d->nbuckets - 1].buf + d->stop_at;
+    for (int r = CT_DDP_STOP_REASONS; r > 0; r--)
+        if (reasons[r - 1] > 0.5f) return r;
+    return 0;
+}
+
 static void account(ct_ddp *d, double backward_end) {
     for (int i = 0; i < d->nbuckets; i++) {
         const bucket *b = &d->buckets[i];
@@ -213,6 +230,9 @@ static ct_status check_step(const ct_ddp *d, const ct_tensor *loss, int64_t loca
 
 static void reset_step(ct_ddp *d, int64_t local, int64_t global) {
     d->scale = (double)local / (double)global;
+    float *reasons = d->buckets[d->nbuckets - 1].buf + d->stop_at;
+    memset(reasons, 0, CT_DDP_STOP_REASONS * sizeof *reasons);
+    if (d->stop_request) reasons[d->stop_request - 1] = 1;
     d->failure = CT_OK;
     d->next_launch = 0;
     memset(d->ready, 0, (size_t)d->nparams * sizeof *d->ready);
@@ -263,6 +283,7 @@ ct_status ct_ddp_backward(ct_ddp *d, const ct_tensor *loss, int64_t local_sample
     if (d->failure != CT_OK) return ct__error(d->failure, "%s", d->failure_message);
     account(d, backward_end);
     status = unpack(d);
+    if (status == CT_OK) d->stop_reason = carried_stop(d);
     d->stats.steps++;
     d->stats.wait_seconds += waited;
     d->stats.step_seconds += ct__comm_now() - start;
@@ -285,7 +306,10 @@ static ct_status make_buckets(ct_ddp *d, size_t first_cap, size_t cap) {
         size_t limit = n == 0 ? first_cap : cap;
         if ((size_t)b->elements * sizeof(float) >= limit && i + 1 < d->nparams) n++;
     }
-    d->nbuckets = d->nparams ? n + 1 : 0;
+    /* The last bucket, the only one of a model without parameters, carries the stop. */
+    d->nbuckets = n + 1;
+    d->stop_at = d->buckets[n].elements;
+    d->buckets[n].elements += CT_DDP_STOP_REASONS;
     for (int i = 0; i < d->nbuckets; i++) {
         bucket *b = &d->buckets[i];
         snprintf(b->what, sizeof b->what, "gradient bucket %d of %d", i, d->nbuckets);
@@ -386,6 +410,18 @@ ct_ddp *ct_ddp_new(ct_comm *comm, ct_module *model, const ct_ddp_options *option
     ct__free_mem(buffer);
     return d;
 }
+
+ct_status ct_ddp_request_stop(ct_ddp *d, int reason) {
+    if (!d) return ct__error(CT_ERR_INVALID_ARG, "ct_ddp_request_stop: ddp is NULL");
+    if (reason < 1 || reason > CT_DDP_STOP_REASONS)
+        return ct__error(CT_ERR_INVALID_ARG,
+                         "ct_ddp_request_stop: the reason must be 1 to %d, got %d",
+                         CT_DDP_STOP_REASONS, reason);
+    if (reason > d->stop_request) d->stop_request = reason;
+    return CT_OK;
+}
+
+int ct_ddp_stop_reason(const ct_ddp *d) { return d ? d->stop_reason : 0; }
 
 ct_status ct_ddp_stats(const ct_ddp *d, ct_ddp_statistics *out) {
     if (!d || !out) return ct__error(CT_ERR_INVALID_ARG, "ct_ddp_stats: NULL argument");
