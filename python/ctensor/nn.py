@@ -614,8 +614,9 @@ class SmoothL1Loss(_Loss):
 
 
 def _bce_with_logits(input, target, weight=None, reduction="mean", pos_weight=None):
-    """log(1 + e^-|x|) + max(-x, 0) is log(1 + e^-x) without overflow for any x."""
-    softplus_neg = _ct.log1p(_ct.exp(-_ct.abs(input))) + _ctensor.relu(-input)
+    """log(1 + e^-x) as logaddexp(0, -x): no overflow for any x, and its gradient is
+    sigmoid(x) - 1 at x = 0 too."""
+    softplus_neg = _ct.logaddexp(0.0, -input)
     if pos_weight is None:
         loss = (1 - target) * input + softplus_neg
     else:

@@ -17,6 +17,13 @@ F = nn.functional
 C_NAME = re.compile(r"\bct_[a-z]|\bCT_(?:[FIU]\d|BF16|BOOL|ERR_|GUARD_|REDUCTION_|DEVICE_)")
 
 
+@pytest.fixture(autouse=True)
+def _on_the_cpu():
+    """The layers below are made on the CPU: their inputs are placed there too."""
+    with ct.device("cpu"):
+        yield
+
+
 def _leaf():
     return ct.ones((3,)).requires_grad_()
 
