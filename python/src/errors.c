@@ -64,7 +64,7 @@ static const char *const phrases[][2] = {
     {"(and ct_cast the result if needed)", "(and convert the result with x.to(dtype) if needed)"},
     {"ct_cast it to CT_F32 first", "convert it with x.float() first"},
     {"ct_cast(cond, CT_BOOL)", "cond.astype(ct.bool)"},
-    {"ct_cast the operands to float32 first", "convert the operands with x.float() first"},
+    {"ct_cast the operands to float32 first", "convert the operands to float32 first (x.float())"},
     {"ct_cast the operands to an integer dtype first",
      "convert the operands to an integer dtype first (x.long())"},
     {"ct_cast the tensor to an integer dtype first",
