@@ -47,6 +47,12 @@ def _check_key(key, where):
     if isinstance(key, str) and "\0" in key:
         raise ValueError(f"ct.save: key {key!r} (at '{where}') holds a NUL character, which a "
                          "safetensors name cannot hold; nothing was written")
+    if isinstance(key, str) and not key.isascii():
+        try:
+            key.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(f"ct.save: key {key!r} (at '{where}') is not valid Unicode (a lone "
+                             "surrogate); nothing was written") from None
 
 
 def _encode(obj, name, tensors):

@@ -148,6 +148,8 @@ static const char *const phrases[][2] = {
 /* Every phrase of the table replaced, then any other C name: ct__internal(...) names are
  * dropped to "ctensor", ct_name becomes ct.name (the module function of the same op). */
 static PyObject *python_words(PyObject *text) {
+    /* A text that UTF-8 cannot hold (a lone surrogate from a %R) goes out as it came. */
+    if (!PyUnicode_AsUTF8(text)) return PyErr_Clear(), Py_NewRef(text);
     Py_INCREF(text);
     for (int i = 0; text && i < PHRASE_COUNT; i++) {
         if (!strstr(PyUnicode_AsUTF8(text), phrases[i][0])) continue;
@@ -161,7 +163,7 @@ static PyObject *python_words(PyObject *text) {
     const char *utf8 = text ? PyUnicode_AsUTF8(text) : NULL;
     if (!utf8 || !strstr(utf8, "ct_")) return text;
     size_t n = strlen(utf8);
-    char *out = PyMem_Malloc(n + 1);
+    char *out = PyMem_Malloc(2 * n + 1); /* "ct__x" (5 bytes and up) becomes "ctensor" (7) */
     if (!out) return Py_DECREF(text), PyErr_NoMemory();
     size_t o = 0;
     for (size_t i = 0; i < n; i++) {

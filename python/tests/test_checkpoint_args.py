@@ -124,6 +124,8 @@ def test_pickle_magic_without_pytorch(tmp_path):
     ({"state": {0: 1, frozenset(): 2}}, TypeError, "frozenset"),
     ({"a.b": 1, "a": {"b": 2}}, ValueError, "'a.b'"),
     ({"a": {"b\0": 1}, "c": 2.0}, ValueError, "b\\\\x00"),
+    ({"\udc80": 1}, ValueError, "surrogate"),
+    ({"x": {"\udc80": 1}}, ValueError, "surrogate"),
 ])
 def test_what_cannot_round_trip_is_refused_before_writing(tmp_path, bad, error, named):
     def tensors(obj):
