@@ -524,54 +524,65 @@ class _Loss(Module):
         return f"reduction={self.reduction!r}" if self.reduction != "mean" else ""
 
 
-def _no_class_weight(weight, name):
-    if weight is not None:
-        raise _ct.UnsupportedError(f"{name}: class weights (weight=) are not supported yet; "
-                                   "multiply the 'none'-reduced loss by the weights instead")
-
-
 class CrossEntropyLoss(_Loss):
     """Cross-entropy of logits (N, C[, ...]) against class indices, as
     torch.nn.CrossEntropyLoss: ignore_index, label_smoothing and reduction as there (one C
-    op: F.cross_entropy)."""
+    op: F.cross_entropy); with class weights (weight=, C values) it is NLLLoss's weighted
+    mean over log_softmax, which takes no label_smoothing yet."""
 
     def __init__(self, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
         super().__init__(reduction)
-        _no_class_weight(weight, "CrossEntropyLoss")
+        if weight is not None and label_smoothing:
+            raise _ct.UnsupportedError("CrossEntropyLoss: weight= with label_smoothing= is not "
+                                       "supported yet; use one of them")
+        self.register_buffer("weight", weight)
         self.ignore_index, self.label_smoothing = int(ignore_index), float(label_smoothing)
 
     def forward(self, input, target):
+        if self.weight is not None:
+            return _nll_loss(_ctensor._f_log_softmax(input, dim=1), target, self.weight,
+                             self.ignore_index, self.reduction)
         return _ctensor._f_cross_entropy(input, target, reduction=self.reduction,
                                          label_smoothing=self.label_smoothing,
                                          ignore_index=self.ignore_index)
 
 
-def _nll_loss(input, target, ignore_index=-100, reduction="mean"):
-    """-input[n, target[n], ...] of log-probabilities (N, C[, d...]) and targets (N[, d...]);
-    targets equal to ignore_index add nothing and do not count in the mean."""
+def _nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
+    """-weight[t] * input[n, t, ...] (t = target[n, ...]) of log-probabilities (N, C[, d...])
+    and targets (N[, d...]); targets equal to ignore_index add nothing, and the mean divides
+    by the weights of the targets kept (their count without weight=), as PyTorch's."""
     if input.ndim < 2 or tuple(target.shape) != tuple(input.shape[:1] + input.shape[2:]):
         raise ValueError(f"NLLLoss: input {tuple(input.shape)} and target "
                          f"{tuple(target.shape)}: expected (N, C, d...) and (N, d...)")
     target = _ct.astype(target, _ct.int64)
     kept = target != ignore_index
-    index = _ct.expand_dims(_ct.where(kept, target, 0), axis=1)
-    picked = _ct.squeeze(_ct.take_along_axis(input, index, axis=1), axis=1)
-    loss = -picked * _ct.astype(kept, input.dtype)
+    safe = _ct.where(kept, target, 0)
+    picked = _ct.squeeze(_ct.take_along_axis(input, _ct.expand_dims(safe, axis=1), axis=1),
+                         axis=1)
+    scale = _ct.astype(kept, input.dtype)
+    if weight is not None:
+        if tuple(weight.shape) != (input.shape[1],):
+            raise ValueError(f"NLLLoss: weight {tuple(weight.shape)} must hold one value per "
+                             f"class ({input.shape[1]},)")
+        scale = scale * _ct.reshape(_ct.take(weight, _ct.reshape(safe, (-1,))),
+                                    tuple(safe.shape))
+    loss = -picked * scale
     if reduction == "mean":
-        return _ct.sum(loss) / _ct.sum(_ct.astype(kept, input.dtype))
+        return _ct.sum(loss) / _ct.sum(scale)
     return _reduced(loss, reduction)
 
 
 class NLLLoss(_Loss):
-    """Negative log-likelihood of log-probabilities (after LogSoftmax), as torch.nn.NLLLoss."""
+    """Negative log-likelihood of log-probabilities (after LogSoftmax), as torch.nn.NLLLoss:
+    class weights (weight=), ignore_index and reduction as there."""
 
     def __init__(self, weight=None, ignore_index=-100, reduction="mean"):
         super().__init__(reduction)
-        _no_class_weight(weight, "NLLLoss")
+        self.register_buffer("weight", weight)
         self.ignore_index = int(ignore_index)
 
     def forward(self, input, target):
-        return _nll_loss(input, target, self.ignore_index, self.reduction)
+        return _nll_loss(input, target, self.weight, self.ignore_index, self.reduction)
 
 
 class MSELoss(_Loss):
@@ -632,7 +643,8 @@ class BCEWithLogitsLoss(_Loss):
 
     def __init__(self, weight=None, reduction="mean", pos_weight=None):
         super().__init__(reduction)
-        self.weight, self.pos_weight = weight, pos_weight
+        self.register_buffer("weight", weight)
+        self.register_buffer("pos_weight", pos_weight)
 
     def forward(self, input, target):
         return _bce_with_logits(input, target, self.weight, self.reduction, self.pos_weight)

@@ -115,9 +115,31 @@ def test_cross_entropy_loss_options():
     np.testing.assert_allclose(ignored, _nll(_log_softmax(LOGITS.astype(np.float64)), CLASSES,
                                              "mean", ignore_index=1), rtol=1e-5)
     with pytest.raises(ct.UnsupportedError, match="weight"):
-        nn.CrossEntropyLoss(weight=ct.ones((4,)))
+        nn.CrossEntropyLoss(weight=ct.ones((4,)), label_smoothing=0.1)
     with pytest.raises(ValueError, match="reduction"):
         nn.L1Loss(reduction="avg")
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_class_weights(device, reduction):
+    weight = np.array([0.5, 2.0, 1.0, 3.0], dtype=np.float32)
+    logp = _log_softmax(LOGITS.astype(np.float64))
+    kept = CLASSES != 2
+    per_row = -logp[np.arange(len(CLASSES)), CLASSES] * weight[CLASSES] * kept
+    expected = {"mean": per_row.sum() / (weight[CLASSES] * kept).sum(), "sum": per_row.sum(),
+                "none": per_row}[reduction]
+    x = ct.asarray(LOGITS, device=device).requires_grad_()
+    target = ct.asarray(CLASSES, device=device)
+    w = ct.asarray(weight, device=device)
+    for loss in (nn.CrossEntropyLoss(weight=w, ignore_index=2, reduction=reduction)(x, target),
+                 nn.NLLLoss(weight=w, ignore_index=2, reduction=reduction)(
+                     F.log_softmax(x, dim=1), target)):
+        np.testing.assert_allclose(to_numpy(loss), expected, rtol=1e-5, atol=1e-6)
+    ct.sum(loss).backward()
+    assert x.grad is not None
+    assert "weight" in dict(nn.NLLLoss(weight=w).named_buffers())
+    with pytest.raises(ValueError, match="one value per class"):
+        nn.NLLLoss(weight=ct.ones((3,), device=device))(F.log_softmax(x, dim=1), target)
 
 
 def test_bce_with_logits_weights_and_extreme_logits():
