@@ -11,6 +11,17 @@ from ctensor import _ctensor
 
 
 class _GradMode:
+    """A context manager that is also a decorator, with or without parentheses: `@ct.no_grad()`
+    and `@ct.no_grad` both run the function inside the region, as PyTorch's."""
+
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        if not callable(orig_func):
+            raise TypeError(f"{cls.__name__}() takes no arguments (or, as a decorator, a "
+                            f"function), got {orig_func!r}")
+        return cls()(orig_func)
+
     def __call__(self, fn):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):

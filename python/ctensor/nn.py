@@ -203,6 +203,7 @@ class _CLayer(Module):
     def __init__(self, kind, *args, device=None, extra=""):
         super().__init__()
         object.__setattr__(self, "_c", _ctensor._layer(kind, *args))
+        object.__setattr__(self, "_spec", (kind, args))  # for DataParallel's replicas
         object.__setattr__(self, "_extra", extra)
         if device is not None:
             self.to(device)
@@ -376,26 +377,277 @@ class Sequential(Module):
         return iter(self._chain)
 
 
-class ModuleList(Module):
-    """A list of modules, registered as children "0", "1", ..."""
+def _checked_module(module, where):
+    if not isinstance(module, Module):
+        raise TypeError(f"{where}: {type(module).__name__} is not a ct.nn.Module")
+    return module
 
-    def __init__(self, modules=()):
+
+class ModuleList(Module):
+    """A list of modules, registered as children "0", "1", ... (torch.nn.ModuleList): their
+    parameters are the container's, as Sequential's are; it has no forward of its own."""
+
+    def __init__(self, modules=None):
         super().__init__()
-        for m in modules:
-            self.append(m)
+        if modules is not None:
+            self.extend(modules)
+
+    def _renumber(self, modules):
+        self._modules.clear()
+        for i, m in enumerate(modules):
+            self._modules[str(i)] = _checked_module(m, "ModuleList")
 
     def append(self, module):
-        self.add_module(str(len(self._modules)), module)
+        self.add_module(str(len(self._modules)), _checked_module(module, "ModuleList.append"))
         return self
 
+    def extend(self, modules):
+        for m in modules:
+            self.append(m)
+        return self
+
+    def insert(self, index, module):
+        items = list(self._modules.values())
+        items.insert(index, module)
+        self._renumber(items)
+
+    def pop(self, index=-1):
+        items = list(self._modules.values())
+        out = items.pop(index)
+        self._renumber(items)
+        return out
+
     def __getitem__(self, i):
-        return list(self._modules.values())[i]
+        items = list(self._modules.values())
+        return ModuleList(items[i]) if isinstance(i, slice) else items[i]
+
+    def __setitem__(self, i, module):
+        items = list(self._modules.values())
+        items[i] = module
+        self._renumber(items)
+
+    def __delitem__(self, i):
+        items = list(self._modules.values())
+        del items[i]
+        self._renumber(items)
+
+    def __iadd__(self, modules):
+        return self.extend(modules)
 
     def __len__(self):
         return len(self._modules)
 
     def __iter__(self):
-        return iter(self._modules.values())
+        return iter(list(self._modules.values()))
+
+
+class ModuleDict(Module):
+    """An ordered dict of modules registered under their keys (torch.nn.ModuleDict): their
+    parameters are the container's, named "key.weight", ...; it has no forward of its own."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __setitem__(self, key, module):
+        if not isinstance(key, str) or "." in key or not key:
+            raise KeyError(f"ModuleDict: key {key!r} must be a non-empty str without '.'")
+        self.add_module(key, _checked_module(module, f"ModuleDict[{key!r}]"))
+
+    def __getitem__(self, key):
+        return self._modules[key]
+
+    def __delitem__(self, key):
+        del self._modules[key]
+
+    def __contains__(self, key):
+        return key in self._modules
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(list(self._modules))
+
+    def keys(self):
+        return self._modules.keys()
+
+    def values(self):
+        return self._modules.values()
+
+    def items(self):
+        return self._modules.items()
+
+    def update(self, modules):
+        pairs = modules.items() if hasattr(modules, "items") else modules
+        for key, module in pairs:
+            self[key] = module
+
+    def pop(self, key):
+        return self._modules.pop(key)
+
+    def clear(self):
+        self._modules.clear()
+
+
+class Identity(Module):
+    """Its input, unchanged (torch.nn.Identity; constructor arguments are ignored, as there)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def forward(self, x):
+        return x
+
+
+# ---- loss modules: torch.nn's, with reduction= ('mean', 'sum' or 'none') ----
+
+
+def _reduced(loss, reduction):
+    if reduction == "mean":
+        return _ct.mean(loss)
+    if reduction == "sum":
+        return _ct.sum(loss)
+    return loss
+
+
+class _Loss(Module):
+    def __init__(self, reduction="mean"):
+        super().__init__()
+        if reduction not in ("mean", "sum", "none"):
+            raise ValueError(f"{type(self).__name__}: reduction must be 'mean', 'sum' or "
+                             f"'none', got {reduction!r}")
+        self.reduction = reduction
+
+    def extra_repr(self):
+        return f"reduction={self.reduction!r}" if self.reduction != "mean" else ""
+
+
+class CrossEntropyLoss(_Loss):
+    """Cross-entropy of logits (N, C[, ...]) against class indices, as
+    torch.nn.CrossEntropyLoss: ignore_index, label_smoothing and reduction as there (one C
+    op: F.cross_entropy); with class weights (weight=, C values) it is NLLLoss's weighted
+    mean over log_softmax, which takes no label_smoothing yet."""
+
+    def __init__(self, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+        super().__init__(reduction)
+        if weight is not None and label_smoothing:
+            raise _ct.UnsupportedError("CrossEntropyLoss: weight= with label_smoothing= is not "
+                                       "supported yet; use one of them")
+        self.register_buffer("weight", weight)
+        self.ignore_index, self.label_smoothing = int(ignore_index), float(label_smoothing)
+
+    def forward(self, input, target):
+        if self.weight is not None:
+            return _nll_loss(_ctensor._f_log_softmax(input, dim=1), target, self.weight,
+                             self.ignore_index, self.reduction)
+        return _ctensor._f_cross_entropy(input, target, reduction=self.reduction,
+                                         label_smoothing=self.label_smoothing,
+                                         ignore_index=self.ignore_index)
+
+
+def _nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
+    """-weight[t] * input[n, t, ...] (t = target[n, ...]) of log-probabilities (N, C[, d...])
+    and targets (N[, d...]); targets equal to ignore_index add nothing, and the mean divides
+    by the weights of the targets kept (their count without weight=), as PyTorch's."""
+    if input.ndim < 2 or tuple(target.shape) != tuple(input.shape[:1] + input.shape[2:]):
+        raise ValueError(f"NLLLoss: input {tuple(input.shape)} and target "
+                         f"{tuple(target.shape)}: expected (N, C, d...) and (N, d...)")
+    target = _ct.astype(target, _ct.int64)
+    kept = target != ignore_index
+    safe = _ct.where(kept, target, 0)
+    picked = _ct.squeeze(_ct.take_along_axis(input, _ct.expand_dims(safe, axis=1), axis=1),
+                         axis=1)
+    scale = _ct.astype(kept, input.dtype)
+    if weight is not None:
+        if tuple(weight.shape) != (input.shape[1],):
+            raise ValueError(f"NLLLoss: weight {tuple(weight.shape)} must hold one value per "
+                             f"class ({input.shape[1]},)")
+        scale = scale * _ct.reshape(_ct.take(weight, _ct.reshape(safe, (-1,))),
+                                    tuple(safe.shape))
+    loss = -picked * scale
+    if reduction == "mean":
+        return _ct.sum(loss) / _ct.sum(scale)
+    return _reduced(loss, reduction)
+
+
+class NLLLoss(_Loss):
+    """Negative log-likelihood of log-probabilities (after LogSoftmax), as torch.nn.NLLLoss:
+    class weights (weight=), ignore_index and reduction as there."""
+
+    def __init__(self, weight=None, ignore_index=-100, reduction="mean"):
+        super().__init__(reduction)
+        self.register_buffer("weight", weight)
+        self.ignore_index = int(ignore_index)
+
+    def forward(self, input, target):
+        return _nll_loss(input, target, self.weight, self.ignore_index, self.reduction)
+
+
+class MSELoss(_Loss):
+    """Mean squared error, as torch.nn.MSELoss (one C op: F.mse_loss)."""
+
+    def forward(self, input, target):
+        return _ctensor._f_mse_loss(input, target, reduction=self.reduction)
+
+
+def _l1_loss(input, target, reduction="mean"):
+    return _reduced(_ct.abs(input - target), reduction)
+
+
+class L1Loss(_Loss):
+    """Mean absolute error, as torch.nn.L1Loss."""
+
+    def forward(self, input, target):
+        return _l1_loss(input, target, self.reduction)
+
+
+def _smooth_l1_loss(input, target, reduction="mean", beta=1.0):
+    if beta < 0:
+        raise ValueError(f"SmoothL1Loss: beta must be >= 0, got {beta}")
+    d = _ct.abs(input - target)
+    if beta == 0:
+        return _reduced(d, reduction)
+    return _reduced(_ct.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta), reduction)
+
+
+class SmoothL1Loss(_Loss):
+    """Huber-like loss, as torch.nn.SmoothL1Loss: 0.5 d^2 / beta below beta, d - beta / 2
+    above (beta 0: L1)."""
+
+    def __init__(self, reduction="mean", beta=1.0):
+        super().__init__(reduction)
+        self.beta = float(beta)
+
+    def forward(self, input, target):
+        return _smooth_l1_loss(input, target, self.reduction, self.beta)
+
+
+def _bce_with_logits(input, target, weight=None, reduction="mean", pos_weight=None):
+    """log(1 + e^-x) as logaddexp(0, -x): no overflow for any x, and its gradient is
+    sigmoid(x) - 1 at x = 0 too."""
+    softplus_neg = _ct.logaddexp(0.0, -input)
+    if pos_weight is None:
+        loss = (1 - target) * input + softplus_neg
+    else:
+        loss = (1 - target) * input + (1 + (pos_weight - 1) * target) * softplus_neg
+    if weight is not None:
+        loss = loss * weight
+    return _reduced(loss, reduction)
+
+
+class BCEWithLogitsLoss(_Loss):
+    """Binary cross-entropy of logits, as torch.nn.BCEWithLogitsLoss (weight and pos_weight
+    broadcast as there), computed without overflow for large logits."""
+
+    def __init__(self, weight=None, reduction="mean", pos_weight=None):
+        super().__init__(reduction)
+        self.register_buffer("weight", weight)
+        self.register_buffer("pos_weight", pos_weight)
+
+    def forward(self, input, target):
+        return _bce_with_logits(input, target, self.weight, self.reduction, self.pos_weight)
 
 
 # ---- ct.nn.functional ----
@@ -405,6 +657,10 @@ for _name in ("linear", "conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool
               "batch_norm", "layer_norm", "dropout", "embedding", "softmax", "log_softmax",
               "cross_entropy", "mse_loss"):
     setattr(functional, _name, getattr(_ctensor, "_f_" + _name))
+functional.nll_loss = _nll_loss
+functional.l1_loss = _l1_loss
+functional.smooth_l1_loss = _smooth_l1_loss
+functional.binary_cross_entropy_with_logits = _bce_with_logits
 for _name in ("relu", "gelu", "tanh", "sigmoid"):
     setattr(functional, _name, getattr(_ctensor, _name))
 sys.modules[functional.__name__] = functional
@@ -525,6 +781,160 @@ class DistributedDataParallel(Module):
         return self.module.load_state_dict(state_dict, strict)
 
 
+# ---- ct.nn.DataParallel ----
+
+
+def _replicate(module, device):
+    """A copy of module on device: its own parameters and buffers (copies of module's, with
+    module's requires_grad), its own children, its other attributes shared."""
+    copy = object.__new__(type(module))
+    copy.__dict__.update(module.__dict__)
+    d = copy.__dict__
+    if isinstance(module, _CLayer):
+        kind, args = module._spec
+        d["_c"] = _ctensor._layer(kind, *args)
+        d["_c"].to(device)
+        d["_c"].train(module.training)
+        with no_grad():
+            for (_, mine, _), (_, theirs, _) in zip(d["_c"].state(), module._c.state()):
+                mine[...] = theirs.to(device)
+    d["_parameters"] = OrderedDict(
+        (n, p.detach().to(device).requires_grad_(p.requires_grad))
+        for n, p in module._parameters.items())
+    d["_buffers"] = OrderedDict((n, None if b is None else b.to(device))
+                                for n, b in module._buffers.items())
+    d["_modules"] = OrderedDict((n, _replicate(m, device)) for n, m in module._modules.items())
+    if "_chain" in d:
+        d["_chain"] = list(d["_modules"].values())
+    return copy
+
+
+def _scatter(obj, start, stop, device):
+    """obj's rows start:stop on device (tensors along their first axis, in lists, tuples and
+    dicts); other values as they are."""
+    if isinstance(obj, Tensor):
+        return obj[start:stop].to(device)
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_scatter(v, start, stop, device) for v in obj)
+    if isinstance(obj, dict):
+        return {k: _scatter(v, start, stop, device) for k, v in obj.items()}
+    return obj
+
+
+def _gather(outputs, device):
+    """The replicas' outputs joined on device along the first axis (0-d tensors stacked)."""
+    first = outputs[0]
+    if isinstance(first, Tensor):
+        moved = [o.to(device) for o in outputs]
+        return _ct.stack(moved) if first.ndim == 0 else _ct.concat(moved, axis=0)
+    if isinstance(first, (list, tuple)):
+        return type(first)(_gather([o[i] for o in outputs], device) for i in range(len(first)))
+    if isinstance(first, dict):
+        return {k: _gather([o[k] for o in outputs], device) for k in first}
+    return first
+
+
+def _device_list(device_ids):
+    if device_ids is None:
+        count = _ct.cuda.device_count()
+        return [_ct.device(f"cuda:{i}") for i in range(count)] or [_ct.default_device()]
+    devices = [_ct.device(f"cuda:{d}" if isinstance(d, int) else d) for d in device_ids]
+    if not devices or len(set(map(str, devices))) != len(devices):
+        raise ValueError(f"DataParallel: device_ids {list(device_ids)} must name distinct "
+                         "devices")
+    return devices
+
+
+class DataParallel(Module):
+    """torch.nn.DataParallel: one process, one replica of module per device, over the C
+    library's threads engine (the one `ctensor train --devices` uses).
+
+    module moves to device_ids[0] and is replica 0 (the optimiser steps its parameters); the
+    other replicas are copies. Each forward: the replicas take replica 0's parameters and
+    buffers (a broadcast), the batch is split along its first axis into len(device_ids)
+    chunks (torch.chunk's sizes; a replica left without rows sits the step out), each replica
+    runs its chunk on its own thread with its device as the default placement, and the
+    outputs are joined on output_device (device_ids[0] by default). The next backward() runs
+    through every replica, then all-reduces (sums) their gradients over the engine, so that
+    module's gradients are those of the whole batch; the other replicas' are dropped.
+    device_ids: ints (cuda:N, as PyTorch's), strings or ct.device, logical devices
+    ("cpu:0", "cpu:1" after ct.configure_logical_devices) included; None: every CUDA device,
+    else the default device. Inputs: tensors (split), lists, tuples and dicts of them, other
+    values (passed to every replica). ct.no_grad() around the forward holds on every replica;
+    other per-thread settings (ct.autocast) do not reach the replicas' threads."""
+
+    def __init__(self, module, device_ids=None, output_device=None, dim=0):
+        super().__init__()
+        if dim != 0:
+            raise _ct.UnsupportedError("DataParallel: the batch is split along dim 0 only")
+        devices = _device_list(device_ids)
+        self.module = module.to(devices[0])
+        replicas = [module] + [_replicate(module, d) for d in devices[1:]]
+        object.__setattr__(self, "device_ids", devices)
+        object.__setattr__(self, "output_device", devices[0] if output_device is None else
+                           _ct.device(f"cuda:{output_device}" if isinstance(output_device, int)
+                                      else output_device))
+        object.__setattr__(self, "_replicas", replicas)
+        object.__setattr__(self, "_c", _ctensor._data_parallel(devices))
+
+    def _set_mode(self, mode):
+        for replica in self._replicas[1:]:
+            replica.train(mode)
+
+    def forward(self, *inputs, **kwargs):
+        rows = next((t.shape[0] for t in _tensors_in((inputs, kwargs)) if t.ndim > 0), None)
+        replicas, devices = self._replicas, self.device_ids
+        if rows is None:
+            raise ValueError("DataParallel: no input tensor with a batch axis to split")
+        self._c.broadcast([[t for _, t, _ in r._named_state()] for r in replicas])
+        chunk = -(-rows // len(replicas))
+        pieces = [_scatter((inputs, kwargs), r * chunk, min(rows, (r + 1) * chunk), devices[r])
+                  if r * chunk < rows else None for r in range(len(replicas))]
+        grad_on = _ct.is_grad_enabled()
+
+        def run(rank):
+            if pieces[rank] is None:
+                return None
+            args, kw = pieces[rank]
+            if grad_on:
+                return replicas[rank](*args, **kw)
+            with no_grad():
+                return replicas[rank](*args, **kw)
+
+        outputs = [o for o in self._c.run(run) if o is not None]
+        if self.training and grad_on:
+            _ctensor._set_after_backward(self._reduce_gradients)
+        return _gather(outputs, self.output_device)
+
+    def _reduce_gradients(self):
+        """Sum each parameter's gradient over the replicas into replica 0's (the all-reduce);
+        a replica without a gradient for a parameter others have (no rows this step) adds
+        zeros."""
+        params = [list(r.parameters()) for r in self._replicas]
+        used = [i for i in range(len(params[0])) if any(ps[i].grad is not None for ps in params)]
+        for ps in params:
+            for i in used:
+                if ps[i].grad is None:
+                    ps[i].grad = _ct.zeros(tuple(ps[i].shape), dtype=ps[i].dtype,
+                                           device=ps[i].device)
+        self._c.all_reduce([[ps[i].grad for i in used] for ps in params])
+        for ps in params[1:]:
+            for p in ps:
+                p.grad = None
+
+
+def _tensors_in(obj):
+    if isinstance(obj, Tensor):
+        yield obj
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            yield from _tensors_in(v)
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            yield from _tensors_in(v)
+
+
 parallel = types.ModuleType(__name__ + ".parallel", "ct.nn.parallel")
 parallel.DistributedDataParallel = DistributedDataParallel
+parallel.DataParallel = DataParallel
 sys.modules[parallel.__name__] = parallel

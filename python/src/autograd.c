@@ -88,7 +88,7 @@ static PyObject *t_backward(PyObject *self, PyObject *args, PyObject *kwargs) {
     }
     CTPY_NOGIL(status = ct_backward_with(t, g, retain));
     ct_release(g);
-    if (ctpy_check(status) < 0) return NULL;
+    if (ctpy_check(status) < 0 || ctpy_after_backward() < 0) return NULL;
     Py_RETURN_NONE;
 }
 

@@ -3,13 +3,34 @@
  * and PyTorch (safetensors.torch.load_file). */
 #include "ctpy_impl.h"
 
+/* o's UTF-8 when it is a str without a NUL character (a C string keeps what comes before
+ * the first NUL only, so that such a name would not round-trip); NULL with the exception
+ * set (TypeError or ValueError naming `what` and the key) otherwise. */
+static const char *c_string(PyObject *o, const char *what, PyObject *key) {
+    if (!PyUnicode_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "ct.save: %s %R is not a str; nothing was written", what,
+                     key);
+        return NULL;
+    }
+    Py_ssize_t size;
+    const char *text = PyUnicode_AsUTF8AndSize(o, &size);
+    if (text && (Py_ssize_t)strlen(text) != size) {
+        PyErr_Format(PyExc_ValueError,
+                     "ct.save: %s %R holds a NUL character, which a safetensors name cannot "
+                     "hold; nothing was written",
+                     what, key);
+        return NULL;
+    }
+    return text;
+}
+
 /* Copy a dict's str -> str entries into sd's metadata; false with the exception set. */
 static bool set_metadata(ct_state_dict *sd, PyObject *metadata) {
     PyObject *key, *value;
     Py_ssize_t pos = 0;
     while (metadata && PyDict_Next(metadata, &pos, &key, &value)) {
-        const char *k = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : NULL;
-        const char *v = PyUnicode_Check(value) ? PyUnicode_AsUTF8(value) : NULL;
+        const char *k = c_string(key, "metadata key", key);
+        const char *v = k ? c_string(value, "metadata value of", key) : NULL;
         if (!k || !v) {
             if (!PyErr_Occurred())
                 PyErr_Format(PyExc_TypeError, "ct.save: metadata %R is not a str -> str entry",
@@ -32,7 +53,7 @@ static PyObject *py_save(PyObject *self, PyObject *args) {
     PyObject *key, *value;
     Py_ssize_t pos = 0;
     while (ok && PyDict_Next(dict, &pos, &key, &value)) {
-        const char *name = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : NULL;
+        const char *name = c_string(key, "key", key);
         if (!name || !ctpy_is_tensor(value)) {
             if (!PyErr_Occurred())
                 PyErr_Format(PyExc_TypeError, "ct.save: %R is not a str -> Tensor entry", key);

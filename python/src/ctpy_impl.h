@@ -203,6 +203,11 @@ int ctpy_checkpoint_init(PyObject *module);    /* checkpoint.c */
 int ctpy_amp_init(PyObject *module);           /* amp.c: autocast, the loss scaler */
 int ctpy_dist_init(PyObject *module);          /* dist.c: the communicator */
 int ctpy_ddp_init(PyObject *module);           /* ddp.c: DistributedDataParallel's ct_ddp */
+int ctpy_data_parallel_init(PyObject *module); /* data_parallel.c: DataParallel's replicas */
+/* Tensor.backward's call, after a backward that succeeded, of the callable that
+ * DataParallel's forward armed (data_parallel.c): 0 when none was armed or it returned,
+ * -1 with its exception. */
+int ctpy_after_backward(void);
 /* The world communicator; NULL with CT_ERR_STATE raised before ct.distributed.init(). */
 ct_comm *ctpy_world(void);
 /* Tensor.backward's hand-off to an armed DistributedDataParallel (ddp.c): 1 when one was

@@ -84,6 +84,7 @@ PyMODINIT_FUNC PyInit__ctensor(void) {
     ok = ok && ctpy_amp_init(m) == 0;
     ok = ok && ctpy_dist_init(m) == 0;
     ok = ok && ctpy_ddp_init(m) == 0;
+    ok = ok && ctpy_data_parallel_init(m) == 0;
     ok = ok && add_aliases(m) == 0 &&
          PyModule_AddStringConstant(m, "__array_api_version__", "2023.12") == 0;
     if (!ok) Py_CLEAR(m);

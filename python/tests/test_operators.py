@@ -138,7 +138,7 @@ def test_other_operands_are_not_implemented(device):
 
 def test_errors_carry_the_c_message(device):
     x = ct.ones((2, 3), device=device)
-    with pytest.raises(ct.ShapeError, match="ct_add") as info:
+    with pytest.raises(ct.ShapeError, match=r"ct\.add") as info:
         x + ct.ones((4,), device=device)
     assert isinstance(info.value, ValueError) and isinstance(info.value, ct.Error)
     with pytest.raises(ct.InvalidArgumentError, match="remainder"):
@@ -146,6 +146,6 @@ def test_errors_carry_the_c_message(device):
 
 
 def test_device_mismatch(gpu):
-    with pytest.raises(ct.DeviceMismatchError, match="ct_to") as info:
+    with pytest.raises(ct.DeviceMismatchError, match=r"x\.to\(device\)") as info:
         ct.ones((2,), device="cpu") + ct.ones((2,), device=gpu)
     assert isinstance(info.value, ValueError)
