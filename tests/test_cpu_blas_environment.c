@@ -14,6 +14,7 @@
 #include <strings.h>
 
 #include "ct_test.h"
+#include "force_prescott.h"
 
 char *openblas_get_corename(void);
 
@@ -32,27 +33,9 @@ FORWARD(setenv, (const char *name, const char *value, int overwrite), (name, val
 FORWARD(unsetenv, (const char *name), (name))
 FORWARD(putenv, (char *string), (string))
 
-/* Before libctensor's constructor (a lower priority runs first): OpenBLAS re-initialised with
- * Prescott's kernels, the variable removed again. */
-__attribute__((constructor(101))) static void force_prescott(void) {
-    void (*quit)(void), (*init)(void);
-    *(void **)&quit = dlsym(RTLD_DEFAULT, "gotoblas_dynamic_quit");
-    *(void **)&init = dlsym(RTLD_DEFAULT, "gotoblas_dynamic_init");
-    const char *reason = NULL;
-    if (!quit || !init)
-        reason = "this OpenBLAS is not DYNAMIC_ARCH: its kernels are fixed";
-    else if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
-        reason = "this processor has no AVX2 and FMA: OpenBLAS's choice is kept";
-    else if (getenv("OPENBLAS_CORETYPE"))
-        reason = "OPENBLAS_CORETYPE is set: the user's choice is kept";
-    if (reason) {
-        snprintf(forced_reason, sizeof forced_reason, "%s", reason);
-        return;
-    }
-    setenv("OPENBLAS_CORETYPE", "Prescott", 1);
-    quit();
-    init();
-    unsetenv("OPENBLAS_CORETYPE");
+/* Before libctensor's constructor (a lower priority runs first). */
+__attribute__((constructor(101))) static void force(void) {
+    force_prescott(forced_reason, sizeof forced_reason);
 }
 
 static bool is_avx2_family(const char *name) {

@@ -35,9 +35,10 @@ static void check_two_devices(ct_device_type type, const size_t *limits) {
         CHECK_OK(ct_memory_stats(device, &s));
         CHECK(s.limit == limit);
         char message[1024], name[32], expected[64];
+        ct_device_str(device, name, sizeof name);
         if (!refused(device, limit + MIB, message, sizeof message))
             ct_test_fail(__FILE__, __LINE__, "%s served %zu bytes beyond its limit of %zu: %s",
-                         ct_device_str(device, name, sizeof name), limit + MIB, limit, message);
+                         name, limit + MIB, limit, message);
         snprintf(expected, sizeof expected, "out of memory on %s", name);
         CHECK(strstr(message, expected) != NULL);
     }
