@@ -5,11 +5,13 @@
 //
 // Assignment with an index that is the same at every position off the axis (ct_index_copy's)
 // runs in two parallel passes: one thread per position on the axis marks, for each index
-// value, the last position that names it (atomicMax of position + 1 into a zeroed word per
-// value: the maximum does not depend on the order the threads arrive in); then one thread per
-// element (position on the axis, position off it) stores its source element where its
-// position is the mark, so each dst element has exactly one writer, the last. Assignment with
-// an index that varies off the axis (which no op makes now) takes the serial walk.
+// value, the last position that names it (atomicMax of position + 1 into a zeroed 64-bit word
+// per value, which the CUDA C++ Programming Guide's atomic functions give from compute
+// capability 5.0: the maximum does not depend on the order the threads arrive in); then, in
+// stream order after it, one thread per element (position on the axis, position off it)
+// stores its source element where its position is the mark, so each dst element has exactly
+// one writer, the last. An assignment whose index varies off the axis (ct_index_copy's never
+// does) takes the serial walk.
 //
 // Additions in f32 and f64 take one of three paths:
 // - by default, one thread per (position off the axis, position on it), adding with
