@@ -181,6 +181,42 @@ DEVICE_TEST(test_ops_index_add_index_copy_every_dtype_and_axis) {
     check_along(device, 2, shape, 1, CT_F32, 0, 7, true); /* an empty index writes nothing */
 }
 
+/* index_copy with 4000 positions stored into 50 rows, each named many times, on axis 0 and
+ * on axis 1 (source (16, 4000)): of each row's writers the last on the axis stays, however
+ * many threads the device runs them on (CUDA: a mark pass and a store pass). */
+DEVICE_TEST(test_ops_index_add_index_copy_parallel_repeats) {
+    int64_t k = 4000, d = 16, rows = 50;
+    double *src = malloc(sizeof(double) * (size_t)(k * d)), *index = malloc(sizeof(double) * 4000);
+    double expected[800], expected_t[800];
+    CHECK(src && index);
+    dtype_values(src, k * d, CT_F32, 3);
+    ref_random(index, k, 4, (double)-rows, (double)rows);
+    for (int64_t i = 0; i < rows * d; i++) expected[i] = expected_t[i] = -100;
+    for (int64_t i = 0; i < k; i++) {
+        index[i] = floor(index[i]);
+        int64_t at = wrap(index[i], rows);
+        for (int64_t j = 0; j < d; j++) {
+            expected[at * d + j] = src[i * d + j];      /* x (rows, d), source (k, d) */
+            expected_t[j * rows + at] = src[j * k + i]; /* x (d, rows), source (d, k) */
+        }
+    }
+    ct_tensor *x = ct_full(2, (int64_t[]){rows, d}, -100, CT_F32, device);
+    ct_tensor *xt = ct_full(2, (int64_t[]){d, rows}, -100, CT_F32, device);
+    ct_tensor *ts = ref_tensor(src, 2, (int64_t[]){k, d}, CT_F32, device);
+    ct_tensor *tst = ref_tensor(src, 2, (int64_t[]){d, k}, CT_F32, device);
+    ct_tensor *ti = ref_tensor(index, 1, &k, CT_I64, device);
+    free(index);
+    free(src);
+    ct_status rows_status = ct_index_copy(x, 0, ti, ts);
+    ct_status columns_status = ct_index_copy(xt, 1, ti, tst);
+    ct_release(ti), ct_release(ts), ct_release(tst);
+    CHECK_OK(rows_status);
+    CHECK_OK(columns_status);
+    CHECK_TENSOR(x, expected);
+    CHECK_TENSOR(xt, expected_t);
+    ct_release(x), ct_release(xt);
+}
+
 DEVICE_TEST(test_ops_index_add_index_copy_errors) {
     double before[6] = {1, 2, 3, 4, 5, 6};
     ct_tensor *x = ref_tensor(before, 2, (int64_t[]){3, 2}, CT_F32, device);

@@ -107,8 +107,8 @@ struct ct__dropout_args {
  * dst_axis_size) and adds src to dst at v * dst_axis_stride. dst, src share a dtype (any);
  * index is CT_I32 or CT_I64. Repeated indices accumulate. An index out of range is
  * CT_ERR_INVALID_ARG with the value (dst is then partly updated: the op discards it).
- * With `assign` (ct_index_copy) src is stored instead of added, and each position off the
- * axis walks the indexed axis in order, so of repeated indices the last one's value stays.
+ * With `assign` (ct_index_copy) src is stored instead of added, and of repeated indices the
+ * last one's value stays (the one furthest along the indexed axis), whatever the scheduling.
  * With `deterministic` (ct_are_deterministic_algorithms_enabled), the additions into each dst
  * element happen in the order of the indexed axis, whatever the scheduling (no atomics); a
  * kernel that always adds so (the CPU's) ignores it. */

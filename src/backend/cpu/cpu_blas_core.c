@@ -4,15 +4,25 @@
  * loads. A processor newer than the OpenBLAS release is unknown to it, and it falls back to
  * Prescott (SSE3): OpenBLAS 0.3.21 does so on Intel Xeon model 207 (Emerald Rapids), where
  * sgemm then runs at 9-17 GFLOP/s on one core against 60-100 with its SkylakeX or Cooperlake
- * kernels (docs/PERFORMANCE.md). Before ctensor's first BLAS call, when the user has not set
- * OPENBLAS_CORETYPE, OpenBLAS chose a family without AVX2, and the processor has AVX2 and
- * FMA (and perhaps AVX-512), ctensor asks OpenBLAS to pick again with the best family the
- * processor runs: Cooperlake (AVX-512 with BF16), SkylakeX (AVX-512) or Haswell (AVX2),
- * through OpenBLAS's own re-initialisation (gotoblas_dynamic_quit and _init, which read
- * OPENBLAS_CORETYPE), so its parameters are set as at load. A user's OPENBLAS_CORETYPE is
- * always kept; an OpenBLAS without those functions (not DYNAMIC_ARCH) is left alone. */
+ * kernels (docs/PERFORMANCE.md). When the user has not set OPENBLAS_CORETYPE, OpenBLAS chose a
+ * family without AVX2, and the processor has AVX2 and FMA (and perhaps AVX-512), ctensor asks
+ * OpenBLAS to pick again with the best family the processor runs: Cooperlake (AVX-512 with
+ * BF16), SkylakeX (AVX-512) or Haswell (AVX2), through OpenBLAS's own re-initialisation
+ * (gotoblas_dynamic_quit and _init), so its parameters are set as at load. A user's
+ * OPENBLAS_CORETYPE is always kept; an OpenBLAS without those functions (not DYNAMIC_ARCH) is
+ * left alone.
+ *
+ * When: in a constructor, as libctensor loads, and never after. OpenBLAS has no function that
+ * sets the family (0.3.21's cblas.h has none; gotoblas_dynamic_init reads only
+ * OPENBLAS_CORETYPE, and the family tables' layout is private), so the variable is set for
+ * that call and removed again, leaving the environment as the user left it. setenv is unsafe
+ * while another thread may read the environment, so it is done only where no thread of the
+ * program can exist: libctensor loaded with the program (OpenBLAS's own constructor, which
+ * runs before ours, may have started its pool: those threads wait for work and read no
+ * environment). Loaded later among other threads (a dlopen, as Python's import), ctensor
+ * leaves OpenBLAS's choice and says so in ct_cpu_kernels, naming the variable that fixes it. */
+#include <cblas.h>
 #include <dlfcn.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +30,6 @@
 
 #include "backend/cpu/cpu_impl.h"
 
-static pthread_once_t core_once = PTHREAD_ONCE_INIT;
 static char core_note[160];
 
 /* OpenBLAS's names of its x86-64 families with AVX2 and FMA kernels. */
@@ -46,7 +55,27 @@ static const char *best_core(void) {
 #endif
 }
 
-static void pick_core(void) {
+/* Threads in this process (/proc/self/status), or 0 when unknown. */
+static int thread_count(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return 0;
+    char line[256];
+    int threads = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "Threads: %d", &threads) == 1) break;
+    fclose(f);
+    return threads;
+}
+
+/* Whether no thread but this one and OpenBLAS's idle pool (a pthreads OpenBLAS starts
+ * openblas_get_num_threads() - 1 of them as it loads) can read the environment now. */
+static bool alone(void) {
+    int threads = thread_count();
+    int own = openblas_get_parallel() == 1 ? openblas_get_num_threads() : 1;
+    return threads >= 1 && threads <= own;
+}
+
+__attribute__((constructor)) static void pick_core(void) {
     char *(*corename)(void);
     void (*quit)(void), (*init)(void);
     *(void **)&corename = dlsym(RTLD_DEFAULT, "openblas_get_corename");
@@ -57,10 +86,13 @@ static void pick_core(void) {
     char before[32];
     snprintf(before, sizeof before, "%s", corename());
     if (core_has_avx2(before)) return;
-    /* The environment is read once, here, before any BLAS call of ctensor's; the variable
-     * is removed again so that the process's environment is as the user left it. (setenv
-     * races with a getenv on another thread at that moment: a risk taken once per process,
-     * at the first matmul or convolution.) */
+    if (!alone()) {
+        snprintf(core_note, sizeof core_note,
+                 " (OpenBLAS's choice: ctensor loaded among other threads and left it; "
+                 "OPENBLAS_CORETYPE=%s selects this CPU's kernels)",
+                 best);
+        return;
+    }
     setenv("OPENBLAS_CORETYPE", best, 1);
     quit();
     init();
@@ -69,9 +101,4 @@ static void pick_core(void) {
              before);
 }
 
-void ct__cpu_blas_pick_core(void) { pthread_once(&core_once, pick_core); }
-
-const char *ct__cpu_blas_core_note(void) {
-    ct__cpu_blas_pick_core();
-    return core_note;
-}
+const char *ct__cpu_blas_core_note(void) { return core_note; }

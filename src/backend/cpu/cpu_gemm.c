@@ -116,7 +116,6 @@ static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
  * blas_thread_shutdown_ is OpenBLAS's own (its fork handler calls it); OpenBLAS starts the
  * pool again by itself if a caller later asks it for threads. */
 static void stop_pool(void) {
-    ct__cpu_blas_pick_core();
     openblas_set_num_threads(1);
     int (*shutdown)(void);
     *(void **)&shutdown = dlsym(RTLD_DEFAULT, "blas_thread_shutdown_");

@@ -88,13 +88,13 @@ bool ct__cpu_gemm_bf16(bool f32_inputs, bool ta, bool tb, int64_t m, int64_t n, 
  * libJitPI.so with dlopen (cpu_gemm_dnnl.c). */
 void ct__cpu_dnnl_setup(void);
 #endif
-/* Set OpenBLAS's own thread count to 1 (a process-wide setting), after
- * ct__cpu_blas_pick_core; the first call also stops OpenBLAS's idle pool. */
+/* Set OpenBLAS's own thread count to 1 (a process-wide setting); the first call also stops
+ * OpenBLAS's idle pool. */
 void ct__cpu_blas_single_threaded(void);
-/* Once per process: where OpenBLAS fell back to kernels older than the processor runs (and
- * OPENBLAS_CORETYPE is unset), make it use the best family it has (cpu_blas_core.c). */
-void ct__cpu_blas_pick_core(void);
-/* "" or " (chosen by ctensor: ...)", for ct_cpu_kernels. Picks the core first. */
+/* Where OpenBLAS fell back to kernels older than the processor runs (and OPENBLAS_CORETYPE is
+ * unset), a constructor made it use the best family it has as libctensor loaded
+ * (cpu_blas_core.c): "" when it had nothing to do, else " (chosen by ctensor: ...)", or why
+ * it could not, for ct_cpu_kernels. */
 const char *ct__cpu_blas_core_note(void);
 /* The library f32 GEMM runs on here ("oneDNN" or "OpenBLAS"; cpu_gemm.c), for ct_cpu_kernels. */
 const char *ct__cpu_f32_gemm_library(void);

@@ -1,7 +1,17 @@
 // CUDA index_add / scatter_add / index_copy kernel (ct__index_add_args in
 // backend/norm_args_impl.h): dst[..., index, ...] += src along one axis, repeated indices
-// accumulating, or dst[..., index, ...] = src (assign: the serial walk below, so that of
-// repeated indices the last one's value stays, as on the CPU).
+// accumulating, or dst[..., index, ...] = src (assign), where of repeated indices the last
+// one's value stays, as on the CPU.
+//
+// Assignment with an index that is the same at every position off the axis (ct_index_copy's)
+// runs in two parallel passes: one thread per position on the axis marks, for each index
+// value, the last position that names it (atomicMax of position + 1 into a zeroed 64-bit word
+// per value, which the CUDA C++ Programming Guide's atomic functions give from compute
+// capability 5.0: the maximum does not depend on the order the threads arrive in); then, in
+// stream order after it, one thread per element (position on the axis, position off it)
+// stores its source element where its position is the mark, so each dst element has exactly
+// one writer, the last. An assignment whose index varies off the axis (ct_index_copy's never
+// does) takes the serial walk.
 //
 // Additions in f32 and f64 take one of three paths:
 // - by default, one thread per (position off the axis, position on it), adding with
@@ -162,13 +172,16 @@ struct sorted_scratch {
     void *temp = NULL;
 };
 
-// Whether the sorted path applies: the index is the same at every position off the axis,
-// and CUB's sort takes the axis's length (an int).
-bool sortable(const ct__index_add_args *args) {
+// Whether the index is the same at every position off the axis.
+bool same_off_axis(const ct__index_add_args *args) {
     for (int d = 0; d < args->rest.ndim; d++)
         if (args->rest.strides[1][d] != 0 && args->rest.shape[d] != 1) return false;
-    return args->k <= INT_MAX;
+    return true;
 }
+
+// Whether the sorted path applies: the index is the same at every position off the axis,
+// and CUB's sort takes the axis's length (an int).
+bool sortable(const ct__index_add_args *args) { return same_off_axis(args) && args->k <= INT_MAX; }
 
 ct_status add_sorted_run(int device, cudaStream_t stream, const ct__index_add_args *args,
                          nn_bad_slot *slot, sorted_scratch &s) {
@@ -211,6 +224,69 @@ ct_status add_sorted_path(int device, cudaStream_t stream, const ct__index_add_a
     return CT_OK;
 }
 
+// ---- assignment in two passes ----
+
+// mark[v] = 1 + the last position on the axis whose index is v (0: none), for an index the
+// same at every position off the axis. An index out of range is reported and marks nothing.
+__global__ void __launch_bounds__(NN_THREADS)
+    mark_last(ct__index_add_args a, unsigned long long *mark, nn_bad_slot *slot) {
+    for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < a.k;
+         k += (int64_t)gridDim.x * blockDim.x) {
+        int64_t at = index_at(a, 0, k, slot);
+        if (at >= 0) atomicMax(&mark[at], (unsigned long long)k + 1);
+    }
+}
+
+// *dst = *src for one element of `size` bytes (1, 2, 4 or 8), in one access.
+NN_DEV void store_sized(char *dst, const char *src, int64_t size) {
+    switch (size) {
+    case 8: *(uint64_t *)dst = *(const uint64_t *)src; break;
+    case 4: *(uint32_t *)dst = *(const uint32_t *)src; break;
+    case 2: *(uint16_t *)dst = *(const uint16_t *)src; break;
+    default: store_element(dst, src, size); break;
+    }
+}
+
+// Thread (k, r), r the faster so that neighbours share k's index and mark: the source
+// element at (r, k) goes to dst at (r, index k) when k is the index's last position.
+__global__ void __launch_bounds__(NN_THREADS)
+    store_last(ct__index_add_args a, const unsigned long long *mark, nn_bad_slot *slot) {
+    int64_t size = ct_cuda_dtype_size(a.rest.dtype[0]), total = a.rest.numel * a.k;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t k = i / a.rest.numel, r = i % a.rest.numel;
+        int64_t at = index_at(a, 0, k, slot);
+        if (at < 0 || mark[at] != (unsigned long long)k + 1) continue;
+        int64_t off[3];
+        rest_offsets(a.rest, r, off);
+        store_sized(a.rest.data[0] + (off[0] + at * a.dst_axis_stride) * size,
+                    a.rest.data[2] + (off[2] + k * a.src_stride) * size, size);
+    }
+}
+
+ct_status assign_run(int device, cudaStream_t stream, const ct__index_add_args *args,
+                     nn_bad_slot *slot, unsigned long long **mark) {
+    size_t n = args->dst_axis_size > 0 ? (size_t)args->dst_axis_size : 1;
+    CT_CUDA_CHECK(device, cudaMallocAsync((void **)mark, n * sizeof **mark, stream));
+    CT_CUDA_CHECK(device, cudaMemsetAsync(*mark, 0, n * sizeof **mark, stream));
+    mark_last<<<nn_item_blocks(args->k), NN_THREADS, 0, stream>>>(*args, *mark, slot);
+    CT_CUDA_CHECK(device, cudaGetLastError());
+    store_last<<<nn_item_blocks(args->rest.numel * args->k), NN_THREADS, 0, stream>>>(*args, *mark,
+                                                                                      slot);
+    CT_CUDA_CHECK(device, cudaGetLastError());
+    return CT_OK;
+}
+
+ct_status assign_path(int device, cudaStream_t stream, const ct__index_add_args *args,
+                      nn_bad_slot *slot) {
+    unsigned long long *mark = NULL;
+    ct_status status = assign_run(device, stream, args, slot, &mark);
+    cudaError_t freed = mark ? cudaFreeAsync(mark, stream) : cudaSuccess;
+    if (status != CT_OK) return status;
+    CT_CUDA_CHECK(device, freed);
+    return CT_OK;
+}
+
 // ---- the choice of path ----
 
 ct_status launch(int device, cudaStream_t stream, const ct__index_add_args *args,
@@ -218,6 +294,7 @@ ct_status launch(int device, cudaStream_t stream, const ct__index_add_args *args
     ct_dtype dtype = args->rest.dtype[0];
     int64_t total = args->rest.numel * args->k;
     bool float_add = (dtype == CT_F32 || dtype == CT_F64) && !args->assign;
+    if (args->assign && same_off_axis(args)) return assign_path(device, stream, args, slot);
     if (float_add && args->deterministic && sortable(args))
         return add_sorted_path(device, stream, args, slot);
     if (float_add && !args->deterministic && dtype == CT_F32)
