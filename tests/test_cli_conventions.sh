@@ -1,5 +1,6 @@
 #!/bin/sh
-# The `ctensor` command by the conventions of command-line programs: --version, exit statuses
+# The `ctensor` command by the conventions of command-line programs: --version (the Python
+# module's ct.__version__ too), exit statuses
 # every --help lists and train and bench share (2 a usage error, 1 a failed run), errors as one
 # JSON object on stdout with --json, a write error on stdout reported, repeated and empty
 # options refused, devices that are not present a usage error (or, with --soft-placement, the
@@ -66,6 +67,18 @@ for form in --version version; do
     else fail "test_cli_conventions_version_$form" "exit $code, or not one line \"ctensor X.Y.Z\""; fi
 done
 
+# ... the version the Python module gives as ct.__version__ (the build folder's module, when
+# the build has one; `tools/check-python-install.sh` checks the pip-installed one and its
+# `ctensor` command).
+module="$(cd "$(dirname "$ctensor")" && pwd)/python"
+if [ ! -d "$module/ctensor" ]; then
+    skip test_cli_conventions_python_version_is_the_commands "no Python module in this build"
+else
+    version=$(cd "$work" && PYTHONPATH="$module" "$python" -c 'import ctensor; print(ctensor.__version__)' 2>"$err")
+    if [ "ctensor $version" = "$(cat "$out")" ]; then pass test_cli_conventions_python_version_is_the_commands
+    else fail test_cli_conventions_python_version_is_the_commands "ct.__version__ \"$version\", the command says \"$(cat "$out")\""; fi
+fi
+
 # ---- Every --help lists the exit statuses.
 for command in "" train bench devices doctor; do
     run "$ctensor" $command --help
@@ -101,6 +114,9 @@ json_error test_cli_conventions_json_error_train_out_of_memory 1 failed \
 if grep -q '"library_status": "CT_ERR_OUT_OF_MEMORY"' "$out"
 then pass test_cli_conventions_json_error_names_library_status
 else fail test_cli_conventions_json_error_names_library_status "no \"library_status\": \"CT_ERR_OUT_OF_MEMORY\""; fi
+# A measurement that fails: the error object alone on stdout, not the results as if complete.
+json_error test_cli_conventions_json_error_bench_out_of_memory 1 failed \
+    env CT_MEMORY_LIMIT=cpu=1MiB $ctensor bench --quick --device cpu --json
 
 # ---- train and bench: the same exit status for the same failure.
 # same_status NAME "TRAIN ARGS" "BENCH ARGS": the two exit with one status (not 0, not a signal).
@@ -116,6 +132,8 @@ same_status absent_device "$train --device cuda:15" "$ctensor bench --quick --de
 same_status unknown_device "$train --device tpu:0" "$ctensor bench --quick --device tpu:0"
 same_status unwritable_output "$train --device cpu --checkpoint $work/absent/model.safetensors" \
     "$ctensor bench --quick --device cpu --csv $work/absent/bench.csv"
+same_status out_of_memory "CT_MEMORY_LIMIT=cpu=2MiB $train --device cpu" \
+    "CT_MEMORY_LIMIT=cpu=1MiB $ctensor bench --quick --device cpu"
 same_status unknown_option "$train --frobnicate" "$ctensor bench --frobnicate"
 same_status repeated_option "$train --json --json" "$ctensor bench --json --json"
 
