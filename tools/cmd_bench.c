@@ -96,9 +96,11 @@ static int check_plot(const char *path) {
     return 0;
 }
 
+/* The options, each given once: the flags first, then those that take a value. */
 static const char *const options[] = {"--quick", "--json",         "--device",
                                       "--csv",   "--logical-cpus", "--plot"};
 #define OPTION_COUNT (sizeof options / sizeof options[0])
+#define FIRST_WITH_VALUE 2
 
 static int parse_options(bench_options *o, int argc, char **argv) {
     bool given[OPTION_COUNT] = {false};
@@ -115,7 +117,7 @@ static int parse_options(bench_options *o, int argc, char **argv) {
             return ct_cli_usage_error("%s is given twice: give it once (see ctensor bench --help)",
                                       a);
         given[k] = true;
-        bool takes_value = k >= 2;
+        bool takes_value = k >= FIRST_WITH_VALUE;
         if (takes_value && i + 1 >= argc) return bad_option(a, " needs a value");
         if (takes_value && !argv[i + 1][0])
             return ct_cli_usage_error("%s is empty: give it a value (see ctensor bench --help)", a);

@@ -63,34 +63,26 @@ static int bad(const char *option, const char *value, const char *expected) {
                               value ? value : "", expected);
 }
 
-/* The options, each given once; those from index VALUE_OPTIONS on take a value. */
-static const char *const options[] = {"--json",
-                                      "--nondeterministic",
-                                      "--resume",
-                                      "--resume-weights-only",
-                                      "--soft-placement",
-#define VALUE_OPTIONS 5
-                                      "--model",
-                                      "--dataset",
-                                      "--labels",
-                                      "--device",
-                                      "--epochs",
-                                      "--batch-size",
-                                      "--lr",
-                                      "--optimizer",
-                                      "--seed",
-                                      "--workers",
-                                      "--limit",
-                                      "--checkpoint",
-                                      "--amp",
-                                      "--devices",
-                                      "--comm-timeout"};
+/* The options, each given once. */
+static const struct {
+    const char *name;
+    bool takes_value;
+} options[] = {{"--json", false},           {"--nondeterministic", false},
+               {"--resume", false},         {"--resume-weights-only", false},
+               {"--soft-placement", false}, {"--model", true},
+               {"--dataset", true},         {"--labels", true},
+               {"--device", true},          {"--epochs", true},
+               {"--batch-size", true},      {"--lr", true},
+               {"--optimizer", true},       {"--seed", true},
+               {"--workers", true},         {"--limit", true},
+               {"--checkpoint", true},      {"--amp", true},
+               {"--devices", true},         {"--comm-timeout", true}};
 #define OPTION_COUNT (int)(sizeof options / sizeof options[0])
 
 /* The index of option in options, or -1. */
 static int option_index(const char *option) {
     for (int i = 0; i < OPTION_COUNT; i++)
-        if (strcmp(option, options[i]) == 0) return i;
+        if (strcmp(option, options[i].name) == 0) return i;
     return -1;
 }
 
@@ -246,12 +238,12 @@ int train_parse(int argc, char **argv, train_options *o) {
         if (strncmp(arg, "--", 2) != 0) return bad("argument", arg, "an option (--name value)");
         snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - arg) : (int)strlen(arg), arg);
         int k = option_index(name);
-        if (k < 0) return unknown(eq && (size_t)(eq - arg) < sizeof name ? name : arg);
+        if (k < 0) return unknown(eq ? name : arg);
         if (given[k])
             return ct_cli_usage_error("%s is given twice: give it once (see ctensor train --help)",
                                       name);
         given[k] = true;
-        if (k < VALUE_OPTIONS) {
+        if (!options[k].takes_value) {
             if (eq) return bad(name, eq + 1, "no value: it is a flag");
         } else if (eq) {
             value = eq + 1;
