@@ -64,8 +64,9 @@ sanitize: deps
 		CMAKE_FLAGS="-DCT_SANITIZE=address,undefined -DCT_BUILD_BENCH=OFF -DCT_CUDA=OFF $(CMAKE_FLAGS)"
 	@tools/run-tests.sh $(BUILD)-sanitize
 
+# `make install PREFIX=/opt/ctensor` installs there (default: CMake's prefix, /usr/local).
 install: build
-	cmake --install $(BUILD)
+	cmake --install $(BUILD) $(if $(PREFIX),--prefix $(PREFIX))
 
 # The Python module into .venv (pip install . through scikit-build-core, its own build
 # folder kept for the next time).

@@ -4,7 +4,8 @@ write a valid safetensors file again.
 
 Usage: edit_checkpoint.py IN OUT ACTION NAME
 ACTION: "drop" removes tensor NAME; "add" adds a one-element f32 tensor NAME; "nan" sets the
-first value of f32 tensor NAME to NaN; "epoch" sets the metadata "epoch" to NAME."""
+first value of f32 tensor NAME to NaN; "narrow" drops the last column of 2-D f32 tensor NAME
+(a model one input narrower); "epoch" sets the metadata "epoch" to NAME."""
 import json
 import struct
 import sys
@@ -46,6 +47,11 @@ def main():
         tensors[name] = ("F32", [1], bytearray(struct.pack("<f", 1.0)))
     elif action == "nan":
         tensors[name][2][0:4] = struct.pack("<f", float("nan"))
+    elif action == "narrow":
+        dtype, (rows, cols), data = tensors[name]
+        row = 4 * cols
+        narrowed = b"".join(data[r * row:(r + 1) * row - 4] for r in range(rows))
+        tensors[name] = (dtype, [rows, cols - 1], bytearray(narrowed))
     elif action == "epoch":
         meta["epoch"] = name
     write(target, meta, tensors)

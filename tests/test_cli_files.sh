@@ -5,7 +5,8 @@
 # (written through), SIGKILL at random moments (a valid checkpoint, and after the next save
 # no temporary file), SIGINT and SIGTERM mid-epoch (the summary of what was done, exit
 # 130/143), --resume at or past --epochs (the loaded model evaluated, no unmeasured
-# figure), checkpoints that lack optimiser state, hold extra tensors or NaN weights
+# figure), checkpoints that lack optimiser state, hold extra tensors or NaN weights, or a
+# tensor of another shape (both shapes shown whole)
 # (refused by name, or loaded with --resume-weights-only), unclear messages, an absurd
 # OMP_NUM_THREADS, and the command under valgrind and the dynamic loader.
 # Usage: test_cli_files.sh CTENSOR WORKDIR
@@ -80,7 +81,7 @@ else fail test_cli_files_device_checkpoint_kept "the link or /dev/null was repla
 mkdir -p "$work/folder.safetensors"
 refused test_cli_files_folder_checkpoint "is a folder, not a regular file" \
     $train --checkpoint "$work/folder.safetensors"
-refused test_cli_files_empty_checkpoint '--checkpoint "": expected a file path' \
+refused test_cli_files_empty_checkpoint '--checkpoint is empty' \
     $train --checkpoint ""
 
 # A symbolic link is written through: the file it names holds the run, the link stays.
@@ -180,6 +181,10 @@ edit add extra.weight
 refused test_cli_files_extra_tensor "do not have: extra.weight" $resume_edited --resume
 edit nan 1.bias
 refused test_cli_files_nan_weights "non-finite values (NaN or infinity) in 1.bias" $resume_edited --resume
+edit narrow 1.weight
+refused test_cli_files_wrong_shape_shows_both_shapes \
+    'entry "1.weight" has dtype float32 and shape (256, 783), but the module'"'"'s has dtype float32 and shape (256, 784)' \
+    $resume_edited --resume
 edit epoch banana
 refused test_cli_files_bad_epoch "the checkpoint's \"epoch\" is \"banana\"" $resume_edited --resume
 

@@ -94,14 +94,15 @@ else fail test_cli_gpu_usage_doctor_without_nvml "no skipped \"cuda:0 usage\" ch
 # train: the means of the readings and the warning, as the GPU was busy 20% of the time; the
 # loop did not wait for batches, so the advice is a larger batch. (The CNN on 4096 samples for
 # 6 epochs: seconds, enough readings to tell.)
-train="$ctensor train --dataset $work/data --model cnn --epochs 6 --seed 1"
-run $train --device cuda --json
+# (each option is given once: the runs below give their own --epochs)
+train="$ctensor train --dataset $work/data --model cnn --seed 1"
+run $train --device cuda --json --epochs 6
 check test_cli_gpu_usage_train_json 'd["gpu_usage"]["samples"] >= 5 and
     d["gpu_usage"]["mean_utilization_percent"] == 20 and d["gpu_usage"]["idle_percent"] == 80 and
     d["gpu_usage"]["mean_power_watts"] == 123 and d["gpu_usage"]["peak_memory_used"] == 3 << 30 and
     d["gpu_usage"]["warning"].startswith("the GPU was idle 80% of the time: the input pipeline or the host holds it up") and
     "--batch-size" in d["gpu_usage"]["warning"]'
-run $train --device cuda
+run $train --device cuda --epochs 6
 text test_cli_gpu_usage_train_text "  GPU usage     20% busy on average (" \
     "123 W on average, 3.0 GiB in use at most" \
     "  warning       the GPU was idle 80% of the time: the input pipeline or the host holds it up"

@@ -209,7 +209,7 @@ refused test_cli_train_memory_limit_below_a_batch "out of memory" \
     env CT_MEMORY_LIMIT=cpu=8MiB "$ctensor" train --dataset "$work/big" --model mlp \
     --batch-size 4096 --epochs 1 --device cpu
 # The limit holds on each logical device of --devices too (it once limited none of them).
-# (Each replica that fails says so: a line each.)
+# The replicas fail alike, and the line is printed once (it was once per replica).
 run env CT_MEMORY_LIMIT=cpu=8MiB "$ctensor" train --dataset "$work/big" --model mlp \
     --batch-size 4096 --epochs 1 --devices cpu:0,cpu:1
 if [ "$code" = 0 ] || [ "$code" -gt 125 ]; then
@@ -218,6 +218,11 @@ elif ! grep -q "out of memory on cpu:[01]: .*limit 8.00 MiB" "$err" ||
     grep -qv "out of memory" "$err"; then
     fail test_cli_train_memory_limit_logical_devices "not only out-of-memory lines on stderr"
 else pass test_cli_train_memory_limit_logical_devices; fi
+if [ "$(wc -l <"$err")" = 1 ]; then pass test_cli_train_replicas_failing_alike_say_it_once
+else fail test_cli_train_replicas_failing_alike_say_it_once "$(wc -l <"$err") lines on stderr, expected 1"; fi
+# A dataset every replica fails to read: one line too.
+refused test_cli_train_replicas_missing_dataset_once "$work/absent: no such file or folder" \
+    "$ctensor" train --dataset "$work/absent" --model mlp --devices cpu:0,cpu:1
 # (on the first 1024 samples, to keep the run short: auto starts from 1024 then)
 run env CT_MEMORY_LIMIT=cpu=48MiB "$ctensor" train --dataset "$work/big" --batch-size auto --device cpu \
     --epochs 1 --limit 1024 --json

@@ -207,10 +207,12 @@ fi
 
 # --resume with another world size: epoch 1 on 2 ranks, epoch 2 alone, against 2 epochs alone.
 cp "$work/mlp-2.safetensors" "$work/mlp-resumed.safetensors"
-run timeout 300 "$ctensor" train $common --model mlp --epochs 2 --checkpoint "$work/mlp-resumed.safetensors" --resume
+# (each option is given once: $common's --epochs 1 becomes --epochs 2)
+two_epochs=$(echo "$common" | sed 's/--epochs 1 /--epochs 2 /')
+run timeout 300 "$ctensor" train $two_epochs --model mlp --checkpoint "$work/mlp-resumed.safetensors" --resume
 cp "$out" "$work/mlp-resumed.json"
 resumed=$code
-run timeout 300 "$ctensor" train $common --model mlp --epochs 2 --checkpoint "$work/mlp-whole.safetensors"
+run timeout 300 "$ctensor" train $two_epochs --model mlp --checkpoint "$work/mlp-whole.safetensors"
 cp "$out" "$work/mlp-whole.json"
 if [ "$resumed$code" = 00 ] && same "$work/mlp-whole.safetensors" "$work/mlp-resumed.safetensors" \
     "$work/mlp-whole.json" "$work/mlp-resumed.json"

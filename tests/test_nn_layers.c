@@ -303,7 +303,9 @@ TEST(test_nn_layers_load_state_dict_refusals_change_nothing) {
         const char *message;
     } cases[] = {
         {"3.bias", NULL, NULL, "no entry \"3.bias\""},
-        {NULL, "1.weight", wrong_shape, "entry \"1.weight\" has dtype float32 and 2 axes"},
+        {NULL, "1.weight", wrong_shape,
+         "entry \"1.weight\" has dtype float32 and shape (2, 3), but the module's has dtype "
+         "float32 and shape (6,)"},
         {NULL, "3.bias", wrong_dtype, "entry \"3.bias\" has dtype float64"},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {

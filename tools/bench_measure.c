@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli_impl.h"
 #include "bench_impl.h"
 
 #define BATCHES 5           /* timed batches per measurement at most */
@@ -179,8 +180,8 @@ static void progress(const bench_plan *plan, ct_device device, const char *what,
 
 static bool report_failure(ct_device device, const char *what, int64_t size) {
     char name[32];
-    fprintf(stderr, "ctensor bench: %s on %s at size %lld failed: %s\n", what,
-            ct_device_str(device, name, sizeof name), (long long)size, ct_last_error());
+    ct_cli_fail("%s on %s at size %lld failed: %s", what, ct_device_str(device, name, sizeof name),
+                (long long)size, ct_last_error());
     ct_clear_error();
     return false;
 }

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli_impl.h"
 #include "bench_impl.h"
 
 bool bench_have_gnuplot(void) {
@@ -182,16 +183,15 @@ bool bench_plot(const bench_results *r, const char *path) {
     signal(SIGPIPE, SIG_IGN);
     FILE *gp = popen("gnuplot", "w");
     if (!gp) {
-        fprintf(stderr, "ctensor bench: --plot: cannot run gnuplot (Debian package gnuplot-nox)\n");
+        ct_cli_fail("--plot: cannot run gnuplot (Debian package gnuplot-nox)");
         return false;
     }
     write_script(r, path, gp);
     int status = pclose(gp);
     if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        fprintf(stderr,
-                "ctensor bench: --plot: gnuplot failed drawing %s (see its messages "
-                "above)\n",
-                path);
+        ct_cli_fail("--plot: gnuplot failed drawing %s (see its messages "
+                    "above)",
+                    path);
         return false;
     }
     return true;

@@ -12,14 +12,17 @@ int ct_cli_parse_flags(int argc, char **argv, bool *json, const char *help) {
     *json = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
+            if (*json)
+                return ct_cli_usage_error("--json is given twice: give it once (see ctensor %s "
+                                          "--help)",
+                                          argv[0]);
             *json = true;
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             fputs(help, stdout);
-            return 0;
+            return CT_CLI_OK;
         } else {
-            fprintf(stderr, "ctensor %s: unknown option \"%s\" (try ctensor %s --help)\n", argv[0],
-                    argv[i], argv[0]);
-            return 2;
+            return ct_cli_usage_error("unknown option \"%s\" (try ctensor %s --help)", argv[i],
+                                      argv[0]);
         }
     }
     return -1;

@@ -14,6 +14,34 @@ int ct_cli_doctor(int argc, char **argv);
 int ct_cli_bench(int argc, char **argv);
 int ct_cli_train(int argc, char **argv);
 
+/* How a command ends (cli_status.c). The exit statuses are the same for every command (doctor
+ * adds its own 1 and 2 for what it found: its --help says): */
+enum { CT_CLI_OK = 0, CT_CLI_FAILED = 1, CT_CLI_USAGE = 2 };
+/* ... and every --help ends with them. */
+#define CT_CLI_EXIT_STATUS_HELP                                                                    \
+    "exit status: 0 done; 1 the run failed (out of memory, a device or its library, a write\n"     \
+    "that did not complete, or writing the output); 2 a usage error: an unknown, repeated or\n"    \
+    "empty option, a bad value, a device that is not present, or a file named on the command\n"    \
+    "line that is missing, unreadable, malformed or cannot be written; 128+N stopped by\n"         \
+    "signal N (130 SIGINT, 143 SIGTERM), after printing what was done\n"
+
+/* Before anything else: the subcommand's name for the error lines, and whether argv asks for
+ * --json (then a failure also prints {"error", "status", "exit_code", "library_status"} on
+ * stdout: "status" is "usage", "failed" or "interrupted"; "library_status" the ct_status name
+ * of the library's failure, or null). */
+void ct_cli_begin(const char *command, int argc, char **argv);
+/* One error line on stderr, "ctensor CMD: " and the message; the first becomes the JSON error.
+ * A line about a subject (the text before its first ": ") already reported is not printed
+ * again: the replicas of --devices that fail alike say it once. Thread-safe. ct_cli_fail
+ * takes the thread's ct_last_status(). Return CT_CLI_USAGE and CT_CLI_FAILED. */
+int ct_cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int ct_cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The command printed its JSON result: a failure after it adds no error object. */
+void ct_cli_result_printed(void);
+/* At exit: the JSON error object when one is due, then stdout flushed; a write error there
+ * (a full disk, a closed pipe) is a line on stderr and status 1. Returns the exit status. */
+int ct_cli_end(int rc);
+
 /* Shared by devices and doctor (cli_common.c). */
 
 /* Reads --json and --help; an unknown argument prints one line to stderr and gives 2.

@@ -45,13 +45,13 @@ static void usage(FILE *out) {
             "               for conv2d, bytes for copy_h2d, copy_d2h, copy_h2d_pinned,\n"
             "               copy_d2h_pinned)\n"
             "  --plot FILE  a chart (.svg or .png) drawn with gnuplot (package gnuplot-nox)\n"
-            "  --json       a JSON object instead of the table\n");
+            "  --json       a JSON object instead of the table\n"
+            "\n" CT_CLI_EXIT_STATUS_HELP);
 }
 
 /* One line on stderr, exit status 2: for every bad option. */
 static int bad_option(const char *what, const char *detail) {
-    fprintf(stderr, "ctensor bench: %s%s\n", what, detail ? detail : "");
-    return 2;
+    return ct_cli_usage_error("%s%s", what, detail ? detail : "");
 }
 
 static bool has_suffix(const char *s, const char *suffix) {
@@ -90,24 +90,39 @@ static int check_plot(const char *path) {
                           NULL);
     FILE *f = fopen(path, "w");
     if (!f) {
-        fprintf(stderr, "ctensor bench: --plot: cannot write %s: %s\n", path, strerror(errno));
-        return 2;
+        return ct_cli_usage_error("--plot: cannot write %s: %s", path, strerror(errno));
     }
     fclose(f);
     return 0;
 }
 
+/* The options, each given once: the flags first, then those that take a value. */
+static const char *const options[] = {"--quick", "--json",         "--device",
+                                      "--csv",   "--logical-cpus", "--plot"};
+#define OPTION_COUNT (sizeof options / sizeof options[0])
+#define FIRST_WITH_VALUE 2
+
 static int parse_options(bench_options *o, int argc, char **argv) {
+    bool given[OPTION_COUNT] = {false};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        bool takes_value = !strcmp(a, "--device") || !strcmp(a, "--csv") || !strcmp(a, "--plot") ||
-                           !strcmp(a, "--logical-cpus");
-        if (takes_value && i + 1 >= argc) return bad_option(a, " needs a value");
-        int status = 0;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return -1;
-        } else if (!strcmp(a, "--quick")) {
+        }
+        size_t k = 0;
+        while (k < OPTION_COUNT && strcmp(a, options[k])) k++;
+        if (k == OPTION_COUNT) return bad_option("unknown option (see ctensor bench --help): ", a);
+        if (given[k])
+            return ct_cli_usage_error("%s is given twice: give it once (see ctensor bench --help)",
+                                      a);
+        given[k] = true;
+        bool takes_value = k >= FIRST_WITH_VALUE;
+        if (takes_value && i + 1 >= argc) return bad_option(a, " needs a value");
+        if (takes_value && !argv[i + 1][0])
+            return ct_cli_usage_error("%s is empty: give it a value (see ctensor bench --help)", a);
+        int status = 0;
+        if (!strcmp(a, "--quick")) {
             o->quick = true;
         } else if (!strcmp(a, "--json")) {
             o->json = true;
@@ -117,20 +132,16 @@ static int parse_options(bench_options *o, int argc, char **argv) {
             status = check_logical_cpus(o, argv[++i]);
         } else if (!strcmp(a, "--csv")) {
             o->csv_path = argv[++i];
-        } else if (!strcmp(a, "--plot")) {
+        } else {
             o->plot_path = argv[++i];
             status = check_plot(o->plot_path);
-        } else {
-            return bad_option("unknown option (see ctensor bench --help): ", a);
         }
         if (status) return status;
     }
     int status = setup_devices(o);
     if (status) return status;
     if (o->csv_path && !(o->csv = fopen(o->csv_path, "w"))) {
-        fprintf(stderr, "ctensor bench: --csv: cannot write %s: %s\n", o->csv_path,
-                strerror(errno));
-        return 2;
+        return ct_cli_usage_error("--csv: cannot write %s: %s", o->csv_path, strerror(errno));
     }
     return 0;
 }
@@ -157,16 +168,20 @@ static void choose_devices(bench_results *r, const bench_options *o) {
     }
 }
 
-static bool write_outputs(const bench_results *r, const bench_options *o) {
-    bool ok = true;
-    if (o->json)
-        bench_print_json(r, stdout);
-    else
+/* The table or the JSON object; with --json after a failed measurement, the error object
+ * (ct_cli_end) instead: stdout holds one JSON object either way. */
+static bool write_outputs(const bench_results *r, const bench_options *o, bool measured) {
+    bool ok = measured;
+    if (!o->json) {
         bench_print_table(r, stdout);
+    } else if (measured) {
+        bench_print_json(r, stdout);
+        ct_cli_result_printed();
+    }
     if (o->csv) {
         bool written = bench_write_csv(r, o->csv);
         if (fclose(o->csv) != 0 || !written) {
-            fprintf(stderr, "ctensor bench: --csv: writing %s failed\n", o->csv_path);
+            ct_cli_fail("--csv: writing %s failed", o->csv_path);
             ok = false;
         }
     }
@@ -192,7 +207,7 @@ int ct_cli_bench(int argc, char **argv) {
     clock_gettime(CLOCK_MONOTONIC, &end);
     r.wall_seconds =
         (double)(end.tv_sec - start.tv_sec) + 1e-9 * (double)(end.tv_nsec - start.tv_nsec);
-    ok = write_outputs(&r, &o) && ok;
+    ok = write_outputs(&r, &o, ok);
     free(r.items);
     return ok ? 0 : 1;
 }
@@ -202,7 +217,7 @@ bool bench_add(bench_results *r, bench_measurement m) {
         int capacity = r->capacity ? 2 * r->capacity : 64;
         bench_measurement *items = realloc(r->items, (size_t)capacity * sizeof *items);
         if (!items) {
-            fprintf(stderr, "ctensor bench: out of memory for the results\n");
+            ct_cli_fail("out of memory for the results");
             return false;
         }
         r->items = items;

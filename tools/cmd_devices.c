@@ -15,9 +15,10 @@ static const char devices_help[] =
     "BLAS (CPU), and the device \"auto\" picks. Without a usable GPU it says why.\n"
     "Each GPU's utilisation, memory in use and power now, where NVML (libnvidia-ml.so.1,\n"
     "part of the NVIDIA driver) can read them.\n"
-    "Exit status 0, or 1 when a device's properties cannot be read.\n\n"
+    "\n"
     "  --json   one JSON object instead of the table\n"
-    "  --help   this text\n";
+    "  --help   this text\n\n" CT_CLI_EXIT_STATUS_HELP
+    "(1 here: a device's properties cannot be read; it is listed with the reason)\n";
 
 /* "12.3 GiB", or "-" for 0 (unknown or no limit). */
 static const char *bytes_text(size_t bytes, char *buf, size_t size) {
@@ -158,6 +159,7 @@ int ct_cli_devices(int argc, char **argv) {
                picked, reason[0] ? "false" : "true");
         ct_cli_json_string(stdout, reason[0] ? reason : NULL);
         printf("\n}\n");
+        ct_cli_result_printed();
         return status;
     }
     printf("\nCPU: %d cores, SIMD %s; BLAS %s (%d threads); %d OpenMP threads\n", cpu.cores,

@@ -18,11 +18,12 @@ static const char doctor_help[] =
     "against the build, a run on each GPU against the CPU, whether NVML reads each GPU's usage\n"
     "(which `ctensor train` reports), memory limits, CPU features, BLAS and threads. Each\n"
     "failed check says why and what to do.\n\n"
-    "exit status: 0 every device usable, 1 the GPU is not (the CPU will be used), 2 a broken\n"
-    "install\n\n"
     "  --json   one JSON object: {\"checks\": [{name, ok, state, detail, fix}], \"status\",\n"
     "           \"device\", \"verdict\"}\n"
-    "  --help   this text\n";
+    "  --help   this text\n\n"
+    "exit status: 0 every device usable; 1 the GPU is not (the CPU will be used); 2 a broken\n"
+    "install, or a usage error (an unknown or repeated option: with --json the object is then\n"
+    "{\"error\", \"status\": \"usage\"}); 1 also when writing the output fails\n";
 
 void doctor_add(doctor_report *r, const char *name, check_state state, int fail_status,
                 const char *fix, const char *fmt, ...) {
@@ -284,5 +285,6 @@ int ct_cli_doctor(int argc, char **argv) {
         print_json(&report, picked);
     else
         print_text(&report, picked);
+    ct_cli_result_printed();
     return report.status;
 }

@@ -80,18 +80,23 @@ static double now(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int failed(const char *what) {
-    fprintf(stderr, "ctensor train: %s: %s\n", what, ct_last_error());
-    return 1;
+static int failed(const char *what) { return ct_cli_fail("%s: %s", what, ct_last_error()); }
+
+/* The exit status for a file or setting named on the command line that cannot be used (its
+ * line printed): a usage error, unless the machine ran out of memory or a device failed on the
+ * way. */
+static int unusable(void) {
+    ct_status status = ct_last_status();
+    return status == CT_ERR_OUT_OF_MEMORY || status == CT_ERR_BACKEND ? CT_CLI_FAILED
+                                                                      : CT_CLI_USAGE;
 }
 
 /* failed() for a training or evaluation step: when the step ran out of memory at a batch size
  * the user chose, the line also names the option that finds one that fits. */
 static int step_failed(const trainer *t, const char *what) {
     if (ct_last_status() != CT_ERR_OUT_OF_MEMORY || t->o->batch_size == 0) return failed(what);
-    fprintf(stderr, "ctensor train: %s: %s; --batch-size auto finds the largest batch that fits\n",
-            what, ct_last_error());
-    return 1;
+    return ct_cli_fail("%s: %s; --batch-size auto finds the largest batch that fits", what,
+                       ct_last_error());
 }
 
 /* Add this batch's loss (times its size) and correct predictions to the running sums. */
@@ -385,17 +390,17 @@ static ct_status auto_batch(trainer *t, int64_t *batch) {
     }
     if (status != CT_OK) return status;
     if (*batch > 0) return CT_OK;
-    fprintf(stderr, "ctensor train: out of memory: not even a batch of 1 %s\n",
-            world == 1 ? "fits on the device"
-            : mine     ? "per rank fits on another rank's device"
-                       : "per rank fits on this rank's device");
+    ct_cli_fail("out of memory: not even a batch of 1 %s",
+                world == 1 ? "fits on the device"
+                : mine     ? "per rank fits on another rank's device"
+                           : "per rank fits on this rank's device");
     return CT_ERR_OUT_OF_MEMORY;
 }
 
 /* Model, optimiser, checkpoint, batch size and loaders; prints its own error line. */
 static int set_up(trainer *t, int *first_epoch, int64_t *batch) {
     train_options *o = t->o;
-    if (train_load_data(o, &t->data) != CT_OK) return 1;
+    if (train_load_data(o, &t->data) != CT_OK) return unusable();
     train_limit(&t->data, o->limit);
     /* The replicas of --devices are threads of one process: each seeds the process's random
      * stream and draws its model whole, so that the draws do not interleave. */
@@ -407,13 +412,17 @@ static int set_up(trainer *t, int *first_epoch, int64_t *batch) {
     if (!t->model || ct_module_to(t->model, o->device) != CT_OK) return failed("model");
     t->optimizer = make_optimizer(o, t->model);
     if (!t->optimizer) return failed("optimizer");
-    if (train_amp_resolve(o->amp, o->device, &t->amp) != CT_OK) return failed("--amp");
+    if (train_amp_resolve(o->amp, o->device, &t->amp) != CT_OK) {
+        failed("--amp");
+        return unusable();
+    }
     if (t->amp == CT_F16 && !(t->scaler = make_scaler(t->model))) return failed("--amp f16");
     *first_epoch = 1;
-    if (o->checkpoint && !train_checkpoint_folder_writable(o->checkpoint)) return 1;
+    if (o->checkpoint && !train_checkpoint_folder_writable(o->checkpoint)) return CT_CLI_USAGE;
     if (o->resume) {
         int done = 0;
-        if (train_load_checkpoint(o, t->model, t->optimizer, t->scaler, &done) != CT_OK) return 1;
+        if (train_load_checkpoint(o, t->model, t->optimizer, t->scaler, &done) != CT_OK)
+            return unusable();
         *first_epoch = done + 1;
     }
     /* The first save is tried now, so that a path that cannot take the file or a full disk is
@@ -489,23 +498,21 @@ static int train_epochs(trainer *t, train_summary *summary, int first_epoch) {
     if (ct_comm_size(o->comm) > 1 && !threads)
         snprintf(who, sizeof who, "rank %d of %d: ", ct_comm_rank(o->comm), ct_comm_size(o->comm));
     int last = first_epoch - 1 + summary->epochs_run;
-    fprintf(stderr,
-            "ctensor train: %s%s: stopped after a step of epoch %d; the epoch is not counted%s\n",
-            who,
-            stop == SIGINT
-                ? stop_signal ? "interrupted (SIGINT)" : "interrupted (SIGINT on another rank)"
-            : stop_signal ? "terminated (SIGTERM)"
-                          : "terminated (SIGTERM on another rank)",
-            last + 1,
-            o->checkpoint ? last > 0 ? ", and the checkpoint holds the end of the last one"
-                                     : ", and the checkpoint holds the model before training"
-                          : "");
+    ct_cli_fail("%s%s: stopped after a step of epoch %d; the epoch is not counted%s", who,
+                stop == SIGINT
+                    ? stop_signal ? "interrupted (SIGINT)" : "interrupted (SIGINT on another rank)"
+                : stop_signal ? "terminated (SIGTERM)"
+                              : "terminated (SIGTERM on another rank)",
+                last + 1,
+                o->checkpoint ? last > 0 ? ", and the checkpoint holds the end of the last one"
+                                         : ", and the checkpoint holds the model before training"
+                              : "");
     return 0;
 }
 
 static int run(trainer *t, train_summary *summary) {
     train_options *o = t->o;
-    int first_epoch;
+    int first_epoch = 1;
     int rc = set_up(t, &first_epoch, &summary->batch_size);
     if (rc) return rc;
     summary->checkpoint_epoch = first_epoch - 1;
@@ -563,8 +570,6 @@ int ct_cli_train(int argc, char **argv) {
     int rc;
     if (o.devices || ct_comm_size(world) > 1) {
         rc = train_dist_run(&o, world);
-    } else if (ct_device_check(o.device) != CT_OK) {
-        rc = failed("--device");
     } else {
         train_summary summary;
         rc = train_replica(&o, &summary);

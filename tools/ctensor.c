@@ -31,7 +31,8 @@ static void usage(FILE *out) {
     fprintf(out, "usage: ctensor COMMAND [options]   (ctensor %s)\n\ncommands:\n", ct_version());
     for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
         fprintf(out, "  %-10s %s\n", subcommands[i].name, subcommands[i].summary);
-    fprintf(out, "\nevery command takes --help, and --json for a machine-readable result\n");
+    fprintf(out, "\nevery command takes --help, and --json for a machine-readable result\n"
+                 "ctensor --version prints the version\n\n" CT_CLI_EXIT_STATUS_HELP);
 }
 
 /* After each parallel region libgomp's threads spin for about 300,000 rounds by default, and
@@ -105,14 +106,23 @@ static void cap_thread_count(void) {
 int main(int argc, char **argv) {
     prefer_short_spin(argv);
     cap_thread_count();
-    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
+    if (argc < 2) {
+        usage(stderr);
+        return CT_CLI_USAGE;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        usage(stdout);
+        return ct_cli_end(CT_CLI_OK);
+    }
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+        printf("ctensor %s\n", ct_version());
+        return ct_cli_end(CT_CLI_OK);
     }
     for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
-        if (strcmp(argv[1], subcommands[i].name) == 0)
-            return subcommands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "ctensor: unknown command \"%s\"\n", argv[1]);
-    usage(stderr);
-    return 2;
+        if (strcmp(argv[1], subcommands[i].name) == 0) {
+            ct_cli_begin(subcommands[i].name, argc - 1, argv + 1);
+            return ct_cli_end(subcommands[i].run(argc - 1, argv + 1));
+        }
+    ct_cli_usage_error("unknown command \"%s\" (ctensor --help lists them)", argv[1]);
+    return CT_CLI_USAGE;
 }

@@ -28,7 +28,8 @@ status=0
 for name in idx npy csv safetensors train_args; do
     extra="" quiet=""
     # (the parser prints a line for each bad option: its stdout and stderr closed)
-    [ "$name" = train_args ] && extra="tools/train_options.c" quiet="-close_fd_mask=3"
+    [ "$name" = train_args ] && extra="tools/train_options.c tools/cli_status.c tools/cli_common.c" \
+        quiet="-close_fd_mask=3"
     # shellcheck disable=SC2086
     "$cc" $flags "tests/fuzz/fuzz_$name.c" $extra $libs -o "$build/fuzz_$name"
     corpus="$build/corpus_$name"

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_impl.h"
 #include "train_impl.h"
 
 ct_status train_amp_resolve(const char *amp, ct_device device, ct_dtype *out) {
@@ -63,8 +64,7 @@ ct_status train_amp_load(const char *path, const ct_state_dict *sd, ct_grad_scal
                               metadata_count(sd, "amp_skipped_steps")};
     if (end == text || *end || s.growth_tracker < 0 || s.skipped_steps < 0 ||
         ct_grad_scaler_set_state(scaler, &s) != CT_OK) {
-        fprintf(stderr, "ctensor train: %s: the loss scaler's state in the metadata is not valid\n",
-                path);
+        ct_cli_fail("%s: the loss scaler's state in the metadata is not valid", path);
         return CT_ERR_FORMAT;
     }
     return CT_OK;

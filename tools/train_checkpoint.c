@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli_impl.h"
 #include "train_impl.h"
 
 #define OPTIMIZER_PREFIX "optimizer."
@@ -41,8 +42,7 @@ bool train_checkpoint_folder_writable(const char *path) {
     else
         snprintf(folder, sizeof folder, "%.*s", slash == path ? 1 : (int)(slash - path), path);
     if (access(folder, W_OK) == 0) return true;
-    fprintf(stderr, "ctensor train: %s: its folder %s cannot take the checkpoint (%s)\n", path,
-            folder, strerror(errno));
+    ct_cli_fail("%s: its folder %s cannot take the checkpoint (%s)", path, folder, strerror(errno));
     return false;
 }
 
@@ -169,15 +169,13 @@ static int saved_epoch(const char *path, const ct_state_dict *sd) {
     long done = text ? strtol(text, &end, 10) : -1;
     if (text && text[0] && !*end && !errno && done >= 0 && done <= 100000) return (int)done;
     if (text)
-        fprintf(stderr,
-                "ctensor train: %s: the checkpoint's \"epoch\" is \"%.40s\"; expected a whole "
-                "number from 0 to 100000\n",
-                path, text);
+        ct_cli_fail("%s: the checkpoint's \"epoch\" is \"%.40s\"; expected a whole "
+                    "number from 0 to 100000",
+                    path, text);
     else
-        fprintf(stderr,
-                "ctensor train: %s: the checkpoint has no \"epoch\" in its metadata: it was not "
-                "written by ctensor train\n",
-                path);
+        ct_cli_fail("%s: the checkpoint has no \"epoch\" in its metadata: it was not "
+                    "written by ctensor train",
+                    path);
     return -1;
 }
 
@@ -186,10 +184,9 @@ static int saved_epoch(const char *path, const ct_state_dict *sd) {
 static bool usable(const train_options *o, problems *p) {
     const char *path = o->checkpoint;
     if (p->not_finite.count) {
-        fprintf(stderr,
-                "ctensor train: %s: refused: non-finite values (NaN or infinity) in %s; the run "
-                "that wrote it diverged: resume from an earlier checkpoint or start again\n",
-                path, list_text(&p->not_finite));
+        ct_cli_fail("%s: refused: non-finite values (NaN or infinity) in %s; the run "
+                    "that wrote it diverged: resume from an earlier checkpoint or start again",
+                    path, list_text(&p->not_finite));
         return false;
     }
     if (!p->missing.count && !p->extra.count) return true;
@@ -207,10 +204,9 @@ static bool usable(const train_options *o, problems *p) {
                 path, what);
         return true;
     }
-    fprintf(stderr,
-            "ctensor train: %s: refused: %s (the run would not continue the one that wrote it; "
-            "--resume-weights-only loads the weights alone)\n",
-            path, what);
+    ct_cli_fail("%s: refused: %s (the run would not continue the one that wrote it; "
+                "--resume-weights-only loads the weights alone)",
+                path, what);
     return false;
 }
 
@@ -224,7 +220,7 @@ static ct_status load_into(const train_options *o, const ct_state_dict *sd, ct_m
             status = ct_optimizer_load_state(optimizer, name + strlen(OPTIMIZER_PREFIX),
                                              ct_state_dict_tensor_at(sd, i));
     }
-    if (status != CT_OK) fprintf(stderr, "ctensor train: %s: %s\n", o->checkpoint, ct_last_error());
+    if (status != CT_OK) ct_cli_fail("%s: %s", o->checkpoint, ct_last_error());
     return status;
 }
 
@@ -232,7 +228,7 @@ ct_status train_load_checkpoint(const train_options *o, ct_module *model, ct_opt
                                 ct_grad_scaler *scaler, int *epoch) {
     ct_state_dict *sd = ct_safetensors_load(o->checkpoint, CT_CPU);
     if (!sd) {
-        fprintf(stderr, "ctensor train: %s\n", ct_last_error());
+        ct_cli_fail("%s", ct_last_error());
         return ct_last_status();
     }
     problems p = {0};

@@ -5,10 +5,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cli_impl.h"
 #include "train_data_impl.h"
 
 static ct_status fail(const char *what, const char *detail) {
-    fprintf(stderr, "ctensor train: %s: %s\n", what, detail);
+    ct_cli_fail("%s: %s", what, detail);
     return CT_ERR_FORMAT;
 }
 
@@ -86,7 +87,10 @@ ct_status train_load_data(const train_options *o, train_data *out) {
         bool found = stat(o->dataset, &st) == 0;
         /* "Permission denied" and the like are said as such, not as an unknown dataset. */
         if (!found && errno != ENOENT) return fail(o->dataset, strerror(errno));
-        if (!found || !S_ISDIR(st.st_mode))
+        if (!found)
+            return fail(o->dataset, "no such file or folder (--dataset takes fashion-mnist, a "
+                                    "folder of MNIST IDX files, or a .npy file)");
+        if (!S_ISDIR(st.st_mode))
             return fail(o->dataset,
                         "not fashion-mnist, a folder of MNIST IDX files, or a .npy file");
         status = ct_load_mnist_dir(o->dataset, &mnist);

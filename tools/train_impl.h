@@ -14,7 +14,8 @@ typedef struct train_options {
     const char *dataset; /* "fashion-mnist" | DIR | FILE.npy */
     const char *labels;  /* labels .npy beside a FILE.npy dataset */
     ct_device device;
-    bool device_given; /* --device was given (else CT_DEVICE, else auto) */
+    const char *device_text; /* --device as given; NULL: CT_DEVICE, else auto */
+    bool soft_placement;     /* --soft-placement: an absent device falls back to auto */
     int epochs;
     int64_t batch_size; /* 0: auto */
     double lr;

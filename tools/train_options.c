@@ -18,6 +18,9 @@ static const char help[] =
     "  --labels FILE.npy          labels for a .npy dataset\n"
     "  --device auto|cpu|cuda[:N] where to train (default $CT_DEVICE, else auto: the best\n"
     "                             device present)\n"
+    "  --soft-placement           a --device (or CT_DEVICE) that is not present trains on\n"
+    "                             the best device present instead, with a warning (as\n"
+    "                             CT_SOFT_PLACEMENT=1 does)\n"
     "  --epochs N                 passes over the training set (default 3)\n"
     "  --batch-size N|auto        samples per step (default 128); auto: the largest that\n"
     "                             fits the device's memory, found by halving on\n"
@@ -52,28 +55,53 @@ static const char help[] =
     "                             --batch-size is the global batch. Under mpirun each process\n"
     "                             is one replica (Open MPI; NCCL with --device cuda) and\n"
     "                             only rank 0 prints and saves\n"
-    "  --comm-timeout SECONDS     deadline of each collective (default CT_COMM_TIMEOUT, 300)\n";
+    "  --comm-timeout SECONDS     deadline of each collective (default CT_COMM_TIMEOUT, 300)\n"
+    "\nEach option is given once.\n\n" CT_CLI_EXIT_STATUS_HELP;
 
 static int bad(const char *option, const char *value, const char *expected) {
-    fprintf(stderr, "ctensor train: %s \"%s\": expected %s (see ctensor train --help)\n", option,
-            value ? value : "", expected);
-    return 2;
+    return ct_cli_usage_error("%s \"%s\": expected %s (see ctensor train --help)", option,
+                              value ? value : "", expected);
 }
 
-static const char *const value_options[] = {
-    "--model",      "--dataset",    "--labels",    "--device",  "--epochs",
-    "--batch-size", "--lr",         "--optimizer", "--seed",    "--workers",
-    "--limit",      "--checkpoint", "--amp",       "--devices", "--comm-timeout"};
+/* The options, each given once. */
+static const struct {
+    const char *name;
+    bool takes_value;
+} options[] = {{"--json", false},           {"--nondeterministic", false},
+               {"--resume", false},         {"--resume-weights-only", false},
+               {"--soft-placement", false}, {"--model", true},
+               {"--dataset", true},         {"--labels", true},
+               {"--device", true},          {"--epochs", true},
+               {"--batch-size", true},      {"--lr", true},
+               {"--optimizer", true},       {"--seed", true},
+               {"--workers", true},         {"--limit", true},
+               {"--checkpoint", true},      {"--amp", true},
+               {"--devices", true},         {"--comm-timeout", true}};
+#define OPTION_COUNT (int)(sizeof options / sizeof options[0])
 
-static bool takes_value(const char *option) {
-    for (size_t i = 0; i < sizeof value_options / sizeof value_options[0]; i++)
-        if (strcmp(option, value_options[i]) == 0) return true;
-    return false;
+/* The index of option in options, or -1. */
+static int option_index(const char *option) {
+    for (int i = 0; i < OPTION_COUNT; i++)
+        if (strcmp(option, options[i].name) == 0) return i;
+    return -1;
 }
 
 static int unknown(const char *option) {
-    fprintf(stderr, "ctensor train: unknown option \"%s\" (see ctensor train --help)\n", option);
-    return 2;
+    return ct_cli_usage_error("unknown option \"%s\" (see ctensor train --help)", option);
+}
+
+/* A device that parses but is not present, from --device or CT_DEVICE (named by `from`): how
+ * many of its type there are, or why there is none. */
+static int absent_device(const char *from, const char *value, ct_device device) {
+    const char *type = ct_device_type_name(device.type);
+    int count = ct_device_count(device.type);
+    const char *hint = "; --soft-placement trains on the best device present instead";
+    if (count == 0 && ct_device_check(device) != CT_OK)
+        return ct_cli_usage_error("%s \"%s\": there is no %s device: %s%s", from, value, type,
+                                  ct_last_error(), hint);
+    return ct_cli_usage_error("%s \"%s\": there %s %d %s device%s (%s:0 to %s:%d)%s", from, value,
+                              count == 1 ? "is" : "are", count, type, count == 1 ? "" : "s", type,
+                              type, count - 1, hint);
 }
 
 /* --device VALUE that does not parse: when only its index is out of range, say how many
@@ -84,19 +112,8 @@ static int bad_device(const char *value) {
     ct_device device;
     if (colon && colon[1] && strspn(colon + 1, "0123456789") == strlen(colon + 1) &&
         snprintf(kind, sizeof kind, "%.*s:0", (int)(colon - value), value) < (int)sizeof kind &&
-        ct_device_parse(kind, &device) == CT_OK) {
-        const char *type = ct_device_type_name(device.type);
-        int count = ct_device_count(device.type);
-        if (count == 0 && ct_device_check(device) != CT_OK)
-            fprintf(stderr, "ctensor train: --device \"%s\": there is no %s device: %s\n", value,
-                    type, ct_last_error());
-        else
-            fprintf(stderr,
-                    "ctensor train: --device \"%s\": there %s %d %s device%s (%s:0 to %s:%d)\n",
-                    value, count == 1 ? "is" : "are", count, type, count == 1 ? "" : "s", type,
-                    type, count - 1);
-        return 2;
-    }
+        ct_device_parse(kind, &device) == CT_OK)
+        return absent_device("--device", value, device);
     return bad("--device", value, "auto, cpu, cuda or cuda:N");
 }
 
@@ -121,7 +138,7 @@ static int parse_value(const char *option, const char *value, train_options *o) 
         o->labels = value;
     } else if (strcmp(option, "--device") == 0) {
         if (ct_device_parse(value, &o->device) != CT_OK) return bad_device(value);
-        o->device_given = true;
+        o->device_text = value;
     } else if (strcmp(option, "--epochs") == 0) {
         if (!parse_int(value, 1, 100000, &n)) return bad(option, value, "an integer >= 1");
         o->epochs = (int)n;
@@ -157,7 +174,6 @@ static int parse_value(const char *option, const char *value, train_options *o) 
             return bad(option, value, "off, bf16, f16 or auto");
         o->amp = value;
     } else if (strcmp(option, "--checkpoint") == 0) {
-        if (!value[0]) return bad(option, value, "a file path");
         o->checkpoint = value;
     } else if (strcmp(option, "--devices") == 0) {
         o->devices = value; /* train_dist.c parses the list */
@@ -173,6 +189,32 @@ static int parse_value(const char *option, const char *value, train_options *o) 
     return -1;
 }
 
+/* The device to train on, from --device or CT_DEVICE, present: else an error line (2), or
+ * with soft placement a warning line and the best device present. With --devices (one replica
+ * per device, made as needed) it is not used alone; under mpirun it is checked per rank. */
+static int check_device(train_options *o) {
+    const char *from = "--device", *value = o->device_text;
+    /* Without --device, CT_DEVICE is the default placement; garbage there is an error, not a
+     * silent "auto" that may train somewhere the user did not mean. */
+    const char *env = getenv("CT_DEVICE");
+    if (!value && env && *env) {
+        if (ct_device_parse(env, &o->device) != CT_OK)
+            return ct_cli_usage_error("CT_DEVICE=\"%.64s\" is not a device: expected auto, cpu, "
+                                      "cuda or cuda:N; fix or unset it, or give --device",
+                                      env);
+        from = "CT_DEVICE", value = env;
+    }
+    if (!value || o->devices || ct_device_check(o->device) == CT_OK) return -1;
+    if (!o->soft_placement && !ct_soft_placement()) return absent_device(from, value, o->device);
+    char message[1024], chosen[32];
+    snprintf(message, sizeof message, "%s", ct_last_error());
+    ct_clear_error();
+    ct_device_parse("auto", &o->device);
+    fprintf(stderr, "ctensor train: warning: %s \"%s\": %s; soft placement: training on %s\n", from,
+            value, message, ct_device_str(o->device, chosen, sizeof chosen));
+    return -1;
+}
+
 int train_parse(int argc, char **argv, train_options *o) {
     *o = (train_options){.model = "cnn",
                          .dataset = "fashion-mnist",
@@ -183,51 +225,54 @@ int train_parse(int argc, char **argv, train_options *o) {
                          .workers = -1,
                          .amp = "off"};
     ct_device_parse("auto", &o->device);
+    bool given[OPTION_COUNT] = {false};
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
             fputs(help, stdout);
             return 0;
         }
-        if (strcmp(arg, "--json") == 0) {
-            o->json = true;
-        } else if (strcmp(arg, "--nondeterministic") == 0) {
-            o->nondeterministic = true;
-        } else if (strcmp(arg, "--resume") == 0) {
-            o->resume = true;
-        } else if (strcmp(arg, "--resume-weights-only") == 0) {
-            o->resume = o->resume_weights_only = true;
+        /* --option, --option value or --option=value */
+        char name[64];
+        const char *eq = strchr(arg, '='), *value = NULL;
+        if (strncmp(arg, "--", 2) != 0) return bad("argument", arg, "an option (--name value)");
+        snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - arg) : (int)strlen(arg), arg);
+        int k = option_index(name);
+        if (k < 0) return unknown(eq ? name : arg);
+        if (given[k])
+            return ct_cli_usage_error("%s is given twice: give it once (see ctensor train --help)",
+                                      name);
+        given[k] = true;
+        if (!options[k].takes_value) {
+            if (eq) return bad(name, eq + 1, "no value: it is a flag");
+        } else if (eq) {
+            value = eq + 1;
+        } else if (i + 1 >= argc) {
+            return bad(arg, "", "a value after it");
         } else {
-            /* --option value or --option=value */
-            char name[64];
-            const char *eq = strchr(arg, '='), *value;
-            if (eq && (size_t)(eq - arg) < sizeof name) {
-                memcpy(name, arg, (size_t)(eq - arg));
-                name[eq - arg] = '\0';
-                value = eq + 1;
-            } else {
-                snprintf(name, sizeof name, "%s", arg);
-                if (strncmp(arg, "--", 2) != 0)
-                    return bad("argument", arg, "an option (--name value)");
-                if (!takes_value(arg)) return unknown(arg);
-                if (i + 1 >= argc) return bad(arg, "", "a value after it");
-                value = argv[++i];
-            }
+            value = argv[++i];
+        }
+        if (value && !value[0])
+            return ct_cli_usage_error("%s is empty: give it a value (see ctensor train --help)",
+                                      name);
+        if (strcmp(name, "--json") == 0) {
+            o->json = true;
+        } else if (strcmp(name, "--nondeterministic") == 0) {
+            o->nondeterministic = true;
+        } else if (strcmp(name, "--resume") == 0) {
+            o->resume = true;
+        } else if (strcmp(name, "--resume-weights-only") == 0) {
+            o->resume = o->resume_weights_only = true;
+        } else if (strcmp(name, "--soft-placement") == 0) {
+            o->soft_placement = true;
+        } else {
             int status = parse_value(name, value, o);
             if (status >= 0) return status;
         }
     }
     if (o->resume && !o->checkpoint) return bad("--resume", "", "--checkpoint FILE with it");
-    /* Without --device, CT_DEVICE is the default placement; garbage there is an error, not a
-     * silent "auto" that may train somewhere the user did not mean. */
-    const char *env = getenv("CT_DEVICE");
-    if (!o->device_given && env && *env && ct_device_parse(env, &o->device) != CT_OK) {
-        fprintf(stderr,
-                "ctensor train: CT_DEVICE=\"%.64s\" is not a device: expected auto, cpu, cuda or "
-                "cuda:N; fix or unset it, or give --device\n",
-                env);
-        return 2;
-    }
+    int status = check_device(o);
+    if (status >= 0) return status;
     /* On the CPU a worker thread takes its time from the step's own threads: measured with
      * bench/bench_loader on 2 cores, preparing batches in the step's thread keeps the
      * throughput of batches made beforehand, one worker loses 6% and two 25%. A GPU leaves

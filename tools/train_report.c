@@ -221,6 +221,7 @@ static void print_json(const train_options *o, const train_summary *s) {
     print_gpu_json(o, s);
     train_dist_print_json(s);
     printf("}\n");
+    ct_cli_result_printed();
 }
 
 void train_print_summary(const train_options *o, const train_summary *s) {

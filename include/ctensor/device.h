@@ -141,7 +141,9 @@ CT_API ct_status ct_device_push_str(const char *text);
 CT_API ct_status ct_device_pop(void);
 
 /* Soft placement: asking for an unavailable device gives the CPU and one warning through
- * the log hook, instead of CT_ERR_DEVICE_UNAVAILABLE. Off unless CT_SOFT_PLACEMENT=1. */
+ * the log hook, instead of CT_ERR_DEVICE_UNAVAILABLE. Off unless CT_SOFT_PLACEMENT=1, read
+ * once, at the first discovery of devices (the first tensor) at the latest: a value that is
+ * not 1, true, 0 or false is one warning through the log hook then. */
 CT_API void ct_set_soft_placement(bool enabled);
 CT_API bool ct_soft_placement(void);
 

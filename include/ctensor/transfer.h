@@ -50,7 +50,8 @@ typedef enum ct_transfer_guard {
 } ct_transfer_guard;
 
 /* The guard of this thread (default CT_GUARD_ALLOW, or CT_TRANSFER_GUARD=allow|log|disallow
- * from the environment). Returns the previous setting. */
+ * from the environment; another value is one warning through the log hook, at the first
+ * discovery of devices at the latest, and allow). Returns the previous setting. */
 CT_API ct_transfer_guard ct_set_transfer_guard(ct_transfer_guard guard);
 CT_API ct_transfer_guard ct_get_transfer_guard(void);
 

@@ -16,6 +16,9 @@ library has; python/README.md lists what it does not have yet. Complex dtypes an
 from ctensor._ctensor import *  # noqa: F401,F403  (the namespace is the extension's)
 from ctensor._ctensor import __array_api_version__  # noqa: F401
 from ctensor._ctensor import cuda  # noqa: F401
+from ctensor._ctensor import library_version as _library_version
+
+__version__ = _library_version()  # the C library's, from include/ctensor/ctensor.h
 
 pi = 3.141592653589793
 e = 2.718281828459045

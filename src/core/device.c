@@ -20,7 +20,9 @@ static _Thread_local int placement_depth;
 static pthread_mutex_t config_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int logical_counts[CT__DEVICE_TYPES]; /* 0: not split (one per physical device) */
 
-static int soft_placement = -1; /* -1: read CT_SOFT_PLACEMENT on first use */
+/* -1: read CT_SOFT_PLACEMENT on first use, which read_settings makes the first discovery of
+ * devices at the latest. */
+static atomic_int soft_placement = -1;
 
 /* ---- parsing ---- */
 
@@ -115,9 +117,21 @@ bool ct_device_equal(ct_device a, ct_device b) { return a.type == b.type && a.in
  * once per process, and every op's device check asks: one load instead of the registry's. */
 static atomic_int physical_counts_plus_one[CT__DEVICE_TYPES];
 
+/* The settings read from the environment on first use, CT_SOFT_PLACEMENT and
+ * CT_TRANSFER_GUARD, are read when devices are first discovered (the first tensor made, on
+ * any device) too, so that garbage in them is warned about once even in a program that never
+ * moves data or falls back from a device. */
+static pthread_once_t settings_once = PTHREAD_ONCE_INIT;
+
+static void read_settings(void) {
+    (void)ct_soft_placement();
+    (void)ct_get_transfer_guard();
+}
+
 static int physical_count(ct_device_type type) {
     int n = atomic_load_explicit(&physical_counts_plus_one[type], memory_order_relaxed);
     if (n > 0) return n - 1;
+    pthread_once(&settings_once, read_settings);
     n = ct__physical_device_count(type);
     atomic_store_explicit(&physical_counts_plus_one[type], n + 1, memory_order_relaxed);
     return n;
@@ -210,21 +224,28 @@ ct_status ct_device_check(ct_device device) {
 
 /* ---- placement ---- */
 
-bool ct_soft_placement(void) {
-    if (soft_placement < 0) {
-        const char *env = getenv("CT_SOFT_PLACEMENT");
-        bool on = env && (strcmp(env, "1") == 0 || strcasecmp(env, "true") == 0);
-        if (env && *env && !on && strcmp(env, "0") && strcasecmp(env, "false"))
-            ct__log(CT_LOG_WARNING,
-                    "CT_SOFT_PLACEMENT=\"%.64s\" is not a setting; expected 1 or true, 0 or "
-                    "false: soft placement stays off",
-                    env);
-        soft_placement = on;
-    }
-    return soft_placement == 1;
+static pthread_once_t soft_placement_once = PTHREAD_ONCE_INIT;
+
+/* CT_SOFT_PLACEMENT, once per process (garbage warned about once), unless
+ * ct_set_soft_placement came first. */
+static void read_soft_placement(void) {
+    const char *env = getenv("CT_SOFT_PLACEMENT");
+    bool on = env && (strcmp(env, "1") == 0 || strcasecmp(env, "true") == 0);
+    if (env && *env && !on && strcmp(env, "0") && strcasecmp(env, "false"))
+        ct__log(CT_LOG_WARNING,
+                "CT_SOFT_PLACEMENT=\"%.64s\" is not a setting; expected 1 or true, 0 or "
+                "false: soft placement stays off",
+                env);
+    int unread = -1;
+    atomic_compare_exchange_strong(&soft_placement, &unread, on ? 1 : 0);
 }
 
-void ct_set_soft_placement(bool enabled) { soft_placement = enabled ? 1 : 0; }
+bool ct_soft_placement(void) {
+    pthread_once(&soft_placement_once, read_soft_placement);
+    return atomic_load(&soft_placement) == 1;
+}
+
+void ct_set_soft_placement(bool enabled) { atomic_store(&soft_placement, enabled ? 1 : 0); }
 
 /* The device to use for `requested`, applying soft placement. A fallback leaves the
  * thread's earlier error as it was, so NULL propagation still reports the first failure. */

@@ -37,6 +37,16 @@ ct_status ct_module_state_dict(const ct_module *m, ct_state_dict *sd, const char
     return CT_OK;
 }
 
+/* "(256, 784)": every size of t's shape; "()" for a scalar, "(3,)" for one axis. */
+static const char *shape_text(const ct_tensor *t, char *buf, size_t size) {
+    size_t used = (size_t)snprintf(buf, size, "(");
+    for (int d = 0; d < t->ndim && used < size; d++)
+        used += (size_t)snprintf(buf + used, size - used, d ? ", %lld" : "%lld",
+                                 (long long)t->shape[d]);
+    if (used < size) snprintf(buf + used, size - used, t->ndim == 1 ? ",)" : ")");
+    return buf;
+}
+
 /* The value of entry `name` in sd, checked against the module's tensor t. */
 static const ct_tensor *matching(const ct_state_dict *sd, const char *name, const ct_tensor *t,
                                  const char *op) {
@@ -47,13 +57,12 @@ static const ct_tensor *matching(const ct_state_dict *sd, const char *name, cons
         return NULL;
     }
     if (!ct__same_shape(v, t) || v->dtype != t->dtype) {
+        char vs[CT_MAX_DIMS * 21 + 4], ts[CT_MAX_DIMS * 21 + 4];
         ct__error(CT_ERR_FORMAT,
-                  "%s: entry \"%s\" has dtype %s and %d axes of sizes (%lld, ...), but the "
-                  "module's has dtype %s and %d axes of sizes (%lld, ...); the state belongs to "
-                  "another model",
-                  op, name, ct_dtype_name(v->dtype), v->ndim,
-                  (long long)(v->ndim ? v->shape[0] : 0), ct_dtype_name(t->dtype), t->ndim,
-                  (long long)(t->ndim ? t->shape[0] : 0));
+                  "%s: entry \"%s\" has dtype %s and shape %s, but the module's has dtype %s and "
+                  "shape %s; the state belongs to another model",
+                  op, name, ct_dtype_name(v->dtype), shape_text(v, vs, sizeof vs),
+                  ct_dtype_name(t->dtype), shape_text(t, ts, sizeof ts));
         return NULL;
     }
     return v;
