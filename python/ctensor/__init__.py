@@ -58,3 +58,4 @@ from ctensor.autograd import enable_grad, no_grad  # noqa: E402,F401
 from ctensor.checkpoint import load, save  # noqa: E402,F401
 from ctensor import amp, data, distributed, nn, optim  # noqa: E402,F401
 from ctensor.amp import autocast  # noqa: E402,F401
+from ctensor import utils  # noqa: E402,F401  (ct.utils.data: torch.utils.data's names)

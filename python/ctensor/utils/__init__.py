@@ -1,0 +1,3 @@
+"""ct.utils: torch.utils's names that ctensor has (ct.utils.data)."""
+
+from ctensor.utils import data  # noqa: F401
