@@ -110,7 +110,8 @@ def random_split(dataset, lengths, generator=None):
     if sum(lengths) != n:
         raise ValueError(f"random_split: the lengths sum to {sum(lengths)}, not to the "
                          f"dataset's length {n} (or give fractions summing to 1)")
-    plan = _ctensor._sample_loader(n, max(n, 1), shuffle=True, seed=_seed_of(generator, None))
+    plan = _ctensor._sample_loader(n, max(n, 1), shuffle=True, seed=_seed_of(generator, None),
+                                   who="random_split")
     order = plan.epoch_samples(0)[0] if n else []
     parts, start = [], 0
     for k in lengths:

@@ -100,18 +100,18 @@ static int channels(PyObject *seq, double *out) {
     return !PyErr_Occurred();
 }
 
-/* A failure to make a loader, in DataLoader's words: the C message after its function's
- * name. */
-static PyObject *raise_for_dataloader(void) {
+/* A failure to make a loader, in the words of `who` (DataLoader): the C message after its
+ * function's name. */
+static PyObject *raise_for(const char *who) {
     const char *message = ct_last_error(), *rest = strstr(message, ": ");
     if (strncmp(message, "ct_loader_new", 13) != 0 || !rest) return ctpy_raise();
-    ctpy_raise_status(ct_last_status(), "DataLoader: %s", rest + 2);
+    ctpy_raise_status(ct_last_status(), "%s: %s", who, rest + 2);
     ct_clear_error();
     return NULL;
 }
 
-static PyObject *wrap_loader(ct_loader *loader) {
-    if (!loader) return raise_for_dataloader();
+static PyObject *wrap_loader(ct_loader *loader, const char *who) {
+    if (!loader) return raise_for(who);
     ctpy_loader *obj = PyObject_New(ctpy_loader, &loader_type);
     if (!obj) {
         ct_loader_free(loader);
@@ -121,16 +121,18 @@ static PyObject *wrap_loader(ct_loader *loader) {
     return (PyObject *)obj;
 }
 
-/* A loader of sample numbers 0..count-1 (a Python dataset's indices). */
+/* A loader of sample numbers 0..count-1 (a Python dataset's indices); its errors name `who`. */
 static PyObject *py_sample_loader(PyObject *self, PyObject *args, PyObject *kwargs) {
-    static char *kw[] = {"count", "batch_size",  "shuffle",     "drop_last",
-                         "seed",  "shard_index", "shard_count", NULL};
+    static char *kw[] = {"count",       "batch_size",  "shuffle", "drop_last", "seed",
+                         "shard_index", "shard_count", "who",     NULL};
+    const char *who = "DataLoader";
     long long count, batch;
     unsigned long long seed = 0;
     int shuffle = 0, drop_last = 0;
     ct_loader_options o = {0};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "LL|ppKii:_sample_loader", kw, &count, &batch,
-                                     &shuffle, &drop_last, &seed, &o.shard_index, &o.shard_count))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "LL|ppKiis:_sample_loader", kw, &count, &batch,
+                                     &shuffle, &drop_last, &seed, &o.shard_index, &o.shard_count,
+                                     &who))
         return NULL;
     o.batch_size = batch;
     o.shuffle = shuffle;
@@ -138,7 +140,7 @@ static PyObject *py_sample_loader(PyObject *self, PyObject *args, PyObject *kwar
     o.seed = seed;
     ct_loader *loader;
     CTPY_NOGIL(loader = ct_loader_new_samples(count, &o));
-    return wrap_loader(loader);
+    return wrap_loader(loader, who);
 }
 
 static PyObject *py_loader(PyObject *self, PyObject *args, PyObject *kwargs) {
@@ -164,7 +166,7 @@ static PyObject *py_loader(PyObject *self, PyObject *args, PyObject *kwargs) {
     o.no_pin_memory = !pin;
     ct_loader *loader;
     CTPY_NOGIL(loader = ct_loader_new(ctpy_tensor_of(inputs), ctpy_tensor_of(labels), &o));
-    return wrap_loader(loader);
+    return wrap_loader(loader, "DataLoader");
 }
 
 static PyObject *read_one(PyObject *args, ct_tensor *(*reader)(const char *)) {
