@@ -82,14 +82,14 @@ class Subset(Dataset):
         return len(self.indices)
 
 
-def _seed_of(generator, seed):
+def _seed_of(generator, seed, who="DataLoader"):
     """A generator's seed (anything with initial_seed(), as torch.Generator), else seed,
     else the global stream's (ct.manual_seed's), as an unsigned 64-bit integer."""
     if generator is not None:
         seed = generator.initial_seed()
     elif seed is None:
         seed = _ct.initial_seed()
-    return _integer("seed", seed, -(2**63), 2**64 - 1) % 2**64
+    return _integer("seed", seed, -(2**63), 2**64 - 1, who) % 2**64
 
 
 def random_split(dataset, lengths, generator=None):
@@ -110,8 +110,8 @@ def random_split(dataset, lengths, generator=None):
     if sum(lengths) != n:
         raise ValueError(f"random_split: the lengths sum to {sum(lengths)}, not to the "
                          f"dataset's length {n} (or give fractions summing to 1)")
-    plan = _ctensor._sample_loader(n, max(n, 1), shuffle=True, seed=_seed_of(generator, None),
-                                   who="random_split")
+    seed = _seed_of(generator, None, "random_split")
+    plan = _ctensor._sample_loader(n, max(n, 1), shuffle=True, seed=seed, who="random_split")
     order = plan.epoch_samples(0)[0] if n else []
     parts, start = [], 0
     for k in lengths:
@@ -142,13 +142,16 @@ class DistributedSampler:
 
     def __init__(self, dataset, num_replicas=None, rank=None, shuffle=True, seed=0):
         from ctensor import distributed
+        who = "DistributedSampler"
         self.dataset = dataset
-        self.num_replicas = distributed.get_world_size() if num_replicas is None else num_replicas
-        self.rank = distributed.get_rank() if rank is None else rank
-        self.shuffle, self.seed, self.epoch = shuffle, seed, 0
+        replicas = distributed.get_world_size() if num_replicas is None else num_replicas
+        self.num_replicas = _integer("num_replicas", replicas, 1, _INT_MAX, who)
+        rank = distributed.get_rank() if rank is None else rank
+        self.rank = _integer("rank", rank, 0, self.num_replicas - 1, who)
+        self.shuffle, self.seed, self.epoch = shuffle, _seed_of(None, seed, who), 0
 
     def set_epoch(self, epoch):
-        self.epoch = epoch
+        self.epoch = _integer("epoch", epoch, -(2**63), _INT64_MAX, "DistributedSampler")
 
 
 def _integer(name, value, low, high, who="DataLoader"):
@@ -185,7 +188,7 @@ def _gather_source(dataset):
     one (indices maps its positions to the tensors' rows; None: the identity); else None."""
     indices = None
     while isinstance(dataset, Subset):
-        inner = list(dataset.indices)
+        inner = [operator.index(i) for i in dataset.indices]
         indices = inner if indices is None else [inner[i] for i in indices]
         dataset = dataset.dataset
     if isinstance(dataset, TensorDataset) and dataset.transform is None:

@@ -36,11 +36,13 @@ static PyObject *l_next(PyObject *self, PyObject *unused) {
     return Py_BuildValue("(NN)", ctpy_wrap(x), ctpy_wrap(y));
 }
 
-/* Epoch `epoch` of a loader of sample numbers: a list of its batches' sample lists. */
+/* Epoch `epoch` of a loader of sample numbers: a list of its batches' sample lists. The GIL
+ * stays held, so that two Python threads cannot rewrite the order at once. */
 static PyObject *l_epoch_samples(PyObject *self, PyObject *arg) {
-    if (!l_start(self, arg)) return NULL;
-    Py_DECREF(Py_None);
+    long long epoch = PyLong_AsLongLong(arg);
+    if (epoch == -1 && PyErr_Occurred()) return NULL;
     ct_loader *loader = loader_of(self);
+    if (ctpy_check(ct_loader_start_epoch(loader, epoch)) < 0) return NULL;
     int64_t batches = ct_loader_batches(loader);
     PyObject *plan = PyList_New((Py_ssize_t)batches);
     for (int64_t b = 0; plan && b < batches; b++) {

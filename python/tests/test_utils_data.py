@@ -206,6 +206,15 @@ def test_other_arguments_are_checked_by_name():
     with pytest.raises(TypeError, match="batch_sampler and multiprocessing_context"):
         DataLoader(ds, batch_sampler=[[0, 1]])
     assert len(DataLoader(ds, timeout=0, seed=-1)) == 10  # timeout=0: PyTorch's default
+    for value in (0, -1, 2**31, 2**63, 2**64):
+        with pytest.raises(ValueError, match="DistributedSampler: num_replicas must be in 1.."):
+            ct.data.DistributedSampler(ds, num_replicas=value, rank=0)
+    for value in (-1, 3, -2**31, 2**31, -2**63, 2**64):
+        with pytest.raises(ValueError, match=r"DistributedSampler: rank must be in 0..2 "):
+            ct.data.DistributedSampler(ds, num_replicas=3, rank=value)
+    sampler = ct.data.DistributedSampler(ds, num_replicas=3, rank=2)
+    with pytest.raises(ValueError, match="DistributedSampler: epoch must be in"):
+        sampler.set_epoch(2**64)
 
 
 def test_worker_init_fn_runs_in_each_worker():
