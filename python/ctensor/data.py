@@ -154,12 +154,16 @@ class DistributedSampler:
         self.epoch = _integer("epoch", epoch, -(2**63), _INT64_MAX, "DistributedSampler")
 
 
-def _integer(name, value, low, high, who="DataLoader"):
-    """value as an int in low..high, else an error naming the argument."""
+def _index(name, value, who):
     try:
-        number = operator.index(value)
+        return operator.index(value)
     except TypeError:
         raise TypeError(f"{who}: {name} must be an integer (got {type(value).__name__})") from None
+
+
+def _integer(name, value, low, high, who="DataLoader"):
+    """value as an int in low..high, else an error naming the argument."""
+    number = _index(name, value, who)
     if not low <= number <= high:
         raise ValueError(f"{who}: {name} must be in {low}..{high} (got {number})")
     return number
@@ -306,7 +310,7 @@ def _no_rows(batch):
 def _batch_size(value):
     """batch_size for the C loader, whose check (and message) refuses what is not positive:
     one above the int64 range is the same batches as the largest."""
-    number = _integer("batch_size", value, -(2**1000), 2**1000)
+    number = _index("batch_size", value, "DataLoader")
     if number < -2**63:
         raise ValueError(f"DataLoader: batch_size must be positive (got {number})")
     return min(number, _INT64_MAX)

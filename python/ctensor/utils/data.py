@@ -10,3 +10,6 @@ from ctensor.data import (  # noqa: F401
     TensorDataset,
     random_split,
 )
+
+__all__ = ["DataLoader", "Dataset", "DistributedSampler", "Subset", "TensorDataset",
+           "random_split"]
