@@ -207,7 +207,8 @@ class DataLoader:
     batch_size with a DistributedSampler is the per-rank batch (as PyTorch's). The shuffle is
     seeded by generator.initial_seed(), else by seed, else by ct.manual_seed's seed; each
     iteration over the loader is the next epoch (its own shuffle). timeout=0 (PyTorch's
-    "no deadline") means the default deadline, 300 s."""
+    "no deadline") means the default deadline, 300 s. persistent_workers changes nothing:
+    the worker threads start with each epoch (the batches are the same either way)."""
 
     def __init__(self, dataset, batch_size=1, shuffle=False, sampler=None, batch_sampler=None,
                  num_workers=0, collate_fn=None, pin_memory=True, drop_last=False, timeout=300.0,

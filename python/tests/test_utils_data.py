@@ -115,6 +115,11 @@ def test_a_ranks_empty_slice_of_the_last_batch_keeps_the_steps_aligned():
         steps.append([b[1].shape[0] for b in batches])
         assert all(b[0].shape[1:] == (3,) for b in batches)
     assert steps == [[1, 1, 1, 0], [1, 1, 1, 0], [1, 1, 1, 1]]
+    floats = TensorDataset(ct.ones((10, 3)), ct.arange(10, dtype=ct.float32))  # a gather each
+    for rank, rows in enumerate([0, 0, 1]):
+        sampler = ct.data.DistributedSampler(floats, num_replicas=3, rank=rank, shuffle=False)
+        x, y = list(DataLoader(floats, batch_size=1, sampler=sampler))[-1]
+        assert x.shape == (rows, 3) and y.shape == (rows,) and y.dtype == ct.float32
 
 
 def test_shuffle_follows_the_generator_or_the_seed():
