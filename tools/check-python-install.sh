@@ -23,6 +23,9 @@ files = sorted(os.listdir(where))
 assert any(f.startswith("libctensor.so") for f in files), files
 print("installed:", ", ".join(f for f in files if not f.startswith("__")))
 assert ct.sqrt(ct.asarray([1.0, 4.0, 9.0])).tolist() == [1.0, 2.0, 3.0]
+from ctensor.utils.data import DataLoader, TensorDataset  # a subpackage is installed too
+x, = next(iter(DataLoader(TensorDataset(ct.ones((3, 2))), batch_size=3)))
+assert x.shape == (3, 2), x.shape
 PY
 # The version: one source (include/ctensor/ctensor.h) for the package, the module and the command.
 "$venv/bin/python3" - <<'PY'

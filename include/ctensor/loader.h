@@ -60,6 +60,17 @@ typedef struct ct_loader_options {
  * keeps references to them. */
 CT_API ct_loader *ct_loader_new(const ct_tensor *inputs, const ct_tensor *labels,
                                 const ct_loader_options *options);
+/* A loader of sample numbers alone, for a dataset that the caller reads itself (a Python
+ * dataset's __getitem__): `count` samples, ordered, batched and sharded as ct_loader_new's
+ * (the options' batch_size, shuffle, drop_last, seed, shard_index and shard_count; workers
+ * and prefetch must be 0, the rest is unused). Its batches are read with
+ * ct_loader_batch_samples; ct_loader_next refuses it. */
+CT_API ct_loader *ct_loader_new_samples(int64_t count, const ct_loader_options *options);
+/* The sample numbers of batch `batch` (0 <= batch < ct_loader_batches) of the epoch started
+ * last, this shard's slice of it, in order: a new int64 tensor (rows) on the CPU. Any
+ * loader: ct_loader_next's batch `batch` holds these samples. Not concurrently with
+ * ct_loader_start_epoch, which rewrites the order. */
+CT_API ct_tensor *ct_loader_batch_samples(const ct_loader *loader, int64_t batch);
 /* Batches per epoch. */
 CT_API int64_t ct_loader_batches(const ct_loader *loader);
 /* Start epoch `epoch` (its shuffle); the workers begin preparing its first batches. An

@@ -61,6 +61,7 @@ from ctensor.autograd import enable_grad, no_grad  # noqa: E402,F401
 from ctensor.checkpoint import load, save  # noqa: E402,F401
 from ctensor import amp, data, distributed, nn, optim  # noqa: E402,F401
 from ctensor.amp import autocast  # noqa: E402,F401
+from ctensor import utils  # noqa: E402,F401  (ct.utils.data: torch.utils.data's names)
 
 # PyTorch's everyday surface (python/ctensor/{tensor_methods,torch_functions}.py): Tensor
 # methods, module functions and dtype aliases. Last, as ct.float / ct.int shadow the builtins.

@@ -1,17 +1,33 @@
 """ct.data: datasets and the DataLoader, as torch.utils.data's, on the C data loader.
 
-A TensorDataset of (inputs, integer labels) on the CPU, and ct.data.fashion_mnist(split),
-are loaded by the C loader (loader.h): worker threads in C shuffle, gather, convert to
-float32 (with fashion_mnist's scaling and normalisation), and copy each batch to the device
-while the Python loop runs; no Python runs per sample or per batch beyond the loop's own
-call. Any other dataset (a Python Dataset with __getitem__ and __len__) is batched here in
-Python: in the calling thread with num_workers=0, else by num_workers threads that fetch
-and collate batches ahead (prefetch_factor batches each; ctensor's ops release the GIL, and
-so does the loop's wait for the next batch, which has a deadline: timeout seconds).
+One implementation decides what a DataLoader delivers: the C loader (loader.h). It orders
+each epoch (a seeded shuffle: Philox keyed by the seed and the epoch), cuts the order into
+batches (batch_size, drop_last), and gives each rank of a DistributedSampler its slice of
+every global batch. It also checks the arguments (batch_size, the dataset's length), so
+that the messages are the C loader's. Who reads the samples depends on the dataset:
+
+- A TensorDataset of (inputs, integer labels) on the CPU whose batches the C loader can
+  make as they are (float32 (N, F) or (N, C, H, W) inputs, or a dataset with a transform
+  such as ct.data.fashion_mnist(split)): C reads them too. Worker threads in C gather,
+  convert to float32 (scaled and normalised by the transform) and copy each batch to the
+  device while the Python loop runs; no Python runs per sample or per batch.
+- Any other dataset (a Python Dataset with __getitem__ and __len__, a Subset, a
+  TensorDataset of other tensors): the C loader gives each batch's sample indices (a loader
+  of sample numbers), and Python reads those samples. dataset[i] is Python code, which
+  holds the GIL, so Python threads run it (threads in C would only queue for the GIL): the
+  calling thread with num_workers=0, else num_workers threads that read and collate the
+  batches C cut, ahead of the loop (prefetch_factor batches each). ctensor's ops release
+  the GIL, and so does the loop's wait for the next batch, which has a deadline: timeout
+  seconds. A TensorDataset (or a Subset of one) is read a batch at a time, by indexing each
+  tensor with the batch's indices.
+
+Batches are collated as torch.utils.data's default_collate does: a sample (x, y) gives a
+batch (X, Y) of stacked tensors, numbers become tensors, dicts and lists are collated per
+field.
 """
 
+import operator
 import queue
-import random
 import threading
 
 import ctensor as _ct
@@ -20,6 +36,9 @@ from ctensor import _ctensor
 read_idx = _ctensor._read_idx
 read_npy = _ctensor._read_npy
 read_csv = _ctensor._read_csv
+
+_INT64_MAX = 2**63 - 1
+_INT_MAX = 2**31 - 1
 
 
 class Dataset:
@@ -48,6 +67,59 @@ class TensorDataset(Dataset):
         return self.tensors[0].shape[0]
 
 
+class Subset(Dataset):
+    """The samples of dataset at indices, in that order."""
+
+    def __init__(self, dataset, indices):
+        self.dataset, self.indices = dataset, indices
+
+    def __getitem__(self, index):
+        if isinstance(index, list):
+            return [self.dataset[self.indices[i]] for i in index]
+        return self.dataset[self.indices[index]]
+
+    def __len__(self):
+        return len(self.indices)
+
+
+def _seed_of(generator, seed, who="DataLoader"):
+    """A generator's seed (anything with initial_seed(), as torch.Generator), else seed,
+    else the global stream's (ct.manual_seed's), as an unsigned 64-bit integer."""
+    if generator is not None:
+        seed = generator.initial_seed()
+    elif seed is None:
+        seed = _ct.initial_seed()
+    return _integer("seed", seed, -(2**63), 2**64 - 1, who) % 2**64
+
+
+def random_split(dataset, lengths, generator=None):
+    """Subsets of dataset, of the given lengths (integers summing to len(dataset), or
+    fractions summing to 1, as torch's), over one shuffle of its indices: the C loader's,
+    seeded by generator.initial_seed() (else by ct.manual_seed's seed, so that two calls
+    split alike)."""
+    n = _length(dataset, "random_split")
+    lengths = list(lengths)
+    if lengths and all(isinstance(f, float) for f in lengths) and abs(sum(lengths) - 1) < 1e-9:
+        if any(not 0 <= f <= 1 for f in lengths):
+            raise ValueError(f"random_split: fractions must be in [0, 1] (got {lengths})")
+        counts = [int(f * n) for f in lengths]
+        for i in range(n - sum(counts)):  # the remainder, one each, round-robin
+            counts[i % len(counts)] += 1
+        lengths = counts
+    lengths = [_integer("lengths", k, 0, _INT64_MAX, "random_split") for k in lengths]
+    if sum(lengths) != n:
+        raise ValueError(f"random_split: the lengths sum to {sum(lengths)}, not to the "
+                         f"dataset's length {n} (or give fractions summing to 1)")
+    seed = _seed_of(generator, None, "random_split")
+    plan = _ctensor._sample_loader(n, max(n, 1), shuffle=True, seed=seed, who="random_split")
+    order = plan.epoch_samples(0)[0] if n else []
+    parts, start = [], 0
+    for k in lengths:
+        parts.append(Subset(dataset, order[start:start + k]))
+        start += k
+    return parts
+
+
 _FASHION_MNIST = None
 
 
@@ -70,13 +142,39 @@ class DistributedSampler:
 
     def __init__(self, dataset, num_replicas=None, rank=None, shuffle=True, seed=0):
         from ctensor import distributed
+        who = "DistributedSampler"
         self.dataset = dataset
-        self.num_replicas = distributed.get_world_size() if num_replicas is None else num_replicas
-        self.rank = distributed.get_rank() if rank is None else rank
-        self.shuffle, self.seed, self.epoch = shuffle, seed, 0
+        replicas = distributed.get_world_size() if num_replicas is None else num_replicas
+        self.num_replicas = _integer("num_replicas", replicas, 1, _INT_MAX, who)
+        rank = distributed.get_rank() if rank is None else rank
+        self.rank = _integer("rank", rank, 0, self.num_replicas - 1, who)
+        self.shuffle, self.seed, self.epoch = shuffle, _seed_of(None, seed, who), 0
 
     def set_epoch(self, epoch):
-        self.epoch = epoch
+        self.epoch = _integer("epoch", epoch, -(2**63), _INT64_MAX, "DistributedSampler")
+
+
+def _index(name, value, who):
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{who}: {name} must be an integer (got {type(value).__name__})") from None
+
+
+def _integer(name, value, low, high, who="DataLoader"):
+    """value as an int in low..high, else an error naming the argument."""
+    number = _index(name, value, who)
+    if not low <= number <= high:
+        raise ValueError(f"{who}: {name} must be in {low}..{high} (got {number})")
+    return number
+
+
+def _length(dataset, who):
+    try:
+        return len(dataset)
+    except OverflowError:
+        raise ValueError(f"{who}: the dataset's length does not fit in 64 bits "
+                         "(its __len__ is too large)") from None
 
 
 def _c_loadable(dataset):
@@ -89,49 +187,94 @@ def _c_loadable(dataset):
     return x.device == cpu and y.device == cpu and integer and shaped
 
 
+def _gather_source(dataset):
+    """(tensors, indices) when dataset is a TensorDataset without transform, or a Subset of
+    one (indices maps its positions to the tensors' rows; None: the identity); else None."""
+    indices = None
+    while isinstance(dataset, Subset):
+        inner = [operator.index(i) for i in dataset.indices]
+        indices = inner if indices is None else [inner[i] for i in indices]
+        dataset = dataset.dataset
+    if isinstance(dataset, TensorDataset) and dataset.transform is None:
+        return dataset.tensors, indices
+    return None
+
+
 class DataLoader:
-    """Batches of a dataset, shuffled per epoch, delivered on device.
+    """Batches of a dataset, shuffled per epoch, delivered on device (torch.utils.data's
+    arguments, and device and seed).
 
-    batch_size with a DistributedSampler is the per-rank batch (as PyTorch's)."""
+    batch_size with a DistributedSampler is the per-rank batch (as PyTorch's). The shuffle is
+    seeded by generator.initial_seed(), else by seed, else by ct.manual_seed's seed; each
+    iteration over the loader is the next epoch (its own shuffle). timeout=0 (PyTorch's
+    "no deadline") means the default deadline, 300 s. persistent_workers changes nothing:
+    the worker threads start with each epoch (the batches are the same either way)."""
 
-    def __init__(self, dataset, batch_size=1, shuffle=False, sampler=None, num_workers=0,
-                 drop_last=False, device=None, pin_memory=True, prefetch_factor=None, seed=0,
-                 timeout=300.0):
-        if num_workers < 0 or timeout <= 0:
-            raise ValueError("DataLoader: num_workers >= 0 and timeout > 0 (seconds)")
-        self.dataset, self.batch_size, self.drop_last = dataset, batch_size, drop_last
-        self.num_workers, self.prefetch_factor, self.timeout = num_workers, prefetch_factor, timeout
-        self.shuffle = sampler.shuffle if sampler is not None else shuffle
-        self.sampler, self.seed, self.epoch = sampler, seed, 0
+    def __init__(self, dataset, batch_size=1, shuffle=False, sampler=None, batch_sampler=None,
+                 num_workers=0, collate_fn=None, pin_memory=True, drop_last=False, timeout=300.0,
+                 worker_init_fn=None, multiprocessing_context=None, generator=None, *,
+                 prefetch_factor=None, persistent_workers=False, device=None, seed=None):
+        if batch_sampler is not None or multiprocessing_context is not None:
+            raise TypeError("DataLoader: batch_sampler and multiprocessing_context are not "
+                            "supported (the C loader cuts the batches; workers are threads)")
+        self.num_workers = _integer("num_workers", num_workers, 0, _INT_MAX)
+        if prefetch_factor is not None:
+            most = _INT_MAX // max(self.num_workers, 1)
+            prefetch_factor = _integer("prefetch_factor", prefetch_factor, 0, most)
+        if not timeout >= 0:
+            raise ValueError(f"DataLoader: timeout must not be negative (got {timeout})")
+        if sampler is not None and not isinstance(sampler, DistributedSampler):
+            raise TypeError("DataLoader: sampler must be a ct.data.DistributedSampler (other "
+                            "samplers are not supported; shuffle=True shuffles)")
+        self.dataset, self.drop_last, self.collate_fn = dataset, drop_last, collate_fn
+        self.batch_size = _batch_size(batch_size)
+        self.prefetch_factor, self.timeout = prefetch_factor, timeout or 300.0
+        self.worker_init_fn, self.persistent_workers = worker_init_fn, persistent_workers
+        self.shuffle = sampler.shuffle if sampler is not None else bool(shuffle)
+        self.sampler, self.epoch = sampler, 0
+        self.seed = _seed_of(generator, sampler.seed if sampler is not None else seed)
         self.device = _ct.device(device) if device is not None else _ct.default_device()
+        self._shards = (sampler.rank, sampler.num_replicas) if sampler is not None else (0, 1)
         self._c = None
-        if _c_loadable(dataset):
+        if _c_loadable(dataset) and collate_fn is None and worker_init_fn is None:
             x, y = dataset.tensors
             if y.dtype != _ct.int64:
                 y = y.astype(_ct.int64)
             scale, mean, std = dataset.transform or (1.0, (0.0,), (1.0,))
-            shards = (sampler.rank, sampler.num_replicas) if sampler is not None else (0, 1)
-            if sampler is not None:
-                self.seed = sampler.seed
             self._c = _ctensor._loader(
-                x, y, batch_size * shards[1], shuffle=self.shuffle, drop_last=drop_last,
-                seed=self.seed, workers=num_workers,
-                prefetch=(prefetch_factor or 0) * num_workers, device=self.device,
+                x, y, self._global_batch(), shuffle=self.shuffle, drop_last=drop_last,
+                seed=self.seed, workers=self.num_workers,
+                prefetch=(prefetch_factor or 0) * self.num_workers, device=self.device,
                 pin_memory=pin_memory, scale=scale, mean=mean, std=std,
-                shard_index=shards[0], shard_count=shards[1])
+                shard_index=self._shards[0], shard_count=self._shards[1])
+            self._plan = self._c
+        else:
+            self._plan, self._planned = self._sample_loader(), len(dataset)
+
+    def _global_batch(self):
+        return min(self.batch_size * self._shards[1], _INT64_MAX)
+
+    def _sample_loader(self):
+        return _ctensor._sample_loader(
+            _length(self.dataset, "DataLoader"), self._global_batch(), shuffle=self.shuffle,
+            drop_last=self.drop_last, seed=self.seed, shard_index=self._shards[0],
+            shard_count=self._shards[1])
 
     def __len__(self):
-        if self._c is not None:
-            return len(self._c)
-        n = len(self.dataset)
-        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+        return len(self._plan)
 
     def __iter__(self):
         epoch = self.sampler.epoch if self.sampler is not None else self.epoch
         self.epoch += 1
         if self._c is not None:
             return self._c_batches(epoch)
-        return self._python_batches(epoch)
+        if _length(self.dataset, "DataLoader") != self._planned:  # the dataset grew or shrank
+            self._plan, self._planned = self._sample_loader(), len(self.dataset)
+        chunks = self._plan.epoch_samples(epoch)
+        self._source = _gather_source(self.dataset) if self.collate_fn is None else None
+        if self.num_workers == 0:
+            return (self._batch(chunk) for chunk in chunks)
+        return _threaded_batches(self, chunks)
 
     def _c_batches(self, epoch):
         self._c.start_epoch(epoch)
@@ -141,21 +284,37 @@ class DataLoader:
                 return
             yield batch
 
-    def _python_batches(self, epoch):
-        order = list(range(len(self.dataset)))
-        if self.shuffle:
-            random.Random(self.seed * 1000003 + epoch).shuffle(order)
-        if self.sampler is not None:
-            order = order[self.sampler.rank::self.sampler.num_replicas]
-        chunks = [order[i:i + self.batch_size] for i in range(0, len(order), self.batch_size)]
-        if self.drop_last and chunks and len(chunks[-1]) < self.batch_size:
-            chunks.pop()
-        if self.num_workers == 0:
-            return (self._batch(chunk) for chunk in chunks)
-        return _threaded_batches(self, chunks)
-
     def _batch(self, chunk):
-        return _collate([self.dataset[i] for i in chunk], self.device)
+        if self._source is not None:
+            tensors, indices = self._source
+            rows = _ct.asarray(chunk if indices is None else [indices[i] for i in chunk],
+                               dtype=_ct.int64, device="cpu")
+            return tuple(t[rows.to(t.device)].to(self.device) for t in tensors)
+        if not chunk:  # this rank's empty slice of a short last batch: the fields, no rows
+            return _no_rows(self._batch([0]))
+        samples = [self.dataset[i] for i in chunk]
+        if self.collate_fn is not None:
+            return self.collate_fn(samples)
+        return _collate(samples, self.device)
+
+
+def _no_rows(batch):
+    if isinstance(batch, _ct.Tensor):
+        return batch[:0]
+    if isinstance(batch, dict):
+        return {key: _no_rows(value) for key, value in batch.items()}
+    if isinstance(batch, (tuple, list)):
+        return type(batch)(_no_rows(value) for value in batch)
+    return batch[:0]
+
+
+def _batch_size(value):
+    """batch_size for the C loader, whose check (and message) refuses what is not positive:
+    one above the int64 range is the same batches as the largest."""
+    number = _index("batch_size", value, "DataLoader")
+    if number < -2**63:
+        raise ValueError(f"DataLoader: batch_size must be positive (got {number})")
+    return min(number, _INT64_MAX)
 
 
 def _threaded_batches(loader, chunks):
@@ -175,15 +334,15 @@ def _threaded_batches(loader, chunks):
                 continue
 
     def work(k):
-        for b in range(k, len(chunks), workers):
-            if stop.is_set():
-                return
-            try:
-                item = (loader._batch(chunks[b]), None)
-            except BaseException as error:  # handed to the loop, which raises it
-                put(queues[k], (None, error))
-                return
-            put(queues[k], item)
+        try:
+            if loader.worker_init_fn is not None:
+                loader.worker_init_fn(k)
+            for b in range(k, len(chunks), workers):
+                if stop.is_set():
+                    return
+                put(queues[k], (loader._batch(chunks[b]), None))
+        except BaseException as error:  # handed to the loop, which raises it
+            put(queues[k], (None, error))
 
     threads = [threading.Thread(target=work, args=(k,), daemon=True, name=f"ct-data-{k}")
                for k in range(workers)]
@@ -207,9 +366,20 @@ def _threaded_batches(loader, chunks):
 
 
 def _collate(samples, device):
+    """torch.utils.data.default_collate's batches, on device."""
     first = samples[0]
-    if isinstance(first, (tuple, list)):
-        return tuple(_collate([s[i] for s in samples], device) for i in range(len(first)))
     if isinstance(first, _ct.Tensor):
         return _ct.stack([s.to(device) for s in samples])
+    if isinstance(first, dict):
+        return {key: _collate([s[key] for s in samples], device) for key in first}
+    if isinstance(first, (tuple, list)):
+        if any(len(s) != len(first) for s in samples):
+            raise ValueError("DataLoader: every sample of a batch must have the same number of "
+                             "fields")
+        fields = [_collate([s[i] for s in samples], device) for i in range(len(first))]
+        return fields if isinstance(first, list) else tuple(fields)
+    if isinstance(first, (str, bytes)):
+        return list(samples)
+    if hasattr(first, "__array__") or hasattr(first, "__dlpack__"):
+        return _ct.stack([_ct.asarray(s, device=device) for s in samples])
     return _ct.asarray(samples, device=device)

@@ -1,6 +1,8 @@
-/* ct.data's C side: the readers (data.h) and a handle on the C data loader (loader.h):
- * worker threads in C shuffle, convert, normalise and copy batches to the device while the
- * Python loop runs; python/ctensor/data.py wraps it as DataLoader. */
+/* ct.data's C side: the readers (data.h) and a handle on the C data loader (loader.h), the
+ * one implementation of DataLoader's order, batches and shards (python/ctensor/data.py). A
+ * loader over tensors has worker threads in C that shuffle, convert, normalise and copy
+ * batches to the device while the Python loop runs; a loader of sample numbers gives each
+ * batch's indices, which Python reads from a Python dataset. */
 #include "ctpy_impl.h"
 
 typedef struct ctpy_loader {
@@ -34,11 +36,42 @@ static PyObject *l_next(PyObject *self, PyObject *unused) {
     return Py_BuildValue("(NN)", ctpy_wrap(x), ctpy_wrap(y));
 }
 
+/* Epoch `epoch` of a loader of sample numbers: a list of its batches' sample lists. The GIL
+ * stays held, so that two Python threads cannot rewrite the order at once. */
+static PyObject *l_epoch_samples(PyObject *self, PyObject *arg) {
+    long long epoch = PyLong_AsLongLong(arg);
+    if (epoch == -1 && PyErr_Occurred()) return NULL;
+    ct_loader *loader = loader_of(self);
+    if (ctpy_check(ct_loader_start_epoch(loader, epoch)) < 0) return NULL;
+    int64_t batches = ct_loader_batches(loader);
+    PyObject *plan = PyList_New((Py_ssize_t)batches);
+    for (int64_t b = 0; plan && b < batches; b++) {
+        ct_tensor *samples = ct_loader_batch_samples(loader, b);
+        PyObject *list = samples ? PyList_New((Py_ssize_t)ct_size(samples, 0)) : ctpy_raise();
+        const int64_t *at = samples ? ct_data_ptr(samples) : NULL;
+        for (Py_ssize_t i = 0; list && i < PyList_GET_SIZE(list); i++) {
+            PyObject *index = PyLong_FromLongLong(at[i]);
+            if (!index)
+                Py_CLEAR(list);
+            else
+                PyList_SET_ITEM(list, i, index);
+        }
+        ct_release(samples);
+        if (!list)
+            Py_CLEAR(plan);
+        else
+            PyList_SET_ITEM(plan, (Py_ssize_t)b, list);
+    }
+    return plan;
+}
+
 static Py_ssize_t l_len(PyObject *self) { return (Py_ssize_t)ct_loader_batches(loader_of(self)); }
 
 static PyMethodDef loader_methods[] = {
     {"start_epoch", l_start, METH_O, "start_epoch(epoch): begin an epoch (its shuffle)."},
     {"next", l_next, METH_NOARGS, "The next (inputs, labels), or None at the epoch's end."},
+    {"epoch_samples", l_epoch_samples, METH_O,
+     "epoch_samples(epoch): begin an epoch; each batch's sample indices (this shard's)."},
     {0}, /* sentinel */
 };
 
@@ -69,6 +102,49 @@ static int channels(PyObject *seq, double *out) {
     return !PyErr_Occurred();
 }
 
+/* A failure to make a loader, in the words of `who` (DataLoader): the C message after its
+ * function's name. */
+static PyObject *raise_for(const char *who) {
+    const char *message = ct_last_error(), *rest = strstr(message, ": ");
+    if (strncmp(message, "ct_loader_new", 13) != 0 || !rest) return ctpy_raise();
+    ctpy_raise_status(ct_last_status(), "%s: %s", who, rest + 2);
+    ct_clear_error();
+    return NULL;
+}
+
+static PyObject *wrap_loader(ct_loader *loader, const char *who) {
+    if (!loader) return raise_for(who);
+    ctpy_loader *obj = PyObject_New(ctpy_loader, &loader_type);
+    if (!obj) {
+        ct_loader_free(loader);
+        return NULL;
+    }
+    obj->loader = loader;
+    return (PyObject *)obj;
+}
+
+/* A loader of sample numbers 0..count-1 (a Python dataset's indices); its errors name `who`. */
+static PyObject *py_sample_loader(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *kw[] = {"count",       "batch_size",  "shuffle", "drop_last", "seed",
+                         "shard_index", "shard_count", "who",     NULL};
+    const char *who = "DataLoader";
+    long long count, batch;
+    unsigned long long seed = 0;
+    int shuffle = 0, drop_last = 0;
+    ct_loader_options o = {0};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "LL|ppKiis:_sample_loader", kw, &count, &batch,
+                                     &shuffle, &drop_last, &seed, &o.shard_index, &o.shard_count,
+                                     &who))
+        return NULL;
+    o.batch_size = batch;
+    o.shuffle = shuffle;
+    o.drop_last = drop_last;
+    o.seed = seed;
+    ct_loader *loader;
+    CTPY_NOGIL(loader = ct_loader_new_samples(count, &o));
+    return wrap_loader(loader, who);
+}
+
 static PyObject *py_loader(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *kw[] = {"inputs",  "labels",      "batch_size",  "shuffle",    "drop_last", "seed",
                          "workers", "prefetch",    "device",      "pin_memory", "scale",     "mean",
@@ -92,14 +168,7 @@ static PyObject *py_loader(PyObject *self, PyObject *args, PyObject *kwargs) {
     o.no_pin_memory = !pin;
     ct_loader *loader;
     CTPY_NOGIL(loader = ct_loader_new(ctpy_tensor_of(inputs), ctpy_tensor_of(labels), &o));
-    if (!loader) return ctpy_raise();
-    ctpy_loader *obj = PyObject_New(ctpy_loader, &loader_type);
-    if (!obj) {
-        ct_loader_free(loader);
-        return NULL;
-    }
-    obj->loader = loader;
-    return (PyObject *)obj;
+    return wrap_loader(loader, "DataLoader");
 }
 
 static PyObject *read_one(PyObject *args, ct_tensor *(*reader)(const char *)) {
@@ -156,6 +225,8 @@ static PyObject *py_fashion_mnist(PyObject *self, PyObject *unused) {
 static PyMethodDef data_functions[] = {
     {"_loader", KW py_loader, KWARGS,
      "_loader(inputs, labels, batch_size, ...): the C data loader."},
+    {"_sample_loader", KW py_sample_loader, KWARGS,
+     "_sample_loader(count, batch_size, ...): the C data loader of sample numbers."},
     {"_read_idx", py_read_idx, METH_VARARGS, "read_idx(path): an IDX file as a tensor."},
     {"_read_npy", py_read_npy, METH_VARARGS, "read_npy(path): a .npy file as a tensor."},
     {"_read_csv", KW py_read_csv, KWARGS,

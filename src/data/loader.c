@@ -50,6 +50,39 @@ static void *worker_main(void *arg) {
     return NULL;
 }
 
+/* The options every loader checks, each argument named in its own message. */
+static ct_status check_options(const char *op, const ct_loader_options *o) {
+    if (o->batch_size <= 0)
+        return ct__error(CT_ERR_INVALID_ARG, "%s: batch_size must be positive (got %lld)", op,
+                         (long long)o->batch_size);
+    if (o->workers < 0 || o->prefetch < 0 || o->crop_padding < 0)
+        return ct__error(CT_ERR_INVALID_ARG, "%s: %s must not be negative (got %d)", op,
+                         o->workers < 0    ? "workers"
+                         : o->prefetch < 0 ? "prefetch"
+                                           : "crop_padding",
+                         o->workers < 0    ? o->workers
+                         : o->prefetch < 0 ? o->prefetch
+                                           : o->crop_padding);
+    int shards = o->shard_count ? o->shard_count : 1;
+    if (shards < 1 || o->shard_index < 0 || o->shard_index >= shards)
+        return ct__error(CT_ERR_INVALID_ARG,
+                         "%s: shard_index must be in 0..shard_count-1 (got %d of %d)", op,
+                         o->shard_index, o->shard_count);
+    return CT_OK;
+}
+
+/* An epoch's order is count + 1 int64 in one block. */
+#define CT_LOADER_MAX_SAMPLES ((int64_t)(PTRDIFF_MAX / (ptrdiff_t)sizeof(int64_t)) - 1)
+
+static ct_status check_count(const char *op, int64_t count) {
+    if (count < 0 || count > CT_LOADER_MAX_SAMPLES)
+        return ct__error(CT_ERR_INVALID_ARG,
+                         "%s: the dataset's length must be in 0..%lld (the samples an epoch's "
+                         "order can hold); got %lld",
+                         op, (long long)CT_LOADER_MAX_SAMPLES, (long long)count);
+    return CT_OK;
+}
+
 static ct_status check_dataset(const ct_tensor *inputs, const ct_tensor *labels,
                                const ct_loader_options *o) {
     const char *op = "ct_loader_new";
@@ -72,16 +105,9 @@ static ct_status check_dataset(const ct_tensor *inputs, const ct_tensor *labels,
                          "%s: the dataset must be in host memory (cpu); the loader moves each "
                          "batch to options.device",
                          op);
-    if (o->batch_size <= 0 || o->workers < 0 || o->prefetch < 0 || o->crop_padding < 0)
-        return ct__error(CT_ERR_INVALID_ARG,
-                         "%s: batch_size must be positive and workers, prefetch and "
-                         "crop_padding not negative (got %lld, %d, %d, %d)",
-                         op, (long long)o->batch_size, o->workers, o->prefetch, o->crop_padding);
-    int shards = o->shard_count ? o->shard_count : 1;
-    if (shards < 1 || o->shard_index < 0 || o->shard_index >= shards)
-        return ct__error(CT_ERR_INVALID_ARG,
-                         "%s: shard_index must be in 0..shard_count-1 (got %d of %d)", op,
-                         o->shard_index, o->shard_count);
+    ct_status status = check_options(op, o);
+    if (status == CT_OK) status = check_count(op, inputs->shape[0]);
+    if (status != CT_OK) return status;
     bool images = inputs->ndim >= 3;
     if (!images && (o->crop_padding || o->horizontal_flip))
         return ct__error(CT_ERR_INVALID_ARG,
@@ -122,14 +148,38 @@ static ct_status start_threads(ct_loader *l) {
     return CT_OK;
 }
 
-ct_loader *ct_loader_new(const ct_tensor *inputs, const ct_tensor *labels,
-                         const ct_loader_options *options) {
-    if (check_dataset(inputs, labels, options) != CT_OK) return NULL;
+/* The queue and the order of a loader over `count` samples (l->options set), and its workers. */
+static ct_status allocate(ct_loader *l, int64_t count) {
+    const ct_loader_options *o = &l->options;
+    l->count = count;
+    l->batches = count / o->batch_size; /* not (count + size - 1) / size: it overflows */
+    if (!o->drop_last && count % o->batch_size) l->batches++;
+    l->depth = o->prefetch ? o->prefetch : 2 * (o->workers ? o->workers : 1);
+    if (l->depth < 2) l->depth = 2;
+    l->order = ct__calloc((size_t)count + 1, sizeof *l->order);
+    l->slots = ct__calloc((size_t)l->depth, sizeof *l->slots);
+    if (!l->order || !l->slots)
+        return ct__error(CT_ERR_OUT_OF_MEMORY,
+                         "ct_loader_new: out of host memory for %lld samples' order",
+                         (long long)count);
+    for (int i = 0; i < l->depth; i++) l->slots[i].batch = -1;
+    return start_threads(l);
+}
+
+static ct_loader *loader_alloc(const ct_loader_options *options) {
     ct_loader *l = ct__calloc(1, sizeof *l);
     if (!l) return ct__fail(CT_ERR_OUT_OF_MEMORY, "ct_loader_new: out of host memory");
     l->options = *options;
     pthread_mutex_init(&l->lock, NULL);
     pthread_cond_init(&l->changed, NULL);
+    return l;
+}
+
+ct_loader *ct_loader_new(const ct_tensor *inputs, const ct_tensor *labels,
+                         const ct_loader_options *options) {
+    if (check_dataset(inputs, labels, options) != CT_OK) return NULL;
+    ct_loader *l = loader_alloc(options);
+    if (!l) return NULL;
     ct_status status = ct__resolve_device("ct_loader_new", options->device, &l->options.device);
     l->inputs = status == CT_OK ? ct_contiguous(inputs) : NULL;
     l->labels = l->inputs ? ct_contiguous(labels) : NULL;
@@ -137,26 +187,47 @@ ct_loader *ct_loader_new(const ct_tensor *inputs, const ct_tensor *labels,
         ct__scope_forget(l->inputs); /* the loader owns them, whatever scope is open */
         ct__scope_forget(l->labels);
         set_geometry(l);
-        int64_t size = options->batch_size;
-        l->batches = options->drop_last ? l->count / size : (l->count + size - 1) / size;
-        l->depth =
-            options->prefetch ? options->prefetch : 2 * (options->workers ? options->workers : 1);
-        if (l->depth < 2) l->depth = 2;
-        l->order = ct__calloc((size_t)l->count + 1, sizeof *l->order);
-        l->slots = ct__calloc((size_t)l->depth, sizeof *l->slots);
-        status = l->order && l->slots ? CT_OK
-                                      : ct__error(CT_ERR_OUT_OF_MEMORY,
-                                                  "ct_loader_new: out of host memory for %lld "
-                                                  "samples' order",
-                                                  (long long)l->count);
-        for (int i = 0; l->slots && i < l->depth; i++) l->slots[i].batch = -1;
-        if (status == CT_OK) status = start_threads(l);
+        status = allocate(l, inputs->shape[0]);
     }
     if (!l->labels || status != CT_OK) {
         ct_loader_free(l); /* sets no error: the first one stays */
         return NULL;
     }
     return l;
+}
+
+ct_loader *ct_loader_new_samples(int64_t count, const ct_loader_options *options) {
+    const char *op = "ct_loader_new_samples";
+    if (!options) return ct__null_arg(op, 2);
+    if (check_options(op, options) != CT_OK || check_count(op, count) != CT_OK) return NULL;
+    if (options->workers || options->prefetch)
+        return ct__fail(CT_ERR_INVALID_ARG,
+                        "%s: workers and prefetch must be 0 (got %d and %d): a loader of sample "
+                        "numbers prepares no batches",
+                        op, options->workers, options->prefetch);
+    ct_loader *l = loader_alloc(options);
+    if (l && allocate(l, count) != CT_OK) {
+        ct_loader_free(l);
+        return NULL;
+    }
+    return l;
+}
+
+ct_tensor *ct_loader_batch_samples(const ct_loader *l, int64_t batch) {
+    const char *op = "ct_loader_batch_samples";
+    if (!l) return ct__null_arg(op, 1);
+    if (!l->started)
+        return ct__fail(CT_ERR_STATE, "%s: no epoch has started; call ct_loader_start_epoch first",
+                        op);
+    if (batch < 0 || batch >= l->batches)
+        return ct__fail(CT_ERR_INVALID_ARG, "%s: batch must be in 0..%lld (got %lld)", op,
+                        (long long)l->batches - 1, (long long)batch);
+    int64_t start, end;
+    ct__loader_batch_range(l, batch, &start, &end);
+    int64_t rows = end - start;
+    ct_tensor *samples = ct_empty(1, &rows, CT_I64, CT_CPU);
+    if (samples) memcpy(ct__data(samples), l->order + start, sizeof(int64_t) * (size_t)rows);
+    return samples;
 }
 
 int64_t ct_loader_batches(const ct_loader *loader) { return loader ? loader->batches : 0; }
@@ -212,6 +283,10 @@ ct_status ct_loader_next(ct_loader *l, ct_tensor **inputs, ct_tensor **labels) {
         return ct_last_status();
     }
     *inputs = *labels = NULL;
+    if (!l->inputs)
+        return ct__error(CT_ERR_STATE,
+                         "ct_loader_next: a loader of sample numbers has no batches of tensors; "
+                         "read them with ct_loader_batch_samples");
     if (!l->started)
         return ct__error(CT_ERR_STATE,
                          "ct_loader_next: no epoch has started; call ct_loader_start_epoch first");

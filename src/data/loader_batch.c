@@ -168,16 +168,25 @@ static void fill_batch(const ct_loader *loader, const int64_t *first, int64_t ro
     fill_rows(loader, first, 0, rows, augment_key, position, xd, yd);
 }
 
+/* global * part / parts without overflow (part <= parts). */
+static int64_t share(int64_t global, int64_t part, int64_t parts) {
+    return global / parts * part + global % parts * part / parts;
+}
+
+void ct__loader_batch_range(const ct_loader *loader, int64_t b, int64_t *start, int64_t *end) {
+    const ct_loader_options *o = &loader->options;
+    int64_t first = b * o->batch_size, left = loader->count - first;
+    int64_t global = left < o->batch_size ? left : o->batch_size;
+    int64_t shards = o->shard_count > 1 ? o->shard_count : 1; /* this rank's slice */
+    *start = first + share(global, o->shard_index, shards);
+    *end = first + share(global, o->shard_index + 1, shards);
+}
+
 void ct__loader_prepare(const ct_loader *loader, const int64_t *order, int64_t epoch, int64_t b,
                         ct__loader_slot *out) {
     const ct_loader_options *o = &loader->options;
-    int64_t start = b * o->batch_size, end = start + o->batch_size;
-    if (end > loader->count) end = loader->count;
-    if (o->shard_count > 1) { /* this rank's slice of the global batch */
-        int64_t global = end - start;
-        end = start + global * (o->shard_index + 1) / o->shard_count;
-        start += global * o->shard_index / o->shard_count;
-    }
+    int64_t start, end;
+    ct__loader_batch_range(loader, b, &start, &end);
     int64_t rows = end - start;
     int64_t shape[4] = {rows, loader->channels, loader->height, loader->width};
     if (!loader->height) shape[1] = loader->features;

@@ -19,7 +19,7 @@ typedef struct ct__loader_slot {
 
 struct ct_loader {
     ct_loader_options options;
-    ct_tensor *inputs, *labels;  /* the dataset (CPU, contiguous) */
+    ct_tensor *inputs, *labels;  /* the dataset (CPU, contiguous); NULL: sample numbers only */
     int64_t count;               /* samples */
     int channels, height, width; /* images; height == 0 for features */
     int64_t features;            /* values per sample */
@@ -44,6 +44,8 @@ struct ct_loader {
  * over the OpenMP team. */
 #define CT_LOADER_PARALLEL_THRESHOLD 32768
 
+/* Positions [*start, *end) of the epoch's order that batch b takes on this shard. */
+void ct__loader_batch_range(const ct_loader *loader, int64_t b, int64_t *start, int64_t *end);
 /* Fill loader->order for epoch (identity without shuffle). */
 void ct__loader_order(ct_loader *loader, int64_t epoch);
 /* Batch b of the current order as tensors on the loader's device; the status and message of
