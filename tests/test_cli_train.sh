@@ -220,6 +220,15 @@ elif ! grep -q "out of memory on cpu:[01]: .*limit 8.00 MiB" "$err" ||
 else pass test_cli_train_memory_limit_logical_devices; fi
 if [ "$(wc -l <"$err")" = 1 ]; then pass test_cli_train_replicas_failing_alike_say_it_once
 else fail test_cli_train_replicas_failing_alike_say_it_once "$(wc -l <"$err") lines on stderr, expected 1"; fi
+# One replica out of memory (cpu:1's limit only): the other stops at once with it, not at the
+# collective's deadline (60 s here), and the line names cpu:1.
+started=$(date +%s)
+run env CT_COMM_TIMEOUT=60 CT_MEMORY_LIMIT=cpu:1=8MiB "$ctensor" train --dataset "$work/big" \
+    --model mlp --batch-size 4096 --epochs 1 --devices cpu:0,cpu:1
+took=$(($(date +%s) - started))
+if [ "$code" = 1 ] && [ "$took" -lt 30 ] && grep -q "out of memory on cpu:1" "$err"
+then pass test_cli_train_one_replica_failing_stops_the_others
+else fail test_cli_train_one_replica_failing_stops_the_others "exit $code after $took s"; fi
 # A dataset every replica fails to read: one line too.
 refused test_cli_train_replicas_missing_dataset_once "$work/absent: no such file or folder" \
     "$ctensor" train --dataset "$work/absent" --model mlp --devices cpu:0,cpu:1

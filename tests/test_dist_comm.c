@@ -4,6 +4,7 @@
  * never joins, naming it and the missing rank; the timeout's settings. The MPI engine runs
  * the same checks under mpirun (test_dist_mpi.sh). */
 #include <stdlib.h>
+#include <time.h>
 
 #include "ct_test.h"
 
@@ -14,6 +15,7 @@ typedef struct job {
     ct_device device;
     int skip_rank;       /* a rank that does not call the collective (-1: none) */
     int mismatched_rank; /* a rank that passes one element more (-1: none) */
+    int failing_rank;    /* a rank that fails before the collectives and returns 1 (0: none) */
     ct_status status[RANKS], again[RANKS];
     char message[RANKS][1024];
     double sum[RANKS][N], avg[RANKS][N], bcast[RANKS][N], gathered[RANKS][RANKS * N];
@@ -44,6 +46,11 @@ static int collectives(int rank, ct_comm *comm, ct_device device, void *user) {
     ct_scope_begin();
     ct_status status = CT_OK;
     if (rank == j->skip_rank) goto done;
+    if (j->failing_rank && rank == j->failing_rank) {
+        ct_reshape(ct_zeros(1, (int64_t[]){3}, CT_F32, CT_CPU), 1, (int64_t[]){4}); /* an error */
+        ct_scope_end();
+        return 1;
+    }
     int64_t n = rank == j->mismatched_rank ? N + 1 : N;
     ct_tensor *a = rank_tensor(rank, n, CT_F32, j->device);
     ct_tensor *b = rank_tensor(rank, N, CT_F64, j->device);
@@ -78,15 +85,17 @@ done:
     return 0;
 }
 
-static bool run_job(job *j, double timeout) {
+static int spawn_job(job *j, double timeout) {
     ct_comm *comms[RANKS];
-    if (ct_comm_threads(RANKS, comms) != CT_OK) return false;
+    if (ct_comm_threads(RANKS, comms) != CT_OK) return -1;
     ct_device devices[RANKS] = {j->device, j->device, j->device};
     for (int r = 0; r < RANKS; r++) ct_comm_set_timeout(comms[r], timeout);
     int rc = ct_comm_spawn(RANKS, comms, devices, collectives, j);
     for (int r = 0; r < RANKS; r++) ct_comm_free(comms[r]);
-    return rc == 0;
+    return rc;
 }
+
+static bool run_job(job *j, double timeout) { return spawn_job(j, timeout) == 0; }
 
 DEVICE_TEST(test_dist_threads_collectives_match_definitions) {
     job j = {.device = device, .skip_rank = -1, .mismatched_rank = -1};
@@ -132,6 +141,23 @@ TEST(test_dist_threads_missing_rank_times_out_naming_it) {
             ct_test_fail(__FILE__, __LINE__, "rank %d: %s", r, j.message[r]);
         CHECK(strstr(j.message[r], "ct_comm_all_reduce #0"));
         CHECK(strstr(j.message[r], "timed out after 0.3 s"));
+        CHECK(j.again[r] == CT_ERR_COMM);
+    }
+}
+
+/* A replica that returns an error calls no more collectives: the others fail at once with
+ * its reason, not at their deadline (60 s here). */
+TEST(test_dist_threads_failed_rank_fails_the_others_at_once) {
+    job j = {.device = CT_CPU, .skip_rank = -1, .mismatched_rank = -1, .failing_rank = 1};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    CHECK(spawn_job(&j, 60) == 1);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    CHECK((double)(t1.tv_sec - t0.tv_sec) < 30);
+    for (int r = 0; r < RANKS; r += 2) {
+        CHECK(j.status[r] == CT_ERR_COMM);
+        if (!strstr(j.message[r], "rank 1 of 3 (cpu:0) stopped with an error: ct_reshape"))
+            ct_test_fail(__FILE__, __LINE__, "rank %d: %s", r, j.message[r]);
         CHECK(j.again[r] == CT_ERR_COMM);
     }
 }

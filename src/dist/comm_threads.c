@@ -238,6 +238,15 @@ static void *run_replica(void *arg) {
         return NULL;
     }
     r->result = r->fn(r->rank, r->comm, r->device, r->user);
+    /* A replica that failed will call no more collectives: the others, waiting in one or on
+     * their way to the next, fail at once with its reason rather than at their deadline. */
+    if (r->result != 0) {
+        char device[32], why[512];
+        ct_device_str(r->device, device, sizeof device);
+        snprintf(why, sizeof why, "rank %d of %d (%s) stopped with an error: %s", r->rank,
+                 r->comm->size, device, ct_last_error());
+        break_group(r->comm, why);
+    }
     ct_device_pop();
     return NULL;
 }
