@@ -25,20 +25,19 @@ static int parse_devices(const char *list, ct_device *devices) {
     for (char *save = NULL, *item = strtok_r(buf, ",", &save); item;
          item = strtok_r(NULL, ",", &save)) {
         if (n == MAX_DEVICES || ct_device_parse(item, &devices[n]) != CT_OK) {
-            fprintf(stderr,
-                    "ctensor train: --devices \"%s\": expected up to %d devices such as "
-                    "cpu:0,cpu:1 or cuda:0,cuda:1\n",
-                    list, MAX_DEVICES);
+            ct_cli_usage_error("--devices \"%s\": expected up to %d devices such as "
+                               "cpu:0,cpu:1 or cuda:0,cuda:1",
+                               list, MAX_DEVICES);
             return 0;
         }
         for (int i = 0; i < n; i++)
             if (ct_device_equal(devices[i], devices[n])) {
-                fprintf(stderr, "ctensor train: --devices \"%s\": %s is named twice\n", list, item);
+                ct_cli_usage_error("--devices \"%s\": %s is named twice", list, item);
                 return 0;
             }
         n++;
     }
-    if (n == 0) fprintf(stderr, "ctensor train: --devices \"\": name at least one device\n");
+    if (n == 0) ct_cli_usage_error("--devices \"\": name at least one device");
     return n;
 }
 
@@ -83,19 +82,14 @@ static int run_threads(train_options *o) {
     ct_device devices[MAX_DEVICES];
     int n = parse_devices(o->devices, devices);
     if (n == 0) return 2;
-    if (configure_devices(devices, n) != CT_OK) {
-        fprintf(stderr, "ctensor train: --devices: %s\n", ct_last_error());
-        return 1;
-    }
+    if (configure_devices(devices, n) != CT_OK)
+        return ct_cli_fail("--devices: %s", ct_last_error());
     ct_comm *comms[MAX_DEVICES];
-    if (ct_comm_threads(n, comms) != CT_OK) {
-        fprintf(stderr, "ctensor train: --devices: %s\n", ct_last_error());
-        return 1;
-    }
+    if (ct_comm_threads(n, comms) != CT_OK) return ct_cli_fail("--devices: %s", ct_last_error());
     static replicas r; /* large; one run per process */
     r.o = o;
     int rc = ct_comm_spawn(n, comms, devices, run_one, &r);
-    if (rc < 0) fprintf(stderr, "ctensor train: --devices: %s\n", ct_last_error());
+    if (rc < 0) ct_cli_fail("--devices: %s", ct_last_error());
     for (int i = 0; i < n; i++) ct_comm_free(comms[i]);
     if (rc == 0) {
         ct_device_str(devices[0], r.summaries[0].device, sizeof r.summaries[0].device);
@@ -120,10 +114,7 @@ static void share_cores(void) {
 
 /* Under mpirun: this process is one rank of the world. */
 static int run_mpi(train_options *o, ct_comm *world) {
-    if (ct_device_check(o->device) != CT_OK) {
-        fprintf(stderr, "ctensor train: --device: %s\n", ct_last_error());
-        return 1;
-    }
+    if (ct_device_check(o->device) != CT_OK) return ct_cli_fail("--device: %s", ct_last_error());
     share_cores();
     int rank = ct_comm_rank(world);
     if (o->comm_timeout > 0) ct_comm_set_timeout(world, o->comm_timeout);
@@ -131,17 +122,14 @@ static int run_mpi(train_options *o, ct_comm *world) {
     /* CUDA tensors go over NCCL, its unique id over the world (which must outlive it); where
      * ranks share a GPU, ct_comm_nccl gives one on the world's engine (MPI) instead. */
     mine.comm = ct_device_is_host(o->device) ? world : ct_comm_nccl(world, o->device);
-    if (!mine.comm) {
-        fprintf(stderr, "ctensor train: rank %d of %d: the communicator for --device cuda: %s\n",
-                rank, ct_comm_size(world), ct_last_error());
-        return 1;
-    }
+    if (!mine.comm)
+        return ct_cli_fail("rank %d of %d: the communicator for --device cuda: %s", rank,
+                           ct_comm_size(world), ct_last_error());
     if (rank != 0) mine.progress = false;
     train_summary summary;
     int rc = train_replica(&mine, &summary);
     if (rc == 0 && rank == 0) train_print_summary(&mine, &summary);
-    if (rc != 0)
-        fprintf(stderr, "ctensor train: rank %d of %d failed\n", rank, ct_comm_size(world));
+    if (rc != 0) ct_cli_fail("rank %d of %d failed", rank, ct_comm_size(world));
     if (mine.comm != world) ct_comm_free(mine.comm);
     /* Every rank stopped after the same step, for the signal their collectives agreed on. */
     return rc == 0 && summary.interrupted_by ? 128 + summary.interrupted_by : rc;
@@ -149,9 +137,8 @@ static int run_mpi(train_options *o, ct_comm *world) {
 
 int train_dist_run(train_options *o, ct_comm *world) {
     if (o->devices && ct_comm_size(world) > 1) {
-        fprintf(stderr, "ctensor train: --devices: not under mpirun, where each process is one "
-                        "replica on --device\n");
-        return 2;
+        return ct_cli_usage_error("--devices: not under mpirun, where each process is one "
+                                  "replica on --device");
     }
     return o->devices ? run_threads(o) : run_mpi(o, world);
 }
