@@ -3,7 +3,8 @@
  * the device's stream (fake_gpu_queue.c) as CUDA kernels are. The wrappers are generated from
  * the kernel slots (backend/kernel_slots.h), each as its row's sync column says: a QUEUED
  * call copies its arguments (the structs live on the caller's stack, and the lists of the
- * optimiser and clipping kernels in host memory the caller frees: both are copied whole),
+ * optimiser and clipping kernels in host memory the caller frees: both are copied whole; the
+ * binary kernel's scalar operand is a parameter by value, kept in the call as the others),
  * queues the kernel and returns before it runs, a failure then being the device's sticky
  * error; a READBACK call waits for its work and returns its status, as the real plugin's
  * kernels that read a result back do; a QUERY is answered at once. A CPU kernel records its
@@ -154,10 +155,11 @@ static call *new_call(size_t copy) {
 CT_KERNEL_SLOTS(WRAP)
 
 /* Integer pow, remainder and floor_divide read their operands' check back: waited for. */
-static ct_status checked_binary(int device, ct__binary_op op, const ct__ew_args *args) {
+static ct_status checked_binary(int device, ct__binary_op op, const ct__ew_args *args,
+                                ct__ew_scalar scalar) {
     if (ct__ew_int_op_can_fail(op) && !ct__is_float(args->compute_dtype))
-        return waited_binary(device, op, args);
-    return queued_binary(device, op, args);
+        return waited_binary(device, op, args, scalar);
+    return queued_binary(device, op, args, scalar);
 }
 
 /* Whether an f16 or bf16 convolution runs as it is: for f16, "no" with an error, as the CUDA

@@ -248,6 +248,23 @@ DEVICE_TEST(test_autograd_binary_scalar) {
     }
 }
 
+/* The reflected forms: s op x, differentiated in x. */
+DEVICE_TEST(test_autograd_binary_rscalar) {
+    scalar_case cases[] = {
+        {ct_add_rscalar, 2},     {ct_sub_rscalar, 1.5},      {ct_mul_rscalar, -3},
+        {ct_div_rscalar, 0.25},  {ct_pow_rscalar, 2.5},      {ct_maximum_rscalar, 1},
+        {ct_minimum_rscalar, 1}, {ct_hypot_rscalar, 1.5},    {ct_copysign_rscalar, -1},
+        {ct_atan2_rscalar, 0.7}, {ct_logaddexp_rscalar, 0.3}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        ct_tensor *x = leaf(device, 2, (int64_t[]){2, 5}, 60 + c, 0.1, 1.95);
+        CHECK_NOT_NULL(x);
+        bool ok = ct_gradcheck(apply_scalar, 1, &x, &cases[c], EPS, ATOL, RTOL);
+        ct_release(x);
+        if (!ok) ct_test_fail(__FILE__, __LINE__, "reflected scalar case %zu", c);
+        if (!ok) return;
+    }
+}
+
 static ct_tensor *apply_where(ct_tensor *const *in, void *context) {
     (void)context;
     ct_tensor *cond = ct_gt_scalar(in[0], 0.0);

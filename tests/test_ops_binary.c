@@ -1,7 +1,8 @@
-/* Binary elementwise ops, their *_scalar forms and ct_where against float64 references
- * computed here: every op on every dtype and on mixed dtypes (with the promoted result
- * dtype checked against NumPy's table), broadcasting, non-contiguous, empty and 0-d
- * operands, large tensors, NaN semantics, weak scalars, and the error paths. */
+/* Binary elementwise ops, their *_scalar and reflected *_rscalar forms and ct_where against
+ * float64 references computed here: every op on every dtype and on mixed dtypes (with the
+ * promoted result dtype checked against NumPy's table), broadcasting, non-contiguous, empty
+ * and 0-d operands, large tensors, NaN semantics, weak scalars (on either side, with no
+ * device memory for the scalar), and the error paths. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -70,14 +71,14 @@ enum { ARITH, FLOAT, COMPARE, LOGICAL, INT, SHIFT };
 typedef struct op_case {
     const char *name;
     binary_fn fn;
-    scalar_fn scalar;
+    scalar_fn scalar, rscalar;
     ref_fn ref;
     int kind;
 } op_case;
 
 static const op_case ops[] = {
 #define CASE_(name, NAME, kind, grad, autocast)                                                    \
-    {#name, ct_##name, ct_##name##_scalar, bref_##name, kind},
+    {#name, ct_##name, ct_##name##_scalar, ct_##name##_rscalar, bref_##name, kind},
     CT_BINARY_OPS(CASE_)
 #undef CASE_
 };
@@ -335,23 +336,81 @@ DEVICE_TEST(test_ops_binary_integer_arithmetic_wraps) {
     ct_release(p);
 }
 
-/* A weak scalar: the expected dtype and value of t op s. */
-static void check_scalar(ct_device device, int op, ct_dtype dtype, double s, ct_dtype want,
-                         bool strided) {
+/* A weak scalar: the expected dtype and value of t op s, or of s op t (the reflected form)
+ * when first. */
+static void check_scalar_side(ct_device device, int op, ct_dtype dtype, double s, ct_dtype want,
+                              bool strided, bool first) {
     static const int64_t shape[2] = {3, 4};
     double a[12], expected[12];
-    operand_values(a, 12, op, 0, dtype, (uint64_t)(op * 31 + dtype));
-    for (int i = 0; i < 12; i++) expected[i] = ref_round(ops[op].ref(a[i], s), want);
+    operand_values(a, 12, op, first ? 1 : 0, dtype, (uint64_t)(op * 31 + dtype));
+    for (int i = 0; i < 12; i++)
+        expected[i] = ref_round(first ? ops[op].ref(s, a[i]) : ops[op].ref(a[i], s), want);
     ct_tensor *t = strided ? ref_tensor_strided(a, 2, shape, dtype, device)
                            : ref_tensor(a, 2, shape, dtype, device);
-    ct_tensor *y = ops[op].scalar(t, s);
+    ct_tensor *y = first ? ops[op].rscalar(t, s) : ops[op].scalar(t, s);
     CHECK_NOT_NULL(y);
     if (ct_dtype_of(y) != want)
-        ct_test_fail(__FILE__, __LINE__, "ct_%s_scalar(%s, %g) gave %s, expected %s", ops[op].name,
-                     ct_dtype_name(dtype), s, ct_dtype_name(ct_dtype_of(y)), ct_dtype_name(want));
+        ct_test_fail(__FILE__, __LINE__, "ct_%s_%s(%s, %g) gave %s, expected %s", ops[op].name,
+                     first ? "rscalar" : "scalar", ct_dtype_name(dtype), s,
+                     ct_dtype_name(ct_dtype_of(y)), ct_dtype_name(want));
     CHECK_TENSOR(y, expected);
     ct_release(t);
     ct_release(y);
+}
+
+/* Both forms follow the same weak-scalar rules. */
+static void check_scalar(ct_device device, int op, ct_dtype dtype, double s, ct_dtype want,
+                         bool strided) {
+    RUN(check_scalar_side(device, op, dtype, s, want, strided, false));
+    RUN(check_scalar_side(device, op, dtype, s, want, strided, true));
+}
+
+/* x op s and s op x for x of dtype on device: one allocation each (the result), the scalar
+ * passed by value; the same dtype and values as the op with s as a 0-d tensor of x's dtype,
+ * or the same failure. */
+static void check_scalar_as_tensor(ct_device device, int op, ct_dtype dtype, double s, bool first) {
+    static const int64_t shape[2] = {3, 4};
+    double a[12];
+    operand_values(a, 12, op, first ? 1 : 0, dtype, (uint64_t)(op * 7 + dtype));
+    ct_tensor *x = ref_tensor(a, 2, shape, dtype, device);
+    ct_tensor *st = ct_scalar(s, dtype, device);
+    CHECK_NOT_NULL(x);
+    CHECK_NOT_NULL(st);
+    ct_tensor *want = first ? ops[op].fn(st, x) : ops[op].fn(x, st);
+    ct_memory_statistics before, after;
+    CHECK_OK(ct_memory_stats(device, &before));
+    ct_tensor *got = first ? ops[op].rscalar(x, s) : ops[op].scalar(x, s);
+    CHECK_OK(ct_memory_stats(device, &after));
+    CHECK(!want == !got);
+    if (got) {
+        if (after.alloc_count - before.alloc_count != 1)
+            ct_test_fail(__FILE__, __LINE__, "ct_%s_%s(%s) made %llu allocations, not 1",
+                         ops[op].name, first ? "rscalar" : "scalar", ct_dtype_name(dtype),
+                         (unsigned long long)(after.alloc_count - before.alloc_count));
+        CHECK(ct_dtype_of(got) == ct_dtype_of(want));
+        double *expected = ref_read(want);
+        CHECK_NOT_NULL(expected);
+        CHECK_TENSOR(got, expected);
+        free(expected);
+    }
+    ct_release(x);
+    ct_release(st);
+    ct_release(want);
+    ct_release(got);
+}
+
+/* Every op on every dtype, the scalar on either side, integral so that a 0-d tensor of the
+ * tensor's dtype holds it (bool keeps its own rule: arithmetic computes in int64). */
+DEVICE_TEST(test_ops_binary_scalar_no_device_memory) {
+    for (int k = 0; k < OP_COUNT; k++)
+        for (int d = 0; d < CT_TEST_DTYPE_COUNT; d++) {
+            ct_dtype dtype = ct_test_dtypes[d];
+            bool boolean = ops[k].kind == COMPARE || ops[k].kind == LOGICAL;
+            if (!takes(k, dtype, dtype) || (dtype == CT_BOOL && !boolean)) continue;
+            double s = dtype == CT_BOOL ? 1 : 2;
+            RUN(check_scalar_as_tensor(device, k, dtype, s, false));
+            RUN(check_scalar_as_tensor(device, k, dtype, s, true));
+        }
 }
 
 DEVICE_TEST(test_ops_binary_scalar_forms) {

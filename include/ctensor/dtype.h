@@ -7,8 +7,8 @@
  * answer is taken: u64 with any signed integer is f64, and an integer with a float gives
  * the smallest float that holds both exactly (u8 and i8 with f16 is f16, i16 and u16 with
  * f16 is f32, i32 with f32 is f64). bf16 sits beside f16: bf16 with f16 is f32,
- * u8 with bf16 is bf16. Python-style scalars (the *_scalar ops) are weak: they keep the
- * tensor's dtype, except that a non-integral scalar with an integer tensor gives f32. */
+ * u8 with bf16 is bf16. Python-style scalars (the *_scalar and *_rscalar ops) are weak: they keep
+ * the tensor's dtype, except that a non-integral scalar with an integer tensor gives f32. */
 #ifndef CTENSOR_DTYPE_H
 #define CTENSOR_DTYPE_H
 

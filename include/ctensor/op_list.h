@@ -1,6 +1,6 @@
 /* ctensor — the table of elementwise ops. Each row is one op: ops.h declares ct_NAME (and
- * ct_NAME_scalar for binary ops) from it, the backends generate their kernels from it (the
- * per-element formulas are in src/backend/ew_formula_impl.h), the op layer its result dtype
+ * ct_NAME_scalar, ct_NAME_rscalar for binary ops) from it, the backends generate their kernels from
+ * it (the per-element formulas are in src/backend/ew_formula_impl.h), the op layer its result dtype
  * and its autograd record (the backward rules are in src/ops/elementwise_*_grad.c), and the
  * tests their cases (each row has a float64 reference in tests/). A row whose formula,
  * backward rule or reference is missing does not compile (docs/ARCHITECTURE.md).

@@ -29,10 +29,13 @@ extern "C" {
 CT_UNARY_OPS(CT_DECLARE_UNARY_)
 #undef CT_DECLARE_UNARY_
 
-/* ct_add(a, b) and ct_add_scalar(a, 2.0); the scalar is weakly typed (dtype.h). */
+/* ct_sub(a, b), ct_sub_scalar(a, 2.0) (a - 2) and its reflected form ct_sub_rscalar(b, 2.0)
+ * (2 - b: the scalar on the left, as Python's __rsub__); the scalar is weakly typed
+ * (dtype.h), with the same rules on either side. */
 #define CT_DECLARE_BINARY_(name, NAME, kind, grad, autocast)                                       \
     CT_API ct_tensor *ct_##name(const ct_tensor *a, const ct_tensor *b);                           \
-    CT_API ct_tensor *ct_##name##_scalar(const ct_tensor *a, double b);
+    CT_API ct_tensor *ct_##name##_scalar(const ct_tensor *a, double b);                            \
+    CT_API ct_tensor *ct_##name##_rscalar(const ct_tensor *b, double a);
 CT_BINARY_OPS(CT_DECLARE_BINARY_)
 #undef CT_DECLARE_BINARY_
 

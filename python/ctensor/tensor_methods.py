@@ -7,8 +7,8 @@ reshape, permute, flatten ...) and the conversions (float, long ...) are C
 (python/src/tensor_torch.c, tensor.c). Where PyTorch's method and
 the array API's function differ, the method is PyTorch's: x.std() corrects by 1, x.sort()
 gives (values, indices), x.nonzero() gives an (N, ndim) array, x.squeeze(d) leaves a dimension
-whose size is not 1. `x.size` stays the standard's element count, an int that is also callable
-as PyTorch's x.size() / x.size(d).
+whose size is not 1. `x.size` (C: python/src/tensor_size.c) stays the standard's element
+count, an int that is also callable as PyTorch's x.size() / x.size(d).
 """
 import builtins
 import collections
@@ -24,26 +24,6 @@ return_types = types.SimpleNamespace(
     sort=collections.namedtuple("sort", ["values", "indices"]),
     topk=collections.namedtuple("topk", ["values", "indices"]),
 )
-
-class _Size(builtins.int):
-    """x.size: the number of elements (the array API's attribute), callable as PyTorch's
-    x.size() (the shape) and x.size(d) (one dimension's length)."""
-
-    def __call__(self, dim=None):
-        if dim is None:
-            return self._shape
-        try:
-            return self._shape[dim]
-        except IndexError:
-            raise IndexError(f"size: dimension {dim} is out of range for "
-                             f"{len(self._shape)} dimensions") from None
-
-
-def _size(self):
-    out = _Size(self.numel())
-    out._shape = self.shape
-    return out
-
 
 def _axis(dim, ndim, name):
     dim = builtins.int(dim)
@@ -355,7 +335,6 @@ def _idiv(a, b):
 
 def _methods():
     methods = {
-        "size": property(_size, doc=_Size.__doc__),
         "max": max, "min": min, "std": std, "var": var, "norm": norm, "squeeze": squeeze,
         "sort": sort, "argsort": argsort, "topk": topk, "cumsum": cumsum, "nonzero": nonzero,
         "expand": expand, "expand_as": lambda self, other: _C.broadcast_to(self, other.shape),

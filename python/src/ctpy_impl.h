@@ -140,6 +140,9 @@ int ctpy_devices_init(PyObject *module);
 int ctpy_dtypes_init(PyObject *module);
 /* The TransferGuard type (stats.c). */
 int ctpy_stats_init(PyObject *module);
+/* Tensor.size's type (tensor_size.c): ready it, then make tensor's size object. */
+int ctpy_size_init(void);
+PyObject *ctpy_size_new(PyObject *tensor);
 
 /* advanced_index.c: the advanced items of a key, applied to the view its basic items give. */
 typedef struct {
@@ -175,13 +178,13 @@ ct_dtype ctpy_promote_types(ct_dtype a, ct_dtype b);
 typedef ct_tensor *(*ctpy_binary_fn)(const ct_tensor *, const ct_tensor *);
 typedef ct_tensor *(*ctpy_scalar_fn)(const ct_tensor *, double);
 typedef ct_tensor *(*ctpy_unary_fn)(const ct_tensor *);
-/* A binary function: its name (for messages), its function, its *_scalar form (NULL: none),
- * and whether it commutes (x op y == y op x), so that a scalar first can use the *_scalar
- * form. */
+/* A binary function: its name (for messages), its function, its *_scalar form and the
+ * reflected *_rscalar form (the scalar first; both NULL: none), and whether it commutes
+ * (x op y == y op x), so that a scalar first can use the *_scalar form. */
 typedef struct ctpy_binary_op {
     const char *name;
     ctpy_binary_fn fn;
-    ctpy_scalar_fn scalar_fn;
+    ctpy_scalar_fn scalar_fn, rscalar_fn;
     bool commutes;
 } ctpy_binary_op;
 /* op(a, b) where either may be a Python scalar (weakly typed) or an array-like. */

@@ -8,7 +8,7 @@
 #include "ctpy_impl.h"
 
 /* The dtype of a 0-d tensor standing for the weak scalar s beside a tensor of dtype t (the
- * rule of the *_scalar ops, for the operations where the scalar comes first). */
+ * rule of the *_scalar ops, for where()'s branches). */
 static ct_dtype weak_dtype(ct_dtype t, PyObject *scalar, double s) {
     if (ct_dtype_is_floating(t)) return t;
     if (PyFloat_Check(scalar) && (!isfinite(s) || s != floor(s))) return CT_F32;
@@ -83,18 +83,12 @@ PyObject *ctpy_binary(PyObject *a, PyObject *b, const ctpy_binary_op *op) {
             if (!(as_float = cast_to(t, CTPY_DEFAULT_FLOAT))) return NULL;
             t = as_float;
         }
-        if (ta || op->commutes) {
+        if (ta || op->commutes)
             CTPY_NOGIL(out = op->scalar_fn(t, s));
-            ct_release(as_float);
-            return ctpy_wrap(out);
-        }
-        ct_tensor *first;
-        CTPY_NOGIL(first =
-                       ct_full(0, NULL, s, weak_dtype(ct_dtype_of(t), scalar, s), ct_device_of(t)));
-        PyObject *result = first ? tensor_tensor(first, t, fn) : ctpy_raise();
-        ct_release(first);
+        else
+            CTPY_NOGIL(out = op->rscalar_fn(t, s));
         ct_release(as_float);
-        return result;
+        return ctpy_wrap(out);
     }
     ct_tensor *x = ctpy_tensor_arg(a, op->name, ctpy_tensor_or_null(b));
     ct_tensor *y = x ? ctpy_tensor_arg(b, op->name, x) : NULL;
@@ -117,11 +111,12 @@ PyObject *ctpy_unary(PyObject *x, const char *name, ctpy_unary_fn fn) {
 typedef struct binary_row {
     const char *name;
     ctpy_binary_fn fn;
-    ctpy_scalar_fn scalar_fn;
+    ctpy_scalar_fn scalar_fn, rscalar_fn;
 } binary_row;
 
 static const binary_row binary_rows[] = {
-#define CTPY_BINARY_ROW_(name, NAME, ...) {#name, ct_##name, ct_##name##_scalar},
+#define CTPY_BINARY_ROW_(name, NAME, ...)                                                          \
+    {#name, ct_##name, ct_##name##_scalar, ct_##name##_rscalar},
     CT_BINARY_OPS(CTPY_BINARY_ROW_)
 #undef CTPY_BINARY_ROW_
 };
@@ -152,7 +147,7 @@ bool ctpy_find_binary(const char *name, ctpy_binary_op *op) {
     for (size_t i = 0; i < sizeof binary_rows / sizeof binary_rows[0]; i++)
         if (strcmp(binary_rows[i].name, name) == 0) {
             *op = (ctpy_binary_op){binary_rows[i].name, binary_rows[i].fn, binary_rows[i].scalar_fn,
-                                   commutes(name)};
+                                   binary_rows[i].rscalar_fn, commutes(name)};
             return true;
         }
     return false;
@@ -168,7 +163,8 @@ ctpy_unary_fn ctpy_find_unary(const char *name) {
     static PyObject *py_##name(PyObject *self, PyObject *const *args, Py_ssize_t n) {              \
         if (n != 2)                                                                                \
             return PyErr_Format(PyExc_TypeError, #name "() takes 2 arguments (%zd given)", n);     \
-        ctpy_binary_op op = {#name, ct_##name, ct_##name##_scalar, commutes(#name)};               \
+        ctpy_binary_op op = {#name, ct_##name, ct_##name##_scalar, ct_##name##_rscalar,            \
+                             commutes(#name)};                                                     \
         return ctpy_binary(args[0], args[1], &op);                                                 \
     }
 CT_BINARY_OPS(CTPY_BINARY_FN_)
@@ -225,8 +221,10 @@ static PyObject *py_clip(PyObject *self, PyObject *args, PyObject *kwargs) {
         return ctpy_wrap(out);
     }
     /* Array bounds: the core's maximum and minimum. */
-    ctpy_binary_op maximum = {"clip", ct_maximum, ct_maximum_scalar, commutes("maximum")};
-    ctpy_binary_op minimum = {"clip", ct_minimum, ct_minimum_scalar, commutes("minimum")};
+    ctpy_binary_op maximum = {"clip", ct_maximum, ct_maximum_scalar, ct_maximum_rscalar,
+                              commutes("maximum")};
+    ctpy_binary_op minimum = {"clip", ct_minimum, ct_minimum_scalar, ct_minimum_rscalar,
+                              commutes("minimum")};
     PyObject *low = lo == Py_None ? Py_NewRef(x) : ctpy_binary(x, lo, &maximum);
     if (!low || hi == Py_None) return low;
     PyObject *out = ctpy_binary(low, hi, &minimum);
@@ -347,7 +345,7 @@ static PyObject *py_argmin(PyObject *self, PyObject *args, PyObject *kwargs) {
 
 static PyObject *py_matmul(PyObject *self, PyObject *const *args, Py_ssize_t n) {
     if (n != 2) return PyErr_Format(PyExc_TypeError, "matmul() takes 2 arguments (%zd given)", n);
-    static const ctpy_binary_op matmul = {"matmul", ct_matmul, NULL, false};
+    static const ctpy_binary_op matmul = {"matmul", ct_matmul, NULL, NULL, false};
     return ctpy_binary(args[0], args[1], &matmul);
 }
 

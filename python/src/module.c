@@ -67,7 +67,7 @@ PyMODINIT_FUNC PyInit__ctensor(void) {
                              ctpy_manip_functions,    ctpy_dtype_functions,
                              ctpy_sorting_functions,  ctpy_settings_functions};
     bool ok = ctpy_errors_init(m) == 0 && ctpy_dtypes_init(m) == 0 && ctpy_devices_init(m) == 0 &&
-              ctpy_stats_init(m) == 0 && ctpy_sorting_init(m) == 0 &&
+              ctpy_stats_init(m) == 0 && ctpy_sorting_init(m) == 0 && ctpy_size_init() == 0 &&
               PyType_Ready(&ctpy_tensor_type) == 0 &&
               add_tensor_methods(ctpy_interop_methods) == 0 &&
               add_tensor_methods(ctpy_tensor_torch_methods) == 0 &&

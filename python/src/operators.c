@@ -140,7 +140,7 @@ static PyObject *op_ipow(PyObject *a, PyObject *b, PyObject *mod) {
 
 static PyObject *op_matmul(PyObject *a, PyObject *b) {
     if (!ctpy_is_tensor(a) || !ctpy_is_tensor(b)) Py_RETURN_NOTIMPLEMENTED;
-    static const ctpy_binary_op matmul = {"@", ct_matmul, NULL, false};
+    static const ctpy_binary_op matmul = {"@", ct_matmul, NULL, NULL, false};
     return ctpy_binary(a, b, &matmul);
 }
 

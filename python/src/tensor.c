@@ -51,9 +51,7 @@ static PyObject *get_ndim(PyObject *self, void *closure) {
     return PyLong_FromLong(ct_ndim(ctpy_tensor_of(self)));
 }
 
-static PyObject *get_size(PyObject *self, void *closure) {
-    return PyLong_FromLongLong(ct_numel(ctpy_tensor_of(self)));
-}
+static PyObject *get_size(PyObject *self, void *closure) { return ctpy_size_new(self); }
 
 static PyObject *get_dtype(PyObject *self, void *closure) {
     return ctpy_dtype_object(ct_dtype_of(ctpy_tensor_of(self)));
@@ -85,7 +83,10 @@ static PyObject *get_mT(PyObject *self, void *closure) {
 static PyGetSetDef tensor_getset[] = {
     {"shape", get_shape, NULL, "The sizes of the axes, a tuple.", NULL},
     {"ndim", get_ndim, NULL, "The number of axes.", NULL},
-    {"size", get_size, NULL, "The number of elements.", NULL},
+    {"size", get_size, NULL,
+     "The number of elements, an int; x.size() is the shape and x.size(d) one dimension's "
+     "length, as in PyTorch.",
+     NULL},
     {"dtype", get_dtype, NULL, "The element type (a ctensor.DType).", NULL},
     {"device", get_device, NULL, "The device holding the data (a ctensor.device).", NULL},
     {"T", get_T, NULL, "The transpose of a 2-D array (a view).", NULL},

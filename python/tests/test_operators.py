@@ -85,6 +85,44 @@ def test_reflected_operators(device):
     assert abs(ct.asarray([-1, 2], device=device)).tolist() == [1, 2]
 
 
+SCALAR_FORMS = {
+    "x + 1.0": lambda x: x + 1.0, "1.0 + x": lambda x: 1.0 + x, "x - 1.5": lambda x: x - 1.5,
+    "1.0 - x": lambda x: 1.0 - x, "2.0 / x": lambda x: 2.0 / x, "2 ** x": lambda x: 2 ** x,
+    "3.0 // x": lambda x: 3.0 // x, "3.0 % x": lambda x: 3.0 % x, "x ** 2": lambda x: x ** 2,
+}
+
+
+@pytest.mark.parametrize("dtype", [ct.float32, ct.float64, ct.float16], ids=lambda d: d.name)
+@pytest.mark.parametrize("form", list(SCALAR_FORMS), ids=str)
+def test_python_scalar_costs_one_allocation(device, dtype, form):
+    """A Python scalar on either side reaches the kernel by value: the result is the only
+    allocation, and the values are NumPy's."""
+    expr = SCALAR_FORMS[form]
+    a = np.array(A, dtype=NUMPY_DTYPES[dtype])
+    x = ct.asarray(a, device=device)
+    expr(x)
+    before = ct.memory_stats(device)["alloc_count"]
+    out = expr(x)
+    assert ct.memory_stats(device)["alloc_count"] - before == 1
+    assert out.dtype == dtype
+    with np.errstate(all="ignore"):
+        close(out, expr(a))
+
+
+@pytest.mark.parametrize("dtype", [ct.int32, ct.int64, ct.uint8, ct.int8], ids=lambda d: d.name)
+def test_reflected_integer_scalars_match_numpy(device, dtype):
+    a = np.array([[1, 2, 3], [4, 5, 7]]).astype(NUMPY_DTYPES[dtype])
+    x = ct.asarray(a, device=device)
+    for expr in (lambda v: 2 ** v, lambda v: 100 // v, lambda v: 100 % v, lambda v: 9 - v,
+                 lambda v: 3 * v, lambda v: 50 > v, lambda v: 2 << v):
+        out, want = expr(x), expr(a)
+        assert out.dtype == dtype or out.dtype == ct.bool
+        np.testing.assert_array_equal(to_numpy(out), want)
+    # a negative integer exponent is an error, as in NumPy, with the scalar first too
+    with pytest.raises(ct.InvalidArgumentError, match="negative"):
+        2 ** ct.asarray([-1], dtype=dtype if dtype != ct.uint8 else ct.int8, device=device)
+
+
 def test_in_place_operators_write_into_the_array(device):
     x = ct.asarray([1.0, 2.0, 3.0], device=device)
     view = x[1:]

@@ -1,6 +1,9 @@
 """ctensor.Tensor: attributes, moving and converting, item/tolist/numpy, repr, the buffer
 protocol and DLPack, on every device present."""
 
+import copy
+import pickle
+
 import numpy as np
 import pytest
 
@@ -18,6 +21,32 @@ def test_attributes(device):
     with pytest.raises(ct.ShapeError):
         x.T
     assert len(x) == 2
+
+
+def test_size_is_an_int_callable_as_pytorch_size(device):
+    x = ct.zeros((2, 3, 4), device=device)
+    s = x.size
+    assert s == 24 and isinstance(s, int) and s + 1 == 25 and hash(s) == hash(24)
+    assert repr(s) == "24" and int(s) == 24
+    assert s() == (2, 3, 4) and x.size(0) == 2 and x.size(-1) == 4 and x.size(dim=1) == 3
+    assert x.size(-3) == 2
+    for bad in (3, 5, -4):
+        with pytest.raises(IndexError, match="size: dimension"):
+            x.size(bad)
+    with pytest.raises(TypeError):
+        x.size("a")
+    # it keeps its array: the shape is still there after the array's last name is gone
+    del x
+    assert s() == (2, 3, 4) and s(1) == 3
+    # a copy or a pickle is a plain int; Python cannot make one of its own
+    assert type(copy.copy(s)) is int and pickle.loads(pickle.dumps(s)) == 24
+    with pytest.raises(TypeError):
+        type(s)(5)
+    z = ct.asarray(3.0, device=device)
+    assert z.size == 1 and z.size() == ()
+    with pytest.raises(IndexError):
+        z.size(0)
+    assert ct.zeros((0, 5), device=device).size == 0
 
 
 @pytest.mark.parametrize("dtype", list(NUMPY_DTYPES), ids=lambda d: d.name)

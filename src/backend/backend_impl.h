@@ -65,6 +65,21 @@ typedef struct ct__ew_args {
     ct_dtype compute_dtype;
 } ct__ew_args;
 
+/* A binary kernel's scalar operand, passed by value, so that a kernel that returns before its
+ * work runs keeps the value with the call. operand 0: there is none (the operands are
+ * tensors). 1 or 2: operand a or b of the kernel's ct__ew_args is this value: its data
+ * pointer there is NULL, its strides 0, and its dtype (f32, f64, i32 or i64) names the member
+ * that holds it. */
+typedef struct ct__ew_scalar {
+    union {
+        float f32;
+        double f64;
+        int32_t i32;
+        int64_t i64;
+    } value;
+    int operand;
+} ct__ew_scalar;
+
 /* Reduction of `in` over its inner axes, for every index over its outer axes. The output
  * has the outer shape (keepdim is the op layer's business). An empty inner space gives the
  * op's identity (sum 0, prod 1, all true, any false) or NaN (mean, var, std); the op layer

@@ -47,10 +47,12 @@
     X(unary, REQUIRED, QUEUED, ct_status,                                                          \
       (int device, ct__unary_op op, const ct__ew_args *args, double p0, double p1),                \
       (device, op, args, p0, p1))                                                                  \
-    /* out = a op b; operands out, a, b (any dtypes; computed in args->compute_dtype). Integer     \
-     * pow, remainder and floor_divide (ct__ew_int_op_can_fail) check their operands. */           \
+    /* out = a op b; operands out, a, b (any dtypes; computed in args->compute_dtype), a or b      \
+     * the host scalar `scalar` when scalar.operand says so (ct__ew_scalar, backend_impl.h).       \
+     * Integer pow, remainder and floor_divide (ct__ew_int_op_can_fail) check their operands. */   \
     X(binary, REQUIRED, CHECKED(CT_READBACK_RAISED_FLAG), ct_status,                               \
-      (int device, ct__binary_op op, const ct__ew_args *args), (device, op, args))                 \
+      (int device, ct__binary_op op, const ct__ew_args *args, ct__ew_scalar scalar),               \
+      (device, op, args, scalar))                                                                  \
     /* out = cond ? a : b; operands out, cond (bool), a, b (a, b of out's dtype). */               \
     X(where, REQUIRED, QUEUED, ct_status, (int device, const ct__ew_args *args), (device, args))   \
     /* out = in, converting dtypes; operands out, in. */                                           \

@@ -12,10 +12,11 @@
  * bool tensor gives float32, and an integral scalar with a bool tensor gives int64 for
  * arithmetic. The scalar joins the computation in the compute domain's own type (float32
  * for f32/f16/bf16, float64, or int32/int64 as it fits), so it is not rounded to a 16-bit or
- * narrow integer dtype first. On the CPU the scalar is read from the stack: no tensor is made
- * for it. Integer remainder by zero and integer pow with a negative exponent are
- * CT_ERR_INVALID_ARG (NumPy raises for both; PyTorch 1.13 raises for a negative scalar
- * exponent but gives 0, 1 or -1 for a negative exponent in a tensor). */
+ * narrow integer dtype first. The scalar reaches the kernel by value (ct__ew_scalar) on every
+ * device: no tensor is made for it. The reflected forms (ct_NAME_rscalar: the scalar on the
+ * left, Python's __rsub__) follow the same rules. Integer remainder by zero and integer pow
+ * with a negative exponent are CT_ERR_INVALID_ARG (NumPy raises for both; PyTorch 1.13 raises
+ * for a negative scalar exponent but gives 0, 1 or -1 for a negative exponent in a tensor). */
 #include <math.h>
 #include <string.h>
 
@@ -32,22 +33,33 @@ static ct_dtype result_dtype(int kind, ct_dtype promoted) {
     return promoted;
 }
 
-/* A scalar operand in host memory (CPU ops only). */
-typedef struct host_scalar {
-    union {
-        float f32;
-        double f64;
-        int32_t i32;
-        int64_t i64;
-    } value;
+/* A weak scalar operand: the kernel's by-value form (which operand it is, its value) and the
+ * dtype it joins as. */
+typedef struct scalar_operand {
+    ct__ew_scalar kernel;
     ct_dtype dtype;
-} host_scalar;
+} scalar_operand;
 
-/* Make out and run the kernel over (ndim, shape) with operands a and b, or a and the host
- * scalar s when b is NULL. a and b are on device already. */
+/* Append the scalar s to args (which holds out and the tensor operand) as a broadcast operand
+ * with no data, moving the tensor to operand 2 when the scalar comes first. */
+static void add_scalar(ct__ew_args *args, const scalar_operand *s) {
+    ct__ew_add_strided(args, NULL, s->dtype, NULL);
+    if (s->kernel.operand != 1) return;
+    args->data[2] = args->data[1];
+    args->dtype[2] = args->dtype[1];
+    args->data[1] = NULL;
+    args->dtype[1] = s->dtype;
+    for (int d = 0; d < args->ndim; d++) {
+        args->strides[2][d] = args->strides[1][d];
+        args->strides[1][d] = 0;
+    }
+}
+
+/* Make out and run the kernel over (ndim, shape) with operands a and b, or the tensor a and
+ * the scalar s (on the side s says) when b is NULL. a and b are on device already. */
 static ct_tensor *launch(const char *name, ct__binary_op op, int kind, ct_device device, int ndim,
                          const int64_t *shape, ct_dtype promoted, const ct_tensor *a,
-                         const ct_tensor *b, const host_scalar *s) {
+                         const ct_tensor *b, const scalar_operand *s) {
     int physical;
     const ct__kernel_table *kernels = ct__kernels(device, &physical);
     if (!kernels) return NULL;
@@ -59,7 +71,7 @@ static ct_tensor *launch(const char *name, ct__binary_op op, int kind, ct_device
     if (b && ct__ew_flat(&args, 3, operands)) {
         /* same shapes, contiguous: no broadcasting to work out */
     } else if (!b && ct__ew_flat(&args, 2, operands)) {
-        ct__ew_add_strided(&args, (char *)&s->value, s->dtype, NULL);
+        add_scalar(&args, s);
     } else {
         ct__ew_init(&args, ndim, shape);
         ct__ew_add(&args, out);
@@ -67,15 +79,16 @@ static ct_tensor *launch(const char *name, ct__binary_op op, int kind, ct_device
         if (b)
             ct__ew_add(&args, b);
         else
-            ct__ew_add_strided(&args, (char *)&s->value, s->dtype, NULL);
+            add_scalar(&args, s);
         ct__ew_coalesce(&args);
     }
     args.compute_dtype = kind == KIND_FLOAT ? out_dtype : promoted;
     /* Integer pow, remainder and floor_divide check their operands on the device (negative
      * exponents, zero divisors). */
     bool checked = ct__ew_int_op_can_fail(op) && !ct__is_float(args.compute_dtype);
+    ct__ew_scalar none = {.operand = 0};
     if ((checked && ct__kernel_readback(device, CT_SLOT_binary, name) != CT_OK) ||
-        kernels->binary(physical, op, &args) != CT_OK) {
+        kernels->binary(physical, op, &args, b ? none : s->kernel) != CT_OK) {
         ct_release(out);
         return NULL;
     }
@@ -153,14 +166,16 @@ static ct_dtype scalar_dtype(ct_dtype promoted, double s) {
     return s >= INT32_MIN && s <= INT32_MAX ? CT_I32 : CT_I64;
 }
 
+/* a op s, or s op a when first: one kernel call, the scalar passed by value. */
 static ct_tensor *binary_scalar(const char *name, ct__binary_op op, int kind, const ct_tensor *a,
-                                double s) {
+                                double s, bool first) {
     ct_device device;
     if (!ct__check_args(name, 1, &a, &device)) return NULL;
     ct_dtype promoted = scalar_promote(kind, a->dtype, s);
     if (refused_dtype(name, op, kind, promoted)) return NULL;
-    /* The kernel would find these too, but only this function knows its own name. */
-    if (!ct__is_float(promoted) &&
+    /* The kernel would find these too, but only this function knows its own name. A scalar
+     * first is the dividend or the base: the kernel checks the tensor's values. */
+    if (!first && !ct__is_float(promoted) &&
         ((op == CT_BOP_REMAINDER && s == 0) || (op == CT_BOP_FLOOR_DIVIDE && s == 0) ||
          (op == CT_BOP_POW && s < 0)))
         return ct__fail(CT_ERR_INVALID_ARG,
@@ -170,24 +185,16 @@ static ct_tensor *binary_scalar(const char *name, ct__binary_op op, int kind, co
                         op == CT_BOP_POW ? "integers to negative integer powers are not allowed"
                         : op == CT_BOP_REMAINDER ? "integer remainder by zero"
                                                  : "integer division by zero");
-    host_scalar scalar;
-    scalar.dtype = scalar_dtype(promoted, s);
-    if (device.type == CT_DEVICE_CPU) {
-        if (scalar.dtype == CT_F64)
-            scalar.value.f64 = s;
-        else if (scalar.dtype == CT_F32)
-            scalar.value.f32 = (float)s;
-        else if (scalar.dtype == CT_I32)
-            scalar.value.i32 = (int32_t)s;
-        else
-            scalar.value.i64 = ct__f64_to_i64(s);
-        return launch(name, op, kind, device, a->ndim, a->shape, promoted, a, NULL, &scalar);
-    }
-    ct_tensor *b = ct__full_on(device, 0, NULL, s, scalar.dtype);
-    ct_tensor *out =
-        b ? launch(name, op, kind, device, a->ndim, a->shape, promoted, a, b, NULL) : NULL;
-    ct_release(b);
-    return out;
+    scalar_operand scalar = {.kernel.operand = first ? 1 : 2, .dtype = scalar_dtype(promoted, s)};
+    if (scalar.dtype == CT_F64)
+        scalar.kernel.value.f64 = s;
+    else if (scalar.dtype == CT_F32)
+        scalar.kernel.value.f32 = (float)s;
+    else if (scalar.dtype == CT_I32)
+        scalar.kernel.value.i32 = (int32_t)s;
+    else
+        scalar.kernel.value.i64 = ct__f64_to_i64(s);
+    return launch(name, op, kind, device, a->ndim, a->shape, promoted, a, NULL, &scalar);
 }
 
 /* A binary op through autocast's front door, and its autograd record. */
@@ -202,12 +209,29 @@ static ct_tensor *binary_op(const char *name, ct__binary_op op, ct__autocast_op 
     return out;
 }
 
+/* The record of s op a: the backward rules take a scalar on the right only, so the scalar
+ * joins the record as a 0-d operand of the result's dtype, which needs no gradient. */
+static ct_tensor *record_scalar_first(ct_tensor *out, const char *name, ct__binary_op op,
+                                      const ct_tensor *a, double s) {
+    if (!out || !ct__is_float(out->dtype)) return out;
+    ct_tensor *first = ct__full_on(out->storage->device, 0, NULL, s, out->dtype);
+    if (!first) {
+        ct_release(out);
+        return NULL;
+    }
+    out = ct__record_binary(out, name, op, first, a, 0);
+    ct_release(first);
+    return out;
+}
+
 static ct_tensor *binary_scalar_op(const char *name, ct__binary_op op, ct__autocast_op id, int kind,
-                                   const ct_tensor *a, double s) {
+                                   const ct_tensor *a, double s, bool first) {
     ct__autocast ac;
     if (!ct__autocast_begin(&ac, id, 1, (const ct_tensor **[]){&a})) return NULL;
-    ct_tensor *out = binary_scalar(name, op, kind, a, s);
-    if (ct__grad_needed(1, &a)) out = ct__record_binary(out, name, op, a, NULL, s);
+    ct_tensor *out = binary_scalar(name, op, kind, a, s, first);
+    if (ct__grad_needed(1, &a))
+        out = first ? record_scalar_first(out, name, op, a, s)
+                    : ct__record_binary(out, name, op, a, NULL, s);
     ct__autocast_end(&ac);
     return out;
 }
@@ -218,7 +242,11 @@ static ct_tensor *binary_scalar_op(const char *name, ct__binary_op op, ct__autoc
     }                                                                                              \
     ct_tensor *ct_##name##_scalar(const ct_tensor *a, double b) {                                  \
         return binary_scalar_op("ct_" #name "_scalar", CT_BOP_##NAME, CT__AC_B_##NAME,             \
-                                KIND_##kind, a, b);                                                \
+                                KIND_##kind, a, b, false);                                         \
+    }                                                                                              \
+    ct_tensor *ct_##name##_rscalar(const ct_tensor *b, double a) {                                 \
+        return binary_scalar_op("ct_" #name "_rscalar", CT_BOP_##NAME, CT__AC_B_##NAME,            \
+                                KIND_##kind, b, a, true);                                          \
     }
 CT_BINARY_OPS(CT_DEFINE_BINARY_)
 #undef CT_DEFINE_BINARY_

@@ -156,10 +156,20 @@ static const unsigned char op_kind[] = {
 };
 _Static_assert(sizeof op_kind == CT_BOP_COUNT, "one kind per binary op");
 
-ct_status ct__cpu_binary(int device, ct__binary_op op, const ct__ew_args *args) {
+ct_status ct__cpu_binary(int device, ct__binary_op op, const ct__ew_args *args,
+                         ct__ew_scalar scalar) {
     (void)device;
     if ((unsigned)op >= CT_BOP_COUNT)
         return ct__error(CT_ERR_INVALID_ARG, "cpu binary kernel: unknown op %d", (int)op);
+    if ((unsigned)scalar.operand > 2)
+        return ct__error(CT_ERR_INVALID_ARG, "cpu binary kernel: no operand %d", scalar.operand);
+    /* The scalar operand is read in place, as a broadcast operand: this call's copy of it. */
+    ct__ew_args with_scalar;
+    if (scalar.operand) {
+        with_scalar = *args;
+        with_scalar.data[scalar.operand] = (char *)&scalar.value;
+        args = &with_scalar;
+    }
     int index = ct__binary_domain(args);
     const binary_domain *domain = &arith_domains[index];
     if (op_kind[op] == KIND_LOGICAL)

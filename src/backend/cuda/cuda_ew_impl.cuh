@@ -11,7 +11,8 @@
  *
  * Compute domains (cpu_ew_impl.h): float (f32, f16, bf16), double (f64), int64 and int32
  * (integers and bool of at most 32 bits). ct_ew_domain<T> holds a domain's load (any dtype
- * into T) and store (T into any dtype), each the exact mirror of the CPU's.
+ * into T; host code too, which converts a host scalar as the device converts an element) and
+ * store (T into any dtype), each the exact mirror of the CPU's.
  *
  * Kernels take ct__ew_args by value as a __grid_constant__ parameter (no per-thread copy)
  * with strides converted to BYTES by ct_ew_begin, and walk their elements in
@@ -96,7 +97,7 @@ template <typename T> struct ct_ew_domain;
 
 template <> struct ct_ew_domain<float> {
     /* Integers and f64 reach float through double, as on the CPU. */
-    static __device__ __forceinline__ float load(const char *p, ct_dtype dtype) {
+    static __host__ __device__ __forceinline__ float load(const char *p, ct_dtype dtype) {
         return ct__load_f32(p, dtype);
     }
     static __device__ __forceinline__ void store(char *p, ct_dtype dtype, float v) {
@@ -105,7 +106,7 @@ template <> struct ct_ew_domain<float> {
 };
 
 template <> struct ct_ew_domain<double> {
-    static __device__ __forceinline__ double load(const char *p, ct_dtype dtype) {
+    static __host__ __device__ __forceinline__ double load(const char *p, ct_dtype dtype) {
         return ct__load_f64(p, dtype);
     }
     static __device__ __forceinline__ void store(char *p, ct_dtype dtype, double v) {
@@ -114,7 +115,7 @@ template <> struct ct_ew_domain<double> {
 };
 
 template <> struct ct_ew_domain<int64_t> {
-    static __device__ __forceinline__ int64_t load(const char *p, ct_dtype dtype) {
+    static __host__ __device__ __forceinline__ int64_t load(const char *p, ct_dtype dtype) {
         return ct__load_i64(p, dtype);
     }
     static __device__ __forceinline__ void store(char *p, ct_dtype dtype, int64_t v) {
@@ -123,7 +124,7 @@ template <> struct ct_ew_domain<int64_t> {
 };
 
 template <> struct ct_ew_domain<uint64_t> {
-    static __device__ __forceinline__ uint64_t load(const char *p, ct_dtype dtype) {
+    static __host__ __device__ __forceinline__ uint64_t load(const char *p, ct_dtype dtype) {
         return ct__load_u64(p, dtype);
     }
     static __device__ __forceinline__ void store(char *p, ct_dtype dtype, uint64_t v) {
@@ -133,7 +134,7 @@ template <> struct ct_ew_domain<uint64_t> {
 
 /* Only dtypes of at most 32 bits compute here; the wraps keep any other defined. */
 template <> struct ct_ew_domain<int32_t> {
-    static __device__ __forceinline__ int32_t load(const char *p, ct_dtype dtype) {
+    static __host__ __device__ __forceinline__ int32_t load(const char *p, ct_dtype dtype) {
         switch (dtype) {
         case CT_I32: return *(const int32_t *)p;
         case CT_U8: return *(const uint8_t *)p;
