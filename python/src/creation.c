@@ -53,6 +53,7 @@ enum fill_kind { FILL_ZEROS, FILL_ONES, FILL_EMPTY, FILL_FULL };
 static PyObject *filled(int ndim, const int64_t *shape, enum fill_kind kind, PyObject *value,
                         ct_dtype dtype, ct_device device, int requires_grad) {
     ct_tensor *out;
+    if (kind == FILL_FULL && ctpy_check_scalar(value, dtype) < 0) return NULL;
     /* ct_full takes a double: an int that a double does not hold fills from its exact 0-d
      * array */
     if (kind == FILL_FULL && ctpy_needs_exact_int(value, dtype)) {
@@ -112,7 +113,7 @@ static PyObject *make(PyObject *args, PyObject *kwargs, enum fill_kind kind, con
     if (!parse_fill(args, kwargs, kind, name, false, &a)) return NULL;
     int64_t shape[CT_MAX_DIMS];
     int ndim;
-    if (ctpy_parse_shape(a.first, shape, &ndim) < 0) return NULL;
+    if (ctpy_parse_shape(a.first, "shape", shape, &ndim) < 0) return NULL;
     if (a.value) {
         if (!ctpy_is_scalar(a.value))
             return PyErr_Format(PyExc_TypeError, "full: fill_value must be a Python number");

@@ -213,7 +213,9 @@ static PyObject *reduce(PyObject *args, PyObject *kwargs, const char *format, re
                                      ctpy_opt_dtype, &dtype))
         return NULL;
     int axes[CT_MAX_DIMS], naxes;
-    if (ctpy_parse_axes(axis, axes, &naxes) < 0) return NULL;
+    char what[48];
+    snprintf(what, sizeof what, "%s: axis", name_in(format));
+    if (ctpy_parse_axes(axis, what, axes, &naxes) < 0) return NULL;
     ct_tensor *t = ctpy_tensor_arg(x, name_in(format), NULL), *out = NULL;
     if (!t) return NULL;
     if ((int)dtype >= 0 && dtype != ct_dtype_of(t)) {
@@ -253,7 +255,9 @@ static PyObject *moment(PyObject *args, PyObject *kwargs, const char *format, mo
                                      &keepdims))
         return NULL;
     int axes[CT_MAX_DIMS], naxes;
-    if (ctpy_parse_axes(axis, axes, &naxes) < 0) return NULL;
+    char what[48];
+    snprintf(what, sizeof what, "%s: axis", name_in(format));
+    if (ctpy_parse_axes(axis, what, axes, &naxes) < 0) return NULL;
     ct_tensor *t = ctpy_tensor_arg(x, name_in(format), NULL), *out;
     if (!t) return NULL;
     CTPY_NOGIL(out = fn(t, naxes < 0 ? 0 : naxes, naxes < 0 ? NULL : axes, correction, keepdims));
@@ -278,7 +282,9 @@ static PyObject *arg_reduce(PyObject *args, PyObject *kwargs, const char *format
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, format, keywords, &x, &axis, &keepdims))
         return NULL;
     int a = CT_AXIS_NONE;
-    if (axis != Py_None && (a = PyLong_AsLong(axis)) == -1 && PyErr_Occurred()) return NULL;
+    char what[48];
+    snprintf(what, sizeof what, "%s: axis", name_in(format));
+    if (axis != Py_None && ctpy_axis_value(axis, what, &a) < 0) return NULL;
     ct_tensor *t = ctpy_tensor_arg(x, name_in(format), NULL), *out;
     if (!t) return NULL;
     CTPY_NOGIL(out = fn(t, a, keepdims));

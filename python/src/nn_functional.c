@@ -137,7 +137,7 @@ static PyObject *f_layer_norm(PyObject *self, PyObject *args, PyObject *kwargs) 
         return NULL;
     int64_t shape[CT_MAX_DIMS];
     int ndim;
-    if (ctpy_parse_shape(shape_obj, shape, &ndim) < 0) return NULL;
+    if (ctpy_parse_shape(shape_obj, "layer_norm: normalized_shape", shape, &ndim) < 0) return NULL;
     CTPY_NOGIL(y = ct_layer_norm(x, ndim, w, b, eps));
     return ctpy_wrap(y);
 }
