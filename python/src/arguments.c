@@ -70,25 +70,41 @@ int ctpy_parse_axes(PyObject *o, const char *what, int *axes, int *naxes) {
     return 0;
 }
 
+PyObject *ctpy_snapshot(PyObject *o, Py_ssize_t most, const char *what) {
+    if (PyTuple_Check(o)) return Py_NewRef(o);
+    if (PyList_Check(o)) return PyList_AsTuple(o);
+    PyObject *it = PyObject_GetIter(o);
+    if (!it) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError, "%s must be a sequence, not %.100s", what,
+                         Py_TYPE(o)->tp_name);
+        }
+        return NULL;
+    }
+    PyObject *items = PyList_New(0), *item = NULL;
+    while (items && PyList_GET_SIZE(items) <= most && (item = PyIter_Next(it))) {
+        if (PyList_Append(items, item) < 0) Py_CLEAR(items);
+        Py_DECREF(item);
+    }
+    Py_DECREF(it);
+    PyObject *out = items && !PyErr_Occurred() ? PyList_AsTuple(items) : NULL;
+    Py_XDECREF(items);
+    return out;
+}
+
 int ctpy_parse_shape(PyObject *o, const char *what, int64_t *shape, int *ndim) {
     if (PyIndex_Check(o) && !PyFloat_Check(o)) {
         *ndim = 1;
         return ctpy_int64_value(o, what, &shape[0]);
     }
-    PyObject *snapshot = PySequence_Tuple(o);
-    if (!snapshot) {
-        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
-            PyErr_Clear();
-            PyErr_Format(PyExc_TypeError, "%s must be an int or a sequence of ints, not %.100s",
-                         what, Py_TYPE(o)->tp_name);
-        }
-        return -1;
-    }
+    PyObject *snapshot = ctpy_snapshot(o, CT_MAX_DIMS, what);
+    if (!snapshot) return -1;
     Py_ssize_t n = PyTuple_GET_SIZE(snapshot);
     int result = 0;
     if (n > CT_MAX_DIMS) {
-        ctpy_raise_status(CT_ERR_SHAPE, "%s has %zd entries; ctensor has at most %d axes", what, n,
-                          CT_MAX_DIMS);
+        ctpy_raise_status(CT_ERR_SHAPE, "%s has more than %d entries; ctensor has at most %d axes",
+                          what, CT_MAX_DIMS, CT_MAX_DIMS);
         result = -1;
     }
     *ndim = (int)n;

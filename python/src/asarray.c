@@ -11,6 +11,49 @@ bool ctpy_is_scalar(PyObject *o) { return PyBool_Check(o) || PyLong_Check(o) || 
 
 /* ---- results: moved and converted as asked ---- */
 
+/* Whether t (floating) has an element that dtype (an integer dtype) cannot hold: NaN, an
+ * infinity, or a value whose truncation lies outside the range. In *invalid (a read-back). */
+static ct_status has_invalid(const ct_tensor *t, ct_dtype dtype, bool *invalid) {
+    int bits = 8 * (int)ct_dtype_size(dtype);
+    bool is_unsigned = ct_dtype_is_unsigned(dtype);
+    double high = ldexp(1.0, is_unsigned ? bits : bits - 1), low = is_unsigned ? 0.0 : -high;
+    /* below: truncates under low; low - 1 is exact in a double but for int64's */
+    bool exact_below = is_unsigned || bits < 64;
+    ct_tensor *nan = ct_isnan(t), *above = ct_ge_scalar(t, high);
+    ct_tensor *below = exact_below ? ct_le_scalar(t, low - 1.0) : ct_lt_scalar(t, low);
+    ct_tensor *out = nan && above ? ct_logical_or(nan, above) : NULL;
+    ct_tensor *bad = out && below ? ct_logical_or(out, below) : NULL;
+    ct_tensor *any = bad ? ct_any(bad, 0, NULL, false) : NULL;
+    double found = 0;
+    ct_status status = any ? ct_item(any, &found) : ct_last_status();
+    *invalid = found != 0;
+    ct_release(any);
+    ct_release(bad);
+    ct_release(out);
+    ct_release(below);
+    ct_release(above);
+    ct_release(nan);
+    return status;
+}
+
+ct_tensor *ctpy_cast(const ct_tensor *t, ct_dtype dtype) {
+    bool check = ct_dtype_is_floating(ct_dtype_of(t)) && ct_dtype_is_integer(dtype);
+    bool invalid = false;
+    ct_status status = CT_OK;
+    ct_tensor *out;
+    CTPY_NOGIL(out = ct_cast(t, dtype); if (out && check) status = has_invalid(t, dtype, &invalid));
+    if (!out || ctpy_check(status) < 0) {
+        if (!out) ctpy_raise();
+        ct_release(out);
+        return NULL;
+    }
+    if (invalid && PyErr_WarnEx(PyExc_RuntimeWarning, "invalid value encountered in cast", 1) < 0) {
+        ct_release(out);
+        return NULL;
+    }
+    return out;
+}
+
 static ct_tensor *finish(ct_tensor *t, ct_dtype dtype, ct_device device) {
     ct_tensor *next;
     if (t && device.type != CT_DEVICE_DEFAULT && !ct_device_equal(device, ct_device_of(t))) {
@@ -19,7 +62,7 @@ static ct_tensor *finish(ct_tensor *t, ct_dtype dtype, ct_device device) {
         t = next;
     }
     if (t && (int)dtype >= 0 && dtype != ct_dtype_of(t)) {
-        CTPY_NOGIL(next = ct_cast(t, dtype));
+        next = ctpy_cast(t, dtype);
         ct_release(t);
         t = next;
     }

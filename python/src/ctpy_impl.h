@@ -103,6 +103,11 @@ bool ctpy_is_scalar(PyObject *o);
  * array of dtype CT_I64 or CT_U64: the C scalar entries take doubles, so such an int must
  * join as an exact 0-d array (ctpy_as_tensor of it is exact). */
 bool ctpy_needs_exact_int(PyObject *o, ct_dtype dtype);
+/* ct_cast(t, dtype) (a new reference; NULL with an exception), NumPy's warning included: a
+ * RuntimeWarning "invalid value encountered in cast" when a floating t has an element the
+ * integer dtype cannot hold (NaN, an infinity, a value out of range), whose result is
+ * ct_cast's (0 for NaN, the range's end for the others). */
+ct_tensor *ctpy_cast(const ct_tensor *t, ct_dtype dtype);
 /* 0 when the Python scalar o (bool, int or float) converts to dtype, NumPy 2's rules: an
  * int outside an integer dtype's range is an OverflowError; a float into an integer dtype
  * is truncated toward zero, NaN being a ValueError and an infinity or a value outside the
@@ -126,6 +131,11 @@ int ctpy_axis_arg(PyObject *o, void *out);
 int ctpy_int64_value(PyObject *o, const char *what, int64_t *out);
 /* None (all axes: *naxes = -1), an axis, or a tuple of at most CT_MAX_DIMS axes. */
 int ctpy_parse_axes(PyObject *o, const char *what, int *axes, int *naxes);
+/* The items of a sequence argument as a tuple (a new reference) that no Python code can change:
+ * a tuple itself, a list's copy, or the first most + 1 items of any other iterable (its
+ * __len__ never consulted), so that the caller can refuse one of more than most. NULL with
+ * an exception (a TypeError naming what for a non-iterable). */
+PyObject *ctpy_snapshot(PyObject *o, Py_ssize_t most, const char *what);
 /* A shape (or any list of sizes: reps, a normalised shape): an int, or a sequence of at most
  * CT_MAX_DIMS ints each within int64, read from a snapshot of the sequence. The C op checks
  * the signs. */

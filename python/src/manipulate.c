@@ -133,15 +133,8 @@ static void release_all(int n, ct_tensor **ts) {
  * a snapshot (a converted element may run Python code that changes it). -1 with an
  * exception. */
 static int tensor_list(PyObject *seq_obj, ct_tensor **ts, int capacity, int *n, const char *name) {
-    PyObject *seq = PySequence_Tuple(seq_obj);
-    if (!seq) {
-        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
-            PyErr_Clear();
-            PyErr_Format(PyExc_TypeError, "%s: expected a sequence of arrays, not %.100s", name,
-                         Py_TYPE(seq_obj)->tp_name);
-        }
-        return -1;
-    }
+    PyObject *seq = ctpy_snapshot(seq_obj, capacity, name);
+    if (!seq) return -1;
     Py_ssize_t count = PyTuple_GET_SIZE(seq);
     if (count > capacity) {
         Py_DECREF(seq);
