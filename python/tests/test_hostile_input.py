@@ -121,18 +121,18 @@ def test_an_index_list_changed_while_read(action):
 
 
 def test_shapes_and_array_lists_are_read_from_a_snapshot():
-    shape = [2, 3]
-    shape[1] = IndexLike(3, shape.clear)
-    assert ct.zeros(shape).shape == (2, 3)
-    shape = [6]
-    shape[0] = IndexLike(6, lambda: shape.extend(range(100)))
-    assert ct.reshape(ct.ones((2, 3)), shape).shape == (6,)
-    arrays = [ct.ones(2), None]
-    arrays[1] = [FloatLike(2.0, arrays.clear), 3.0]
-    np.testing.assert_array_equal(to_numpy(ct.concat(arrays)), [1, 1, 2, 3])
-    arrays = [ct.ones(2), None]
-    arrays[1] = [FloatLike(2.0, lambda: arrays.extend([ct.ones(2)] * 2000)), 3.0]
-    np.testing.assert_array_equal(to_numpy(ct.stack(arrays)), [[1, 1], [2, 3]])
+    shape = [None, 3, 1]
+    shape[0] = IndexLike(2, shape.clear)  # emptied before its next entries are read
+    assert ct.zeros(shape).shape == (2, 3, 1)
+    shape = [None, 3]
+    shape[0] = IndexLike(2, lambda: shape.__setitem__(slice(None), [object()] * 5))
+    assert ct.reshape(ct.ones((2, 3)), shape).shape == (2, 3)
+    arrays = [None, ct.ones(2), ct.ones(2)]
+    arrays[0] = [FloatLike(2.0, arrays.clear), 3.0]
+    np.testing.assert_array_equal(to_numpy(ct.concat(arrays)), [2, 3, 1, 1, 1, 1])
+    arrays = [None, ct.ones(2)]
+    arrays[0] = [FloatLike(2.0, lambda: arrays.extend([ct.ones(2)] * 2000)), 3.0]
+    np.testing.assert_array_equal(to_numpy(ct.stack(arrays)), [[2, 3], [1, 1]])
 
 
 def test_a_sequence_that_lies_about_its_length_is_an_exception():
@@ -538,3 +538,19 @@ def test_load_of_a_corrupt_tree_names_the_file_and_the_key(tmp_path):
     with pytest.raises(ValueError) as raised:
         ct.load(path)
     assert str(path) in str(raised.value) and "ctensor.tree" in str(raised.value)
+
+
+def test_ddp_flags_changed_while_read():
+    """DistributedDataParallel's C handle (one rank): a flag whose __bool__ empties both lists
+    it is given leaves the handle holding every tensor."""
+    ct.distributed.init()
+    tensors = [ct.ones(2) for _ in range(3)]
+
+    class Emptying:
+        def __bool__(self):
+            flags.clear()
+            tensors.clear()
+            return True
+
+    flags = [Emptying(), False, True]
+    assert _ctensor._ddp(tensors, flags, 0, 0) is not None
