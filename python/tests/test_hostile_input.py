@@ -10,7 +10,7 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest import NUMPY_DTYPES, to_numpy
+from conftest import DEVICES, NUMPY_DTYPES, to_numpy
 
 import ctensor as ct
 from ctensor import _ctensor, _tree
@@ -174,11 +174,13 @@ EDGES = [2**31, -(2**31), 2**31 - 1, 2**32, 2**32 + 1, 2**63, -(2**63), 2**63 - 
 
 @pytest.fixture
 def memory_limit():
-    """The CPU limited to 256 MiB, so that a legal but huge size fails fast."""
-    cpu = ct.device("cpu")
-    ct.set_memory_limit(cpu, 256 << 20)
+    """Every device limited to 256 MiB, so that a legal but huge size fails fast wherever
+    the default placement puts it (the fake GPU's memory is the host's)."""
+    for device in DEVICES:
+        ct.set_memory_limit(device, 256 << 20)
     yield
-    ct.set_memory_limit(cpu, 0)
+    for device in DEVICES:
+        ct.set_memory_limit(device, 0)
 
 
 X = None
