@@ -105,8 +105,8 @@ bool ctpy_is_scalar(PyObject *o);
 bool ctpy_needs_exact_int(PyObject *o, ct_dtype dtype);
 /* ct_cast(t, dtype) (a new reference; NULL with an exception), NumPy's warning included: a
  * RuntimeWarning "invalid value encountered in cast" when a floating t has an element the
- * integer dtype cannot hold (NaN, an infinity, a value out of range), whose result is
- * ct_cast's (0 for NaN, the range's end for the others). */
+ * integer dtype cannot hold (NaN, an infinity, a value out of range); those elements hold
+ * what ct_cast gives them, which NumPy leaves unspecified too. */
 ct_tensor *ctpy_cast(const ct_tensor *t, ct_dtype dtype);
 /* 0 when the Python scalar o (bool, int or float) converts to dtype, NumPy 2's rules: an
  * int outside an integer dtype's range is an OverflowError; a float into an integer dtype

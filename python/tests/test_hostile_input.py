@@ -556,3 +556,15 @@ def test_ddp_flags_changed_while_read():
 
     flags = [Emptying(), False, True]
     assert _ctensor._ddp(tensors, flags, 0, 0) is not None
+
+
+def test_deep_nesting_is_a_value_error_not_a_recursion_error():
+    nest = [1.0]
+    for _ in range(100000):
+        nest = [nest]
+    with pytest.raises(ValueError, match="deeper than"):
+        ct.asarray(nest)
+    cyclic = []
+    cyclic.append(cyclic)
+    with pytest.raises(ValueError, match="deeper than"):
+        ct.asarray(cyclic)
