@@ -568,3 +568,31 @@ def test_deep_nesting_is_a_value_error_not_a_recursion_error():
     cyclic.append(cyclic)
     with pytest.raises(ValueError, match="deeper than"):
         ct.asarray(cyclic)
+
+
+@pytest.mark.parametrize("value", EDGES)
+def test_arange_ends_at_the_edges(memory_limit, value):
+    """An integer range is exact or refused: never wrapped into its dtype, never rounded
+    through a double."""
+    for call in (lambda: ct.arange(value), lambda: ct.arange(0, value, max(abs(value) // 4, 1)),
+                 lambda: ct.arange(value, value + 3), lambda: ct.arange(value - 3, value)):
+        try:
+            got = call()
+        except (OverflowError, MemoryError, ValueError) as e:
+            assert isinstance(e, MemoryError) or "arange" in str(e) or "int64" in str(e), str(e)
+            continue
+        values = to_numpy(got).astype(object).tolist()
+        assert all(isinstance(v, int) for v in values)
+        if len(values) > 1:
+            steps = {b - a for a, b in zip(values, values[1:])}
+            assert len(steps) == 1, values  # no wrapped or saturated element
+
+
+def test_arange_into_a_small_dtype_refuses_what_it_cannot_hold():
+    with pytest.raises(OverflowError, match="uint8"):
+        ct.arange(250, 260, dtype=ct.uint8)
+    with pytest.raises(OverflowError, match="int8"):
+        ct.arange(0, 300, 100, dtype=ct.int8)
+    assert to_numpy(ct.arange(0, 256, 255, dtype=ct.uint8)).tolist() == [0, 255]
+    with pytest.raises(ValueError, match="step"):
+        ct.arange(0, 10, 0)
