@@ -72,9 +72,14 @@ static int plan(const ct_tensor *view, const ctpy_advanced *adv, layout *l) {
 /* Whether an element of index is outside -size .. size-1, in *bad (a read-back). */
 static ct_status any_out_of_range(const ct_tensor *index, int64_t size, double *bad) {
     ct_status status = CT_ERR_INVALID_ARG;
+    /* an unsigned array has no element below 0 (its comparison with -size would convert
+     * -size to the unsigned dtype) */
+    bool is_unsigned = ct_dtype_is_unsigned(ct_dtype_of(index));
     ct_tensor *high = ct_ge_scalar(index, (double)size);
-    ct_tensor *low = ct_lt_scalar(index, (double)-size);
-    ct_tensor *either = high && low ? ct_logical_or(high, low) : NULL;
+    ct_tensor *low = is_unsigned ? NULL : ct_lt_scalar(index, (double)-size);
+    ct_tensor *either = is_unsigned   ? ct_retain(high)
+                        : high && low ? ct_logical_or(high, low)
+                                      : NULL;
     ct_tensor *any = either ? ct_any(either, 0, NULL, false) : NULL;
     if (any) status = ct_item(any, bad);
     ct_release(any);
@@ -84,8 +89,7 @@ static ct_status any_out_of_range(const ct_tensor *index, int64_t size, double *
     return status;
 }
 
-/* -1 with an IndexError when an element of index is outside -size .. size-1. */
-static int check_range(const ct_tensor *index, int axis, int64_t size) {
+int ctpy_check_index_range(const ct_tensor *index, int axis, int64_t size) {
     double bad = 0;
     ct_status status;
     CTPY_NOGIL(status = any_out_of_range(index, size, &bad));
@@ -130,7 +134,7 @@ static ct_tensor *combined(const ct_tensor *view, const ctpy_advanced *adv, cons
 static ct_tensor *linear_index(const ct_tensor *view, const ctpy_advanced *adv, const layout *l) {
     for (int i = 0; i < adv->n; i++)
         if (!adv->in_range[i] &&
-            check_range(adv->index[i], adv->axis[i], ct_shape(view)[adv->axis[i]]) < 0)
+            ctpy_check_index_range(adv->index[i], adv->axis[i], ct_shape(view)[adv->axis[i]]) < 0)
             return NULL;
     ct_tensor *lin;
     CTPY_NOGIL(lin = combined(view, adv, l));

@@ -53,6 +53,7 @@ enum fill_kind { FILL_ZEROS, FILL_ONES, FILL_EMPTY, FILL_FULL };
 static PyObject *filled(int ndim, const int64_t *shape, enum fill_kind kind, PyObject *value,
                         ct_dtype dtype, ct_device device, int requires_grad) {
     ct_tensor *out;
+    if (kind == FILL_FULL && ctpy_check_scalar(value, dtype) < 0) return NULL;
     /* ct_full takes a double: an int that a double does not hold fills from its exact 0-d
      * array */
     if (kind == FILL_FULL && ctpy_needs_exact_int(value, dtype)) {
@@ -117,7 +118,7 @@ static PyObject *make(PyObject *args, PyObject *kwargs, enum fill_kind kind, con
     if (!ok) return NULL;
     int64_t shape[CT_MAX_DIMS];
     int ndim;
-    if (ctpy_parse_shape(a.first, shape, &ndim) < 0) return NULL;
+    if (ctpy_parse_shape(a.first, "shape", shape, &ndim) < 0) return NULL;
     if (a.value) {
         if (!ctpy_is_scalar(a.value))
             return PyErr_Format(PyExc_TypeError, "full: fill_value must be a Python number");
@@ -170,6 +171,47 @@ static PyObject *py_full_like(PyObject *s, PyObject *a, PyObject *k) {
 
 /* ---- ranges ---- */
 
+/* An integer range into an integer dtype: its first and last values (Python ints) must be
+ * values of dtype (NumPy 2: an OverflowError otherwise, not a wrapped range) and exact in the
+ * doubles ct_arange takes (within 2**53). 0, or -1 with the exception. */
+static int check_int_range(PyObject *start, PyObject *stop, PyObject *step, ct_dtype dtype) {
+    PyObject *zero = PyLong_FromLong(0), *one = PyLong_FromLong(1);
+    PyObject *range =
+        zero && one ? PyObject_CallFunctionObjArgs((PyObject *)&PyRange_Type, start ? start : zero,
+                                                   stop, step ? step : one, NULL)
+                    : NULL;
+    Py_XDECREF(zero);
+    Py_XDECREF(one);
+    if (!range && PyErr_ExceptionMatches(PyExc_ValueError)) { /* a zero step: ct_arange's to say */
+        PyErr_Clear();
+        return 0;
+    }
+    Py_ssize_t n = range ? PyObject_Size(range) : -1;
+    if (n < 0 && PyErr_ExceptionMatches(PyExc_OverflowError)) {
+        PyErr_Clear();
+        PyErr_SetString(PyExc_MemoryError, "arange: the range has more elements than memory holds");
+    }
+    int result = n < 0 ? -1 : 0;
+    for (int end = 0; result == 0 && n > 0 && end < 2; end++) {
+        PyObject *value = PySequence_GetItem(range, end ? n - 1 : 0);
+        result = value ? ctpy_check_scalar(value, dtype) : -1;
+        if (result == 0) {
+            int overflow;
+            long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+            if (overflow || v > (INT64_C(1) << 53) || v < -(INT64_C(1) << 53)) {
+                PyErr_Format(PyExc_OverflowError,
+                             "arange: %S is beyond 2**53, where ct_arange's double arguments "
+                             "are exact",
+                             value);
+                result = -1;
+            }
+        }
+        Py_XDECREF(value);
+    }
+    Py_XDECREF(range);
+    return result;
+}
+
 static PyObject *py_arange(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *keywords[] = {"start", "stop", "step", "dtype", "device", "requires_grad", NULL};
     PyObject *start, *stop = Py_None, *step = NULL;
@@ -190,6 +232,8 @@ static PyObject *py_arange(PyObject *self, PyObject *args, PyObject *kwargs) {
     bool integral =
         (!start || PyLong_Check(start)) && PyLong_Check(stop) && (!step || PyLong_Check(step));
     if ((int)dtype < 0) dtype = integral ? CTPY_DEFAULT_INT : CTPY_DEFAULT_FLOAT;
+    if (integral && ct_dtype_is_integer(dtype) && check_int_range(start, stop, step, dtype) < 0)
+        return NULL;
     ct_tensor *out;
     CTPY_NOGIL(out = ct_arange(a, b, s, dtype, device));
     return ctpy_wrap_leaf(out, requires_grad);

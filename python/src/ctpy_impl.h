@@ -103,15 +103,43 @@ bool ctpy_is_scalar(PyObject *o);
  * array of dtype CT_I64 or CT_U64: the C scalar entries take doubles, so such an int must
  * join as an exact 0-d array (ctpy_as_tensor of it is exact). */
 bool ctpy_needs_exact_int(PyObject *o, ct_dtype dtype);
+/* ct_cast(t, dtype) (a new reference; NULL with an exception), NumPy's warning included: a
+ * RuntimeWarning "invalid value encountered in cast" when a floating t has an element the
+ * integer dtype cannot hold (NaN, an infinity, a value out of range); those elements hold
+ * what ct_cast gives them, which NumPy leaves unspecified too. */
+ct_tensor *ctpy_cast(const ct_tensor *t, ct_dtype dtype);
+/* 0 when the Python scalar o (bool, int or float) converts to dtype, NumPy 2's rules: an
+ * int outside an integer dtype's range is an OverflowError; a float into an integer dtype
+ * is truncated toward zero, NaN being a ValueError and an infinity or a value outside the
+ * range an OverflowError. -1 with the exception. */
+int ctpy_check_scalar(PyObject *o, ct_dtype dtype);
 /* A tensor from a DLPack producer, without a copy when the memory allows. */
 PyObject *ctpy_from_dlpack(PyObject *self, PyObject *args, PyObject *kwargs);
 
-/* ---- axes (manipulate.c) ---- */
+/* ---- integer arguments (arguments.c) ----
+ * Each takes what, the argument as a message names it ("sum: axis"), and fails with an
+ * exception naming it: a TypeError for what is no int (a float included), never a value
+ * truncated into another. */
 
-/* axis=None (all: *naxes = -1), an int, or a tuple of ints into axes[CT_MAX_DIMS]. */
-int ctpy_parse_axes(PyObject *o, int *axes, int *naxes);
-/* A shape from a tuple/list of ints or an int. */
-int ctpy_parse_shape(PyObject *o, int64_t *shape, int *ndim);
+/* An axis: an int (or __index__) within -CT_MAX_DIMS .. CT_MAX_DIMS-1, the axes any array
+ * can have (InvalidArgumentError, a ValueError, beyond them); the C op checks it against
+ * its array's own rank. 0, or -1 with an exception. */
+int ctpy_axis_value(PyObject *o, const char *what, int *axis);
+/* ctpy_axis_value as a PyArg "O&" converter into an int, its argument named "axis". */
+int ctpy_axis_arg(PyObject *o, void *out);
+/* An int (or __index__) that fits int64 (OverflowError beyond it). */
+int ctpy_int64_value(PyObject *o, const char *what, int64_t *out);
+/* None (all axes: *naxes = -1), an axis, or a tuple of at most CT_MAX_DIMS axes. */
+int ctpy_parse_axes(PyObject *o, const char *what, int *axes, int *naxes);
+/* The items of a sequence argument as a tuple (a new reference) that no Python code can change:
+ * a tuple itself, a list's copy, or the first most + 1 items of any other iterable (its
+ * __len__ never consulted), so that the caller can refuse one of more than most. NULL with
+ * an exception (a TypeError naming what for a non-iterable). */
+PyObject *ctpy_snapshot(PyObject *o, Py_ssize_t most, const char *what);
+/* A shape (or any list of sizes: reps, a normalised shape): an int, or a sequence of at most
+ * CT_MAX_DIMS ints each within int64, read from a snapshot of the sequence. The C op checks
+ * the signs. */
+int ctpy_parse_shape(PyObject *o, const char *what, int64_t *shape, int *ndim);
 
 /* ---- the functions and methods each file adds ---- */
 
@@ -152,6 +180,9 @@ typedef struct {
     bool in_range[CT_MAX_DIMS];    /* known to be in range (from a mask or a checked int) */
 } ctpy_advanced;
 void ctpy_advanced_clear(ctpy_advanced *adv);
+/* -1 with an IndexError when an element of the integer array index is outside
+ * -size .. size-1 (axis: the axis it indexes, for the message). */
+int ctpy_check_index_range(const ct_tensor *index, int axis, int64_t size);
 /* view[adv] as a new tensor, NULL with an exception; view[adv] = value (value has view's
  * dtype and device), 0 or -1 with an exception. */
 ct_tensor *ctpy_advanced_get(const ct_tensor *view, const ctpy_advanced *adv);

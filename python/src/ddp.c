@@ -95,20 +95,29 @@ static PyObject *py_ddp(PyObject *self, PyObject *args) {
     int n;
     ct_tensor **tensors = world ? ctpy_tensor_array(seq, &n) : NULL;
     if (!tensors) return NULL;
-    if (PyList_GET_SIZE(flags) != n) {
-        PyMem_Free(tensors);
-        return PyErr_Format(PyExc_ValueError, "_ddp: one buffer flag per tensor");
-    }
+    /* the tensors held before a flag's __bool__ can run (and change seq) */
+    for (int i = 0; i < n; i++) ct_retain(tensors[i]);
     bool *buffer = PyMem_Calloc((size_t)n + 1, sizeof *buffer);
-    ctpy_ddp *d = buffer ? PyObject_New(ctpy_ddp, &ddp_type) : NULL;
+    bool ok = buffer != NULL;
+    if (!ok) PyErr_NoMemory();
+    if (ok && PyList_GET_SIZE(flags) != n) {
+        PyErr_Format(PyExc_ValueError, "_ddp: one buffer flag per tensor");
+        ok = false;
+    }
+    for (int i = 0; ok && i < n; i++) {
+        /* re-checked: a flag's __bool__ may change the list */
+        PyObject *item = i < PyList_GET_SIZE(flags) ? Py_NewRef(PyList_GET_ITEM(flags, i)) : NULL;
+        int flag = item ? PyObject_IsTrue(item) : 0;
+        Py_XDECREF(item);
+        ok = flag >= 0;
+        buffer[i] = flag == 1;
+    }
+    ctpy_ddp *d = ok ? PyObject_New(ctpy_ddp, &ddp_type) : NULL;
     if (!d) {
+        for (int i = 0; i < n; i++) ct_release(tensors[i]);
         PyMem_Free(tensors);
         PyMem_Free(buffer);
-        return PyErr_NoMemory();
-    }
-    for (int i = 0; i < n; i++) {
-        buffer[i] = PyObject_IsTrue(PyList_GET_ITEM(flags, i)) == 1;
-        ct_retain(tensors[i]);
+        return NULL;
     }
     d->n = n, d->tensors = tensors;
     CTPY_NOGIL(d->ddp = ct_ddp_new_tensors(world, n, tensors, buffer, &options));

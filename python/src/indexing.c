@@ -99,12 +99,22 @@ static int check_key(PyObject *items, const ct_tensor *t, int *used, bool *advan
     return -1;
 }
 
-/* Record an index array (as CT_I64) for axis of the view; -1 with an exception. */
-static int add_array(ctpy_advanced *adv, int axis, ct_tensor *index, bool in_range) {
+/* Record an index array (as CT_I64) for axis of cur, the view; -1 with an exception. A
+ * uint64 array is checked against the axis first: the cast would wrap its values above
+ * INT64_MAX into negative indices. */
+static int add_array(ctpy_advanced *adv, const ct_tensor *cur, int axis, ct_tensor *index,
+                     bool in_range) {
     if (adv->n == CT_MAX_DIMS) {
         ct_release(index);
         PyErr_Format(PyExc_IndexError, "at most %d index arrays", CT_MAX_DIMS);
         return -1;
+    }
+    if (index && !in_range && ct_dtype_of(index) == CT_U64) {
+        if (ctpy_check_index_range(index, axis, ct_shape(cur)[axis]) < 0) {
+            ct_release(index);
+            return -1;
+        }
+        in_range = true;
     }
     ct_tensor *wide = index && ct_dtype_of(index) != CT_I64 ? ct_cast(index, CT_I64) : index;
     if (wide != index) ct_release(index);
@@ -125,7 +135,7 @@ static int add_int(ctpy_advanced *adv, const ct_tensor *cur, int axis, PyObject 
                      axis, (long long)size);
         return -1;
     }
-    return add_array(adv, axis, ct_scalar((double)i, CT_I64, ct_device_of(cur)), true);
+    return add_array(adv, cur, axis, ct_scalar((double)i, CT_I64, ct_device_of(cur)), true);
 }
 
 /* A boolean mask over axes axis.. of cur: the index arrays of its true elements. */
@@ -146,7 +156,7 @@ static int add_mask(ctpy_advanced *adv, const ct_tensor *cur, int axis, const ct
     int result = 0;
     for (int d = 0; d < ct_ndim(mask); d++)
         if (result == 0)
-            result = add_array(adv, axis + d, found[d], true);
+            result = add_array(adv, cur, axis + d, found[d], true);
         else
             ct_release(found[d]);
     return result;
@@ -183,7 +193,8 @@ static ct_tensor *index_tensor(ct_tensor *t, PyObject *key, ctpy_advanced *adv) 
             if (add_mask(adv, cur, axis, mask) < 0) next = NULL;
             axis += ct_ndim(mask);
         } else if (is_integer_array(item)) {
-            if (add_array(adv, axis++, ct_retain(ctpy_tensor_of(item)), false) < 0) next = NULL;
+            if (add_array(adv, cur, axis++, ct_retain(ctpy_tensor_of(item)), false) < 0)
+                next = NULL;
         } else if (PyIndex_Check(item) && advanced) {
             if (add_int(adv, cur, axis++, item) < 0) next = NULL;
         } else if (PyIndex_Check(item)) {
@@ -231,11 +242,15 @@ static int tensor_setitem(PyObject *self, PyObject *key, PyObject *value) {
         return result;
     }
     if (ctpy_is_scalar(value) && !ctpy_needs_exact_int(value, ct_dtype_of(view))) {
+        if (ctpy_check_scalar(value, ct_dtype_of(view)) < 0) return ct_release(view), -1;
         double s = PyFloat_AsDouble(value);
         if (s == -1.0 && PyErr_Occurred()) return ct_release(view), -1;
         CTPY_NOGIL(status = ct_fill(view, s));
     } else {
-        ct_dtype dtype = ctpy_is_scalar(value) ? ct_dtype_of(view) : (ct_dtype)-1;
+        /* Python numbers (and lists of them) convert into the array's dtype, so that one
+         * the dtype cannot hold is refused (ctpy_check_scalar's rules) */
+        bool python = ctpy_is_scalar(value) || PyList_Check(value) || PyTuple_Check(value);
+        ct_dtype dtype = python ? ct_dtype_of(view) : (ct_dtype)-1;
         ct_tensor *src = ctpy_as_tensor(value, dtype, ct_device_of(view));
         if (!src) return ct_release(view), -1;
         CTPY_NOGIL(status = ct_copy(view, src));

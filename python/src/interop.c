@@ -220,7 +220,17 @@ static PyObject *export_capsule(ct_tensor *t, bool versioned) {
 static int wants_versioned(PyObject *max_version) {
     if (max_version == Py_None) return 0;
     int major, minor;
-    if (!PyArg_ParseTuple(max_version, "ii", &major, &minor)) return -1;
+    if (!PyTuple_Check(max_version) ||
+        !PyArg_ParseTuple(max_version, "ii:__dlpack__ max_version", &major, &minor)) {
+        if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError,
+                         "__dlpack__: max_version must be None or a (major, minor) tuple of "
+                         "ints, not %.200R",
+                         max_version);
+        }
+        return -1;
+    }
     return major >= 1;
 }
 
@@ -237,7 +247,17 @@ static PyObject *tensor_dlpack(PyObject *self, PyObject *args, PyObject *kwargs)
     bool to_host = false;
     if (target != Py_None) {
         int type, id;
-        if (!PyArg_ParseTuple(target, "ii", &type, &id)) return NULL;
+        if (!PyTuple_Check(target) ||
+            !PyArg_ParseTuple(target, "ii:__dlpack__ dl_device", &type, &id)) {
+            if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_TypeError)) {
+                PyErr_Clear();
+                PyErr_Format(PyExc_TypeError,
+                             "__dlpack__: dl_device must be None or a (device_type, device_id) "
+                             "tuple of ints, not %.200R",
+                             target);
+            }
+            return NULL;
+        }
         /* The standard lets a producer copy to the host (kDLCPU) when asked, unless copy is
          * False; any other device is the consumer's to reach. */
         to_host = type == CTPY_DL_CPU && here.device_type != CTPY_DL_CPU;

@@ -4,49 +4,6 @@
  * op makes views. */
 #include "ctpy_impl.h"
 
-int ctpy_parse_axes(PyObject *o, int *axes, int *naxes) {
-    if (o == Py_None) return *naxes = -1, 0;
-    if (PyLong_Check(o)) {
-        axes[0] = PyLong_AsLong(o);
-        *naxes = 1;
-        return axes[0] == -1 && PyErr_Occurred() ? -1 : 0;
-    }
-    if (!PyTuple_Check(o) || PyTuple_GET_SIZE(o) > CT_MAX_DIMS) {
-        PyErr_Format(PyExc_TypeError, "axis must be None, an int or a tuple of ints, not %R", o);
-        return -1;
-    }
-    *naxes = (int)PyTuple_GET_SIZE(o);
-    for (int i = 0; i < *naxes; i++) {
-        axes[i] = PyLong_AsLong(PyTuple_GET_ITEM(o, i));
-        if (axes[i] == -1 && PyErr_Occurred()) return -1;
-    }
-    return 0;
-}
-
-int ctpy_parse_shape(PyObject *o, int64_t *shape, int *ndim) {
-    if (PyIndex_Check(o)) {
-        shape[0] = PyNumber_AsSsize_t(o, PyExc_OverflowError);
-        *ndim = 1;
-        return shape[0] == -1 && PyErr_Occurred() ? -1 : 0;
-    }
-    PyObject *seq = PySequence_Fast(o, "a shape must be an int or a sequence of ints");
-    if (!seq) return -1;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    if (n > CT_MAX_DIMS) {
-        Py_DECREF(seq);
-        ctpy_raise_status(CT_ERR_SHAPE, "a shape of %zd axes; ctensor has at most %d", n,
-                          CT_MAX_DIMS);
-        return -1;
-    }
-    *ndim = (int)n;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        shape[i] = PyNumber_AsSsize_t(PySequence_Fast_GET_ITEM(seq, i), PyExc_OverflowError);
-        if (shape[i] == -1 && PyErr_Occurred()) return Py_DECREF(seq), -1;
-    }
-    Py_DECREF(seq);
-    return 0;
-}
-
 static PyObject *py_reshape(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *keywords[] = {"x", "shape", "copy", NULL};
     PyObject *x, *spec, *copy = Py_None;
@@ -54,7 +11,7 @@ static PyObject *py_reshape(PyObject *self, PyObject *args, PyObject *kwargs) {
         return NULL;
     int64_t shape[CT_MAX_DIMS];
     int ndim;
-    if (ctpy_parse_shape(spec, shape, &ndim) < 0) return NULL;
+    if (ctpy_parse_shape(spec, "reshape: shape", shape, &ndim) < 0) return NULL;
     ct_tensor *t = ctpy_tensor_arg(x, "reshape", NULL), *out;
     if (!t) return NULL;
     CTPY_NOGIL(out = copy == Py_False ? ct_view(t, ndim, shape) : ct_reshape(t, ndim, shape));
@@ -71,7 +28,7 @@ static PyObject *py_permute_dims(PyObject *self, PyObject *args) {
     PyObject *x, *axes_obj;
     if (!PyArg_ParseTuple(args, "OO:permute_dims", &x, &axes_obj)) return NULL;
     int axes[CT_MAX_DIMS], n;
-    if (ctpy_parse_axes(axes_obj, axes, &n) < 0) return NULL;
+    if (ctpy_parse_axes(axes_obj, "permute_dims: axes", axes, &n) < 0) return NULL;
     ct_tensor *t = ctpy_tensor_arg(x, "permute_dims", NULL);
     if (!t) return NULL;
     ct_tensor *out = ct_permute(t, n < 0 ? 0 : n, axes);
@@ -83,7 +40,8 @@ static PyObject *py_expand_dims(PyObject *self, PyObject *args, PyObject *kwargs
     static char *keywords[] = {"x", "axis", NULL};
     PyObject *x;
     int axis = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$i:expand_dims", keywords, &x, &axis))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$O&:expand_dims", keywords, &x, ctpy_axis_arg,
+                                     &axis))
         return NULL;
     ct_tensor *t = ctpy_tensor_arg(x, "expand_dims", NULL);
     if (!t) return NULL;
@@ -104,7 +62,7 @@ static PyObject *py_squeeze(PyObject *self, PyObject *args, PyObject *kwargs) {
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO:squeeze", keywords, &x, &axis_obj))
         return NULL;
     int axes[CT_MAX_DIMS], n;
-    if (ctpy_parse_axes(axis_obj, axes, &n) < 0) return NULL;
+    if (ctpy_parse_axes(axis_obj, "squeeze: axis", axes, &n) < 0) return NULL;
     ct_tensor *t = ctpy_tensor_arg(x, "squeeze", NULL);
     if (!t) return NULL;
     if (n < 0) {
@@ -135,7 +93,7 @@ static PyObject *py_broadcast_to(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OO:broadcast_to", &x, &spec)) return NULL;
     int64_t shape[CT_MAX_DIMS];
     int ndim;
-    if (ctpy_parse_shape(spec, shape, &ndim) < 0) return NULL;
+    if (ctpy_parse_shape(spec, "broadcast_to: shape", shape, &ndim) < 0) return NULL;
     ct_tensor *t = ctpy_tensor_arg(x, "broadcast_to", NULL);
     if (!t) return NULL;
     ct_tensor *out = ct_expand(t, ndim, shape);
@@ -171,11 +129,13 @@ static void release_all(int n, ct_tensor **ts) {
 }
 
 /* The arrays of a sequence as new references in ts (release_all them) and their count in
- * *n; array-likes join the device of the first Tensor among them. -1 with an exception. */
+ * *n; array-likes join the device of the first Tensor among them. The sequence is read from
+ * a snapshot (a converted element may run Python code that changes it). -1 with an
+ * exception. */
 static int tensor_list(PyObject *seq_obj, ct_tensor **ts, int capacity, int *n, const char *name) {
-    PyObject *seq = PySequence_Fast(seq_obj, "expected a sequence of arrays");
+    PyObject *seq = ctpy_snapshot(seq_obj, capacity, name);
     if (!seq) return -1;
-    Py_ssize_t count = PySequence_Fast_GET_SIZE(seq);
+    Py_ssize_t count = PyTuple_GET_SIZE(seq);
     if (count > capacity) {
         Py_DECREF(seq);
         PyErr_Format(PyExc_ValueError, "%s: at most %d arrays", name, capacity);
@@ -183,10 +143,10 @@ static int tensor_list(PyObject *seq_obj, ct_tensor **ts, int capacity, int *n, 
     }
     ct_tensor *near = NULL;
     for (Py_ssize_t i = 0; !near && i < count; i++)
-        if (ctpy_is_tensor(PySequence_Fast_GET_ITEM(seq, i)))
-            near = ct_retain(ctpy_tensor_of(PySequence_Fast_GET_ITEM(seq, i)));
+        if (ctpy_is_tensor(PyTuple_GET_ITEM(seq, i)))
+            near = ct_retain(ctpy_tensor_of(PyTuple_GET_ITEM(seq, i)));
     for (*n = 0; *n < count; (*n)++)
-        if (!(ts[*n] = ctpy_tensor_arg(PySequence_Fast_GET_ITEM(seq, *n), name, near))) break;
+        if (!(ts[*n] = ctpy_tensor_arg(PyTuple_GET_ITEM(seq, *n), name, near))) break;
     ct_release(near);
     Py_DECREF(seq);
     if (*n == count) return 0;
@@ -227,8 +187,9 @@ static PyObject *join(PyObject *args, PyObject *kwargs, const char *name, const 
     ct_tensor *flat[CTPY_MAX_ARRAYS];
     int axis = 0;
     bool flatten = axis_obj == Py_None;
-    if (axis_obj && !flatten && (axis = PyLong_AsLong(axis_obj)) == -1 && PyErr_Occurred())
-        return NULL;
+    char what[32];
+    snprintf(what, sizeof what, "%s: axis", name);
+    if (axis_obj && !flatten && ctpy_axis_value(axis_obj, what, &axis) < 0) return NULL;
     if (tensor_list(arrays, ts, CTPY_MAX_ARRAYS, &n, name) < 0) return NULL;
     for (int i = 0; flatten && i < n; i++) flat[i] = ct_reshape(ts[i], 1, (int64_t[]){-1});
     ct_tensor *out;
@@ -252,7 +213,7 @@ static PyObject *py_flip(PyObject *self, PyObject *args, PyObject *kwargs) {
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$O:flip", keywords, &x, &axis_obj))
         return NULL;
     int axes[CT_MAX_DIMS], n;
-    if (ctpy_parse_axes(axis_obj, axes, &n) < 0) return NULL;
+    if (ctpy_parse_axes(axis_obj, "flip: axis", axes, &n) < 0) return NULL;
     ct_tensor *t = ctpy_tensor_arg(x, "flip", NULL);
     if (!t) return NULL;
     if (n < 0)
@@ -293,7 +254,8 @@ static PyObject *py_moveaxis(PyObject *self, PyObject *args) {
     PyObject *x, *src_obj, *dst_obj;
     if (!PyArg_ParseTuple(args, "OOO:moveaxis", &x, &src_obj, &dst_obj)) return NULL;
     int src[CT_MAX_DIMS], dst[CT_MAX_DIMS], ns, nd, perm[CT_MAX_DIMS];
-    if (ctpy_parse_axes(src_obj, src, &ns) < 0 || ctpy_parse_axes(dst_obj, dst, &nd) < 0)
+    if (ctpy_parse_axes(src_obj, "moveaxis: source", src, &ns) < 0 ||
+        ctpy_parse_axes(dst_obj, "moveaxis: destination", dst, &nd) < 0)
         return NULL;
     if (ns != nd || ns < 0)
         return PyErr_Format(PyExc_ValueError, "moveaxis: source and destination differ in length");
@@ -309,11 +271,15 @@ static PyObject *py_moveaxis(PyObject *self, PyObject *args) {
 static PyObject *py_roll(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *keywords[] = {"x", "shift", "axis", NULL};
     PyObject *x, *axis_obj = Py_None;
-    Py_ssize_t shift;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "On|$O:roll", keywords, &x, &shift, &axis_obj))
+    PyObject *shift_obj;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$O:roll", keywords, &x, &shift_obj,
+                                     &axis_obj))
         return NULL;
     int axes[CT_MAX_DIMS], n;
-    if (ctpy_parse_axes(axis_obj, axes, &n) < 0) return NULL;
+    int64_t shift;
+    if (ctpy_int64_value(shift_obj, "roll: shift", &shift) < 0 ||
+        ctpy_parse_axes(axis_obj, "roll: axis", axes, &n) < 0)
+        return NULL;
     if (n > 1) return PyErr_Format(PyExc_ValueError, "roll: one axis (or None) only");
     ct_tensor *t = ctpy_tensor_arg(x, "roll", NULL);
     if (!t) return NULL;
@@ -338,7 +304,8 @@ static PyObject *py_unstack(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *keywords[] = {"x", "axis", NULL};
     PyObject *x;
     int axis = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$i:unstack", keywords, &x, &axis))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$O&:unstack", keywords, &x, ctpy_axis_arg,
+                                     &axis))
         return NULL;
     ct_tensor *t = ctpy_tensor_arg(x, "unstack", NULL);
     if (!t) return NULL;
@@ -370,6 +337,9 @@ static PyObject *py_meshgrid(PyObject *self, PyObject *args, PyObject *kwargs) {
         empty && PyArg_ParseTupleAndKeywords(empty, kwargs, "|$s:meshgrid", keywords, &indexing);
     Py_XDECREF(empty);
     if (!ok) return NULL;
+    if (strcmp(indexing, "xy") != 0 && strcmp(indexing, "ij") != 0)
+        return PyErr_Format(PyExc_ValueError, "meshgrid: indexing must be 'xy' or 'ij', not '%s'",
+                            indexing);
     ct_tensor *ts[CT_MAX_DIMS];
     int n;
     if (tensor_list(args, ts, CT_MAX_DIMS, &n, "meshgrid") < 0) return NULL;
@@ -400,8 +370,7 @@ static PyObject *py_take(PyObject *self, PyObject *args, PyObject *kwargs) {
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$O:take", keywords, &x, &indices, &axis_obj))
         return NULL;
     int axis = 0;
-    if (axis_obj != Py_None && (axis = PyLong_AsLong(axis_obj)) == -1 && PyErr_Occurred())
-        return NULL;
+    if (axis_obj != Py_None && ctpy_axis_value(axis_obj, "take: axis", &axis) < 0) return NULL;
     ct_tensor *t = ctpy_tensor_arg(x, "take", ctpy_tensor_or_null(indices));
     if (!t) return NULL;
     if (axis_obj == Py_None && ct_ndim(t) != 1) {
@@ -432,7 +401,8 @@ static PyObject *py_vecdot(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *keywords[] = {"x1", "x2", "axis", NULL};
     PyObject *a, *b;
     int axis = -1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$i:vecdot", keywords, &a, &b, &axis))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$O&:vecdot", keywords, &a, &b, ctpy_axis_arg,
+                                     &axis))
         return NULL;
     ct_tensor *x = ctpy_tensor_arg(a, "vecdot", ctpy_tensor_or_null(b)), *out = NULL;
     ct_tensor *y = x ? ctpy_tensor_arg(b, "vecdot", x) : NULL;

@@ -252,7 +252,9 @@ static PyObject *reduce(PyObject *args, PyObject *kwargs, const char *format, re
     Py_XDECREF(kw);
     if (!ok) return NULL;
     int axes[CT_MAX_DIMS], naxes;
-    if (ctpy_parse_axes(axis, axes, &naxes) < 0) return NULL;
+    char what[48];
+    snprintf(what, sizeof what, "%s: axis", name_in(format));
+    if (ctpy_parse_axes(axis, what, axes, &naxes) < 0) return NULL;
     ct_tensor *t = ctpy_tensor_arg(x, name_in(format), NULL), *out = NULL;
     if (!t) return NULL;
     if ((int)dtype >= 0 && dtype != ct_dtype_of(t)) {
@@ -298,7 +300,9 @@ static PyObject *moment(PyObject *args, PyObject *kwargs, const char *format, mo
     Py_XDECREF(kw);
     if (!ok) return NULL;
     int axes[CT_MAX_DIMS], naxes;
-    if (ctpy_parse_axes(axis, axes, &naxes) < 0) return NULL;
+    char what[48];
+    snprintf(what, sizeof what, "%s: axis", name_in(format));
+    if (ctpy_parse_axes(axis, what, axes, &naxes) < 0) return NULL;
     ct_tensor *t = ctpy_tensor_arg(x, name_in(format), NULL), *out;
     if (!t) return NULL;
     CTPY_NOGIL(out = fn(t, naxes < 0 ? 0 : naxes, naxes < 0 ? NULL : axes, correction, keepdims));
@@ -327,7 +331,9 @@ static PyObject *arg_reduce(PyObject *args, PyObject *kwargs, const char *format
     Py_XDECREF(kw);
     if (!ok) return NULL;
     int a = CT_AXIS_NONE;
-    if (axis != Py_None && (a = PyLong_AsLong(axis)) == -1 && PyErr_Occurred()) return NULL;
+    char what[48];
+    snprintf(what, sizeof what, "%s: axis", name_in(format));
+    if (axis != Py_None && ctpy_axis_value(axis, what, &a) < 0) return NULL;
     ct_tensor *t = ctpy_tensor_arg(x, name_in(format), NULL), *out;
     if (!t) return NULL;
     CTPY_NOGIL(out = fn(t, a, keepdims));

@@ -149,7 +149,7 @@ static PyObject *make_layer_norm(PyObject *args) {
     if (!PyArg_ParseTuple(args, "sOd", &kind, &shape_obj, &eps)) return NULL;
     int64_t shape[CT_MAX_DIMS];
     int ndim;
-    if (ctpy_parse_shape(shape_obj, shape, &ndim) < 0) return NULL;
+    if (ctpy_parse_shape(shape_obj, "LayerNorm: normalized_shape", shape, &ndim) < 0) return NULL;
     return wrap_module(ct_nn_layer_norm(ndim, shape, eps));
 }
 

@@ -137,7 +137,7 @@ static PyObject *f_layer_norm(PyObject *self, PyObject *args, PyObject *kwargs) 
         return NULL;
     int64_t shape[CT_MAX_DIMS];
     int ndim;
-    if (ctpy_parse_shape(shape_obj, shape, &ndim) < 0) return NULL;
+    if (ctpy_parse_shape(shape_obj, "layer_norm: normalized_shape", shape, &ndim) < 0) return NULL;
     CTPY_NOGIL(y = ct_layer_norm(x, ndim, w, b, eps));
     return ctpy_wrap(y);
 }
@@ -214,13 +214,14 @@ static PyObject *f_clip_grad_norm(PyObject *self, PyObject *args, PyObject *kwar
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Od|d:clip_grad_norm_", kw, &seq, &max_norm,
                                      &norm_type))
         return NULL;
-    PyObject *fast = PySequence_Fast(seq, "parameters must be a sequence of tensors");
+    /* a snapshot that holds the tensors while the GIL is released (another thread may
+     * change the caller's list meanwhile) */
+    PyObject *fast = ctpy_snapshot(seq, PY_SSIZE_T_MAX - 1, "clip_grad_norm_: parameters");
     if (!fast) return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    Py_ssize_t n = PyTuple_GET_SIZE(fast);
     ct_tensor **params = PyMem_Calloc((size_t)n + 1, sizeof *params);
     bool ok = params != NULL;
-    for (Py_ssize_t i = 0; ok && i < n; i++)
-        ok = tensor_arg(PySequence_Fast_GET_ITEM(fast, i), &params[i]);
+    for (Py_ssize_t i = 0; ok && i < n; i++) ok = tensor_arg(PyTuple_GET_ITEM(fast, i), &params[i]);
     ct_status status = CT_OK;
     if (ok) CTPY_NOGIL(status = ct_clip_grad_norm((int)n, params, max_norm, norm_type, &total));
     PyMem_Free(params);

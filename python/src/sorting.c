@@ -13,8 +13,8 @@ static PyObject *sorted(PyObject *args, PyObject *kwargs, const char *name, cons
     static char *keywords[] = {"x", "axis", "descending", "stable", NULL};
     PyObject *x;
     int axis = -1, descending = 0, stable = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, format, keywords, &x, &axis, &descending,
-                                     &stable))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, format, keywords, &x, ctpy_axis_arg, &axis,
+                                     &descending, &stable))
         return NULL;
     ct_tensor *t = ctpy_tensor_arg(x, name, NULL), *out;
     if (!t) return NULL;
@@ -25,11 +25,11 @@ static PyObject *sorted(PyObject *args, PyObject *kwargs, const char *name, cons
 }
 
 static PyObject *py_sort(PyObject *self, PyObject *args, PyObject *kwargs) {
-    return sorted(args, kwargs, "sort", "O|ipp:sort", ct_sort);
+    return sorted(args, kwargs, "sort", "O|O&pp:sort", ct_sort);
 }
 
 static PyObject *py_argsort(PyObject *self, PyObject *args, PyObject *kwargs) {
-    return sorted(args, kwargs, "argsort", "O|ipp:argsort", ct_argsort);
+    return sorted(args, kwargs, "argsort", "O|O&pp:argsort", ct_argsort);
 }
 
 static PyObject *py_cumulative_sum(PyObject *self, PyObject *args, PyObject *kwargs) {
@@ -40,7 +40,7 @@ static PyObject *py_cumulative_sum(PyObject *self, PyObject *args, PyObject *kwa
                                      &axis_obj, ctpy_opt_dtype, &dtype, &initial))
         return NULL;
     int axis = 0;
-    if (axis_obj != Py_None && (axis = PyLong_AsLong(axis_obj)) == -1 && PyErr_Occurred())
+    if (axis_obj != Py_None && ctpy_axis_value(axis_obj, "cumulative_sum: axis", &axis) < 0)
         return NULL;
     ct_tensor *t = ctpy_tensor_arg(x, "cumulative_sum", NULL), *out;
     if (!t) return NULL;
@@ -159,9 +159,24 @@ static PyObject *py_unique_values(PyObject *self, PyObject *x) {
 static PyObject *triangle(PyObject *args, PyObject *kwargs, const char *name, const char *format,
                           ct_tensor *(*fn)(const ct_tensor *, int64_t)) {
     static char *keywords[] = {"x", "k", NULL};
-    PyObject *x;
+    PyObject *x, *k_obj = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, format, keywords, &x, &k_obj)) return NULL;
+    /* any k (a Python int): one beyond int64 selects as int64's end does, on any array */
     long long k = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, format, keywords, &x, &k)) return NULL;
+    if (k_obj) {
+        PyObject *index =
+            PyIndex_Check(k_obj) && !PyFloat_Check(k_obj) ? PyNumber_Index(k_obj) : NULL;
+        if (!index)
+            return PyErr_Occurred()
+                       ? NULL
+                       : PyErr_Format(PyExc_TypeError, "%s: k must be an int, not %.100s", name,
+                                      Py_TYPE(k_obj)->tp_name);
+        int overflow;
+        k = PyLong_AsLongLongAndOverflow(index, &overflow);
+        Py_DECREF(index);
+        if (k == -1 && PyErr_Occurred()) return NULL;
+        if (overflow) k = overflow > 0 ? LLONG_MAX : LLONG_MIN;
+    }
     ct_tensor *t = ctpy_tensor_arg(x, name, NULL), *out;
     if (!t) return NULL;
     CTPY_NOGIL(out = fn(t, (int64_t)k));
@@ -170,11 +185,11 @@ static PyObject *triangle(PyObject *args, PyObject *kwargs, const char *name, co
 }
 
 static PyObject *py_tril(PyObject *self, PyObject *args, PyObject *kwargs) {
-    return triangle(args, kwargs, "tril", "O|$L:tril", ct_tril);
+    return triangle(args, kwargs, "tril", "O|$O:tril", ct_tril);
 }
 
 static PyObject *py_triu(PyObject *self, PyObject *args, PyObject *kwargs) {
-    return triangle(args, kwargs, "triu", "O|$L:triu", ct_triu);
+    return triangle(args, kwargs, "triu", "O|$O:triu", ct_triu);
 }
 
 static PyObject *py_tile(PyObject *self, PyObject *args) {
@@ -182,7 +197,7 @@ static PyObject *py_tile(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OO:tile", &x, &reps_obj)) return NULL;
     int64_t reps[CT_MAX_DIMS];
     int n;
-    if (ctpy_parse_shape(reps_obj, reps, &n) < 0) return NULL;
+    if (ctpy_parse_shape(reps_obj, "tile: repetitions", reps, &n) < 0) return NULL;
     ct_tensor *t = ctpy_tensor_arg(x, "tile", NULL), *out;
     if (!t) return NULL;
     CTPY_NOGIL(out = ct_tile(t, n, reps));
@@ -197,12 +212,11 @@ static PyObject *py_repeat(PyObject *self, PyObject *args, PyObject *kwargs) {
                                      &axis_obj))
         return NULL;
     int axis = CT_AXIS_NONE;
-    if (axis_obj != Py_None && (axis = PyLong_AsLong(axis_obj)) == -1 && PyErr_Occurred())
-        return NULL;
+    if (axis_obj != Py_None && ctpy_axis_value(axis_obj, "repeat: axis", &axis) < 0) return NULL;
     /* one count (an int), or an array of counts (a Tensor or an array-like) */
-    bool one = !ctpy_is_tensor(repeats) && PyIndex_Check(repeats);
-    long long n = one ? PyLong_AsLongLong(repeats) : 0;
-    if (n == -1 && PyErr_Occurred()) return NULL;
+    bool one = !ctpy_is_tensor(repeats) && PyIndex_Check(repeats) && !PyFloat_Check(repeats);
+    int64_t n = 0;
+    if (one && ctpy_int64_value(repeats, "repeat: repeats", &n) < 0) return NULL;
     ct_tensor *t = ctpy_tensor_arg(x, "repeat", ctpy_tensor_or_null(repeats)), *out = NULL;
     ct_tensor *counts = t && !one ? ctpy_tensor_arg(repeats, "repeat", t) : NULL;
     bool converted = t && (one || counts);
@@ -216,11 +230,11 @@ static PyObject *py_repeat(PyObject *self, PyObject *args, PyObject *kwargs) {
 /* tensordot's axes: an int n (a's last n with b's first n) or a pair of sequences. */
 static int tensordot_axes(PyObject *o, int nda, int *axes_a, int *axes_b, int *n) {
     if (PyLong_Check(o)) {
-        long k = PyLong_AsLong(o);
-        if (k == -1 && PyErr_Occurred()) return -1;
+        int64_t k;
+        if (ctpy_int64_value(o, "tensordot: axes", &k) < 0) return -1;
         if (k < 0 || k > CT_MAX_DIMS || k > nda) {
-            ctpy_raise_status(CT_ERR_INVALID_ARG, "tensordot: axes=%ld for an x1 of %d axes", k,
-                              nda);
+            ctpy_raise_status(CT_ERR_INVALID_ARG, "tensordot: axes=%lld for an x1 of %d axes",
+                              (long long)k, nda);
             return -1;
         }
         *n = (int)k;
@@ -238,8 +252,8 @@ static int tensordot_axes(PyObject *o, int nda, int *axes_a, int *axes_b, int *n
         pb = PyTuple_Pack(1, pb);
     else
         pb = PySequence_Tuple(pb);
-    int ok =
-        pa && pb && ctpy_parse_axes(pa, axes_a, &na) == 0 && ctpy_parse_axes(pb, axes_b, &nb) == 0;
+    int ok = pa && pb && ctpy_parse_axes(pa, "tensordot: axes", axes_a, &na) == 0 &&
+             ctpy_parse_axes(pb, "tensordot: axes", axes_b, &nb) == 0;
     Py_XDECREF(pa);
     Py_XDECREF(pb);
     if (!ok) return -1;
@@ -273,8 +287,8 @@ static PyObject *py_take_along_axis(PyObject *self, PyObject *args, PyObject *kw
     static char *keywords[] = {"x", "indices", "axis", NULL};
     PyObject *x, *i;
     int axis = -1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$i:take_along_axis", keywords, &x, &i,
-                                     &axis))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$O&:take_along_axis", keywords, &x, &i,
+                                     ctpy_axis_arg, &axis))
         return NULL;
     ct_tensor *t = ctpy_tensor_arg(x, "take_along_axis", ctpy_tensor_or_null(i)), *out = NULL;
     ct_tensor *index = t ? ctpy_tensor_arg(i, "take_along_axis", t) : NULL;
@@ -292,7 +306,7 @@ static PyObject *py_count_nonzero(PyObject *self, PyObject *args, PyObject *kwar
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$Op:count_nonzero", keywords, &x, &axis_obj,
                                      &keepdims))
         return NULL;
-    if (ctpy_parse_axes(axis_obj, axes, &n) < 0) return NULL;
+    if (ctpy_parse_axes(axis_obj, "count_nonzero: axis", axes, &n) < 0) return NULL;
     ct_tensor *t = ctpy_tensor_arg(x, "count_nonzero", NULL), *out;
     if (!t) return NULL;
     CTPY_NOGIL(ct_tensor *mask = ct_ne_scalar(t, 0.0);

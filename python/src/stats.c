@@ -192,7 +192,7 @@ static PyObject *draw(PyObject *args, PyObject *kwargs, random_fn fn) {
     int64_t shape[CT_MAX_DIMS];
     int ndim;
     PyObject *spec = PyTuple_GET_SIZE(args) == 1 ? PyTuple_GET_ITEM(args, 0) : args;
-    if (ctpy_parse_shape(spec, shape, &ndim) < 0) return NULL;
+    if (ctpy_parse_shape(spec, "shape", shape, &ndim) < 0) return NULL;
     ct_tensor *out;
     CTPY_NOGIL(out = fn(ndim, shape, dtype, device));
     return ctpy_wrap_leaf(out, requires_grad);

@@ -104,8 +104,9 @@ static PyObject *moved(PyObject *self, ct_device device, ct_dtype dtype, bool co
         out = next;
     }
     if (out && (int)dtype >= 0 && dtype != ct_dtype_of(out)) {
-        CTPY_NOGIL(next = ct_cast(out, dtype));
+        next = ctpy_cast(out, dtype);
         ct_release(out);
+        if (!next) return NULL;
         out = next;
     }
     if (out == t && copy) {
