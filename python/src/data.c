@@ -3,6 +3,8 @@
  * loader over tensors has worker threads in C that shuffle, convert, normalise and copy
  * batches to the device while the Python loop runs; a loader of sample numbers gives each
  * batch's indices, which Python reads from a Python dataset. */
+#include <limits.h>
+
 #include "ctpy_impl.h"
 
 typedef struct ctpy_loader {
@@ -197,8 +199,15 @@ static PyObject *py_read_csv(PyObject *self, PyObject *args, PyObject *kwargs) {
     o.has_header = header;
     if (label == Py_None)
         o.label_column = CT_CSV_NO_LABEL;
-    else if (label)
-        o.label_column = (int)PyLong_AsLong(label);
+    else if (label) {
+        int64_t column = 0;
+        if (ctpy_int64_value(label, "read_csv: label_column", &column) == 0 &&
+            (column > INT_MAX || column < INT_MIN))
+            PyErr_Format(PyExc_ValueError, "read_csv: label_column %lld is no column of any file",
+                         (long long)column);
+        else
+            o.label_column = (int)column;
+    }
     if (PyErr_Occurred()) {
         Py_DECREF(path);
         return NULL;

@@ -8,17 +8,15 @@
 /* The sizes of view(*shape) / reshape(*shape): one tuple, list or int, or several ints. */
 static int sizes_of(PyObject *const *args, Py_ssize_t nargs, const char *name, int64_t *shape,
                     int *ndim) {
-    if (nargs == 1) return ctpy_parse_shape(args[0], shape, ndim);
+    if (nargs == 1) return ctpy_parse_shape(args[0], name, shape, ndim);
     if (nargs > CT_MAX_DIMS) {
         ctpy_raise_status(CT_ERR_SHAPE, "%s: %zd sizes; ctensor has at most %d axes", name, nargs,
                           CT_MAX_DIMS);
         return -1;
     }
     *ndim = (int)nargs;
-    for (Py_ssize_t i = 0; i < nargs; i++) {
-        shape[i] = PyNumber_AsSsize_t(args[i], PyExc_OverflowError);
-        if (shape[i] == -1 && PyErr_Occurred()) return -1;
-    }
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        if (ctpy_int64_value(args[i], name, &shape[i]) < 0) return -1;
     return 0;
 }
 

@@ -1,7 +1,7 @@
 """Hostile but legal input from Python (issue 37), in the manner of the C fuzzers: containers
 that change while they are read, every integer argument at the edges of the C integer types,
 every dtype with the Python numbers it cannot hold, uint64 indices beyond int64, malformed
-protocol arguments and corrupt checkpoint metadata. Nothing may crash or answer wrongly, and
+protocol arguments (corrupt checkpoint metadata: test_checkpoint_args.py). Nothing may crash or answer wrongly, and
 every failure is a Python exception that names the argument (or the value and the dtype)."""
 
 import random
@@ -549,3 +549,11 @@ def test_arange_into_a_small_dtype_refuses_what_it_cannot_hold():
     assert to_numpy(ct.arange(0, 256, 255, dtype=ct.uint8)).tolist() == [0, 255]
     with pytest.raises(ValueError, match="step"):
         ct.arange(0, 10, 0)
+
+
+@pytest.mark.parametrize("column", [2**31, -2**31 - 1, 2**63, 2**64, 1.5])
+def test_read_csv_label_column_beyond_int_is_refused_by_name(tmp_path, column):
+    path = tmp_path / "t.csv"
+    path.write_text("1,2,3\n4,5,6\n")
+    with pytest.raises((ValueError, OverflowError, TypeError), match="label_column"):
+        ct.data.read_csv(path, label_column=column)
