@@ -141,6 +141,10 @@ PyObject *ctpy_snapshot(PyObject *o, Py_ssize_t most, const char *what);
  * the signs. */
 int ctpy_parse_shape(PyObject *o, const char *what, int64_t *shape, int *ndim);
 
+/* An object with attributes from dict (types.SimpleNamespace), as finfo and
+ * get_device_properties give; steals dict (NULL passes through). dtypes.c. */
+PyObject *ctpy_namespace_of(PyObject *dict);
+
 /* ---- the functions and methods each file adds ---- */
 
 extern PyMethodDef ctpy_device_functions[];   /* devices.c */

@@ -234,15 +234,7 @@ static PyObject *cuda_device_properties(PyObject *self, PyObject *args) {
         p.compute_capability_minor, "multi_processor_count", p.multiprocessors, "free_memory",
         (Py_ssize_t)p.memory_free, "memory_limit", (Py_ssize_t)p.memory_limit, "physical_index",
         p.physical_index, "is_logical", p.is_logical ? Py_True : Py_False);
-    PyObject *types = fields ? PyImport_ImportModule("types") : NULL;
-    PyObject *namespace = types ? PyObject_GetAttrString(types, "SimpleNamespace") : NULL;
-    PyObject *empty = namespace ? PyTuple_New(0) : NULL;
-    PyObject *out = empty ? PyObject_Call(namespace, empty, fields) : NULL;
-    Py_XDECREF(empty);
-    Py_XDECREF(namespace);
-    Py_XDECREF(types);
-    Py_XDECREF(fields);
-    return out;
+    return ctpy_namespace_of(fields);
 }
 
 static PyObject *cuda_device_name(PyObject *self, PyObject *args) {

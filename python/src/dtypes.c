@@ -5,8 +5,7 @@
 
 #include "ctpy_impl.h"
 
-/* An object with attributes from a dict (types.SimpleNamespace), as finfo and iinfo give. */
-static PyObject *namespace_of(PyObject *dict) {
+PyObject *ctpy_namespace_of(PyObject *dict) {
     if (!dict) return NULL;
     PyObject *types = PyImport_ImportModule("types");
     PyObject *cls = types ? PyObject_GetAttrString(types, "SimpleNamespace") : NULL;
@@ -46,7 +45,7 @@ static PyObject *py_finfo(PyObject *self, PyObject *arg) {
                               "min", -max, "smallest_normal", tiny, "dtype", dtype)
               : NULL;
     Py_XDECREF(dtype);
-    return namespace_of(dict);
+    return ctpy_namespace_of(dict);
 }
 
 static PyObject *py_iinfo(PyObject *self, PyObject *arg) {
@@ -63,7 +62,7 @@ static PyObject *py_iinfo(PyObject *self, PyObject *arg) {
                                            max, "dtype", dtype)
                            : NULL;
     Py_XDECREF(dtype);
-    return namespace_of(dict);
+    return ctpy_namespace_of(dict);
 }
 
 /* Whether dtype d is of kind (a kind name, a DType, or a tuple of them); -1 on error. */
