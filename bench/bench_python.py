@@ -3,8 +3,10 @@
 For each size (1 element: the per-call overhead of each binding; 10^7 float32: bandwidth)
 the three libraries are timed in turn, ROUNDS times, each time as the median of batches of
 calls (a batch lasts >= 1 ms), and each figure printed is the median over rounds with the
-range. Also ctensor's `x + 1.0` (a weak scalar) and `ct.sqrt(x)`, 1 element, for the cost
-of a small op.
+range. Then ctensor's own small calls, interleaved in the same way: `x + 1.0` and `1.0 - x`
+(a weak Python scalar, at 1 and 10^7 elements) against `a + b` of two arrays of the same size
+(the scalar form must cost no more), `ct.sqrt(x)`, `x[0]`, and PyTorch's `x.size(0)` against
+`x.shape[0]`.
 
 Usage (OPENBLAS_CORETYPE unset, as for every benchmark):
     PYTHONPATH=build/python OMP_WAIT_POLICY=passive .venv/bin/python3 bench/bench_python.py
@@ -76,12 +78,23 @@ def main():
             print(f"a + b  n={n:<9d} {name:8s} {med * 1e9:12.0f} ns  "
                   f"({min(times) * 1e9:.0f}-{max(times) * 1e9:.0f})  "
                   f"{base / med:5.2f}x numpy's rate  {rate}")
-    x = ct.asarray([1.0])
-    for label, fn in (("x + 1.0", lambda: x + 1.0), ("ct.sqrt(x)", lambda: ct.sqrt(x)),
-                      ("x[0]", lambda: x[0]), ("x.shape", lambda: x.shape)):
-        times = [per_call(fn) for _ in range(ROUNDS)]
-        print(f"ctensor {label:12s} n=1 {statistics.median(times) * 1e9:8.0f} ns  "
-              f"({min(times) * 1e9:.0f}-{max(times) * 1e9:.0f})")
+    for n in (1, 10**7):
+        a = ct.asarray(np.random.default_rng(0).standard_normal(n).astype(np.float32))
+        b = ct.asarray(np.random.default_rng(1).standard_normal(n).astype(np.float32))
+        fns = {"a + b": lambda: a + b, "x + 1.0": lambda: a + 1.0, "1.0 - x": lambda: 1.0 - a}
+        if n == 1:
+            fns.update({"ct.sqrt(x)": lambda: ct.sqrt(a), "x[0]": lambda: a[0],
+                        "x.shape[0]": lambda: a.shape[0], "x.size(0)": lambda: a.size(0)})
+        runs = {name: [] for name in fns}
+        for _ in range(ROUNDS):
+            for name, fn in fns.items():
+                runs[name].append(per_call(fn, 0.2 if n == 1 else 1.0))
+        base = statistics.median(runs["a + b"])
+        for name, times in runs.items():
+            med = statistics.median(times)
+            print(f"ctensor {name:12s} n={n:<9d} {med * 1e9:12.0f} ns  "
+                  f"({min(times) * 1e9:.0f}-{max(times) * 1e9:.0f})  "
+                  f"{base / med:5.2f}x the rate of a + b")
     return 0
 
 
