@@ -74,7 +74,10 @@ module="$(cd "$(dirname "$ctensor")" && pwd)/python"
 if [ ! -d "$module/ctensor" ]; then
     skip test_cli_conventions_python_version_is_the_commands "no Python module in this build"
 else
-    version=$(cd "$work" && PYTHONPATH="$module" "$python" -c 'import ctensor; print(ctensor.__version__)' 2>"$err")
+    # (a sanitizer build's module needs the ASan runtime loaded first, as its pytest run has it)
+    asan=$(ldd "$ctensor" 2>/dev/null | sed -n 's/.*libasan[^ ]* => \([^ ]*\).*/\1/p')
+    version=$(cd "$work" && env ${asan:+LD_PRELOAD=$asan ASAN_OPTIONS=detect_leaks=0} \
+        PYTHONPATH="$module" "$python" -c 'import ctensor; print(ctensor.__version__)' 2>"$err")
     if [ "ctensor $version" = "$(cat "$out")" ]; then pass test_cli_conventions_python_version_is_the_commands
     else fail test_cli_conventions_python_version_is_the_commands "ct.__version__ \"$version\", the command says \"$(cat "$out")\""; fi
 fi

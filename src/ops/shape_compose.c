@@ -43,7 +43,11 @@ static ct_tensor *stretch(const char *op, const ct_tensor *x, int axis, int64_t 
     memcpy(big, shape, sizeof big);
     big[at] = r;
     memcpy(merged, x->shape, sizeof merged);
-    merged[axis] *= r;
+    if (__builtin_mul_overflow(merged[axis], r, &merged[axis]))
+        return ct__fail(CT_ERR_INVALID_ARG,
+                        "%s: axis %d of length %lld repeated %lld times: the length overflows "
+                        "int64",
+                        op, axis, (long long)x->shape[axis], (long long)r);
     ct_tensor *one = ct_reshape(x, x->ndim + 1, shape);
     ct_tensor *wide = one ? ct_expand(one, x->ndim + 1, big) : NULL;
     ct_tensor *out = wide ? ct_reshape(wide, x->ndim, merged) : NULL;
