@@ -45,9 +45,9 @@ static ct_tensor *stretch(const char *op, const ct_tensor *x, int axis, int64_t 
     memcpy(merged, x->shape, sizeof merged);
     if (__builtin_mul_overflow(merged[axis], r, &merged[axis]))
         return ct__fail(CT_ERR_INVALID_ARG,
-                        "%s: axis %d of length %lld repeated %lld times: the length overflows "
+                        "%s: a repeat count of %lld makes the length of axis %d (%lld) overflow "
                         "int64",
-                        op, axis, (long long)x->shape[axis], (long long)r);
+                        op, (long long)r, axis, (long long)x->shape[axis]);
     ct_tensor *one = ct_reshape(x, x->ndim + 1, shape);
     ct_tensor *wide = one ? ct_expand(one, x->ndim + 1, big) : NULL;
     ct_tensor *out = wide ? ct_reshape(wide, x->ndim, merged) : NULL;
