@@ -59,6 +59,10 @@ void ct__cpu_rows(const ct__ew_args *args, int64_t begin, int64_t end, ct__cpu_r
 /* Walk every element, in parallel above the threshold. Row functions must be thread-safe
  * (they may write only their own output elements). */
 void ct__cpu_parallel_rows(const ct__ew_args *args, ct__cpu_row_fn fn, void *ctx);
+/* The same with the operands' base addresses from data (nops of them) instead of args->data:
+ * a kernel points an operand elsewhere (a scalar's value) without copying args. */
+void ct__cpu_parallel_rows_at(const ct__ew_args *args, char *const *data, ct__cpu_row_fn fn,
+                              void *ctx);
 /* Number of OpenMP threads kernels use (1 without OpenMP). */
 int ct__cpu_threads(void);
 

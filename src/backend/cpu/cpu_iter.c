@@ -16,15 +16,16 @@ int ct__cpu_threads(void) {
 #endif
 }
 
-void ct__cpu_rows(const ct__ew_args *args, int64_t begin, int64_t end, ct__cpu_row_fn fn,
-                  void *ctx) {
+/* ct__cpu_rows with the operands' base addresses taken from data rather than args->data. */
+static void rows_at(const ct__ew_args *args, char *const *data, int64_t begin, int64_t end,
+                    ct__cpu_row_fn fn, void *ctx) {
     if (begin >= end) return;
     int nops = args->nops, ndim = args->ndim;
     char *ptrs[CT_EW_MAX_OPERANDS];
     int64_t inner_strides[CT_EW_MAX_OPERANDS];
     if (ndim == 0) {
         for (int k = 0; k < nops; k++) {
-            ptrs[k] = args->data[k];
+            ptrs[k] = data[k];
             inner_strides[k] = 0;
         }
         fn(ptrs, inner_strides, 1, ctx);
@@ -48,7 +49,7 @@ void ct__cpu_rows(const ct__ew_args *args, int64_t begin, int64_t end, ct__cpu_r
         for (int k = 0; k < nops; k++) {
             int64_t offset = 0;
             for (int d = 0; d < ndim; d++) offset += index[d] * args->strides[k][d];
-            ptrs[k] = args->data[k] + offset * elem_size[k];
+            ptrs[k] = data[k] + offset * elem_size[k];
         }
         int64_t n = row_len - index[ndim - 1];
         if (n > end - position) n = end - position;
@@ -63,7 +64,13 @@ void ct__cpu_rows(const ct__ew_args *args, int64_t begin, int64_t end, ct__cpu_r
     }
 }
 
-void ct__cpu_parallel_rows(const ct__ew_args *args, ct__cpu_row_fn fn, void *ctx) {
+void ct__cpu_rows(const ct__ew_args *args, int64_t begin, int64_t end, ct__cpu_row_fn fn,
+                  void *ctx) {
+    rows_at(args, args->data, begin, end, fn, ctx);
+}
+
+void ct__cpu_parallel_rows_at(const ct__ew_args *args, char *const *data, ct__cpu_row_fn fn,
+                              void *ctx) {
     int64_t numel = args->numel;
     if (numel == 0) return;
     if (args->ndim <= 1 && numel < 2 * CT_CPU_MIN_SPLIT) {
@@ -71,7 +78,7 @@ void ct__cpu_parallel_rows(const ct__ew_args *args, ct__cpu_row_fn fn, void *ctx
         char *ptrs[CT_EW_MAX_OPERANDS];
         int64_t byte_strides[CT_EW_MAX_OPERANDS];
         for (int k = 0; k < args->nops; k++) {
-            ptrs[k] = args->data[k];
+            ptrs[k] = data[k];
             byte_strides[k] =
                 args->ndim == 0 ? 0 : args->strides[k][0] * (int64_t)ct__dtype_size(args->dtype[k]);
         }
@@ -89,10 +96,14 @@ void ct__cpu_parallel_rows(const ct__ew_args *args, ct__cpu_row_fn fn, void *ctx
             chunk = (chunk + 63) / 64 * 64;
             int64_t begin = (int64_t)t * chunk;
             int64_t end = begin + chunk < numel ? begin + chunk : numel;
-            ct__cpu_rows(args, begin, end, fn, ctx);
+            rows_at(args, data, begin, end, fn, ctx);
         }
         return;
     }
 #endif
-    ct__cpu_rows(args, 0, numel, fn, ctx);
+    rows_at(args, data, 0, numel, fn, ctx);
+}
+
+void ct__cpu_parallel_rows(const ct__ew_args *args, ct__cpu_row_fn fn, void *ctx) {
+    ct__cpu_parallel_rows_at(args, args->data, fn, ctx);
 }
