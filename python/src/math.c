@@ -65,11 +65,27 @@ static PyObject *exact_int_binary(PyObject *a, PyObject *b, ctpy_binary_fn fn) {
     return result;
 }
 
+/* t op s, or s op t when the scalar came first (the reflected form, unless op commutes). */
+static ct_tensor *scalar_op(const ctpy_binary_op *op, const ct_tensor *t, double s,
+                            bool tensor_first) {
+    ct_tensor *out;
+    if (tensor_first || op->commutes)
+        CTPY_NOGIL(out = op->scalar_fn(t, s));
+    else
+        CTPY_NOGIL(out = op->rscalar_fn(t, s));
+    return out;
+}
+
 PyObject *ctpy_binary(PyObject *a, PyObject *b, const ctpy_binary_op *op) {
     ctpy_binary_fn fn = op->fn;
     bool ta = ctpy_is_tensor(a), tb = ctpy_is_tensor(b);
     if (ta && tb) return tensor_tensor(ctpy_tensor_of(a), ctpy_tensor_of(b), fn);
     PyObject *scalar = ta ? b : a;
+    /* The common case first, x + 1.0 with a floating x: the checks below would let it through. */
+    if ((ta || tb) && PyFloat_CheckExact(scalar) && op->scalar_fn &&
+        ct_dtype_is_floating(ct_dtype_of(ctpy_tensor_of(ta ? a : b)))) {
+        return ctpy_wrap(scalar_op(op, ctpy_tensor_of(ta ? a : b), PyFloat_AS_DOUBLE(scalar), ta));
+    }
     if ((ta || tb) && ctpy_needs_exact_int(scalar, ct_dtype_of(ctpy_tensor_of(ta ? a : b))))
         return exact_int_binary(a, b, fn);
     if ((ta || tb) && ctpy_is_scalar(scalar) && op->scalar_fn) {
@@ -83,10 +99,7 @@ PyObject *ctpy_binary(PyObject *a, PyObject *b, const ctpy_binary_op *op) {
             if (!(as_float = cast_to(t, CTPY_DEFAULT_FLOAT))) return NULL;
             t = as_float;
         }
-        if (ta || op->commutes)
-            CTPY_NOGIL(out = op->scalar_fn(t, s));
-        else
-            CTPY_NOGIL(out = op->rscalar_fn(t, s));
+        out = scalar_op(op, t, s, ta);
         ct_release(as_float);
         return ctpy_wrap(out);
     }
