@@ -14,11 +14,8 @@ set -eu
 cc=$1
 shift
 here=$(cd "$(dirname "$0")/.." && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/good" "$work/bad"
-cp -r "$here/include/ctensor" "$work/good/"
-cp -r "$here/include/ctensor" "$work/bad/"
+. "$here/tools/check_row_lib.sh"
+make_trees . "$here/include/ctensor"
 # The new row goes after the table's last row (the one without a continuation).
 awk '/^#define CT_DTYPES\(X\)/ { table = 1 }
      table && /^    X\(/ && !/\\$/ {
@@ -30,8 +27,6 @@ awk '/^#define CT_DTYPES\(X\)/ { table = 1 }
      }
      { print }' "$here/include/ctensor/dtype.h" > "$work/bad/ctensor/dtype.h"
 grep -q 'X(float8_e4m3fn, F8E4M3' "$work/bad/ctensor/dtype.h"
-
-. "$here/tools/check_row_lib.sh"
 
 files="src/core/dtype.c src/data/safetensors_json.c src/backend/cpu/cpu_ew_block.c
 src/backend/cpu/cpu_index_add.c"

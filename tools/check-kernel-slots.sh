@@ -15,18 +15,14 @@
 set -eu
 . "$1"
 here=$(cd "$(dirname "$0")/.." && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/good/backend" "$work/bad/backend"
-cp "$here/src/backend/kernel_slots.h" "$work/good/backend/"
+. "$here/tools/check_row_lib.sh"
+make_trees backend "$here/src/backend/kernel_slots.h"
 awk '{ print }
      /^#define CT_KERNEL_SLOTS\(X\)/ {
          print "    X(new_slot, REQUIRED, QUEUED, ct_status, (int device, const ct__ew_args *args), \\"
          print "      (device, args)) \\" }' \
     "$here/src/backend/kernel_slots.h" > "$work/bad/backend/kernel_slots.h"
 grep -q 'X(new_slot, REQUIRED' "$work/bad/backend/kernel_slots.h"
-
-. "$here/tools/check_row_lib.sh"
 
 # link TABLE TABLE_SOURCE OTHER_OBJECTS LIBS [compiler flags]: compile the table's file
 # against -ITABLE (the good or bad copy), then link it with the others into a shared object.

@@ -14,11 +14,8 @@ set -eu
 cc=$1
 shift
 here=$(cd "$(dirname "$0")/.." && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/good" "$work/bad"
-cp -r "$here/include/ctensor" "$work/good/"
-cp -r "$here/include/ctensor" "$work/bad/"
+. "$here/tools/check_row_lib.sh"
+make_trees . "$here/include/ctensor"
 awk '{ print }
      /X\(exp2, EXP2, FLOAT, GRAD, / { print "    X(cbrt, CBRT, FLOAT, GRAD, AS_IS) \\" }
      /X\(add, ADD, ARITH, GRAD, / { print "    X(fdim, FDIM, ARITH, GRAD, AS_IS) \\" }' \
@@ -31,8 +28,6 @@ awk '{ print }
      /X\(exp2, EXP2, FLOAT, GRAD, / { print "    X(exp10, EXP10, FLOAT, GRAD) \\" }' \
     "$here/include/ctensor/op_list.h" > "$work/short/ctensor/op_list.h"
 grep -q 'X(exp10, EXP10' "$work/short/ctensor/op_list.h"
-
-. "$here/tools/check_row_lib.sh"
 
 checks="src/backend/cpu/cpu_unary.c:ct__ew_cbrt_f32 src/backend/cpu/cpu_binary.c:ct__ew_fdim_f32
 src/ops/elementwise_grad.c:grad_cbrt src/ops/elementwise_grad.c:grad_fdim

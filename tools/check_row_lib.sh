@@ -1,6 +1,18 @@
 # What the table checks share (tools/check-op-table.sh, check-dtype-table.sh,
-# check-kernel-slots.sh), sourced by each: the verdict, and a syntax-only compile. They copy a table into $work/good unchanged and
-# into $work/bad with one new row, and build a piece of the tree against each copy.
+# check-kernel-slots.sh), sourced by each: the copies of the table, the verdict, and a
+# syntax-only compile. They copy a table into $work/good unchanged and into $work/bad with one
+# new row, and build a piece of the tree against each copy.
+#
+# make_trees SUBDIR SOURCE: $work, a folder removed at exit, with SOURCE (a file or folder)
+# copied into $work/good/SUBDIR and $work/bad/SUBDIR (the caller then writes its row into bad).
+make_trees() {
+    work=$(mktemp -d)
+    trap 'rm -rf "$work"' EXIT
+    for tree in good bad; do
+        mkdir -p "$work/$tree/$1"
+        cp -r "$2" "$work/$tree/$1"
+    done
+}
 #
 # check_row TOOL WHAT PATTERN BUILD [ARGS...]: runs `BUILD TABLE ARGS...` with TABLE
 # $work/good, then $work/bad, each leaving the build's messages in $work/err. The unchanged
