@@ -89,6 +89,17 @@ CT_API ct_status ct_load_fashion_mnist(ct_mnist *out);
 /* Release the four tensors and set them to NULL. NULL is ignored. */
 CT_API void ct_mnist_release(ct_mnist *data);
 
+/* CIFAR-10's binary version, unpacked (the folder cifar-10-batches-bin): the training split
+ * (train: data_batch_1.bin to data_batch_5.bin, in that order) or the test split
+ * (test_batch.bin) of dir. Each file is records of 3073 bytes: a label byte in 0..9, then the
+ * 32x32 image's R, G and B planes, rows top to bottom. *images: a new (N, 3, 32, 32) u8
+ * tensor; *labels: a new (N) i64 tensor. CT_ERR_IO names a missing file (and what the folder
+ * should hold); CT_ERR_FORMAT names the file and the byte of an empty file, a size that is
+ * not a whole number of records (a truncated file), or a label above 9. On failure both
+ * outputs are NULL. */
+CT_API ct_status ct_read_cifar10(const char *dir, bool train, ct_tensor **images,
+                                 ct_tensor **labels);
+
 #ifdef __cplusplus
 }
 #endif
