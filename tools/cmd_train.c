@@ -11,10 +11,6 @@
 #include "train_data_impl.h"
 #include "train_impl.h"
 
-/* Fashion-MNIST's pixel mean and standard deviation (over the training set, pixels in
- * [0, 1]), used to normalise every dataset of 28x28 images here. */
-#define PIXEL_MEAN 0.2860
-#define PIXEL_STD 0.3530
 /* The largest evaluation batch (never more than the training batch). */
 #define EVAL_BATCH 1000
 
@@ -23,7 +19,7 @@ typedef struct trainer {
     ct_module *model;
     ct_optimizer *optimizer;
     train_data data;
-    ct_loader *train, *test;
+    train_batches *train, *test;
     ct_ddp *ddp; /* data parallelism over o->comm, else NULL */
     /* Under data parallelism, the signal every rank stops for, agreed at a collective (the
      * next step's gradient all-reduce, or the end of an evaluation); 0 while none. */
@@ -117,17 +113,18 @@ static ct_status accumulate(trainer *t, const ct_tensor *logits, const ct_tensor
     return CT_OK;
 }
 
-/* A batch as images (N, 1, 28, 28), whether it came as images or as rows of 784 (a view;
- * the caller's scope releases it). */
-static ct_tensor *as_images(const ct_tensor *x) {
-    return ct_reshape(x, 4, (int64_t[]){ct_size(x, 0), 1, 28, 28});
+/* A batch as images (N, C, H, W) of the model's input (a view; the caller's scope releases
+ * it). */
+static ct_tensor *as_images(const trainer *t, const ct_tensor *x) {
+    const train_data *d = &t->data;
+    return ct_reshape(x, 4, (int64_t[]){ct_size(x, 0), d->channels, d->height, d->width});
 }
 
 /* The model's logits for x, in an autocast region with --amp. */
 static ct_tensor *forward(trainer *t, const ct_tensor *x) {
-    if (t->amp == CT_F32) return ct_module_forward(t->model, as_images(x));
+    if (t->amp == CT_F32) return ct_module_forward(t->model, as_images(t, x));
     if (ct_autocast_push(t->o->device.type, t->amp) != CT_OK) return NULL;
-    ct_tensor *logits = ct_module_forward(t->model, as_images(x));
+    ct_tensor *logits = ct_module_forward(t->model, as_images(t, x));
     ct_autocast_pop();
     return logits;
 }
@@ -192,9 +189,9 @@ typedef struct epoch_result {
 
 /* One pass over the training set. */
 static ct_status train_epoch(trainer *t, int epoch, epoch_result *r) {
-    ct_status status = ct_loader_start_epoch(t->train, epoch - 1);
+    ct_status status = train_batches_start(t->train, epoch - 1);
     if (status == CT_OK) status = reset_sums(t);
-    int64_t steps = ct_loader_batches(t->train), done = 0, samples = 0;
+    int64_t steps = train_batches_count(t->train), done = 0, samples = 0;
     int64_t count = ct_size(t->data.train_images, 0);
     /* The clock starts once every replica is ready, so that another rank's later start-up
      * (its data, its loader) is not counted as this epoch's training time. */
@@ -206,7 +203,7 @@ static ct_status train_epoch(trainer *t, int epoch, epoch_result *r) {
         ct_scope_begin(); /* a step's tensors go at its end */
         ct_tensor *x, *y;
         double asked = now();
-        status = ct_loader_next(t->train, &x, &y);
+        status = train_batches_next(t->train, &x, &y);
         r->data_seconds += now() - asked;
         bool more = status == CT_OK && x;
         int64_t global = count - done * t->batch < t->batch ? count - done * t->batch : t->batch;
@@ -239,7 +236,7 @@ static ct_status train_epoch(trainer *t, int epoch, epoch_result *r) {
  * device and are read once at the end: a read per batch would wait for the device each time. */
 static ct_status evaluate(trainer *t, double *accuracy) {
     ct_module_eval(t->model);
-    ct_status status = ct_loader_start_epoch(t->test, 0);
+    ct_status status = train_batches_start(t->test, 0);
     ct_tensor *hits = ct_zeros(0, NULL, CT_I64, t->o->device);
     if (!hits) status = ct_last_status();
     int64_t samples = 0;
@@ -247,7 +244,7 @@ static ct_status evaluate(trainer *t, double *accuracy) {
     while (status == CT_OK) {
         ct_scope_begin();
         ct_tensor *x, *y;
-        status = ct_loader_next(t->test, &x, &y);
+        status = train_batches_next(t->test, &x, &y);
         bool more = status == CT_OK && x;
         if (more) {
             ct_tensor *predicted = ct_argmax(forward(t, x), 1, false);
@@ -274,21 +271,6 @@ static ct_status evaluate(trainer *t, double *accuracy) {
     ct_release(hits);
     *accuracy = samples ? total / samples : 0;
     return status;
-}
-
-static ct_loader *make_loader(const trainer *t, const ct_tensor *images, const ct_tensor *labels,
-                              int64_t batch, bool training) {
-    ct_loader_options options = {.batch_size = batch,
-                                 .shuffle = training,
-                                 .seed = t->o->seed,
-                                 .workers = t->o->workers,
-                                 .device = t->o->device,
-                                 .scale = 1.0 / 255,
-                                 .mean = {PIXEL_MEAN},
-                                 .std = {PIXEL_STD},
-                                 .shard_index = ct_comm_rank(t->o->comm),
-                                 .shard_count = ct_comm_size(t->o->comm)};
-    return ct_loader_new(images, labels, &options);
 }
 
 /* --amp f16's loss scaler over the model's parameters, named as in its state dict. */
@@ -318,7 +300,7 @@ static ct_optimizer *make_optimizer(const train_options *o, ct_module *model) {
  * tensors per parameter) are held too. */
 static bool step_fits(trainer *t, int64_t b, ct_status *status) {
     ct_device device = t->o->device;
-    int64_t shape[4] = {b, 1, 28, 28};
+    int64_t shape[4] = {b, t->data.channels, t->data.height, t->data.width};
     int queued = 2 * (t->o->workers ? t->o->workers : 1) + 1;
     ct_scope_begin();
     bool ok = true;
@@ -406,9 +388,11 @@ static int set_up(trainer *t, int *first_epoch, int64_t *batch) {
      * stream and draws its model whole, so that the draws do not interleave. */
     static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
     pthread_mutex_lock(&init_lock);
+    ct_status made = train_make_synthetic(o, &t->data);
     ct_manual_seed(o->seed);
-    t->model = train_model(o->model);
+    t->model = made == CT_OK ? train_model(o->model) : NULL;
     pthread_mutex_unlock(&init_lock);
+    if (made != CT_OK) return failed("synthetic data");
     if (!t->model || ct_module_to(t->model, o->device) != CT_OK) return failed("model");
     t->optimizer = make_optimizer(o, t->model);
     if (!t->optimizer) return failed("optimizer");
@@ -440,12 +424,11 @@ static int set_up(trainer *t, int *first_epoch, int64_t *batch) {
         if (status != CT_OK) return failed("--batch-size auto");
     }
     t->batch = *batch;
-    t->train = make_loader(t, t->data.train_images, t->data.train_labels, *batch, true);
+    t->train = train_batches_new(o, &t->data, true, *batch);
     /* Evaluation keeps no activations for a backward pass, so the training batch, which fits,
      * fits there too: a larger one may not, under a memory limit. */
     int64_t eval_batch = *batch < EVAL_BATCH ? *batch : EVAL_BATCH;
-    t->test = t->train ? make_loader(t, t->data.test_images, t->data.test_labels, eval_batch, false)
-                       : NULL;
+    t->test = t->train ? train_batches_new(o, &t->data, false, eval_batch) : NULL;
     return t->test ? 0 : failed("data loader");
 }
 
@@ -548,8 +531,8 @@ int train_replica(train_options *o, train_summary *summary) {
     int rc = run(&t, summary);
     ct_release(t.loss_sum);
     ct_release(t.correct);
-    ct_loader_free(t.train);
-    ct_loader_free(t.test);
+    train_batches_free(t.train);
+    train_batches_free(t.test);
     ct_ddp_free(t.ddp);
     ct_grad_scaler_free(t.scaler);
     ct_optimizer_free(t.optimizer);

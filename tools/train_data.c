@@ -1,6 +1,8 @@
 /* The training data of `ctensor train`: Fashion-MNIST, a folder of MNIST-named IDX files,
- * or a .npy of images with a .npy of labels (its last tenth held out as the test set);
- * checked to be 28x28 images with labels 0..9. */
+ * CIFAR-10's binary folder, a .npy of images with a .npy of labels (its last tenth held out
+ * as the test set), or synthetic data; checked to have labels 0..9 and images the model takes
+ * (fitted to its input shape: train_data_fit.c), with the training set's per-channel mean and
+ * standard deviation for the normalisation. */
 #include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -12,6 +14,8 @@ static ct_status fail(const char *what, const char *detail) {
     ct_cli_fail("%s: %s", what, detail);
     return CT_ERR_FORMAT;
 }
+
+bool train_model_any_shape(const char *model) { return strncmp(model, "resnet", 6) == 0; }
 
 /* Labels in 0..9: the model has ten outputs. */
 static ct_status check_labels(const char *which, const ct_tensor *labels) {
@@ -30,13 +34,9 @@ static ct_status check_labels(const char *which, const ct_tensor *labels) {
     return CT_OK;
 }
 
-static ct_status check_images(const char *which, const ct_tensor *images, const ct_tensor *labels) {
-    int nd = ct_ndim(images);
-    const int64_t *s = ct_shape(images);
-    bool shaped = (nd == 3 && s[1] == 28 && s[2] == 28) || (nd == 2 && s[1] == 784) ||
-                  (nd == 4 && s[1] == 1 && s[2] == 28 && s[3] == 28);
-    if (!shaped) return fail(which, "images must be 28x28 (N, 28, 28), (N, 1, 28, 28) or (N, 784)");
-    if (ct_ndim(labels) != 1 || ct_size(labels, 0) != s[0])
+static ct_status check_labels_of(const char *which, const ct_tensor *images,
+                                 const ct_tensor *labels) {
+    if (ct_ndim(labels) != 1 || ct_size(labels, 0) != ct_size(images, 0))
         return fail(which, "there must be one label per image");
     return check_labels(which, labels);
 }
@@ -62,7 +62,7 @@ static ct_status load_npy(const train_options *o, train_data *out) {
         ct_release(images);
         return fail(o->labels, ct_last_error());
     }
-    ct_status status = check_images(o->dataset, images, labels);
+    ct_status status = check_labels_of(o->dataset, images, labels);
     if (status != CT_OK) {
         ct_release(images);
         ct_release(labels);
@@ -71,13 +71,14 @@ static ct_status load_npy(const train_options *o, train_data *out) {
     return split(images, labels, out);
 }
 
-ct_status train_load_data(const train_options *o, train_data *out) {
-    memset(out, 0, sizeof *out);
-    size_t len = strlen(o->dataset);
-    if (len > 4 && strcmp(o->dataset + len - 4, ".npy") == 0) return load_npy(o, out);
-    if (o->labels)
-        return fail("--labels", "only a .npy dataset takes --labels: a folder of IDX files and "
-                                "fashion-mnist hold their own labels");
+static ct_status load_cifar10(const train_options *o, train_data *out) {
+    if (ct_read_cifar10(o->dataset_dir, true, &out->train_images, &out->train_labels) != CT_OK ||
+        ct_read_cifar10(o->dataset_dir, false, &out->test_images, &out->test_labels) != CT_OK)
+        return fail("cifar10", ct_last_error());
+    return CT_OK;
+}
+
+static ct_status load_mnist_layout(const train_options *o, train_data *out) {
     ct_mnist mnist;
     ct_status status;
     if (strcmp(o->dataset, "fashion-mnist") == 0) {
@@ -88,8 +89,9 @@ ct_status train_load_data(const train_options *o, train_data *out) {
         /* "Permission denied" and the like are said as such, not as an unknown dataset. */
         if (!found && errno != ENOENT) return fail(o->dataset, strerror(errno));
         if (!found)
-            return fail(o->dataset, "no such file or folder (--dataset takes fashion-mnist, a "
-                                    "folder of MNIST IDX files, or a .npy file)");
+            return fail(o->dataset, "no such file or folder (--dataset takes fashion-mnist, "
+                                    "cifar10 DIR, synthetic, a folder of MNIST IDX files, or a "
+                                    ".npy file)");
         if (!S_ISDIR(st.st_mode))
             return fail(o->dataset,
                         "not fashion-mnist, a folder of MNIST IDX files, or a .npy file");
@@ -98,8 +100,64 @@ ct_status train_load_data(const train_options *o, train_data *out) {
     if (status != CT_OK) return fail(o->dataset, ct_last_error());
     out->train_images = mnist.train_images, out->train_labels = mnist.train_labels;
     out->test_images = mnist.test_images, out->test_labels = mnist.test_labels;
-    status = check_images("training set", out->train_images, out->train_labels);
-    if (status == CT_OK) status = check_images("test set", out->test_images, out->test_labels);
+    status = check_labels_of("training set", out->train_images, out->train_labels);
+    return status == CT_OK ? check_labels_of("test set", out->test_images, out->test_labels)
+                           : status;
+}
+
+/* The synthetic dataset's shape: 3x32x32 (CIFAR-10's) for a ResNet, else 1x28x28. */
+static ct_status synthetic_shape(const train_options *o, train_data *out) {
+    bool any = train_model_any_shape(o->model);
+    out->channels = any ? 3 : 1;
+    out->height = out->width = any ? 32 : 28;
+    out->on_device = true;
+    for (int c = 0; c < CT_LOADER_MAX_CHANNELS; c++) out->std[c] = 1;
+    return CT_OK;
+}
+
+/* Both splits as the model's input, the normalisation from the training set's pixels as they
+ * came (before padding), and the augmentation's default: on for a ResNet on CIFAR-10. */
+static ct_status fit(const train_options *o, train_data *out) {
+    ct_status status = train_fit_images(o->model, "training set", false, &out->train_images);
+    if (status == CT_OK) status = train_fit_images(o->model, "test set", false, &out->test_images);
+    if (status != CT_OK) return status;
+    const int64_t *a = ct_shape(out->train_images), *b = ct_shape(out->test_images);
+    if (a[1] != b[1] || a[2] != b[2] || a[3] != b[3]) {
+        char detail[160];
+        snprintf(detail, sizeof detail,
+                 "images are %lldx%lldx%lld, the training set's %lldx%lldx%lld", (long long)b[1],
+                 (long long)b[2], (long long)b[3], (long long)a[1], (long long)a[2],
+                 (long long)a[3]);
+        return fail("test set", detail);
+    }
+    if (train_channel_stats(out->train_images, out->mean, out->std) != CT_OK)
+        return fail("training set", ct_last_error());
+    status = train_fit_images(o->model, "training set", true, &out->train_images);
+    if (status == CT_OK) status = train_fit_images(o->model, "test set", true, &out->test_images);
+    if (status != CT_OK) return status;
+    const int64_t *s = ct_shape(out->train_images);
+    out->channels = (int)s[1], out->height = (int)s[2], out->width = (int)s[3];
+    out->augment =
+        o->augment < 0 ? train_model_any_shape(o->model) && o->dataset_dir != NULL : o->augment > 0;
+    return CT_OK;
+}
+
+ct_status train_load_data(const train_options *o, train_data *out) {
+    memset(out, 0, sizeof *out);
+    size_t len = strlen(o->dataset);
+    bool npy = len > 4 && strcmp(o->dataset + len - 4, ".npy") == 0;
+    if (o->labels && !npy)
+        return fail("--labels", "only a .npy dataset takes --labels: the other datasets hold "
+                                "their own labels");
+    if (strcmp(o->dataset, "synthetic") == 0) return synthetic_shape(o, out);
+    ct_status status;
+    if (npy)
+        status = load_npy(o, out);
+    else if (o->dataset_dir)
+        status = load_cifar10(o, out);
+    else
+        status = load_mnist_layout(o, out);
+    if (status == CT_OK) status = fit(o, out);
     if (status != CT_OK) train_release_data(out);
     return status;
 }

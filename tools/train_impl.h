@@ -10,9 +10,12 @@
 #include "gpu_usage.h"
 
 typedef struct train_options {
-    const char *model;   /* "mlp" | "cnn" */
-    const char *dataset; /* "fashion-mnist" | DIR | FILE.npy */
-    const char *labels;  /* labels .npy beside a FILE.npy dataset */
+    const char *model;       /* "mlp" | "cnn" | a ResNet ("resnet..." ) */
+    const char *dataset;     /* "fashion-mnist" | "cifar10" | "synthetic" | DIR | FILE.npy */
+    const char *dataset_dir; /* cifar10's folder (--dataset cifar10 DIR), else NULL */
+    const char *labels;      /* labels .npy beside a FILE.npy dataset */
+    int augment;             /* --augment 1, --no-augment 0, else -1: on for a ResNet on cifar10 */
+    int64_t synthetic_size;  /* --synthetic-size: training samples of synthetic (0: default) */
     ct_device device;
     const char *device_text; /* --device as given; NULL: CT_DEVICE, else auto */
     bool soft_placement;     /* --soft-placement: an absent device falls back to auto */

@@ -12,9 +12,23 @@ static const char help[] =
     "Train a model on a dataset on a device, with progress, and print a summary.\n\n"
     "  --model mlp|cnn            784-256-128-10 MLP, or the small CNN (default cnn)\n"
     "  --dataset NAME|DIR|FILE    fashion-mnist (Debian's dataset-fashion-mnist), a folder\n"
-    "                             with the four MNIST-named IDX files (gzipped or not), or\n"
-    "                             images in FILE.npy with --labels LABELS.npy (default\n"
-    "                             fashion-mnist)\n"
+    "                             with the four MNIST-named IDX files (gzipped or not),\n"
+    "                             images in FILE.npy with --labels LABELS.npy, cifar10 DIR,\n"
+    "                             or synthetic (default fashion-mnist). The MLP and the CNN\n"
+    "                             take 1x28x28 images; a ResNet takes any, and 28x28 ones\n"
+    "                             are zero-padded to 32x32. Pixels are normalised with the\n"
+    "                             training set's mean and standard deviation per channel\n"
+    "  --dataset cifar10 DIR      CIFAR-10's binary version unpacked in DIR\n"
+    "                             (cifar-10-batches-bin: data_batch_1.bin to\n"
+    "                             data_batch_5.bin and test_batch.bin)\n"
+    "  --dataset synthetic        random images of the model's input (3x32x32 for a ResNet,\n"
+    "                             else 1x28x28) and labels, made on the device: times the\n"
+    "                             model without reading or copying data\n"
+    "  --synthetic-size N         training samples of synthetic (default 50000; the test\n"
+    "                             set is a fifth of it, 10000 by default)\n"
+    "  --augment, --no-augment    random crops of the training images padded by 4 pixels,\n"
+    "                             and horizontal flips, drawn per sample and epoch from\n"
+    "                             --seed (default: on for a ResNet on cifar10, else off)\n"
     "  --labels FILE.npy          labels for a .npy dataset\n"
     "  --device auto|cpu|cuda[:N] where to train (default $CT_DEVICE, else auto: the best\n"
     "                             device present)\n"
@@ -76,7 +90,9 @@ static const struct {
                {"--optimizer", true},       {"--seed", true},
                {"--workers", true},         {"--limit", true},
                {"--checkpoint", true},      {"--amp", true},
-               {"--devices", true},         {"--comm-timeout", true}};
+               {"--devices", true},         {"--comm-timeout", true},
+               {"--augment", false},        {"--no-augment", false},
+               {"--synthetic-size", true}};
 #define OPTION_COUNT (int)(sizeof options / sizeof options[0])
 
 /* The index of option in options, or -1. */
@@ -134,6 +150,9 @@ static int parse_value(const char *option, const char *value, train_options *o) 
         o->model = value;
     } else if (strcmp(option, "--dataset") == 0) {
         o->dataset = value;
+    } else if (strcmp(option, "--synthetic-size") == 0) {
+        if (!parse_int(value, 1, INT32_MAX, &n)) return bad(option, value, "a positive integer");
+        o->synthetic_size = n;
     } else if (strcmp(option, "--labels") == 0) {
         o->labels = value;
     } else if (strcmp(option, "--device") == 0) {
@@ -189,6 +208,17 @@ static int parse_value(const char *option, const char *value, train_options *o) 
     return -1;
 }
 
+/* The options that only some datasets take. */
+static int check_data_options(const train_options *o) {
+    bool synthetic = strcmp(o->dataset, "synthetic") == 0;
+    if (o->synthetic_size && !synthetic)
+        return ct_cli_usage_error("--synthetic-size: only --dataset synthetic takes it");
+    if (synthetic && o->augment > 0)
+        return ct_cli_usage_error("--augment: --dataset synthetic is not augmented (its "
+                                  "images are noise made on the device)");
+    return -1;
+}
+
 /* The device to train on, from --device or CT_DEVICE, present: else an error line (2), or
  * with soft placement a warning line and the best device present. With --devices (one replica
  * per device, made as needed) it is not used alone; under mpirun it is checked per rank. */
@@ -223,6 +253,7 @@ int train_parse(int argc, char **argv, train_options *o) {
                          .lr = 1e-3,
                          .optimizer = "adam",
                          .workers = -1,
+                         .augment = -1,
                          .amp = "off"};
     ct_device_parse("auto", &o->device);
     bool given[OPTION_COUNT] = {false};
@@ -265,13 +296,27 @@ int train_parse(int argc, char **argv, train_options *o) {
             o->resume = o->resume_weights_only = true;
         } else if (strcmp(name, "--soft-placement") == 0) {
             o->soft_placement = true;
+        } else if (strcmp(name, "--augment") == 0 || strcmp(name, "--no-augment") == 0) {
+            if (o->augment >= 0)
+                return ct_cli_usage_error("--augment and --no-augment: give one of them");
+            o->augment = strcmp(name, "--augment") == 0;
         } else {
             int status = parse_value(name, value, o);
             if (status >= 0) return status;
         }
+        /* --dataset cifar10 DIR: the folder is the next argument. */
+        if (strcmp(name, "--dataset") == 0 && strcmp(value, "cifar10") == 0) {
+            if (i + 1 >= argc || strncmp(argv[i + 1], "--", 2) == 0 || !argv[i + 1][0])
+                return bad("--dataset cifar10", "",
+                           "its folder after it: --dataset cifar10 DIR (CIFAR-10's binary "
+                           "version, unpacked)");
+            o->dataset_dir = argv[++i];
+        }
     }
+    int status = check_data_options(o);
+    if (status >= 0) return status;
     if (o->resume && !o->checkpoint) return bad("--resume", "", "--checkpoint FILE with it");
-    int status = check_device(o);
+    status = check_device(o);
     if (status >= 0) return status;
     /* On the CPU a worker thread takes its time from the step's own threads: measured with
      * bench/bench_loader on 2 cores, preparing batches in the step's thread keeps the
