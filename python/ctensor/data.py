@@ -8,9 +8,10 @@ that the messages are the C loader's. Who reads the samples depends on the datas
 
 - A TensorDataset of (inputs, integer labels) on the CPU whose batches the C loader can
   make as they are (float32 (N, F) or (N, C, H, W) inputs, or a dataset with a transform
-  such as ct.data.fashion_mnist(split)): C reads them too. Worker threads in C gather,
-  convert to float32 (scaled and normalised by the transform) and copy each batch to the
-  device while the Python loop runs; no Python runs per sample or per batch.
+  such as ct.data.fashion_mnist(split) or ct.data.cifar10(root, split)): C reads them too.
+  Worker threads in C gather, convert to float32 (scaled and normalised by the transform),
+  crop and flip (the dataset's augment: RandomCropFlip) and copy each batch to the device
+  while the Python loop runs; no Python runs per sample or per batch.
 - Any other dataset (a Python Dataset with __getitem__ and __len__, a Subset, a
   TensorDataset of other tensors): the C loader gives each batch's sample indices (a loader
   of sample numbers), and Python reads those samples. dataset[i] is Python code, which
@@ -27,6 +28,7 @@ field.
 """
 
 import operator
+import os as _os
 import queue
 import threading
 
@@ -36,6 +38,15 @@ from ctensor import _ctensor
 read_idx = _ctensor._read_idx
 read_npy = _ctensor._read_npy
 read_csv = _ctensor._read_csv
+
+
+def read_cifar10(root, train=True):
+    """CIFAR-10's binary version unpacked in root (cifar-10-batches-bin): (images, labels) of
+    the training split (data_batch_1.bin to data_batch_5.bin) or the test split
+    (test_batch.bin), images (N, 3, 32, 32) uint8 and labels (N) int64 on the CPU. A missing
+    file is a FileError, a truncated or corrupt one (a size that is not a whole number of
+    3073-byte records, a label above 9) a FormatError naming the file and the byte."""
+    return _ctensor._read_cifar10(root, bool(train))
 
 _INT64_MAX = 2**63 - 1
 _INT_MAX = 2**31 - 1
@@ -51,14 +62,34 @@ class Dataset:
         raise NotImplementedError
 
 
+class RandomCropFlip:
+    """The standard augmentation of image datasets, done by the C loader's workers: a random
+    crop of each image zero-padded by `padding` pixels on each side back to its size
+    (torchvision's RandomCrop(size, padding=padding)) and, with flip, a horizontal flip with
+    probability 1/2 (RandomHorizontalFlip), applied before the normalisation. Each sample's
+    draw depends on (the DataLoader's seed, the epoch, its place in the epoch) only: the same
+    batches whatever num_workers and the number of ranks. Given to a TensorDataset of images
+    as augment=; the DataLoader must read that dataset itself (not through a Subset)."""
+
+    def __init__(self, padding=4, flip=True):
+        self.padding = _integer("padding", padding, 0, _INT_MAX, "RandomCropFlip")
+        self.flip = bool(flip)
+
+    def __repr__(self):
+        return f"RandomCropFlip(padding={self.padding}, flip={self.flip})"
+
+
 class TensorDataset(Dataset):
     """Samples are the i-th rows of each tensor."""
 
-    def __init__(self, *tensors, transform=None):
+    def __init__(self, *tensors, transform=None, augment=None):
         if not tensors or any(t.shape[0] != tensors[0].shape[0] for t in tensors):
             raise ValueError("TensorDataset: tensors with the same first dimension")
+        if augment is not None and not isinstance(augment, RandomCropFlip):
+            raise TypeError("TensorDataset: augment must be a ct.data.RandomCropFlip or None")
         self.tensors = tensors
         self.transform = transform  # the C loader's (scale, mean, std), or None
+        self.augment = augment  # the C loader's crops and flips, or None
 
     def __getitem__(self, index):
         return tuple(t[index] for t in self.tensors)
@@ -134,6 +165,48 @@ def fashion_mnist(split="train"):
         _FASHION_MNIST = _ctensor._fashion_mnist()
     images, labels = _FASHION_MNIST[:2] if split == "train" else _FASHION_MNIST[2:]
     return TensorDataset(images, labels, transform=(1.0 / 255, (0.2860,), (0.3530,)))
+
+
+_CIFAR10_STATS = {}
+
+
+def _channel_stats(images, chunk=1000):
+    """The per-channel mean and standard deviation of uint8 images (N, C, H, W) scaled to
+    [0, 1], summed in float64 a chunk of samples at a time."""
+    channels = images.shape[1]
+    total = [0.0] * channels
+    squares = [0.0] * channels
+    for first in range(0, images.shape[0], chunk):
+        x = images[first:first + chunk].astype(_ct.float64) / 255.0
+        sums = _ct.sum(x, axis=(0, 2, 3)).tolist()
+        sq = _ct.sum(x * x, axis=(0, 2, 3)).tolist()
+        for c in range(channels):
+            total[c] += sums[c]
+            squares[c] += sq[c]
+    count = images.shape[0] * images.shape[2] * images.shape[3]
+    mean = tuple(t / count for t in total)
+    std = tuple(max(q / count - m * m, 0.0) ** 0.5 for q, m in zip(squares, mean))
+    return mean, std
+
+
+def cifar10(root, split="train", augment=False):
+    """CIFAR-10 from root (see read_cifar10) as a TensorDataset: images (N, 3, 32, 32) uint8,
+    labels (N) int64; its DataLoader gives float32 (B, 3, 32, 32) scaled to [0, 1] and
+    normalised per channel with the training split's mean and standard deviation (for either
+    split). augment=True adds the standard augmentation, RandomCropFlip(4, True), usually for
+    the training split only; a RandomCropFlip gives another."""
+    if split not in ("train", "test"):
+        raise ValueError("cifar10: split is 'train' or 'test'")
+    if augment is True:
+        augment = RandomCropFlip(4, True)
+    elif augment is False:
+        augment = None
+    key = _os.fspath(root)
+    if key not in _CIFAR10_STATS:
+        _CIFAR10_STATS[key] = _channel_stats(read_cifar10(root, train=True)[0])
+    mean, std = _CIFAR10_STATS[key]
+    images, labels = read_cifar10(root, train=split == "train")
+    return TensorDataset(images, labels, transform=(1.0 / 255, mean, std), augment=augment)
 
 
 class DistributedSampler:
@@ -241,13 +314,19 @@ class DataLoader:
             if y.dtype != _ct.int64:
                 y = y.astype(_ct.int64)
             scale, mean, std = dataset.transform or (1.0, (0.0,), (1.0,))
+            augment = dataset.augment or RandomCropFlip(0, False)
             self._c = _ctensor._loader(
                 x, y, self._global_batch(), shuffle=self.shuffle, drop_last=drop_last,
                 seed=self.seed, workers=self.num_workers,
                 prefetch=(prefetch_factor or 0) * self.num_workers, device=self.device,
                 pin_memory=pin_memory, scale=scale, mean=mean, std=std,
-                shard_index=self._shards[0], shard_count=self._shards[1])
+                shard_index=self._shards[0], shard_count=self._shards[1],
+                crop_padding=augment.padding, horizontal_flip=augment.flip)
             self._plan = self._c
+        elif getattr(dataset, "augment", None) is not None:
+            raise TypeError("DataLoader: a dataset's augment (RandomCropFlip) is done by the C "
+                            "loader, which needs a TensorDataset of (images, integer labels) on "
+                            "the CPU, no collate_fn and no worker_init_fn")
         else:
             self._plan, self._planned = self._sample_loader(), len(dataset)
 

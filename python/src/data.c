@@ -148,20 +148,22 @@ static PyObject *py_sample_loader(PyObject *self, PyObject *args, PyObject *kwar
 }
 
 static PyObject *py_loader(PyObject *self, PyObject *args, PyObject *kwargs) {
-    static char *kw[] = {"inputs",  "labels",      "batch_size",  "shuffle",    "drop_last", "seed",
-                         "workers", "prefetch",    "device",      "pin_memory", "scale",     "mean",
-                         "std",     "shard_index", "shard_count", NULL};
+    static char *kw[] = {
+        "inputs",  "labels",      "batch_size",  "shuffle",      "drop_last",       "seed",
+        "workers", "prefetch",    "device",      "pin_memory",   "scale",           "mean",
+        "std",     "shard_index", "shard_count", "crop_padding", "horizontal_flip", NULL};
     PyObject *inputs, *labels, *mean = NULL, *std = NULL;
     ct_loader_options o = {0};
     long long batch;
     unsigned long long seed = 0;
-    int shuffle = 0, drop_last = 0, pin = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O!L|ppKiiO&pdOOii:_loader", kw,
+    int shuffle = 0, drop_last = 0, pin = 1, flip = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O!L|ppKiiO&pdOOiiip:_loader", kw,
                                      &ctpy_tensor_type, &inputs, &ctpy_tensor_type, &labels, &batch,
                                      &shuffle, &drop_last, &seed, &o.workers, &o.prefetch,
                                      ctpy_opt_device, &o.device, &pin, &o.scale, &mean, &std,
-                                     &o.shard_index, &o.shard_count))
+                                     &o.shard_index, &o.shard_count, &o.crop_padding, &flip))
         return NULL;
+    o.horizontal_flip = flip;
     if ((mean && !channels(mean, o.mean)) || (std && !channels(std, o.std))) return NULL;
     o.batch_size = batch;
     o.shuffle = shuffle;
@@ -222,6 +224,20 @@ static PyObject *py_read_csv(PyObject *self, PyObject *args, PyObject *kwargs) {
     return Py_BuildValue("(NN)", ctpy_wrap(features), ctpy_wrap(labels));
 }
 
+static PyObject *py_read_cifar10(PyObject *self, PyObject *args) {
+    PyObject *dir;
+    int train = 1;
+    if (!PyArg_ParseTuple(args, "O&|p:read_cifar10", PyUnicode_FSConverter, &dir, &train))
+        return NULL;
+    ct_tensor *images = NULL, *labels = NULL;
+    ct_status status;
+    const char *text = PyBytes_AsString(dir);
+    CTPY_NOGIL(status = ct_read_cifar10(text, train, &images, &labels));
+    Py_DECREF(dir);
+    if (ctpy_check(status) < 0) return NULL;
+    return Py_BuildValue("(NN)", ctpy_wrap(images), ctpy_wrap(labels));
+}
+
 static PyObject *py_fashion_mnist(PyObject *self, PyObject *unused) {
     ct_mnist m;
     ct_status status;
@@ -240,6 +256,8 @@ static PyMethodDef data_functions[] = {
     {"_read_npy", py_read_npy, METH_VARARGS, "read_npy(path): a .npy file as a tensor."},
     {"_read_csv", KW py_read_csv, KWARGS,
      "read_csv(path, delimiter=',', has_header=False, label_column=-1): (features, labels)."},
+    {"_read_cifar10", py_read_cifar10, METH_VARARGS,
+     "read_cifar10(dir, train=True): (images, labels) of CIFAR-10's binary version."},
     {"_fashion_mnist", py_fashion_mnist, METH_NOARGS,
      "(train_images, train_labels, test_images, test_labels) of Fashion-MNIST."},
     {0}, /* sentinel */
