@@ -74,6 +74,8 @@ cifar label 40 50
 printf '\014' | dd of="$work/label/data_batch_2.bin" bs=1 seek=3073 conv=notrunc 2>/dev/null
 refused test_cli_cifar_label_out_of_range "data_batch_2.bin: byte 3073: label 12 of record 1" \
     "$ctensor" train --dataset cifar10 "$work/label" --model mlp --device cpu
+refused test_cli_cifar_folder_named_alone "give it as --dataset cifar10 DIR" \
+    "$ctensor" train --dataset "$work/good" --model mlp --device cpu
 refused test_cli_cifar_needs_its_folder "--dataset cifar10 DIR" \
     "$ctensor" train --dataset cifar10 --model mlp
 

@@ -96,6 +96,11 @@ static ct_status load_mnist_layout(const train_options *o, train_data *out) {
             return fail(o->dataset,
                         "not fashion-mnist, a folder of MNIST IDX files, or a .npy file");
         status = ct_load_mnist_dir(o->dataset, &mnist);
+        char cifar[4096];
+        snprintf(cifar, sizeof cifar, "%s/data_batch_1.bin", o->dataset);
+        if (status != CT_OK && stat(cifar, &st) == 0)
+            return fail(o->dataset, "a CIFAR-10 folder (data_batch_1.bin): give it as --dataset "
+                                    "cifar10 DIR");
     }
     if (status != CT_OK) return fail(o->dataset, ct_last_error());
     out->train_images = mnist.train_images, out->train_labels = mnist.train_labels;

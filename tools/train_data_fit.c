@@ -14,7 +14,7 @@
 
 static ct_status fail(const char *which, const char *detail) {
     ct_cli_fail("%s: %s", which, detail);
-    return ct_last_status() != CT_OK ? ct_last_status() : CT_ERR_FORMAT;
+    return CT_ERR_FORMAT;
 }
 
 /* images padded with zeros to (N, C, side_h, side_w), centred: a new contiguous tensor. */
