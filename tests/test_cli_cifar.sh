@@ -57,6 +57,19 @@ else
     skip test_cli_cifar_resnet20_trains_an_epoch "this ctensor has no --model resnet20"
 fi
 
+# 28x28 images (a folder of IDX files) are zero-padded to 32x32 for a ResNet.
+mkdir -p "$work/idx"
+"$python" "$here/make_idx_dataset.py" "$work/idx" 256 64 "" || exit 1
+if "$ctensor" train --help | grep -q resnet20; then
+    run "$ctensor" train --dataset "$work/idx" --model resnet20 --epochs 1 --limit 64 --batch-size 32 \
+        --device cpu --json
+    if [ "$code" = 0 ] && [ "$(json train_samples)" = 64 ] && [ "$(json test_samples)" = 64 ]
+    then pass test_cli_cifar_resnet20_on_28x28_padded
+    else fail test_cli_cifar_resnet20_on_28x28_padded "exit $code, or not 64 training and 64 test samples"; fi
+else
+    skip test_cli_cifar_resnet20_on_28x28_padded "this ctensor has no --model resnet20"
+fi
+
 # The MLP and the CNN take 1x28x28: CIFAR-10's images are read, then refused by shape.
 refused test_cli_cifar_cnn_refuses_3x32x32 "images are 3x32x32, but --model cnn takes 1x28x28" \
     "$ctensor" train --dataset cifar10 "$work/good" --model cnn --device cpu
@@ -100,8 +113,6 @@ fi
 
 # --augment on 28x28 images (a folder of IDX files): the same weights with 0 and 2 workers,
 # other weights than without it.
-mkdir -p "$work/idx"
-"$python" "$here/make_idx_dataset.py" "$work/idx" 256 64 "" || exit 1
 common="--dataset $work/idx --model mlp --epochs 1 --batch-size 64 --seed 4 --device cpu"
 for variant in "augment --workers 0" "augment --workers 2" "no-augment --workers 2"; do
     tag=$(echo "$variant" | tr -d ' -')
