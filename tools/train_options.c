@@ -50,6 +50,11 @@ static const char help[] =
     "                             and thread count give the same weights, bit for bit,\n"
     "                             resumed or not (ct_use_deterministic_algorithms)\n"
     "  --json                     print the summary as one JSON object\n"
+    "  --profile                  where the training steps' time goes: per kind of kernel\n"
+    "                             (conv, matmul, norm, elementwise, ...) and per phase\n"
+    "                             (forward, backward, optimizer, data wait), host time to\n"
+    "                             issue and device time; on a GPU each kernel is waited for,\n"
+    "                             so a profiled run is slower than an unprofiled one\n"
     "  --devices D1,D2,...        data parallelism in one process: one replica per device\n"
     "                             (cpu:0,cpu:1 splits the CPU into logical devices);\n"
     "                             --batch-size is the global batch. Under mpirun each process\n"
@@ -76,7 +81,8 @@ static const struct {
                {"--optimizer", true},       {"--seed", true},
                {"--workers", true},         {"--limit", true},
                {"--checkpoint", true},      {"--amp", true},
-               {"--devices", true},         {"--comm-timeout", true}};
+               {"--devices", true},         {"--comm-timeout", true},
+               {"--profile", false}};
 #define OPTION_COUNT (int)(sizeof options / sizeof options[0])
 
 /* The index of option in options, or -1. */
@@ -265,6 +271,8 @@ int train_parse(int argc, char **argv, train_options *o) {
             o->resume = o->resume_weights_only = true;
         } else if (strcmp(name, "--soft-placement") == 0) {
             o->soft_placement = true;
+        } else if (strcmp(name, "--profile") == 0) {
+            o->profile = true;
         } else {
             int status = parse_value(name, value, o);
             if (status >= 0) return status;
