@@ -165,9 +165,13 @@ static ct_status step(trainer *t, const ct_tensor *x, const ct_tensor *y, int64_
     }
     /* The profile's phases (ctensor/profile.h): ct_backward and the optimiser mark their own. */
     ct_profile_set_phase(CT_PROFILE_FORWARD);
-    /* The loss is on autocast's f32 list: the region may end before it. */
+    /* The loss is on autocast's f32 list: the region may end before it. train_load_data
+     * checked every label, so a GPU need not read the targets' check back: the step does not
+     * wait for the device. */
     ct_tensor *logits = forward(t, x);
-    ct_tensor *loss = ct_cross_entropy(logits, y, NULL);
+    ct_cross_entropy_options loss_options = {
+        .reduction = CT_REDUCTION_MEAN, .ignore_index = -100, .unchecked_targets = true};
+    ct_tensor *loss = ct_cross_entropy(logits, y, &loss_options);
     if (!loss) return ct_last_status();
     ct_status status = ct_optimizer_zero_grad(t->optimizer);
     if (status == CT_OK) status = backward_and_step(t, loss, ct_size(y, 0), global);
