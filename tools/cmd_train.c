@@ -36,8 +36,8 @@ typedef struct trainer {
     ct_grad_scaler *scaler; /* --amp f16 only */
     gpu_usage_sampler *gpu; /* the device's GPU read while the epochs run, else NULL */
     /* --profile (on rank 0): the training loops' profile summed over the epochs, and their
-     * steps. */
-    bool profiling;
+     * steps; whether this epoch's profile runs. */
+    bool profiling, profile_running;
     ct_profile_stats profile;
     int64_t profiled_steps;
 } trainer;
@@ -204,11 +204,16 @@ typedef struct epoch_result {
 } epoch_result;
 
 /* --profile: start the profile of an epoch's training loop. */
-static ct_status profile_begin(trainer *t) { return t->profiling ? ct_profile_begin() : CT_OK; }
+static ct_status profile_begin(trainer *t) {
+    ct_status status = t->profiling ? ct_profile_begin() : CT_OK;
+    t->profile_running = t->profiling && status == CT_OK;
+    return status;
+}
 
 /* --profile: end the epoch's profile of `steps` steps and add it to the run's. */
 static void profile_end(trainer *t, int64_t steps) {
-    if (!t->profiling) return;
+    if (!t->profile_running) return;
+    t->profile_running = false;
     ct_profile_stats epoch;
     ct_profile_report(&epoch);
     ct_profile_end();
