@@ -162,6 +162,12 @@ static ct_status checked_binary(int device, ct__binary_op op, const ct__ew_args 
     return queued_binary(device, op, args, scalar);
 }
 
+/* Cross-entropy reads its check of the targets back only when asked to (unchecked_targets). */
+static ct_status checked_cross_entropy(int device, const ct__cross_entropy_args *args) {
+    return args->check_targets ? waited_cross_entropy(device, args)
+                               : queued_cross_entropy(device, args);
+}
+
 /* Whether an f16 or bf16 convolution runs as it is: for f16, "no" with an error, as the CUDA
  * plugin answers when cuDNN has no plan for the geometry (the op layer then computes in f32
  * and must leave the caller's last error as it was); the CPU's answer otherwise. */

@@ -382,6 +382,26 @@ DEVICE_TEST(test_nn_conv_backward_large_images) {
     CHECK(backward_case(&k, CT_F32, device));
 }
 
+/* The ResNets' convolutions on CIFAR's 32x32 images (a few images): 3x3 stride 1 and 2 with
+ * padding 1, and the 1x1 stride-2 projection shortcut, without bias, forward and backward in
+ * f32. Under the ctest variants *_on_onednn and *_on_im2col each CPU path meets the same
+ * float64 reference, so the two agree. */
+DEVICE_TEST(test_nn_conv_resnet_shapes_match_reference) {
+    static const conv_case resnet[] = {
+        {2, 16, 32, 32, 16, 3, 3, {{1, 1}, {1, 1}, {1, 1}, 1}, false},
+        {2, 16, 32, 32, 32, 3, 3, {{2, 2}, {1, 1}, {1, 1}, 1}, false},
+        {2, 16, 32, 32, 32, 1, 1, {{2, 2}, {0, 0}, {1, 1}, 1}, false},
+        {2, 64, 8, 8, 64, 3, 3, {{1, 1}, {1, 1}, {1, 1}, 1}, false},
+        {2, 3, 32, 32, 16, 3, 3, {{1, 1}, {1, 1}, {1, 1}, 1}, false}, /* the stem */
+    };
+    for (size_t i = 0; i < sizeof resnet / sizeof resnet[0]; i++) {
+        if (!forward_case(&resnet[i], CT_F32, false, device) ||
+            !backward_case(&resnet[i], CT_F32, device))
+            ct_test_fail(__FILE__, __LINE__, "ResNet case %zu", i);
+        if (ct_test_failed()) return;
+    }
+}
+
 DEVICE_TEST(test_nn_conv_backward_only_needed_grads) {
     int64_t xs[4] = {2, 2, 4, 4}, ws[4] = {3, 2, 3, 3};
     ct_tensor *x = ct_ones(4, xs, CT_F32, device), *w = ct_ones(4, ws, CT_F32, device);

@@ -69,7 +69,7 @@ DEVICE_TEST(test_nn_loss_cross_entropy_reductions) {
     for (int r = 0; r < 3; r++)
         for (int smoothing = 0; smoothing < 2; smoothing++)
             for (int dt = CT_F32; dt <= CT_F64; dt++) {
-                ct_cross_entropy_options o = {(ct_reduction)r, smoothing ? 0.1 : 0.0, -100};
+                ct_cross_entropy_options o = {(ct_reduction)r, smoothing ? 0.1 : 0.0, -100, false};
                 uint64_t seed = (uint64_t)(r * 4 + smoothing * 2 + dt);
                 check_cross_entropy(device, 9, 5, (ct_dtype)dt, &o, 0, seed % 2, 4.0, seed);
                 if (ct_test_failed()) return;
@@ -84,7 +84,7 @@ DEVICE_TEST(test_nn_loss_cross_entropy_defaults) {
     ct_tensor *target = ref_tensor(t, 1, (int64_t[]){2}, CT_I64, device);
     ct_tensor *loss = ct_cross_entropy(logits, target, NULL);
     double expected[1];
-    ct_cross_entropy_options o = {CT_REDUCTION_MEAN, 0.0, -100};
+    ct_cross_entropy_options o = {CT_REDUCTION_MEAN, 0.0, -100, false};
     cross_entropy_reference(x, t, 2, 3, &o, expected);
     CHECK_TENSOR(loss, expected);
     ct_release(loss);
@@ -92,10 +92,43 @@ DEVICE_TEST(test_nn_loss_cross_entropy_defaults) {
     ct_release(logits);
 }
 
+/* unchecked_targets: the same loss and gradient as the checked call for good targets, with
+ * nothing read back from the device (the checked call reads its check back on a device). */
+DEVICE_TEST(test_nn_loss_cross_entropy_unchecked_targets) {
+    double x[6] = {1, 2, 3, -1, 0.5, 2}, t[2] = {2, 0};
+    double values[2][7]; /* [checked, unchecked][the loss, then the gradient's six elements] */
+    uint64_t readbacks[2];
+    for (int unchecked = 0; unchecked < 2; unchecked++) {
+        ct_tensor *logits = ref_tensor(x, 2, (int64_t[]){2, 3}, CT_F64, device);
+        ct_tensor *target = ref_tensor(t, 1, (int64_t[]){2}, CT_I64, device);
+        CHECK_OK(ct_set_requires_grad(logits, true));
+        ct_cross_entropy_options o = {CT_REDUCTION_MEAN, 0.1, -100, unchecked == 1};
+        ct_transfer_stats_reset();
+        ct_tensor *loss = ct_cross_entropy(logits, target, &o);
+        ct_transfer_statistics stats;
+        ct_transfer_stats(&stats);
+        readbacks[unchecked] = stats.counters[CT_TRANSFER_D2H][1].count;
+        CHECK_OK(ct_backward(loss));
+        CHECK_OK(ct_item(loss, &values[unchecked][0]));
+        ct_tensor *g = ct_grad(logits);
+        double *grad = ref_read(g);
+        ct_release(g);
+        CHECK_NOT_NULL(grad);
+        for (int i = 0; grad && i < 6; i++) values[unchecked][1 + i] = grad[i];
+        free(grad);
+        ct_release(loss);
+        ct_release(target);
+        ct_release(logits);
+    }
+    for (int i = 0; i < 7; i++) CHECK(values[0][i] == values[1][i]);
+    CHECK(readbacks[1] == 0);
+    CHECK(readbacks[0] == (device.type == CT_DEVICE_CPU ? 0u : 1u));
+}
+
 DEVICE_TEST(test_nn_loss_cross_entropy_ignore_index) {
     for (int r = 0; r < 3; r++)
         for (int smoothing = 0; smoothing < 2; smoothing++) {
-            ct_cross_entropy_options o = {(ct_reduction)r, smoothing ? 0.2 : 0.0, 3};
+            ct_cross_entropy_options o = {(ct_reduction)r, smoothing ? 0.2 : 0.0, 3, false};
             /* Some rows ignored (ignore_index 3 is also a valid class here). */
             check_cross_entropy(device, 12, 6, CT_F64, &o, 3, r == 1, 3.0, 60 + (uint64_t)r);
             if (ct_test_failed()) return;
@@ -107,7 +140,7 @@ DEVICE_TEST(test_nn_loss_cross_entropy_ignore_index) {
 }
 
 DEVICE_TEST(test_nn_loss_cross_entropy_large_logits) {
-    ct_cross_entropy_options o = {CT_REDUCTION_NONE, 0.1, -100};
+    ct_cross_entropy_options o = {CT_REDUCTION_NONE, 0.1, -100, false};
     for (int dt = CT_F32; dt <= CT_F64; dt++) {
         check_cross_entropy(device, 6, 4, (ct_dtype)dt, &o, 0, false, 1e4, 80);
         if (ct_test_failed()) return;
@@ -117,7 +150,7 @@ DEVICE_TEST(test_nn_loss_cross_entropy_large_logits) {
 /* Enough rows for the kernel's OpenMP split. */
 DEVICE_TEST(test_nn_loss_cross_entropy_parallel) {
     int64_t n = 64, c = 600;
-    ct_cross_entropy_options o = {CT_REDUCTION_MEAN, 0.05, 1};
+    ct_cross_entropy_options o = {CT_REDUCTION_MEAN, 0.05, 1, false};
     check_cross_entropy(device, n, c, CT_F32, &o, 5, false, 6.0, 90);
 }
 
@@ -141,13 +174,13 @@ DEVICE_TEST(test_nn_loss_cross_entropy_errors) {
     CHECK_ERROR(CT_ERR_SHAPE, "target must be (N,) = (3,)");
     CHECK(ct_cross_entropy(flat, bad, NULL) == NULL);
     CHECK_ERROR(CT_ERR_SHAPE, "logits have rank 1; they must be (N, C)");
-    ct_cross_entropy_options o = {CT_REDUCTION_MEAN, 1.0, -100};
+    ct_cross_entropy_options o = {CT_REDUCTION_MEAN, 1.0, -100, false};
     CHECK(ct_cross_entropy(logits, negative, &o) == NULL);
     CHECK_ERROR(CT_ERR_INVALID_ARG, "label_smoothing is 1; it must be in [0, 1)");
     o.label_smoothing = NAN;
     CHECK(ct_cross_entropy(logits, negative, &o) == NULL);
     CHECK_ERROR(CT_ERR_INVALID_ARG, "label_smoothing is nan");
-    o = (ct_cross_entropy_options){(ct_reduction)9, 0.0, -100};
+    o = (ct_cross_entropy_options){(ct_reduction)9, 0.0, -100, false};
     CHECK(ct_cross_entropy(logits, negative, &o) == NULL);
     CHECK_ERROR(CT_ERR_INVALID_ARG, "reduction 9 is not a ct_reduction");
     CHECK(ct_cross_entropy(NULL, bad, NULL) == NULL);
@@ -251,7 +284,7 @@ DEVICE_TEST(test_nn_loss_cross_entropy_gradcheck) {
     for (int variant = 0; variant < 12; variant++) {
         int r = variant % 3, smoothing = (variant / 3) % 2, ignoring = variant / 6;
         make_targets(t, n, c, 30 + (uint64_t)variant, 2, ignoring ? 3 : 0);
-        ce_case k = {{(ct_reduction)r, smoothing ? 0.15 : 0.0, ignoring ? 2 : -100}, NULL};
+        ce_case k = {{(ct_reduction)r, smoothing ? 0.15 : 0.0, ignoring ? 2 : -100, false}, NULL};
         ct_tensor *target = ref_tensor(t, 1, &n, variant % 2 ? CT_I32 : CT_I64, device);
         ct_tensor *x = ct_gradcheck_leaf(device, 2, shape, 40 + (uint64_t)variant, -3.0, 3.0, true);
         k.target = target;
@@ -305,7 +338,7 @@ DEVICE_TEST(test_nn_loss_mse_gradcheck) {
 }
 
 DEVICE_TEST(test_nn_loss_cross_entropy_half_dtypes) {
-    ct_cross_entropy_options o = {CT_REDUCTION_NONE, 0.1, 2};
+    ct_cross_entropy_options o = {CT_REDUCTION_NONE, 0.1, 2, false};
     check_cross_entropy(device, 8, 5, CT_F16, &o, 3, false, 3.0, 11);
     if (ct_test_failed()) return;
     o.reduction = CT_REDUCTION_SUM;

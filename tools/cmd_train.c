@@ -31,6 +31,11 @@ typedef struct trainer {
     ct_dtype amp;           /* the autocast dtype; CT_F32: --amp off */
     ct_grad_scaler *scaler; /* --amp f16 only */
     gpu_usage_sampler *gpu; /* the device's GPU read while the epochs run, else NULL */
+    /* --profile (on rank 0): the training loops' profile summed over the epochs, and their
+     * steps; whether this epoch's profile runs. */
+    bool profiling, profile_running;
+    ct_profile_stats profile;
+    int64_t profiled_steps;
 } trainer;
 
 /* SIGINT or SIGTERM, once received: the run stops at the end of the step. A second one
@@ -143,6 +148,7 @@ static ct_status backward_and_step(trainer *t, const ct_tensor *loss, int64_t sa
     if (status != CT_OK) return status;
     if (t->ddp && ct_ddp_stop_reason(t->ddp) > t->agreed_stop)
         t->agreed_stop = ct_ddp_stop_reason(t->ddp);
+    ct_profile_set_phase(CT_PROFILE_OPTIMIZER); /* the loss scaler's unscale too */
     if (!t->scaler) return ct_optimizer_step(t->optimizer);
     status = ct_grad_scaler_step(t->scaler, t->optimizer, NULL);
     return status == CT_OK ? ct_grad_scaler_update(t->scaler) : status;
@@ -154,12 +160,19 @@ static ct_status step(trainer *t, const ct_tensor *x, const ct_tensor *y, int64_
         ct_status status = ct_optimizer_zero_grad(t->optimizer);
         return status == CT_OK ? backward_and_step(t, NULL, 0, global) : status;
     }
-    /* The loss is on autocast's f32 list: the region may end before it. */
+    /* The profile's phases (ctensor/profile.h): ct_backward and the optimiser mark their own. */
+    ct_profile_set_phase(CT_PROFILE_FORWARD);
+    /* The loss is on autocast's f32 list: the region may end before it. train_load_data
+     * checked every label, so a GPU need not read the targets' check back: the step does not
+     * wait for the device. */
     ct_tensor *logits = forward(t, x);
-    ct_tensor *loss = ct_cross_entropy(logits, y, NULL);
+    ct_cross_entropy_options loss_options = {
+        .reduction = CT_REDUCTION_MEAN, .ignore_index = -100, .unchecked_targets = true};
+    ct_tensor *loss = ct_cross_entropy(logits, y, &loss_options);
     if (!loss) return ct_last_status();
     ct_status status = ct_optimizer_zero_grad(t->optimizer);
     if (status == CT_OK) status = backward_and_step(t, loss, ct_size(y, 0), global);
+    ct_profile_set_phase(CT_PROFILE_OTHER);
     if (status == CT_OK) status = accumulate(t, logits, loss, y);
     return status;
 }
@@ -187,6 +200,24 @@ typedef struct epoch_result {
     double data_seconds;   /* of which the loop spent in ct_loader_next, waiting for batches */
 } epoch_result;
 
+/* --profile: start the profile of an epoch's training loop. */
+static ct_status profile_begin(trainer *t) {
+    ct_status status = t->profiling ? ct_profile_begin() : CT_OK;
+    t->profile_running = t->profiling && status == CT_OK;
+    return status;
+}
+
+/* --profile: end the epoch's profile of `steps` steps and add it to the run's. */
+static void profile_end(trainer *t, int64_t steps) {
+    if (!t->profile_running) return;
+    t->profile_running = false;
+    ct_profile_stats epoch;
+    ct_profile_report(&epoch);
+    ct_profile_end();
+    train_profile_add(&t->profile, &epoch);
+    t->profiled_steps += steps;
+}
+
 /* One pass over the training set. */
 static ct_status train_epoch(trainer *t, int epoch, epoch_result *r) {
     ct_status status = train_batches_start(t->train, epoch - 1);
@@ -197,13 +228,16 @@ static ct_status train_epoch(trainer *t, int epoch, epoch_result *r) {
      * (its data, its loader) is not counted as this epoch's training time. */
     if (status == CT_OK && t->ddp) status = ct_comm_barrier(t->o->comm);
     double start = now(), last_report = 0, loss_sum = 0, correct = 0;
+    if (status == CT_OK) status = profile_begin(t);
     r->data_seconds = 0;
     ct_module_train(t->model, true);
     while (status == CT_OK) {
         ct_scope_begin(); /* a step's tensors go at its end */
         ct_tensor *x, *y;
         double asked = now();
+        ct_profile_set_phase(CT_PROFILE_DATA);
         status = train_batches_next(t->train, &x, &y);
+        ct_profile_set_phase(CT_PROFILE_OTHER);
         r->data_seconds += now() - asked;
         bool more = status == CT_OK && x;
         int64_t global = count - done * t->batch < t->batch ? count - done * t->batch : t->batch;
@@ -226,6 +260,7 @@ static ct_status train_epoch(trainer *t, int epoch, epoch_result *r) {
     }
     if (status == CT_OK) status = ct_synchronize(t->o->device);
     r->seconds = now() - start;
+    profile_end(t, done);
     if (status == CT_OK) status = read_sums(t, &loss_sum, &correct);
     r->loss = samples ? loss_sum / samples : 0;
     r->accuracy = samples ? correct / samples : 0;
@@ -501,6 +536,7 @@ static int run(trainer *t, train_summary *summary) {
     summary->checkpoint_epoch = first_epoch - 1;
     ct_reset_peak_memory(o->device);
     ct_transfer_stats_reset();
+    t->profiling = o->profile && ct_comm_rank(o->comm) == 0;
     t->gpu = gpu_usage_sampler_start(o->device);
     rc = first_epoch > o->epochs ? evaluate_only(t, summary, first_epoch - 1)
                                  : train_epochs(t, summary, first_epoch);
@@ -521,6 +557,9 @@ static int run(trainer *t, train_summary *summary) {
     summary->world_size = ct_comm_size(o->comm);
     summary->engine = ct_comm_engine(o->comm);
     if (t->ddp) ct_ddp_stats(t->ddp, &summary->ddp);
+    summary->profiled = t->profiling;
+    summary->profile = t->profile;
+    summary->steps = t->profiled_steps;
     return 0;
 }
 

@@ -15,7 +15,10 @@
 #     run(command="tools/gpu-check.sh --arch --jobs 8", carry=[".gpu-deps"], timeout_s=600)
 # Options: --quick (small benchmark sizes), --no-bench (tests only), --tests REGEX (only the
 # test programs whose names match, as `ctest -R`), --no-tests (benchmark and training only:
-# for a second run after the first one's tests), --build-type TYPE (default Release),
+# for a second run after the first one's tests), --resnet-only (after the build, only the
+# ResNet benchmark: bench/run_resnet_gpu.sh, bounded to fit one call of the device tool with
+# the build: `run(command="tools/gpu-check.sh --arch --resnet-only", carry=[".gpu-deps"],
+# timeout_s=600)`), --build-type TYPE (default Release),
 # --jobs N (N test programs at once: CTEST_PARALLEL_LEVEL), --arch (build for this machine's
 # GPUs only, CT_CUDA_ARCHITECTURES=<compute capability>-real from nvidia-smi; without it the
 # default architectures). On the GPU machine it uses a system OpenBLAS when there is one, else
@@ -29,7 +32,8 @@
 # Logs go to build-gpu/logs/: summary.txt (the verdict and the reasons), device.txt
 # (nvidia-smi, toolchain), build.log, tests.log (every test's output), tests-summary.txt,
 # gpu-bench.md (ctensor beside PyTorch), bench-run.txt, gpu-train.txt (`ctensor train` beside
-# PyTorch on the GPU: the CNN at batch 512, the MLP), two-ranks.json and two-ranks.err
+# PyTorch on the GPU: the CNN at batch 512, the MLP), resnet-gpu.txt (resnet18 and resnet20
+# at batch 512 in f32 and bf16 beside PyTorch, and their --profile tables), two-ranks.json and two-ranks.err
 # (`mpirun -np 2 ctensor train --device cuda` on one GPU), python-deps.txt. At the end, however
 # it ends, they are packed into gpu-check-logs.tar.gz, which goes with a copy of summary.txt to
 # $OUT when set (the device tool brings back 8 files at most), else beside the logs folder.
@@ -39,10 +43,10 @@ set -u
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 deps="$root/.gpu-deps"
-quick="" bench=1 tests=all build_type=Release prepare=0 jobs="" arch=0
+quick="" bench=1 tests=all build_type=Release prepare=0 jobs="" arch=0 resnet_only=0
 usage() {
     echo "usage: tools/gpu-check.sh [--prepare | --quick | --no-bench | --tests REGEX |" \
-         "--no-tests | --build-type T | --jobs N | --arch]" >&2
+         "--no-tests | --resnet-only | --build-type T | --jobs N | --arch]" >&2
     exit 2
 }
 while [ $# -gt 0 ]; do
@@ -51,6 +55,7 @@ while [ $# -gt 0 ]; do
         --no-bench) bench=0 ;;
         --tests) [ $# -ge 2 ] || usage; tests=$2; shift ;;
         --no-tests) tests="" ;;
+        --resnet-only) resnet_only=1 tests="" ;;
         --build-type) [ $# -ge 2 ] || usage; build_type=$2; shift ;;
         --jobs)
             [ $# -ge 2 ] || usage
@@ -268,6 +273,20 @@ if [ "${CT_GPU_CHECK_FAKE:-0}" = 1 ]; then
     note "DRY RUN: the fake GPU stands in for the CUDA plugin"
 fi
 
+# ---- the ResNet benchmark (issue 34) ----
+# resnet18 and resnet20 at batch 512, f32 and --amp bf16, beside PyTorch eager at its best,
+# and a --profile table of each (bench/run_resnet_gpu.sh bounds each run and the whole).
+resnet_on_gpu() {
+    if PYTHON=python3 "$root/bench/run_resnet_gpu.sh" "$build" > "$logs/resnet-gpu.txt" 2>&1; then
+        note "ResNet benchmark: resnet-gpu.txt"
+    else
+        fail "the ResNet benchmark: a ctensor run failed (resnet-gpu.txt):"
+        grep -A 5 "^  ctensor .*: exit" "$logs/resnet-gpu.txt" | head -n 20 | tee -a "$summary"
+    fi
+    cat "$logs/resnet-gpu.txt"
+    grep -q "NOT met" "$logs/resnet-gpu.txt" && note "some ResNet goals are not met (resnet-gpu.txt)"
+}
+
 # ---- tests ----
 # The plugin's libraries (cuBLAS, cuDNN) must load, else every CUDA test is only skipped:
 # those the loader does not find are looked for beside the toolkit and in Python's nvidia
@@ -346,6 +365,13 @@ else
     fi
 fi
 
+# --resnet-only: the ResNet benchmark alone, once the plugin's libraries are found.
+if [ "$resnet_only" = 1 ]; then
+    resnet_on_gpu
+    if [ "$verdict" = 0 ]; then note "PASS (--resnet-only)"; else note "FAILED (logs in gpu-check-logs.tar.gz)"; fi
+    exit "$verdict"
+fi
+
 # ---- two ranks on one GPU ----
 # mpirun -np 2 ctensor train --device cuda with one GPU: NCCL refuses two ranks on one device,
 # so the run must find it first and run its collectives on the MPI engine, with one warning.
@@ -420,6 +446,7 @@ if [ "$bench" = 1 ]; then
         note "PyTorch's TF32 run failed (gpu-train.txt)"
     train_on_gpu mlp 128 5
     cat "$logs/gpu-train.txt"
+    resnet_on_gpu
 fi
 
 if [ "$verdict" = 0 ]; then note "PASS"; else note "FAILED (logs in gpu-check-logs.tar.gz)"; fi

@@ -29,8 +29,9 @@ typedef struct train_data {
  * 1x28x28 of the MLP and the CNN. */
 bool train_model_any_shape(const char *model);
 
-/* Load and check o->dataset (the synthetic one: its shape alone, see train_make_synthetic);
- * prints one line naming the file and the problem on failure. */
+/* Load and check o->dataset (the synthetic one: its shape alone, see train_make_synthetic),
+ * every label among them (in range for the model's classes: the training step's loss does not
+ * check its targets again); prints one line naming the file and the problem on failure. */
 ct_status train_load_data(const train_options *o, train_data *out);
 /* Keep the first `limit` training samples (0: all). */
 void train_limit(train_data *data, int64_t limit);

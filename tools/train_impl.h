@@ -33,6 +33,7 @@ typedef struct train_options {
     bool nondeterministic; /* --nondeterministic: deterministic algorithms off */
     bool progress;         /* a progress bar (stdout is a terminal and not --json) */
     const char *amp;       /* --amp: "off" | "bf16" | "f16" | "auto" */
+    bool profile;          /* --profile: where the training steps' time goes (ctensor/profile.h) */
     /* Data parallelism (train_dist.c): --devices (one replica per device, threads engine),
      * --comm-timeout (0: CT_COMM_TIMEOUT or its default); this replica's communicator (NULL
      * alone: then no ct_ddp). */
@@ -70,6 +71,10 @@ typedef struct train_summary {
     /* The training device's GPU, read through NVML while the epochs ran (measured false on
      * the CPU or without NVML). */
     gpu_usage_summary gpu;
+    /* --profile: the training loops' profile, summed over the epochs, and their steps. */
+    bool profiled;
+    int64_t steps;
+    ct_profile_stats profile;
 } train_summary;
 
 /* The progress line of a step (a bar on a terminal) with gpu's latest reading (NULL: none),
@@ -84,6 +89,12 @@ void train_print_summary(const train_options *o, const train_summary *s);
 /* One replica's whole run (the only one without data parallelism): trains and fills the
  * summary; prints its own error line; only rank 0 prints epoch lines and checkpoints. */
 int train_replica(train_options *o, train_summary *summary);
+
+/* --profile (train_profile.c): add one epoch's profile to a sum, and print the summary's
+ * profile as a table or as the JSON member ", \"profile\": {...}" (null when not profiled). */
+void train_profile_add(ct_profile_stats *sum, const ct_profile_stats *epoch);
+void train_profile_print_text(const train_summary *s);
+void train_profile_print_json(const train_summary *s);
 
 /* Data parallelism (train_dist.c): the run over a world of several ranks or devices, and
  * its lines of the summary. */

@@ -64,6 +64,11 @@ static const char help[] =
     "                             and thread count give the same weights, bit for bit,\n"
     "                             resumed or not (ct_use_deterministic_algorithms)\n"
     "  --json                     print the summary as one JSON object\n"
+    "  --profile                  where the training steps' time goes: per kind of kernel\n"
+    "                             (conv, matmul, norm, elementwise, ...) and per phase\n"
+    "                             (forward, backward, optimizer, data wait), host time to\n"
+    "                             issue and device time; on a GPU each kernel is waited for,\n"
+    "                             so a profiled run is slower than an unprofiled one\n"
     "  --devices D1,D2,...        data parallelism in one process: one replica per device\n"
     "                             (cpu:0,cpu:1 splits the CPU into logical devices);\n"
     "                             --batch-size is the global batch. Under mpirun each process\n"
@@ -92,7 +97,7 @@ static const struct {
                {"--checkpoint", true},      {"--amp", true},
                {"--devices", true},         {"--comm-timeout", true},
                {"--augment", false},        {"--no-augment", false},
-               {"--synthetic-size", true}};
+               {"--synthetic-size", true},  {"--profile", false}};
 #define OPTION_COUNT (int)(sizeof options / sizeof options[0])
 
 /* The index of option in options, or -1. */
@@ -300,6 +305,8 @@ int train_parse(int argc, char **argv, train_options *o) {
             if (o->augment >= 0)
                 return ct_cli_usage_error("--augment and --no-augment: give one of them");
             o->augment = strcmp(name, "--augment") == 0;
+        } else if (strcmp(name, "--profile") == 0) {
+            o->profile = true;
         } else {
             int status = parse_value(name, value, o);
             if (status >= 0) return status;

@@ -154,6 +154,7 @@ static void print_text(const train_options *o, const train_summary *s) {
            mib(t->counters[CT_TRANSFER_D2H][0].bytes + t->counters[CT_TRANSFER_D2H][1].bytes));
     print_gpu_text(o, s);
     train_dist_print_text(s);
+    train_profile_print_text(s);
 }
 
 /* JSON has no NaN or infinity: a diverged loss is null too (the text summary says nan). */
@@ -220,6 +221,7 @@ static void print_json(const train_options *o, const train_summary *s) {
     printf("}");
     print_gpu_json(o, s);
     train_dist_print_json(s);
+    train_profile_print_json(s);
     printf("}\n");
     ct_cli_result_printed();
 }

@@ -12,6 +12,7 @@
 #include "ctensor/ops.h"
 #include "ctensor/sorting.h"
 #include "ctensor/transfer.h"
+#include "ctensor/profile.h"
 #include "ctensor/memory.h"
 #include "ctensor/random.h"
 #include "ctensor/autograd.h"

@@ -79,11 +79,17 @@ CT_API ct_tensor *ct_log_softmax(const ct_tensor *x, int axis);
  * log-softmax. label_smoothing in [0, 1) as PyTorch's; ignore_index: targets equal to it add
  * nothing (pass a negative value other than any label, e.g. -100, PyTorch's default).
  * CT_ERR_INVALID_ARG for a target out of range, which a GPU checks on the device and reads
- * back: an implicit device-to-host transfer and a wait per call (transfer.h). */
+ * back: an implicit device-to-host transfer and a wait per call (transfer.h).
+ * unchecked_targets: the caller vouches that every target is in [0, C) or ignore_index (a
+ * training loop whose labels were checked once, when loaded), so that a GPU does not read its
+ * check back and the call does not wait for the device; a target out of range then gives its
+ * row an unspecified loss, never a fault (the CPU, whose check costs no wait, still reports
+ * it). false (the zero of an initialiser that leaves it out): checked. */
 typedef struct ct_cross_entropy_options {
     ct_reduction reduction;
     double label_smoothing;
     int64_t ignore_index;
+    bool unchecked_targets;
 } ct_cross_entropy_options;
 
 /* options NULL: mean reduction, no smoothing, ignore_index -100. */

@@ -5,7 +5,8 @@
  * for (ct_to, ct_from_data, ct_copy_to_host); implicit ones are what the library moves on
  * the user's behalf (ct_item, printing, a host scalar joining a device op), and what a
  * device's kernels read back to the host, waiting for the device: their check of the values
- * of operands (cross-entropy targets; the indices of gather, index_select, index_add,
+ * of operands (cross-entropy targets, unless the caller vouches for them:
+ * ct_cross_entropy_options.unchecked_targets; the indices of gather, index_select, index_add,
  * scatter_add and embeddings; integer pow and remainder), so that a bad value is an error
  * from the call that met it, and the norm ct_clip_grad_norm returns. Copies between
  * user memory and a CPU device are not transfers; copies between two logical CPU devices

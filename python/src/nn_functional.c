@@ -185,7 +185,7 @@ static PyObject *f_log_softmax(PyObject *self, PyObject *args, PyObject *kwargs)
 static PyObject *f_cross_entropy(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *kw[] = {"input", "target", "reduction", "label_smoothing", "ignore_index", NULL};
     ct_tensor *x, *t, *y;
-    ct_cross_entropy_options o = {CT_REDUCTION_MEAN, 0.0, -100};
+    ct_cross_entropy_options o = {CT_REDUCTION_MEAN, 0.0, -100, false};
     long long ignore = -100;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&O&|O&dL:cross_entropy", kw, tensor_arg, &x,
                                      tensor_arg, &t, reduction, &o.reduction, &o.label_smoothing,

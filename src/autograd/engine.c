@@ -251,9 +251,11 @@ ct_status ct_backward_with(const ct_tensor *output, const ct_tensor *gradient, b
                          op);
     if (ct_scope_begin() != CT_OK) return ct_last_status();
     ct_no_grad_push();
+    ct_profile_phase phase = ct_profile_set_phase(CT_PROFILE_BACKWARD);
     ct_tensor *seed = seed_gradient(op, output, gradient);
     ct_status status =
         seed ? run_pass(op, (ct_tensor *)output, seed, retain_graph) : ct_last_status();
+    ct_profile_set_phase(phase);
     ct_no_grad_pop();
     /* Keep the pass's error: ending the scope does not fail once begun. */
     ct_scope_end();

@@ -4,12 +4,14 @@
 
 #include "core/device_impl.h"
 #include "core/error_impl.h"
+#include "core/profile_impl.h"
 #include "core/transfer_impl.h"
 
 const ct__kernel_table *ct__kernels(ct_device device, int *physical) {
     const ct__backend_table *backend = ct__backend(device.type);
     if (!backend) return NULL;
     *physical = ct__physical_index(device);
+    if (ct__profile_maybe()) return ct__profile_kernels(device.type, backend->kernels);
     return backend->kernels;
 }
 

@@ -30,4 +30,9 @@ const ct__kernel_table *ct__kernel_find(ct_device device, ct__kernel_slot slot, 
  * caller calls it only for the calls that check. `op` names the call in a guard's message. */
 ct_status ct__kernel_readback(ct_device device, ct__kernel_slot slot, const char *op);
 
+/* While the calling thread profiles (ctensor/profile.h): the table of type's backend whose
+ * kernels call `own`'s and add their time to the profile (backend/profile_kernels.c); else
+ * `own`. */
+const ct__kernel_table *ct__profile_kernels(ct_device_type type, const ct__kernel_table *own);
+
 #endif

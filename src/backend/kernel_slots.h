@@ -99,8 +99,8 @@
       (device, args))                                                                              \
     X(softmax_backward, REQUIRED, QUEUED, ct_status, (int device, const ct__softmax_args *args),   \
       (device, args))                                                                              \
-    /* Checks the targets: one out of range is an error naming it. */                              \
-    X(cross_entropy, REQUIRED, READBACK(CT_READBACK_BAD_VALUE), ct_status,                         \
+    /* Checks the targets when args->check_targets: one out of range is an error naming it. */     \
+    X(cross_entropy, REQUIRED, CHECKED(CT_READBACK_BAD_VALUE), ct_status,                          \
       (int device, const ct__cross_entropy_args *args), (device, args))                            \
     X(cross_entropy_backward, REQUIRED, QUEUED, ct_status,                                         \
       (int device, const ct__cross_entropy_args *args), (device, args))                            \

@@ -46,6 +46,10 @@ struct ct__cross_entropy_args {
     char *lse;
     const char *grad; /* backward only */
     int64_t grad_stride;
+    /* Forward: whether a device reads its check of the targets back (CHECKED in
+     * kernel_slots.h); false: it runs queued, and a target out of range gives its row an
+     * unspecified loss without a fault. The CPU checks always. */
+    bool check_targets;
 };
 
 /* Batch normalisation of x (n, c, inner) per channel. weight and bias (c) are in `dtype`

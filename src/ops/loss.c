@@ -3,7 +3,7 @@
 #include "ops/nn_impl.h"
 #include "ops/autocast_impl.h"
 
-static const ct_cross_entropy_options default_options = {CT_REDUCTION_MEAN, 0.0, -100};
+static const ct_cross_entropy_options default_options = {CT_REDUCTION_MEAN, 0.0, -100, false};
 
 static bool check_reduction(const char *op, ct_reduction reduction) {
     if (reduction == CT_REDUCTION_MEAN || reduction == CT_REDUCTION_SUM ||
@@ -63,7 +63,8 @@ static ct__cross_entropy_args cross_entropy_args(const ct_tensor *logits, const 
 static ct_status cross_entropy_backward(ct__node *node, const ct_tensor *grad_out,
                                         ct_tensor **grad_in) {
     const ct_tensor *logits = node->saved[0], *target = node->saved[1];
-    ct_cross_entropy_options o = {(ct_reduction)node->ints[0], node->scalars[0], node->ints[1]};
+    ct_cross_entropy_options o = {(ct_reduction)node->ints[0], node->scalars[0], node->ints[1],
+                                  false};
     ct_device device = logits->storage->device;
     int physical;
     const ct__kernel_table *k = ct__kernels(device, &physical);
@@ -106,8 +107,10 @@ static ct_tensor *cross_entropy_forward(const char *op, ct_device device, const 
     if (!out) return NULL;
     ct__cross_entropy_args args = cross_entropy_args(saved[0], saved[1], o, &saved[2]);
     args.out = ct__data(out);
-    if (ct__kernel_readback(device, CT_SLOT_cross_entropy,
-                            "ct_cross_entropy (its check of the targets)") != CT_OK ||
+    args.check_targets = !o->unchecked_targets;
+    if ((args.check_targets &&
+         ct__kernel_readback(device, CT_SLOT_cross_entropy,
+                             "ct_cross_entropy (its check of the targets)") != CT_OK) ||
         k->cross_entropy(physical, &args) != CT_OK) {
         ct_release(out);
         return NULL;

@@ -186,7 +186,9 @@ ct_status ct_optimizer_set_lr(ct_optimizer *opt, double lr) {
 
 ct_status ct_optimizer_zero_grad(ct_optimizer *opt) {
     if (!opt) return ct__error(CT_ERR_INVALID_ARG, "ct_optimizer_zero_grad: opt is NULL");
+    ct_profile_phase phase = ct_profile_set_phase(CT_PROFILE_OPTIMIZER);
     for (int i = 0; i < opt->n; i++) ct_zero_grad(opt->params[i]);
+    ct_profile_set_phase(phase);
     return CT_OK;
 }
 
@@ -358,7 +360,9 @@ ct_status ct_optimizer_step(ct_optimizer *opt) {
                          "ct_optimizer_step: out of host memory for %d parameters", opt->n);
     }
     ct_no_grad_push();
+    ct_profile_phase phase = ct_profile_set_phase(CT_PROFILE_OPTIMIZER);
     ct_status status = step_all(opt, w, entries);
+    ct_profile_set_phase(phase);
     ct_no_grad_pop();
     step_cleanup(opt, w);
     ct__free_mem(w);

@@ -1,0 +1,91 @@
+#!/bin/sh
+# `ctensor train --profile` (ctensor/profile.h) on a small generated IDX dataset, on the CPU
+# and on the fake GPU with the CPU's kernels: the profile's kernel kinds and their counts per
+# step, its phases adding up to the training time, the text table and the JSON member. (That
+# no training step reads from the device is test_cli_train_device_reads_on_a_gpu's.)
+# Usage: test_cli_profile.sh CTENSOR WORKDIR [FAKE_GPU_PLUGIN]
+ctensor=$1
+work=$2
+fake_gpu=${3:-}
+here=$(cd "$(dirname "$0")" && pwd)
+python="$here/../.venv/bin/python3"
+if [ ! -x "$python" ]; then
+    echo "FAIL test_cli_profile: $python is missing: run \`make deps\`"
+    exit 1
+fi
+passed=0 failed=0 skipped=0
+rm -rf "$work" && mkdir -p "$work/data"
+out="$work/out" err="$work/err"
+"$python" "$here/make_idx_dataset.py" "$work/data" 1024 128 || exit 1
+
+run() {
+    "$@" >"$out" 2>"$err"
+    code=$?
+}
+pass() { echo "PASS $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL $1: $2"; sed 's/^/    | /' "$out" "$err"; failed=$((failed + 1)); }
+skip() { echo "SKIP $1: $2"; skipped=$((skipped + 1)); }
+
+# The CNN's kernels per step, by kind: two convolutions forward and two backward (the first
+# layer's input needs no gradient), its products (two linear layers forward, four backward),
+# the loss forward and backward, one fused Adam update; the same on every device.
+check_cnn_profile() { # NAME DEVICE_TIMED
+    if [ "$code" = 0 ] && "$python" - "$out" "$2" <<'PY' 2>"$err"
+import json, sys
+s = json.load(open(sys.argv[1]))
+p = s["profile"]
+steps = p["steps"]
+assert steps == 1024 // 64, steps
+assert p["device_timed"] == (sys.argv[2] == "true"), p["device_timed"]
+kinds = p["kinds"]
+for kind, per_step in {"conv": 4, "matmul": 6, "loss": 2, "optimizer_update": 1}.items():
+    assert kinds[kind]["calls"] == per_step * steps, (kind, kinds[kind]["calls"])
+phases = p["phases"]
+assert phases["forward"]["kinds"]["conv"]["calls"] == 2 * steps
+assert phases["backward"]["kinds"]["conv"]["calls"] == 2 * steps
+assert phases["optimizer"]["kinds"]["optimizer_update"]["calls"] == steps
+assert "conv" not in phases["optimizer"]["kinds"] and "conv" not in phases["data_wait"]["kinds"]
+# The phases add up to the profile's time, which is the training time (both clocks start
+# and stop within a few statements of each other).
+total = sum(phase["seconds"] for phase in phases.values())
+assert abs(total - p["seconds"]) <= 1e-6 * max(1.0, p["seconds"]) + 1e-5, (total, p["seconds"])
+assert abs(p["seconds"] - s["seconds"]) <= 0.05 * s["seconds"] + 0.02, (p["seconds"], s["seconds"])
+for phase in phases.values():
+    assert phase["kernels"]["host_seconds"] <= phase["seconds"] + 1e-4
+for kind in kinds.values():
+    assert 0 <= kind["host_seconds"] and 0 <= kind["device_seconds"]
+PY
+    then pass "$1"
+    else fail "$1" "exit $code, or the profile is not as expected"; fi
+}
+
+run "$ctensor" train --dataset "$work/data" --model cnn --epochs 1 --batch-size 64 --device cpu \
+    --json --profile
+check_cnn_profile test_cli_profile_cnn_cpu false
+
+run "$ctensor" train --dataset "$work/data" --model cnn --epochs 1 --batch-size 64 --device cpu \
+    --json
+if [ "$code" = 0 ] && grep -q '"profile": null' "$out"; then pass test_cli_profile_off_is_null
+else fail test_cli_profile_off_is_null "exit $code, or no \"profile\": null"; fi
+
+# As text: the table after the summary, a row per phase and per kind that ran.
+run "$ctensor" train --dataset "$work/data" --model mlp --epochs 1 --limit 256 --batch-size 64 \
+    --device cpu --profile
+missing=""
+for line in "profile         4 steps" "kernel kind" "forward" "backward" "optimizer" \
+    "data wait" "matmul" "optimizer update"; do
+    grep -qF -- "$line" "$out" || missing="$missing \"$line\""
+done
+if [ "$code" = 0 ] && [ -z "$missing" ]; then pass test_cli_profile_text_table
+else fail test_cli_profile_text_table "exit $code, missing:$missing"; fi
+
+if [ -z "$fake_gpu" ]; then
+    skip test_cli_profile_cnn_fake_gpu "no fake GPU plugin given"
+else
+    run env CT_CUDA_PLUGIN="$fake_gpu" "$ctensor" train --dataset "$work/data" --model cnn \
+        --epochs 1 --batch-size 64 --device cuda --json --profile
+    check_cnn_profile test_cli_profile_cnn_fake_gpu true
+fi
+
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" = 0 ]
