@@ -315,6 +315,57 @@ DEVICE_TEST(test_optim_per_parameter_weight_decay) {
     }
 }
 
+/* param_groups[0]["momentum"] and ["betas"][0]: read, set (the next step uses it), refused. */
+TEST(test_optim_momentum_get_set) {
+    ref_param r;
+    CHECK(ref_param_init(&r, 0, CT_F64, CT_CPU, 700u));
+    ct_sgd_options o = {.lr = 0.1, .momentum = 0.9};
+    ct_optimizer *sgd = ct_sgd(1, &r.t, &o), *plain = ct_sgd(1, &r.t, &(ct_sgd_options){.lr = 0.1});
+    ct_optimizer *adam = ct_adam(1, &r.t, NULL);
+    CHECK(sgd && plain && adam);
+    CHECK(ct_optimizer_get_momentum(sgd) == 0.9 && ct_optimizer_get_momentum(adam) == 0.9);
+    CHECK(isnan(ct_optimizer_get_momentum(NULL)));
+    for (int step = 0; step < 2; step++) { /* the second step runs with momentum 0.5 */
+        random_values(r.g, r.n, 710u + (uint64_t)step, -1.0, 1.0, CT_F64);
+        CHECK(set_grad(r.t, r.g, CT_F64));
+        CHECK_OK(ct_optimizer_step(sgd));
+        ref_sgd(&o, &r);
+        CHECK_TENSOR(r.t, r.p);
+        CHECK_OK(ct_optimizer_set_momentum(sgd, 0.5));
+        o.momentum = 0.5;
+    }
+    CHECK_OK(ct_optimizer_set_momentum(adam, 0.8));
+    CHECK(ct_optimizer_get_momentum(adam) == 0.8);
+    CHECK(ct_optimizer_set_momentum(adam, 1.0) == CT_ERR_INVALID_ARG);
+    CHECK_ERROR(CT_ERR_INVALID_ARG, "beta1 1 must be in [0, 1)");
+    CHECK(ct_optimizer_set_momentum(sgd, -0.5) == CT_ERR_INVALID_ARG);
+    CHECK_ERROR(CT_ERR_INVALID_ARG, "momentum -0.5 must be finite and >= 0");
+    CHECK(ct_optimizer_set_momentum(sgd, INFINITY) == CT_ERR_INVALID_ARG);
+    CHECK_ERROR(CT_ERR_INVALID_ARG, "must be finite");
+    /* Made without momentum, given one: the buffer starts as PyTorch's, with the gradient. */
+    CHECK_OK(ct_optimizer_set_momentum(plain, 0.9));
+    ct_sgd_options p = {.lr = 0.1, .momentum = 0.9};
+    ref_param q;
+    CHECK(ref_param_init(&q, 0, CT_F64, CT_CPU, 720u));
+    ct_optimizer *late = ct_sgd(1, &q.t, &(ct_sgd_options){.lr = 0.1});
+    CHECK_NOT_NULL(late);
+    for (int step = 0; step < 2; step++) {
+        random_values(q.g, q.n, 730u + (uint64_t)step, -1.0, 1.0, CT_F64);
+        CHECK(set_grad(q.t, q.g, CT_F64));
+        if (step == 1) CHECK_OK(ct_optimizer_set_momentum(late, 0.9));
+        CHECK_OK(ct_optimizer_step(late));
+        ct_sgd_options now = step ? p : (ct_sgd_options){.lr = 0.1};
+        ref_sgd(&now, &q);
+        CHECK_TENSOR(q.t, q.p);
+    }
+    ct_optimizer_free(late);
+    ref_param_free(&q);
+    ct_optimizer_free(sgd);
+    ct_optimizer_free(plain);
+    ct_optimizer_free(adam);
+    ref_param_free(&r);
+}
+
 TEST(test_optim_adam_defaults_are_pytorchs) {
     ct_adam_options a = ct_adam_defaults(), w = ct_adamw_defaults();
     CHECK(a.lr == 1e-3 && a.beta1 == 0.9 && a.beta2 == 0.999 && a.eps == 1e-8);

@@ -81,6 +81,14 @@ CT_API ct_status ct_optimizer_set_weight_decay(ct_optimizer *opt, int index, dou
 CT_API double ct_optimizer_get_lr(const ct_optimizer *opt);
 CT_API ct_status ct_optimizer_set_lr(ct_optimizer *opt, double lr);
 
+/* param_groups[0]["momentum"] (SGD) or param_groups[0]["betas"][0] (Adam, AdamW), which a
+ * one-cycle schedule cycles. get returns NaN for NULL. set: SGD takes a finite momentum >= 0
+ * (from 0 to more, the momentum buffers start at the next step, as PyTorch's; while it is 0
+ * they are kept, unused and not in the state), Adam a beta1 in [0, 1); CT_ERR_INVALID_ARG
+ * otherwise, nothing changed. */
+CT_API double ct_optimizer_get_momentum(const ct_optimizer *opt);
+CT_API ct_status ct_optimizer_set_momentum(ct_optimizer *opt, double momentum);
+
 /* The optimiser's state, named as PyTorch's optimizer.state_dict()["state"] flattened with
  * dots: "state.<parameter index>.<key>", keys "step" (a 0-d f32 CPU tensor), "exp_avg",
  * "exp_avg_sq", "max_exp_avg_sq" (Adam, AdamW; amsgrad) and "momentum_buffer" (SGD with

@@ -187,6 +187,27 @@ ct_status ct_optimizer_set_lr(ct_optimizer *opt, double lr) {
     return CT_OK;
 }
 
+double ct_optimizer_get_momentum(const ct_optimizer *opt) {
+    if (!opt) return NAN;
+    return opt->hyper.kind == CT_OPTIM_SGD ? opt->hyper.momentum : opt->hyper.beta1;
+}
+
+ct_status ct_optimizer_set_momentum(ct_optimizer *opt, double momentum) {
+    const char *op = "ct_optimizer_set_momentum";
+    if (!opt) return ct__error(CT_ERR_INVALID_ARG, "%s: opt is NULL", op);
+    if (opt->hyper.kind != CT_OPTIM_SGD) {
+        if (!(momentum >= 0.0 && momentum < 1.0))
+            return ct__error(CT_ERR_INVALID_ARG, "%s: beta1 %g must be in [0, 1)", op, momentum);
+        opt->hyper.beta1 = momentum;
+        return CT_OK;
+    }
+    if (!(momentum >= 0.0) || isinf(momentum))
+        return ct__error(CT_ERR_INVALID_ARG, "%s: momentum %g must be finite and >= 0", op,
+                         momentum);
+    opt->hyper.momentum = momentum;
+    return CT_OK;
+}
+
 ct_status ct_optimizer_set_weight_decay(ct_optimizer *opt, int index, double weight_decay) {
     const char *op = "ct_optimizer_set_weight_decay";
     if (!opt) return ct__error(CT_ERR_INVALID_ARG, "%s: opt is NULL", op);
