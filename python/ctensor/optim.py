@@ -227,29 +227,35 @@ class OneCycleLR(LRScheduler):
                 raise ValueError("OneCycleLR: give total_steps, or epochs and steps_per_epoch")
             total_steps = epochs * steps_per_epoch
         if total_steps <= 0 or not isinstance(total_steps, int):
-            raise ValueError(f"OneCycleLR: expected a positive integer total_steps, got {total_steps}")
+            raise ValueError("OneCycleLR: expected a positive integer total_steps, got "
+                             f"{total_steps}")
         if not 0 <= pct_start <= 1:
-            raise ValueError(f"OneCycleLR: expected a float in [0, 1] for pct_start, got {pct_start}")
+            raise ValueError(f"OneCycleLR: expected a float in [0, 1] for pct_start, got "
+                             f"{pct_start}")
         if anneal_strategy not in ("cos", "linear"):
-            raise ValueError(f"OneCycleLR: anneal_strategy must be 'cos' or 'linear', got {anneal_strategy}")
+            raise ValueError("OneCycleLR: anneal_strategy must be 'cos' or 'linear', got "
+                             f"{anneal_strategy!r}")
         self.total_steps, self.cycle_momentum = total_steps, cycle_momentum
         self._linear = anneal_strategy == "linear"
         groups = optimizer.param_groups
         n = len(groups)
-        per = lambda v: list(v) if isinstance(v, (list, tuple)) else [v] * n  # noqa: E731
+        def per(v):  # a value per group, or one for all
+            return list(v) if isinstance(v, (list, tuple)) else [v] * n
+
         max_lrs, base_ms, max_ms = per(max_lr), per(base_momentum), per(max_momentum)
         for g, top, base_m, max_m in zip(groups, max_lrs, base_ms, max_ms):
             g["initial_lr"] = top / div_factor
             g["max_lr"], g["min_lr"] = top, g["initial_lr"] / final_div_factor
             g["base_momentum"], g["max_momentum"] = base_m, max_m
-        p = pct_start * total_steps
+        # (end step, start lr, end lr, start momentum, end momentum) by group keys
+        p, last = pct_start * total_steps, total_steps - 1
         if three_phase:
             self._phases = [(p - 1, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
                             (2 * p - 2, "max_lr", "initial_lr", "base_momentum", "max_momentum"),
-                            (total_steps - 1, "initial_lr", "min_lr", "max_momentum", "max_momentum")]
+                            (last, "initial_lr", "min_lr", "max_momentum", "max_momentum")]
         else:
             self._phases = [(p - 1, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
-                            (total_steps - 1, "max_lr", "min_lr", "base_momentum", "max_momentum")]
+                            (last, "max_lr", "min_lr", "base_momentum", "max_momentum")]
         super().__init__(optimizer, last_epoch)
 
     def _anneal(self, start, end, pct):

@@ -1,7 +1,8 @@
 """Training from Python, part two: ct.optim (SGD, Adam, AdamW, groups, state_dict,
-schedulers, OneCycleLR against PyTorch's values), ct.save / ct.load, ct.data (readers, TensorDataset, DataLoader on the C loader
-and on Python datasets), ct.autocast and ct.amp.GradScaler, ct.distributed (a world of one),
-against float64 references, on every device present."""
+schedulers, OneCycleLR against PyTorch's values), ct.save / ct.load, ct.data (readers,
+TensorDataset, DataLoader on the C loader and on Python datasets), ct.autocast and
+ct.amp.GradScaler, ct.distributed (a world of one), against float64 references, on every
+device present."""
 
 import math
 
