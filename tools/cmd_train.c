@@ -350,7 +350,7 @@ static bool step_fits(trainer *t, int64_t b, ct_status *status) {
     for (int i = 0; i < queued && ok; i++) ok = ct_empty(4, shape, CT_F32, device) != NULL;
     int n;
     ct_tensor **params = parameters_of(t->model, &n);
-    ok = params != NULL;
+    ok = ok && params != NULL;
     for (int i = 0; i < n && ok; i++)
         ok = ct_zeros(ct_ndim(params[i]), ct_shape(params[i]), CT_F32, device) &&
              ct_zeros(ct_ndim(params[i]), ct_shape(params[i]), CT_F32, device);

@@ -12,7 +12,9 @@ static const char help[] =
     "Train a model on a dataset on a device, with progress, and print a summary.\n\n"
     "  --model mlp|cnn|resnet20|resnet18\n"
     "                             784-256-128-10 MLP, the small CNN, ResNet-20 (0.27M\n"
-    "                             parameters) or the CIFAR ResNet-18 (11.2M) (default cnn)\n"
+    "                             parameters) or the CIFAR ResNet-18 (11.2M) (default cnn).\n"
+    "                             The resnets train by default with SGD, lr 0.1, momentum\n"
+    "                             0.9, weight decay 5e-4 and a one-cycle schedule\n"
     "  --dataset NAME|DIR|FILE    fashion-mnist (Debian's dataset-fashion-mnist), a folder\n"
     "                             with the four MNIST-named IDX files (gzipped or not), or\n"
     "                             images in FILE.npy with --labels LABELS.npy (default\n"
@@ -41,12 +43,11 @@ static const char help[] =
     "  --schedule none|onecycle|cosine\n"
     "                             the lr schedule, stepped every batch: onecycle is PyTorch's\n"
     "                             OneCycleLR(max_lr=lr) with its defaults (30% rising from\n"
-    "                             lr/25, then annealing to lr/25e4, momentum cycled 0.95 to\n"
-    "                             0.85); cosine anneals from lr to 0, after --warmup-epochs\n"
+    "                             lr/25, then annealing to lr/25e4; momentum from 0.95 to\n"
+    "                             0.85 and back); cosine anneals from lr to 0, after "
+    "--warmup-epochs\n"
     "                             (default none; resnets onecycle)\n"
     "  --warmup-epochs N          cosine's linear warm-up from lr/steps, in epochs (default 0)\n"
-    "                             Without these options the resnets train with SGD, lr 0.1,\n"
-    "                             momentum 0.9, weight decay 5e-4 and a one-cycle schedule\n"
     "  --seed N                   initialisation, shuffling (default 0)\n"
     "  --workers N                data-loading threads (default: 0 when training on the\n"
     "                             CPU, whose cores the step needs; 2 for a GPU)\n"
@@ -150,11 +151,11 @@ static bool parse_int(const char *text, int64_t lo, int64_t hi, int64_t *out) {
     return true;
 }
 
-/* A whole decimal number in [lo, hi) (hi itself too when closed). */
-static bool parse_real(const char *text, double lo, double hi, bool closed, double *out) {
+/* A decimal number in [lo, hi). */
+static bool parse_real(const char *text, double lo, double hi, double *out) {
     char *end;
     double v = strtod(text, &end);
-    if (end == text || *end || !(v >= lo && (v < hi || (closed && v == hi)))) return false;
+    if (end == text || *end || !(v >= lo && v < hi)) return false;
     *out = v;
     return true;
 }
@@ -194,13 +195,13 @@ static int parse_value(const char *option, const char *value, train_options *o) 
             return bad(option, value, "sgd, adam or adamw");
         o->optimizer = value;
     } else if (strcmp(option, "--momentum") == 0) {
-        if (!parse_real(value, 0, 1, false, &o->momentum))
+        if (!parse_real(value, 0, 1, &o->momentum))
             return bad(option, value, "a number >= 0 and < 1");
     } else if (strcmp(option, "--weight-decay") == 0) {
-        if (!parse_real(value, 0, 1, false, &o->weight_decay))
+        if (!parse_real(value, 0, 1, &o->weight_decay))
             return bad(option, value, "a number >= 0 and < 1");
     } else if (strcmp(option, "--label-smoothing") == 0) {
-        if (!parse_real(value, 0, 1, false, &o->label_smoothing))
+        if (!parse_real(value, 0, 1, &o->label_smoothing))
             return bad(option, value, "a number >= 0 and < 1");
     } else if (strcmp(option, "--schedule") == 0) {
         if (strcmp(value, "none") && strcmp(value, "onecycle") && strcmp(value, "cosine"))

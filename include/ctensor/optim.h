@@ -112,8 +112,9 @@ CT_API ct_status ct_optimizer_load_state(ct_optimizer *opt, const char *name,
  * Values are PyTorch's closed forms:
  *   step:   base_lr * gamma^floor(t / step_size)                                   (StepLR)
  *   cosine: eta_min + (base_lr - eta_min) * (1 + cos(pi * t / t_max)) / 2 (CosineAnnealingLR)
- * A schedule does not own its optimiser and must be freed before it. An lr set with
- * ct_optimizer_set_lr in between is overwritten at the next advance. */
+ * and the one-cycle schedule's phases (below; it takes no base_lr and also sets the
+ * momentum). A schedule does not own its optimiser and must be freed before it. An lr set
+ * with ct_optimizer_set_lr in between is overwritten at the next advance. */
 typedef struct ct_lr_schedule ct_lr_schedule;
 
 /* torch.optim.lr_scheduler.OneCycleLR, stepped once per batch. Fields left 0 take PyTorch's
