@@ -140,6 +140,27 @@ for model in mlp cnn resnet20; do
     fi
 done
 
+# ResNet-20's checkpoint loads into PyTorch's model of the same layers (bench/peer_torch_train.py's
+# ResNet, the usual CIFAR ResNet code) by its state-dict names, strictly: every tensor there,
+# of its shape.
+if "$python" -c "import torch, safetensors.torch" 2>/dev/null; then
+    if "$python" - "$here/../bench" "$work/resnet20_cpu-a.safetensors" >"$out" 2>"$err" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import safetensors.torch
+import peer_torch_train as peer
+saved = safetensors.torch.load_file(sys.argv[2])
+model = peer.ResNet(1, 10, [16, 32, 64], [3, 3, 3])
+model.load_state_dict({k: saved[k] for k in model.state_dict()}, strict=True)
+print("loaded", len(model.state_dict()))
+PY
+    then pass test_cli_train_resnet20_checkpoint_loads_in_pytorch
+    else fail test_cli_train_resnet20_checkpoint_loads_in_pytorch "PyTorch's ResNet did not load it"; fi
+else
+    echo "SKIP test_cli_train_resnet20_checkpoint_loads_in_pytorch: PyTorch with safetensors is not importable by $python"
+    skipped=$((skipped + 1))
+fi
+
 # On a GPU (the fake one: the CPU's kernels behind the GPU's paths: 2 loader workers, pinned
 # batches copied to the device, the model and optimiser state there): the same weights, and
 # the host reads from the device once a step (the check of the targets) and three times an
