@@ -1,6 +1,8 @@
 #!/bin/sh
 # The training benchmark (`make bench-train`): `ctensor train` and PyTorch on Fashion-MNIST
-# with the same model, batch (128), optimiser (Adam 1e-3) and threads, in one run: each
+# with the same model, batch (128), recipe (each side's defaults for the model: Adam 1e-3 for
+# the MLP and the CNN; for ResNet-20 SGD 0.1 with momentum 0.9, weight decay 5e-4 and a
+# one-cycle schedule) and threads, in one run: each
 # epoch's samples/s (data loading included) and test accuracy. Each side also runs at one
 # thread, and ctensor (at its default threads) is compared with the best of PyTorch's two
 # and with its own one-thread run, so a threading regression shows as a ratio. Each model
@@ -13,7 +15,7 @@
 # unset for both sides so OpenBLAS picks its own kernels.
 #
 # Usage: bench/run_train.sh [BUILD_DIR] [EPOCHS]
-# Environment: BENCH_MODELS ("mlp cnn"), BENCH_AMP ("off bf16"), BENCH_LIMIT (train on the
+# Environment: BENCH_MODELS ("mlp cnn resnet20"), BENCH_AMP ("off bf16"), BENCH_LIMIT (train on the
 # first N samples; 0: all), BENCH_DEVICE (cpu; cuda on a GPU machine, both
 # sides on it), BENCH_BATCH (128), BENCH_THREADS (2), BENCH_DATA (the folder of the four
 # Fashion-MNIST IDX files; Debian's by default), BENCH_PYTHON (/usr/bin/python3, whose
@@ -45,7 +47,11 @@ sps() {
     *) grep " epoch $2 " "$1" | awk '{print $8}' ;;
     esac
 }
-for model in ${BENCH_MODELS:-mlp cnn}; do
+for model in ${BENCH_MODELS:-mlp cnn resnet20}; do
+case "$model" in
+resnet*) recipe="SGD 0.1 momentum 0.9 wd 5e-4 one-cycle" ;;
+*) recipe="Adam 1e-3" ;;
+esac
 for amp in ${BENCH_AMP:-off bf16}; do
     # ctensor at $threads threads (its default on a machine of that many cores), then at one
     # thread; the peer at one thread and at $threads, with its best settings.
@@ -55,7 +61,7 @@ for amp in ${BENCH_AMP:-off bf16}; do
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$build/ctensor" train --model "$model" \
         --epochs "$epochs" --device "$device" --batch-size "$batch" --dataset "$data" \
         --amp "$amp" $limit_opt > "$tmp/ours.1"
-    echo "$model on $device, batch $batch, Adam 1e-3, amp $amp (samples/s; ratio: ctensor at $threads threads against the best of PyTorch, and against its own 1 thread)"
+    echo "$model on $device, batch $batch, $recipe, amp $amp (samples/s; ratio: ctensor at $threads threads against the best of PyTorch, and against its own 1 thread)"
     failed=0
     for t in 1 "$threads"; do
         if ! OMP_NUM_THREADS="$t" OPENBLAS_NUM_THREADS="$t" GOMP_SPINCOUNT=5000 \

@@ -98,9 +98,11 @@ if [ "$default$default_says$code" = 000 ] && grep -q '"deterministic": false' "$
 then pass test_cli_train_json_deterministic
 else fail test_cli_train_json_deterministic "exits $default $code, or \"deterministic\" not true then false"; fi
 
-# Reproducible: on each device (the CPU; the fake GPU when its plugin is given), for the MLP
-# and the CNN, two runs with the same seed end with the same checkpoint (sha256), and one
-# interrupted after epoch 1 and resumed ends with it too.
+# Reproducible: on each device (the CPU; the fake GPU when its plugin is given), for the MLP,
+# the CNN and ResNet-20, two runs with the same seed end with the same checkpoint (sha256),
+# and one interrupted after epoch 1 and resumed ends with it too. ResNet-20 without its
+# one-cycle schedule there: a run of 1 epoch has another schedule than one of 2 (as
+# PyTorch's OneCycleLR, which counts the run's steps).
 sha() { sha256sum "$1" | cut -d' ' -f1; }
 # reproducible MODEL DEVICE [ENV...]
 reproducible() {
@@ -108,6 +110,7 @@ reproducible() {
     shift 2
     tag="${model}_${device}"
     common="--dataset $work/good --model $model --batch-size 64 --seed 5 --workers 2 --limit 256 --device $device"
+    [ "$model" = resnet20 ] && common="$common --schedule none"
     run env "$@" "$ctensor" train $common --epochs 2 --checkpoint "$work/$tag-a.safetensors"
     a=$code
     run env "$@" "$ctensor" train $common --epochs 2 --checkpoint "$work/$tag-b.safetensors"
@@ -125,7 +128,7 @@ reproducible() {
     then pass "test_cli_train_resume_same_weights_$tag"
     else fail "test_cli_train_resume_same_weights_$tag" "exits $first $code, or other sha256 than uninterrupted"; fi
 }
-for model in mlp cnn; do
+for model in mlp cnn resnet20; do
     reproducible $model cpu
     if [ -z "$fake_gpu" ]; then
         for name in same_seed_same_weights resume_same_weights; do
@@ -136,6 +139,27 @@ for model in mlp cnn; do
         reproducible $model cuda CT_CUDA_PLUGIN="$fake_gpu"
     fi
 done
+
+# ResNet-20's checkpoint loads into PyTorch's model of the same layers (bench/peer_torch_train.py's
+# ResNet, the usual CIFAR ResNet code) by its state-dict names, strictly: every tensor there,
+# of its shape.
+if "$python" -c "import torch, safetensors.torch" 2>/dev/null; then
+    if "$python" - "$here/../bench" "$work/resnet20_cpu-a.safetensors" >"$out" 2>"$err" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import safetensors.torch
+import peer_torch_train as peer
+saved = safetensors.torch.load_file(sys.argv[2])
+model = peer.ResNet(1, 10, [16, 32, 64], [3, 3, 3])
+model.load_state_dict({k: saved[k] for k in model.state_dict()}, strict=True)
+print("loaded", len(model.state_dict()))
+PY
+    then pass test_cli_train_resnet20_checkpoint_loads_in_pytorch
+    else fail test_cli_train_resnet20_checkpoint_loads_in_pytorch "PyTorch's ResNet did not load it"; fi
+else
+    echo "SKIP test_cli_train_resnet20_checkpoint_loads_in_pytorch: PyTorch with safetensors is not importable by $python"
+    skipped=$((skipped + 1))
+fi
 
 # On a GPU (the fake one: the CPU's kernels behind the GPU's paths: 2 loader workers, pinned
 # batches copied to the device, the model and optimiser state there): the same weights, and
@@ -189,6 +213,29 @@ refused test_cli_train_non_numeric '"abc"' "$ctensor" train --epochs abc
 refused test_cli_train_lr_not_a_number '"fast"' "$ctensor" train --lr fast
 refused test_cli_train_lr_nan '"nan": expected a number > 0 and < 1000' "$ctensor" train --lr nan
 refused test_cli_train_resume_needs_checkpoint "--checkpoint" "$ctensor" train --resume
+refused test_cli_train_momentum_needs_sgd "--momentum and --nesterov are SGD's" \
+    "$ctensor" train --optimizer adam --momentum 0.5
+refused test_cli_train_nesterov_needs_momentum "--nesterov" \
+    "$ctensor" train --optimizer sgd --momentum 0 --nesterov
+refused test_cli_train_unknown_schedule '"linear": expected none, onecycle or cosine' \
+    "$ctensor" train --schedule linear
+refused test_cli_train_warmup_needs_cosine "--schedule cosine" \
+    "$ctensor" train --model resnet20 --warmup-epochs 1
+refused test_cli_train_warmup_too_long "shorter than --epochs (2)" \
+    "$ctensor" train --schedule cosine --warmup-epochs 2 --epochs 2
+refused test_cli_train_label_smoothing_range '"1": expected a number >= 0 and < 1' \
+    "$ctensor" train --label-smoothing 1
+refused test_cli_train_weight_decay_negative '"-0.1"' "$ctensor" train --weight-decay -0.1
+
+# ResNet-20 on 28x28 gray images with the whole recipe: it trains, and its summary names it
+# (272,186 parameters for one input channel).
+run "$ctensor" train --dataset "$work/good" --model resnet20 --epochs 2 --limit 128 \
+    --batch-size 32 --device cpu --json --nesterov --no-decay-norm-bias --label-smoothing 0.1 \
+    --schedule cosine --warmup-epochs 1
+if [ "$code" = 0 ] && grep -q '"model": "resnet20"' "$out" && grep -q '"parameters": 272186' "$out" &&
+    grep -q '"optimizer": "sgd"' "$out"
+then pass test_cli_train_resnet20_recipe
+else fail test_cli_train_resnet20_recipe "exit $code, or not resnet20 with 272186 parameters and sgd"; fi
 printf 'not a safetensors file' >"$work/junk.safetensors"
 refused test_cli_train_corrupt_checkpoint "junk.safetensors" \
     "$ctensor" train --dataset "$work/good" --model mlp --device cpu \

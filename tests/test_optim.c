@@ -270,6 +270,102 @@ DEVICE_TEST(test_optim_adam_variants) {
     run_cases(device, cases, 6);
 }
 
+/* Parameter groups: parameters 1 and 3 set to no weight decay (as batch norm's weights and
+ * the biases in PyTorch's SGD([{..}, {.., "weight_decay": 0}])) against per-parameter
+ * references, for Nesterov SGD and AdamW; the others keep the options' decay. */
+DEVICE_TEST(test_optim_per_parameter_weight_decay) {
+    opt_case cases[2] = {
+        {.kind = KIND_SGD,
+         .sgd = {.lr = 0.1, .momentum = 0.9, .weight_decay = 0.05, .nesterov = true}},
+        {.kind = KIND_ADAMW, .adam = ct_adamw_defaults()}};
+    cases[1].adam.weight_decay = 0.3;
+    for (int c = 0; c < 2; c++) {
+        ref_param r[NPARAMS];
+        ct_tensor *params[NPARAMS];
+        opt_case per[NPARAMS];
+        for (int k = 0; k < NPARAMS; k++) {
+            CHECK(ref_param_init(&r[k], k, CT_F32, device, 500u + (uint64_t)k));
+            params[k] = r[k].t;
+            per[k] = cases[c];
+            if (k & 1) per[k].sgd.weight_decay = per[k].adam.weight_decay = 0.0;
+        }
+        ct_optimizer *opt = make_opt(&cases[c], NPARAMS, params);
+        CHECK_NOT_NULL(opt);
+        CHECK_OK(ct_optimizer_set_weight_decay(opt, 1, 0.0));
+        CHECK_OK(ct_optimizer_set_weight_decay(opt, 3, 0.0));
+        for (int step = 0; step < 3; step++) {
+            for (int k = 0; k < NPARAMS; k++) {
+                random_values(r[k].g, r[k].n, 520u + (uint64_t)(10 * step + k), -1.0, 1.0, CT_F32);
+                CHECK(set_grad(params[k], r[k].g, CT_F32));
+            }
+            CHECK_OK(ct_optimizer_step(opt));
+            for (int k = 0; k < NPARAMS; k++) {
+                ref_step(&per[k], &r[k]);
+                CHECK_TENSOR(params[k], r[k].p);
+            }
+        }
+        CHECK(ct_optimizer_set_weight_decay(opt, 4, 0.0) == CT_ERR_INVALID_ARG);
+        CHECK_ERROR(CT_ERR_INVALID_ARG, "index 4 is out of range: the optimiser has 4 parameters");
+        CHECK(ct_optimizer_set_weight_decay(opt, 0, -1.0) == CT_ERR_INVALID_ARG);
+        CHECK_ERROR(CT_ERR_INVALID_ARG, "invalid weight_decay -1");
+        CHECK(ct_optimizer_set_weight_decay(NULL, 0, 0.0) == CT_ERR_INVALID_ARG);
+        CHECK_ERROR(CT_ERR_INVALID_ARG, "opt is NULL");
+        ct_optimizer_free(opt);
+        for (int k = 0; k < NPARAMS; k++) ref_param_free(&r[k]);
+    }
+}
+
+/* param_groups[0]["momentum"] and ["betas"][0]: read, set (the next step uses it), refused. */
+TEST(test_optim_momentum_get_set) {
+    ref_param r;
+    CHECK(ref_param_init(&r, 0, CT_F64, CT_CPU, 700u));
+    ct_sgd_options o = {.lr = 0.1, .momentum = 0.9};
+    ct_optimizer *sgd = ct_sgd(1, &r.t, &o), *plain = ct_sgd(1, &r.t, &(ct_sgd_options){.lr = 0.1});
+    ct_optimizer *adam = ct_adam(1, &r.t, NULL);
+    CHECK(sgd && plain && adam);
+    CHECK(ct_optimizer_get_momentum(sgd) == 0.9 && ct_optimizer_get_momentum(adam) == 0.9);
+    CHECK(isnan(ct_optimizer_get_momentum(NULL)));
+    for (int step = 0; step < 2; step++) { /* the second step runs with momentum 0.5 */
+        random_values(r.g, r.n, 710u + (uint64_t)step, -1.0, 1.0, CT_F64);
+        CHECK(set_grad(r.t, r.g, CT_F64));
+        CHECK_OK(ct_optimizer_step(sgd));
+        ref_sgd(&o, &r);
+        CHECK_TENSOR(r.t, r.p);
+        CHECK_OK(ct_optimizer_set_momentum(sgd, 0.5));
+        o.momentum = 0.5;
+    }
+    CHECK_OK(ct_optimizer_set_momentum(adam, 0.8));
+    CHECK(ct_optimizer_get_momentum(adam) == 0.8);
+    CHECK(ct_optimizer_set_momentum(adam, 1.0) == CT_ERR_INVALID_ARG);
+    CHECK_ERROR(CT_ERR_INVALID_ARG, "beta1 1 must be in [0, 1)");
+    CHECK(ct_optimizer_set_momentum(sgd, -0.5) == CT_ERR_INVALID_ARG);
+    CHECK_ERROR(CT_ERR_INVALID_ARG, "momentum -0.5 must be finite and >= 0");
+    CHECK(ct_optimizer_set_momentum(sgd, INFINITY) == CT_ERR_INVALID_ARG);
+    CHECK_ERROR(CT_ERR_INVALID_ARG, "must be finite");
+    /* Made without momentum, given one: the buffer starts as PyTorch's, with the gradient. */
+    CHECK_OK(ct_optimizer_set_momentum(plain, 0.9));
+    ct_sgd_options p = {.lr = 0.1, .momentum = 0.9};
+    ref_param q;
+    CHECK(ref_param_init(&q, 0, CT_F64, CT_CPU, 720u));
+    ct_optimizer *late = ct_sgd(1, &q.t, &(ct_sgd_options){.lr = 0.1});
+    CHECK_NOT_NULL(late);
+    for (int step = 0; step < 2; step++) {
+        random_values(q.g, q.n, 730u + (uint64_t)step, -1.0, 1.0, CT_F64);
+        CHECK(set_grad(q.t, q.g, CT_F64));
+        if (step == 1) CHECK_OK(ct_optimizer_set_momentum(late, 0.9));
+        CHECK_OK(ct_optimizer_step(late));
+        ct_sgd_options now = step ? p : (ct_sgd_options){.lr = 0.1};
+        ref_sgd(&now, &q);
+        CHECK_TENSOR(q.t, q.p);
+    }
+    ct_optimizer_free(late);
+    ref_param_free(&q);
+    ct_optimizer_free(sgd);
+    ct_optimizer_free(plain);
+    ct_optimizer_free(adam);
+    ref_param_free(&r);
+}
+
 TEST(test_optim_adam_defaults_are_pytorchs) {
     ct_adam_options a = ct_adam_defaults(), w = ct_adamw_defaults();
     CHECK(a.lr == 1e-3 && a.beta1 == 0.9 && a.beta2 == 0.999 && a.eps == 1e-8);

@@ -1,4 +1,4 @@
-/* `ctensor train`: train the MLP or the small CNN on a dataset on a device, with a data
+/* `ctensor train`: train the MLP, the small CNN or a ResNet on a dataset on a device, with a data
  * loader that prepares and moves batches while the step runs, progress, checkpoints, and
  * a summary of accuracy, time, throughput, memory and transfers. */
 #include <pthread.h>
@@ -18,6 +18,7 @@ typedef struct trainer {
     train_options *o;
     ct_module *model;
     ct_optimizer *optimizer;
+    ct_lr_schedule *schedule; /* advanced after every step; NULL: --schedule none */
     train_data data;
     train_batches *train, *test;
     ct_ddp *ddp; /* data parallelism over o->comm, else NULL */
@@ -158,7 +159,9 @@ static ct_status backward_and_step(trainer *t, const ct_tensor *loss, int64_t sa
 static ct_status step(trainer *t, const ct_tensor *x, const ct_tensor *y, int64_t global) {
     if (t->ddp && ct_size(y, 0) == 0) { /* no sample of this last batch here: zeros go */
         ct_status status = ct_optimizer_zero_grad(t->optimizer);
-        return status == CT_OK ? backward_and_step(t, NULL, 0, global) : status;
+        if (status == CT_OK) status = backward_and_step(t, NULL, 0, global);
+        if (status == CT_OK && t->schedule) status = ct_lr_schedule_advance(t->schedule);
+        return status;
     }
     /* The profile's phases (ctensor/profile.h): ct_backward and the optimiser mark their own. */
     ct_profile_set_phase(CT_PROFILE_FORWARD);
@@ -166,12 +169,15 @@ static ct_status step(trainer *t, const ct_tensor *x, const ct_tensor *y, int64_
      * checked every label, so a GPU need not read the targets' check back: the step does not
      * wait for the device. */
     ct_tensor *logits = forward(t, x);
-    ct_cross_entropy_options loss_options = {
-        .reduction = CT_REDUCTION_MEAN, .ignore_index = -100, .unchecked_targets = true};
+    ct_cross_entropy_options loss_options = {.reduction = CT_REDUCTION_MEAN,
+                                             .label_smoothing = t->o->label_smoothing,
+                                             .ignore_index = -100,
+                                             .unchecked_targets = true};
     ct_tensor *loss = ct_cross_entropy(logits, y, &loss_options);
     if (!loss) return ct_last_status();
     ct_status status = ct_optimizer_zero_grad(t->optimizer);
     if (status == CT_OK) status = backward_and_step(t, loss, ct_size(y, 0), global);
+    if (status == CT_OK && t->schedule) status = ct_lr_schedule_advance(t->schedule);
     ct_profile_set_phase(CT_PROFILE_OTHER);
     if (status == CT_OK) status = accumulate(t, logits, loss, y);
     return status;
@@ -308,11 +314,26 @@ static ct_status evaluate(trainer *t, double *accuracy) {
     return status;
 }
 
+/* The model's parameters (malloc'd; NULL with *n 0 when out of memory). */
+static ct_tensor **parameters_of(const ct_module *model, int *n) {
+    *n = ct_module_parameters(model, NULL, 0);
+    ct_tensor **params = calloc((size_t)(*n ? *n : 1), sizeof *params);
+    if (params)
+        ct_module_parameters(model, params, *n);
+    else
+        *n = 0;
+    return params;
+}
+
 /* --amp f16's loss scaler over the model's parameters, named as in its state dict. */
 static ct_grad_scaler *make_scaler(const ct_module *model) {
-    ct_tensor *params[32];
-    const char *names[32];
-    int n = ct_module_parameters(model, params, 32);
+    int n;
+    ct_tensor **params = parameters_of(model, &n);
+    const char **names = calloc((size_t)(n ? n : 1), sizeof *names);
+    if (!params || !names) {
+        free(params), free(names);
+        return NULL;
+    }
     for (int i = 0; i < n; i++) {
         names[i] = "?";
         ct_tensor *entry;
@@ -321,13 +342,17 @@ static ct_grad_scaler *make_scaler(const ct_module *model) {
         for (int j = 0; (name = ct_module_state_at(model, j, &entry, &buffer)); j++)
             if (entry == params[i]) names[i] = name;
     }
-    return ct_grad_scaler_new(n, params, names, NULL);
+    ct_grad_scaler *scaler = ct_grad_scaler_new(n, params, names, NULL);
+    free(params), free(names);
+    return scaler;
 }
 
 static ct_optimizer *make_optimizer(const train_options *o, ct_module *model) {
-    ct_tensor *params[32];
-    int n = ct_module_parameters(model, params, 32);
-    return train_optimizer(o, n, params);
+    int n;
+    ct_tensor **params = parameters_of(model, &n);
+    ct_optimizer *opt = params ? train_optimizer(o, n, params) : NULL;
+    free(params);
+    return opt;
 }
 
 /* Whether a training step at batch b fits in the device's memory: forward and backward on
@@ -340,11 +365,13 @@ static bool step_fits(trainer *t, int64_t b, ct_status *status) {
     ct_scope_begin();
     bool ok = true;
     for (int i = 0; i < queued && ok; i++) ok = ct_empty(4, shape, CT_F32, device) != NULL;
-    ct_tensor *params[32];
-    int n = ct_module_parameters(t->model, params, 32);
+    int n;
+    ct_tensor **params = parameters_of(t->model, &n);
+    ok = ok && params != NULL;
     for (int i = 0; i < n && ok; i++)
         ok = ct_zeros(ct_ndim(params[i]), ct_shape(params[i]), CT_F32, device) &&
              ct_zeros(ct_ndim(params[i]), ct_shape(params[i]), CT_F32, device);
+    free(params);
     /* Two passes: the second meets the pool as a training step leaves it (gradients held,
      * blocks split by the first), which the first alone would not see. */
     for (int pass = 0; pass < 2 && ok; pass++) {
@@ -425,7 +452,7 @@ static int set_up(trainer *t, int *first_epoch, int64_t *batch) {
     pthread_mutex_lock(&init_lock);
     ct_status made = train_make_synthetic(o, &t->data);
     ct_manual_seed(o->seed);
-    t->model = made == CT_OK ? train_model(o->model) : NULL;
+    t->model = made == CT_OK ? train_model(o->model, t->data.channels, 10) : NULL;
     pthread_mutex_unlock(&init_lock);
     if (made != CT_OK) return failed("synthetic data");
     if (!t->model || ct_module_to(t->model, o->device) != CT_OK) return failed("model");
@@ -464,7 +491,13 @@ static int set_up(trainer *t, int *first_epoch, int64_t *batch) {
      * fits there too: a larger one may not, under a memory limit. */
     int64_t eval_batch = *batch < EVAL_BATCH ? *batch : EVAL_BATCH;
     t->test = t->train ? train_batches_new(o, &t->data, false, eval_batch) : NULL;
-    return t->test ? 0 : failed("data loader");
+    if (!t->test) return failed("data loader");
+    /* The schedule, at the step the run starts from. */
+    int64_t steps = train_batches_count(t->train);
+    if (train_schedule(o, t->optimizer, steps, &t->schedule) != CT_OK) return CT_CLI_FAILED;
+    for (int64_t i = 0; t->schedule && i < steps * (*first_epoch - 1) && i < steps * o->epochs; i++)
+        if (ct_lr_schedule_advance(t->schedule) != CT_OK) return failed("--schedule");
+    return 0;
 }
 
 /* A checkpoint at or past --epochs: nothing to train; the loaded model is evaluated, so the
@@ -574,6 +607,7 @@ int train_replica(train_options *o, train_summary *summary) {
     train_batches_free(t.test);
     ct_ddp_free(t.ddp);
     ct_grad_scaler_free(t.scaler);
+    ct_lr_schedule_free(t.schedule);
     ct_optimizer_free(t.optimizer);
     ct_module_free(t.model);
     train_release_data(&t.data);

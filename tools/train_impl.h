@@ -10,7 +10,7 @@
 #include "gpu_usage.h"
 
 typedef struct train_options {
-    const char *model;       /* "mlp" | "cnn" | a ResNet ("resnet..." ) */
+    const char *model;       /* "mlp" | "cnn" | "resnet20" | "resnet18" */
     const char *dataset;     /* "fashion-mnist" | "cifar10" | "synthetic" | DIR | FILE.npy */
     const char *dataset_dir; /* cifar10's folder (--dataset cifar10 DIR), else NULL */
     const char *labels;      /* labels .npy beside a FILE.npy dataset */
@@ -23,6 +23,15 @@ typedef struct train_options {
     int64_t batch_size; /* 0: auto */
     double lr;
     const char *optimizer; /* "sgd" | "adam" | "adamw" */
+    /* The recipe (train_options.c gives the ResNets theirs where not given): SGD's momentum
+     * and Nesterov, the weight decay and whether batch norm's weights and the biases (the
+     * parameters of rank <= 1) are kept free of it, the loss's label smoothing, and the lr
+     * schedule ("none" | "onecycle" | "cosine", stepped every batch) with its linear warm-up
+     * (cosine) in epochs. */
+    double momentum, weight_decay, label_smoothing; /* weight_decay < 0: the optimiser's */
+    bool nesterov, no_decay_norm_bias;
+    const char *schedule;
+    int warmup_epochs;
     uint64_t seed;
     int workers;
     int64_t limit; /* use the first `limit` training samples (0: all) */
@@ -102,10 +111,16 @@ int train_dist_run(train_options *o, ct_comm *world);
 void train_dist_print_text(const train_summary *s);
 void train_dist_print_json(const train_summary *s);
 
-/* The model of o->model (NULL with the error set). */
-ct_module *train_model(const char *name);
-/* The optimiser of o->optimizer and o->lr over n parameters (NULL with the error set). */
+/* The model of o->model for images of in_channels and `classes` classes (NULL with the error
+ * set). */
+ct_module *train_model(const char *name, int64_t in_channels, int64_t classes);
+/* The optimiser of o->optimizer, o->lr and the recipe over n parameters (NULL with the error
+ * set). */
 ct_optimizer *train_optimizer(const train_options *o, int n, ct_tensor **params);
+/* The lr schedule of o->schedule over o->epochs of steps_per_epoch steps (*out NULL for
+ * "none"); on failure its error line is printed. */
+ct_status train_schedule(const train_options *o, ct_optimizer *opt, int64_t steps_per_epoch,
+                         ct_lr_schedule **out);
 
 /* Whether path's folder takes new files, checked before training so that an epoch is not
  * trained for nothing; prints the error line when not. */

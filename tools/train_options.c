@@ -10,7 +10,11 @@
 static const char help[] =
     "usage: ctensor train [options]\n"
     "Train a model on a dataset on a device, with progress, and print a summary.\n\n"
-    "  --model mlp|cnn            784-256-128-10 MLP, or the small CNN (default cnn)\n"
+    "  --model mlp|cnn|resnet20|resnet18\n"
+    "                             784-256-128-10 MLP, the small CNN, ResNet-20 (0.27M\n"
+    "                             parameters) or the CIFAR ResNet-18 (11.2M) (default cnn).\n"
+    "                             The resnets train by default with SGD, lr 0.1, momentum\n"
+    "                             0.9, weight decay 5e-4 and a one-cycle schedule\n"
     "  --dataset NAME|DIR|FILE    fashion-mnist (Debian's dataset-fashion-mnist), a folder\n"
     "                             with the four MNIST-named IDX files (gzipped or not),\n"
     "                             images in FILE.npy with --labels LABELS.npy, cifar10 DIR,\n"
@@ -40,8 +44,24 @@ static const char help[] =
     "                             fits the device's memory, found by halving on\n"
     "                             out-of-memory (with ranks: the global batch, the\n"
     "                             ranks times the smallest that fits on every rank)\n"
-    "  --lr X                     learning rate (default 0.001)\n"
-    "  --optimizer sgd|adam|adamw (default adam)\n"
+    "  --lr X                     learning rate, the peak of a one-cycle schedule (default\n"
+    "                             0.001; resnets 0.1)\n"
+    "  --optimizer sgd|adam|adamw (default adam; resnets sgd)\n"
+    "  --momentum X               SGD's momentum (default 0.9)\n"
+    "  --nesterov                 SGD with Nesterov momentum\n"
+    "  --weight-decay X           L2 penalty (SGD, Adam) or decoupled decay (AdamW) (default\n"
+    "                             the optimiser's: 0, AdamW 0.01; resnets 5e-4)\n"
+    "  --no-decay-norm-bias       no weight decay on batch norm's weights and the biases\n"
+    "                             (PyTorch's parameter group with weight_decay 0)\n"
+    "  --label-smoothing X        the loss's label smoothing in [0, 1) (default 0)\n"
+    "  --schedule none|onecycle|cosine\n"
+    "                             the lr schedule, stepped every batch: onecycle is PyTorch's\n"
+    "                             OneCycleLR(max_lr=lr) with its defaults (30% rising from\n"
+    "                             lr/25, then annealing to lr/25e4; momentum from 0.95 to\n"
+    "                             0.85 and back); cosine anneals from lr to 0, after "
+    "--warmup-epochs\n"
+    "                             (default none; resnets onecycle)\n"
+    "  --warmup-epochs N          cosine's linear warm-up from lr/steps, in epochs (default 0)\n"
     "  --seed N                   initialisation, shuffling (default 0)\n"
     "  --workers N                data-loading threads (default: 0 when training on the\n"
     "                             CPU, whose cores the step needs; 2 for a GPU)\n"
@@ -97,7 +117,11 @@ static const struct {
                {"--checkpoint", true},      {"--amp", true},
                {"--devices", true},         {"--comm-timeout", true},
                {"--augment", false},        {"--no-augment", false},
-               {"--synthetic-size", true},  {"--profile", false}};
+               {"--synthetic-size", true},  {"--profile", false},
+               {"--momentum", true},        {"--nesterov", false},
+               {"--weight-decay", true},    {"--no-decay-norm-bias", false},
+               {"--label-smoothing", true}, {"--schedule", true},
+               {"--warmup-epochs", true}};
 #define OPTION_COUNT (int)(sizeof options / sizeof options[0])
 
 /* The index of option in options, or -1. */
@@ -148,10 +172,21 @@ static bool parse_int(const char *text, int64_t lo, int64_t hi, int64_t *out) {
     return true;
 }
 
+/* A decimal number in [lo, hi). */
+static bool parse_real(const char *text, double lo, double hi, double *out) {
+    char *end;
+    double v = strtod(text, &end);
+    if (end == text || *end || !(v >= lo && v < hi)) return false;
+    *out = v;
+    return true;
+}
+
 static int parse_value(const char *option, const char *value, train_options *o) {
     int64_t n;
     if (strcmp(option, "--model") == 0) {
-        if (strcmp(value, "mlp") && strcmp(value, "cnn")) return bad(option, value, "mlp or cnn");
+        if (strcmp(value, "mlp") && strcmp(value, "cnn") && strcmp(value, "resnet20") &&
+            strcmp(value, "resnet18"))
+            return bad(option, value, "mlp, cnn, resnet20 or resnet18");
         o->model = value;
     } else if (strcmp(option, "--dataset") == 0) {
         o->dataset = value;
@@ -183,6 +218,22 @@ static int parse_value(const char *option, const char *value, train_options *o) 
         if (strcmp(value, "sgd") && strcmp(value, "adam") && strcmp(value, "adamw"))
             return bad(option, value, "sgd, adam or adamw");
         o->optimizer = value;
+    } else if (strcmp(option, "--momentum") == 0) {
+        if (!parse_real(value, 0, 1, &o->momentum))
+            return bad(option, value, "a number >= 0 and < 1");
+    } else if (strcmp(option, "--weight-decay") == 0) {
+        if (!parse_real(value, 0, 1, &o->weight_decay))
+            return bad(option, value, "a number >= 0 and < 1");
+    } else if (strcmp(option, "--label-smoothing") == 0) {
+        if (!parse_real(value, 0, 1, &o->label_smoothing))
+            return bad(option, value, "a number >= 0 and < 1");
+    } else if (strcmp(option, "--schedule") == 0) {
+        if (strcmp(value, "none") && strcmp(value, "onecycle") && strcmp(value, "cosine"))
+            return bad(option, value, "none, onecycle or cosine");
+        o->schedule = value;
+    } else if (strcmp(option, "--warmup-epochs") == 0) {
+        if (!parse_int(value, 0, 100000, &n)) return bad(option, value, "an integer >= 0");
+        o->warmup_epochs = (int)n;
     } else if (strcmp(option, "--seed") == 0) {
         if (!parse_int(value, 0, INT64_MAX, &n)) return bad(option, value, "an integer >= 0");
         o->seed = (uint64_t)n;
@@ -250,6 +301,30 @@ static int check_device(train_options *o) {
     return -1;
 }
 
+/* The ResNets' recipe where the options do not say otherwise (SGD, lr 0.1, momentum 0.9,
+ * weight decay 5e-4, one-cycle), and the options that go together checked; -1 to go on. */
+static int recipe(train_options *o, const bool *given) {
+    if (strncmp(o->model, "resnet", 6) == 0) {
+        if (!given[option_index("--optimizer")]) o->optimizer = "sgd";
+        if (!given[option_index("--lr")]) o->lr = 0.1;
+        if (!given[option_index("--weight-decay")]) o->weight_decay = 5e-4;
+        if (!given[option_index("--schedule")]) o->schedule = "onecycle";
+    }
+    bool sgd = strcmp(o->optimizer, "sgd") == 0;
+    if (!sgd && (given[option_index("--momentum")] || o->nesterov))
+        return ct_cli_usage_error("--momentum and --nesterov are SGD's: give --optimizer sgd (see "
+                                  "ctensor train --help)");
+    if (o->nesterov && o->momentum <= 0) return bad("--nesterov", "", "a --momentum > 0 with it");
+    if (o->warmup_epochs && strcmp(o->schedule, "cosine"))
+        return ct_cli_usage_error("--warmup-epochs is the cosine schedule's warm-up: give "
+                                  "--schedule cosine (onecycle warms up by itself)");
+    if (o->warmup_epochs >= o->epochs)
+        return ct_cli_usage_error("--warmup-epochs %d: the warm-up must be shorter than --epochs "
+                                  "(%d)",
+                                  o->warmup_epochs, o->epochs);
+    return -1;
+}
+
 int train_parse(int argc, char **argv, train_options *o) {
     *o = (train_options){.model = "cnn",
                          .dataset = "fashion-mnist",
@@ -257,6 +332,9 @@ int train_parse(int argc, char **argv, train_options *o) {
                          .batch_size = 128,
                          .lr = 1e-3,
                          .optimizer = "adam",
+                         .momentum = 0.9,
+                         .weight_decay = -1,
+                         .schedule = "none",
                          .workers = -1,
                          .augment = -1,
                          .amp = "off"};
@@ -307,6 +385,10 @@ int train_parse(int argc, char **argv, train_options *o) {
             o->augment = strcmp(name, "--augment") == 0;
         } else if (strcmp(name, "--profile") == 0) {
             o->profile = true;
+        } else if (strcmp(name, "--nesterov") == 0) {
+            o->nesterov = true;
+        } else if (strcmp(name, "--no-decay-norm-bias") == 0) {
+            o->no_decay_norm_bias = true;
         } else {
             int status = parse_value(name, value, o);
             if (status >= 0) return status;
@@ -323,6 +405,8 @@ int train_parse(int argc, char **argv, train_options *o) {
     int status = check_data_options(o);
     if (status >= 0) return status;
     if (o->resume && !o->checkpoint) return bad("--resume", "", "--checkpoint FILE with it");
+    status = recipe(o, given);
+    if (status >= 0) return status;
     status = check_device(o);
     if (status >= 0) return status;
     /* On the CPU a worker thread takes its time from the step's own threads: measured with

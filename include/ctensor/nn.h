@@ -55,6 +55,23 @@ CT_API ct_module *ct_nn_log_softmax(int axis);
 /* Children run in order; child i's state-dict names start with "i.". */
 CT_API ct_module *ct_nn_sequential(int n, ct_module *const *children);
 
+/* Residual networks for 32x32 images (any size the stages can halve works). The basic block:
+ * relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x)), conv1 3x3 of the given stride,
+ * conv2 3x3, both without bias; the shortcut is the identity, or when stride != 1 or the
+ * channels change a 1x1 strided conv and batch norm (state names "conv1.weight",
+ * "bn1.running_mean", "shortcut.0.weight", "shortcut.1.weight", ...). */
+CT_API ct_module *ct_nn_basic_block(int64_t in_channels, int64_t channels, int64_t stride);
+/* A ResNet: conv1 3x3 (no bias), bn1, ReLU, stages "layer1", "layer2", ... of basic blocks
+ * (each stage after the first starts with stride 2), global average pooling and "linear",
+ * as PyTorch's usual CIFAR ResNet code names them ("layer2.0.shortcut.0.weight").
+ *   resnet20: stages of 16, 32, 64 channels, 3 blocks each (He et al.'s CIFAR ResNet-20,
+ *             with projection shortcuts): 272,474 parameters for 3 channels and 10 classes;
+ *   resnet18: a 64-channel stem (no max pool), stages of 64, 128, 256, 512 channels, 2
+ *             blocks each: 11,173,962 parameters for 3 channels and 10 classes.
+ * Input (N, in_channels, H, W); output logits (N, classes). */
+CT_API ct_module *ct_nn_resnet20(int64_t in_channels, int64_t classes);
+CT_API ct_module *ct_nn_resnet18(int64_t in_channels, int64_t classes);
+
 CT_API void ct_module_free(ct_module *m); /* NULL is ignored */
 
 /* The forward pass (a new tensor). */

@@ -70,9 +70,24 @@ CT_API ct_status ct_optimizer_zero_grad(ct_optimizer *opt);
 /* Drops the optimiser's references and state; NULL is ignored. */
 CT_API void ct_optimizer_free(ct_optimizer *opt);
 
+/* The weight decay of parameter index (0 <= index < n) alone, where it differs from the
+ * options' (weight_decay >= 0): PyTorch's parameter groups, as in
+ *   SGD([{"params": decay}, {"params": no_decay, "weight_decay": 0}], weight_decay=5e-4)
+ * to keep batch norm's weights and the biases free of decay. A step updates the parameters
+ * of one device and one weight decay in one fused kernel. */
+CT_API ct_status ct_optimizer_set_weight_decay(ct_optimizer *opt, int index, double weight_decay);
+
 /* param_groups[0]["lr"]. get_lr returns NaN for NULL; set_lr takes lr >= 0. */
 CT_API double ct_optimizer_get_lr(const ct_optimizer *opt);
 CT_API ct_status ct_optimizer_set_lr(ct_optimizer *opt, double lr);
+
+/* param_groups[0]["momentum"] (SGD) or param_groups[0]["betas"][0] (Adam, AdamW), which a
+ * one-cycle schedule cycles. get returns NaN for NULL. set: SGD takes a finite momentum >= 0
+ * (from 0 to more, the momentum buffers start at the next step, as PyTorch's; while it is 0
+ * they are kept, unused and not in the state), Adam a beta1 in [0, 1); CT_ERR_INVALID_ARG
+ * otherwise, nothing changed. */
+CT_API double ct_optimizer_get_momentum(const ct_optimizer *opt);
+CT_API ct_status ct_optimizer_set_momentum(ct_optimizer *opt, double momentum);
 
 /* The optimiser's state, named as PyTorch's optimizer.state_dict()["state"] flattened with
  * dots: "state.<parameter index>.<key>", keys "step" (a 0-d f32 CPU tensor), "exp_avg",
@@ -97,20 +112,41 @@ CT_API ct_status ct_optimizer_load_state(ct_optimizer *opt, const char *name,
  * Values are PyTorch's closed forms:
  *   step:   base_lr * gamma^floor(t / step_size)                                   (StepLR)
  *   cosine: eta_min + (base_lr - eta_min) * (1 + cos(pi * t / t_max)) / 2 (CosineAnnealingLR)
- * A schedule does not own its optimiser and must be freed before it. An lr set with
- * ct_optimizer_set_lr in between is overwritten at the next advance. */
+ * and the one-cycle schedule's phases (below; it takes no base_lr and also sets the
+ * momentum). A schedule does not own its optimiser and must be freed before it. An lr set
+ * with ct_optimizer_set_lr in between is overwritten at the next advance. */
 typedef struct ct_lr_schedule ct_lr_schedule;
+
+/* torch.optim.lr_scheduler.OneCycleLR, stepped once per batch. Fields left 0 take PyTorch's
+ * defaults: pct_start 0.3, div_factor 25, final_div_factor 1e4, base_momentum 0.85,
+ * max_momentum 0.95; cosine annealing (linear: anneal_strategy='linear'), two phases
+ * (three_phase), momentum cycled (fixed_momentum: cycle_momentum=False). max_lr > 0 and
+ * total_steps >= 1 are required. The lr starts at max_lr / div_factor, rises to max_lr over
+ * the first pct_start of the steps and falls to max_lr / div_factor / final_div_factor at
+ * step total_steps - 1; the momentum (SGD's momentum, Adam's beta1) runs the other way, from
+ * max_momentum to base_momentum and back, and is set on the optimiser with the lr. The
+ * optimiser's own lr is not used. Advancing past total_steps is CT_ERR_STATE, as PyTorch's
+ * ValueError. */
+typedef struct ct_onecycle_options {
+    double max_lr;
+    int total_steps;
+    double pct_start, div_factor, final_div_factor, base_momentum, max_momentum;
+    bool linear, three_phase, fixed_momentum;
+} ct_onecycle_options;
 
 /* step_size >= 1; t_max >= 1. NULL with CT_ERR_INVALID_ARG otherwise. */
 CT_API ct_lr_schedule *ct_lr_schedule_step(ct_optimizer *opt, int step_size, double gamma);
 CT_API ct_lr_schedule *ct_lr_schedule_cosine(ct_optimizer *opt, int t_max, double eta_min);
+CT_API ct_lr_schedule *ct_lr_schedule_onecycle(ct_optimizer *opt,
+                                               const ct_onecycle_options *options);
 /* Precede the schedule with a linear warm-up of warmup_steps >= 1 epochs from
  * base_lr * start_factor (0 < start_factor <= 1): PyTorch's
  *   SequentialLR([LinearLR(start_factor, 1.0, total_iters=warmup_steps), schedule],
  *                milestones=[warmup_steps])
  * so lr = base_lr * (start_factor + (1 - start_factor) * t / warmup_steps) for
  * t < warmup_steps, then the schedule's value at t - warmup_steps. Call it before the first
- * advance (CT_ERR_STATE after); it sets the lr of t = 0. */
+ * advance (CT_ERR_STATE after); it sets the lr of t = 0. A one-cycle schedule, which warms
+ * up by itself, takes none (CT_ERR_INVALID_ARG). */
 CT_API ct_status ct_lr_schedule_warmup(ct_lr_schedule *s, int warmup_steps, double start_factor);
 /* scheduler.step(): t += 1 and set the optimiser's lr. */
 CT_API ct_status ct_lr_schedule_advance(ct_lr_schedule *s);

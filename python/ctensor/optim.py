@@ -3,8 +3,10 @@
 Each parameter group is one C optimiser (optim.h), so step() is one C call per group; a
 group's "lr" (as a scheduler sets it) is handed to its C optimiser before each step.
 state_dict() has PyTorch's layout ({"state": {index: {...}}, "param_groups": [...]}, the
-indices counted across groups). ct.optim.lr_scheduler has StepLR, CosineAnnealingLR,
-LinearLR (the warm-up) and SequentialLR, with PyTorch's closed forms.
+indices counted across groups). A group's "momentum" (SGD) or "betas"[0] (Adam), as
+OneCycleLR cycles it, goes to its C optimiser the same way. ct.optim.lr_scheduler has
+StepLR, CosineAnnealingLR, LinearLR (the warm-up), SequentialLR and OneCycleLR, with
+PyTorch's closed forms.
 """
 
 import math
@@ -39,6 +41,9 @@ class Optimizer:
         g, c = self.param_groups[i], self._c[i]
         if c.lr != g["lr"]:
             c.lr = g["lr"]
+        momentum = g["betas"][0] if "betas" in g else g.get("momentum", 0.0)
+        if c.momentum != momentum:
+            c.momentum = momentum
 
     def step(self, closure=None):
         loss = closure() if closure is not None else None
@@ -207,7 +212,80 @@ class SequentialLR:
         return [g["lr"] for g in self.optimizer.param_groups]
 
 
+class OneCycleLR(LRScheduler):
+    """torch.optim.lr_scheduler.OneCycleLR, stepped every batch: the lr rises from
+    max_lr / div_factor to max_lr over pct_start of the steps, then anneals to
+    max_lr / div_factor / final_div_factor (three_phase: back to the start first); the
+    momentum (SGD) or beta1 (Adam) runs the other way between max_ and base_momentum."""
+
+    def __init__(self, optimizer, max_lr, total_steps=None, epochs=None, steps_per_epoch=None,
+                 pct_start=0.3, anneal_strategy="cos", cycle_momentum=True, base_momentum=0.85,
+                 max_momentum=0.95, div_factor=25.0, final_div_factor=1e4, three_phase=False,
+                 last_epoch=-1):
+        if total_steps is None:
+            if epochs is None or steps_per_epoch is None:
+                raise ValueError("OneCycleLR: give total_steps, or epochs and steps_per_epoch")
+            total_steps = epochs * steps_per_epoch
+        if total_steps <= 0 or not isinstance(total_steps, int):
+            raise ValueError("OneCycleLR: expected a positive integer total_steps, got "
+                             f"{total_steps}")
+        if not 0 <= pct_start <= 1:
+            raise ValueError(f"OneCycleLR: expected a float in [0, 1] for pct_start, got "
+                             f"{pct_start}")
+        if anneal_strategy not in ("cos", "linear"):
+            raise ValueError("OneCycleLR: anneal_strategy must be 'cos' or 'linear', got "
+                             f"{anneal_strategy!r}")
+        self.total_steps, self.cycle_momentum = total_steps, cycle_momentum
+        self._linear = anneal_strategy == "linear"
+        groups = optimizer.param_groups
+        n = len(groups)
+        def per(v):  # a value per group, or one for all
+            return list(v) if isinstance(v, (list, tuple)) else [v] * n
+
+        max_lrs, base_ms, max_ms = per(max_lr), per(base_momentum), per(max_momentum)
+        for g, top, base_m, max_m in zip(groups, max_lrs, base_ms, max_ms):
+            g["initial_lr"] = top / div_factor
+            g["max_lr"], g["min_lr"] = top, g["initial_lr"] / final_div_factor
+            g["base_momentum"], g["max_momentum"] = base_m, max_m
+        # (end step, start lr, end lr, start momentum, end momentum) by group keys
+        p, last = pct_start * total_steps, total_steps - 1
+        if three_phase:
+            self._phases = [(p - 1, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
+                            (2 * p - 2, "max_lr", "initial_lr", "base_momentum", "max_momentum"),
+                            (last, "initial_lr", "min_lr", "max_momentum", "max_momentum")]
+        else:
+            self._phases = [(p - 1, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
+                            (last, "max_lr", "min_lr", "base_momentum", "max_momentum")]
+        super().__init__(optimizer, last_epoch)
+
+    def _anneal(self, start, end, pct):
+        if self._linear:
+            return (end - start) * pct + start
+        return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
+
+    def step(self):
+        t = self.last_epoch + 1
+        if t > self.total_steps:
+            raise ValueError(f"OneCycleLR: tried to step {t} times; total_steps is "
+                             f"{self.total_steps}")
+        self.last_epoch = t
+        for g in self.optimizer.param_groups:
+            start = 0.0
+            for i, (end, lr0, lr1, m0, m1) in enumerate(self._phases):
+                if t <= end or i == len(self._phases) - 1:
+                    pct = (t - start) / (end - start) if end != start else 1.0
+                    g["lr"] = self._anneal(g[lr0], g[lr1], pct)
+                    if self.cycle_momentum:
+                        momentum = self._anneal(g[m0], g[m1], pct)
+                        if "betas" in g:
+                            g["betas"] = (momentum, *g["betas"][1:])
+                        else:
+                            g["momentum"] = momentum
+                    break
+                start = end
+
+
 lr_scheduler = types.ModuleType(__name__ + ".lr_scheduler", "ct.optim.lr_scheduler")
-for _cls in (LRScheduler, StepLR, CosineAnnealingLR, LinearLR, SequentialLR):
+for _cls in (LRScheduler, StepLR, CosineAnnealingLR, LinearLR, SequentialLR, OneCycleLR):
     setattr(lr_scheduler, _cls.__name__, _cls)
 sys.modules[lr_scheduler.__name__] = lr_scheduler

@@ -63,6 +63,16 @@ static int o_set_lr(PyObject *self, PyObject *value, void *unused) {
     return ctpy_check(ct_optimizer_set_lr(opt_of(self), lr));
 }
 
+static PyObject *o_get_momentum(PyObject *self, void *unused) {
+    return PyFloat_FromDouble(ct_optimizer_get_momentum(opt_of(self)));
+}
+
+static int o_set_momentum(PyObject *self, PyObject *value, void *unused) {
+    double momentum = value ? PyFloat_AsDouble(value) : -1.0;
+    if (momentum == -1.0 && PyErr_Occurred()) return -1;
+    return ctpy_check(ct_optimizer_set_momentum(opt_of(self), momentum));
+}
+
 static PyMethodDef optimizer_methods[] = {
     {"step", o_step, METH_NOARGS, "Update every parameter that has a gradient."},
     {"zero_grad", o_zero_grad, METH_NOARGS, "Drop every parameter's gradient."},
@@ -73,6 +83,7 @@ static PyMethodDef optimizer_methods[] = {
 
 static PyGetSetDef optimizer_getset[] = {
     {"lr", o_get_lr, o_set_lr, "The learning rate.", NULL},
+    {"momentum", o_get_momentum, o_set_momentum, "SGD's momentum, or Adam's beta1.", NULL},
     {0},
 };
 

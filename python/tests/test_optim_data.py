@@ -1,7 +1,8 @@
 """Training from Python, part two: ct.optim (SGD, Adam, AdamW, groups, state_dict,
-schedulers), ct.save / ct.load, ct.data (readers, TensorDataset, DataLoader on the C loader
-and on Python datasets), ct.autocast and ct.amp.GradScaler, ct.distributed (a world of one),
-against float64 references, on every device present."""
+schedulers, OneCycleLR against PyTorch's values), ct.save / ct.load, ct.data (readers,
+TensorDataset, DataLoader on the C loader and on Python datasets), ct.autocast and
+ct.amp.GradScaler, ct.distributed (a world of one), against float64 references, on every
+device present."""
 
 import math
 
@@ -99,6 +100,61 @@ def test_schedulers_closed_forms():
     ct.sum(p).backward()
     opt.step()  # the scheduler's lr (epoch 6: 0.5) reaches the C optimiser
     assert to_numpy(p)[0] == 0.5
+
+
+# OneCycleLR(max_lr=0.4, total_steps=10) over SGD(lr=0.1, momentum=0.9): torch 1.13's lrs
+# and momenta at t = 0 .. 10 (as tests/test_optim_schedule.c has them).
+ONECYCLE_LR = [0.016000000000000014, 0.20800000000000002, 0.4, 0.38019385280538953,
+               0.3246982615799052, 0.24450480877451572, 0.1554967912254843, 0.0753033384200948,
+               0.019807747194610516, 1.6e-06, 0.019807747194610495]
+ONECYCLE_MOMENTUM = [0.95, 0.8999999999999999, 0.85, 0.854951556604879, 0.8688255099070633,
+                     0.8888739533021842, 0.9111260466978157, 0.9311744900929366,
+                     0.945048443395121, 0.95, 0.945048443395121]
+
+
+def test_onecycle_matches_pytorchs_values(device):
+    p, q = param([1.0], device), param([2.0], device)
+    opt = ct.optim.SGD([{"params": [p]}, {"params": [q], "weight_decay": 0.0}], lr=0.1,
+                       momentum=0.9, weight_decay=5e-4)
+    s = ct.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.4, total_steps=10)
+    for t in range(11):
+        for g in opt.param_groups:
+            assert abs(g["lr"] - ONECYCLE_LR[t]) < 1e-15
+            assert abs(g["momentum"] - ONECYCLE_MOMENTUM[t]) < 1e-15
+        opt.zero_grad()
+        ct.sum(p * q).backward()
+        opt.step()  # the group's lr and momentum reach its C optimiser
+        assert opt._c[0].momentum == opt.param_groups[0]["momentum"]
+        assert opt._c[1].lr == opt.param_groups[1]["lr"]
+        if t < 10:
+            s.step()
+    with pytest.raises(ValueError, match="total_steps is 10"):
+        s.step()
+    # Adam's beta1 cycles; epochs * steps_per_epoch gives the steps.
+    adam = ct.optim.Adam([param([1.0], device)])
+    s = ct.optim.lr_scheduler.OneCycleLR(adam, max_lr=0.4, epochs=2, steps_per_epoch=5)
+    s.step()
+    assert abs(adam.param_groups[0]["betas"][0] - ONECYCLE_MOMENTUM[1]) < 1e-15
+    assert adam.param_groups[0]["betas"][1] == 0.999
+
+
+def test_onecycle_against_torch():
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    kw = dict(max_lr=[0.4, 0.2], total_steps=12, pct_start=0.25, anneal_strategy="linear",
+              three_phase=True, div_factor=10, final_div_factor=100)
+    tp = [torch.nn.Parameter(torch.zeros(1)), torch.nn.Parameter(torch.zeros(1))]
+    topt = torch.optim.SGD([{"params": [tp[0]]}, {"params": [tp[1]]}], lr=0.1, momentum=0.9)
+    tsched = torch.optim.lr_scheduler.OneCycleLR(topt, **kw)
+    cp = [param([0.0], "cpu"), param([0.0], "cpu")]
+    copt = ct.optim.SGD([{"params": [cp[0]]}, {"params": [cp[1]]}], lr=0.1, momentum=0.9)
+    csched = ct.optim.lr_scheduler.OneCycleLR(copt, **kw)
+    for _ in range(12):
+        for tg, cg in zip(topt.param_groups, copt.param_groups):
+            assert abs(tg["lr"] - cg["lr"]) < 1e-15
+            assert abs(tg["momentum"] - cg["momentum"]) < 1e-15
+        topt.step()
+        tsched.step()
+        csched.step()
 
 
 def test_save_load_roundtrip(device, tmp_path):

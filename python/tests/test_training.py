@@ -1,10 +1,12 @@
 """Training from Python, part three: what the issue must show. The examples (python/examples)
-run on a slice of Fashion-MNIST, also under ct.autocast and under `mpirun -np 2`; a
+run on a slice of Fashion-MNIST (the ResNet on synthetic images), also under ct.autocast and
+under `mpirun -np 2`; a
 checkpoint written by ct.save loads into the same PyTorch model and gives the same outputs
 (and back); 10^4 training steps leave the tensor count and the memory statistics where they
 started. Each test that needs what may be missing (the data set, PyTorch, mpirun) is
 skipped by name with the reason."""
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -56,6 +58,32 @@ def test_example_cnn_on_a_slice(amp, tmp_path):
     accuracy = float(out.strip().splitlines()[-1].split("test accuracy ")[1].split(",")[0])
     assert accuracy > 0.6, out  # 2 epochs of 2048 samples: well above chance (0.1)
     assert sorted(ct.load(save))[:2] == ["0.bias", "0.weight"]
+
+
+def test_example_resnet_a_few_steps():
+    """python/examples/resnet_cifar.py: two steps of each of two epochs on synthetic images
+    (no data set needed), through the whole recipe (parameter groups, OneCycleLR, label
+    smoothing)."""
+    out = run_example(str(EXAMPLES / "resnet_cifar.py"), "--dataset", "synthetic", "--limit",
+                      "64", "--batch-size", "16", "--epochs", "2", "--steps", "2")
+    lines = out.strip().splitlines()
+    assert len(lines) == 2 and lines[1].startswith("epoch 2: loss "), out
+
+
+def test_example_resnet20_is_the_c_librarys():
+    """The example's ResNet20 has the C library's count (ct_nn_resnet20: 272,474 parameters
+    for 3 channels) and PyTorch's CIFAR ResNet names."""
+    spec = importlib.util.spec_from_file_location("resnet_cifar", EXAMPLES / "resnet_cifar.py")
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    model = example.ResNet20(in_channels=3)
+    assert sum(p.numel() for p in model.parameters()) == 272474
+    names = list(model.state_dict())
+    for name in ("conv1.weight", "bn1.running_mean", "layer1.0.conv1.weight",
+                 "layer2.0.shortcut.0.weight", "layer2.0.shortcut.1.num_batches_tracked",
+                 "layer3.2.bn2.bias", "linear.weight"):
+        assert name in names, name
+    assert "layer1.0.shortcut.0.weight" not in names
 
 
 def test_example_cnn_under_mpirun():

@@ -31,6 +31,9 @@ struct ct_module {
     int ntensors;
     ct_module **children;
     int nchildren;
+    /* The children's state-dict names ("conv1", "layer1", static strings), or NULL: their
+     * indices ("0", "1", ...), as a Sequential's. */
+    const char *const *child_names;
     bool training;
     /* Settings, by kind. */
     ct_conv2d_options conv;

@@ -28,6 +28,7 @@ struct ct_optimizer {
     int n;
     ct_tensor **params; /* unscoped references */
     ct__param_state *state;
+    double *weight_decay; /* per parameter; the options' value unless set apart */
     /* The kind and hyperparameters (the list fields are filled per step). */
     ct__optim_args hyper;
 };

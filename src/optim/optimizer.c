@@ -112,15 +112,17 @@ static ct_optimizer *optimizer_new(const char *op, int n, ct_tensor *const *para
     ct_optimizer *opt = ct__calloc(1, sizeof *opt);
     ct_tensor **refs = ct__calloc((size_t)n, sizeof *refs);
     ct__param_state *state = ct__calloc((size_t)n, sizeof *state);
-    if (!opt || !refs || !state) {
-        ct__free_mem(opt), ct__free_mem(refs), ct__free_mem(state);
+    double *decay = ct__calloc((size_t)n, sizeof *decay);
+    if (!opt || !refs || !state || !decay) {
+        ct__free_mem(opt), ct__free_mem(refs), ct__free_mem(state), ct__free_mem(decay);
         return ct__fail(CT_ERR_OUT_OF_MEMORY, "%s: out of host memory for %d parameters", op, n);
     }
-    for (int i = 0; i < n; i++) refs[i] = ct_retain(params[i]);
+    for (int i = 0; i < n; i++) refs[i] = ct_retain(params[i]), decay[i] = hyper->weight_decay;
     opt->name = op;
     opt->n = n;
     opt->params = refs;
     opt->state = state;
+    opt->weight_decay = decay;
     opt->hyper = *hyper;
     return opt;
 }
@@ -168,6 +170,7 @@ void ct_optimizer_free(ct_optimizer *opt) {
     }
     ct__free_mem(opt->params);
     ct__free_mem(opt->state);
+    ct__free_mem(opt->weight_decay);
     ct__free_mem(opt);
 }
 
@@ -181,6 +184,43 @@ ct_status ct_optimizer_set_lr(ct_optimizer *opt, double lr) {
                          ">= 0",
                          lr);
     opt->hyper.lr = lr;
+    return CT_OK;
+}
+
+double ct_optimizer_get_momentum(const ct_optimizer *opt) {
+    if (!opt) return NAN;
+    return opt->hyper.kind == CT_OPTIM_SGD ? opt->hyper.momentum : opt->hyper.beta1;
+}
+
+ct_status ct_optimizer_set_momentum(ct_optimizer *opt, double momentum) {
+    const char *op = "ct_optimizer_set_momentum";
+    if (!opt) return ct__error(CT_ERR_INVALID_ARG, "%s: opt is NULL", op);
+    if (opt->hyper.kind != CT_OPTIM_SGD) {
+        if (!(momentum >= 0.0 && momentum < 1.0))
+            return ct__error(CT_ERR_INVALID_ARG, "%s: beta1 %g must be in [0, 1)", op, momentum);
+        opt->hyper.beta1 = momentum;
+        return CT_OK;
+    }
+    if (!(momentum >= 0.0) || isinf(momentum))
+        return ct__error(CT_ERR_INVALID_ARG, "%s: momentum %g must be finite and >= 0", op,
+                         momentum);
+    opt->hyper.momentum = momentum;
+    return CT_OK;
+}
+
+ct_status ct_optimizer_set_weight_decay(ct_optimizer *opt, int index, double weight_decay) {
+    const char *op = "ct_optimizer_set_weight_decay";
+    if (!opt) return ct__error(CT_ERR_INVALID_ARG, "%s: opt is NULL", op);
+    if (index < 0 || index >= opt->n)
+        return ct__error(CT_ERR_INVALID_ARG,
+                         "%s: index %d is out of range: the optimiser has %d "
+                         "parameters",
+                         op, index, opt->n);
+    if (!(weight_decay >= 0.0) || isinf(weight_decay))
+        return ct__error(CT_ERR_INVALID_ARG,
+                         "%s: invalid weight_decay %g; it must be finite and >= 0", op,
+                         weight_decay);
+    opt->weight_decay[index] = weight_decay;
     return CT_OK;
 }
 
@@ -287,16 +327,26 @@ static void fill_entry(const ct_optimizer *opt, int i, const param_work *w, ct__
     }
 }
 
-/* Update every parameter with a gradient on the device of parameter `first`; marks them
- * done (w[i].grad = NULL after release) and commits their step. */
+/* Whether parameter i has a gradient to apply and goes with parameter first: the same
+ * device and weight decay. */
+static bool same_update(const ct_optimizer *opt, const param_work *w, int first, int i) {
+    return w[i].grad &&
+           ct__same_device(opt->params[i]->storage->device, opt->params[first]->storage->device) &&
+           opt->weight_decay[i] == opt->weight_decay[first];
+}
+
+/* Update every parameter with a gradient on the device and with the weight decay of
+ * parameter `first`; marks them done (w[i].grad = NULL after release) and commits their
+ * step. */
 static ct_status step_device(ct_optimizer *opt, int first, param_work *w,
                              ct__optim_tensor *entries) {
     ct_device device = opt->params[first]->storage->device;
     ct__optim_args args = opt->hyper;
+    args.weight_decay = opt->weight_decay[first];
     int count = 0;
     args.total = 0;
     for (int i = first; i < opt->n; i++) {
-        if (!w[i].grad || !ct__same_device(opt->params[i]->storage->device, device)) continue;
+        if (!same_update(opt, w, first, i)) continue;
         fill_entry(opt, i, &w[i], &entries[count]);
         args.total += entries[count++].numel;
     }
@@ -308,8 +358,8 @@ static ct_status step_device(ct_optimizer *opt, int first, param_work *w,
     if (!k) return ct_last_status();
     ct_status status = k->optim_step(physical, &args);
     if (status != CT_OK) return status;
-    for (int i = first; i < opt->n; i++) {
-        if (!w[i].grad || !ct__same_device(opt->params[i]->storage->device, device)) continue;
+    for (int i = opt->n - 1; i >= first; i--) { /* first last: it is what the others match */
+        if (!same_update(opt, w, first, i)) continue;
         ct__storage_written(opt->params[i]); /* updated in place */
         if (opt->hyper.kind != CT_OPTIM_SGD) {
             opt->state[i].step += 1.0;
