@@ -1,14 +1,16 @@
 /* CPU scaled dot-product attention, forward and backward (ct__attention_args in
  * backend/norm_args_impl.h), flash-attention style: no tq x tk matrix, only blocks of keys.
- * f32, f16 and bf16 compute in float, f64 in double.
+ * f32, f16 and bf16 compute in float, f64 in double; the block products are GEMMs
+ * (ct__cpu_gemm on the task's thread).
  *
  * Forward: one task per (problem, block of CT_ATT_BR rows), an online softmax over the key
  * blocks. Backward (FlashAttention-2's, recomputing the probabilities from the saved
  * log-sum-exp): one task per (problem, group of key blocks), which writes its keys' rows of
  * grad_k and grad_v and a partial grad_q of its own; the partials are then added in group
- * order. The number of groups comes from the shapes alone, so the result has the same bits
- * for any thread count. Scratch: per thread O(CT_ATT_BC * (d + dv) + tq * (d + dv)), plus
- * the partial grad_q (groups x tq x d per problem): linear in the sequence. */
+ * order. The number of groups comes from the shapes alone, and no sum depends on which
+ * thread runs a task, so two runs give the same bits (no atomics). Scratch: per thread O(CT_ATT_BC
+ * * (d + dv) + tq * (d + dv)), plus the partial grad_q (groups x tq x d per problem): linear in the
+ * sequence. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -43,17 +45,21 @@ static inline double att_mask_term(const ct__attention_args *a, int64_t at) {
 }
 
 #define CT_ATT_T float
+#define CT_ATT_DTYPE CT_F32
 #define CT_ATT_FN(name) att_##name##_f32
 #define CT_ATT_EXP(x) ct__expf(x)
 #include "backend/cpu/cpu_attention_typed_impl.h"
 #undef CT_ATT_T
+#undef CT_ATT_DTYPE
 #undef CT_ATT_FN
 #undef CT_ATT_EXP
 #define CT_ATT_T double
+#define CT_ATT_DTYPE CT_F64
 #define CT_ATT_FN(name) att_##name##_f64
 #define CT_ATT_EXP(x) exp(x)
 #include "backend/cpu/cpu_attention_typed_impl.h"
 #undef CT_ATT_T
+#undef CT_ATT_DTYPE
 #undef CT_ATT_FN
 #undef CT_ATT_EXP
 
@@ -86,6 +92,7 @@ ct_status ct__cpu_attention(int device, const ct__attention_args *args) {
     const int threads = att_threads(args, tasks);
     char *scratch = att_alloc((size_t)threads * each, elem);
     if (!scratch) return CT_ERR_OUT_OF_MEMORY;
+    ct__cpu_blas_single_threaded(); /* the tasks' GEMMs run on their own thread */
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(threads) schedule(static)
 #endif
@@ -119,6 +126,7 @@ ct_status ct__cpu_attention_backward(int device, const ct__attention_args *args)
         free(scratch);
         return CT_ERR_OUT_OF_MEMORY;
     }
+    ct__cpu_blas_single_threaded();
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads)
 #endif

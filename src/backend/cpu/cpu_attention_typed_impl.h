@@ -1,24 +1,31 @@
 /* The typed loops of the CPU attention (cpu_attention.c), included once per compute type with
- * CT_ATT_T (float for f32, f16 and bf16 data; double for f64), CT_ATT_FN(name) (name suffixed
- * by the type) and CT_ATT_EXP(x) defined.
+ * CT_ATT_T (float for f32, f16 and bf16 data; double for f64), CT_ATT_DTYPE (its dtype),
+ * CT_ATT_FN(name) (name suffixed by the type) and CT_ATT_EXP(x) defined.
  *
- * Keys are taken in blocks of CT_ATT_BC: a block's keys are loaded (converted to CT_ATT_T)
- * once for the rows that use them, transposed where a product runs along the keys, so every
- * inner loop is an axpy over contiguous elements (vectorised by the CT_CPU_CLONES versions)
- * and no loop reduces across vector lanes. */
+ * The products of a block of CT_ATT_BR query rows with a block of CT_ATT_BC keys are GEMMs
+ * (ct__cpu_gemm, one thread inside the kernel's parallel region); the softmax between them
+ * runs over rows of the block's CT_ATT_BR x CT_ATT_BC scores. Operands already in the compute
+ * type are read in place; others are converted block by block into scratch. */
 
-/* Rows [r0, r0 + rows) of a (.., n) array of dtype into dst (rows x n, contiguous). */
-static void CT_ATT_FN(load_rows)(CT_ATT_T *dst, const char *src, ct_dtype dtype, int64_t r0,
-                                 int64_t rows, int64_t n) {
-    for (int64_t e = 0; e < rows * n; e++) dst[e] = (CT_ATT_T)ct__ldf(src, r0 * n + e, dtype);
+/* Rows [r0, r0 + rows) of a problem's (.., n) array of dtype (its first row at global row
+ * `first`): in place when dtype is the compute type, else converted into dst. */
+static const CT_ATT_T *CT_ATT_FN(rows)(CT_ATT_T *dst, const char *src, ct_dtype dtype,
+                                       int64_t first, int64_t r0, int64_t rows, int64_t n) {
+    if (dtype == CT_ATT_DTYPE) return (const CT_ATT_T *)src + (first + r0) * n;
+    for (int64_t e = 0; e < rows * n; e++)
+        dst[e] = (CT_ATT_T)ct__ldf(src, (first + r0) * n + e, dtype);
+    return dst;
 }
 
-/* The same rows transposed: dst (n x rows), dst[c * rows + r] = row r's element c. */
-static void CT_ATT_FN(load_cols)(CT_ATT_T *dst, const char *src, ct_dtype dtype, int64_t r0,
-                                 int64_t rows, int64_t n) {
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t c = 0; c < n; c++)
-            dst[c * rows + r] = (CT_ATT_T)ct__ldf(src, (r0 + r) * n + c, dtype);
+/* c (m x n, leading dimension ldc) = op(a) @ op(b) + beta * c in the compute type. */
+static void CT_ATT_FN(gemm)(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const CT_ATT_T *a,
+                            int64_t lda, const CT_ATT_T *b, int64_t ldb, double beta, CT_ATT_T *c,
+                            int64_t ldc) {
+    if (m > 0 && n > 0 && k > 0)
+        ct__cpu_gemm(CT_ATT_DTYPE, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
+    else if (beta == 0)
+        for (int64_t r = 0; r < m; r++)
+            for (int64_t j = 0; j < n; j++) c[r * ldc + j] = 0;
 }
 
 /* z[j] for keys j0 .. j0 + n - 1 of row i of problem b: dropout's factor, 0 or
@@ -34,18 +41,11 @@ static void CT_ATT_FN(dropout_factors)(const ct__attention_args *a, int64_t b, i
     }
 }
 
-/* s[j] = scale * qi . k_(j0 + j) for the block's n keys (kt: d x n), plus the mask's term,
- * -inf for a key row i does not see. */
-CT_CPU_CLONES static void CT_ATT_FN(scores)(const ct__attention_args *a, int64_t mbase, int64_t i,
-                                            int64_t j0, const CT_ATT_T *restrict qi,
-                                            const CT_ATT_T *restrict kt, int64_t n,
-                                            CT_ATT_T *restrict s) {
+/* Row i's n scores against keys j0.. (s: their dot products): times the scale, plus the
+ * mask's term, -inf for a key the row does not see. */
+CT_CPU_CLONES static void CT_ATT_FN(bias)(const ct__attention_args *a, int64_t mbase, int64_t i,
+                                          int64_t j0, int64_t n, CT_ATT_T *restrict s) {
     const CT_ATT_T scale = (CT_ATT_T)a->scale;
-    for (int64_t j = 0; j < n; j++) s[j] = 0;
-    for (int64_t c = 0; c < a->d; c++) {
-        const CT_ATT_T x = qi[c], *restrict row = kt + c * n;
-        for (int64_t j = 0; j < n; j++) s[j] += x * row[j];
-    }
     for (int64_t j = 0; j < n; j++) s[j] *= scale;
     if (a->mask) {
         const int64_t at = mbase + i * a->mask_stride_q + j0 * a->mask_stride_k;
@@ -56,58 +56,56 @@ CT_CPU_CLONES static void CT_ATT_FN(scores)(const ct__attention_args *a, int64_t
         for (int64_t j = i + 1 - j0 < 0 ? 0 : i + 1 - j0; j < n; j++) s[j] = -INFINITY;
 }
 
-/* y[c] += x * row[c] for c < n. */
-CT_CPU_CLONES static void CT_ATT_FN(axpy)(CT_ATT_T *restrict y, CT_ATT_T x,
-                                          const CT_ATT_T *restrict row, int64_t n) {
-    for (int64_t c = 0; c < n; c++) y[c] += x * row[c];
-}
-
 /* The forward of rows [i0, i0 + br) of problem b (br <= CT_ATT_BR), w its scratch
  * (CT_ATT_FN(forward_scratch) elements): an online softmax over the key blocks, each row
  * keeping its running maximum m and sum l, its output rescaled when m grows. */
 static size_t CT_ATT_FN(forward_scratch)(const ct__attention_args *a) {
-    return (size_t)(CT_ATT_BR * (a->d + a->dv + 2) + CT_ATT_BC * (a->d + a->dv + 2));
+    return (size_t)(CT_ATT_BR * (a->d + a->dv + CT_ATT_BC + 2) + CT_ATT_BC * (a->d + a->dv + 1));
 }
 
-static void CT_ATT_FN(forward_rows)(const ct__attention_args *a, int64_t b, int64_t i0, int64_t br,
-                                    CT_ATT_T *w) {
+CT_CPU_CLONES static void CT_ATT_FN(forward_rows)(const ct__attention_args *a, int64_t b,
+                                                  int64_t i0, int64_t br, CT_ATT_T *w) {
     const int64_t d = a->d, dv = a->dv;
-    CT_ATT_T *q = w, *o = q + CT_ATT_BR * d, *kt = o + CT_ATT_BR * dv, *v = kt + CT_ATT_BC * d;
-    CT_ATT_T *s = v + CT_ATT_BC * dv, *z = s + CT_ATT_BC, *m = z + CT_ATT_BC, *l = m + CT_ATT_BR;
+    CT_ATT_T *qw = w, *o = qw + CT_ATT_BR * d, *s = o + CT_ATT_BR * dv;
+    CT_ATT_T *kw = s + CT_ATT_BR * CT_ATT_BC, *vw = kw + CT_ATT_BC * d, *z = vw + CT_ATT_BC * dv;
+    CT_ATT_T *m = z + CT_ATT_BC, *l = m + CT_ATT_BR;
     const int64_t mbase = att_mask_base(a, b);
-    CT_ATT_FN(load_rows)(q, a->q, a->dtype, b * a->tq + i0, br, d);
+    const CT_ATT_T *q = CT_ATT_FN(rows)(qw, a->q, a->dtype, b * a->tq, i0, br, d);
     for (int64_t e = 0; e < br * dv; e++) o[e] = 0;
     for (int64_t r = 0; r < br; r++) m[r] = -INFINITY, l[r] = 0;
     /* Causal: no row of the block sees a key past its last row. */
     const int64_t keys = a->causal && i0 + br < a->tk ? i0 + br : a->tk;
     for (int64_t j0 = 0; j0 < keys; j0 += CT_ATT_BC) {
         const int64_t n = keys - j0 < CT_ATT_BC ? keys - j0 : CT_ATT_BC;
-        CT_ATT_FN(load_cols)(kt, a->k, a->dtype, b * a->tk + j0, n, d);
-        CT_ATT_FN(load_rows)(v, a->v, a->dtype, b * a->tk + j0, n, dv);
+        const CT_ATT_T *k = CT_ATT_FN(rows)(kw, a->k, a->dtype, b * a->tk, j0, n, d);
+        const CT_ATT_T *v = CT_ATT_FN(rows)(vw, a->v, a->dtype, b * a->tk, j0, n, dv);
+        CT_ATT_FN(gemm)(false, true, br, n, d, q, d, k, d, 0.0, s, CT_ATT_BC);
         for (int64_t r = 0; r < br; r++) {
             const int64_t i = i0 + r;
-            CT_ATT_FN(scores)(a, mbase, i, j0, q + r * d, kt, n, s);
+            CT_ATT_T *restrict sr = s + r * CT_ATT_BC, *restrict orow = o + r * dv;
+            CT_ATT_FN(bias)(a, mbase, i, j0, n, sr);
             CT_ATT_T mx = -INFINITY;
-            for (int64_t j = 0; j < n; j++) mx = s[j] > mx ? s[j] : mx;
+            for (int64_t j = 0; j < n; j++) mx = sr[j] > mx ? sr[j] : mx;
             const CT_ATT_T mnew = mx > m[r] ? mx : m[r];
-            if (mnew == -INFINITY) continue; /* no key seen yet */
+            if (mnew == -INFINITY) { /* no key seen yet: this block adds nothing */
+                for (int64_t j = 0; j < n; j++) sr[j] = 0;
+                continue;
+            }
             const CT_ATT_T alpha = m[r] == -INFINITY ? 0 : CT_ATT_EXP(m[r] - mnew);
             CT_ATT_T sum = 0;
             for (int64_t j = 0; j < n; j++) {
-                s[j] = CT_ATT_EXP(s[j] - mnew);
-                sum += s[j];
+                sr[j] = CT_ATT_EXP(sr[j] - mnew);
+                sum += sr[j];
             }
             l[r] = l[r] * alpha + sum;
             m[r] = mnew;
             if (a->dropout_p > 0) {
                 CT_ATT_FN(dropout_factors)(a, b, i, j0, n, z);
-                for (int64_t j = 0; j < n; j++) s[j] *= z[j];
+                for (int64_t j = 0; j < n; j++) sr[j] *= z[j];
             }
-            CT_ATT_T *restrict orow = o + r * dv;
             for (int64_t c = 0; c < dv; c++) orow[c] *= alpha;
-            for (int64_t j = 0; j < n; j++)
-                if (s[j] != 0) CT_ATT_FN(axpy)(orow, s[j], v + j * dv, dv);
         }
+        CT_ATT_FN(gemm)(false, false, br, dv, n, s, CT_ATT_BC, v, dv, 1.0, o, dv);
     }
     for (int64_t r = 0; r < br; r++) {
         const int64_t row = b * a->tq + i0 + r;
@@ -121,29 +119,31 @@ static void CT_ATT_FN(forward_rows)(const ct__attention_args *a, int64_t b, int6
 
 /* The backward of key blocks [kb0, kb1) of problem b: their rows of grad_k and grad_v, and
  * their share of grad_q (tq x d) added into dq, which starts at 0. w: scratch of
- * CT_ATT_FN(backward_scratch) elements. Per key block, the rows that see it recompute their
- * probabilities p = exp(s - lse) and, with D_i = dO_i . O_i:
- *     dV_j += z p dO_i,  dP = z (dO_i . v_j),  dS = p (dP - D_i),
- *     dQ_i += scale dS k_j,  dK_j += scale dS q_i. */
+ * CT_ATT_FN(backward_scratch) elements. Per (query block, key block) the probabilities are
+ * recomputed, p = exp(s - lse), and with D_i = dO_i . O_i (FlashAttention-2's backward):
+ *     dV += (z p)^T dO,  dP = z (dO V^T),  dS = scale p (dP - D),
+ *     dQ += dS K,  dK += dS^T Q. */
 static size_t CT_ATT_FN(backward_scratch)(const ct__attention_args *a) {
-    return (size_t)(a->tq * (a->d + a->dv + 1) + a->dv + CT_ATT_BC * (3 * a->d + 2 * a->dv + 3));
+    return (size_t)(a->tq * (a->d + a->dv + 1) + a->dv + 2 * CT_ATT_BR * CT_ATT_BC +
+                    CT_ATT_BC * (2 * a->d + 2 * a->dv + 1));
 }
 
-static void CT_ATT_FN(backward_keys)(const ct__attention_args *a, int64_t b, int64_t kb0,
-                                     int64_t kb1, CT_ATT_T *restrict dq, CT_ATT_T *w) {
+CT_CPU_CLONES static void CT_ATT_FN(backward_keys)(const ct__attention_args *a, int64_t b,
+                                                   int64_t kb0, int64_t kb1, CT_ATT_T *restrict dq,
+                                                   CT_ATT_T *w) {
     const int64_t d = a->d, dv = a->dv, tq = a->tq;
-    CT_ATT_T *q = w, *go = q + tq * d, *dl = go + tq * dv, *orow = dl + tq;
-    CT_ATT_T *k = orow + dv, *kt = k + CT_ATT_BC * d, *vt = kt + CT_ATT_BC * d;
-    CT_ATT_T *dk = vt + CT_ATT_BC * dv, *dvb = dk + CT_ATT_BC * d;
-    CT_ATT_T *s = dvb + CT_ATT_BC * dv, *dp = s + CT_ATT_BC, *z = dp + CT_ATT_BC;
+    CT_ATT_T *qw = w, *gw = qw + tq * d, *dl = gw + tq * dv, *orow = dl + tq;
+    CT_ATT_T *s = orow + dv, *dp = s + CT_ATT_BR * CT_ATT_BC, *kw = dp + CT_ATT_BR * CT_ATT_BC;
+    CT_ATT_T *vw = kw + CT_ATT_BC * d, *dk = vw + CT_ATT_BC * dv, *dvb = dk + CT_ATT_BC * d;
+    CT_ATT_T *z = dvb + CT_ATT_BC * dv;
     const int64_t mbase = att_mask_base(a, b);
     const double *lse = (const double *)a->lse + b * tq;
-    CT_ATT_FN(load_rows)(q, a->q, a->dtype, b * tq, tq, d);
-    CT_ATT_FN(load_rows)(go, a->grad_out, a->dtype, b * tq, tq, dv);
+    const CT_ATT_T *q = CT_ATT_FN(rows)(qw, a->q, a->dtype, b * tq, 0, tq, d);
+    const CT_ATT_T *go = CT_ATT_FN(rows)(gw, a->grad_out, a->dtype, b * tq, 0, tq, dv);
     for (int64_t i = 0; i < tq; i++) {
-        CT_ATT_FN(load_rows)(orow, a->out, a->dtype, b * tq + i, 1, dv);
+        const CT_ATT_T *o = CT_ATT_FN(rows)(orow, a->out, a->dtype, b * tq, i, 1, dv);
         CT_ATT_T sum = 0;
-        for (int64_t c = 0; c < dv; c++) sum += go[i * dv + c] * orow[c];
+        for (int64_t c = 0; c < dv; c++) sum += go[i * dv + c] * o[c];
         dl[i] = sum;
     }
     for (int64_t e = 0; e < tq * d; e++) dq[e] = 0;
@@ -151,33 +151,44 @@ static void CT_ATT_FN(backward_keys)(const ct__attention_args *a, int64_t b, int
     for (int64_t kb = kb0; kb < kb1; kb++) {
         const int64_t j0 = kb * CT_ATT_BC;
         const int64_t n = a->tk - j0 < CT_ATT_BC ? a->tk - j0 : CT_ATT_BC;
-        CT_ATT_FN(load_rows)(k, a->k, a->dtype, b * a->tk + j0, n, d);
-        CT_ATT_FN(load_cols)(kt, a->k, a->dtype, b * a->tk + j0, n, d);
-        CT_ATT_FN(load_cols)(vt, a->v, a->dtype, b * a->tk + j0, n, dv);
+        const CT_ATT_T *k = CT_ATT_FN(rows)(kw, a->k, a->dtype, b * a->tk, j0, n, d);
+        const CT_ATT_T *v = CT_ATT_FN(rows)(vw, a->v, a->dtype, b * a->tk, j0, n, dv);
         for (int64_t e = 0; e < n * d; e++) dk[e] = 0;
         for (int64_t e = 0; e < n * dv; e++) dvb[e] = 0;
         /* Causal: row i sees key j0 only from i = j0 on. */
-        for (int64_t i = a->causal ? j0 : 0; i < tq; i++) {
-            if (lse[i] == -INFINITY) continue; /* the row sees no key: no gradient */
-            CT_ATT_FN(scores)(a, mbase, i, j0, q + i * d, kt, n, s);
-            const CT_ATT_T li = (CT_ATT_T)lse[i];
-            for (int64_t j = 0; j < n; j++) s[j] = CT_ATT_EXP(s[j] - li);
-            for (int64_t j = 0; j < n; j++) dp[j] = 0;
-            const CT_ATT_T *restrict goi = go + i * dv;
-            for (int64_t c = 0; c < dv; c++) CT_ATT_FN(axpy)(dp, goi[c], vt + c * n, n);
-            if (a->dropout_p > 0) {
-                CT_ATT_FN(dropout_factors)(a, b, i, j0, n, z);
-                for (int64_t j = 0; j < n; j++) dp[j] *= z[j];
-            }
-            for (int64_t j = 0; j < n; j++) {
-                const CT_ATT_T pz = a->dropout_p > 0 ? s[j] * z[j] : s[j];
-                if (pz != 0) CT_ATT_FN(axpy)(dvb + j * dv, pz, goi, dv);
-                const CT_ATT_T ds = scale * s[j] * (dp[j] - dl[i]);
-                if (ds != 0) {
-                    CT_ATT_FN(axpy)(dq + i * d, ds, k + j * d, d);
-                    CT_ATT_FN(axpy)(dk + j * d, ds, q + i * d, d);
+        for (int64_t i0 = a->causal ? j0 : 0; i0 < tq; i0 += CT_ATT_BR) {
+            const int64_t br = tq - i0 < CT_ATT_BR ? tq - i0 : CT_ATT_BR;
+            CT_ATT_FN(gemm)(false, true, br, n, d, q + i0 * d, d, k, d, 0.0, s, CT_ATT_BC);
+            CT_ATT_FN(gemm)(false, true, br, n, dv, go + i0 * dv, dv, v, dv, 0.0, dp, CT_ATT_BC);
+            for (int64_t r = 0; r < br; r++) {
+                const int64_t i = i0 + r;
+                CT_ATT_T *restrict sr = s + r * CT_ATT_BC, *restrict dpr = dp + r * CT_ATT_BC;
+                if (lse[i] == -INFINITY) { /* the row sees no key: no gradient */
+                    for (int64_t j = 0; j < n; j++) sr[j] = 0, dpr[j] = 0;
+                    continue;
+                }
+                CT_ATT_FN(bias)(a, mbase, i, j0, n, sr);
+                const CT_ATT_T li = (CT_ATT_T)lse[i], di = dl[i];
+                for (int64_t j = 0; j < n; j++) sr[j] = CT_ATT_EXP(sr[j] - li);
+                if (a->dropout_p > 0) {
+                    CT_ATT_FN(dropout_factors)(a, b, i, j0, n, z);
+                    /* sr becomes dS and dpr z p, which dV takes. */
+                    for (int64_t j = 0; j < n; j++) {
+                        const CT_ATT_T p = sr[j];
+                        sr[j] = scale * p * (z[j] * dpr[j] - di);
+                        dpr[j] = z[j] * p;
+                    }
+                } else {
+                    for (int64_t j = 0; j < n; j++) {
+                        const CT_ATT_T p = sr[j];
+                        sr[j] = scale * p * (dpr[j] - di);
+                        dpr[j] = p;
+                    }
                 }
             }
+            CT_ATT_FN(gemm)(true, false, n, dv, br, dp, CT_ATT_BC, go + i0 * dv, dv, 1.0, dvb, dv);
+            CT_ATT_FN(gemm)(false, false, br, d, n, s, CT_ATT_BC, k, d, 1.0, dq + i0 * d, d);
+            CT_ATT_FN(gemm)(true, false, n, d, br, s, CT_ATT_BC, q + i0 * d, d, 1.0, dk, d);
         }
         for (int64_t e = 0; e < n * d; e++)
             ct__stf(a->grad_k, (b * a->tk + j0) * d + e, a->dtype, dk[e]);
