@@ -432,3 +432,25 @@ DEVICE_TEST(test_nn_attention_errors) {
     ct_release(k3), ct_release(k_batch), ct_release(v_bad), ct_release(k_bad);
     ct_release(v), ct_release(k), ct_release(q);
 }
+
+/* ---- autocast ---- */
+
+/* In a bf16 region the op runs in bf16 (PyTorch's lower_precision_fp), a float mask in f32
+ * included, and the gradients reach the f32 leaves in f32. */
+DEVICE_TEST(test_nn_attention_autocast_lowers) {
+    attn_case c = {1, 2, 5, 7, 4, 3, MASK_FLOAT_HEADS, 0};
+    attn_data a;
+    CHECK(data_make(&c, CT_F32, device, 13, &a));
+    CHECK_OK(ct_set_requires_grad(a.tq, true));
+    CHECK_OK(ct_autocast_push(device.type, CT_BF16));
+    ct_tensor *y = run_case(&c, &a);
+    CHECK_OK(ct_autocast_pop());
+    CHECK(y && ct_dtype_of(y) == CT_BF16);
+    CHECK(close_all(y, a.expected, 2e-2, 2e-2));
+    ct_tensor *loss = ct_sum(y, 0, NULL, false);
+    CHECK_OK(ct_backward(loss));
+    ct_tensor *g = ct_grad(a.tq);
+    CHECK(g && ct_dtype_of(g) == CT_F32);
+    ct_release(g), ct_release(loss), ct_release(y);
+    data_free(&a);
+}
