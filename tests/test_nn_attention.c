@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cpu/cpu_impl.h"
 #include "ct_gradcheck.h"
 #include "ct_ref.h"
 
@@ -189,7 +190,7 @@ DEVICE_TEST(test_nn_attention_matches_reference) {
         }
 }
 
-DEVICE_TEST(test_nn_attention_half_dtypes) {
+static void half_dtypes(ct_device device) {
     const ct_dtype dtypes[2] = {CT_F16, CT_BF16};
     for (int n = 0; n < CASES; n++)
         for (int t = 0; t < 2; t++) {
@@ -453,4 +454,94 @@ DEVICE_TEST(test_nn_attention_autocast_lowers) {
     CHECK(g && ct_dtype_of(g) == CT_F32);
     ct_release(g), ct_release(loss), ct_release(y);
     data_free(&a);
+}
+
+/* The f16 and bf16 gradients against the float64 ones (checked by the gradient checks
+ * above) of the same rounded inputs, within a few of the dtype's steps of the largest
+ * gradient: the probabilities and their gradients round to the dtype on the way (bf16
+ * products on the bf16 units where a CPU has fast ones). */
+static void half_gradients(ct_device device) {
+    const ct_dtype dtypes[2] = {CT_F16, CT_BF16};
+    const int64_t b = 2, h = 1, tq = 70, tk = 90, d = 24, dv = 40;
+    for (int t = 0; t < 2; t++)
+        for (int causal = 0; causal < 2; causal++) {
+            double *g64[3] = {0}, *g16[3] = {0};
+            ct_tensor *x[4] = {
+                ct_gradcheck_leaf(device, 4, (int64_t[]){b, h, tq, d}, 1, -1, 1, false),
+                ct_gradcheck_leaf(device, 4, (int64_t[]){b, h, tk, d}, 2, -1, 1, false),
+                ct_gradcheck_leaf(device, 4, (int64_t[]){b, h, tk, dv}, 3, -1, 1, false),
+                ct_gradcheck_leaf(device, 4, (int64_t[]){b, h, tq, dv}, 4, -1, 1, false),
+            };
+            ct_tensor *lo[4] = {0}, *hi[4] = {0};
+            bool ok = true;
+            for (int i = 0; ok && i < 4; i++) {
+                lo[i] = x[i] ? ct_cast(x[i], dtypes[t]) : NULL;
+                hi[i] = lo[i] ? ct_cast(lo[i], CT_F64) : NULL; /* the rounded values */
+                ok = hi[i] && (i == 3 || (ct_set_requires_grad(lo[i], true) == CT_OK &&
+                                          ct_set_requires_grad(hi[i], true) == CT_OK));
+            }
+            ok = ok && gradients(hi[0], hi[1], hi[2], hi[3], causal, g64) &&
+                 gradients(lo[0], lo[1], lo[2], lo[3], causal, g16);
+            const int64_t counts[3] = {b * h * tq * d, b * h * tk * d, b * h * tk * dv};
+            double worst = 0.0;
+            for (int i = 0; ok && i < 3; i++) {
+                double largest = 0.0, err = 0.0;
+                for (int64_t e = 0; e < counts[i]; e++) {
+                    largest = fmax(largest, fabs(g64[i][e]));
+                    err = fmax(err, fabs(g16[i][e] - g64[i][e]));
+                }
+                worst = fmax(worst, err / largest);
+            }
+            for (int i = 0; i < 3; i++) free(g64[i]), free(g16[i]);
+            for (int i = 0; i < 4; i++) ct_release(x[i]), ct_release(lo[i]), ct_release(hi[i]);
+            double tol = dtypes[t] == CT_BF16 ? 4e-2 : 5e-3;
+            if (!ok || !(worst <= tol)) {
+                ct_test_fail(__FILE__, __LINE__,
+                             "%s, causal %d: worst error %.3g of the largest "
+                             "gradient (tolerance %g): %s",
+                             ct_dtype_name(dtypes[t]), causal, worst, tol, ct_last_error());
+                return;
+            }
+        }
+}
+
+/* No key: zeros (every row sees nothing), and zero gradients; no query: an empty result. */
+DEVICE_TEST(test_nn_attention_empty) {
+    ct_tensor *q = ct_gradcheck_leaf(device, 3, (int64_t[]){2, 3, 4}, 1, -1, 1, true);
+    ct_tensor *k = ct_gradcheck_leaf(device, 3, (int64_t[]){2, 0, 4}, 2, -1, 1, true);
+    ct_tensor *v = ct_gradcheck_leaf(device, 3, (int64_t[]){2, 0, 5}, 3, -1, 1, true);
+    CHECK(q && k && v);
+    ct_tensor *y = ct_scaled_dot_product_attention(q, k, v, NULL, false, 0.0, 0.0);
+    CHECK(y && ct_numel(y) == 30 && ct_shape(y)[2] == 5);
+    double *values = ref_read(y);
+    CHECK_NOT_NULL(values);
+    bool zeros = true;
+    for (int e = 0; e < 30; e++) zeros = zeros && values[e] == 0.0;
+    free(values);
+    CHECK(zeros);
+    ct_tensor *loss = ct_sum(y, 0, NULL, false);
+    CHECK_OK(ct_backward(loss));
+    ct_tensor *g = ct_grad(q);
+    double *gv = g ? ref_read(g) : NULL;
+    CHECK_NOT_NULL(gv);
+    for (int e = 0; e < 24; e++) zeros = zeros && gv[e] == 0.0;
+    free(gv);
+    CHECK(zeros);
+    ct_tensor *q0 = ct_gradcheck_leaf(device, 3, (int64_t[]){2, 0, 4}, 1, -1, 1, false);
+    ct_tensor *y0 = q0 ? ct_scaled_dot_product_attention(q0, q0, q0, NULL, true, 0.0, 0.0) : NULL;
+    CHECK(y0 && ct_numel(y0) == 0);
+    ct_release(y0), ct_release(q0), ct_release(g), ct_release(loss), ct_release(y);
+    ct_release(v), ct_release(k), ct_release(q);
+}
+
+/* The half dtypes on every device; on the CPU both ways for bf16: its products on the bf16
+ * units (where the processor has them, fast or not) and in f32. */
+DEVICE_TEST(test_nn_attention_half_dtypes) {
+    for (int mode = 0; mode < (device.type == CT_DEVICE_CPU ? 2 : 1); mode++) {
+        if (device.type == CT_DEVICE_CPU) ct__cpu_attention_set_bf16(mode);
+        half_dtypes(device);
+        if (!ct_test_failed()) half_gradients(device);
+        ct__cpu_attention_set_bf16(-1);
+        if (ct_test_failed()) return;
+    }
 }

@@ -61,6 +61,13 @@ static bool attention_has_work(const ct__attention_args *a) {
     return a->batch > 0 && a->tq > 0 && a->dv > 0 && a->tk > 0;
 }
 
+/* A tensor of t's shape and dtype for its gradient: uninitialised when the kernel writes it,
+ * else zeros. */
+static ct_tensor *gradient_like(ct_device device, const ct_tensor *t, bool written) {
+    return written ? ct__tensor_new(device, t->dtype, t->ndim, t->shape)
+                   : ct__full_on(device, t->ndim, t->shape, 0.0, t->dtype);
+}
+
 static ct_status attention_backward(ct__node *node, const ct_tensor *grad_out,
                                     ct_tensor **grad_in) {
     const ct_tensor *q = node->saved[SAVED_Q], *k = node->saved[SAVED_K];
@@ -69,14 +76,16 @@ static ct_status attention_backward(ct__node *node, const ct_tensor *grad_out,
     int physical;
     const ct__kernel_table *kt = ct__kernels(device, &physical);
     if (!kt) return ct_last_status();
-    ct_tensor *g = ct__nn_operand(grad_out, q->dtype, device, OP);
-    ct_tensor *gq = g ? ct__full_on(device, q->ndim, q->shape, 0.0, q->dtype) : NULL;
-    ct_tensor *gk = gq ? ct__full_on(device, k->ndim, k->shape, 0.0, k->dtype) : NULL;
-    ct_tensor *gv = gk ? ct__full_on(device, v->ndim, v->shape, 0.0, v->dtype) : NULL;
-    ct_status status = gv ? CT_OK : ct_last_status();
     ct__attention_args a =
         attention_args(q, k, v, mask, node->ints[0] != 0, node->scalars[1], node->scalars[0]);
-    if (status == CT_OK && attention_has_work(&a)) {
+    /* The kernel writes every element of the gradients; without work they are zeros. */
+    bool work = attention_has_work(&a);
+    ct_tensor *g = ct__nn_operand(grad_out, q->dtype, device, OP);
+    ct_tensor *gq = g ? gradient_like(device, q, work) : NULL;
+    ct_tensor *gk = gq ? gradient_like(device, k, work) : NULL;
+    ct_tensor *gv = gk ? gradient_like(device, v, work) : NULL;
+    ct_status status = gv ? CT_OK : ct_last_status();
+    if (status == CT_OK && work) {
         a.seed = (uint64_t)node->ints[1];
         a.offset = (uint64_t)node->ints[2];
         a.out = ct__data(node->saved[SAVED_OUT]);

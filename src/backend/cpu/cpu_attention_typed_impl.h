@@ -1,6 +1,7 @@
 /* The typed loops of the CPU attention (cpu_attention.c), included once per compute type with
  * CT_ATT_T (float for f32, f16 and bf16 data; double for f64), CT_ATT_DTYPE (its dtype),
- * CT_ATT_FN(name) (name suffixed by the type) and CT_ATT_EXP(x) defined.
+ * CT_ATT_FN(name) (name suffixed by the type), CT_ATT_EXP(x) and CT_ATT_BF16 (whether the
+ * bf16 products exist for the type: float only) defined.
  *
  * The products of a block of CT_ATT_BR query rows with a block of CT_ATT_BC keys are GEMMs
  * (ct__cpu_gemm, one thread inside the kernel's parallel region); the softmax between them
@@ -17,15 +18,29 @@ static const CT_ATT_T *CT_ATT_FN(rows)(CT_ATT_T *dst, const char *src, ct_dtype 
     return dst;
 }
 
-/* c (m x n, leading dimension ldc) = op(a) @ op(b) + beta * c in the compute type. */
+/* c (m x n, leading dimension ldc) = op(a) @ op(b) + beta * c (beta 0 or 1) in the compute
+ * type, or, with bf16 scratch (bf16 data on a CPU whose bf16 units are fast: cpu_attention.c),
+ * on the bf16 units from operands rounded to bf16, as flash attention's bf16 kernels round
+ * the probabilities and their gradients. */
 static void CT_ATT_FN(gemm)(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const CT_ATT_T *a,
                             int64_t lda, const CT_ATT_T *b, int64_t ldb, double beta, CT_ATT_T *c,
-                            int64_t ldc) {
-    if (m > 0 && n > 0 && k > 0)
-        ct__cpu_gemm(CT_ATT_DTYPE, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
-    else if (beta == 0)
-        for (int64_t r = 0; r < m; r++)
-            for (int64_t j = 0; j < n; j++) c[r * ldc + j] = 0;
+                            int64_t ldc, uint32_t *bf16) {
+    if (m <= 0 || n <= 0) return;
+    if (k <= 0) {
+        if (beta == 0)
+            for (int64_t r = 0; r < m; r++)
+                for (int64_t j = 0; j < n; j++) c[r * ldc + j] = 0;
+        return;
+    }
+#if CT_ATT_BF16
+    if (bf16) {
+        ct__cpu_attention_gemm_bf16(ta, tb, m, n, k, a, lda, b, ldb, beta != 0, c, ldc, bf16);
+        return;
+    }
+#else
+    (void)bf16;
+#endif
+    ct__cpu_gemm(CT_ATT_DTYPE, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
 }
 
 /* z[j] for keys j0 .. j0 + n - 1 of row i of problem b: dropout's factor, 0 or
@@ -57,14 +72,16 @@ CT_CPU_CLONES static void CT_ATT_FN(bias)(const ct__attention_args *a, int64_t m
 }
 
 /* The forward of rows [i0, i0 + br) of problem b (br <= CT_ATT_BR), w its scratch
- * (CT_ATT_FN(forward_scratch) elements): an online softmax over the key blocks, each row
- * keeping its running maximum m and sum l, its output rescaled when m grows. */
+ * (CT_ATT_FN(forward_scratch) elements), bf16 the bf16 products' or NULL: an online softmax over
+ * the key blocks, each row keeping its running maximum m and sum l, its output rescaled when m
+ * grows. */
 static size_t CT_ATT_FN(forward_scratch)(const ct__attention_args *a) {
     return (size_t)(CT_ATT_BR * (a->d + a->dv + CT_ATT_BC + 2) + CT_ATT_BC * (a->d + a->dv + 1));
 }
 
 CT_CPU_CLONES static void CT_ATT_FN(forward_rows)(const ct__attention_args *a, int64_t b,
-                                                  int64_t i0, int64_t br, CT_ATT_T *w) {
+                                                  int64_t i0, int64_t br, CT_ATT_T *w,
+                                                  uint32_t *bf16) {
     const int64_t d = a->d, dv = a->dv;
     CT_ATT_T *qw = w, *o = qw + CT_ATT_BR * d, *s = o + CT_ATT_BR * dv;
     CT_ATT_T *kw = s + CT_ATT_BR * CT_ATT_BC, *vw = kw + CT_ATT_BC * d, *z = vw + CT_ATT_BC * dv;
@@ -79,7 +96,7 @@ CT_CPU_CLONES static void CT_ATT_FN(forward_rows)(const ct__attention_args *a, i
         const int64_t n = keys - j0 < CT_ATT_BC ? keys - j0 : CT_ATT_BC;
         const CT_ATT_T *k = CT_ATT_FN(rows)(kw, a->k, a->dtype, b * a->tk, j0, n, d);
         const CT_ATT_T *v = CT_ATT_FN(rows)(vw, a->v, a->dtype, b * a->tk, j0, n, dv);
-        CT_ATT_FN(gemm)(false, true, br, n, d, q, d, k, d, 0.0, s, CT_ATT_BC);
+        CT_ATT_FN(gemm)(false, true, br, n, d, q, d, k, d, 0.0, s, CT_ATT_BC, bf16);
         for (int64_t r = 0; r < br; r++) {
             const int64_t i = i0 + r;
             CT_ATT_T *restrict sr = s + r * CT_ATT_BC, *restrict orow = o + r * dv;
@@ -105,7 +122,7 @@ CT_CPU_CLONES static void CT_ATT_FN(forward_rows)(const ct__attention_args *a, i
             }
             for (int64_t c = 0; c < dv; c++) orow[c] *= alpha;
         }
-        CT_ATT_FN(gemm)(false, false, br, dv, n, s, CT_ATT_BC, v, dv, 1.0, o, dv);
+        CT_ATT_FN(gemm)(false, false, br, dv, n, s, CT_ATT_BC, v, dv, 1.0, o, dv, bf16);
     }
     for (int64_t r = 0; r < br; r++) {
         const int64_t row = b * a->tq + i0 + r;
@@ -119,10 +136,10 @@ CT_CPU_CLONES static void CT_ATT_FN(forward_rows)(const ct__attention_args *a, i
 
 /* The backward of key blocks [kb0, kb1) of problem b: their rows of grad_k and grad_v, and
  * their share of grad_q (tq x d) added into dq, which starts at 0. w: scratch of
- * CT_ATT_FN(backward_scratch) elements. Per (query block, key block) the probabilities are
- * recomputed, p = exp(s - lse), and with D_i = dO_i . O_i (FlashAttention-2's backward):
- *     dV += (z p)^T dO,  dP = z (dO V^T),  dS = scale p (dP - D),
- *     dQ += dS K,  dK += dS^T Q. */
+ * CT_ATT_FN(backward_scratch) elements; bf16 as in the forward. Per (query block, key block) the
+ * probabilities are recomputed, p = exp(s - lse), and with D_i = dO_i . O_i (FlashAttention-2's
+ * backward): dV += (z p)^T dO,  dP = z (dO V^T),  dS = scale p (dP - D), dQ += dS K,  dK += dS^T Q.
+ */
 static size_t CT_ATT_FN(backward_scratch)(const ct__attention_args *a) {
     return (size_t)(a->tq * (a->d + a->dv + 1) + a->dv + 2 * CT_ATT_BR * CT_ATT_BC +
                     CT_ATT_BC * (2 * a->d + 2 * a->dv + 1));
@@ -130,7 +147,7 @@ static size_t CT_ATT_FN(backward_scratch)(const ct__attention_args *a) {
 
 CT_CPU_CLONES static void CT_ATT_FN(backward_keys)(const ct__attention_args *a, int64_t b,
                                                    int64_t kb0, int64_t kb1, CT_ATT_T *restrict dq,
-                                                   CT_ATT_T *w) {
+                                                   CT_ATT_T *w, uint32_t *bf16) {
     const int64_t d = a->d, dv = a->dv, tq = a->tq;
     CT_ATT_T *qw = w, *gw = qw + tq * d, *dl = gw + tq * dv, *orow = dl + tq;
     CT_ATT_T *s = orow + dv, *dp = s + CT_ATT_BR * CT_ATT_BC, *kw = dp + CT_ATT_BR * CT_ATT_BC;
@@ -158,8 +175,9 @@ CT_CPU_CLONES static void CT_ATT_FN(backward_keys)(const ct__attention_args *a, 
         /* Causal: row i sees key j0 only from i = j0 on. */
         for (int64_t i0 = a->causal ? j0 : 0; i0 < tq; i0 += CT_ATT_BR) {
             const int64_t br = tq - i0 < CT_ATT_BR ? tq - i0 : CT_ATT_BR;
-            CT_ATT_FN(gemm)(false, true, br, n, d, q + i0 * d, d, k, d, 0.0, s, CT_ATT_BC);
-            CT_ATT_FN(gemm)(false, true, br, n, dv, go + i0 * dv, dv, v, dv, 0.0, dp, CT_ATT_BC);
+            CT_ATT_FN(gemm)(false, true, br, n, d, q + i0 * d, d, k, d, 0.0, s, CT_ATT_BC, bf16);
+            CT_ATT_FN(gemm)
+            (false, true, br, n, dv, go + i0 * dv, dv, v, dv, 0.0, dp, CT_ATT_BC, bf16);
             for (int64_t r = 0; r < br; r++) {
                 const int64_t i = i0 + r;
                 CT_ATT_T *restrict sr = s + r * CT_ATT_BC, *restrict dpr = dp + r * CT_ATT_BC;
@@ -186,9 +204,10 @@ CT_CPU_CLONES static void CT_ATT_FN(backward_keys)(const ct__attention_args *a, 
                     }
                 }
             }
-            CT_ATT_FN(gemm)(true, false, n, dv, br, dp, CT_ATT_BC, go + i0 * dv, dv, 1.0, dvb, dv);
-            CT_ATT_FN(gemm)(false, false, br, d, n, s, CT_ATT_BC, k, d, 1.0, dq + i0 * d, d);
-            CT_ATT_FN(gemm)(true, false, n, d, br, s, CT_ATT_BC, q + i0 * d, d, 1.0, dk, d);
+            CT_ATT_FN(gemm)
+            (true, false, n, dv, br, dp, CT_ATT_BC, go + i0 * dv, dv, 1.0, dvb, dv, bf16);
+            CT_ATT_FN(gemm)(false, false, br, d, n, s, CT_ATT_BC, k, d, 1.0, dq + i0 * d, d, bf16);
+            CT_ATT_FN(gemm)(true, false, n, d, br, s, CT_ATT_BC, q + i0 * d, d, 1.0, dk, d, bf16);
         }
         for (int64_t e = 0; e < n * d; e++)
             ct__stf(a->grad_k, (b * a->tk + j0) * d + e, a->dtype, dk[e]);
