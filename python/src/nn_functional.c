@@ -156,16 +156,20 @@ static PyObject *f_dropout(PyObject *self, PyObject *args, PyObject *kwargs) {
 
 /* scale: None (1 / sqrt(E)) or a nonzero float (0 is the C function's "default"). */
 static PyObject *f_scaled_dot_product_attention(PyObject *self, PyObject *args, PyObject *kwargs) {
-    static char *kw[] = {"query",     "key",       "value", "attn_mask",
-                         "dropout_p", "is_causal", "scale", NULL};
+    static char *kw[] = {"query",     "key",   "value",      "attn_mask", "dropout_p",
+                         "is_causal", "scale", "enable_gqa", NULL};
     ct_tensor *q, *k, *v, *mask = NULL, *y;
     double dropout_p = 0.0, scale = 0.0;
-    int causal = 0;
+    int causal = 0, gqa = 0;
     PyObject *scale_obj = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&O&O&|O&dpO:scaled_dot_product_attention", kw,
-                                     tensor_arg, &q, tensor_arg, &k, tensor_arg, &v, opt_tensor,
-                                     &mask, &dropout_p, &causal, &scale_obj))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&O&O&|O&dpO$p:scaled_dot_product_attention",
+                                     kw, tensor_arg, &q, tensor_arg, &k, tensor_arg, &v, opt_tensor,
+                                     &mask, &dropout_p, &causal, &scale_obj, &gqa))
         return NULL;
+    if (gqa)
+        return ctpy_raise_status(CT_ERR_UNSUPPORTED,
+                                 "scaled_dot_product_attention: enable_gqa=True (grouped-query "
+                                 "attention) is not supported; repeat key and value's heads");
     if (scale_obj != Py_None) {
         scale = PyFloat_AsDouble(scale_obj);
         if (scale == -1.0 && PyErr_Occurred()) return NULL;

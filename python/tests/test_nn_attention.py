@@ -69,6 +69,8 @@ def test_sdpa_masks_and_scale(device):
                                        is_causal=True)
     with pytest.raises(ValueError, match="scale=0"):
         F.scaled_dot_product_attention(*t, scale=0.0)
+    with pytest.raises(ct.UnsupportedError, match="enable_gqa"):
+        F.scaled_dot_product_attention(*t, enable_gqa=True)
 
 
 def test_sdpa_gradients(device):
