@@ -94,10 +94,14 @@ def test_sdpa_gradients(device):
 def _mha_reference(m, query, key, value, key_padding_mask=None, attn_mask=None):
     """torch.nn.MultiheadAttention's arithmetic in float64 (batch_first inputs)."""
     e, h = m.embed_dim, m.num_heads
-    w = to_numpy(m.in_proj_weight).astype(np.float64)
+    if m._qkv_same_embed_dim:
+        w = to_numpy(m.in_proj_weight).astype(np.float64)
+        ws = [w[i * e:(i + 1) * e] for i in range(3)]
+    else:
+        ws = [to_numpy(p).astype(np.float64)
+              for p in (m.q_proj_weight, m.k_proj_weight, m.v_proj_weight)]
     b = to_numpy(m.in_proj_bias).astype(np.float64)
-    proj = [x @ w[i * e:(i + 1) * e].T + b[i * e:(i + 1) * e]
-            for i, x in enumerate((query, key, value))]
+    proj = [x @ ws[i].T + b[i * e:(i + 1) * e] for i, x in enumerate((query, key, value))]
     n, length, s = query.shape[0], query.shape[1], key.shape[1]
     q, k, v = (y.reshape(n, y.shape[1], h, e // h).transpose(0, 2, 1, 3) for y in proj)
     bias = np.zeros((n, 1, length, s))
@@ -180,3 +184,17 @@ def test_multihead_attention_unbatched_and_backward(device):
     assert np.all(np.isfinite(to_numpy(m.in_proj_weight.grad)))
     with pytest.raises(RuntimeError, match="need attn_mask"):
         m(xt, xt, xt, is_causal=True)
+
+
+def test_multihead_attention_kdim_vdim(device):
+    m = nn.MultiheadAttention(8, 2, kdim=5, vdim=3, batch_first=True).to(device)
+    rng = np.random.default_rng(6)
+    query, key, value = _rand(rng, 2, 4, 8), _rand(rng, 2, 6, 5), _rand(rng, 2, 6, 3)
+    expected, weights = _mha_reference(m, query, key, value)
+    args = [ct.tensor(x.astype(np.float32), device=device) for x in (query, key, value)]
+    out, w = m(*args)
+    np.testing.assert_allclose(to_numpy(out), expected, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(to_numpy(w), weights, rtol=1e-4, atol=1e-5)
+    out, w = m(*args, need_weights=False)
+    assert w is None
+    np.testing.assert_allclose(to_numpy(out), expected, rtol=1e-4, atol=1e-5)
