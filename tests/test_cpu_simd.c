@@ -128,6 +128,79 @@ TEST(test_cpu_simd_max_row_avx512_matches_scalar_rule) {
 #endif
 }
 
+#if CT_CPU_SIMD_KERNELS
+/* x rounded to bf16, nearest even (finite values). */
+static double bf16_value(float x) {
+    uint32_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    bits = (bits + 0x7FFFu + ((bits >> 16) & 1u)) & 0xFFFF0000u;
+    float r;
+    memcpy(&r, &bits, sizeof r);
+    return r;
+}
+
+/* ct__cpu_attention_gemm_bf16 against the double sums of the bf16-rounded products, for one
+ * layout and shape; returns whether every element is within f32 summation's error. */
+static bool bf16_product_matches(bool ta, bool tb, bool accumulate, int64_t m, int64_t n,
+                                 int64_t k) {
+    int64_t lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 1, ldc = n + 2;
+    int64_t arows = ta ? k : m, brows = tb ? n : k, most = m > n ? m : n;
+    most = k > most ? k : most;
+    float *a = malloc(sizeof(float) * (size_t)(arows * lda));
+    float *b = malloc(sizeof(float) * (size_t)(brows * ldb));
+    float *c = malloc(sizeof(float) * (size_t)(m * ldc));
+    uint32_t *scratch = malloc(sizeof(uint32_t) * ct__cpu_attention_bf16_scratch(most));
+    bool ok = a && b && c && scratch;
+    uint64_t state = 12345;
+    for (int64_t e = 0; ok && e < arows * lda; e++)
+        a[e] = (float)((state = state * 6364136223846793005ull + 1) >> 40) / 16777216.0f - 0.5f;
+    for (int64_t e = 0; ok && e < brows * ldb; e++)
+        b[e] = (float)((state = state * 6364136223846793005ull + 1) >> 40) / 8388608.0f - 1.0f;
+    for (int64_t e = 0; ok && e < m * ldc; e++) c[e] = (float)(e % 7) - 3.0f;
+    if (ok)
+        ct__cpu_attention_gemm_bf16(ta, tb, m, n, k, a, lda, b, ldb, accumulate, c, ldc, scratch);
+    for (int64_t i = 0; ok && i < m; i++)
+        for (int64_t j = 0; ok && j < n; j++) {
+            double sum = accumulate ? (double)((i * ldc + j) % 7) - 3.0 : 0.0, size = fabs(sum);
+            for (int64_t p = 0; p < k; p++) {
+                double x = bf16_value(ta ? a[p * lda + i] : a[i * lda + p]);
+                double y = bf16_value(tb ? b[j * ldb + p] : b[p * ldb + j]);
+                sum += x * y;
+                size += fabs(x * y);
+            }
+            double got = c[i * ldc + j];
+            if (!(fabs(got - sum) <= 1e-6 * size + 1e-30)) {
+                printf("    ta %d tb %d acc %d (%lld x %lld x %lld): c[%lld][%lld] = %.9g, "
+                       "expected %.9g\n",
+                       ta, tb, accumulate, (long long)m, (long long)n, (long long)k, (long long)i,
+                       (long long)j, got, sum);
+                ok = false;
+            }
+        }
+    free(a), free(b), free(c), free(scratch);
+    return ok;
+}
+#endif
+
+/* The attention's small bf16 products (cpu_attention_bf16.c) in every layout, at sizes that
+ * leave partial lane blocks, odd summed lengths and single rows. */
+TEST(test_cpu_simd_attention_bf16_products) {
+#if CT_CPU_SIMD_KERNELS
+    if (!ct__cpu_has_avx512bf16()) {
+        ct_test_skip("this processor has no AVX512_BF16");
+        return;
+    }
+    const int64_t shapes[][3] = {{1, 1, 1},    {5, 17, 9},  {64, 64, 64}, {33, 40, 24},
+                                 {64, 80, 70}, {2, 130, 3}, {63, 16, 128}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int layout = 0; layout < 8; layout++)
+            CHECK(bf16_product_matches(layout & 1, (layout >> 1) & 1, (layout >> 2) & 1,
+                                       shapes[s][0], shapes[s][1], shapes[s][2]));
+#else
+    ct_test_skip("built without the vector kernels (not GCC on x86-64)");
+#endif
+}
+
 TEST(test_cpu_simd_kernels_line_names_the_pool_row) {
     const char *want = !CT_CPU_SIMD_KERNELS     ? "max pool scalar"
                        : ct__cpu_has_avx512bw() ? "max pool AVX-512"

@@ -33,6 +33,11 @@ double ct__cpu_now_ns(void);
 double ct__cpu_region_ns(void);
 void ct__cpu_set_region_ns(double ns);
 
+/* Whether the attention kernels take bf16 data's products to the bf16 units
+ * (cpu_attention.c): by default (-1) where the processor has AVX512_BF16 and
+ * ct_cpu_has_fast_bf16; 1 wherever it has AVX512_BF16, 0 never (tests, to cover both paths). */
+void ct__cpu_attention_set_bf16(int mode);
+
 /* Hot loops get an AVX2+FMA clone picked at load time, so a generic x86-64 build still
  * runs them 8 floats at a time where the processor allows. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)

@@ -5,6 +5,7 @@
 #define CT_CPU_SIMD_IMPL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Whether this build has them: GCC on x86-64 (their intrinsics and target attributes). */
@@ -43,7 +44,26 @@ static inline bool ct__cpu_has_avx512bw(void) {
 #endif
 }
 
+/* ct__cpu_has_avx512bw, and AVX512_BF16 (VDPBF16PS) as well. */
+static inline bool ct__cpu_has_avx512bf16(void) {
 #if CT_CPU_SIMD_KERNELS
+    return ct__cpu_has_avx512bw() && __builtin_cpu_supports("avx512bf16");
+#else
+    return false;
+#endif
+}
+
+#if CT_CPU_SIMD_KERNELS
+/* c (m x n, leading dimension ldc) = op(a) @ op(b), plus c when accumulate: a and b f32
+ * (row-major, leading dimensions lda and ldb) rounded to bf16 (nearest even), the products
+ * on the AVX512_BF16 units summed in f32 (cpu_attention_bf16.c). scratch holds
+ * ct__cpu_attention_bf16_scratch(most) words, most >= m, n and k. Call only when
+ * ct__cpu_has_avx512bf16(). */
+void ct__cpu_attention_gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
+                                 int64_t lda, const float *b, int64_t ldb, bool accumulate,
+                                 float *c, int64_t ldc, uint32_t *scratch);
+size_t ct__cpu_attention_bf16_scratch(int64_t most);
+
 /* One output row of 2x2 max pooling at stride 2 (cpu_pool_simd.c): inputs rows x0 and x1, ow_n
  * outputs y and their in-plane indices idx (at0: x0's first index, w the row length). Returns
  * whether the row held a NaN, which these results do not place as PyTorch does. */
