@@ -48,6 +48,8 @@ CT_API ct_module *ct_nn_embedding(int64_t num_embeddings, int64_t embedding_dim)
 CT_API ct_module *ct_nn_flatten(void);
 CT_API ct_module *ct_nn_relu(void);
 CT_API ct_module *ct_nn_gelu(void);
+/* GELU in GPT-2's tanh form (PyTorch's nn.GELU(approximate='tanh')). */
+CT_API ct_module *ct_nn_gelu_tanh(void);
 CT_API ct_module *ct_nn_tanh(void);
 CT_API ct_module *ct_nn_sigmoid(void);
 CT_API ct_module *ct_nn_softmax(int axis);

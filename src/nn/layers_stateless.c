@@ -11,6 +11,7 @@
     ct_module *ct_nn_##fn_name(void) { return ct__module_new(kind, fn_name##_forward); }
 CT_ACTIVATION_(relu, "ReLU", ct_relu)
 CT_ACTIVATION_(gelu, "GELU", ct_gelu)
+CT_ACTIVATION_(gelu_tanh, "GELU(approximate='tanh')", ct_gelu_tanh)
 CT_ACTIVATION_(tanh, "Tanh", ct_tanh)
 CT_ACTIVATION_(sigmoid, "Sigmoid", ct_sigmoid)
 #undef CT_ACTIVATION_
