@@ -65,6 +65,12 @@ CT_API ct_optimizer *ct_adamw(int n, ct_tensor *const *params, const ct_adam_opt
  * then); one of another floating dtype or layout is converted first. Adam's step count is
  * per parameter and counts only the steps that parameter had a gradient. */
 CT_API ct_status ct_optimizer_step(ct_optimizer *opt);
+/* Parameter i's weight decay (>= 0, finite), as a PyTorch param group of its own: starts
+ * as the options' value. GPT training decays the matrices and embeddings and not the biases
+ * and norms' weights (nanoGPT's groups): set 0 for those. get returns NaN for a NULL
+ * optimiser or an index out of range. */
+CT_API ct_status ct_optimizer_set_weight_decay(ct_optimizer *opt, int i, double weight_decay);
+CT_API double ct_optimizer_get_weight_decay(const ct_optimizer *opt, int i);
 /* optimizer.zero_grad(): drop every parameter's gradient (set_to_none=True). */
 CT_API ct_status ct_optimizer_zero_grad(ct_optimizer *opt);
 /* Drops the optimiser's references and state; NULL is ignored. */

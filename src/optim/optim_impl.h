@@ -28,6 +28,7 @@ struct ct_optimizer {
     int n;
     ct_tensor **params; /* unscoped references */
     ct__param_state *state;
+    double *weight_decay; /* per parameter (a param group of its own); hyper's by default */
     /* The kind and hyperparameters (the list fields are filled per step). */
     ct__optim_args hyper;
 };

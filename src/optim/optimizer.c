@@ -112,11 +112,14 @@ static ct_optimizer *optimizer_new(const char *op, int n, ct_tensor *const *para
     ct_optimizer *opt = ct__calloc(1, sizeof *opt);
     ct_tensor **refs = ct__calloc((size_t)n, sizeof *refs);
     ct__param_state *state = ct__calloc((size_t)n, sizeof *state);
-    if (!opt || !refs || !state) {
-        ct__free_mem(opt), ct__free_mem(refs), ct__free_mem(state);
+    double *decay = ct__calloc((size_t)n, sizeof *decay);
+    if (!opt || !refs || !state || !decay) {
+        ct__free_mem(opt), ct__free_mem(refs), ct__free_mem(state), ct__free_mem(decay);
         return ct__fail(CT_ERR_OUT_OF_MEMORY, "%s: out of host memory for %d parameters", op, n);
     }
     for (int i = 0; i < n; i++) refs[i] = ct_retain(params[i]);
+    for (int i = 0; i < n; i++) decay[i] = hyper->weight_decay;
+    opt->weight_decay = decay;
     opt->name = op;
     opt->n = n;
     opt->params = refs;
@@ -168,6 +171,7 @@ void ct_optimizer_free(ct_optimizer *opt) {
     }
     ct__free_mem(opt->params);
     ct__free_mem(opt->state);
+    ct__free_mem(opt->weight_decay);
     ct__free_mem(opt);
 }
 
@@ -182,6 +186,24 @@ ct_status ct_optimizer_set_lr(ct_optimizer *opt, double lr) {
                          lr);
     opt->hyper.lr = lr;
     return CT_OK;
+}
+
+ct_status ct_optimizer_set_weight_decay(ct_optimizer *opt, int i, double weight_decay) {
+    const char *op = "ct_optimizer_set_weight_decay";
+    if (!opt) return ct__error(CT_ERR_INVALID_ARG, "%s: opt is NULL", op);
+    if (i < 0 || i >= opt->n)
+        return ct__error(CT_ERR_INVALID_ARG,
+                         "%s: parameter index %d is out of range; the optimiser has %d", op, i,
+                         opt->n);
+    ct_status s = check_nonneg(op, "weight_decay value", weight_decay);
+    if (s == CT_OK && isinf(weight_decay))
+        s = ct__error(CT_ERR_INVALID_ARG, "%s: weight_decay is infinite", op);
+    if (s == CT_OK) opt->weight_decay[i] = weight_decay;
+    return s;
+}
+
+double ct_optimizer_get_weight_decay(const ct_optimizer *opt, int i) {
+    return opt && i >= 0 && i < opt->n ? opt->weight_decay[i] : NAN;
 }
 
 ct_status ct_optimizer_zero_grad(ct_optimizer *opt) {
@@ -285,16 +307,24 @@ static void fill_entry(const ct_optimizer *opt, int i, const param_work *w, ct__
     }
 }
 
-/* Update every parameter with a gradient on the device of parameter `first`; marks them
- * done (w[i].grad = NULL after release) and commits their step. */
+/* Whether parameter i joins the kernel call of parameter `first`: the same device and the
+ * same weight decay. */
+static bool same_group(const ct_optimizer *opt, int first, int i) {
+    return ct__same_device(opt->params[i]->storage->device, opt->params[first]->storage->device) &&
+           opt->weight_decay[i] == opt->weight_decay[first];
+}
+
+/* Update every parameter with a gradient in the group of parameter `first` (its device and
+ * weight decay); marks them done (w[i].grad = NULL after release) and commits their step. */
 static ct_status step_device(ct_optimizer *opt, int first, param_work *w,
                              ct__optim_tensor *entries) {
     ct_device device = opt->params[first]->storage->device;
     ct__optim_args args = opt->hyper;
+    args.weight_decay = opt->weight_decay[first];
     int count = 0;
     args.total = 0;
     for (int i = first; i < opt->n; i++) {
-        if (!w[i].grad || !ct__same_device(opt->params[i]->storage->device, device)) continue;
+        if (!w[i].grad || !same_group(opt, first, i)) continue;
         fill_entry(opt, i, &w[i], &entries[count]);
         args.total += entries[count++].numel;
     }
@@ -307,7 +337,7 @@ static ct_status step_device(ct_optimizer *opt, int first, param_work *w,
     ct_status status = k->optim_step(physical, &args);
     if (status != CT_OK) return status;
     for (int i = first; i < opt->n; i++) {
-        if (!w[i].grad || !ct__same_device(opt->params[i]->storage->device, device)) continue;
+        if (!w[i].grad || !same_group(opt, first, i)) continue;
         ct__storage_written(opt->params[i]); /* updated in place */
         if (opt->hyper.kind != CT_OPTIM_SGD) {
             opt->state[i].step += 1.0;
