@@ -31,6 +31,9 @@ struct ct_module {
     int ntensors;
     ct_module **children;
     int nchildren;
+    /* The name under its parent in state-dict names ("wte" in "transformer.wte.weight"): a
+     * static string, or NULL for the child's index ("0.weight"). */
+    const char *label;
     bool training;
     /* Settings, by kind. */
     ct_conv2d_options conv;
