@@ -24,6 +24,7 @@ static const struct {
     {"matmul", "matmul", LOWER},
     {"linear", "linear", LOWER},
     {"conv2d", "conv2d", LOWER},
+    {"scaled_dot_product_attention", "scaled_dot_product_attention", LOWER},
     {"acos", "acos", F32},
     {"asin", "asin", F32},
     {"cosh", "cosh", F32},

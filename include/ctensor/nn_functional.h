@@ -75,6 +75,22 @@ CT_API ct_tensor *ct_embedding(const ct_tensor *indices, const ct_tensor *weight
 CT_API ct_tensor *ct_softmax(const ct_tensor *x, int axis);
 CT_API ct_tensor *ct_log_softmax(const ct_tensor *x, int axis);
 
+/* Scaled dot-product attention, PyTorch's F.scaled_dot_product_attention: query (..., L, E),
+ * key (..., S, E), value (..., S, Ev) with the same leading (batch) axes and dtype give
+ * softmax(query @ key^T * scale + bias) @ value, (..., L, Ev). mask (or NULL) broadcasts to
+ * (..., L, S): CT_BOOL (true: the query attends to the key) or floating (added to the
+ * scores). causal hides key j from query i when j > i (PyTorch's is_causal: top-left
+ * aligned when L != S); a mask with causal is an error. dropout_p > 0 drops probabilities
+ * (scaled by 1 / (1 - dropout_p)) from the global Philox stream (random.h), whatever the
+ * mode, as PyTorch's function does: pass 0 outside training. scale 0 means 1 / sqrt(E).
+ * A query that sees no key (every score -inf) gives zeros, and zero gradients, as PyTorch's
+ * fused kernels do. Memory is linear in L and S on every device (no L x S matrix is made or
+ * saved); gradients flow to query, key and value (a float mask that requires grad is
+ * CT_ERR_UNSUPPORTED). Under autocast: lower precision, as PyTorch. */
+CT_API ct_tensor *ct_scaled_dot_product_attention(const ct_tensor *query, const ct_tensor *key,
+                                                  const ct_tensor *value, const ct_tensor *mask,
+                                                  bool causal, double dropout_p, double scale);
+
 /* Cross-entropy of logits (N, C) against class indices target (N) (integer), with a fused
  * log-softmax. label_smoothing in [0, 1) as PyTorch's; ignore_index: targets equal to it add
  * nothing (pass a negative value other than any label, e.g. -100, PyTorch's default).

@@ -114,6 +114,11 @@
       (int device, const ct__layer_norm_args *args), (device, args))                               \
     X(dropout, REQUIRED, QUEUED, ct_status, (int device, const ct__dropout_args *args),            \
       (device, args))                                                                              \
+    /* Scaled dot-product attention and its backward: ct__attention_args (norm_args_impl.h). */    \
+    X(attention, REQUIRED, QUEUED, ct_status, (int device, const ct__attention_args *args),        \
+      (device, args))                                                                              \
+    X(attention_backward, REQUIRED, QUEUED, ct_status,                                             \
+      (int device, const ct__attention_args *args), (device, args))                                \
     /* Checks the indices: one out of range is an error naming it. */                              \
     X(index_add, REQUIRED, READBACK(CT_READBACK_BAD_VALUE), ct_status,                             \
       (int device, const ct__index_add_args *args), (device, args))                                \

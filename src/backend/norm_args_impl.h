@@ -121,4 +121,44 @@ struct ct__index_add_args {
     bool deterministic;
 };
 
+/* Scaled dot-product attention of `batch` independent problems (the leading axes of the
+ * operands, flattened): q (batch, tq, d), k (batch, tk, d), v (batch, tk, dv) and out
+ * (batch, tq, dv), contiguous, in `dtype`. Row i of problem b attends to key j with score
+ * s_ij = scale * q_i . k_j, plus the mask's element when mask_dtype is floating; key j is
+ * hidden from row i when the bool mask's element is false, or when `causal` and j > i
+ * (PyTorch's top-left alignment). The mask's element (b, i, j) lies at element
+ * offset(b) + i * mask_stride_q + j * mask_stride_k of `mask` (NULL: no mask), offset(b)
+ * the dot product of b's C-order position in mask_batch_shape (mask_batch_ndim axes, whose
+ * product is batch) with mask_batch_strides: a broadcast mask needs no copy. A float mask
+ * is in `dtype`; mask_dtype is CT_BOOL or `dtype`.
+ * out_i = sum_j z_ij p_ij v_j with p_i = softmax_j(s_i) over the keys the row sees; a row
+ * that sees none (every score -inf) is 0, as PyTorch's current kernels give. Dropout
+ * (dropout_p > 0): z_ij = 0 or 1 / (1 - dropout_p), element e = (b * tq + i) * tk + j
+ * drawing word e % 4 of the Philox block at counter offset + e / 4 of stream seed (dropout's
+ * layout) and kept when its uniform u >= dropout_p; z_ij = 1 without dropout.
+ * Forward writes out and lse (float64, batch x tq): log sum_j exp(s_ij), -inf for a row that
+ * sees no key. Backward reads q, k, v, out, lse and grad_out (batch, tq, dv) and writes
+ * grad_q, grad_k and grad_v (each the shape of its operand, none NULL), recomputing the
+ * probabilities from lse; its sums run in an order fixed by the shapes alone (no atomics),
+ * so two runs give the same bits. Scratch, where a kernel needs it, is its own: linear in
+ * tq and tk, never tq x tk. */
+struct ct__attention_args {
+    ct_dtype dtype;
+    int64_t batch, tq, tk, d, dv;
+    double scale;
+    bool causal;
+    const char *mask;
+    ct_dtype mask_dtype;
+    int mask_batch_ndim;
+    int64_t mask_batch_shape[CT_MAX_DIMS], mask_batch_strides[CT_MAX_DIMS];
+    int64_t mask_stride_q, mask_stride_k;
+    double dropout_p;
+    uint64_t seed, offset;
+    const char *q, *k, *v;
+    char *out;
+    char *lse;
+    const char *grad_out; /* backward only, and the gradients below (out and lse as read) */
+    char *grad_q, *grad_k, *grad_v;
+};
+
 #endif

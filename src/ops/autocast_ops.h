@@ -10,6 +10,7 @@
     X(matmul, MATMUL, LOWER)                                                                       \
     X(linear, LINEAR, LOWER)                                                                       \
     X(conv2d, CONV2D, LOWER)                                                                       \
+    X(scaled_dot_product_attention, SCALED_DOT_PRODUCT_ATTENTION, LOWER)                           \
     /* PyTorch's fp32: softmax, log_softmax, layer_norm, cumsum on CUDA; mse_loss on both;         \
      * cross_entropy_loss on the CPU (on CUDA its parts, log_softmax and nll_loss) */              \
     X(softmax, SOFTMAX, F32)                                                                       \
