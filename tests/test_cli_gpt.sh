@@ -68,6 +68,12 @@ if [ "$code" = 0 ] && [ "$(field vocab)" = 1000 ] && [ "$(field bits_per_byte)" 
 then pass test_cli_gpt_synthetic
 else fail test_cli_gpt_synthetic "exit $code"; fi
 
+run "$ctensor" train --model gpt --layers 1 --heads 2 --width 16 --context 16 --batch-size 4 \
+    --dataset "$text" --steps 3 --amp bf16 --json
+if [ "$code" = 0 ] && grep -q '"precision": "bf16"' "$out"
+then pass test_cli_gpt_amp_bf16
+else fail test_cli_gpt_amp_bf16 "exit $code"; fi
+
 short="$work/short.txt"
 printf 'too short' > "$short"
 run "$ctensor" train $small --dataset "$short" --steps 2

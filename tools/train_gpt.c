@@ -233,8 +233,15 @@ static int set_up(gpt_run *r, int64_t *first) {
         return ct_cli_fail("out of memory for the run");
     ct_module_parameters(r->model, r->params, r->nparams);
     if (make_optimizer(r) != CT_OK) return failed("the optimiser");
-    if (r->amp == CT_F16) {
-        r->scaler = ct_grad_scaler_new(r->nparams, r->params, NULL, NULL);
+    if (r->amp == CT_F16) { /* parameters in state order: their names, for its warnings */
+        const char **names = calloc((size_t)r->nparams, sizeof *names);
+        for (int i = 0, j = 0; names && j < r->nparams; i++) {
+            bool buffer;
+            const char *name = ct_module_state_at(r->model, i, NULL, &buffer);
+            if (!buffer) names[j++] = name;
+        }
+        r->scaler = names ? ct_grad_scaler_new(r->nparams, r->params, names, NULL) : NULL;
+        free(names);
         if (!r->scaler) return failed("the loss scaler");
     }
     if (o->checkpoint && !train_checkpoint_folder_writable(o->checkpoint)) return CT_CLI_USAGE;
