@@ -658,7 +658,7 @@ class BCEWithLogitsLoss(_Loss):
 functional = types.ModuleType(__name__ + ".functional", "ct.nn.functional: torch.nn.functional")
 for _name in ("linear", "conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d",
               "batch_norm", "layer_norm", "dropout", "embedding", "softmax", "log_softmax",
-              "cross_entropy", "mse_loss"):
+              "cross_entropy", "mse_loss", "scaled_dot_product_attention"):
     setattr(functional, _name, getattr(_ctensor, "_f_" + _name))
 functional.nll_loss = _nll_loss
 functional.l1_loss = _l1_loss
@@ -740,6 +740,137 @@ init.ones_ = lambda t: _constant_(t, 1.0)
 init.kaiming_uniform_, init.xavier_uniform_ = _kaiming_uniform_, _xavier_uniform_
 init.calculate_gain = lambda nonlinearity, param=None: _gain(nonlinearity, param or 0.01)
 sys.modules[init.__name__] = init
+
+# ---- nn.MultiheadAttention ----
+
+
+def _additive_mask(mask, dtype, what):
+    """A float mask to add to the scores: a bool mask's True (masked out, MultiheadAttention's
+    convention) becomes -inf, a float mask is kept."""
+    if mask.dtype == _ct.bool:
+        return _ct.zeros(tuple(mask.shape), dtype=dtype, device=mask.device).masked_fill(
+            mask, float("-inf"))
+    if not mask.is_floating_point():
+        raise TypeError(f"MultiheadAttention: {what} must be bool or floating, not {mask.dtype}")
+    return mask.to(dtype) if mask.dtype != dtype else mask
+
+
+class MultiheadAttention(Module):
+    """torch.nn.MultiheadAttention: projections of query, key and value into num_heads heads,
+    scaled dot-product attention in each, and an output projection. Parameters and their
+    names and initialisation are PyTorch's (in_proj_weight and in_proj_bias, or q_proj_weight,
+    k_proj_weight and v_proj_weight when kdim or vdim differ from embed_dim; out_proj).
+    forward returns (output, weights): the weights averaged over the heads (or per head with
+    average_attn_weights=False) when need_weights, else None. Without need_weights the heads
+    run through ct.nn.functional.scaled_dot_product_attention, whose memory is linear in the
+    sequence; with it the weights are computed in full, as PyTorch does. Masks follow
+    MultiheadAttention's convention (a bool True hides the key), not that of
+    scaled_dot_product_attention. add_bias_kv and add_zero_attn are not supported."""
+
+    def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False,
+                 add_zero_attn=False, kdim=None, vdim=None, batch_first=False, device=None):
+        super().__init__()
+        if add_bias_kv or add_zero_attn:
+            raise _ct.UnsupportedError("MultiheadAttention: add_bias_kv and add_zero_attn are "
+                                       "not supported")
+        if num_heads <= 0 or embed_dim % num_heads != 0:
+            raise ValueError(f"MultiheadAttention: embed_dim ({embed_dim}) must be divisible "
+                             f"by num_heads ({num_heads})")
+        self.embed_dim, self.num_heads, self.dropout = embed_dim, num_heads, float(dropout)
+        self.batch_first, self.head_dim = batch_first, embed_dim // num_heads
+        self.kdim = embed_dim if kdim is None else kdim
+        self.vdim = embed_dim if vdim is None else vdim
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
+        e = embed_dim
+        if self._qkv_same_embed_dim:
+            self.in_proj_weight = Parameter(_ct.zeros((3 * e, e), device=device))
+            _xavier_uniform_(self.in_proj_weight)
+        else:
+            self.q_proj_weight = Parameter(_ct.zeros((e, e), device=device))
+            self.k_proj_weight = Parameter(_ct.zeros((e, self.kdim), device=device))
+            self.v_proj_weight = Parameter(_ct.zeros((e, self.vdim), device=device))
+            for w in (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight):
+                _xavier_uniform_(w)
+        if bias:
+            self.in_proj_bias = Parameter(_ct.zeros((3 * e,), device=device))
+        self.out_proj = Linear(e, e, bias=bias, device=device)
+        if bias:
+            _constant_(self.out_proj.bias, 0.0)
+        object.__setattr__(self, "_bias", bias)
+
+    def extra_repr(self):
+        return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}"
+
+    def _projections(self):
+        e = self.embed_dim
+        if self._qkv_same_embed_dim:
+            w = self.in_proj_weight
+            weights = (w[0:e], w[e:2 * e], w[2 * e:3 * e])
+        else:
+            weights = (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight)
+        if not self._bias:
+            return [(wi, None) for wi in weights]
+        b = self.in_proj_bias
+        return list(zip(weights, (b[0:e], b[e:2 * e], b[2 * e:3 * e])))
+
+    def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
+                average_attn_weights=True, is_causal=False):
+        batched = query.dim() == 3
+        if not batched:
+            query, key, value = query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0)
+            if key_padding_mask is not None:
+                key_padding_mask = key_padding_mask.unsqueeze(0)
+        elif not self.batch_first:
+            query, key, value = (x.transpose(0, 1) for x in (query, key, value))
+        n, length, e = query.shape
+        s, h, hd = key.shape[1], self.num_heads, self.head_dim
+        if is_causal and attn_mask is None:
+            raise RuntimeError("MultiheadAttention: need attn_mask if specifying the is_causal "
+                               "hint (as PyTorch)")
+        # PyTorch's rule: the causal hint replaces attn_mask only when nothing else masks and
+        # no weights are asked for.
+        causal = is_causal and key_padding_mask is None and not need_weights
+        heads = []
+        for x, (w, b) in zip((query, key, value), self._projections()):
+            y = functional.linear(x, w, b)
+            heads.append(y.reshape(n, y.shape[1], h, hd).transpose(1, 2))
+        q, k, v = heads
+        mask = None
+        if attn_mask is not None and not causal:
+            mask = _additive_mask(attn_mask, q.dtype, "attn_mask")
+            if mask.dim() == 3:
+                mask = mask.reshape(n, h, length, s)
+        if key_padding_mask is not None:
+            if key_padding_mask.dtype == _ct.bool and mask is None and not need_weights:
+                mask = key_padding_mask.logical_not().reshape(n, 1, 1, s)
+            else:
+                pad = _additive_mask(key_padding_mask, q.dtype, "key_padding_mask")
+                pad = pad.reshape(n, 1, 1, s)
+                mask = pad if mask is None else mask + pad
+        p = self.dropout if self.training else 0.0
+        weights = None
+        if need_weights:
+            scores = q.matmul(k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
+            if mask is not None:
+                scores = scores + mask
+            weights = scores.softmax(-1)
+            if p > 0:
+                weights = functional.dropout(weights, p)
+            out = weights.matmul(v)
+            if average_attn_weights:
+                weights = weights.mean(1)
+            if not batched:
+                weights = weights.squeeze(0)
+        else:
+            out = functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p,
+                                                          is_causal=causal)
+        out = self.out_proj(out.transpose(1, 2).reshape(n, length, e))
+        if not batched:
+            out = out.squeeze(0)
+        elif not self.batch_first:
+            out = out.transpose(0, 1)
+        return out, weights
+
 
 # ---- ct.nn.utils ----
 

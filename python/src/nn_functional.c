@@ -154,6 +154,32 @@ static PyObject *f_dropout(PyObject *self, PyObject *args, PyObject *kwargs) {
     return ctpy_wrap(y);
 }
 
+/* scale: None (1 / sqrt(E)) or a nonzero float (0 is the C function's "default"). */
+static PyObject *f_scaled_dot_product_attention(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *kw[] = {"query",     "key",       "value", "attn_mask",
+                         "dropout_p", "is_causal", "scale", NULL};
+    ct_tensor *q, *k, *v, *mask = NULL, *y;
+    double dropout_p = 0.0, scale = 0.0;
+    int causal = 0;
+    PyObject *scale_obj = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&O&O&|O&dpO:scaled_dot_product_attention", kw,
+                                     tensor_arg, &q, tensor_arg, &k, tensor_arg, &v, opt_tensor,
+                                     &mask, &dropout_p, &causal, &scale_obj))
+        return NULL;
+    if (scale_obj != Py_None) {
+        scale = PyFloat_AsDouble(scale_obj);
+        if (scale == -1.0 && PyErr_Occurred()) return NULL;
+        if (scale == 0.0) {
+            PyErr_SetString(PyExc_ValueError,
+                            "scaled_dot_product_attention: scale=0 is not supported (every key "
+                            "would weigh the same); pass None for 1 / sqrt(E)");
+            return NULL;
+        }
+    }
+    CTPY_NOGIL(y = ct_scaled_dot_product_attention(q, k, v, mask, causal, dropout_p, scale));
+    return ctpy_wrap(y);
+}
+
 static PyObject *f_embedding(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *kw[] = {"input", "weight", NULL};
     ct_tensor *x, *w, *y;
@@ -241,6 +267,8 @@ static PyMethodDef functional_functions[] = {
     {"_f_layer_norm", KW f_layer_norm, KWARGS, "F.layer_norm"},
     {"_f_dropout", KW f_dropout, KWARGS, "F.dropout"},
     {"_f_embedding", KW f_embedding, KWARGS, "F.embedding"},
+    {"_f_scaled_dot_product_attention", KW f_scaled_dot_product_attention, KWARGS,
+     "F.scaled_dot_product_attention"},
     {"_f_softmax", KW f_softmax, KWARGS, "F.softmax"},
     {"_f_log_softmax", KW f_log_softmax, KWARGS, "F.log_softmax"},
     {"_f_cross_entropy", KW f_cross_entropy, KWARGS, "F.cross_entropy"},
