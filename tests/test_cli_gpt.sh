@@ -83,13 +83,17 @@ else fail test_cli_gpt_short_text_refused "exit $code"; fi
 
 run "$ctensor" train --model gpt --width 30 --heads 4 --dataset "$text"
 code1=$code
+run "$ctensor" train --model gpt --epochs 2 --dataset "$text"
+code2=$code
 run "$ctensor" train --model cnn --layers 3
-if [ "$code1" = 2 ] && [ "$code" = 2 ] && grep -q "gpt" "$err"
+if [ "$code1" = 2 ] && [ "$code2" = 2 ] && [ "$code" = 2 ] && grep -q "gpt" "$err"
 then pass test_cli_gpt_bad_options_refused
-else fail test_cli_gpt_bad_options_refused "exit $code1 and $code"; fi
+else fail test_cli_gpt_bad_options_refused "exit $code1, $code2 and $code"; fi
 
 run "$ctensor" generate --checkpoint "$text"
-if [ "$code" = 2 ]
+code1=$code
+run "$ctensor" generate --checkpoint "$ckpt" --prompt ""
+if [ "$code1" = 2 ] && [ "$code" = 2 ]
 then pass test_cli_gpt_generate_refuses_other_files
 else fail test_cli_gpt_generate_refuses_other_files "exit $code"; fi
 

@@ -91,6 +91,7 @@ static int parse(int argc, char **argv, generate_options *o) {
         }
     }
     if (!o->checkpoint) return bad("--checkpoint", "", "a checkpoint file");
+    if (!o->prompt[0]) return bad("--prompt", "", "at least one byte to continue");
     if (ct_device_check(o->device) != CT_OK)
         return ct_cli_usage_error("--device: %s", ct_last_error());
     return -1;
@@ -183,7 +184,7 @@ static int generate(const generate_options *o, ct_module *m, int64_t context) {
     uint64_t rng = o->seed;
     float logits[256];
     int64_t n = (int64_t)prompt_len, start = n > context ? n - context : 0;
-    ct_status s = n ? feed(m, cache, seq, start, n, logits, 256, o->device) : CT_OK;
+    ct_status s = feed(m, cache, seq, start, n, logits, 256, o->device);
     struct timespec ts0, ts1;
     clock_gettime(CLOCK_MONOTONIC, &ts0);
     for (int64_t k = 0; s == CT_OK && k < o->tokens; k++) {

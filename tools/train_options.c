@@ -289,6 +289,10 @@ static int gpt_defaults(train_options *o, const bool *given) {
     if (!o->steps) o->steps = 200;
     if (!o->eval_interval) o->eval_interval = o->steps < 100 ? o->steps : 100;
     if (o->batch_size == 0) return bad("--batch-size", "auto", "a number for a GPT");
+    static const char *const image_only[] = {"--epochs", "--limit", "--labels", "--workers"};
+    for (size_t i = 0; i < sizeof image_only / sizeof image_only[0]; i++)
+        if (given[option_index(image_only[i])])
+            return bad(image_only[i], "", "--model mlp or cnn with it (a GPT takes --steps)");
     if (o->devices) return bad("--devices", o->devices, "no list: GPT trains on one device");
     return -1;
 }
