@@ -14,8 +14,15 @@
 # keep freed memory (its best on this machine, the training issue); OPENBLAS_CORETYPE is
 # unset for both sides so OpenBLAS picks its own kernels.
 #
+# The GPT rows: gpt-mini (4 layers, 4 heads, width 256, context 256) at batch 16 on the bytes
+# of BENCH_GPT_TEXT for BENCH_GPT_STEPS steps, `ctensor train` at its defaults against
+# bench/peer_torch_gpt.py (the same model, windows, schedule and steps) at 1 and the given
+# threads: tokens/s, and both sides' validation bits per byte (the issue wants them within
+# 2%) and ctensor's peak memory.
+#
 # Usage: bench/run_train.sh [BUILD_DIR] [EPOCHS]
-# Environment: BENCH_MODELS ("mlp cnn resnet20"), BENCH_AMP ("off bf16"), BENCH_LIMIT (train on the
+# Environment: BENCH_MODELS ("mlp cnn resnet20 gpt-mini"), BENCH_GPT_TEXT (a text file; the GPL-3 of
+# Debian's base-files by default), BENCH_GPT_STEPS (200), BENCH_AMP ("off bf16"), BENCH_LIMIT (train on the
 # first N samples; 0: all), BENCH_DEVICE (cpu; cuda on a GPU machine, both
 # sides on it), BENCH_BATCH (128), BENCH_THREADS (2), BENCH_DATA (the folder of the four
 # Fashion-MNIST IDX files; Debian's by default), BENCH_PYTHON (/usr/bin/python3, whose
@@ -47,8 +54,10 @@ sps() {
     *) grep " epoch $2 " "$1" | awk '{print $8}' ;;
     esac
 }
-for model in ${BENCH_MODELS:-mlp cnn resnet20}; do
+models=${BENCH_MODELS:-mlp cnn resnet20 gpt-mini}
+for model in $models; do
 case "$model" in
+gpt*) continue ;;
 resnet*) recipe="SGD 0.1 momentum 0.9 wd 5e-4 one-cycle" ;;
 *) recipe="Adam 1e-3" ;;
 esac
@@ -91,6 +100,45 @@ for amp in ${BENCH_AMP:-off bf16}; do
             printf "  %-5d %12.0f %12.0f %12.0f %12.0f %8.2fx %8.2fx %11s %10.2f%%\n", e, c, c1, t1, tn,
                 c / best, c / c1, a, 100 * b }'
     done
+done
+done
+
+# field NAME FILE: a number from ctensor's JSON summary or the peer's "name value" line.
+field() { sed -n "s/.*\"$1\": \([^,}]*\).*/\1/p; s/.* $1 \([^ ]*\).*/\1/p" "$2" | head -n 1; }
+text=${BENCH_GPT_TEXT:-/usr/share/common-licenses/GPL-3}
+steps=${BENCH_GPT_STEPS:-200}
+for model in $models; do
+case "$model" in gpt*) ;; *) continue ;; esac
+for amp in ${BENCH_AMP:-off bf16}; do
+    OMP_NUM_THREADS="$threads" OPENBLAS_NUM_THREADS="$threads" "$build/ctensor" train \
+        --model "$model" --dataset "$text" --steps "$steps" --eval-interval "$steps" \
+        --batch-size 16 --device "$device" --amp "$amp" --json > "$tmp/gpt.ours"
+    failed=0
+    for t in 1 "$threads"; do
+        if ! OMP_NUM_THREADS="$t" OPENBLAS_NUM_THREADS="$t" GOMP_SPINCOUNT=5000 \
+            GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296 \
+            "${BENCH_PYTHON:-/usr/bin/python3}" "$here/peer_torch_gpt.py" "$text" "$steps" 16 "$t" \
+            --device "$device" --amp "$amp" > "$tmp/gpt.theirs.$t" 2> "$tmp/error"; then
+            echo "  PyTorch ($t threads) failed: $(tail -n 1 "$tmp/error")"
+            failed=1
+        fi
+    done
+    echo "$model on $device, batch 16, $steps steps, amp $amp, $(basename "$text") (tokens/s; ratio: ctensor at $threads threads against the best of PyTorch)"
+    if [ "$failed" = 1 ]; then
+        status=1
+        continue
+    fi
+    awk -v c="$(field tokens_per_second "$tmp/gpt.ours")" \
+        -v t1="$(field tokens_per_s "$tmp/gpt.theirs.1")" \
+        -v tn="$(field tokens_per_s "$tmp/gpt.theirs.$threads")" \
+        -v b="$(field bits_per_byte "$tmp/gpt.ours")" \
+        -v tb="$(field bits_per_byte "$tmp/gpt.theirs.$threads")" \
+        -v m="$(field peak_memory "$tmp/gpt.ours")" -v n="$threads" 'BEGIN {
+        best = t1 > tn ? t1 : tn
+        printf "  %14s %10s %10s %9s %12s %12s %9s %14s\n", "ctensor_" n "t", "torch_1t", "torch_" n "t", "vs_torch",
+            "ctensor_bpb", "torch_bpb", "bpb_diff", "ctensor_peak"
+        printf "  %14.0f %10.0f %10.0f %8.2fx %12.4f %12.4f %8.2f%% %11.1f MiB\n", c, t1, tn, c / best,
+            b, tb, 100 * (b - tb) / tb, m / 1048576 }'
 done
 done
 exit "$status"

@@ -29,15 +29,20 @@ static void check_forward(ct_module *m, ct_device device, const double *values, 
 enum { ROWS = 3, COLS = 5, N = ROWS * COLS };
 
 DEVICE_TEST(test_nn_layers_activations) {
-    double x[N], gelu[N], sigmoid[N];
+    double x[N], gelu[N], gelu_tanh[N], sigmoid[N];
     ref_random(x, N, 41, -4, 4);
     for (int i = 0; i < N; i++) {
         gelu[i] = 0.5 * x[i] * (1 + erf(x[i] / sqrt(2.0)));
+        double u = sqrt(2.0 / M_PI) * (x[i] + 0.044715 * x[i] * x[i] * x[i]);
+        gelu_tanh[i] = 0.5 * x[i] * (1 + tanh(u));
         sigmoid[i] = 1 / (1 + exp(-x[i]));
     }
     int64_t shape[2] = {ROWS, COLS};
     ct_module *m = ct_nn_gelu();
     check_forward(m, device, x, 2, shape, CT_F64, gelu, 2, shape);
+    ct_module_free(m);
+    m = ct_nn_gelu_tanh();
+    check_forward(m, device, x, 2, shape, CT_F64, gelu_tanh, 2, shape);
     ct_module_free(m);
     m = ct_nn_sigmoid();
     check_forward(m, device, x, 2, shape, CT_F64, sigmoid, 2, shape);

@@ -154,6 +154,31 @@ DEVICE_TEST(test_nn_loss_cross_entropy_parallel) {
     check_cross_entropy(device, n, c, CT_F32, &o, 5, false, 6.0, 90);
 }
 
+/* A language model's loss over (B*T) x V logits: what the forward keeps for the backward is
+ * the logits themselves (a reference, not a copy) and one log-sum-exp per row, never a second
+ * N x V array of probabilities. */
+DEVICE_TEST(test_nn_loss_cross_entropy_keeps_no_probabilities) {
+    int64_t n = 64, v = 4096;
+    ct_tensor *logits = ct_randn(2, (int64_t[]){n, v}, CT_F32, device);
+    ct_tensor *target = ct_zeros(1, &n, CT_I64, device);
+    CHECK(logits && target);
+    CHECK(ct_set_requires_grad(logits, true) == CT_OK);
+    ct_memory_statistics before, after;
+    CHECK(ct_memory_stats(device, &before) == CT_OK);
+    ct_tensor *loss = ct_cross_entropy(logits, target, NULL);
+    CHECK(loss);
+    CHECK(ct_memory_stats(device, &after) == CT_OK);
+    size_t logits_bytes = (size_t)(n * v) * sizeof(float);
+    CHECK(after.allocated - before.allocated < logits_bytes / 8);
+    CHECK(ct_backward(loss) == CT_OK);
+    ct_tensor *grad = ct_grad(logits);
+    CHECK(grad != NULL);
+    ct_release(grad);
+    ct_release(loss);
+    ct_release(target);
+    ct_release(logits);
+}
+
 DEVICE_TEST(test_nn_loss_cross_entropy_errors) {
     ct_tensor *logits = ct_zeros(2, (int64_t[]){3, 4}, CT_F32, device);
     ct_tensor *bad = ref_tensor((double[]){1, 7, 2}, 1, (int64_t[]){3}, CT_I64, device);

@@ -366,6 +366,45 @@ TEST(test_optim_momentum_get_set) {
     ref_param_free(&r);
 }
 
+/* Per-parameter weight decay (GPT's groups: decay the matrices, not the biases): parameters
+ * 0 and 3 without decay, 1 and 2 with it, in one AdamW; each against its float64 reference. */
+DEVICE_TEST(test_optim_adamw_per_parameter_weight_decay) {
+    opt_case decayed = {
+        .kind = KIND_ADAMW,
+        .adam = {.lr = 0.01, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.5}};
+    opt_case plain = decayed;
+    plain.adam.weight_decay = 0.0;
+    ref_param r[NPARAMS];
+    ct_tensor *params[NPARAMS];
+    for (int k = 0; k < NPARAMS; k++) {
+        CHECK(ref_param_init(&r[k], k, CT_F32, device, 3000u + (uint64_t)k));
+        params[k] = r[k].t;
+    }
+    ct_optimizer *opt = make_opt(&decayed, NPARAMS, params);
+    CHECK_NOT_NULL(opt);
+    CHECK_OK(ct_optimizer_set_weight_decay(opt, 0, 0.0));
+    CHECK_OK(ct_optimizer_set_weight_decay(opt, 3, 0.0));
+    CHECK(ct_optimizer_get_weight_decay(opt, 0) == 0.0);
+    CHECK(ct_optimizer_get_weight_decay(opt, 1) == 0.5);
+    CHECK(isnan(ct_optimizer_get_weight_decay(opt, NPARAMS)));
+    CHECK(ct_optimizer_set_weight_decay(opt, NPARAMS, 0.0) == CT_ERR_INVALID_ARG);
+    CHECK(ct_optimizer_set_weight_decay(opt, 1, -1.0) == CT_ERR_INVALID_ARG);
+    CHECK(ct_optimizer_get_weight_decay(opt, 1) == 0.5);
+    for (int step = 0; step < 3; step++) {
+        for (int k = 0; k < NPARAMS; k++) {
+            random_values(r[k].g, r[k].n, 77u + (uint64_t)(10 * step + k), -1.0, 1.0, CT_F32);
+            CHECK(set_grad(params[k], r[k].g, CT_F32));
+        }
+        CHECK_OK(ct_optimizer_step(opt));
+        for (int k = 0; k < NPARAMS; k++) {
+            ref_step(k == 0 || k == 3 ? &plain : &decayed, &r[k]);
+            CHECK_TENSOR(params[k], r[k].p);
+        }
+    }
+    ct_optimizer_free(opt);
+    for (int k = 0; k < NPARAMS; k++) ref_param_free(&r[k]);
+}
+
 TEST(test_optim_adam_defaults_are_pytorchs) {
     ct_adam_options a = ct_adam_defaults(), w = ct_adamw_defaults();
     CHECK(a.lr == 1e-3 && a.beta1 == 0.9 && a.beta2 == 0.999 && a.eps == 1e-8);

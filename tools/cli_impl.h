@@ -13,6 +13,7 @@ int ct_cli_devices(int argc, char **argv);
 int ct_cli_doctor(int argc, char **argv);
 int ct_cli_bench(int argc, char **argv);
 int ct_cli_train(int argc, char **argv);
+int ct_cli_generate(int argc, char **argv);
 
 /* How a command ends (cli_status.c). The exit statuses are the same for every command (doctor
  * adds its own 1 and 2 for what it found: its --help says): */

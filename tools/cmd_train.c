@@ -620,6 +620,7 @@ int ct_cli_train(int argc, char **argv) {
     if (parsed >= 0) return parsed;
     /* Reproducible by default: the same seed, device and thread count, the same weights. */
     ct_use_deterministic_algorithms(!o.nondeterministic);
+    if (train_is_gpt(o.model)) return train_gpt_run(&o);
     ct_comm *world = ct_comm_world(); /* a world of one unless started by mpirun */
     if (!world) return failed("mpirun");
     catch_stop_signals();

@@ -1,4 +1,5 @@
-/* The `ctensor` command: `ctensor devices`, `ctensor doctor`, `ctensor bench`, `ctensor train`. */
+/* The `ctensor` command: `ctensor devices`, `ctensor doctor`, `ctensor bench`, `ctensor train`,
+ * `ctensor generate`. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,6 +26,7 @@ static const subcommand subcommands[] = {
     {"doctor", ct_cli_doctor, "why the GPU is or is not usable, and what to do"},
     {"bench", ct_cli_bench, "CPU against GPU, transfer costs, where the GPU starts to win"},
     {"train", ct_cli_train, "train a model on a dataset on a device, with progress"},
+    {"generate", ct_cli_generate, "sample text from a trained GPT checkpoint"},
 };
 
 static void usage(FILE *out) {

@@ -49,10 +49,18 @@ bool train_checkpoint_folder_writable(const char *path) {
 ct_status train_save_checkpoint(const char *path, const ct_module *model,
                                 const ct_optimizer *optimizer, const ct_grad_scaler *scaler,
                                 int epoch, uint64_t seed) {
+    return train_save_checkpoint_with(path, model, optimizer, scaler, epoch, seed, NULL);
+}
+
+ct_status train_save_checkpoint_with(const char *path, const ct_module *model,
+                                     const ct_optimizer *optimizer, const ct_grad_scaler *scaler,
+                                     int epoch, uint64_t seed, const char *const *metadata) {
     ct_state_dict *sd = ct_state_dict_new();
     if (!sd) return ct_last_status();
     char text[32];
     ct_status status = ct_module_state_dict(model, sd, NULL);
+    for (int i = 0; status == CT_OK && metadata && metadata[i]; i += 2)
+        status = ct_state_dict_set_metadata(sd, metadata[i], metadata[i + 1]);
     if (status == CT_OK) status = add_optimizer(sd, optimizer);
     snprintf(text, sizeof text, "%d", epoch);
     if (status == CT_OK) status = ct_state_dict_set_metadata(sd, "epoch", text);

@@ -10,8 +10,10 @@
 #include "gpu_usage.h"
 
 typedef struct train_options {
-    const char *model;       /* "mlp" | "cnn" | "resnet20" | "resnet18" */
-    const char *dataset;     /* "fashion-mnist" | "cifar10" | "synthetic" | DIR | FILE.npy */
+    const char *model;       /* "mlp" | "cnn" | "resnet20" | "resnet18" | "gpt" | "gpt-mini"
+                              * | "gpt2-124m" */
+    const char *dataset;     /* "fashion-mnist" | "cifar10" | "synthetic" | DIR | FILE.npy;
+                              * GPT: FILE.txt | "synthetic" */
     const char *dataset_dir; /* cifar10's folder (--dataset cifar10 DIR), else NULL */
     const char *labels;      /* labels .npy beside a FILE.npy dataset */
     int augment;             /* --augment 1, --no-augment 0, else -1: on for a ResNet on cifar10 */
@@ -49,6 +51,11 @@ typedef struct train_options {
     const char *devices;
     double comm_timeout;
     ct_comm *comm;
+    /* GPT models (train_gpt.c): the shape (--layers --heads --width --context; --vocab with
+     * synthetic tokens), the steps, and how often the validation loss is measured and the
+     * checkpoint written. */
+    ct_gpt_config gpt;
+    int64_t steps, eval_interval;
 } train_options;
 
 /* Parse argv (argv[0] is "train"); -1 to go on, else the exit status (0 after --help). */
@@ -111,6 +118,11 @@ int train_dist_run(train_options *o, ct_comm *world);
 void train_dist_print_text(const train_summary *s);
 void train_dist_print_json(const train_summary *s);
 
+/* Whether o->model is a GPT (gpt, gpt-mini, gpt2-124m), and its run (train_gpt.c): trains,
+ * prints its progress and summary; returns the exit status. */
+bool train_is_gpt(const char *model);
+int train_gpt_run(train_options *o);
+
 /* The model of o->model for images of in_channels and `classes` classes (NULL with the error
  * set). */
 ct_module *train_model(const char *name, int64_t in_channels, int64_t classes);
@@ -129,6 +141,10 @@ bool train_checkpoint_folder_writable(const char *path);
 ct_status train_save_checkpoint(const char *path, const ct_module *model,
                                 const ct_optimizer *optimizer, const ct_grad_scaler *scaler,
                                 int epoch, uint64_t seed);
+/* The same with more metadata: key and value pairs, NULL after the last (NULL: none). */
+ct_status train_save_checkpoint_with(const char *path, const ct_module *model,
+                                     const ct_optimizer *optimizer, const ct_grad_scaler *scaler,
+                                     int epoch, uint64_t seed, const char *const *metadata);
 /* Load o->checkpoint into model and optimizer and say its epoch. Refused (one line on stderr,
  * nothing loaded) when a tensor of the model or, past epoch 0, an entry of the optimiser's
  * state is missing, when it holds other tensors, or when a value is not finite; with

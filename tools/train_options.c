@@ -15,6 +15,27 @@ static const char help[] =
     "                             parameters) or the CIFAR ResNet-18 (11.2M) (default cnn).\n"
     "                             The resnets train by default with SGD, lr 0.1, momentum\n"
     "                             0.9, weight decay 5e-4 and a one-cycle schedule\n"
+    "  --model gpt|gpt-mini|gpt2-124m\n"
+    "                             a GPT-2 language model (nanoGPT's): gpt-mini is 4 layers,\n"
+    "                             4 heads, width 256, context 256; gpt2-124m is GPT-2's\n"
+    "                             12, 12, 768, 1024 (vocabulary 50257 with synthetic\n"
+    "                             tokens); gpt is gpt-mini's shape changed by the options\n"
+    "                             below. GPT defaults (nanoGPT's): AdamW, lr 6e-4, betas\n"
+    "                             (0.9, 0.95), weight decay 0.1 on matrices and embeddings\n"
+    "                             only, gradient clipping at norm 1.0, linear warm-up over\n"
+    "                             the first 10%% of the steps (at most 100) then cosine decay\n"
+    "                             to lr / 10, batch 16, dropout 0\n"
+    "  --layers N --heads N --width N --context N\n"
+    "                             a GPT's shape (width a multiple of heads)\n"
+    "  --dataset FILE.txt|synthetic\n"
+    "                             GPT: any text, read as bytes (vocabulary 256; the last\n"
+    "                             10%% held out for validation, reported in bits per byte),\n"
+    "                             or random tokens (--vocab N, default 50257)\n"
+    "  --vocab N                  the vocabulary of synthetic tokens\n"
+    "  --steps N                  GPT: optimiser steps, each on --batch-size random windows\n"
+    "                             of context + 1 tokens (default 200)\n"
+    "  --eval-interval N          GPT: validation loss and checkpoint every N steps and at\n"
+    "                             the end (default 100)\n"
     "  --dataset NAME|DIR|FILE    fashion-mnist (Debian's dataset-fashion-mnist), a folder\n"
     "                             with the four MNIST-named IDX files (gzipped or not),\n"
     "                             images in FILE.npy with --labels LABELS.npy, cifar10 DIR,\n"
@@ -121,7 +142,12 @@ static const struct {
                {"--momentum", true},        {"--nesterov", false},
                {"--weight-decay", true},    {"--no-decay-norm-bias", false},
                {"--label-smoothing", true}, {"--schedule", true},
-               {"--warmup-epochs", true}};
+               {"--warmup-epochs", true},
+
+               {"--layers", true},          {"--heads", true},
+               {"--width", true},           {"--context", true},
+               {"--vocab", true},           {"--steps", true},
+               {"--eval-interval", true}};
 #define OPTION_COUNT (int)(sizeof options / sizeof options[0])
 
 /* The index of option in options, or -1. */
@@ -181,13 +207,32 @@ static bool parse_real(const char *text, double lo, double hi, double *out) {
     return true;
 }
 
+/* A GPT size option (--layers ... --eval-interval): true when option is one, with *n its
+ * value or -1 when it is not a positive integer. */
+static bool gpt_size(const char *option, const char *value, train_options *o, int64_t *n) {
+    int64_t *field = strcmp(option, "--layers") == 0          ? &o->gpt.layers
+                     : strcmp(option, "--heads") == 0         ? &o->gpt.heads
+                     : strcmp(option, "--width") == 0         ? &o->gpt.width
+                     : strcmp(option, "--context") == 0       ? &o->gpt.context
+                     : strcmp(option, "--vocab") == 0         ? &o->gpt.vocab
+                     : strcmp(option, "--steps") == 0         ? &o->steps
+                     : strcmp(option, "--eval-interval") == 0 ? &o->eval_interval
+                                                              : NULL;
+    if (!field) return false;
+    if (!parse_int(value, 1, strcmp(option, "--steps") == 0 ? 100000 : 1 << 30, n)) *n = -1;
+    if (*n > 0) *field = *n;
+    return true;
+}
+
 static int parse_value(const char *option, const char *value, train_options *o) {
     int64_t n;
     if (strcmp(option, "--model") == 0) {
         if (strcmp(value, "mlp") && strcmp(value, "cnn") && strcmp(value, "resnet20") &&
-            strcmp(value, "resnet18"))
-            return bad(option, value, "mlp, cnn, resnet20 or resnet18");
+            strcmp(value, "resnet18") && !train_is_gpt(value))
+            return bad(option, value, "mlp, cnn, resnet20, resnet18, gpt, gpt-mini or gpt2-124m");
         o->model = value;
+    } else if (gpt_size(option, value, o, &n)) {
+        if (n < 0) return bad(option, value, "a positive integer");
     } else if (strcmp(option, "--dataset") == 0) {
         o->dataset = value;
     } else if (strcmp(option, "--synthetic-size") == 0) {
@@ -325,6 +370,56 @@ static int recipe(train_options *o, const bool *given) {
     return -1;
 }
 
+/* A GPT's preset shape, then the options given; nanoGPT's training defaults for what was
+ * not given. */
+static int gpt_defaults(train_options *o, const bool *given) {
+    bool big = strcmp(o->model, "gpt2-124m") == 0, synthetic = !strcmp(o->dataset, "synthetic");
+    ct_gpt_config preset = {.vocab = synthetic ? 50257 : 256,
+                            .context = big ? 1024 : 256,
+                            .layers = big ? 12 : 4,
+                            .heads = big ? 12 : 4,
+                            .width = big ? 768 : 256};
+    int64_t *sizes[] = {&o->gpt.vocab, &o->gpt.context, &o->gpt.layers, &o->gpt.heads,
+                        &o->gpt.width};
+    const int64_t *defaults[] = {&preset.vocab, &preset.context, &preset.layers, &preset.heads,
+                                 &preset.width};
+    for (int i = 0; i < 5; i++)
+        if (*sizes[i] == 0) *sizes[i] = *defaults[i];
+    if (!synthetic && given[option_index("--vocab")])
+        return bad("--vocab", "", "--dataset synthetic with it (text is bytes: vocabulary 256)");
+    if (!synthetic && given[option_index("--dataset")] == false)
+        return ct_cli_usage_error("--model %s needs --dataset FILE.txt or --dataset synthetic",
+                                  o->model);
+    if (o->gpt.width % o->gpt.heads)
+        return ct_cli_usage_error("--width %lld is not a multiple of --heads %lld",
+                                  (long long)o->gpt.width, (long long)o->gpt.heads);
+    if (!given[option_index("--batch-size")]) o->batch_size = 16;
+    if (!given[option_index("--lr")]) o->lr = 6e-4;
+    if (!given[option_index("--optimizer")]) o->optimizer = "adamw";
+    if (!o->steps) o->steps = 200;
+    if (!o->eval_interval) o->eval_interval = o->steps < 100 ? o->steps : 100;
+    if (o->batch_size == 0) return bad("--batch-size", "auto", "a number for a GPT");
+    static const char *const image_only[] = {"--epochs",
+                                             "--limit",
+                                             "--labels",
+                                             "--workers",
+                                             "--augment",
+                                             "--no-augment",
+                                             "--synthetic-size",
+                                             "--momentum",
+                                             "--nesterov",
+                                             "--weight-decay",
+                                             "--no-decay-norm-bias",
+                                             "--label-smoothing",
+                                             "--schedule",
+                                             "--warmup-epochs"};
+    for (size_t i = 0; i < sizeof image_only / sizeof image_only[0]; i++)
+        if (given[option_index(image_only[i])])
+            return bad(image_only[i], "", "an image model with it (a GPT takes --steps)");
+    if (o->devices) return bad("--devices", o->devices, "no list: GPT trains on one device");
+    return -1;
+}
+
 int train_parse(int argc, char **argv, train_options *o) {
     *o = (train_options){.model = "cnn",
                          .dataset = "fashion-mnist",
@@ -405,8 +500,18 @@ int train_parse(int argc, char **argv, train_options *o) {
     int status = check_data_options(o);
     if (status >= 0) return status;
     if (o->resume && !o->checkpoint) return bad("--resume", "", "--checkpoint FILE with it");
-    status = recipe(o, given);
-    if (status >= 0) return status;
+    if (train_is_gpt(o->model)) {
+        status = gpt_defaults(o, given);
+        if (status >= 0) return status;
+    } else {
+        static const char *const gpt_only[] = {"--layers", "--heads", "--width",        "--context",
+                                               "--vocab",  "--steps", "--eval-interval"};
+        for (size_t i = 0; i < sizeof gpt_only / sizeof gpt_only[0]; i++)
+            if (given[option_index(gpt_only[i])])
+                return bad(gpt_only[i], "", "--model gpt, gpt-mini or gpt2-124m with it");
+        status = recipe(o, given);
+        if (status >= 0) return status;
+    }
     status = check_device(o);
     if (status >= 0) return status;
     /* On the CPU a worker thread takes its time from the step's own threads: measured with

@@ -48,6 +48,8 @@ CT_API ct_module *ct_nn_embedding(int64_t num_embeddings, int64_t embedding_dim)
 CT_API ct_module *ct_nn_flatten(void);
 CT_API ct_module *ct_nn_relu(void);
 CT_API ct_module *ct_nn_gelu(void);
+/* GELU in GPT-2's tanh form (PyTorch's nn.GELU(approximate='tanh')). */
+CT_API ct_module *ct_nn_gelu_tanh(void);
 CT_API ct_module *ct_nn_tanh(void);
 CT_API ct_module *ct_nn_sigmoid(void);
 CT_API ct_module *ct_nn_softmax(int axis);
@@ -71,6 +73,50 @@ CT_API ct_module *ct_nn_basic_block(int64_t in_channels, int64_t channels, int64
  * Input (N, in_channels, H, W); output logits (N, classes). */
 CT_API ct_module *ct_nn_resnet20(int64_t in_channels, int64_t classes);
 CT_API ct_module *ct_nn_resnet18(int64_t in_channels, int64_t classes);
+
+/* A GPT-2 language model (nanoGPT's): token and position embeddings, `layers` pre-LayerNorm
+ * blocks (LayerNorm, causal self-attention through ct_scaled_dot_product_attention with a
+ * fused qkv projection, residual add; LayerNorm, an MLP of width 4 * width with GELU in the
+ * tanh form, residual add), a final LayerNorm, and a classifier tied to the token embedding
+ * (one parameter, two uses: its gradient is the sum of both). Every linear layer has a bias.
+ * The forward takes integer token ids (B, T), T <= context, and gives logits (B, T, vocab).
+ * State-dict names are nanoGPT's: "transformer.wte.weight", "transformer.wpe.weight",
+ * "transformer.h.0.ln_1.weight", "transformer.h.0.attn.c_attn.weight", ...,
+ * "transformer.h.0.mlp.c_proj.bias", "transformer.ln_f.weight" (the tied "lm_head.weight" is
+ * not a second entry). Initialisation is nanoGPT's: linear and embedding weights N(0, 0.02),
+ * the residual projections (c_proj) N(0, 0.02 / sqrt(2 * layers)), biases 0, LayerNorms 1
+ * and 0. dropout applies to the embeddings' sum, the attention weights and each residual
+ * branch, in training mode. */
+typedef struct ct_gpt_config {
+    int64_t vocab, context, layers, heads, width; /* width a multiple of heads */
+    double dropout;                               /* in [0, 1) */
+} ct_gpt_config;
+
+CT_API ct_module *ct_nn_gpt(const ct_gpt_config *config);
+/* The parameters such a model has, counted from the config alone (nothing is allocated):
+ * 124,439,808 for GPT-2's (vocab 50257, context 1024, 12 layers, 12 heads, width 768). -1
+ * with CT_ERR_INVALID_ARG for a config ct_nn_gpt refuses. */
+CT_API int64_t ct_gpt_parameter_count(const ct_gpt_config *config);
+/* The config a GPT module was made with; CT_ERR_INVALID_ARG for another module. */
+CT_API ct_status ct_gpt_config_of(const ct_module *gpt, ct_gpt_config *out);
+
+/* A key/value cache for sampling: each layer's keys and values of the tokens seen so far,
+ * for `batch` sequences, on the module's device and in its dtype (as they are when the cache
+ * is made), up to the context length. ct_gpt_forward_cached runs the model on new tokens (B, T)
+ * only, attending to the cached ones before them, appends their keys and values and returns their
+ * logits (B, T, vocab): the same values as the full forward over the whole sequence, at
+ * the cost of the new tokens. More than context tokens in all is CT_ERR_INVALID_ARG (reset
+ * and start again from a shorter window). Run it without gradients (ct_no_grad_push) and
+ * in evaluation mode. */
+typedef struct ct_gpt_cache ct_gpt_cache;
+CT_API ct_gpt_cache *ct_gpt_cache_new(const ct_module *gpt, int64_t batch);
+CT_API ct_tensor *ct_gpt_forward_cached(ct_module *gpt, ct_gpt_cache *cache,
+                                        const ct_tensor *tokens);
+/* The tokens the cache holds. */
+CT_API int64_t ct_gpt_cache_length(const ct_gpt_cache *cache);
+/* Forget every cached token (the memory is kept). */
+CT_API void ct_gpt_cache_reset(ct_gpt_cache *cache);
+CT_API void ct_gpt_cache_free(ct_gpt_cache *cache); /* NULL is ignored */
 
 CT_API void ct_module_free(ct_module *m); /* NULL is ignored */
 

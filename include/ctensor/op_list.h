@@ -63,6 +63,8 @@
     X(relu, RELU, SAME, GRAD, AS_IS)                                                               \
     /* the erf form x/2 (1 + erf(x / sqrt 2)), not the tanh approximation */                       \
     X(gelu, GELU, FLOAT, GRAD, AS_IS)                                                              \
+    /* GPT-2's tanh form x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (approximate='tanh') */     \
+    X(gelu_tanh, GELU_TANH, FLOAT, GRAD, AS_IS)                                                    \
     /* the error function */                                                                       \
     X(erf, ERF, FLOAT, GRAD, AS_IS)                                                                \
     /* round toward -inf; integers unchanged; gradient 0 */                                        \

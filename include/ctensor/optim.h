@@ -71,11 +71,14 @@ CT_API ct_status ct_optimizer_zero_grad(ct_optimizer *opt);
 CT_API void ct_optimizer_free(ct_optimizer *opt);
 
 /* The weight decay of parameter index (0 <= index < n) alone, where it differs from the
- * options' (weight_decay >= 0): PyTorch's parameter groups, as in
+ * options' (finite, >= 0): PyTorch's parameter groups, as in
  *   SGD([{"params": decay}, {"params": no_decay, "weight_decay": 0}], weight_decay=5e-4)
- * to keep batch norm's weights and the biases free of decay. A step updates the parameters
- * of one device and one weight decay in one fused kernel. */
+ * to keep batch norm's weights and the biases free of decay (nanoGPT's AdamW groups decay
+ * only the matrices and embeddings). A step updates the parameters of one device and one
+ * weight decay in one fused kernel. get returns NaN for a NULL optimiser or an index out of
+ * range. */
 CT_API ct_status ct_optimizer_set_weight_decay(ct_optimizer *opt, int index, double weight_decay);
+CT_API double ct_optimizer_get_weight_decay(const ct_optimizer *opt, int index);
 
 /* param_groups[0]["lr"]. get_lr returns NaN for NULL; set_lr takes lr >= 0. */
 CT_API double ct_optimizer_get_lr(const ct_optimizer *opt);

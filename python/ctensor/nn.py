@@ -320,9 +320,12 @@ class ReLU(_CLayer):
 
 class GELU(_CLayer):
     def __init__(self, approximate="none"):
-        if approximate != "none":
-            raise _ct.UnsupportedError("GELU: only approximate='none' (the exact erf form)")
-        super().__init__("gelu")
+        if approximate not in ("none", "tanh"):
+            raise ValueError(f"GELU: approximate is 'none' or 'tanh', not {approximate!r}")
+        if approximate == "none":
+            super().__init__("gelu")
+        else:
+            super().__init__("gelu_tanh", extra="approximate='tanh'")
 
 
 class Tanh(_CLayer):
@@ -661,8 +664,20 @@ functional.nll_loss = _nll_loss
 functional.l1_loss = _l1_loss
 functional.smooth_l1_loss = _smooth_l1_loss
 functional.binary_cross_entropy_with_logits = _bce_with_logits
-for _name in ("relu", "gelu", "tanh", "sigmoid"):
+for _name in ("relu", "tanh", "sigmoid"):
     setattr(functional, _name, getattr(_ctensor, _name))
+
+
+def _gelu(input, approximate="none"):
+    """torch.nn.functional.gelu: the erf form, or GPT-2's tanh form with approximate='tanh'."""
+    if approximate == "none":
+        return _ctensor.gelu(input)
+    if approximate == "tanh":
+        return _ctensor.gelu_tanh(input)
+    raise ValueError(f"gelu: approximate is 'none' or 'tanh', not {approximate!r}")
+
+
+functional.gelu = _gelu
 sys.modules[functional.__name__] = functional
 
 # ---- ct.nn.init: in place, with no recording, from the global Philox stream ----

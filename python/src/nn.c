@@ -187,11 +187,8 @@ static PyObject *make_simple(const char *kind, PyObject *args) {
     static const struct {
         const char *name;
         ct_module *(*make)(void);
-    } plain[] = {{"flatten", ct_nn_flatten},
-                 {"relu", ct_nn_relu},
-                 {"gelu", ct_nn_gelu},
-                 {"tanh", ct_nn_tanh},
-                 {"sigmoid", ct_nn_sigmoid}};
+    } plain[] = {{"flatten", ct_nn_flatten},     {"relu", ct_nn_relu}, {"gelu", ct_nn_gelu},
+                 {"gelu_tanh", ct_nn_gelu_tanh}, {"tanh", ct_nn_tanh}, {"sigmoid", ct_nn_sigmoid}};
     for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++)
         if (!strcmp(kind, plain[i].name)) return wrap_module(plain[i].make());
     return ctpy_raise_status(CT_ERR_INVALID_ARG, "no built-in layer named '%s'", kind);

@@ -23,6 +23,7 @@ UNARY_REFERENCE = {
     "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
     "relu": lambda x: np.maximum(x, 0),
     "gelu": lambda x: 0.5 * x * (1 + _erf(x / math.sqrt(2))),
+    "gelu_tanh": lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3))),
     "erf": _erf,
     "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan,
     "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,

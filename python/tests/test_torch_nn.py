@@ -351,3 +351,15 @@ def test_data_parallel_on_two_logical_devices(kind):
     assert result.returncode == 0 and result.stdout.strip() == "ok", (
         result.stdout + result.stderr)
 
+
+
+def test_gelu_tanh_form(device):
+    """nn.GELU(approximate='tanh') and F.gelu(x, approximate='tanh'): GPT-2's form."""
+    values = np.linspace(-4, 4, 17)
+    x = ct.asarray(values, dtype=ct.float64, device=device)
+    expected = 0.5 * values * (1 + np.tanh(np.sqrt(2 / np.pi) * (values + 0.044715 * values**3)))
+    np.testing.assert_allclose(to_numpy(nn.GELU(approximate="tanh")(x)), expected, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(to_numpy(F.gelu(x, approximate="tanh")), expected, rtol=1e-12, atol=1e-15)
+    assert "approximate='tanh'" in repr(nn.GELU(approximate="tanh"))
+    with pytest.raises(ValueError, match="approximate"):
+        nn.GELU(approximate="fast")

@@ -201,6 +201,11 @@ CT_EW_FN double ct__ew_sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }
     CT_EW_FN T ct__ew_gelu_##S(T x) {                                                              \
         return (T)0.5 * x * M(erfc)(-x * (T)0.70710678118654752440);                               \
     }                                                                                              \
+    /* PyTorch's approximate='tanh': x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */              \
+    CT_EW_FN T ct__ew_gelu_tanh_##S(T x) {                                                         \
+        T inner = (T)0.79788456080286535588 * (x + (T)0.044715 * x * x * x);                       \
+        return (T)0.5 * x * ((T)1 + M(tanh)(inner));                                               \
+    }                                                                                              \
     CT_EW_FN T ct__ew_erf_##S(T x) { return M(erf)(x); }                                           \
     CT_EW_FN T ct__ew_floor_##S(T x) { return M(floor)(x); }                                       \
     CT_EW_FN T ct__ew_ceil_##S(T x) { return M(ceil)(x); }                                         \

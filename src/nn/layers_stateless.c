@@ -11,6 +11,7 @@
     ct_module *ct_nn_##fn_name(void) { return ct__module_new(kind, fn_name##_forward); }
 CT_ACTIVATION_(relu, "ReLU", ct_relu)
 CT_ACTIVATION_(gelu, "GELU", ct_gelu)
+CT_ACTIVATION_(gelu_tanh, "GELU(approximate='tanh')", ct_gelu_tanh)
 CT_ACTIVATION_(tanh, "Tanh", ct_tanh)
 CT_ACTIVATION_(sigmoid, "Sigmoid", ct_sigmoid)
 #undef CT_ACTIVATION_
@@ -127,5 +128,15 @@ ct_module *ct_nn_sequential(int n, ct_module *const *children) {
     for (int i = 0; i < n; i++) owned[i] = children[i];
     m->children = owned;
     m->nchildren = n;
+    return m;
+}
+
+ct_module *ct__module_container(const char *kind, ct__forward_fn forward, int n,
+                                ct_module *const *children, const char *const *labels) {
+    ct_module *m = ct_nn_sequential(n, children);
+    if (!m) return NULL;
+    m->kind = kind;
+    m->forward = forward;
+    for (int i = 0; labels && i < n; i++) m->children[i]->label = labels[i];
     return m;
 }

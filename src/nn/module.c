@@ -73,9 +73,9 @@ static bool collect(ct_module *root, ct_module *m, const char *prefix, int *capa
         if (!add_entry(root, prefix, &m->tensors[i], capacity)) return false;
     for (int c = 0; c < m->nchildren; c++) {
         char child_prefix[256];
-        int n = m->child_names ? snprintf(child_prefix, sizeof child_prefix, "%s%s.", prefix,
-                                          m->child_names[c])
-                               : snprintf(child_prefix, sizeof child_prefix, "%s%d.", prefix, c);
+        const char *label = m->children[c]->label;
+        int n = label ? snprintf(child_prefix, sizeof child_prefix, "%s%s.", prefix, label)
+                      : snprintf(child_prefix, sizeof child_prefix, "%s%d.", prefix, c);
         if (n < 0 || (size_t)n >= sizeof child_prefix) return false;
         if (!collect(root, m->children[c], child_prefix, capacity)) return false;
     }

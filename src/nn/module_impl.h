@@ -31,9 +31,9 @@ struct ct_module {
     int ntensors;
     ct_module **children;
     int nchildren;
-    /* The children's state-dict names ("conv1", "layer1", static strings), or NULL: their
-     * indices ("0", "1", ...), as a Sequential's. */
-    const char *const *child_names;
+    /* The name under its parent in state-dict names ("wte" in "transformer.wte.weight"): a
+     * static string, or NULL for the child's index ("0.weight"). */
+    const char *label;
     bool training;
     /* Settings, by kind. */
     ct_conv2d_options conv;
@@ -50,6 +50,11 @@ struct ct_module {
 
 /* A module of kind with its forward; NULL with CT_ERR_OUT_OF_MEMORY. */
 ct_module *ct__module_new(const char *kind, ct__forward_fn forward);
+/* A module of kind owning the n children, child i named labels[i] in state-dict names
+ * (labels static, or NULL for the indices); when a child is NULL (a constructor that failed,
+ * whose error stays) or memory runs out, every child is freed and NULL. */
+ct_module *ct__module_container(const char *kind, ct__forward_fn forward, int n,
+                                ct_module *const *children, const char *const *labels);
 /* Add a parameter (requires grad) or buffer; t is consumed (the module owns it). */
 ct_status ct__module_add(ct_module *m, const char *name, ct_tensor *t, bool buffer);
 /* How many entries m's state has (its parameters and buffers); -1 with the error set (op

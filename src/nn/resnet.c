@@ -26,27 +26,6 @@ static ct_tensor *relu_of(ct_tensor *x) {
     return y;
 }
 
-/* A module of kind owning the n named children; when one of them is NULL (a constructor
- * that failed, whose error stays) or memory runs out, every child is freed and NULL. */
-static ct_module *parent(const char *kind, ct__forward_fn forward, int n, ct_module **children,
-                         const char *const *names) {
-    bool complete = true;
-    for (int i = 0; i < n; i++) complete = complete && children[i];
-    ct_module *m = complete ? ct__module_new(kind, forward) : NULL;
-    ct_module **owned = m ? ct__calloc((size_t)n, sizeof *owned) : NULL;
-    if (!owned) {
-        if (m) ct__error(CT_ERR_OUT_OF_MEMORY, "out of host memory for a %s module", kind);
-        for (int i = 0; i < n; i++) ct_module_free(children[i]);
-        ct__free_mem(m);
-        return NULL;
-    }
-    for (int i = 0; i < n; i++) owned[i] = children[i];
-    m->children = owned;
-    m->nchildren = n;
-    m->child_names = names;
-    return m;
-}
-
 /* relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x)); the shortcut is the identity when
  * the block has no "shortcut" child. */
 static ct_tensor *basic_block_forward(ct_module *m, const ct_tensor *x) {
@@ -85,8 +64,8 @@ ct_module *ct_nn_basic_block(int64_t in_channels, int64_t channels, int64_t stri
                                                   false),
                                      ct_nn_batch_norm2d(channels, 0, 0)})
             : NULL};
-    ct_module *m =
-        parent("BasicBlock", basic_block_forward, project ? 5 : 4, children, block_names);
+    ct_module *m = ct__module_container("BasicBlock", basic_block_forward, project ? 5 : 4,
+                                        children, block_names);
     if (m) m->sizes[0] = in_channels, m->sizes[1] = channels, m->sizes[2] = stride, m->nsizes = 3;
     return m;
 }
@@ -124,8 +103,8 @@ static ct_module *resnet(const char *op, int64_t in_channels, int64_t classes, i
     for (int s = 0; s < stages; s++)
         children[n++] = stage(s ? widths[s - 1] : widths[0], widths[s], s ? 2 : 1, blocks[s]);
     children[n++] = ct_nn_linear(widths[stages - 1], classes, true);
-    ct_module *m =
-        parent("ResNet", resnet_forward, n, children, stages == 3 ? resnet3_names : resnet4_names);
+    ct_module *m = ct__module_container("ResNet", resnet_forward, n, children,
+                                        stages == 3 ? resnet3_names : resnet4_names);
     if (m) m->sizes[0] = in_channels, m->sizes[1] = classes, m->nsizes = 2;
     return m;
 }

@@ -224,6 +224,10 @@ ct_status ct_optimizer_set_weight_decay(ct_optimizer *opt, int index, double wei
     return CT_OK;
 }
 
+double ct_optimizer_get_weight_decay(const ct_optimizer *opt, int i) {
+    return opt && i >= 0 && i < opt->n ? opt->weight_decay[i] : NAN;
+}
+
 ct_status ct_optimizer_zero_grad(ct_optimizer *opt) {
     if (!opt) return ct__error(CT_ERR_INVALID_ARG, "ct_optimizer_zero_grad: opt is NULL");
     ct_profile_phase phase = ct_profile_set_phase(CT_PROFILE_OPTIMIZER);

@@ -1,0 +1,101 @@
+#!/bin/sh
+# `ctensor train --model gpt` and `ctensor generate` end to end on a small text file: a short
+# run prints the validation loss in bits per byte and learns; the same seed gives the same
+# loss; a run resumed from its checkpoint continues at the saved step; synthetic tokens
+# train without a text; generate continues a prompt through the KV cache, the same for the
+# same seed; bad options are refused with one line.
+# Usage: test_cli_gpt.sh CTENSOR WORKDIR
+ctensor=$1
+work=$2
+passed=0 failed=0
+rm -rf "$work" && mkdir -p "$work"
+out="$work/out" err="$work/err"
+run() {
+    "$@" >"$out" 2>"$err"
+    code=$?
+}
+pass() { echo "PASS $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL $1: $2"; sed 's/^/    | /' "$out" "$err"; failed=$((failed + 1)); }
+field() { sed -n "s/.*\"$1\": \([^,}]*\).*/\1/p" "$out"; }
+
+# A text of 6000 short words (about 24 KB): bytes a small model learns quickly.
+text="$work/text.txt"
+awk 'BEGIN { srand(1); split("the cat sat on a mat and dog ran to house red blue", w, " ");
+             for (i = 0; i < 6000; i++) printf "%s ", w[int(rand() * 13) + 1]; print "" }' > "$text"
+small="--model gpt --layers 2 --heads 2 --width 32 --context 32 --batch-size 8 --lr 3e-3"
+
+run "$ctensor" train $small --dataset "$text" --steps 30 --eval-interval 15 --seed 1
+if [ "$code" = 0 ] && grep -q "step 15/30 .* bits per byte" "$out" &&
+    grep -q "validation    loss [0-9.]*, [0-9.]* bits per byte" "$out"
+then pass test_cli_gpt_reports_bits_per_byte
+else fail test_cli_gpt_reports_bits_per_byte "exit $code, or no bits per byte"; fi
+
+run "$ctensor" train $small --dataset "$text" --steps 60 --eval-interval 60 --seed 1 --json
+first=$(field val_loss) bpb=$(field bits_per_byte)
+if [ "$code" = 0 ] && awk -v l="$first" -v b="$bpb" 'BEGIN { exit !(l < 3.0 && (b - l / log(2))^2 < 1e-6) }'
+then pass test_cli_gpt_learns
+else fail test_cli_gpt_learns "exit $code, val_loss $first (want < 3.0, from ln 256 = 5.55), bpb $bpb"; fi
+
+run "$ctensor" train $small --dataset "$text" --steps 60 --eval-interval 60 --seed 1 --json
+if [ "$code" = 0 ] && [ "$(field val_loss)" = "$first" ]
+then pass test_cli_gpt_same_seed_same_loss
+else fail test_cli_gpt_same_seed_same_loss "exit $code, $(field val_loss) against $first"; fi
+
+ckpt="$work/gpt.safetensors"
+run "$ctensor" train $small --dataset "$text" --steps 20 --seed 2 --checkpoint "$ckpt"
+run "$ctensor" train $small --dataset "$text" --steps 40 --seed 2 --checkpoint "$ckpt" --resume
+if [ "$code" = 0 ] && grep -q "resumed from .* at step 20 of 40" "$out" &&
+    grep -q "40 steps of batch 8 .* 20 in this run" "$out"
+then pass test_cli_gpt_resume
+else fail test_cli_gpt_resume "exit $code"; fi
+
+run "$ctensor" generate --checkpoint "$ckpt" --prompt "the cat " --tokens 50 --seed 3
+sample="$(cat "$out")"
+run "$ctensor" generate --checkpoint "$ckpt" --prompt "the cat " --tokens 50 --seed 3
+if [ "$code" = 0 ] && [ "$(cat "$out")" = "$sample" ] && [ "$(head -c 8 "$out")" = "the cat " ] &&
+    [ "$(wc -c < "$out")" -eq 59 ]
+then pass test_cli_gpt_generate
+else fail test_cli_gpt_generate "exit $code, or not the prompt and 50 bytes, the same twice"; fi
+
+run "$ctensor" generate --checkpoint "$ckpt" --prompt "the" --tokens 40 --temperature 0 --top-k 5 --json
+if [ "$code" = 0 ] && [ "$(field tokens)" = 40 ] && grep -q '"text": "the' "$out"
+then pass test_cli_gpt_generate_json
+else fail test_cli_gpt_generate_json "exit $code"; fi
+
+run "$ctensor" train --model gpt --layers 1 --heads 2 --width 16 --context 16 --batch-size 4 \
+    --dataset synthetic --vocab 1000 --steps 3 --json
+if [ "$code" = 0 ] && [ "$(field vocab)" = 1000 ] && [ "$(field bits_per_byte)" = null ]
+then pass test_cli_gpt_synthetic
+else fail test_cli_gpt_synthetic "exit $code"; fi
+
+run "$ctensor" train --model gpt --layers 1 --heads 2 --width 16 --context 16 --batch-size 4 \
+    --dataset "$text" --steps 3 --amp bf16 --json
+if [ "$code" = 0 ] && grep -q '"precision": "bf16"' "$out"
+then pass test_cli_gpt_amp_bf16
+else fail test_cli_gpt_amp_bf16 "exit $code"; fi
+
+short="$work/short.txt"
+printf 'too short' > "$short"
+run "$ctensor" train $small --dataset "$short" --steps 2
+if [ "$code" = 2 ] && grep -q "validation part" "$err"
+then pass test_cli_gpt_short_text_refused
+else fail test_cli_gpt_short_text_refused "exit $code"; fi
+
+run "$ctensor" train --model gpt --width 30 --heads 4 --dataset "$text"
+code1=$code
+run "$ctensor" train --model gpt --epochs 2 --dataset "$text"
+code2=$code
+run "$ctensor" train --model cnn --layers 3
+if [ "$code1" = 2 ] && [ "$code2" = 2 ] && [ "$code" = 2 ] && grep -q "gpt" "$err"
+then pass test_cli_gpt_bad_options_refused
+else fail test_cli_gpt_bad_options_refused "exit $code1, $code2 and $code"; fi
+
+run "$ctensor" generate --checkpoint "$text"
+code1=$code
+run "$ctensor" generate --checkpoint "$ckpt" --prompt ""
+if [ "$code1" = 2 ] && [ "$code" = 2 ]
+then pass test_cli_gpt_generate_refuses_other_files
+else fail test_cli_gpt_generate_refuses_other_files "exit $code"; fi
+
+echo "$passed passed, $failed failed, 0 skipped"
+[ "$failed" = 0 ]
