@@ -48,8 +48,8 @@ CT_API ct_tensor *ct_linalg_inv(const ct_tensor *x);
 CT_API ct_tensor *ct_linalg_solve(const ct_tensor *x1, const ct_tensor *x2);
 /* x = U diag(S) Vh, K = min(M, N): U (..., M, M or K), S (..., K) descending, Vh (..., N or
  * K, N) by full_matrices. u and vh may both be NULL (the values only). */
-CT_API ct_status ct_linalg_svd(const ct_tensor *x, bool full_matrices, ct_tensor **u,
-                               ct_tensor **s, ct_tensor **vh);
+CT_API ct_status ct_linalg_svd(const ct_tensor *x, bool full_matrices, ct_tensor **u, ct_tensor **s,
+                               ct_tensor **vh);
 CT_API ct_tensor *ct_linalg_svdvals(const ct_tensor *x);
 /* x = Q R: mode "reduced" (Q (..., M, K), R (..., K, N)) or "complete" (Q (..., M, M), R
  * (..., M, N)); NULL is "reduced". */

@@ -145,12 +145,13 @@
     /* Sorting and scanning: ct__sort_args (backend_impl.h). */                                    \
     X(argsort, REQUIRED, QUEUED, ct_status, (int device, const ct__sort_args *args),               \
       (device, args))                                                                              \
-    X(cumsum, REQUIRED, QUEUED, ct_status, (int device, const ct__sort_args *args), (device, args)) \
+    X(cumsum, REQUIRED, QUEUED, ct_status, (int device, const ct__sort_args *args),                \
+      (device, args))                                                                              \
     /* The factorization of ct__linalg_args (backend/linalg_args_impl.h) on every matrix of the    \
-     * stack; *first_bad = the index of the first matrix the factorization failed on (its op     \
+     * stack; *first_bad = the index of the first matrix the factorization failed on (its op       \
      * says what fails), or -1. */                                                                 \
     X(linalg, OPTIONAL, READBACK(CT_READBACK_LINALG), ct_status,                                   \
-      (int device, const struct ct__linalg_args *args, int64_t *first_bad),                       \
+      (int device, const struct ct__linalg_args *args, int64_t *first_bad),                        \
       (device, args, first_bad))
 
 /* For the generators: CT_KERNEL_IF_##need(text) keeps text for required rows only, and

@@ -103,8 +103,9 @@ static ct_status solve_operands(const char *op, const ct_tensor *x1, const ct_te
     int64_t n = x1->shape[x1->ndim - 1];
     bool vector = x2->ndim == 1;
     if (x2->ndim < 1 || x2->shape[vector ? 0 : x2->ndim - 2] != n)
-        return ct__error(CT_ERR_SHAPE, "%s: x1's matrices are %lld x %lld but x2 (%d axes) has "
-                                       "not %lld rows",
+        return ct__error(CT_ERR_SHAPE,
+                         "%s: x1's matrices are %lld x %lld but x2 (%d axes) has "
+                         "not %lld rows",
                          op, (long long)n, (long long)n, x2->ndim, (long long)n);
     /* The batch shapes, aligned at their ends, broadcast. */
     int nb1 = x1->ndim - 2, nb2 = vector ? 0 : x2->ndim - 2, nb = nb1 > nb2 ? nb1 : nb2;
@@ -113,8 +114,9 @@ static ct_status solve_operands(const char *op, const ct_tensor *x1, const ct_te
         int64_t s1 = d - (nb - nb1) >= 0 ? x1->shape[d - (nb - nb1)] : 1;
         int64_t s2 = d - (nb - nb2) >= 0 ? x2->shape[d - (nb - nb2)] : 1;
         if (s1 != s2 && s1 != 1 && s2 != 1)
-            return ct__error(CT_ERR_SHAPE, "%s: the stacks of x1 and x2 do not broadcast (%lld "
-                                           "against %lld)",
+            return ct__error(CT_ERR_SHAPE,
+                             "%s: the stacks of x1 and x2 do not broadcast (%lld "
+                             "against %lld)",
                              op, (long long)s1, (long long)s2);
         shape1[d] = shape2[d] = s1 == 1 ? s2 : s1;
     }
@@ -228,12 +230,12 @@ ct_tensor *ct_linalg_svdvals(const ct_tensor *x) {
 }
 
 ct_status ct_linalg_qr(const ct_tensor *x, const char *mode, ct_tensor **q, ct_tensor **r) {
-    if (!q || !r)
-        return ct__error(CT_ERR_INVALID_ARG, "ct_linalg_qr: q and r must not be NULL");
+    if (!q || !r) return ct__error(CT_ERR_INVALID_ARG, "ct_linalg_qr: q and r must not be NULL");
     *q = *r = NULL;
     if (mode && strcmp(mode, "reduced") != 0 && strcmp(mode, "complete") != 0)
-        return ct__error(CT_ERR_INVALID_ARG, "ct_linalg_qr: mode \"%s\"; it must be \"reduced\" "
-                                             "or \"complete\"",
+        return ct__error(CT_ERR_INVALID_ARG,
+                         "ct_linalg_qr: mode \"%s\"; it must be \"reduced\" "
+                         "or \"complete\"",
                          mode);
     bool full = mode && strcmp(mode, "complete") == 0;
     ct_tensor *rq, *rr;

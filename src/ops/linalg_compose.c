@@ -61,8 +61,7 @@ static ct_status check_float(const char *op, const ct_tensor *x) {
 
 ct_tensor *ct_linalg_vector_norm(const ct_tensor *x, int naxes, const int *axes, double ord,
                                  bool keepdims) {
-    if (check_float("ct_linalg_vector_norm", x) != CT_OK || ct_scope_begin() != CT_OK)
-        return NULL;
+    if (check_float("ct_linalg_vector_norm", x) != CT_OK || ct_scope_begin() != CT_OK) return NULL;
     if (!axes) naxes = 0;
     const int *which = naxes ? axes : NULL;
     ct_tensor *magnitude = ct_abs(x), *out;
@@ -96,8 +95,9 @@ ct_tensor *ct_linalg_matrix_norm(const ct_tensor *x, const char *ord, bool keepd
     for (int i = 0; i < 8; i++)
         if (strcmp(ord, ords[i]) == 0) kind = i;
     if (kind < 0) {
-        ct__error(CT_ERR_INVALID_ARG, "%s: ord \"%s\"; it must be one of fro, nuc, inf, -inf, "
-                                      "1, -1, 2, -2",
+        ct__error(CT_ERR_INVALID_ARG,
+                  "%s: ord \"%s\"; it must be one of fro, nuc, inf, -inf, "
+                  "1, -1, 2, -2",
                   op, ord);
         return NULL;
     }
@@ -163,8 +163,8 @@ ct_tensor *ct_linalg_diagonal(const ct_tensor *x, int64_t offset) {
         return NULL;
     }
     int64_t m = x->shape[x->ndim - 2], n = x->shape[x->ndim - 1];
-    int64_t length = offset >= 0 ? (m < n - offset ? m : n - offset)
-                                 : (m + offset < n ? m + offset : n);
+    int64_t length =
+        offset >= 0 ? (m < n - offset ? m : n - offset) : (m + offset < n ? m + offset : n);
     if (length < 0) length = 0;
     if (ct_scope_begin() != CT_OK) return NULL;
     /* The diagonal is every (n + 1)th element of each flattened matrix from its start. */
@@ -203,9 +203,9 @@ ct_tensor *ct_linalg_cross(const ct_tensor *x1, const ct_tensor *x2, int axis) {
         int j = (i + 1) % 3, k = (i + 2) % 3;
         c[i] = ct_sub(ct_mul(a[j], b[k]), ct_mul(a[k], b[j]));
     }
-    ct_tensor *out = c[0] && c[1] && c[2] ? ct_concat(3, (const ct_tensor *const *)c,
-                                                      c[0]->ndim + from_end)
-                                          : NULL;
+    ct_tensor *out = c[0] && c[1] && c[2]
+                         ? ct_concat(3, (const ct_tensor *const *)c, c[0]->ndim + from_end)
+                         : NULL;
     return kept(out);
 }
 
@@ -213,8 +213,9 @@ ct_tensor *ct_linalg_outer(const ct_tensor *x1, const ct_tensor *x2) {
     if (!ct__check_args("ct_linalg_outer", 2, (const ct_tensor *[]){x1, x2}, &(ct_device){0}))
         return NULL;
     if (x1->ndim != 1 || x2->ndim != 1) {
-        ct__error(CT_ERR_SHAPE, "ct_linalg_outer: x1 and x2 have %d and %d axes; both must be "
-                                "vectors",
+        ct__error(CT_ERR_SHAPE,
+                  "ct_linalg_outer: x1 and x2 have %d and %d axes; both must be "
+                  "vectors",
                   x1->ndim, x2->ndim);
         return NULL;
     }
@@ -225,8 +226,9 @@ ct_tensor *ct_linalg_outer(const ct_tensor *x1, const ct_tensor *x2) {
 ct_tensor *ct_linalg_matrix_transpose(const ct_tensor *x) {
     if (!ct__check_args("ct_linalg_matrix_transpose", 1, &x, &(ct_device){0})) return NULL;
     if (x->ndim < 2) {
-        ct__error(CT_ERR_SHAPE, "ct_linalg_matrix_transpose: x has %d axes; it must have at "
-                                "least 2",
+        ct__error(CT_ERR_SHAPE,
+                  "ct_linalg_matrix_transpose: x has %d axes; it must have at "
+                  "least 2",
                   x->ndim);
         return NULL;
     }

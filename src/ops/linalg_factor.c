@@ -18,8 +18,9 @@ ct_status ct__linalg_check(const char *op, const ct_tensor *x, bool square) {
         return ct__error(CT_ERR_DTYPE, "%s: x has dtype %s; it must be float32 or float64", op,
                          ct_dtype_name(x->dtype));
     if (x->ndim < 2)
-        return ct__error(CT_ERR_SHAPE, "%s: x has %d axes; it must be a stack of matrices (at "
-                                       "least 2 axes)",
+        return ct__error(CT_ERR_SHAPE,
+                         "%s: x has %d axes; it must be a stack of matrices (at "
+                         "least 2 axes)",
                          op, x->ndim);
     int64_t m = x->shape[x->ndim - 2], n = x->shape[x->ndim - 1];
     if (square && m != n)
@@ -142,8 +143,12 @@ ct_status ct__linalg_det_raw(const char *op, const ct_tensor *x, ct_tensor **sig
     }
     if (status != CT_OK) return status;
     int64_t n = x->shape[b];
-    ct__linalg_args g = {.op = CT_LINALG_DET, .m = n, .n = n, .out0 = data_or_null(outs[0]),
-                         .out1 = data_or_null(outs[1]), .out2 = data_or_null(outs[2])};
+    ct__linalg_args g = {.op = CT_LINALG_DET,
+                         .m = n,
+                         .n = n,
+                         .out0 = data_or_null(outs[0]),
+                         .out1 = data_or_null(outs[1]),
+                         .out2 = data_or_null(outs[2])};
     /* run() counts a NULL output as a failure: pass only the wanted ones. */
     ct_tensor *list[3];
     int count = 0;
@@ -163,7 +168,10 @@ ct_status ct__linalg_eigh_raw(const char *op, const ct_tensor *x, ct_tensor **w,
     int b = x->ndim - 2;
     int64_t n = x->shape[b];
     ct_tensor *outs[2] = {new_stack(x, b, n, -1), v ? new_stack(x, b, n, n) : NULL};
-    ct__linalg_args g = {.op = CT_LINALG_EIGH, .m = n, .n = n, .out0 = data_or_null(outs[0]),
+    ct__linalg_args g = {.op = CT_LINALG_EIGH,
+                         .m = n,
+                         .n = n,
+                         .out0 = data_or_null(outs[0]),
                          .out1 = data_or_null(outs[1])};
     status = run(op, &g, x, outs, v ? 2 : 1);
     *w = outs[0];
@@ -183,8 +191,12 @@ ct_status ct__linalg_svd_raw(const char *op, const ct_tensor *x, bool full, ct_t
     bool vectors = u != NULL;
     ct_tensor *outs[3] = {new_stack(x, b, k, -1), vectors ? new_stack(x, b, m, full ? m : k) : NULL,
                           vectors ? new_stack(x, b, full ? n : k, n) : NULL};
-    ct__linalg_args g = {.op = CT_LINALG_SVD, .m = m, .n = n, .full = full,
-                         .out0 = data_or_null(outs[0]), .out1 = data_or_null(outs[1]),
+    ct__linalg_args g = {.op = CT_LINALG_SVD,
+                         .m = m,
+                         .n = n,
+                         .full = full,
+                         .out0 = data_or_null(outs[0]),
+                         .out1 = data_or_null(outs[1]),
                          .out2 = data_or_null(outs[2])};
     status = run(op, &g, x, outs, vectors ? 3 : 1);
     *s = outs[0];
@@ -200,8 +212,12 @@ ct_status ct__linalg_qr_raw(const char *op, const ct_tensor *x, bool full, ct_te
     int b = x->ndim - 2;
     int64_t m = x->shape[b], n = x->shape[b + 1], k = m < n ? m : n;
     ct_tensor *outs[2] = {new_stack(x, b, m, full ? m : k), new_stack(x, b, full ? m : k, n)};
-    ct__linalg_args g = {.op = CT_LINALG_QR, .m = m, .n = n, .full = full,
-                         .out0 = data_or_null(outs[0]), .out1 = data_or_null(outs[1])};
+    ct__linalg_args g = {.op = CT_LINALG_QR,
+                         .m = m,
+                         .n = n,
+                         .full = full,
+                         .out0 = data_or_null(outs[0]),
+                         .out1 = data_or_null(outs[1])};
     status = run(op, &g, x, outs, 2);
     *q = outs[0], *r = outs[1];
     return status;

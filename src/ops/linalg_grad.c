@@ -66,8 +66,8 @@ static ct_status solve_backward(ct__node *node, const ct_tensor *g, ct_tensor **
 }
 ct_tensor *ct__linalg_record_solve(ct_tensor *out, const ct_tensor *a, const ct_tensor *b,
                                    const ct_tensor *x, bool vector) {
-    ct__node *node = ct__node_new("ct_linalg_solve", solve_backward, 2,
-                                  (const ct_tensor *[]){a, b});
+    ct__node *node =
+        ct__node_new("ct_linalg_solve", solve_backward, 2, (const ct_tensor *[]){a, b});
     if (node) {
         ct__node_save(node, 0, a);
         ct__node_save(node, 1, x);
@@ -151,8 +151,8 @@ static void eigh_rule(const ct__node *node, const ct_tensor *g, ct_tensor **grad
 static ct_status eigh_backward(ct__node *node, const ct_tensor *g, ct_tensor **grad_in) {
     return run_rule(eigh_rule, node, g, grad_in, 1);
 }
-ct_tensor *ct__linalg_record_eigh(ct_tensor *out, int which, const ct_tensor *x,
-                                  const ct_tensor *w, const ct_tensor *v) {
+ct_tensor *ct__linalg_record_eigh(ct_tensor *out, int which, const ct_tensor *x, const ct_tensor *w,
+                                  const ct_tensor *v) {
     ct__node *node = ct__node_new("ct_linalg_eigh", eigh_backward, 1, &x);
     if (node) ct__node_save(node, 0, w), ct__node_save(node, 1, v), node->ints[0] = which;
     return ct__record(out, node);
@@ -185,12 +185,12 @@ static void svd_rule(const ct__node *node, const ct_tensor *g, ct_tensor **grad_
         grad_in[0] = ct_add(inner, rest);
         return;
     }
-    default: { /* g is the gradient of vh: gv = g^T */
+    default: {                                  /* g is the gradient of vh: gv = g^T */
         ct_tensor *vtgv = ct_matmul(vh, mT(g)); /* v^T gv */
         ct_tensor *k = ct_mul(svd_gaps(s), ct_sub(vtgv, mT(vtgv)));
         ct_tensor *inner = ct_matmul(ct_matmul(u, ct_mul(as_column(s), k)), vh);
-        ct_tensor *rest = ct_matmul(ct_div(u, as_row(s)), ct_sub(g, ct_matmul(ct_matmul(g, mT(vh)),
-                                                                              vh)));
+        ct_tensor *rest =
+            ct_matmul(ct_div(u, as_row(s)), ct_sub(g, ct_matmul(ct_matmul(g, mT(vh)), vh)));
         grad_in[0] = ct_add(inner, rest);
         return;
     }
@@ -199,8 +199,8 @@ static void svd_rule(const ct__node *node, const ct_tensor *g, ct_tensor **grad_
 static ct_status svd_backward(ct__node *node, const ct_tensor *g, ct_tensor **grad_in) {
     return run_rule(svd_rule, node, g, grad_in, 1);
 }
-ct_tensor *ct__linalg_record_svd(ct_tensor *out, int which, const ct_tensor *x,
-                                 const ct_tensor *u, const ct_tensor *s, const ct_tensor *vh) {
+ct_tensor *ct__linalg_record_svd(ct_tensor *out, int which, const ct_tensor *x, const ct_tensor *u,
+                                 const ct_tensor *s, const ct_tensor *vh) {
     ct__node *node = ct__node_new("ct_linalg_svd", svd_backward, 1, &x);
     if (node) {
         ct__node_save(node, 0, u), ct__node_save(node, 1, s), ct__node_save(node, 2, vh);
@@ -225,8 +225,9 @@ static ct_status qr_backward(ct__node *node, const ct_tensor *g, ct_tensor **gra
     const ct_tensor *q = node->saved[0], *r = node->saved[1];
     int64_t m = q->shape[q->ndim - 2], n = r->shape[r->ndim - 1];
     if (m < n || q->shape[q->ndim - 1] != n)
-        return ct__error(CT_ERR_UNSUPPORTED, "ct_linalg_qr: no gradient for %lld x %lld matrices "
-                                             "in this mode (only M >= N, reduced)",
+        return ct__error(CT_ERR_UNSUPPORTED,
+                         "ct_linalg_qr: no gradient for %lld x %lld matrices "
+                         "in this mode (only M >= N, reduced)",
                          (long long)m, (long long)n);
     return run_rule(qr_rule, node, g, grad_in, 1);
 }

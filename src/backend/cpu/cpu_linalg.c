@@ -46,10 +46,8 @@ static size_t area(int64_t rows, int64_t cols) { return (size_t)rows * (size_t)c
         T *a = (T *)g->a + area(g->m, g->n) * (size_t)i;                                           \
         T *o0 = (T *)g->out0, *o1 = (T *)g->out1, *o2 = (T *)g->out2;                              \
         switch (g->op) {                                                                           \
-        case CT_LINALG_CHOLESKY:                                                                   \
-            return cholesky_##suffix(n, a, o0 + area(n, n) * (size_t)i);                           \
-        case CT_LINALG_SOLVE:                                                                      \
-            return solve_##suffix(n, k, a, o0 + area(n, k) * (size_t)i);                           \
+        case CT_LINALG_CHOLESKY: return cholesky_##suffix(n, a, o0 + area(n, n) * (size_t)i);      \
+        case CT_LINALG_SOLVE: return solve_##suffix(n, k, a, o0 + area(n, k) * (size_t)i);         \
         case CT_LINALG_DET:                                                                        \
             return det_##suffix(n, a, o0 ? o0 + i : NULL, o1 ? o1 + i : NULL, o2 ? o2 + i : NULL); \
         case CT_LINALG_EIGH:                                                                       \
@@ -57,7 +55,7 @@ static size_t area(int64_t rows, int64_t cols) { return (size_t)rows * (size_t)c
                                  o1 ? o1 + area(n, n) * (size_t)i : NULL);                         \
         case CT_LINALG_SVD: {                                                                      \
             lapack_int ucols = g->full ? m : small, vrows = g->full ? n : small;                   \
-            return svd_##suffix(m, n, g->full, a, o0 + (size_t)small * (size_t)i,                 \
+            return svd_##suffix(m, n, g->full, a, o0 + (size_t)small * (size_t)i,                  \
                                 o1 ? o1 + area(m, ucols) * (size_t)i : NULL,                       \
                                 o2 ? o2 + area(vrows, n) * (size_t)i : NULL);                      \
         }                                                                                          \
@@ -81,7 +79,7 @@ ct_status ct__cpu_linalg(int device, const ct__linalg_args *args, int64_t *first
     *first_bad = -1;
     if (args->dtype != CT_F64 && args->dtype != CT_F32)
         return ct__error(CT_ERR_DTYPE, "linalg: the CPU has no %s kernel",
-                             ct_dtype_name(args->dtype));
+                         ct_dtype_name(args->dtype));
     int64_t bad = INT64_MAX;
     lapack_int failure = 0; /* the first info < 0 (an argument LAPACK refused, or no memory) */
     int64_t order = args->m > args->n ? args->m : args->n;
@@ -102,8 +100,7 @@ ct_status ct__cpu_linalg(int device, const ct__linalg_args *args, int64_t *first
     if (failure == CT_LINALG_NO_MEMORY)
         return ct__error(CT_ERR_OUT_OF_MEMORY, "linalg: out of host memory for LAPACK's work");
     if (failure < 0)
-        return ct__error(CT_ERR_BACKEND, "linalg: LAPACK refused its argument %d",
-                             (int)-failure);
+        return ct__error(CT_ERR_BACKEND, "linalg: LAPACK refused its argument %d", (int)-failure);
     *first_bad = bad == INT64_MAX ? -1 : bad;
     return CT_OK;
 }

@@ -114,7 +114,8 @@ static lapack_int TYPED(qr)(lapack_int m, lapack_int n, bool full, T *a, T *q, T
             for (lapack_int i = 0; i < rrows; i++)
                 r[(size_t)j * rrows + i] = i <= j ? a[(size_t)j * m + i] : 0;
         for (lapack_int j = 0; j < qcols; j++)
-            for (lapack_int i = 0; i < m; i++) q[(size_t)j * m + i] = j < n ? a[(size_t)j * m + i] : 0;
+            for (lapack_int i = 0; i < m; i++)
+                q[(size_t)j * m + i] = j < n ? a[(size_t)j * m + i] : 0;
         if (m > 0) LAPACK(orgqr)(&m, &qcols, &k, q, &lda, tau, work, &lwork, &info);
     }
     free(work);
