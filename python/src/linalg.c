@@ -172,7 +172,8 @@ ARRAY_AND_INT(matrix_power, ct_linalg_matrix_power(x, n))
 ARRAY_AND_INT(diagonal, ct_linalg_diagonal(x, n))
 ARRAY_AND_INT(trace, ct_linalg_trace(x, n))
 
-#define FN(name, flags) {"_linalg_" #name, (PyCFunction)py_##name, flags, "ct_linalg_" #name "."}
+#define FN(name, flags)                                                                            \
+    { "_linalg_" #name, (PyCFunction)py_##name, flags, "ct_linalg_" #name "." }
 PyMethodDef ctpy_linalg_functions[] = {
     FN(det, METH_O),
     FN(eigvalsh, METH_O),

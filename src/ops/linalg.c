@@ -19,7 +19,7 @@ ct_tensor *ct_linalg_cholesky(const ct_tensor *x, bool upper) {
     if (ct__linalg_cholesky_raw("ct_linalg_cholesky", x, &l) != CT_OK) return NULL;
     ct_tensor *out = l;
     if (ct__grad_needed(1, &x)) {
-        out = ct__linalg_record_cholesky(alias(l), x, l, false);
+        out = ct__linalg_record_cholesky(alias(l), x, l);
         ct_release(l);
     }
     if (!upper || !out) return out;

@@ -120,9 +120,7 @@ static void cholesky_rule(const ct__node *node, const ct_tensor *g, ct_tensor **
 static ct_status cholesky_backward(ct__node *node, const ct_tensor *g, ct_tensor **grad_in) {
     return run_rule(cholesky_rule, node, g, grad_in, 1);
 }
-ct_tensor *ct__linalg_record_cholesky(ct_tensor *out, const ct_tensor *x, const ct_tensor *l,
-                                      bool upper) {
-    (void)upper; /* the upper factor is the transposed view of the recorded lower one */
+ct_tensor *ct__linalg_record_cholesky(ct_tensor *out, const ct_tensor *x, const ct_tensor *l) {
     ct__node *node = ct__node_new("ct_linalg_cholesky", cholesky_backward, 1, &x);
     if (node) ct__node_save(node, 0, l);
     return ct__record(out, node);

@@ -38,8 +38,8 @@ ct_tensor *ct__linalg_record_inv(ct_tensor *out, const ct_tensor *x, const ct_te
 /* det (which_det) or logabsdet: the gradient of each is a multiple of inv(x)^T. */
 ct_tensor *ct__linalg_record_det(ct_tensor *out, const ct_tensor *x, const ct_tensor *det,
                                  bool logabs);
-ct_tensor *ct__linalg_record_cholesky(ct_tensor *out, const ct_tensor *x, const ct_tensor *l,
-                                      bool upper);
+/* The lower factor's (an upper one is its transposed view, recorded by ct_transpose). */
+ct_tensor *ct__linalg_record_cholesky(ct_tensor *out, const ct_tensor *x, const ct_tensor *l);
 /* eigh's result `which` (0: eigenvalues, 1: eigenvectors). */
 ct_tensor *ct__linalg_record_eigh(ct_tensor *out, int which, const ct_tensor *x, const ct_tensor *w,
                                   const ct_tensor *v);
