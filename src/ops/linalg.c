@@ -5,7 +5,7 @@
  * a node holds no reference to its own result. */
 #include <string.h>
 
-#include "autograd/tape_impl.h"
+#include "ops/grad_impl.h"
 #include "ops/linalg_impl.h"
 #include "ops/op_impl.h"
 
