@@ -602,3 +602,24 @@ DEVICE_TEST(test_linalg_grad_norms) {
     }
     ct_release(x);
 }
+
+/* A backward through a result without a rule fails by name rather than giving a zero. */
+DEVICE_TEST(test_linalg_grad_unsupported) {
+    ct_tensor *x = ct_gradcheck_leaf(device, 2, (int64_t[]){5, 3}, 141, -1, 1, true);
+    ct_tensor *wide = ct_gradcheck_leaf(device, 2, (int64_t[]){3, 5}, 142, -1, 1, true);
+    ct_tensor *u = NULL, *s = NULL, *vh = NULL, *q = NULL, *r = NULL;
+    ct_status svd = ct_linalg_svd(x, true, &u, &s, &vh);
+    ct_tensor *total = svd == CT_OK ? ct_sum(u, 0, NULL, false) : NULL;
+    ct_status backward = total ? ct_backward(total) : CT_OK;
+    bool named = backward == CT_ERR_UNSUPPORTED && strstr(ct_last_error(), "ct_linalg_svd");
+    ct_status qr = ct_linalg_qr(wide, "reduced", &q, &r);
+    ct_tensor *qr_total = qr == CT_OK ? ct_sum(r, 0, NULL, false) : NULL;
+    ct_status qr_backward = qr_total ? ct_backward(qr_total) : CT_OK;
+    bool qr_named = qr_backward == CT_ERR_UNSUPPORTED && strstr(ct_last_error(), "ct_linalg_qr");
+    ct_release(x), ct_release(wide), ct_release(u), ct_release(s), ct_release(vh);
+    ct_release(q), ct_release(r), ct_release(total), ct_release(qr_total);
+    CHECK_OK(svd);
+    CHECK_OK(qr);
+    CHECK(total && named);
+    CHECK(qr_total && qr_named);
+}

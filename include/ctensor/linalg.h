@@ -14,8 +14,10 @@
  * Gradients (autograd.h) flow through solve, inv, det, slogdet (logabsdet), cholesky, eigh
  * (both results; distinct eigenvalues), eigvalsh, svd (singular values; U and Vh of reduced
  * factorizations with distinct nonzero singular values), svdvals, qr (M >= N, reduced), pinv,
- * the norms, matrix_power, trace, diagonal, cross and outer. A function that reads one
- * triangle (cholesky, eigh, eigvalsh: the lower) gives the gradient of that triangle. */
+ * the norms, matrix_power, trace, diagonal, cross and outer; a backward through a result
+ * outside those (svd's full U or Vh of a non-square matrix, qr's results otherwise) is
+ * CT_ERR_UNSUPPORTED naming the function. A function that reads one triangle (cholesky,
+ * eigh, eigvalsh: the lower) gives the gradient of that triangle. */
 #ifndef CTENSOR_LINALG_H
 #define CTENSOR_LINALG_H
 

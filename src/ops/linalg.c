@@ -209,9 +209,9 @@ ct_status ct_linalg_svd(const ct_tensor *x, bool full_matrices, ct_tensor **u, c
     }
     *s = ct__linalg_record_svd(alias(rs), 1, x, ru, rs, rvh);
     if (u) {
-        if (full) {
-            *u = fu, *vh = fvh;
-            fu = fvh = NULL;
+        if (full) { /* their backward says it has no rule for them */
+            *u = ct__linalg_record_svd(alias(fu), 3, x, ru, rs, rvh);
+            *vh = ct__linalg_record_svd(alias(fvh), 3, x, ru, rs, rvh);
         } else {
             *u = ct__linalg_record_svd(alias(ru), 0, x, ru, rs, rvh);
             *vh = ct__linalg_record_svd(alias(rvh), 2, x, ru, rs, rvh);

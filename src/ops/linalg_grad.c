@@ -195,6 +195,10 @@ static void svd_rule(const ct__node *node, const ct_tensor *g, ct_tensor **grad_
     }
 }
 static ct_status svd_backward(ct__node *node, const ct_tensor *g, ct_tensor **grad_in) {
+    if (node->ints[0] == 3)
+        return ct__error(CT_ERR_UNSUPPORTED, "ct_linalg_svd: no gradient through U and Vh of "
+                                             "full_matrices for non-square matrices (ask for "
+                                             "the reduced ones)");
     return run_rule(svd_rule, node, g, grad_in, 1);
 }
 ct_tensor *ct__linalg_record_svd(ct_tensor *out, int which, const ct_tensor *x, const ct_tensor *u,

@@ -43,7 +43,8 @@ ct_tensor *ct__linalg_record_cholesky(ct_tensor *out, const ct_tensor *x, const 
 /* eigh's result `which` (0: eigenvalues, 1: eigenvectors). */
 ct_tensor *ct__linalg_record_eigh(ct_tensor *out, int which, const ct_tensor *x, const ct_tensor *w,
                                   const ct_tensor *v);
-/* svd's result `which` (0: U, 1: S, 2: Vh) of a reduced factorization. */
+/* svd's result `which` (0: U, 1: S, 2: Vh) of a reduced factorization (u, s, vh); 3: a full
+ * U or Vh of a non-square matrix, whose backward is CT_ERR_UNSUPPORTED. */
 ct_tensor *ct__linalg_record_svd(ct_tensor *out, int which, const ct_tensor *x, const ct_tensor *u,
                                  const ct_tensor *s, const ct_tensor *vh);
 /* qr's result `which` (0: Q, 1: R) of a reduced factorization with m >= n. */
