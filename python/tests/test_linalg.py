@@ -106,11 +106,21 @@ def test_singular(device):
     a = _general((4, 3, 3), 8)
     a[1, 2, :] = 0
     x = ct.asarray(a, device=device)
-    with pytest.raises(ValueError, match=r"inv: matrix 1 of the stack is singular"):
+    with pytest.raises(ValueError, match=r"ct\.linalg\.inv: matrix 1 of the stack is singular"):
         ct.linalg.inv(x)
     with pytest.raises(ValueError, match=r"solve: matrix 1 of the stack is singular"):
         ct.linalg.solve(x, ct.ones((4, 3, 1), dtype=ct.float64, device=device))
     assert to_numpy(ct.linalg.det(x))[1] == 0
+
+
+def test_nan_is_an_error_where_lapack_says_so(device):
+    a = np.eye(3)
+    a[1, 1] = np.nan
+    x = ct.asarray(a, device=device)
+    with pytest.raises(ValueError, match=r"matrix 0 of the stack has singular values that did"):
+        ct.linalg.svdvals(x)
+    with pytest.raises(ValueError, match=r"matrix 0 of the stack has eigenvalues that did not"):
+        ct.linalg.eigvalsh(x)
 
 
 @pytest.mark.parametrize("shape", [(2, 5, 3), (2, 3, 5), (4, 4)])

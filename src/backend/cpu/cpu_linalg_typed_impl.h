@@ -93,7 +93,8 @@ static lapack_int TYPED(svd)(lapack_int m, lapack_int n, bool full, T *a, T *s, 
         free(work);
     }
     free(iwork);
-    return info;
+    /* gesdd refuses a matrix holding a NaN as its argument 4: no values, as no convergence. */
+    return info == -4 ? 1 : info;
 }
 
 static lapack_int TYPED(qr)(lapack_int m, lapack_int n, bool full, T *a, T *q, T *r) {
