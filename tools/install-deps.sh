@@ -12,8 +12,9 @@ cd "$(dirname "$0")/.."
 # decimal comma (de_DE) from its sources. openmpi-bin, libopenmpi-dev: the MPI plugin and the
 # tests of data parallelism across processes (mpirun); iproute2: their two-machine case.
 # python3-dev: the CPython headers the Python module (python/) is built against.
+# liblapacke-dev: lapack.h, the declarations of the LAPACK routines OpenBLAS provides (ct.linalg).
 # libdnnl-dev: oneDNN's bf16 GEMM for mixed precision on CPUs with AVX512_BF16 or AMX.
-packages="build-essential cmake pkg-config libopenblas-dev zlib1g-dev python3-numpy python3-venv
+packages="build-essential cmake pkg-config libopenblas-dev liblapacke-dev zlib1g-dev python3-numpy python3-venv
           python3-dev libdnnl-dev openmpi-bin libopenmpi-dev iproute2
           python3-torch gnuplot-nox dataset-fashion-mnist locales"
 # clang: the libFuzzer harnesses (make fuzz); valgrind: test_cli_files runs ctensor under it.

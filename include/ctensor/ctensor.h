@@ -24,6 +24,7 @@
 #include "ctensor/autocast.h"
 #include "ctensor/data.h"
 #include "ctensor/dist.h"
+#include "ctensor/linalg.h"
 
 #define CT_VERSION_MAJOR 0
 #define CT_VERSION_MINOR 1

@@ -118,6 +118,7 @@ static const char *const phrases[][2] = {
     {"ct_autocast_push", "ct.autocast"},
     {"ct_autocast_pop", "the end of the `with ct.autocast(...):` block"},
     {"ct_nn_", "ct.nn."},
+    {"ct_linalg_", "ct.linalg."},
     {"ct_fill", "x[...] = value"},
     {"ct_copy", "x[...] = y"},
     {"ct_move_to", "module.to(device)"},

@@ -189,6 +189,8 @@ typedef struct ct__layer_norm_args ct__layer_norm_args;
 typedef struct ct__dropout_args ct__dropout_args;
 typedef struct ct__index_add_args ct__index_add_args;
 typedef struct ct__attention_args ct__attention_args;
+/* The linalg slot's (backend/linalg_args_impl.h). */
+typedef struct ct__linalg_args ct__linalg_args;
 
 /* The kernel table: one member per row of CT_KERNEL_SLOTS (backend/kernel_slots.h, which
  * gives each slot's contract); an optional slot a backend lacks is NULL. */

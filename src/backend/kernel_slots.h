@@ -41,6 +41,7 @@
 #define CT_READBACK_RAISED_FLAG 4  /* integer pow and remainder: a flag the operands raised */
 #define CT_READBACK_NORM 8         /* list_norm: its double result */
 #define CT_READBACK_UNSCALE 4      /* list_unscale: the first non-finite tensor's index */
+#define CT_READBACK_LINALG 8       /* linalg: the first bad matrix of the stack */
 
 #define CT_KERNEL_SLOTS(X)                                                                         \
     /* out = op(in); operands out, in. p0, p1: op parameters (clamp bounds). */                    \
@@ -149,7 +150,14 @@
     /* Sorting and scanning: ct__sort_args (backend_impl.h). */                                    \
     X(argsort, REQUIRED, QUEUED, ct_status, (int device, const ct__sort_args *args),               \
       (device, args))                                                                              \
-    X(cumsum, REQUIRED, QUEUED, ct_status, (int device, const ct__sort_args *args), (device, args))
+    X(cumsum, REQUIRED, QUEUED, ct_status, (int device, const ct__sort_args *args),                \
+      (device, args))                                                                              \
+    /* The factorization of ct__linalg_args (backend/linalg_args_impl.h) on every matrix of the    \
+     * stack; *first_bad = the index of the first matrix the factorization failed on (its op       \
+     * says what fails), or -1. */                                                                 \
+    X(linalg, OPTIONAL, READBACK(CT_READBACK_LINALG), ct_status,                                   \
+      (int device, const struct ct__linalg_args *args, int64_t *first_bad),                        \
+      (device, args, first_bad))
 
 /* For the generators: CT_KERNEL_IF_##need(text) keeps text for required rows only, and
  * CT_KERNEL_READBACK_BYTES_##sync the bytes a row reads back (0 for QUEUED and QUERY). */

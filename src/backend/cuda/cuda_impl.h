@@ -59,7 +59,7 @@ ct_status ct_cuda_copy_from_host(int device, void *dst, const void *src, size_t 
     ret ct_cuda_##name parameters;
 CT_KERNEL_SLOTS(CT_CUDA_DECLARE_)
 #undef CT_CUDA_DECLARE_
-#define CT_CUDA_OPTIONAL_SLOTS(X) X(conv2d_native)
+#define CT_CUDA_OPTIONAL_SLOTS(X) X(conv2d_native) X(linalg)
 
 #ifdef __cplusplus
 }

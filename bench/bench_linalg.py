@@ -1,0 +1,84 @@
+"""ct.linalg against numpy.linalg: solve, svd, eigh and cholesky of a 512 x 512 float64
+matrix, in one run, interleaved (`make bench` runs it after bench/run.sh).
+
+Each function is timed for both libraries in turn, ROUNDS times, each time as the median of
+batches of calls (a batch lasts >= 20 ms); a figure printed is the median over rounds, with
+the ratio ctensor's speed / NumPy's and the issue's target (>= 0.9x NumPy). Both run on the
+same threads: BENCH_THREADS (default 2) sets OMP_NUM_THREADS and OPENBLAS_NUM_THREADS before
+either library loads. Measure on a quiet machine.
+
+Usage: PYTHONPATH=build/python OMP_WAIT_POLICY=passive .venv/bin/python3 bench/bench_linalg.py
+"""
+import os
+import platform
+import statistics
+import sys
+import time
+
+threads = os.environ.get("BENCH_THREADS", "2")
+os.environ.setdefault("OMP_NUM_THREADS", threads)
+os.environ.setdefault("OPENBLAS_NUM_THREADS", threads)
+
+import numpy as np  # noqa: E402  (after the thread counts are set)
+
+import ctensor as ct  # noqa: E402
+
+ROUNDS = int(os.environ.get("ROUNDS", "5"))
+N = int(os.environ.get("N", "512"))
+BATCH_S = 20e-3
+TARGET = 0.9
+
+
+def per_call(fn):
+    """Seconds per call: the median of 5 batches of >= BATCH_S each, after one warm-up."""
+    start = time.perf_counter()
+    fn()
+    once = time.perf_counter() - start
+    calls = max(1, int(BATCH_S / max(once, 1e-9)))
+    times = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        times.append((time.perf_counter() - t0) / calls)
+    return statistics.median(times)
+
+
+def cases():
+    rng = np.random.default_rng(1)
+    a = rng.uniform(-1, 1, (N, N)) + N * np.eye(N)
+    spd = a @ a.T
+    sym = (a + a.T) / 2
+    b = rng.uniform(-1, 1, (N, 1))
+    ca, cspd, csym, cb = (ct.asarray(x, device="cpu") for x in (a, spd, sym, b))
+    return [
+        ("solve", lambda: np.linalg.solve(a, b), lambda: ct.linalg.solve(ca, cb)),
+        ("svd", lambda: np.linalg.svd(a), lambda: ct.linalg.svd(ca)),
+        ("eigh", lambda: np.linalg.eigh(sym), lambda: ct.linalg.eigh(csym)),
+        ("cholesky", lambda: np.linalg.cholesky(spd), lambda: ct.linalg.cholesky(cspd)),
+    ]
+
+
+def main():
+    print(f"ct.linalg vs numpy.linalg, {N} x {N} float64, {threads} threads, "
+          f"{ROUNDS} rounds; {platform.processor() or platform.machine()}")
+    print("| function | ctensor ms | NumPy ms | ctensor / NumPy speed | target |")
+    print("|---|---|---|---|---|")
+    failed = False
+    for name, numpy_fn, ct_fn in cases():
+        ours, theirs = [], []
+        for _ in range(ROUNDS):
+            theirs.append(per_call(numpy_fn))
+            ours.append(per_call(ct_fn))
+        ours_ms, theirs_ms = statistics.median(ours) * 1e3, statistics.median(theirs) * 1e3
+        ratio = theirs_ms / ours_ms
+        met = ratio >= TARGET
+        failed |= not met
+        print(f"| {name} | {ours_ms:.3f} | {theirs_ms:.3f} | {ratio:.2f}x | "
+              f">= {TARGET}x: {'met' if met else 'NOT met'} |")
+    print(f"NumPy {np.__version__}; ctensor {ct.__version__}; Python {sys.version.split()[0]}")
+    return 0 if not failed or os.environ.get("BENCH_STRICT") != "1" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+/* ctensor — linear algebra: the array API standard's linalg extension (2023.12) on stacks of
+ * matrices (..., M, N), for float32 and float64 on every device whose backend has the linalg
+ * kernels (the CPU through LAPACK; a device without them says CT_ERR_UNSUPPORTED naming the
+ * op). matmul, matrix_transpose and the products are ct_matmul and ct_transpose (ops.h).
+ *
+ * Errors: a dtype other than float32 or float64 is CT_ERR_DTYPE; a shape the function does
+ * not take (fewer than two axes, a matrix that must be square and is not, stacks that do not
+ * broadcast) CT_ERR_SHAPE; a matrix the function cannot take is CT_ERR_INVALID_ARG naming the
+ * function and the index of the first such matrix in the stack (its C-order position over
+ * the batch axes): a singular matrix for ct_linalg_inv and ct_linalg_solve (LAPACK's exactly
+ * zero pivot), one that is not positive-definite for ct_linalg_cholesky, one whose
+ * eigenvalues or singular values did not converge. Results never hold a NaN a failure made.
+ *
+ * Gradients (autograd.h) flow through solve, inv, det, slogdet (logabsdet), cholesky, eigh
+ * (both results; distinct eigenvalues), eigvalsh, svd (singular values; U and Vh of reduced
+ * factorizations with distinct nonzero singular values), svdvals, qr (M >= N, reduced), pinv,
+ * the norms, matrix_power, trace, diagonal, cross and outer; a backward through a result
+ * outside those (svd's full U or Vh of a non-square matrix, qr's results otherwise) is
+ * CT_ERR_UNSUPPORTED naming the function. A function that reads one triangle (cholesky,
+ * eigh, eigvalsh: the lower) gives the gradient of that triangle. */
+#ifndef CTENSOR_LINALG_H
+#define CTENSOR_LINALG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ctensor/export.h"
+#include "ctensor/status.h"
+#include "ctensor/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The Cholesky factor of each symmetric positive-definite matrix (its lower triangle read):
+ * L lower with x = L L^T, or U = L^T when upper. */
+CT_API ct_tensor *ct_linalg_cholesky(const ct_tensor *x, bool upper);
+/* det of each square matrix: shape (...). */
+CT_API ct_tensor *ct_linalg_det(const ct_tensor *x);
+/* The sign (0 for a singular matrix) and log|det| (-inf for one) of each square matrix. */
+CT_API ct_status ct_linalg_slogdet(const ct_tensor *x, ct_tensor **sign, ct_tensor **logabsdet);
+/* Eigenvalues (..., M) in ascending order and eigenvectors (..., M, M), one per column, of
+ * each symmetric matrix (its lower triangle read). eigenvectors may be NULL. */
+CT_API ct_status ct_linalg_eigh(const ct_tensor *x, ct_tensor **eigenvalues,
+                                ct_tensor **eigenvectors);
+CT_API ct_tensor *ct_linalg_eigvalsh(const ct_tensor *x);
+CT_API ct_tensor *ct_linalg_inv(const ct_tensor *x);
+/* x with x1 @ x = x2: x1 (..., M, M); x2 (..., M, K), or (M,) taken as one vector (then the
+ * result is (..., M)); the stacks broadcast. */
+CT_API ct_tensor *ct_linalg_solve(const ct_tensor *x1, const ct_tensor *x2);
+/* x = U diag(S) Vh, K = min(M, N): U (..., M, M or K), S (..., K) descending, Vh (..., N or
+ * K, N) by full_matrices. u and vh may both be NULL (the values only). */
+CT_API ct_status ct_linalg_svd(const ct_tensor *x, bool full_matrices, ct_tensor **u, ct_tensor **s,
+                               ct_tensor **vh);
+CT_API ct_tensor *ct_linalg_svdvals(const ct_tensor *x);
+/* x = Q R: mode "reduced" (Q (..., M, K), R (..., K, N)) or "complete" (Q (..., M, M), R
+ * (..., M, N)); NULL is "reduced". */
+CT_API ct_status ct_linalg_qr(const ct_tensor *x, const char *mode, ct_tensor **q, ct_tensor **r);
+/* The pseudo-inverse (..., N, M): singular values at most rtol times the largest are taken
+ * as zero; rtol < 0 means the standard's default, max(M, N) * the dtype's epsilon. */
+CT_API ct_tensor *ct_linalg_pinv(const ct_tensor *x, double rtol);
+/* The number of singular values above rtol times the largest (rtol < 0: as pinv), int64. */
+CT_API ct_tensor *ct_linalg_matrix_rank(const ct_tensor *x, double rtol);
+/* ord: "fro", "nuc", "inf", "-inf", "1", "-1", "2" or "-2" (NULL is "fro"), over the last two
+ * axes, kept as size 1 when keepdims. */
+CT_API ct_tensor *ct_linalg_matrix_norm(const ct_tensor *x, const char *ord, bool keepdims);
+/* The ord-norm (any ord: inf, -inf, 0 counts the nonzero elements, p) of x over axes (naxes
+ * 0 and axes NULL: all of them, as one vector). */
+CT_API ct_tensor *ct_linalg_vector_norm(const ct_tensor *x, int naxes, const int *axes, double ord,
+                                        bool keepdims);
+/* x @ x @ ... n times for square matrices; n 0 gives the identity, n < 0 the inverse's power. */
+CT_API ct_tensor *ct_linalg_matrix_power(const ct_tensor *x, int64_t n);
+/* The diagonal offset of each matrix (above the main one when offset > 0): (..., L). */
+CT_API ct_tensor *ct_linalg_diagonal(const ct_tensor *x, int64_t offset);
+/* The sum of ct_linalg_diagonal: (...). */
+CT_API ct_tensor *ct_linalg_trace(const ct_tensor *x, int64_t offset);
+/* The cross product along axis (size 3 in both; the other axes broadcast). */
+CT_API ct_tensor *ct_linalg_cross(const ct_tensor *x1, const ct_tensor *x2, int axis);
+/* x1 (M,) and x2 (N,): (M, N). */
+CT_API ct_tensor *ct_linalg_outer(const ct_tensor *x1, const ct_tensor *x2);
+/* The last two axes swapped (a view). */
+CT_API ct_tensor *ct_linalg_matrix_transpose(const ct_tensor *x);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

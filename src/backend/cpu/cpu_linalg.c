@@ -1,0 +1,106 @@
+/* The linalg slot on the CPU: LAPACK from OpenBLAS (declared by lapack.h), one call per
+ * matrix of the stack (cpu_linalg_typed_impl.h). A stack of several matrices is split over
+ * ctensor's OpenMP threads, each matrix on one thread with OpenBLAS single-threaded inside
+ * (as the GEMM: cpu_gemm.c); a single large matrix is given to OpenBLAS's own threads, as
+ * many as ctensor runs, for that call. */
+#include <lapack.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cblas.h>
+
+#include "backend/cpu/cpu_impl.h"
+#include "backend/linalg_args_impl.h"
+#include "core/dtype_impl.h"
+#include "core/error_impl.h"
+
+#define CT_LINALG_NO_MEMORY ((lapack_int)-100000)
+
+/* A matrix below this order runs on one OpenBLAS thread even alone. */
+#define CT_LINALG_THREADED_ORDER 192
+
+#define T double
+#define LAPACK(name) LAPACK_d##name
+#define TYPED(name) name##_f64
+#include "backend/cpu/cpu_linalg_typed_impl.h"
+#undef T
+#undef LAPACK
+#undef TYPED
+#define T float
+#define LAPACK(name) LAPACK_s##name
+#define TYPED(name) name##_f32
+#include "backend/cpu/cpu_linalg_typed_impl.h"
+#undef T
+#undef LAPACK
+#undef TYPED
+
+/* The elements of each matrix of a stack of rows x cols. */
+static size_t area(int64_t rows, int64_t cols) { return (size_t)rows * (size_t)cols; }
+
+/* Matrix i of args: LAPACK's info for it. */
+#define RUN_TYPED(T, suffix)                                                                       \
+    static lapack_int run_##suffix(const ct__linalg_args *g, int64_t i) {                          \
+        lapack_int m = (lapack_int)g->m, n = (lapack_int)g->n, k = (lapack_int)g->k;               \
+        lapack_int small = m < n ? m : n;                                                          \
+        T *a = (T *)g->a + area(g->m, g->n) * (size_t)i;                                           \
+        T *o0 = (T *)g->out0, *o1 = (T *)g->out1, *o2 = (T *)g->out2;                              \
+        switch (g->op) {                                                                           \
+        case CT_LINALG_CHOLESKY: return cholesky_##suffix(n, a, o0 + area(n, n) * (size_t)i);      \
+        case CT_LINALG_SOLVE: return solve_##suffix(n, k, a, o0 + area(n, k) * (size_t)i);         \
+        case CT_LINALG_DET:                                                                        \
+            return det_##suffix(n, a, o0 ? o0 + i : NULL, o1 ? o1 + i : NULL, o2 ? o2 + i : NULL); \
+        case CT_LINALG_EIGH:                                                                       \
+            return eigh_##suffix(n, a, o0 + (size_t)n * (size_t)i,                                 \
+                                 o1 ? o1 + area(n, n) * (size_t)i : NULL);                         \
+        case CT_LINALG_SVD: {                                                                      \
+            lapack_int ucols = g->full ? m : small, vrows = g->full ? n : small;                   \
+            return svd_##suffix(m, n, g->full, a, o0 + (size_t)small * (size_t)i,                  \
+                                o1 ? o1 + area(m, ucols) * (size_t)i : NULL,                       \
+                                o2 ? o2 + area(vrows, n) * (size_t)i : NULL);                      \
+        }                                                                                          \
+        case CT_LINALG_QR: {                                                                       \
+            lapack_int qcols = g->full ? m : small, rrows = g->full ? m : small;                   \
+            return qr_##suffix(m, n, g->full, a, o0 + area(m, qcols) * (size_t)i,                  \
+                               o1 + area(rrows, n) * (size_t)i);                                   \
+        }                                                                                          \
+        }                                                                                          \
+        return -1;                                                                                 \
+    }
+RUN_TYPED(double, f64)
+RUN_TYPED(float, f32)
+
+static lapack_int run_one(const ct__linalg_args *args, int64_t i) {
+    return args->dtype == CT_F64 ? run_f64(args, i) : run_f32(args, i);
+}
+
+ct_status ct__cpu_linalg(int device, const ct__linalg_args *args, int64_t *first_bad) {
+    (void)device;
+    *first_bad = -1;
+    if (args->dtype != CT_F64 && args->dtype != CT_F32)
+        return ct__error(CT_ERR_DTYPE, "linalg: the CPU has no %s kernel",
+                         ct_dtype_name(args->dtype));
+    int64_t bad = INT64_MAX;
+    lapack_int failure = 0; /* the first info < 0 (an argument LAPACK refused, or no memory) */
+    int64_t order = args->m > args->n ? args->m : args->n;
+    int threads = args->count < ct__cpu_threads() ? (int)args->count : ct__cpu_threads();
+    ct__cpu_blas_single_threaded();
+    if (args->count == 1 && order >= CT_LINALG_THREADED_ORDER && ct__cpu_threads() > 1)
+        openblas_set_num_threads(ct__cpu_threads());
+    if (threads < 1) threads = 1;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(dynamic) reduction(min : bad, failure)
+#endif
+    for (int64_t i = 0; i < args->count; i++) {
+        lapack_int info = run_one(args, i);
+        if (info > 0 && i < bad) bad = i;
+        if (info < 0 && info < failure) failure = info;
+    }
+    ct__cpu_blas_single_threaded();
+    if (failure == CT_LINALG_NO_MEMORY)
+        return ct__error(CT_ERR_OUT_OF_MEMORY, "linalg: out of host memory for LAPACK's work");
+    if (failure < 0)
+        return ct__error(CT_ERR_BACKEND, "linalg: LAPACK refused its argument %d", (int)-failure);
+    *first_bad = bad == INT64_MAX ? -1 : bad;
+    return CT_OK;
+}

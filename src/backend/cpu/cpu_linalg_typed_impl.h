@@ -1,0 +1,125 @@
+/* One dtype's LAPACK calls for one matrix each (cpu_linalg.c includes this once per dtype,
+ * with T the element type, LAPACK(name) its routine and TYPED(name) the function's name).
+ * Each returns LAPACK's info: 0, > 0 when the matrix is bad (its op's contract in
+ * backend/linalg_args_impl.h), or CT_LINALG_NO_MEMORY. Matrices are column-major. */
+
+static lapack_int TYPED(cholesky)(lapack_int n, const T *a, T *l) {
+    memcpy(l, a, (size_t)n * (size_t)n * sizeof(T));
+    lapack_int info = 0;
+    LAPACK(potrf)("L", &n, l, &n, &info);
+    for (lapack_int j = 1; j < n; j++)
+        for (lapack_int i = 0; i < j; i++) l[(size_t)j * n + i] = 0;
+    return info;
+}
+
+static lapack_int TYPED(solve)(lapack_int n, lapack_int k, T *a, T *x) {
+    lapack_int *pivots = malloc(((size_t)n + 1) * sizeof *pivots), info = 0;
+    if (!pivots) return CT_LINALG_NO_MEMORY;
+    LAPACK(gesv)(&n, &k, a, &n, pivots, x, &n, &info);
+    free(pivots);
+    return info;
+}
+
+static lapack_int TYPED(det)(lapack_int n, T *a, T *sign, T *logabs, T *det) {
+    lapack_int *pivots = malloc(((size_t)n + 1) * sizeof *pivots), info = 0;
+    if (!pivots) return CT_LINALG_NO_MEMORY;
+    LAPACK(getrf)(&n, &n, a, &n, pivots, &info);
+    T s = 1, log_sum = 0, product = 1;
+    if (info > 0) {
+        s = 0, log_sum = -(T)INFINITY, product = 0;
+    } else {
+        for (lapack_int i = 0; i < n; i++) {
+            T d = a[(size_t)i * n + i];
+            if (pivots[i] != i + 1) s = -s;
+            if (d < 0) s = -s;
+            log_sum += (T)log(fabs((double)d));
+            product *= d;
+        }
+        for (lapack_int i = 0; i < n; i++)
+            if (pivots[i] != i + 1) product = -product;
+    }
+    free(pivots);
+    if (sign) *sign = s;
+    if (logabs) *logabs = log_sum;
+    if (det) *det = product;
+    return info > 0 ? 0 : info;
+}
+
+static lapack_int TYPED(eigh)(lapack_int n, T *a, T *w, T *v) {
+    T *work_a = v ? memcpy(v, a, (size_t)n * (size_t)n * sizeof(T)) : a;
+    const char *job = v ? "V" : "N";
+    lapack_int info = 0, lwork = -1, liwork = -1, iwork_size = 0;
+    T work_size = 0;
+    LAPACK(syevd)(job, "L", &n, work_a, &n, w, &work_size, &lwork, &iwork_size, &liwork, &info);
+    if (info != 0) return info;
+    lwork = (lapack_int)work_size + 1, liwork = iwork_size + 1;
+    T *work = malloc((size_t)lwork * sizeof(T));
+    lapack_int *iwork = malloc((size_t)liwork * sizeof *iwork);
+    if (work && iwork)
+        LAPACK(syevd)(job, "L", &n, work_a, &n, w, work, &lwork, iwork, &liwork, &info);
+    else
+        info = CT_LINALG_NO_MEMORY;
+    free(work);
+    free(iwork);
+    return info;
+}
+
+/* The identity in a rows x cols column-major matrix. */
+static void TYPED(identity)(lapack_int rows, lapack_int cols, T *x) {
+    memset(x, 0, (size_t)rows * (size_t)cols * sizeof(T));
+    for (lapack_int i = 0; i < rows && i < cols; i++) x[(size_t)i * rows + i] = 1;
+}
+
+static lapack_int TYPED(svd)(lapack_int m, lapack_int n, bool full, T *a, T *s, T *u, T *vt) {
+    lapack_int k = m < n ? m : n, ucols = full ? m : k, vrows = full ? n : k;
+    if (k == 0) { /* no values; the full factors of an empty matrix are identities */
+        if (u) TYPED(identity)(m, ucols, u);
+        if (vt) TYPED(identity)(vrows, n, vt);
+        return 0;
+    }
+    const char *job = u ? (full ? "A" : "S") : "N";
+    lapack_int ldu = m, ldvt = vrows > 0 ? vrows : 1, info = 0, lwork = -1;
+    T work_size = 0;
+    lapack_int *iwork = malloc(8 * (size_t)k * sizeof *iwork);
+    if (!iwork) return CT_LINALG_NO_MEMORY;
+    LAPACK(gesdd)(job, &m, &n, a, &m, s, u, &ldu, vt, &ldvt, &work_size, &lwork, iwork, &info);
+    if (info == 0) {
+        lwork = (lapack_int)work_size + 1;
+        T *work = malloc((size_t)lwork * sizeof(T));
+        if (work)
+            LAPACK(gesdd)(job, &m, &n, a, &m, s, u, &ldu, vt, &ldvt, work, &lwork, iwork, &info);
+        else
+            info = CT_LINALG_NO_MEMORY;
+        free(work);
+    }
+    free(iwork);
+    /* gesdd refuses a matrix holding a NaN as its argument 4: no values, as no convergence. */
+    return info == -4 ? 1 : info;
+}
+
+static lapack_int TYPED(qr)(lapack_int m, lapack_int n, bool full, T *a, T *q, T *r) {
+    lapack_int k = m < n ? m : n, qcols = full ? m : k, rrows = full ? m : k, info = 0;
+    T *tau = malloc(((size_t)k + 1) * sizeof(T)), work_size = 0;
+    if (!tau) return CT_LINALG_NO_MEMORY;
+    lapack_int lwork = -1, lda = m > 0 ? m : 1;
+    if (m > 0 && n > 0) LAPACK(geqrf)(&m, &n, a, &lda, tau, &work_size, &lwork, &info);
+    lapack_int geqrf_work = (lapack_int)work_size + 1;
+    work_size = 0;
+    if (info == 0 && m > 0) LAPACK(orgqr)(&m, &qcols, &k, q, &lda, tau, &work_size, &lwork, &info);
+    lwork = geqrf_work > (lapack_int)work_size + 1 ? geqrf_work : (lapack_int)work_size + 1;
+    T *work = info == 0 ? malloc((size_t)lwork * sizeof(T)) : NULL;
+    if (info == 0 && !work) info = CT_LINALG_NO_MEMORY;
+    if (info == 0 && m > 0 && n > 0) LAPACK(geqrf)(&m, &n, a, &lda, tau, work, &lwork, &info);
+    if (info == 0) {
+        for (lapack_int j = 0; j < n; j++)
+            for (lapack_int i = 0; i < rrows; i++)
+                r[(size_t)j * rrows + i] = i <= j ? a[(size_t)j * m + i] : 0;
+        for (lapack_int j = 0; j < qcols; j++)
+            for (lapack_int i = 0; i < m; i++)
+                q[(size_t)j * m + i] = j < n ? a[(size_t)j * m + i] : 0;
+        if (m > 0) LAPACK(orgqr)(&m, &qcols, &k, q, &lda, tau, work, &lwork, &info);
+    }
+    free(work);
+    free(tau);
+    return info;
+}

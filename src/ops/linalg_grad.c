@@ -1,0 +1,241 @@
+/* Backward rules of ct_linalg_*'s factorizations (real matrices), composed of ctensor's ops;
+ * each runs in a scope and keeps only its gradients. A function that reads the lower triangle
+ * of a symmetric input (cholesky, eigh) has the gradient G of the symmetric matrix turned
+ * into that triangle's: tril(G + G^T) with the diagonal halved, which is what a finite
+ * difference of one element of the triangle sees. */
+#include "ops/grad_impl.h"
+#include "ops/linalg_impl.h"
+#include "ops/op_impl.h"
+
+static ct_tensor *keep(ct_tensor *t) { return t ? ct_keep(t) : NULL; }
+static ct_tensor *mT(const ct_tensor *t) { return ct_transpose(t, -2, -1); }
+/* t (..., n) as (..., 1, n) (row) or (..., n, 1). */
+static ct_tensor *as_row(const ct_tensor *t) { return ct_unsqueeze(t, -2); }
+static ct_tensor *as_column(const ct_tensor *t) { return ct_unsqueeze(t, -1); }
+/* t (...) as (..., 1, 1). */
+static ct_tensor *as_matrix(const ct_tensor *t) { return ct_unsqueeze(ct_unsqueeze(t, -1), -1); }
+
+/* n x n on t's device in t's dtype: 1 below the diagonal, `diagonal` on it, 0 above. */
+static ct_tensor *lower_mask(const ct_tensor *t, int64_t n, double diagonal) {
+    ct_device device = t->storage->device;
+    ct_tensor *i = ct_reshape(ct_arange(0, (double)n, 1, CT_I64, device), 2, (int64_t[]){n, 1});
+    ct_tensor *j = ct_reshape(ct_arange(0, (double)n, 1, CT_I64, device), 2, (int64_t[]){1, n});
+    ct_tensor *below = ct_cast(ct_gt(i, j), t->dtype), *on = ct_cast(ct_eq(i, j), t->dtype);
+    return ct_add(below, ct_mul_scalar(on, diagonal));
+}
+
+/* The gradient of the lower triangle read for the symmetric matrix's gradient g. */
+static ct_tensor *lower_triangle_gradient(const ct_tensor *g) {
+    int64_t n = g->shape[g->ndim - 1];
+    return ct_mul(ct_add(g, mT(g)), lower_mask(g, n, 0.5));
+}
+
+/* y @ r^{-T} for r square: (r^{-1} y^T)^T. */
+static ct_tensor *times_inverse_transpose(const ct_tensor *y, const ct_tensor *r) {
+    return mT(ct_linalg_solve(r, mT(y)));
+}
+
+/* Runs a rule in a scope: grad_in[i] = the kept results. */
+typedef void (*rule_fn)(const ct__node *node, const ct_tensor *g, ct_tensor **grad_in);
+static ct_status run_rule(rule_fn rule, const ct__node *node, const ct_tensor *g,
+                          ct_tensor **grad_in, int n) {
+    if (ct_scope_begin() != CT_OK) return ct_last_status();
+    rule(node, g, grad_in);
+    ct_status status = CT_OK;
+    for (int i = 0; i < n; i++) {
+        if (node->inputs[i] && !grad_in[i]) status = ct_last_status();
+        grad_in[i] = keep(grad_in[i]);
+    }
+    ct_scope_end();
+    if (status != CT_OK)
+        for (int i = 0; i < n; i++) ct_release(grad_in[i]), grad_in[i] = NULL;
+    return status;
+}
+
+/* ---- solve: x = a^{-1} b; gb = a^{-T} g, ga = -gb x^T ---- */
+static void solve_rule(const ct__node *node, const ct_tensor *g, ct_tensor **grad_in) {
+    const ct_tensor *a = node->saved[0], *x = node->saved[1];
+    bool vector = node->ints[0];
+    ct_tensor *gb = ct_linalg_solve(mT(a), vector ? as_column(g) : g);
+    ct_tensor *xm = vector ? as_column(x) : (ct_tensor *)x;
+    if (node->inputs[0]) grad_in[0] = ct_neg(ct_matmul(gb, mT(xm)));
+    if (node->inputs[1]) grad_in[1] = vector ? ct_squeeze(gb, -1) : gb;
+}
+static ct_status solve_backward(ct__node *node, const ct_tensor *g, ct_tensor **grad_in) {
+    return run_rule(solve_rule, node, g, grad_in, 2);
+}
+ct_tensor *ct__linalg_record_solve(ct_tensor *out, const ct_tensor *a, const ct_tensor *b,
+                                   const ct_tensor *x, bool vector) {
+    ct__node *node =
+        ct__node_new("ct_linalg_solve", solve_backward, 2, (const ct_tensor *[]){a, b});
+    if (node) {
+        ct__node_save(node, 0, a);
+        ct__node_save(node, 1, x);
+        node->ints[0] = vector;
+    }
+    return ct__record(out, node);
+}
+
+/* ---- inv: y = x^{-1}; gx = -y^T g y^T ---- */
+static void inv_rule(const ct__node *node, const ct_tensor *g, ct_tensor **grad_in) {
+    const ct_tensor *y = node->saved[0];
+    grad_in[0] = ct_neg(ct_matmul(ct_matmul(mT(y), g), mT(y)));
+}
+static ct_status inv_backward(ct__node *node, const ct_tensor *g, ct_tensor **grad_in) {
+    return run_rule(inv_rule, node, g, grad_in, 1);
+}
+ct_tensor *ct__linalg_record_inv(ct_tensor *out, const ct_tensor *x, const ct_tensor *inv) {
+    ct__node *node = ct__node_new("ct_linalg_inv", inv_backward, 1, &x);
+    if (node) ct__node_save(node, 0, inv);
+    return ct__record(out, node);
+}
+
+/* ---- det: gx = g det x^{-T}; logabsdet: gx = g x^{-T} ---- */
+static void det_rule(const ct__node *node, const ct_tensor *g, ct_tensor **grad_in) {
+    const ct_tensor *x = node->saved[0], *d = node->saved[1];
+    ct_tensor *scale = node->ints[0] ? (ct_tensor *)g : ct_mul(g, d);
+    grad_in[0] = ct_mul(as_matrix(scale), mT(ct_linalg_inv(x)));
+}
+static ct_status det_backward(ct__node *node, const ct_tensor *g, ct_tensor **grad_in) {
+    return run_rule(det_rule, node, g, grad_in, 1);
+}
+ct_tensor *ct__linalg_record_det(ct_tensor *out, const ct_tensor *x, const ct_tensor *det,
+                                 bool logabs) {
+    ct__node *node =
+        ct__node_new(logabs ? "ct_linalg_slogdet" : "ct_linalg_det", det_backward, 1, &x);
+    if (node) ct__node_save(node, 0, x), ct__node_save(node, 1, det), node->ints[0] = logabs;
+    return ct__record(out, node);
+}
+
+/* ---- cholesky: a = l l^T; P = Φ(l^T g) (lower, diagonal halved), S = l^{-T} P l^{-1},
+ * the symmetric gradient (S + S^T) / 2 ---- */
+static void cholesky_rule(const ct__node *node, const ct_tensor *g, ct_tensor **grad_in) {
+    const ct_tensor *l = node->saved[0];
+    int64_t n = l->shape[l->ndim - 1];
+    ct_tensor *p = ct_mul(ct_matmul(mT(l), g), lower_mask(l, n, 0.5));
+    ct_tensor *li = ct_linalg_inv(l);
+    ct_tensor *s = ct_matmul(ct_matmul(mT(li), p), li);
+    grad_in[0] = lower_triangle_gradient(ct_mul_scalar(ct_add(s, mT(s)), 0.5));
+}
+static ct_status cholesky_backward(ct__node *node, const ct_tensor *g, ct_tensor **grad_in) {
+    return run_rule(cholesky_rule, node, g, grad_in, 1);
+}
+ct_tensor *ct__linalg_record_cholesky(ct_tensor *out, const ct_tensor *x, const ct_tensor *l) {
+    ct__node *node = ct__node_new("ct_linalg_cholesky", cholesky_backward, 1, &x);
+    if (node) ct__node_save(node, 0, l);
+    return ct__record(out, node);
+}
+
+/* ---- eigh: x = v diag(w) v^T; G = v (diag(gw) + F ∘ (v^T gv)) v^T, F_ij = 1 / (w_j - w_i)
+ * off the diagonal, 0 on it ---- */
+static void eigh_rule(const ct__node *node, const ct_tensor *g, ct_tensor **grad_in) {
+    const ct_tensor *w = node->saved[0], *v = node->saved[1];
+    ct_tensor *inner;
+    if (node->ints[0] == 0) {
+        inner = ct_mul(mT(v), as_column(g)); /* diag(gw) v^T */
+        grad_in[0] = lower_triangle_gradient(ct_matmul(v, inner));
+        return;
+    }
+    int64_t n = w->shape[w->ndim - 1];
+    ct_device device = w->storage->device;
+    ct_tensor *gaps = ct_sub(as_row(w), as_column(w));
+    ct_tensor *eye = ct_cast(ct_eye(n, n, w->dtype, device), CT_BOOL);
+    ct_tensor *zero = ct__full_on(device, 0, NULL, 0.0, w->dtype);
+    ct_tensor *one = ct__full_on(device, 0, NULL, 1.0, w->dtype);
+    ct_tensor *f = ct_where(eye, zero, ct_div_rscalar(ct_where(eye, one, gaps), 1.0));
+    inner = ct_mul(f, ct_matmul(mT(v), g));
+    grad_in[0] = lower_triangle_gradient(ct_matmul(ct_matmul(v, inner), mT(v)));
+}
+static ct_status eigh_backward(ct__node *node, const ct_tensor *g, ct_tensor **grad_in) {
+    return run_rule(eigh_rule, node, g, grad_in, 1);
+}
+ct_tensor *ct__linalg_record_eigh(ct_tensor *out, int which, const ct_tensor *x, const ct_tensor *w,
+                                  const ct_tensor *v) {
+    ct__node *node = ct__node_new("ct_linalg_eigh", eigh_backward, 1, &x);
+    if (node) ct__node_save(node, 0, w), ct__node_save(node, 1, v), node->ints[0] = which;
+    return ct__record(out, node);
+}
+
+/* ---- svd, reduced: x = u diag(s) vh, v = vh^T, F_ij = 1 / (s_j^2 - s_i^2) off the diagonal
+ * and 0 on it (Townsend, "Differentiating the Singular Value Decomposition", 2016):
+ *   from gs: u diag(gs) vh
+ *   from gu: u ((F ∘ (u^T gu - gu^T u)) diag(s)) vh + (I - u u^T) gu diag(1/s) vh
+ *   from gv: u (diag(s) (F ∘ (v^T gv - gv^T v))) vh + u diag(1/s) gv^T (I - v v^T) ---- */
+static ct_tensor *svd_gaps(const ct_tensor *s) {
+    int64_t k = s->shape[s->ndim - 1];
+    ct_device device = s->storage->device;
+    ct_tensor *sq = ct_mul(s, s);
+    ct_tensor *gaps = ct_sub(as_row(sq), as_column(sq));
+    ct_tensor *eye = ct_cast(ct_eye(k, k, s->dtype, device), CT_BOOL);
+    ct_tensor *zero = ct__full_on(device, 0, NULL, 0.0, s->dtype);
+    ct_tensor *one = ct__full_on(device, 0, NULL, 1.0, s->dtype);
+    return ct_where(eye, zero, ct_div_rscalar(ct_where(eye, one, gaps), 1.0));
+}
+static void svd_rule(const ct__node *node, const ct_tensor *g, ct_tensor **grad_in) {
+    const ct_tensor *u = node->saved[0], *s = node->saved[1], *vh = node->saved[2];
+    switch (node->ints[0]) {
+    case 1: grad_in[0] = ct_matmul(ct_mul(u, as_row(g)), vh); return;
+    case 0: {
+        ct_tensor *utg = ct_matmul(mT(u), g);
+        ct_tensor *j = ct_mul(svd_gaps(s), ct_sub(utg, mT(utg)));
+        ct_tensor *inner = ct_matmul(ct_matmul(u, ct_mul(j, as_row(s))), vh);
+        ct_tensor *rest = ct_matmul(ct_sub(g, ct_matmul(u, utg)), ct_div(vh, as_column(s)));
+        grad_in[0] = ct_add(inner, rest);
+        return;
+    }
+    default: {                                  /* g is the gradient of vh: gv = g^T */
+        ct_tensor *vtgv = ct_matmul(vh, mT(g)); /* v^T gv */
+        ct_tensor *k = ct_mul(svd_gaps(s), ct_sub(vtgv, mT(vtgv)));
+        ct_tensor *inner = ct_matmul(ct_matmul(u, ct_mul(as_column(s), k)), vh);
+        ct_tensor *rest =
+            ct_matmul(ct_div(u, as_row(s)), ct_sub(g, ct_matmul(ct_matmul(g, mT(vh)), vh)));
+        grad_in[0] = ct_add(inner, rest);
+        return;
+    }
+    }
+}
+static ct_status svd_backward(ct__node *node, const ct_tensor *g, ct_tensor **grad_in) {
+    if (node->ints[0] == 3)
+        return ct__error(CT_ERR_UNSUPPORTED, "ct_linalg_svd: no gradient through U and Vh of "
+                                             "full_matrices for non-square matrices (ask for "
+                                             "the reduced ones)");
+    return run_rule(svd_rule, node, g, grad_in, 1);
+}
+ct_tensor *ct__linalg_record_svd(ct_tensor *out, int which, const ct_tensor *x, const ct_tensor *u,
+                                 const ct_tensor *s, const ct_tensor *vh) {
+    ct__node *node = ct__node_new("ct_linalg_svd", svd_backward, 1, &x);
+    if (node) {
+        ct__node_save(node, 0, u), ct__node_save(node, 1, s), ct__node_save(node, 2, vh);
+        node->ints[0] = which;
+    }
+    return ct__record(out, node);
+}
+
+/* ---- qr, m >= n, reduced: with M = gr r^T - q^T gq and N = M - tril(M - M^T, -1),
+ * gx = (gq + q N) r^{-T} (the transpose of the JVP of Walter and Lehmann's rule) ---- */
+static void qr_rule(const ct__node *node, const ct_tensor *g, ct_tensor **grad_in) {
+    const ct_tensor *q = node->saved[0], *r = node->saved[1];
+    int64_t n = r->shape[r->ndim - 1];
+    bool of_q = node->ints[0] == 0;
+    ct_tensor *m = of_q ? ct_neg(ct_matmul(mT(q), g)) : ct_matmul(g, mT(r));
+    ct_tensor *skew = ct_sub(m, mT(m));
+    ct_tensor *nn = ct_sub(m, ct_mul(skew, lower_mask(skew, n, 0.0)));
+    ct_tensor *qn = ct_matmul(q, nn);
+    grad_in[0] = times_inverse_transpose(of_q ? ct_add(g, qn) : qn, r);
+}
+static ct_status qr_backward(ct__node *node, const ct_tensor *g, ct_tensor **grad_in) {
+    const ct_tensor *q = node->saved[0], *r = node->saved[1];
+    int64_t m = q->shape[q->ndim - 2], n = r->shape[r->ndim - 1];
+    if (m < n || q->shape[q->ndim - 1] != n)
+        return ct__error(CT_ERR_UNSUPPORTED,
+                         "ct_linalg_qr: no gradient for %lld x %lld matrices "
+                         "in this mode (only M >= N, reduced)",
+                         (long long)m, (long long)n);
+    return run_rule(qr_rule, node, g, grad_in, 1);
+}
+ct_tensor *ct__linalg_record_qr(ct_tensor *out, int which, const ct_tensor *x, const ct_tensor *q,
+                                const ct_tensor *r) {
+    ct__node *node = ct__node_new("ct_linalg_qr", qr_backward, 1, &x);
+    if (node) ct__node_save(node, 0, q), ct__node_save(node, 1, r), node->ints[0] = which;
+    return ct__record(out, node);
+}
