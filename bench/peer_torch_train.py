@@ -105,7 +105,12 @@ def model_for(name):
                          nn.Linear(256, 128), nn.ReLU(), nn.Linear(128, 10))
 
 
-def images(array):
+def images(array, side=28):
+    """Normalised (N, 1, side, side) images; smaller ones zero-padded (before the
+    normalisation, centred), as `ctensor train` pads Fashion-MNIST to 32x32 for a ResNet."""
+    pad = (side - array.shape[-1]) // 2
+    if pad > 0:
+        array = np.pad(array, ((0, 0), (pad, pad), (pad, pad)))
     return ((torch.from_numpy(array.copy()).float() / 255 - MEAN) / STD).unsqueeze(1)
 
 
@@ -190,7 +195,8 @@ def main():
     train_y = torch.from_numpy(read_idx(f"{folder}/train-labels-idx1-ubyte.gz").astype(np.int64))
     if args.limit:
         train_x, train_y = train_x[:args.limit], train_y[:args.limit]
-    test_x = images(read_idx(f"{folder}/t10k-images-idx3-ubyte.gz")).to(device)
+    side = 32 if args.model.startswith("resnet") else 28
+    test_x = images(read_idx(f"{folder}/t10k-images-idx3-ubyte.gz"), side).to(device)
     test_y = torch.from_numpy(read_idx(f"{folder}/t10k-labels-idx1-ubyte.gz").astype(np.int64))
     test_y = test_y.to(device)
     model = model_for(args.model).to(device)
@@ -209,7 +215,7 @@ def main():
         order = torch.randperm(n)
         for first in range(0, n, batch):
             rows = order[first:first + batch]
-            x = images(train_x[rows.numpy()])
+            x = images(train_x[rows.numpy()], side)
             y = train_y[rows]
             if gpu:
                 x = x.pin_memory().to(device, non_blocking=True)
