@@ -9,8 +9,7 @@ static bool is_scalar_on_cpu(const ct_tensor *t) {
     return t->ndim == 0 && t->storage->device.type == CT_DEVICE_CPU;
 }
 
-/* The first complex argument's error: the op has no complex form. */
-static bool refuse_complex(const char *op, int n, const ct_tensor *const *args) {
+bool ct__refuse_complex(const char *op, int n, const ct_tensor *const *args) {
     for (int i = 0; i < n; i++)
         if (ct__is_complex(args[i]->dtype)) {
             ct__error(CT_ERR_DTYPE,
@@ -23,7 +22,7 @@ static bool refuse_complex(const char *op, int n, const ct_tensor *const *args) 
 }
 
 bool ct__check_args(const char *op, int n, const ct_tensor *const *args, ct_device *device) {
-    return ct__check_args_complex(op, n, args, device) && !refuse_complex(op, n, args);
+    return ct__check_args_complex(op, n, args, device) && !ct__refuse_complex(op, n, args);
 }
 
 bool ct__check_args_complex(const char *op, int n, const ct_tensor *const *args,

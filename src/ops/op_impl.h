@@ -22,6 +22,9 @@ bool ct__check_args(const char *op, int n, const ct_tensor *const *args, ct_devi
  * the ops that have a complex form or move elements whatever their dtype (views, copies,
  * selections): those check with ct__check_args_complex, which allows every dtype. */
 bool ct__check_args_complex(const char *op, int n, const ct_tensor *const *args, ct_device *device);
+/* That refusal alone: true, with the error set, when one of the n (non-NULL) arguments is
+ * complex. */
+bool ct__refuse_complex(const char *op, int n, const ct_tensor *const *args);
 
 /* The NumPy broadcast of n shapes; CT_ERR_SHAPE naming both sides when they clash. */
 ct_status ct__broadcast_shapes(const char *op, int n, const ct_tensor *const *args, int *ndim,
