@@ -283,10 +283,11 @@ CT_CX_FN ct__z ct__z_log_base(ct__z z, double inv_ln) {
     return ct__z_make(l.re * inv_ln, l.im * inv_ln);
 }
 
-/* z^w = e^(w log z); z^0 is 1 (also for a NaN or infinite z), 0^w is 0 for a real w > 0. */
+/* z^w = e^(w log z); z^0 is 1 (also for a NaN or infinite z), 0^w is 0 for Re w > 0 (the
+ * limit, and C's cpow; NumPy gives NaN where w is not real). */
 CT_CX_FN ct__z ct__z_pow(ct__z z, ct__z w) {
     if (w.re == 0 && w.im == 0) return ct__z_make(1.0, 0.0);
-    if (z.re == 0 && z.im == 0 && w.im == 0 && w.re > 0) return ct__z_make(0.0, 0.0);
+    if (z.re == 0 && z.im == 0 && w.re > 0) return ct__z_make(0.0, 0.0);
     return ct__z_exp(ct__z_mul(w, ct__z_log(z)));
 }
 
