@@ -311,3 +311,93 @@ DEVICE_TEST(test_ops_complex_refused_ops_name_themselves) {
     ct_release(z);
     ct_release(r);
 }
+
+/* sum, mean, prod, all and any over axes against loops in double complex; max refuses. */
+DEVICE_TEST(test_ops_complex_reductions) {
+    enum { R = 3, C = 5 };
+    double complex v[R * C], got[C];
+    for (int i = 0; i < R * C; i++) v[i] = CMPLX(0.5 + i % 4, 1.0 - 0.25 * i);
+    v[7] = 0; /* one zero: all is false there */
+    for (ct_dtype dt = CT_C64; dt <= CT_C128; dt++) {
+        double tol = dt == CT_C64 ? 2e-6 : 1e-14;
+        ct_tensor *flat = from_values(v, R * C, dt, device);
+        ct_tensor *x = ct_reshape(flat, 2, (int64_t[]){R, C});
+        ct_tensor *sum = ct_sum(x, 1, (int[]){0}, false), *prod = ct_prod(x, 1, (int[]){0}, true);
+        ct_tensor *mean = ct_mean(x, 1, (int[]){0}, false);
+        CHECK(ct_dtype_of(sum) == dt && ct_ndim(prod) == 2 && ct_shape(prod)[0] == 1);
+        double complex want_sum[C], want_prod[C];
+        for (int j = 0; j < C; j++) {
+            want_sum[j] = 0, want_prod[j] = 1;
+            for (int i = 0; i < R; i++) want_sum[j] += v[i * C + j], want_prod[j] *= v[i * C + j];
+        }
+        if (take_values(sum, got, C))
+            for (int j = 0; j < C; j++) CHECK(close(got[j], want_sum[j], tol));
+        if (take_values(prod, got, C))
+            for (int j = 0; j < C; j++) CHECK(close(got[j], want_prod[j], tol));
+        if (take_values(mean, got, C))
+            for (int j = 0; j < C; j++) CHECK(close(got[j], want_sum[j] / R, tol));
+        /* every axis: a product of 15 (odd lengths while halving) */
+        double complex whole = 1;
+        for (int i = 0; i < R * C; i++) whole *= v[i] == 0 ? 1 : v[i];
+        v[7] = 1;
+        ct_tensor *ones_at_zero = from_values(v, R * C, dt, device);
+        v[7] = 0;
+        if (take_values(ct_prod(ones_at_zero, 0, NULL, false), got, 1))
+            CHECK(close(got[0], whole, tol * 10));
+        ct_tensor *all = ct_all(x, 0, NULL, false), *any = ct_any(x, 0, NULL, false);
+        bool all_v = true, any_v = false;
+        CHECK_OK(ct_copy_to_host(all, &all_v, 1));
+        CHECK_OK(ct_copy_to_host(any, &any_v, 1));
+        CHECK(!all_v && any_v);
+        CHECK(ct_max(x, 0, NULL, false) == NULL);
+        CHECK_ERROR(CT_ERR_DTYPE, "ct_max: not defined for complex tensors");
+        ct_release(all);
+        ct_release(any);
+        ct_release(ones_at_zero);
+        ct_release(flat);
+        ct_release(x);
+    }
+}
+
+/* a @ b through cgemm and zgemm: strided operands, a broadcast batch, mixed dtypes. */
+DEVICE_TEST(test_ops_complex_matmul) {
+    enum { B = 2, M = 3, K = 4, N = 2 };
+    double complex a[B * M * K], b[K * N], got[B * M * N];
+    for (int i = 0; i < B * M * K; i++) a[i] = CMPLX(0.25 * i - 2, 1.5 - 0.5 * (i % 5));
+    for (int i = 0; i < K * N; i++) b[i] = CMPLX(1 - 0.5 * i, 0.125 * i);
+    for (ct_dtype dt = CT_C64; dt <= CT_C128; dt++) {
+        double tol = dt == CT_C64 ? 2e-6 : 1e-14;
+        ct_tensor *fa = from_values(a, B * M * K, dt, device);
+        ct_tensor *ta = ct_reshape(fa, 3, (int64_t[]){B, M, K});
+        /* b as the transpose of a contiguous (N, K) matrix: a strided operand */
+        double complex bt[N * K];
+        for (int r = 0; r < K; r++)
+            for (int c = 0; c < N; c++) bt[c * K + r] = b[r * N + c];
+        ct_tensor *fb = from_values(bt, N * K, dt, device);
+        ct_tensor *tbt = ct_reshape(fb, 2, (int64_t[]){N, K});
+        ct_tensor *tb = ct_transpose(tbt, 0, 1);
+        ct_tensor *out = ct_matmul(ta, tb);
+        CHECK(ct_dtype_of(out) == dt && ct_ndim(out) == 3);
+        if (take_values(out, got, B * M * N))
+            for (int s = 0; s < B; s++)
+                for (int i = 0; i < M; i++)
+                    for (int j = 0; j < N; j++) {
+                        double complex want = 0;
+                        for (int p = 0; p < K; p++) want += a[(s * M + i) * K + p] * b[p * N + j];
+                        CHECK(close(got[(s * M + i) * N + j], want, tol));
+                    }
+        ct_release(fa);
+        ct_release(ta);
+        ct_release(fb);
+        ct_release(tbt);
+        ct_release(tb);
+    }
+    /* a real float64 operand promotes: complex64 @ float64 is complex128 */
+    ct_tensor *z = ct_ones(2, (int64_t[]){2, 2}, CT_C64, device);
+    ct_tensor *r = ct_ones(2, (int64_t[]){2, 2}, CT_F64, device);
+    ct_tensor *p = ct_matmul(z, r);
+    CHECK(ct_dtype_of(p) == CT_C128);
+    ct_release(p);
+    ct_release(z);
+    ct_release(r);
+}

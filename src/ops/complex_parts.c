@@ -11,8 +11,7 @@
 
 #include "ops/op_impl.h"
 
-/* Part `part` (0: real, 1: imaginary) of the complex x as a view of its storage. */
-static ct_tensor *part_view(const ct_tensor *x, int part) {
+ct_tensor *ct__complex_part_view(const ct_tensor *x, int part) {
     int64_t strides[CT_MAX_DIMS];
     for (int d = 0; d < x->ndim; d++) strides[d] = x->strides[d] * 2;
     return ct__tensor_view(x, ct__complex_part(x->dtype), x->ndim, x->shape, strides,
@@ -26,7 +25,7 @@ static ct_tensor *part_copy(const char *op, const ct_tensor *x, int part) {
     if (!ct__check_args_complex(op, 1, &x, &device)) return NULL;
     if (!ct__is_complex(x->dtype))
         return part ? ct__full_on(device, x->ndim, x->shape, 0.0, x->dtype) : ct__new_ref(x);
-    ct_tensor *view = part_view(x, part);
+    ct_tensor *view = ct__complex_part_view(x, part);
     ct_tensor *out = view ? ct_clone(view) : NULL;
     ct_release(view);
     return out;
@@ -41,9 +40,9 @@ ct_tensor *ct_conj(const ct_tensor *x) {
     if (!ct__check_args_complex("ct_conj", 1, &x, &device)) return NULL;
     if (!ct__is_complex(x->dtype)) return ct__new_ref(x);
     ct_tensor *out = ct_clone(x);
-    ct_tensor *im = part_view(x, 1);
+    ct_tensor *im = ct__complex_part_view(x, 1);
     ct_tensor *negated = im ? ct_neg(im) : NULL;
-    ct_tensor *out_im = out && negated ? part_view(out, 1) : NULL;
+    ct_tensor *out_im = out && negated ? ct__complex_part_view(out, 1) : NULL;
     ct_status status = out_im ? ct__copy_into(out_im, negated, "ct_conj") : ct_last_status();
     ct_release(im);
     ct_release(negated);
@@ -67,7 +66,7 @@ ct_status ct_fill_complex(ct_tensor *dst, ct_complex128 value) {
                          ct_dtype_name(dst->dtype));
     if (ct_fill(dst, value.re) != CT_OK) return ct_last_status();
     if (value.im == 0 && !signbit(value.im)) return CT_OK;
-    ct_tensor *im = part_view(dst, 1);
+    ct_tensor *im = ct__complex_part_view(dst, 1);
     ct_status status = im ? ct_fill(im, value.im) : ct_last_status();
     ct_release(im);
     return status;
@@ -98,8 +97,8 @@ ct_tensor *ct_linspace_complex(ct_complex128 start, ct_complex128 stop, int64_t 
     ct_tensor *re = ct_linspace(start.re, stop.re, num, CT_F64, device);
     ct_tensor *im = re ? ct_linspace(start.im, stop.im, num, CT_F64, device) : NULL;
     ct_tensor *out = im ? ct_empty(1, (int64_t[]){num}, dtype, device) : NULL;
-    ct_tensor *out_re = out ? part_view(out, 0) : NULL;
-    ct_tensor *out_im = out_re ? part_view(out, 1) : NULL;
+    ct_tensor *out_re = out ? ct__complex_part_view(out, 0) : NULL;
+    ct_tensor *out_im = out_re ? ct__complex_part_view(out, 1) : NULL;
     bool ok = out_im && ct__copy_into(out_re, re, "ct_linspace_complex") == CT_OK &&
               ct__copy_into(out_im, im, "ct_linspace_complex") == CT_OK;
     ct_release(re);

@@ -26,6 +26,15 @@ bool ct__check_args_complex(const char *op, int n, const ct_tensor *const *args,
  * complex. */
 bool ct__refuse_complex(const char *op, int n, const ct_tensor *const *args);
 
+/* Part `part` (0: real, 1: imaginary) of the complex x as a view of its storage, of the parts'
+ * real dtype (complex_parts.c). */
+ct_tensor *ct__complex_part_view(const ct_tensor *x, int part);
+
+/* The reduction op of the complex x over the axes where reduced[d] (complex_reduce.c): sum,
+ * mean, prod, all and any; the others refuse it, naming `name`. */
+ct_tensor *ct__complex_reduce(const char *name, ct__reduce_op op, const ct_tensor *x,
+                              const bool *reduced, bool keepdim);
+
 /* The NumPy broadcast of n shapes; CT_ERR_SHAPE naming both sides when they clash. */
 ct_status ct__broadcast_shapes(const char *op, int n, const ct_tensor *const *args, int *ndim,
                                int64_t *shape);
