@@ -182,3 +182,28 @@ def test_printing():
     assert repr(ct.asarray([1 + 2j, complex(-0.5, -0.0)], dtype=ct.complex128)).startswith(
         "tensor([ 1.0000+2.0000j, -0.5000-0.0000j], dtype=complex128")
     assert "1.-3.j" in str(ct.asarray(1 - 3j))
+
+
+def test_torch_style_parts(device):
+    x = ct.asarray([1 + 2j, -3 - 0.5j], dtype=ct.complex128, device=device)
+    np.testing.assert_array_equal(to_numpy(x.real), [1, -3])
+    np.testing.assert_array_equal(to_numpy(x.imag), [2, -0.5])
+    np.testing.assert_array_equal(to_numpy(x.conj()), [1 - 2j, -3 + 0.5j])
+    assert x.is_complex() and not ct.ones((1,), device=device).is_complex()
+    assert x.real.dtype == ct.float64
+
+
+def test_reductions_and_matmul(device):
+    rng = np.random.default_rng(5)
+    a = rng.normal(size=(3, 4)) + 1j * rng.normal(size=(3, 4))
+    b = rng.normal(size=(4, 2)) + 1j * rng.normal(size=(4, 2))
+    x = ct.asarray(a, dtype=ct.complex128, device=device)
+    np.testing.assert_allclose(to_numpy(ct.sum(x, axis=0)), a.sum(0), rtol=1e-13)
+    np.testing.assert_allclose(to_numpy(ct.prod(x, axis=1)), a.prod(1), rtol=1e-13)
+    np.testing.assert_allclose(to_numpy(ct.mean(x)), a.mean(), rtol=1e-13)
+    np.testing.assert_allclose(to_numpy(x @ ct.asarray(b, device=device)), a @ b, rtol=1e-13)
+    y = ct.asarray(a, dtype=ct.complex64, device=device)
+    np.testing.assert_allclose(to_numpy(y @ ct.asarray(b, dtype=ct.complex64, device=device)),
+                               a @ b, rtol=1e-5)
+    with pytest.raises(ct.DTypeError, match="max"):
+        ct.max(x)
