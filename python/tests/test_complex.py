@@ -207,3 +207,10 @@ def test_reductions_and_matmul(device):
                                a @ b, rtol=1e-5)
     with pytest.raises(ct.DTypeError, match="max"):
         ct.max(x)
+
+
+def test_vecdot_conjugates_the_first(device):
+    a = np.array([[1 + 2j, 3 - 1j], [0.5j, 2]])
+    b = np.array([[2 - 1j, 1j], [1, 1 + 1j]])
+    got = ct.vecdot(ct.asarray(a, device=device), ct.asarray(b, device=device))
+    np.testing.assert_allclose(to_numpy(got), np.sum(np.conj(a) * b, axis=-1), rtol=1e-6)
