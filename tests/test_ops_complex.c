@@ -106,6 +106,12 @@ static const unary_case unary_cases[] = {
     {"sinh", ct_sinh, csinh, false, true},
     {"cosh", ct_cosh, ccosh, false, true},
     {"tanh", ct_tanh, ctanh, false, true},
+    {"asin", ct_asin, casin, false, true},
+    {"acos", ct_acos, cacos, false, true},
+    {"atan", ct_atan, catan, false, true},
+    {"asinh", ct_asinh, casinh, false, true},
+    {"acosh", ct_acosh, cacosh, false, true},
+    {"atanh", ct_atanh, catanh, false, true},
 };
 
 /* Ordinary values: both signs, small and large magnitudes, the axes, near |z| = 1. */

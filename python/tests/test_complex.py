@@ -99,7 +99,8 @@ def test_binary_against_numpy(device, name, ref):
 
 UNARY = ["negative", "positive", "square", "abs", "sign", "sqrt", "exp", "expm1", "log",
          "log1p", "log2", "log10", "sin", "cos", "tan", "sinh", "cosh", "tanh", "conj", "real",
-         "imag", "isfinite", "isinf", "isnan", "round"]
+         "imag", "isfinite", "isinf", "isnan", "round", "asin", "acos", "atan", "asinh", "acosh",
+         "atanh"]
 
 
 def _ours(name):
@@ -114,6 +115,8 @@ def _numpy(name, z):
         small = np.abs(z) < 1e-4
         series = z - z * z / 2 + z * z * z / 3
         return np.where(small, series, np.log1p(np.where(small, 1, z)))
+    if name in ("asin", "acos", "atan", "asinh", "acosh", "atanh"):
+        name = "arc" + name[1:]
     return getattr(np, name)(z)
 
 
@@ -151,6 +154,16 @@ SPECIAL = [
     ("cosh", complex(0.0, 0.0), complex(1.0, 0.0)),
     ("sinh", complex(math.inf, 0.0), complex(math.inf, 0.0)),
     ("abs", complex(math.inf, math.nan), math.inf),
+    # the inverse functions' cuts: the sign of the zero picks the side
+    ("asin", complex(2.0, 0.0), complex(math.pi / 2, math.acosh(2.0))),
+    ("asin", complex(2.0, -0.0), complex(math.pi / 2, -math.acosh(2.0))),
+    ("acos", complex(2.0, -0.0), complex(0.0, math.acosh(2.0))),
+    ("acosh", complex(-2.0, 0.0), complex(math.acosh(2.0), math.pi)),
+    ("acosh", complex(-2.0, -0.0), complex(math.acosh(2.0), -math.pi)),
+    ("atanh", complex(1.0, 0.0), complex(math.inf, 0.0)),
+    ("atanh", complex(0.0, math.inf), complex(0.0, math.pi / 2)),
+    ("asinh", complex(math.inf, math.inf), complex(math.inf, math.pi / 4)),
+    ("acos", complex(-math.inf, 1.0), complex(math.pi, -math.inf)),
 ]
 
 

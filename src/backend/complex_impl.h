@@ -277,6 +277,94 @@ CT_CX_FN ct__z ct__z_tan(ct__z z) {
     return ct__z_make(w.im, -w.re);
 }
 
+/* ---- the inverse functions: Kahan's formulas ("Branch Cuts for Complex Elementary
+ * Functions", 1987) for finite z, through sqrt(1 - z) and sqrt(1 + z) (which neither
+ * overflow nor lose the sign of a zero on the cuts), and G.6.1 / G.6.2's special values.
+ * The cuts: asin and acos on the real axis outside [-1, 1], atanh on it outside [-1, 1],
+ * asinh and atan on the imaginary axis outside [-i, i], acosh on the real axis below 1. */
+
+#define CT_CX_PI 3.14159265358979323846
+
+/* acos (G.6.1.1): acos(+-inf + i NaN) gives NaN + inf i. */
+CT_CX_FN ct__z ct__z_acos(ct__z z) {
+    double x = z.re, y = z.im;
+    if (isinf(y)) {
+        double re = isnan(x)   ? NAN
+                    : isinf(x) ? (x < 0 ? 0.75 * CT_CX_PI : 0.25 * CT_CX_PI)
+                               : CT_CX_PI / 2;
+        return ct__z_make(re, -y);
+    }
+    if (isinf(x)) {
+        if (isnan(y)) return ct__z_make(NAN, INFINITY);
+        return ct__z_make(x < 0 ? CT_CX_PI : 0.0, copysign(INFINITY, -y));
+    }
+    if (isnan(x)) return ct__z_make(NAN, NAN);
+    if (isnan(y)) return ct__z_make(x == 0 ? CT_CX_PI / 2 : NAN, NAN);
+    ct__z s1 = ct__z_sqrt(ct__z_make(1 - x, -y)), s2 = ct__z_sqrt(ct__z_make(1 + x, y));
+    return ct__z_make(2 * atan2(s1.re, s2.re), asinh(s2.re * s1.im - s2.im * s1.re));
+}
+
+/* acosh z = +-i acos z, the sign that makes the real part >= 0 (G.6.2.1): i acos z above the
+ * real axis (a zero imaginary part of + sign included), -i acos z below it. */
+CT_CX_FN ct__z ct__z_acosh(ct__z z) {
+    ct__z w = ct__z_acos(z);
+    if (signbit(z.im)) return ct__z_make(w.im, -w.re);
+    return ct__z_make(-w.im, w.re);
+}
+
+/* asinh (G.6.2.2); asinh(NaN + i inf) gives inf + NaN i. */
+CT_CX_FN ct__z ct__z_asinh(ct__z z) {
+    double x = z.re, y = z.im;
+    if (isinf(x) || isinf(y)) {
+        if (isnan(x)) return ct__z_make(INFINITY, NAN);
+        if (isnan(y)) return ct__z_make(x, NAN);
+        double im = isinf(x) && isinf(y) ? 0.25 * CT_CX_PI : isinf(y) ? CT_CX_PI / 2 : 0.0;
+        return ct__z_make(copysign(INFINITY, x), copysign(im, y));
+    }
+    if (isnan(x)) return ct__z_make(NAN, y == 0 ? y : NAN);
+    if (isnan(y)) return ct__z_make(NAN, NAN);
+    /* asinh z = i asin(-i z); asin by Kahan: atan2(Re w, Re(s1 s2)) + i asinh(Im(conj(s1) s2))
+     * with w = -i z = y - i x, s1 = sqrt(1 - w), s2 = sqrt(1 + w) */
+    double wr = y, wi = -x;
+    ct__z s1 = ct__z_sqrt(ct__z_make(1 - wr, -wi)), s2 = ct__z_sqrt(ct__z_make(1 + wr, wi));
+    double are = atan2(wr, s1.re * s2.re - s1.im * s2.im);
+    double aim = asinh(s1.re * s2.im - s1.im * s2.re);
+    return ct__z_make(-aim, are);
+}
+
+/* asin z = -i asinh(i z) (G.6: its special values are asinh's, rotated). */
+CT_CX_FN ct__z ct__z_asin(ct__z z) {
+    ct__z w = ct__z_asinh(ct__z_make(-z.im, z.re));
+    return ct__z_make(w.im, -w.re);
+}
+
+/* atanh (G.6.2.3): Re = log1p(4x / ((1 - x)^2 + y^2)) / 4, Im = atan2(2y, (1 - x)(1 + x) - y^2) /
+ * 2, and for |z| > 2^500 (where the squares overflow) Re = Re(1 / z), Im = +-pi/2. */
+CT_CX_FN ct__z ct__z_atanh(ct__z z) {
+    double x = z.re, y = z.im;
+    if (isinf(x) || isinf(y)) {
+        if (isinf(y))
+            return ct__z_make(isnan(x) ? 0.0 : copysign(0.0, x), copysign(CT_CX_PI / 2, y));
+        return ct__z_make(copysign(0.0, x), isnan(y) ? y : copysign(CT_CX_PI / 2, y));
+    }
+    if (isnan(x)) return ct__z_make(NAN, NAN);
+    if (isnan(y)) return ct__z_make(x == 0 ? x : NAN, NAN);
+    if (fabs(x) > 0x1p500 || fabs(y) > 0x1p500) {
+        ct__z r = ct__z_div(ct__z_make(1.0, 0.0), z);
+        return ct__z_make(r.re, copysign(CT_CX_PI / 2, y));
+    }
+    double ax = fabs(x);
+    double re = 0.25 * log1p(4 * ax / ((1 - ax) * (1 - ax) + y * y));
+    double im = 0.5 * atan2(2 * y, (1 - ax) * (1 + ax) - y * y);
+    return ct__z_make(copysign(re, x), im);
+}
+
+/* atan z = -i atanh(i z). */
+CT_CX_FN ct__z ct__z_atan(ct__z z) {
+    ct__z w = ct__z_atanh(ct__z_make(-z.im, z.re));
+    return ct__z_make(w.im, -w.re);
+}
+
 /* log2 and log10 as the standard defines them: log z / log 2, log z / log 10. */
 CT_CX_FN ct__z ct__z_log_base(ct__z z, double inv_ln) {
     ct__z l = ct__z_log(z);
@@ -319,6 +407,12 @@ CT_CX_FN bool ct__z_unary_defined(ct__unary_op op) {
     case CT_UOP_SINH:
     case CT_UOP_COSH:
     case CT_UOP_TANH:
+    case CT_UOP_ASIN:
+    case CT_UOP_ACOS:
+    case CT_UOP_ATAN:
+    case CT_UOP_ASINH:
+    case CT_UOP_ACOSH:
+    case CT_UOP_ATANH:
     case CT_UOP_SQUARE:
     case CT_UOP_RECIPROCAL:
     case CT_UOP_ROUND:
@@ -347,6 +441,12 @@ CT_CX_FN ct__z ct__z_unary(ct__unary_op op, ct__z z) {
     case CT_UOP_SINH: return ct__z_sinh(z);
     case CT_UOP_COSH: return ct__z_cosh(z);
     case CT_UOP_TANH: return ct__z_tanh(z);
+    case CT_UOP_ASIN: return ct__z_asin(z);
+    case CT_UOP_ACOS: return ct__z_acos(z);
+    case CT_UOP_ATAN: return ct__z_atan(z);
+    case CT_UOP_ASINH: return ct__z_asinh(z);
+    case CT_UOP_ACOSH: return ct__z_acosh(z);
+    case CT_UOP_ATANH: return ct__z_atanh(z);
     case CT_UOP_SQUARE: return ct__z_mul(z, z);
     case CT_UOP_RECIPROCAL: return ct__z_div(ct__z_make(1.0, 0.0), z);
     case CT_UOP_ROUND: return ct__z_round(z);
