@@ -184,12 +184,6 @@ CT_DTYPE_FN ct_dtype ct__complex_part(ct_dtype dtype) {
     return dtype == CT_C64 ? CT_F32 : dtype == CT_C128 ? CT_F64 : dtype;
 }
 
-/* The complex dtype whose parts are dtype's float (complex64 for float32, float16 and
- * bfloat16, complex128 for float64); a complex dtype is its own. */
-CT_DTYPE_FN ct_dtype ct__complex_of(ct_dtype dtype) {
-    return dtype == CT_F64 || dtype == CT_C128 ? CT_C128 : CT_C64;
-}
-
 /* An integer dtype (signed or unsigned; not bool). */
 CT_DTYPE_FN int ct__is_int(ct_dtype dtype) {
     return ct__dtype_kind(dtype) == CT__KIND_INT || ct__dtype_kind(dtype) == CT__KIND_UINT;
@@ -380,7 +374,7 @@ CT__DEFINE_LOAD_STORE(i64, I64, int64_t)
  * unsigned value. */
 CT__DEFINE_LOAD_STORE(u64, U64, uint64_t)
 
-/* The complex domains: element p of any dtype as a complex number (a real one with imaginary
+/* The complex domain: element p of any dtype as a complex128 number (a real one with imaginary
  * part 0; complex64 into complex128 exactly), and a complex number stored into a complex dtype
  * (its real part into a real dtype: only where the op layer asked for the real part). */
 CT_DTYPE_FN ct_complex128 ct__load_c128(const char *p, ct_dtype dtype) {
@@ -398,21 +392,6 @@ CT_DTYPE_FN ct_complex128 ct__load_c128(const char *p, ct_dtype dtype) {
     return z;
 }
 
-CT_DTYPE_FN ct_complex64 ct__load_c64(const char *p, ct_dtype dtype) {
-    ct_complex64 z = {0, 0};
-    if (dtype == CT_C64) {
-        memcpy(&z, p, sizeof z);
-    } else if (dtype == CT_C128) {
-        ct_complex128 w;
-        memcpy(&w, p, sizeof w);
-        z.re = (float)w.re;
-        z.im = (float)w.im;
-    } else {
-        z.re = ct__load_f32(p, dtype);
-    }
-    return z;
-}
-
 CT_DTYPE_FN void ct__store_c128(char *p, ct_dtype dtype, ct_complex128 z) {
     if (dtype == CT_C128) {
         memcpy(p, &z, sizeof z);
@@ -421,17 +400,6 @@ CT_DTYPE_FN void ct__store_c128(char *p, ct_dtype dtype, ct_complex128 z) {
         memcpy(p, &h, sizeof h);
     } else {
         ct__store_f64(p, dtype, z.re);
-    }
-}
-
-CT_DTYPE_FN void ct__store_c64(char *p, ct_dtype dtype, ct_complex64 z) {
-    if (dtype == CT_C64) {
-        memcpy(p, &z, sizeof z);
-    } else if (dtype == CT_C128) {
-        ct_complex128 w = {z.re, z.im};
-        memcpy(p, &w, sizeof w);
-    } else {
-        ct__store_f32(p, dtype, z.re);
     }
 }
 
