@@ -332,7 +332,7 @@ static const struct {
     {"{'descr': '<f4', 'fortran_order': False, 'shape': (2)}", "needs a comma"},
     {"{'descr': '<f4', 'fortran_order': 0, 'shape': (2,)}", "True or False"},
     {"{'descr': '<f16', 'fortran_order': False, 'shape': (2,)}", "unsupported descr '<f16'"},
-    {"{'descr': '<c8', 'fortran_order': False, 'shape': (2,)}", "unsupported descr"},
+    {"{'descr': '<c32', 'fortran_order': False, 'shape': (2,)}", "unsupported descr '<c32'"},
     {"{'descr': '|f4', 'fortran_order': False, 'shape': (2,)}", "unsupported descr"},
     {"{'descr': '<V2', 'fortran_order': False, 'shape': (2,)}", "unsupported descr"},
     {"{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,)}", "quoted string"},

@@ -41,13 +41,14 @@ class _Info:
         return devices()  # noqa: F405
 
     def default_dtypes(self, *, device=None):
-        return {"real floating": float32, "complex floating": None,  # noqa: F405
+        return {"real floating": float32, "complex floating": complex64,  # noqa: F405
                 "integral": int64, "indexing": int64}  # noqa: F405
 
     def dtypes(self, *, device=None, kind=None):
         every = {d.name: d for d in (bool, float32, float64, float16, bfloat16,  # noqa: F405
                                      int8, int16, int32, int64,  # noqa: F405
-                                     uint8, uint16, uint32, uint64)}  # noqa: F405
+                                     uint8, uint16, uint32, uint64,  # noqa: F405
+                                     complex64, complex128)}  # noqa: F405
         if kind is None:
             return every
         return {n: d for n, d in every.items() if isdtype(d, kind)}  # noqa: F405

@@ -357,6 +357,9 @@ def _methods():
         "data": property(lambda self: self.detach()),
         "element_size": lambda self: self.dtype.itemsize,
         "mm": _C.matmul, "matmul": _C.matmul, "dot": _C.vecdot,
+        # complex numbers: PyTorch's properties and methods (copies, not views)
+        "real": property(_C.real), "imag": property(_C.imag), "conj": _C.conj,
+        "is_complex": lambda self: _C.isdtype(self.dtype, "complex floating"),
     }
     # One call of a namespace function each (the C function bound as the method).
     for name in ("sum", "mean", "prod", "all", "any", "argmax", "argmin", "abs", "exp", "log",

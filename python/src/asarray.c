@@ -9,6 +9,9 @@
 
 bool ctpy_is_scalar(PyObject *o) { return PyBool_Check(o) || PyLong_Check(o) || PyFloat_Check(o); }
 
+/* The default complex dtype: the one whose parts are the default float (the standard's rule). */
+#define CTPY_DEFAULT_COMPLEX (CTPY_DEFAULT_FLOAT == CT_F64 ? CT_C128 : CT_C64)
+
 /* ---- results: moved and converted as asked ---- */
 
 /* Whether t (floating) has an element that dtype (an integer dtype) cannot hold: NaN, an
@@ -160,15 +163,17 @@ typedef struct nest {
     int64_t shape[CT_MAX_DIMS];
     int64_t count;
     PyObject **leaves; /* count references, C order */
-    int kind;          /* 0 bool, 1 int, 2 float */
+    int kind;          /* 0 bool, 1 int, 2 float, 3 complex */
     bool above_int64;  /* an int leaf above INT64_MAX: the ints are uint64 bits */
     bool below_zero;   /* a negative int leaf */
-    double *values;    /* every leaf as a double */
+    double *values;    /* every leaf as a double (a complex leaf's real part) */
+    double *imag;      /* every leaf's imaginary part (0 for real leaves) */
     int64_t *exact;    /* every int leaf exactly (uint64 bits when above_int64) */
 } nest;
 
 static int leaf_kind(PyObject *o) {
     if (PyBool_Check(o)) return 0;
+    if (PyComplex_Check(o)) return 3;
     if (PyLong_Check(o) || (PyIndex_Check(o) && !PyFloat_Check(o))) return 1;
     if (PyFloat_Check(o) || PyNumber_Check(o)) return 2;
     return -1;
@@ -221,6 +226,19 @@ static int read_leaf(nest *n, int64_t i, ct_dtype dtype) {
         return -1;
     }
     if (kind > n->kind) n->kind = kind;
+    n->imag[i] = 0;
+    if (kind == 3) {
+        Py_complex z = PyComplex_AsCComplex(o);
+        if (z.real == -1.0 && PyErr_Occurred()) return -1;
+        n->values[i] = z.real;
+        n->imag[i] = z.imag;
+        if ((int)dtype >= 0 && !ct_dtype_is_complex(dtype))
+            return ctpy_raise_status(CT_ERR_DTYPE,
+                                     "asarray: %.200R is complex; a %s array cannot hold it", o,
+                                     ct_dtype_name(dtype)),
+                   -1;
+        return 0;
+    }
     if (kind == 2 || !wants_int(dtype)) {
         double v = PyFloat_AsDouble(o);
         if (v == -1.0 && PyErr_Occurred()) return -1;
@@ -245,7 +263,8 @@ static int read_leaf(nest *n, int64_t i, ct_dtype dtype) {
 static ct_tensor *from_nest(nest *n, ct_dtype dtype, ct_device device) {
     for (int64_t i = 0; i < n->count; i++)
         if (read_leaf(n, i, dtype) < 0) return NULL;
-    ct_dtype natural = n->kind == 2   ? CTPY_DEFAULT_FLOAT
+    ct_dtype natural = n->kind == 3   ? CTPY_DEFAULT_COMPLEX
+                       : n->kind == 2 ? CTPY_DEFAULT_FLOAT
                        : n->kind == 1 ? CTPY_DEFAULT_INT
                                       : CT_BOOL;
     if (n->count == 0) natural = CTPY_DEFAULT_FLOAT;
@@ -262,6 +281,12 @@ static ct_tensor *from_nest(nest *n, ct_dtype dtype, ct_device device) {
     if (exact) {
         ct_dtype held = n->above_int64 ? CT_U64 : CT_I64;
         CTPY_NOGIL(t = ct_from_data(n->exact, n->ndim, n->shape, held, device));
+    } else if (n->kind == 3 || ct_dtype_is_complex(dtype)) {
+        ct_complex128 *z = PyMem_Malloc((size_t)(n->count ? n->count : 1) * sizeof *z);
+        if (!z) return (ct_tensor *)PyErr_NoMemory();
+        for (int64_t i = 0; i < n->count; i++) z[i] = (ct_complex128){n->values[i], n->imag[i]};
+        CTPY_NOGIL(t = ct_from_data(z, n->ndim, n->shape, CT_C128, device));
+        PyMem_Free(z);
     } else {
         CTPY_NOGIL(t = ct_from_data(n->values, n->ndim, n->shape, CT_F64, device));
     }
@@ -286,9 +311,10 @@ static ct_tensor *from_sequence(PyObject *o, ct_dtype dtype, ct_device device) {
     n.leaves = PyMem_Calloc(slots, sizeof(PyObject *));
     n.values = PyMem_Malloc(slots * sizeof(double));
     n.exact = PyMem_Malloc(slots * sizeof(int64_t));
+    n.imag = PyMem_Malloc(slots * sizeof(double));
     int64_t taken = 0;
     ct_tensor *t = NULL;
-    if (!n.leaves || !n.values || !n.exact)
+    if (!n.leaves || !n.values || !n.exact || !n.imag)
         PyErr_NoMemory();
     else if (snapshot(o, &n, 0, &taken) == 0)
         t = from_nest(&n, dtype, device);
@@ -296,10 +322,27 @@ static ct_tensor *from_sequence(PyObject *o, ct_dtype dtype, ct_device device) {
     PyMem_Free(n.leaves);
     PyMem_Free(n.values);
     PyMem_Free(n.exact);
+    PyMem_Free(n.imag);
     return t;
 }
 
 /* ---- Python scalars ---- */
+
+/* A Python complex as a 0-d complex tensor (complex64 by default; a real dtype refuses it). */
+static ct_tensor *from_complex(PyObject *o, ct_dtype dtype, ct_device device) {
+    if ((int)dtype < 0) dtype = CTPY_DEFAULT_COMPLEX;
+    Py_complex z = PyComplex_AsCComplex(o);
+    if (z.real == -1.0 && PyErr_Occurred()) return NULL;
+    if (!ct_dtype_is_complex(dtype))
+        return ctpy_raise_status(CT_ERR_DTYPE,
+                                 "asarray: %.200R is complex; a %s array cannot hold it", o,
+                                 ct_dtype_name(dtype)),
+               NULL;
+    ct_tensor *t;
+    CTPY_NOGIL(t = ct_full_complex(0, NULL, (ct_complex128){z.real, z.imag}, dtype, device));
+    if (!t) ctpy_raise();
+    return t;
+}
 
 static ct_tensor *from_scalar(PyObject *o, ct_dtype dtype, ct_device device) {
     if ((int)dtype < 0)
@@ -335,15 +378,16 @@ static int dtype_of_format(const char *format, Py_ssize_t itemsize, ct_dtype *ou
     char c = format[0];
     if (c == 'l' || c == 'i') c = itemsize == 8 ? 'q' : 'i';
     if (c == 'L' || c == 'I') c = itemsize == 8 ? 'Q' : 'I';
-    for (int d = 0; format[0] && !format[1] && d < CT_DTYPE_COUNT; d++) {
+    for (int d = 0; format[0] && d < CT_DTYPE_COUNT; d++) {
         const char *mine = ctpy_buffer_format((ct_dtype)d);
-        if (mine && mine[0] == c && (Py_ssize_t)ct_dtype_size((ct_dtype)d) == itemsize)
+        bool same = mine && (format[1] ? !strcmp(mine, format) : mine[0] == c && !mine[1]);
+        if (same && (Py_ssize_t)ct_dtype_size((ct_dtype)d) == itemsize)
             return *out = (ct_dtype)d, 0;
     }
     ctpy_raise_status(CT_ERR_DTYPE,
                       "a buffer of format '%s' has no ctensor dtype (float32, float64, "
                       "float16, int8, int16, int32, int64, uint8, uint16, uint32, uint64, "
-                      "bool; little-endian)",
+                      "bool, complex64, complex128; little-endian)",
                       format);
     return -1;
 }
@@ -405,6 +449,7 @@ bool ctpy_needs_exact_int(PyObject *o, ct_dtype dtype) {
 static ct_tensor *convert(PyObject *obj, ct_dtype dtype, ct_device device, const char *fn) {
     if (ctpy_is_tensor(obj)) return finish(ct_retain(ctpy_tensor_of(obj)), dtype, device);
     if (ctpy_is_scalar(obj)) return from_scalar(obj, dtype, device);
+    if (PyComplex_Check(obj)) return from_complex(obj, dtype, device);
     if (PyObject_CheckBuffer(obj)) return from_buffer(obj, dtype, device);
     if (PyObject_HasAttrString(obj, "__dlpack__")) {
         PyObject *args = PyTuple_Pack(1, obj);

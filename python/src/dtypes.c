@@ -27,6 +27,10 @@ static int dtype_or_array(PyObject *o, ct_dtype *out) {
 static PyObject *py_finfo(PyObject *self, PyObject *arg) {
     ct_dtype d;
     if (dtype_or_array(arg, &d) < 0) return NULL;
+    /* a complex dtype's finfo is its parts' (NumPy's and the standard's: dtype float32 for
+     * complex64) */
+    if (d == CT_C64) d = CT_F32;
+    if (d == CT_C128) d = CT_F64;
     double eps, max, tiny;
     int bits = (int)ct_dtype_size(d) * 8;
     if (d == CT_F32)
@@ -83,8 +87,8 @@ static int is_kind(ct_dtype d, PyObject *kind) {
     if (!strcmp(k, "unsigned integer")) return ct_dtype_is_unsigned(d);
     if (!strcmp(k, "integral")) return integer;
     if (!strcmp(k, "real floating")) return floating;
-    if (!strcmp(k, "complex floating")) return 0;
-    if (!strcmp(k, "numeric")) return integer || floating;
+    if (!strcmp(k, "complex floating")) return ct_dtype_is_complex(d);
+    if (!strcmp(k, "numeric")) return integer || floating || ct_dtype_is_complex(d);
     PyErr_Format(PyExc_ValueError, "isdtype: unknown kind %R", kind);
     return -1;
 }

@@ -110,6 +110,10 @@ static PyObject *nested_list(const ct_tensor *t, int depth, const void *values, 
         if (kind == CT_BOOL) return PyBool_FromLong(((const int64_t *)values)[i] != 0);
         if (kind == CT_I64) return PyLong_FromLongLong(((const int64_t *)values)[i]);
         if (kind == CT_U64) return PyLong_FromUnsignedLongLong(((const uint64_t *)values)[i]);
+        if (kind == CT_C128) {
+            const ct_complex128 *z = (const ct_complex128 *)values + i;
+            return PyComplex_FromDoubles(z->re, z->im);
+        }
         return PyFloat_FromDouble(((const double *)values)[i]);
     }
     PyObject *list = PyList_New(ct_shape(t)[depth]);
@@ -124,17 +128,19 @@ static PyObject *nested_list(const ct_tensor *t, int depth, const void *values, 
 static PyObject *tensor_tolist(PyObject *self, PyObject *unused) {
     ct_tensor *t = ctpy_tensor_of(self);
     ct_dtype dtype = ct_dtype_of(t);
-    ct_dtype kind = ct_dtype_is_floating(dtype) ? CT_F64
-                    : dtype == CT_BOOL          ? CT_BOOL
-                    : dtype == CT_U64           ? CT_U64
-                                                : CT_I64;
+    ct_dtype kind = ct_dtype_is_floating(dtype)  ? CT_F64
+                    : ct_dtype_is_complex(dtype) ? CT_C128
+                    : dtype == CT_BOOL           ? CT_BOOL
+                    : dtype == CT_U64            ? CT_U64
+                                                 : CT_I64;
     int64_t count = ct_numel(t);
-    void *values = PyMem_Malloc((size_t)(count ? count : 1) * 8);
+    size_t size = kind == CT_C128 ? 16 : 8;
+    void *values = PyMem_Malloc((size_t)(count ? count : 1) * size);
     if (!values) return PyErr_NoMemory();
     ct_tensor *wide;
     ct_status status = CT_ERR_INVALID_ARG;
     CTPY_NOGIL(wide = ct_cast(t, kind == CT_BOOL ? CT_I64 : kind);
-               if (wide) status = ct_copy_to_host(wide, values, (size_t)count * 8));
+               if (wide) status = ct_copy_to_host(wide, values, (size_t)count * size));
     ct_release(wide);
     int64_t at = 0;
     PyObject *out = ctpy_check(status) < 0 ? NULL : nested_list(t, 0, values, &at, kind);

@@ -407,8 +407,9 @@ static PyObject *py_vecdot(PyObject *self, PyObject *args, PyObject *kwargs) {
     ct_tensor *x = ctpy_tensor_arg(a, "vecdot", ctpy_tensor_or_null(b)), *out = NULL;
     ct_tensor *y = x ? ctpy_tensor_arg(b, "vecdot", x) : NULL;
     bool converted = y != NULL;
-    if (converted)
-        CTPY_NOGIL(ct_tensor *product = ct_mul(x, y); out = ct_sum(product, 1, &axis, false);
+    if (converted) /* the standard's sum(conj(x1) * x2): conj of a real x1 is x1 itself */
+        CTPY_NOGIL(ct_tensor *cx = ct_conj(x); ct_tensor *product = cx ? ct_mul(cx, y) : NULL;
+                   out = product ? ct_sum(product, 1, &axis, false) : NULL; ct_release(cx);
                    ct_release(product));
     ct_release(x);
     ct_release(y);
@@ -431,6 +432,6 @@ PyMethodDef ctpy_manip_functions[] = {
     {"meshgrid", KW py_meshgrid, KWARGS, "meshgrid(*arrays, indexing='xy'): views."},
     {"take", KW py_take, KWARGS, "take(x, indices, *, axis=None)."},
     {"matrix_transpose", py_matrix_transpose, METH_O, "The last two axes swapped (a view)."},
-    {"vecdot", KW py_vecdot, KWARGS, "vecdot(x1, x2, *, axis=-1): sum(x1 * x2, axis)."},
+    {"vecdot", KW py_vecdot, KWARGS, "vecdot(x1, x2, *, axis=-1): sum(conj(x1) * x2, axis)."},
     {0}, /* sentinel */
 };

@@ -24,8 +24,11 @@ static ct_tensor *cast_to(const ct_tensor *t, ct_dtype dtype) {
     return out;
 }
 
+/* Real floating or complex: the kinds whose dtype wins beside an integer or bool. */
+static bool inexact(ct_dtype d) { return ct_dtype_is_floating(d) || ct_dtype_is_complex(d); }
+
 ct_dtype ctpy_promote_types(ct_dtype a, ct_dtype b) {
-    bool fa = ct_dtype_is_floating(a), fb = ct_dtype_is_floating(b);
+    bool fa = inexact(a), fb = inexact(b);
     return fa == fb ? ct_promote_types(a, b) : fa ? a : b;
 }
 
@@ -36,7 +39,7 @@ ct_dtype ctpy_promote_types(ct_dtype a, ct_dtype b) {
 static bool mixed_kinds(const ct_tensor **a, const ct_tensor **b, ct_tensor **cast) {
     *cast = NULL;
     ct_dtype da = ct_dtype_of(*a), db = ct_dtype_of(*b);
-    bool fa = ct_dtype_is_floating(da), fb = ct_dtype_is_floating(db);
+    bool fa = inexact(da), fb = inexact(db);
     if (fa == fb) return true;
     const ct_tensor **converted = fa ? b : a;
     if (!(*cast = cast_to(*converted, fa ? da : db))) return false;
@@ -76,6 +79,23 @@ static ct_tensor *scalar_op(const ctpy_binary_op *op, const ct_tensor *t, double
     return out;
 }
 
+/* t op z (z op t when !first) with a Python complex z, weak as the other Python scalars: of
+ * t's dtype when complex, else complex128 beside float64 and complex64 beside the rest
+ * (PyTorch's rule). */
+static PyObject *complex_scalar_binary(const ct_tensor *t, PyObject *scalar, bool first,
+                                       ctpy_binary_fn fn) {
+    Py_complex z = PyComplex_AsCComplex(scalar);
+    if (z.real == -1.0 && PyErr_Occurred()) return NULL;
+    ct_dtype d = ct_dtype_of(t);
+    ct_dtype dtype = ct_dtype_is_complex(d) ? d : d == CT_F64 ? CT_C128 : CT_C64;
+    ct_tensor *s;
+    CTPY_NOGIL(s = ct_full_complex(0, NULL, (ct_complex128){z.real, z.imag}, dtype, CT_CPU));
+    if (!s) return ctpy_raise();
+    PyObject *out = first ? tensor_tensor(t, s, fn) : tensor_tensor(s, t, fn);
+    ct_release(s);
+    return out;
+}
+
 PyObject *ctpy_binary(PyObject *a, PyObject *b, const ctpy_binary_op *op) {
     ctpy_binary_fn fn = op->fn;
     bool ta = ctpy_is_tensor(a), tb = ctpy_is_tensor(b);
@@ -88,6 +108,8 @@ PyObject *ctpy_binary(PyObject *a, PyObject *b, const ctpy_binary_op *op) {
     }
     if ((ta || tb) && ctpy_needs_exact_int(scalar, ct_dtype_of(ctpy_tensor_of(ta ? a : b))))
         return exact_int_binary(a, b, fn);
+    if ((ta || tb) && PyComplex_Check(scalar))
+        return complex_scalar_binary(ctpy_tensor_of(ta ? a : b), scalar, ta, fn);
     if ((ta || tb) && ctpy_is_scalar(scalar) && op->scalar_fn) {
         double s = PyFloat_AsDouble(scalar);
         if (s == -1.0 && PyErr_Occurred()) return NULL;
@@ -95,7 +117,7 @@ PyObject *ctpy_binary(PyObject *a, PyObject *b, const ctpy_binary_op *op) {
         ct_tensor *out, *as_float = NULL;
         /* PyTorch's rule: a Python float with an integer or bool array computes in the
          * default float dtype, also where the value is integral (x * 2.0). */
-        if (PyFloat_Check(scalar) && !ct_dtype_is_floating(ct_dtype_of(t))) {
+        if (PyFloat_Check(scalar) && !inexact(ct_dtype_of(t))) {
             if (!(as_float = cast_to(t, CTPY_DEFAULT_FLOAT))) return NULL;
             t = as_float;
         }
@@ -188,6 +210,9 @@ CT_BINARY_OPS(CTPY_BINARY_FN_)
         return ctpy_unary(x, #name, ct_##name);                                                    \
     }
 CT_UNARY_OPS(CTPY_UNARY_FN_)
+CTPY_UNARY_FN_(real, , )
+CTPY_UNARY_FN_(imag, , )
+CTPY_UNARY_FN_(conj, , )
 #undef CTPY_UNARY_FN_
 
 /* ---- where, clip ---- */
@@ -375,15 +400,17 @@ PyMethodDef ctpy_math_functions[] = {
 #undef CTPY_BINARY_DEF_
 #define CTPY_UNARY_DEF_(name, NAME, ...) {#name, py_##name, METH_O, #name "(x): elementwise."},
         CT_UNARY_OPS(CTPY_UNARY_DEF_)
+    /* the parts of complex arrays (ct_real, ct_imag, ct_conj) */
+    CTPY_UNARY_DEF_(real, , ) CTPY_UNARY_DEF_(imag, , ) CTPY_UNARY_DEF_(conj, , )
 #undef CTPY_UNARY_DEF_
 #define CTPY_REDUCE_DEF_(name, NAME, ...)                                                          \
     {#name, KW py_##name, KWARGS,                                                                  \
      #name "(x, /, axis=None, keepdims=False, dtype=None): a reduction (ct_" #name                 \
            "); also dim=, keepdim=."},
-            CT_REDUCE_OPS(CTPY_REDUCE_DEF_)
+        CT_REDUCE_OPS(CTPY_REDUCE_DEF_)
 #undef CTPY_REDUCE_DEF_
-                {"where", KW py_where, METH_FASTCALL,
-                 "where(condition, x1, x2): x1 where true, else x2."},
+            {"where", KW py_where, METH_FASTCALL,
+             "where(condition, x1, x2): x1 where true, else x2."},
     {"clip", KW py_clip, KWARGS, "clip(x, min=None, max=None)."},
     {"var", KW py_var, KWARGS, "var(x, /, *, axis=None, correction=0, keepdims=False)."},
     {"std", KW py_std, KWARGS, "std(x, /, *, axis=None, correction=0, keepdims=False)."},

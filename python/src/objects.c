@@ -50,7 +50,8 @@ static int dtype_from_name(PyObject *o, ct_dtype *out) {
     if (!PyErr_Occurred())
         ctpy_raise_status(CT_ERR_DTYPE,
                           "ctensor has no dtype %R: it has float32, float64, float16, bfloat16, "
-                          "int8, int16, int32, int64, uint8, uint16, uint32, uint64 and bool",
+                          "int8, int16, int32, int64, uint8, uint16, uint32, uint64, bool, "
+                          "complex64 and complex128",
                           name);
     Py_DECREF(name);
     return 0;

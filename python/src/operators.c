@@ -74,7 +74,9 @@ static bool is_bool_operand(PyObject *o) {
 }
 
 /* Whether o can be an operand of an operator: a Tensor or a Python scalar. */
-static bool operand_ok(PyObject *o) { return ctpy_is_tensor(o) || ctpy_is_scalar(o); }
+static bool operand_ok(PyObject *o) {
+    return ctpy_is_tensor(o) || ctpy_is_scalar(o) || PyComplex_Check(o);
+}
 
 static PyObject *apply(slot which, PyObject *a, PyObject *b) {
     if (!operand_ok(a) || !operand_ok(b)) Py_RETURN_NOTIMPLEMENTED;

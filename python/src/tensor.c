@@ -194,11 +194,16 @@ CTPY_DTYPE_METHOD_(byte, CT_U8)
 CTPY_DTYPE_METHOD_(bool, CT_BOOL)
 #undef CTPY_DTYPE_METHOD_
 
-/* A Python bool, int or float for a one-element array of dtype (an implicit transfer from a
- * device). */
+/* A Python bool, int, float or complex for a one-element array of dtype (an implicit transfer from
+ * a device). */
 static PyObject *scalar_of(ct_tensor *t) {
     double value;
     ct_status status;
+    if (ct_dtype_is_complex(ct_dtype_of(t))) {
+        ct_complex128 z;
+        CTPY_NOGIL(status = ct_item_complex(t, &z));
+        return ctpy_check(status) < 0 ? NULL : PyComplex_FromDoubles(z.re, z.im);
+    }
     CTPY_NOGIL(status = ct_item(t, &value));
     if (ctpy_check(status) < 0) return NULL;
     ct_dtype dtype = ct_dtype_of(t);
@@ -229,6 +234,20 @@ static PyObject *tensor_item(PyObject *self, PyObject *unused) {
     return scalar_of(t);
 }
 
+/* complex(x): a one-element array's value as a Python complex. */
+static PyObject *tensor_complex(PyObject *self, PyObject *unused) {
+    PyObject *value = tensor_item(self, NULL);
+    if (!value) return NULL;
+    PyObject *out = PyComplex_Check(value) ? Py_NewRef(value) : PyNumber_Float(value);
+    Py_DECREF(value);
+    if (out && !PyComplex_Check(out)) {
+        double re = PyFloat_AsDouble(out);
+        Py_DECREF(out);
+        out = PyComplex_FromDoubles(re, 0.0);
+    }
+    return out;
+}
+
 static PyObject *tensor_namespace(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *keywords[] = {"api_version", NULL};
     PyObject *version = Py_None;
@@ -252,6 +271,7 @@ static PyMethodDef tensor_methods[] = {
     {"cuda", tensor_cuda, METH_VARARGS, "cuda(index=0): the array on cuda:index."},
     {"astype", KW tensor_astype, KWARGS, "astype(dtype, copy=True): the array converted to dtype."},
     {"item", tensor_item, METH_NOARGS, "The value of a one-element array as a Python number."},
+    {"__complex__", tensor_complex, METH_NOARGS, "complex(x) of a one-element array."},
     {"float", tensor_float, METH_NOARGS, "The array as float32 (itself when it is one)."},
     {"double", tensor_double, METH_NOARGS, "The array as float64 (itself when it is one)."},
     {"half", tensor_half, METH_NOARGS, "The array as float16 (itself when it is one)."},

@@ -5,7 +5,9 @@
  * float32 (true division, computed in float32 as PyTorch does); COMPARE and LOGICAL give
  * bool; INT and SHIFT give the promoted integer (or, for INT, bool) dtype and refuse floats. The
  * kernel gets compute_dtype = the promoted dtype (the float result for DIV). Subtracting two bools
- * is an error, as in PyTorch.
+ * is an error, as in PyTorch. With a complex operand (promoted to a complex dtype) add, sub, mul,
+ * div, pow, eq and ne compute in it (backend/complex_impl.h); the other ops refuse it, naming
+ * themselves. A real scalar with a complex tensor keeps the tensor's dtype.
  *
  * Scalars (the *_scalar forms) are weak, as Python scalars in NumPy 2 and PyTorch: the
  * tensor's dtype wins, except that a non-integral (or non-finite) scalar with an integer or
@@ -22,6 +24,7 @@
 
 #include "ops/autocast_impl.h"
 #include "ops/grad_impl.h"
+#include "backend/complex_impl.h"
 #include "backend/ew_formula_impl.h"
 #include "ops/op_impl.h"
 
@@ -29,7 +32,7 @@ enum { KIND_ARITH, KIND_FLOAT, KIND_COMPARE, KIND_LOGICAL, KIND_INT, KIND_SHIFT 
 
 static ct_dtype result_dtype(int kind, ct_dtype promoted) {
     if (kind == KIND_COMPARE || kind == KIND_LOGICAL) return CT_BOOL;
-    if (kind == KIND_FLOAT && !ct__is_float(promoted)) return CT_F32;
+    if (kind == KIND_FLOAT && !ct__is_float(promoted) && !ct__is_complex(promoted)) return CT_F32;
     return promoted;
 }
 
@@ -85,7 +88,8 @@ static ct_tensor *launch(const char *name, ct__binary_op op, int kind, ct_device
     args.compute_dtype = kind == KIND_FLOAT ? out_dtype : promoted;
     /* Integer pow, remainder and floor_divide check their operands on the device (negative
      * exponents, zero divisors). */
-    bool checked = ct__ew_int_op_can_fail(op) && !ct__is_float(args.compute_dtype);
+    bool checked = ct__ew_int_op_can_fail(op) && !ct__is_float(args.compute_dtype) &&
+                   !ct__is_complex(args.compute_dtype);
     ct__ew_scalar none = {.operand = 0};
     if ((checked && ct__kernel_readback(device, CT_SLOT_binary, name) != CT_OK) ||
         kernels->binary(physical, op, &args, b ? none : s->kernel) != CT_OK) {
@@ -129,7 +133,7 @@ static ct_tensor *binary(const char *name, ct__binary_op op, int kind, const ct_
                          const ct_tensor *b) {
     const ct_tensor *pair[2] = {a, b};
     ct_device device;
-    if (!ct__check_args(name, 2, pair, &device)) return NULL;
+    if (!ct__check_args_complex(name, 2, pair, &device)) return NULL;
     int ndim = a->ndim;
     int64_t shape[CT_MAX_DIMS];
     if (a->ndim == b->ndim && memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim) == 0)
@@ -137,6 +141,8 @@ static ct_tensor *binary(const char *name, ct__binary_op op, int kind, const ct_
     else if (ct__broadcast_shapes(name, 2, pair, &ndim, shape) != CT_OK)
         return NULL;
     ct_dtype promoted = ct_promote_types(a->dtype, b->dtype);
+    if (ct__is_complex(promoted) && !ct__z_binary_defined(op) && ct__refuse_complex(name, 2, pair))
+        return NULL;
     if (refused_dtype(name, op, kind, promoted)) return NULL;
     if (ct__same_device(a->storage->device, device) && ct__same_device(b->storage->device, device))
         return launch(name, op, kind, device, ndim, shape, promoted, a, b, NULL);
@@ -152,7 +158,7 @@ static ct_tensor *binary(const char *name, ct__binary_op op, int kind, const ct_
 
 /* The weak-scalar promotion described at the top of this file. */
 static ct_dtype scalar_promote(int kind, ct_dtype t, double s) {
-    if (ct__is_float(t)) return t;
+    if (ct__is_float(t) || ct__is_complex(t)) return t;
     if (!isfinite(s) || s != floor(s)) return CT_F32;
     if (t == CT_BOOL && kind != KIND_COMPARE && kind != KIND_LOGICAL) return CT_I64;
     return t;
@@ -161,7 +167,7 @@ static ct_dtype scalar_promote(int kind, ct_dtype t, double s) {
 /* The scalar's dtype as an operand: float32 (for f32, f16, bf16 results), float64, or an
  * integer that holds it exactly (it is integral here). */
 static ct_dtype scalar_dtype(ct_dtype promoted, double s) {
-    if (promoted == CT_F64) return CT_F64;
+    if (promoted == CT_F64 || ct__is_complex(promoted)) return CT_F64;
     if (ct__is_float(promoted)) return CT_F32;
     return s >= INT32_MIN && s <= INT32_MAX ? CT_I32 : CT_I64;
 }
@@ -170,8 +176,10 @@ static ct_dtype scalar_dtype(ct_dtype promoted, double s) {
 static ct_tensor *binary_scalar(const char *name, ct__binary_op op, int kind, const ct_tensor *a,
                                 double s, bool first) {
     ct_device device;
-    if (!ct__check_args(name, 1, &a, &device)) return NULL;
+    if (!ct__check_args_complex(name, 1, &a, &device)) return NULL;
     ct_dtype promoted = scalar_promote(kind, a->dtype, s);
+    if (ct__is_complex(promoted) && !ct__z_binary_defined(op) && ct__refuse_complex(name, 1, &a))
+        return NULL;
     if (refused_dtype(name, op, kind, promoted)) return NULL;
     /* The kernel would find these too, but only this function knows its own name. A scalar
      * first is the dividend or the base: the kernel checks the tensor's values. */
@@ -287,7 +295,7 @@ static ct_tensor *where_launch(ct_device device, int ndim, const int64_t *shape,
 ct_tensor *ct_where(const ct_tensor *cond, const ct_tensor *a, const ct_tensor *b) {
     const ct_tensor *in[3] = {cond, a, b};
     ct_device device;
-    if (!ct__check_args("ct_where", 3, in, &device)) return NULL;
+    if (!ct__check_args_complex("ct_where", 3, in, &device)) return NULL;
     if (cond->dtype != CT_BOOL)
         return ct__fail(CT_ERR_DTYPE,
                         "ct_where: the condition has dtype %s but must be bool; make it with a "

@@ -4,18 +4,22 @@
  * Result dtypes (op_list.h): FLOAT ops give float32 for integer and bool inputs and keep
  * floating dtypes; SAME ops keep the dtype; BOOL ops give bool; INT ops take integer and bool
  * tensors only and keep the dtype (bitwise_invert of bool is logical_not, as in NumPy).
- * Negating a bool tensor is an error, as in PyTorch. The success path makes the output and nothing
+ * Negating a bool tensor is an error, as in PyTorch. Complex tensors keep their dtype (abs gives
+ * the parts' real dtype) in the ops backend/complex_impl.h defines for them; the others refuse
+ * them, naming the op. The success path makes the output and nothing
  * else, so small ops cost little more than the allocation. */
 #include <math.h>
 
+#include "backend/complex_impl.h"
 #include "ops/autocast_impl.h"
 #include "ops/grad_impl.h"
 #include "ops/op_impl.h"
 
 enum { KIND_FLOAT, KIND_SAME, KIND_BOOL, KIND_INT };
 
-static ct_dtype result_dtype(int kind, ct_dtype in) {
+static ct_dtype result_dtype(int kind, ct__unary_op op, ct_dtype in) {
     if (kind == KIND_BOOL) return CT_BOOL;
+    if (ct__is_complex(in)) return op == CT_UOP_ABS ? ct__complex_part(in) : in;
     if (kind == KIND_FLOAT && !ct__is_float(in)) return CT_F32;
     return in;
 }
@@ -24,7 +28,9 @@ static ct_dtype result_dtype(int kind, ct_dtype in) {
 static ct_tensor *unary(const char *name, ct__unary_op op, int kind, const ct_tensor *x, double p0,
                         double p1) {
     ct_device device;
-    if (!ct__check_args(name, 1, &x, &device)) return NULL;
+    if (!ct__check_args_complex(name, 1, &x, &device)) return NULL;
+    if (ct__is_complex(x->dtype) && !ct__z_unary_defined(op) && ct__refuse_complex(name, 1, &x))
+        return NULL;
     if (op == CT_UOP_NEG && x->dtype == CT_BOOL)
         return ct__fail(CT_ERR_DTYPE,
                         "%s: negation of a bool tensor is not supported; use ct_logical_not "
@@ -39,7 +45,7 @@ static ct_tensor *unary(const char *name, ct__unary_op op, int kind, const ct_te
     int physical;
     const ct__kernel_table *kernels = ct__kernels(device, &physical);
     if (!kernels) return NULL;
-    ct_dtype out_dtype = result_dtype(kind, x->dtype);
+    ct_dtype out_dtype = result_dtype(kind, op, x->dtype);
     ct_tensor *out = ct__tensor_new(device, out_dtype, x->ndim, x->shape);
     if (!out) return NULL;
     if (out->numel == 0)

@@ -3,9 +3,9 @@
  * Each operand is read as a stack of matrices: a 1-D a of size k is a 1 x k row and a 1-D
  * b a k x 1 column; the axis this adds is left out of the result. The batch axes (all but
  * the last two) broadcast as NumPy's. Operands of different dtypes are cast to the promoted
- * dtype. bool @ bool is logical (any over k of a and b), as in NumPy. 0-d operands are
- * rejected, as NumPy does: scaling is ct_mul's job. The kernel gets strided views (no copy
- * here), so transposed operands reach BLAS as they are. */
+ * dtype (complex ones too: cgemm and zgemm). bool @ bool is logical (any over k of a and b), as in
+ * NumPy. 0-d operands are rejected, as NumPy does: scaling is ct_mul's job. The kernel gets strided
+ * views (no copy here), so transposed operands reach BLAS as they are. */
 #include <stdio.h>
 #include <string.h>
 
@@ -160,7 +160,7 @@ static ct_tensor *run(ct_device device, const ct_tensor *a, const ct_tensor *b, 
 static ct_tensor *matmul(const ct_tensor *a, const ct_tensor *b) {
     const ct_tensor *args[2] = {a, b};
     ct_device device;
-    if (!ct__check_args(OP, 2, args, &device)) return NULL;
+    if (!ct__check_args_complex(OP, 2, args, &device)) return NULL;
     int batch_ndim = 0;
     int64_t batch_shape[CT_MAX_DIMS];
     if (check_shapes(a, b, &batch_ndim, batch_shape) != CT_OK) return NULL;

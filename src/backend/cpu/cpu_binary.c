@@ -169,6 +169,10 @@ ct_status ct__cpu_binary(int device, ct__binary_op op, const ct__ew_args *args,
     char *data[CT_EW_MAX_OPERANDS];
     for (int k = 0; k < args->nops; k++) data[k] = args->data[k];
     if (scalar.operand) data[scalar.operand] = (char *)&scalar.value;
+    if (ct__is_complex(args->compute_dtype)) {
+        ct__cpu_complex_binary(op, args, data);
+        return CT_OK;
+    }
     int index = ct__binary_domain(args);
     const binary_domain *domain = &arith_domains[index];
     if (op_kind[op] == KIND_LOGICAL)

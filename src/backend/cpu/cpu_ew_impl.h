@@ -55,6 +55,12 @@ typedef void (*ct__cpu_store_fn)(char *dst, int64_t stride, ct_dtype dtype, cons
 void ct__cpu_stream_copy(void *dst, const void *src, size_t bytes);
 void ct__cpu_stream_fence(void);
 
+/* The unary and binary kernels of ops on complex operands (cpu_complex.c): every operand
+ * read as complex128, the result stored into operand 0's dtype (abs, predicates and
+ * comparisons in the real part); data are the binary operands' pointers (the scalar's too). */
+void ct__cpu_complex_unary(ct__unary_op op, const ct__ew_args *args);
+void ct__cpu_complex_binary(ct__binary_op op, const ct__ew_args *args, char *const *data);
+
 /* Whether an op writing args' operand 0 should stream it: contiguous and large. */
 bool ct__cpu_should_stream(const ct__ew_args *args);
 

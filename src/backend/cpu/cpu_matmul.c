@@ -9,8 +9,10 @@
  * multiplied with sgemm and rounded back once. Integer dtypes are exact: products and sums wrap
  * modulo 2^bits in unsigned arithmetic, which is what a wrapping accumulator in the output dtype
  * gives; bool is logical (OR over k of a AND b), as numpy.matmul does for bool arrays. */
+#include <cblas.h>
 #include <limits.h>
 #include <stdbool.h>
+#include <string.h>
 
 #include "backend/cpu/cpu_impl.h"
 #include "backend/gemm_layout_impl.h"
@@ -247,10 +249,56 @@ static ct_status int_matmul(const ct__matmul_args *x) {
     return CT_OK;
 }
 
+/* complex64 and complex128: each batch's operands packed contiguous (row-major, element by
+ * element), one cblas_cgemm or cblas_zgemm, the result copied into out's rows. */
+static ct_status complex_matmul(const ct__matmul_args *x) {
+    if (x->m > INT_MAX || x->n > INT_MAX || x->k > INT_MAX)
+        return ct__error(CT_ERR_UNSUPPORTED,
+                         "ct_matmul: matrix sizes %lld x %lld @ %lld x %lld exceed BLAS's 32-bit "
+                         "sizes; split the product",
+                         (long long)x->m, (long long)x->k, (long long)x->k, (long long)x->n);
+    size_t size = ct__dtype_size(x->dtype);
+    int64_t m = x->m, n = x->n, k = x->k;
+    char *a = ct__malloc((size_t)(m * k + k * n + m * n) * size);
+    if (!a)
+        return ct__error(CT_ERR_OUT_OF_MEMORY,
+                         "ct_matmul: out of host memory for the packed complex operands");
+    char *b = a + m * k * (int64_t)size, *c = b + k * n * (int64_t)size;
+    static const ct_complex128 one128 = {1, 0}, zero128 = {0, 0};
+    static const ct_complex64 one64 = {1, 0}, zero64 = {0, 0};
+    int64_t batches = batch_count(x);
+    for (int64_t i = 0; i < batches; i++) {
+        int64_t ao, bo, oo;
+        batch_offsets(x, i, &ao, &bo, &oo);
+        for (int64_t r = 0; r < m; r++)
+            for (int64_t j = 0; j < k; j++)
+                memcpy(a + (r * k + j) * (int64_t)size,
+                       x->a + (ao + r * x->a_row_stride + j * x->a_col_stride) * (int64_t)size,
+                       size);
+        for (int64_t r = 0; r < k; r++)
+            for (int64_t j = 0; j < n; j++)
+                memcpy(b + (r * n + j) * (int64_t)size,
+                       x->b + (bo + r * x->b_row_stride + j * x->b_col_stride) * (int64_t)size,
+                       size);
+        if (x->dtype == CT_C128)
+            cblas_zgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, &one128,
+                        a, (int)k, b, (int)n, &zero128, c, (int)n);
+        else
+            cblas_cgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, &one64,
+                        a, (int)k, b, (int)n, &zero64, c, (int)n);
+        for (int64_t r = 0; r < m; r++)
+            memcpy(x->out + (oo + r * x->out_row_stride) * (int64_t)size, c + r * n * (int64_t)size,
+                   (size_t)n * size);
+    }
+    ct__free_mem(a);
+    return CT_OK;
+}
+
 /* k == 0 never arrives here: the op layer fills the zeros itself. */
 ct_status ct__cpu_matmul(int device, const ct__matmul_args *args) {
     (void)device;
     if (args->m == 0 || args->n == 0 || batch_count(args) == 0) return CT_OK;
+    if (ct__is_complex(args->dtype)) return complex_matmul(args);
     if (ct__is_float(args->dtype)) return blas_matmul(args);
     return int_matmul(args);
 }

@@ -185,6 +185,10 @@ ct_status ct__cpu_unary(int device, ct__unary_op op, const ct__ew_args *args, do
     (void)device;
     if ((unsigned)op >= CT_UOP_COUNT)
         return ct__error(CT_ERR_INVALID_ARG, "cpu unary kernel: unknown op %d", (int)op);
+    if (ct__is_complex(args->dtype[1])) {
+        ct__cpu_complex_unary(op, args);
+        return CT_OK;
+    }
     unary_ctx ctx = {op,
                      args->dtype[0],
                      args->dtype[1],

@@ -285,6 +285,8 @@ extern "C" ct_status ct_cuda_binary(int device, ct__binary_op op, const ct__ew_a
     ct__ew_args a;
     ct_status status = ct_ew_begin(device, args, &stream, &a);
     if (status != CT_OK) return status;
+    if (ct__is_complex(args->compute_dtype))
+        return ct_cuda_complex_binary(device, stream, &a, op, scalar);
     int domain = ct__binary_domain(args);
     if (op_kind[op] == KIND_LOGICAL) return launch_compare<double>(device, stream, a, op, scalar);
     if (op_kind[op] == KIND_COMPARE) {

@@ -52,6 +52,13 @@ ct_status ct_cuda_set_device(int device);
  * the source has been read, without waiting for the stream, the DMA queued on it. */
 ct_status ct_cuda_copy_from_host(int device, void *dst, const void *src, size_t size);
 
+/* The elementwise ops on complex operands (cuda_complex.cu), which the unary and binary
+ * launchers hand over: a is the launch's args with byte strides (ct_ew_begin's). */
+ct_status ct_cuda_complex_unary(int device, cudaStream_t stream, const ct__ew_args *a,
+                                ct__unary_op op);
+ct_status ct_cuda_complex_binary(int device, cudaStream_t stream, const ct__ew_args *a,
+                                 ct__binary_op op, ct__ew_scalar scalar);
+
 /* The kernel launchers: ct_cuda_NAME for every row of backend/kernel_slots.h, defined in the
  * .cu file of its family; the plugin defines every required slot and the optional ones
  * CT_CUDA_OPTIONAL_SLOTS lists (cuda_device.c puts them in its table). */

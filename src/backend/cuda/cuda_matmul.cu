@@ -186,7 +186,8 @@ __global__ void __launch_bounds__(PACK_THREADS) pack_kernel(pack_geom g) {
         switch (g.elem_size) {
         case 2: *(uint16_t *)d = *(const uint16_t *)s; break;
         case 4: *(uint32_t *)d = *(const uint32_t *)s; break;
-        default: *(uint64_t *)d = *(const uint64_t *)s; break;
+        case 8: *(uint64_t *)d = *(const uint64_t *)s; break;
+        default: *(ct_complex128 *)d = *(const ct_complex128 *)s; break; // complex128
         }
     }
 }
@@ -343,7 +344,8 @@ static ct_status pack(int device, cudaStream_t stream, const ct__matmul_args *x,
     return CT_OK;
 }
 
-// cuBLAS's types for a float dtype.
+// cuBLAS's types for a float or complex dtype (the cuBLAS documentation's cublasGemmEx table:
+// CUDA_C_32F with CUBLAS_COMPUTE_32F, CUDA_C_64F with CUBLAS_COMPUTE_64F).
 struct gemm_types {
     cudaDataType data;
     cublasComputeType_t compute;
@@ -355,6 +357,8 @@ static gemm_types types_of(const ct__matmul_args *x) {
     case CT_F64: return {CUDA_R_64F, CUBLAS_COMPUTE_64F, true};
     case CT_F16: return {CUDA_R_16F, CUBLAS_COMPUTE_32F, false};
     case CT_BF16: return {CUDA_R_16BF, CUBLAS_COMPUTE_32F, false};
+    case CT_C64: return {CUDA_C_32F, CUBLAS_COMPUTE_32F, false};
+    case CT_C128: return {CUDA_C_64F, CUBLAS_COMPUTE_64F, true};
     default:
         return {CUDA_R_32F, x->allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
                 false};
@@ -374,10 +378,11 @@ struct gemm_plan {
 // The cuBLAS calls: one GEMM, a strided batch, or a pointer-array batch.
 static ct_status run_gemm(int device, cudaStream_t stream, const ct__matmul_args *x,
                           const gemm_plan &p) {
-    const double one64 = 1.0, zero64 = 0.0;
-    const float one32 = 1.0f, zero32 = 0.0f;
-    const void *alpha = p.types.f64_scalars ? (const void *)&one64 : (const void *)&one32;
-    const void *beta = p.types.f64_scalars ? (const void *)&zero64 : (const void *)&zero32;
+    // alpha = 1 and beta = 0, with an imaginary part 0 after them for the complex types
+    const double one64[2] = {1.0, 0.0}, zero64[2] = {0.0, 0.0};
+    const float one32[2] = {1.0f, 0.0f}, zero32[2] = {0.0f, 0.0f};
+    const void *alpha = p.types.f64_scalars ? (const void *)one64 : (const void *)one32;
+    const void *beta = p.types.f64_scalars ? (const void *)zero64 : (const void *)zero32;
     int m = (int)x->n, n = (int)x->m, k = (int)x->k; // the swapped product's sizes
     int lda = (int)p.lb.ld, ldb = (int)p.la.ld, ldc = (int)x->out_row_stride;
     cudaDataType t = p.types.data;
@@ -481,6 +486,7 @@ extern "C" ct_status ct_cuda_matmul(int device, const ct__matmul_args *args) {
     if (args->m == 0 || args->n == 0 || batch_count(args) == 0) return CT_OK;
     cudaStream_t stream = ct_cuda_stream(device);
     if (!stream) return CT_ERR_BACKEND; // ct_cuda_stream recorded why
-    if (ct__is_float(args->dtype)) return float_matmul(device, stream, args);
+    if (ct__is_float(args->dtype) || ct__is_complex(args->dtype))
+        return float_matmul(device, stream, args);
     return int_matmul(device, stream, args);
 }

@@ -197,6 +197,7 @@ extern "C" ct_status ct_cuda_unary(int device, ct__unary_op op, const ct__ew_arg
     ct_status status = ct_ew_begin(device, args, &stream, &a);
     if (status != CT_OK) return status;
     ct_dtype compute = args->compute_dtype;
+    if (ct__is_complex(args->dtype[1])) return ct_cuda_complex_unary(device, stream, &a, op);
     if (op_kind[op] == KIND_BOOL) return launch_test(device, stream, a, op);
     if (compute == CT_F64) return launch_strided<double>(device, stream, a, op, p0, p1);
     if (op_kind[op] == KIND_FLOAT || ct__is_float(compute))
