@@ -9,8 +9,8 @@
  * with a forward mixed-radix plan of length M. A real plan holds a complex plan (n/2 points
  * for even n, n for odd n) and, for even n, the twiddles e^{sign 2 pi i k / n}, k < n/2.
  *
- * Tables hold float or double (re, im) pairs, the plan's precision, computed in double from
- * the exact rational angle (ct__fft_unit_root). */
+ * Tables hold float or double (re, im) pairs, the plan's precision, computed in long double
+ * from the exact rational angle and rounded once (cpu_fft_plan.c, roots). */
 #ifndef CT_CPU_FFT_IMPL_H
 #define CT_CPU_FFT_IMPL_H
 
@@ -54,10 +54,6 @@ struct ct__fft_plan {
     int refs;
     uint64_t used;
 };
-
-/* e^{2 pi i k / n} in double: k reduced modulo n, the angle's quadrant taken exactly in
- * integers and the rest folded to [0, pi/4] before sin and cos. */
-void ct__fft_unit_root(int64_t k, int64_t n, double *re, double *im);
 
 /* The cached plan for (n, f64, kind) with a reference the caller gives back with
  * ct__fft_plan_release; NULL when it cannot be allocated. */

@@ -8,23 +8,24 @@
 #include "backend/cpu/cpu_fft.h"
 #include "backend/cpu/cpu_fft_impl.h"
 
-#define CT_FFT_HALF_PI 1.57079632679489661923132169163975144
+#define CT_FFT_HALF_PI 1.57079632679489661923132169163975144L
 
-void ct__fft_unit_root(int64_t k, int64_t n, double *re, double *im) {
+/* e^{2 pi i k / n} in long double: k reduced modulo n, the angle's quadrant taken exactly in
+ * integers (4k = q n + r, 2 pi k / n = (pi / 2) (q + r / n), exact for n < 2^61) and the
+ * rest folded to [0, pi / 4] before sinl and cosl. */
+static void unit_root(int64_t k, int64_t n, long double *re, long double *im) {
     k %= n;
     if (k < 0) k += n;
-    /* 2 pi k / n = (pi / 2) (q + r / n) with 4k = q n + r, 0 <= r < n: exact in integers
-     * for n < 2^61. The angle (pi / 2) r / n is folded to [0, pi / 4]. */
     int64_t q = 4 * k / n, r = 4 * k - q * n;
-    double c, s;
+    long double c, s;
     if (2 * r <= n) {
-        double t = CT_FFT_HALF_PI * (double)r / (double)n;
-        c = cos(t);
-        s = sin(t);
+        long double t = CT_FFT_HALF_PI * (long double)r / (long double)n;
+        c = cosl(t);
+        s = sinl(t);
     } else {
-        double t = CT_FFT_HALF_PI * (double)(n - r) / (double)n;
-        c = sin(t);
-        s = cos(t);
+        long double t = CT_FFT_HALF_PI * (long double)(n - r) / (long double)n;
+        c = sinl(t);
+        s = cosl(t);
     }
     switch (q) { /* times i^q */
     case 0: *re = c, *im = s; break;
@@ -32,6 +33,40 @@ void ct__fft_unit_root(int64_t k, int64_t n, double *re, double *im) {
     case 2: *re = -c, *im = -s; break;
     default: *re = s, *im = -c; break;
     }
+}
+
+/* The n-th roots of unity for a plan's tables: e^{2 pi i k / n} = hi[k / width] lo[k % width]
+ * with width ~ sqrt(n), both factors from unit_root and their product in long double, so
+ * that each root rounded to double is within about one unit in the last place (2 sqrt(n)
+ * calls of sinl and cosl instead of n). */
+typedef struct roots {
+    int64_t n, width;
+    long double *lo, *hi; /* (re, im) pairs */
+} roots;
+
+static bool roots_init(roots *r, int64_t n) {
+    int64_t width = 1;
+    while (width * width < n) width++;
+    int64_t high = n / width + 1;
+    *r = (roots){n, width, malloc((size_t)width * 2 * sizeof(long double)),
+                 malloc((size_t)high * 2 * sizeof(long double))};
+    if (!r->lo || !r->hi) return false;
+    for (int64_t t = 0; t < width; t++) unit_root(t, n, &r->lo[2 * t], &r->lo[2 * t + 1]);
+    for (int64_t t = 0; t < high; t++) unit_root(t * width, n, &r->hi[2 * t], &r->hi[2 * t + 1]);
+    return true;
+}
+
+static void roots_free(roots *r) {
+    free(r->lo);
+    free(r->hi);
+}
+
+static void root_at(const roots *r, int64_t k, double *re, double *im) {
+    k %= r->n;
+    if (k < 0) k += r->n;
+    const long double *a = r->hi + 2 * (k / r->width), *b = r->lo + 2 * (k % r->width);
+    *re = (double)(a[0] * b[0] - a[1] * b[1]);
+    *im = (double)(a[0] * b[1] + a[1] * b[0]);
 }
 
 static void *new_table(bool f64, int64_t pairs) {
@@ -106,7 +141,12 @@ static ct__fft_plan *new_plan(int64_t n, bool f64, int sign, ct__fft_kind kind) 
 
 static ct__fft_plan *build_mixed(int64_t n, bool f64, int sign, const int *factors, int count) {
     ct__fft_plan *plan = new_plan(n, f64, sign, CT_FFT_C2C);
-    if (!plan) return NULL;
+    roots w = {0};
+    if (!plan || !roots_init(&w, n)) {
+        roots_free(&w);
+        plan_free(plan);
+        return NULL;
+    }
     int64_t m = n;
     for (int i = 0; i < count; i++) {
         int p = factors[i];
@@ -115,21 +155,24 @@ static ct__fft_plan *build_mixed(int64_t n, bool f64, int sign, const int *facto
         *g = (ct__fft_stage){.p = p, .m = m, .tw = new_table(f64, (p - 1) * m)};
         if (p > 5) g->roots = new_table(f64, p);
         if (!g->tw || (p > 5 && !g->roots)) {
+            roots_free(&w);
             plan_free(plan);
             return NULL;
         }
+        int64_t step = n / (p * m); /* w_{pm} = w_n^step */
         for (int64_t k = 0; k < m; k++)
             for (int r = 1; r < p; r++) {
                 double re, im;
-                ct__fft_unit_root(sign * r * k, p * m, &re, &im);
+                root_at(&w, sign * r * k * step, &re, &im);
                 put(f64, g->tw, k * (p - 1) + r - 1, re, im);
             }
         for (int q = 0; p > 5 && q < p; q++) {
             double re, im;
-            ct__fft_unit_root(sign * q, p, &re, &im);
+            root_at(&w, sign * q * (n / p), &re, &im);
             put(f64, g->roots, q, re, im);
         }
     }
+    roots_free(&w);
     return plan;
 }
 
@@ -146,7 +189,9 @@ static ct__fft_plan *build_bluestein(int64_t n, bool f64, int sign) {
     plan->chirp = new_table(f64, n);
     plan->filter = new_table(f64, big);
     void *b = new_table(f64, big);
-    if (!plan->inner || !plan->chirp || !plan->filter || !b) {
+    roots w = {0};
+    if (!roots_init(&w, 2 * n) || !plan->inner || !plan->chirp || !plan->filter || !b) {
+        roots_free(&w);
         free(b);
         plan_free(plan);
         return NULL;
@@ -155,7 +200,7 @@ static ct__fft_plan *build_bluestein(int64_t n, bool f64, int sign) {
     int64_t square = 0; /* j^2 modulo 2n */
     for (int64_t j = 0; j < n; j++) {
         double re, im;
-        ct__fft_unit_root(sign * square, 2 * n, &re, &im);
+        root_at(&w, sign * square, &re, &im);
         put(f64, plan->chirp, j, re, im);
         put(f64, b, j, re / (double)big, -im / (double)big);
         if (j) put(f64, b, big - j, re / (double)big, -im / (double)big);
@@ -167,6 +212,7 @@ static ct__fft_plan *build_bluestein(int64_t n, bool f64, int sign) {
     else
         ct__fft_exec_c2c_f32(plan->inner, b, 1, plan->filter, NULL);
     free(b);
+    roots_free(&w);
     plan->scratch = 2 * big + plan->inner->scratch;
     return plan;
 }
@@ -202,15 +248,18 @@ static ct__fft_plan *build_real(int64_t n, bool f64, ct__fft_kind kind) {
         return plan;
     }
     plan->rtw = new_table(f64, h);
-    if (!plan->rtw) {
+    roots w = {0};
+    if (!roots_init(&w, n) || !plan->rtw) {
+        roots_free(&w);
         plan_free(plan);
         return NULL;
     }
     for (int64_t k = 0; k < h; k++) {
         double re, im;
-        ct__fft_unit_root(sign * k, n, &re, &im);
+        root_at(&w, sign * k, &re, &im);
         put(f64, plan->rtw, k, re, im);
     }
+    roots_free(&w);
     plan->scratch = h + plan->sub->scratch;
     return plan;
 }
