@@ -108,7 +108,7 @@ static double rel_rms_f32(const float *y, const double *ref, int64_t count) {
 }
 
 static ct__fft_layout contiguous(int64_t n, int64_t batch) {
-    return (ct__fft_layout){n, batch, 1, n, 1, n};
+    return (ct__fft_layout){n, batch, 1, n, 1, n, 1.0};
 }
 
 /* The bound for a transform of length n: log2(2 M) for Bluestein's plans. */
@@ -225,7 +225,7 @@ static void check_real(int64_t n, bool f64) {
     CHECK(x && full && xr && spec && real_out);
     for (int64_t j = 0; j < n; j++) xr[j] = x[2 * j], x[2 * j + 1] = 0;
     ct__fft_layout l = contiguous(n, 1);
-    ct__fft_layout lr = {n, 1, 1, n, 1, h};
+    ct__fft_layout lr = {n, 1, 1, n, 1, h, 1.0};
     double eps = f64 ? EPS64 : EPS32, b = bound(n, eps, f64, -1) * 2;
     CHECK_OK(ct__fft_c2c(true, -1, &l, x, full));
     if (f64) {
@@ -255,7 +255,7 @@ static void check_real(int64_t n, bool f64) {
     double *back = malloc((size_t)n * 2 * sizeof *back);
     CHECK(back);
     CHECK_OK(ct__fft_c2c(true, 1, &l, full, back));
-    ct__fft_layout lc = {n, 1, 1, h, 1, n};
+    ct__fft_layout lc = {n, 1, 1, h, 1, n, 1.0};
     if (f64) {
         CHECK_OK(ct__fft_c2r(true, &lc, spec, real_out));
     } else {
@@ -303,7 +303,7 @@ static void check_layouts(int64_t n) {
     for (int64_t i = 0; i < batch * id * 2; i++) in[i] = (float)uniform();
     for (int kind = 0; kind < 3; kind++) {
         int64_t count_in = kind == 2 ? h : n, count_out = kind == 1 ? h : n;
-        ct__fft_layout l = {n, batch, is, id, os, od}, one = contiguous(n, 1);
+        ct__fft_layout l = {n, batch, is, id, os, od, 1.0}, one = contiguous(n, 1);
         if (kind == 0) CHECK_OK(ct__fft_c2c(false, -1, &l, in, out));
         if (kind == 1) CHECK_OK(ct__fft_r2c(false, &l, in, out));
         if (kind == 2) CHECK_OK(ct__fft_c2r(false, &l, in, out));
@@ -390,6 +390,30 @@ TEST(fft_plan_cache_bounded_and_shared_by_threads) {
     }
     CHECK(bad == 0);
     CHECK(ct__fft_cached_plans() <= CT_FFT_PLAN_CACHE_SIZE);
+}
+
+/* scale multiplies the results: by 0.25 (exact), bit for bit against the unscaled results
+ * times 0.25, for all three kinds. */
+TEST(fft_scale_applies_to_results) {
+    const int64_t n = 60, h = n / 2 + 1;
+    double *x = random_pairs(n), *plain = malloc(n * 2 * sizeof *plain);
+    double *scaled = malloc(n * 2 * sizeof *scaled);
+    CHECK(x && plain && scaled);
+    for (int kind = 0; kind < 3; kind++) {
+        ct__fft_layout one = contiguous(n, 1), quarter = one;
+        quarter.scale = 0.25;
+        int64_t count = kind == 0 ? 2 * n : kind == 1 ? 2 * h : n;
+        ct__fft_layout *ls[2] = {&one, &quarter};
+        double *outs[2] = {plain, scaled};
+        for (int i = 0; i < 2; i++) {
+            if (kind == 0) CHECK_OK(ct__fft_c2c(true, -1, ls[i], x, outs[i]));
+            if (kind == 1) CHECK_OK(ct__fft_r2c(true, ls[i], x, outs[i]));
+            if (kind == 2) CHECK_OK(ct__fft_c2r(true, ls[i], x, outs[i]));
+        }
+        for (int64_t i = 0; i < count; i++)
+            CHECK_MSG(scaled[i] == 0.25 * plain[i], "kind %d element %lld", kind, (long long)i);
+    }
+    free(x), free(plain), free(scaled);
 }
 
 TEST(fft_bad_arguments) {

@@ -144,7 +144,10 @@
     /* Sorting and scanning: ct__sort_args (backend_impl.h). */                                    \
     X(argsort, REQUIRED, QUEUED, ct_status, (int device, const ct__sort_args *args),               \
       (device, args))                                                                              \
-    X(cumsum, REQUIRED, QUEUED, ct_status, (int device, const ct__sort_args *args), (device, args))
+    X(cumsum, REQUIRED, QUEUED, ct_status, (int device, const ct__sort_args *args),                \
+      (device, args))                                                                              \
+    /* Fourier transforms: ct__fft_args (backend_impl.h). */                                       \
+    X(fft, REQUIRED, QUEUED, ct_status, (int device, const ct__fft_args *args), (device, args))
 
 /* For the generators: CT_KERNEL_IF_##need(text) keeps text for required rows only, and
  * CT_KERNEL_READBACK_BYTES_##sync the bytes a row reads back (0 for QUEUED and QUERY). */

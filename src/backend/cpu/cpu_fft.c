@@ -62,6 +62,13 @@ static void run_one(const fft_job *job, int64_t b, char *work) {
             ct__fft_exec_c2r_f32(plan, (const float *)in, l->in_stride, (float *)dest,
                                  (float *)scratch);
     }
+    if (l->scale != 1.0) {
+        int64_t scalars = count * (plan->kind == CT_FFT_C2R ? 1 : 2);
+        if (f64)
+            for (int64_t i = 0; i < scalars; i++) ((double *)dest)[i] *= l->scale;
+        else
+            for (int64_t i = 0; i < scalars; i++) ((float *)dest)[i] *= (float)l->scale;
+    }
     if (!direct)
         for (int64_t i = 0; i < count; i++)
             memcpy(out + i * l->out_stride * (int64_t)job->out_size, work + i * job->out_size,
@@ -126,4 +133,14 @@ ct_status ct__fft_r2c(bool f64, const ct__fft_layout *layout, const void *in, vo
 
 ct_status ct__fft_c2r(bool f64, const ct__fft_layout *layout, const void *in, void *out) {
     return run(f64, CT_FFT_C2R, 1, layout, in, out, "irfft");
+}
+
+ct_status ct__cpu_fft(int device, const ct__fft_args *args) {
+    (void)device;
+    ct__fft_layout l = {args->n,          args->batch,    args->in_stride, args->in_dist,
+                        args->out_stride, args->out_dist, args->scale};
+    bool f64 = args->dtype == CT_F64;
+    if (args->type == CT_FFT_TYPE_R2C) return ct__fft_r2c(f64, &l, args->in, args->out);
+    if (args->type == CT_FFT_TYPE_C2R) return ct__fft_c2r(f64, &l, args->in, args->out);
+    return ct__fft_c2c(f64, args->sign, &l, args->in, args->out);
 }

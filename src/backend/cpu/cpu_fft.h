@@ -31,6 +31,7 @@ typedef struct ct__fft_layout {
     int64_t n, batch;
     int64_t in_stride, in_dist;
     int64_t out_stride, out_dist;
+    double scale; /* the results multiplied by it (1: unnormalised) */
 } ct__fft_layout;
 
 /* Complex to complex, forward (sign -1) or backward (sign +1); in, out: float or double
