@@ -78,8 +78,26 @@ ct_tensor *ref_tensor_strided(const double *values, int ndim, const int64_t *sha
     return view;
 }
 
+/* A complex tensor's values as real numbers: the real parts where the imaginary part is 0,
+ * else NaN (so that a check against real references fails). */
+static double *read_complex(const ct_tensor *t, int64_t n) {
+    ct_tensor *wide = ct_cast(t, CT_C128);
+    ct_complex128 *z = wide ? calloc((size_t)(n ? n : 1), sizeof *z) : NULL;
+    double *out = z ? calloc((size_t)(n ? n : 1), sizeof(double)) : NULL;
+    if (out && ct_copy_to_host(wide, z, (size_t)n * sizeof *z) == CT_OK) {
+        for (int64_t i = 0; i < n; i++) out[i] = z[i].im == 0 ? z[i].re : NAN;
+    } else {
+        free(out);
+        out = NULL;
+    }
+    free(z);
+    ct_release(wide);
+    return out;
+}
+
 double *ref_read(const ct_tensor *t) {
     int64_t n = ct_numel(t);
+    if (ct_dtype_is_complex(ct_dtype_of(t))) return read_complex(t, n);
     ct_tensor *as_f64 = ct_cast(t, CT_F64);
     if (!as_f64) return NULL;
     double *out = calloc((size_t)(n ? n : 1), sizeof(double));
@@ -103,7 +121,7 @@ void ref_random(double *out, int64_t n, uint64_t seed, double lo, double hi) {
 }
 
 double ref_round(double v, ct_dtype dtype) {
-    char buf[8];
+    _Alignas(16) char buf[16]; /* the widest element (complex128) */
     ct__store_f64(buf, dtype, v);
     return ct__load_f64(buf, dtype);
 }

@@ -17,7 +17,8 @@ ct_tensor *ref_tensor(const double *values, int ndim, const int64_t *shape, ct_d
 ct_tensor *ref_tensor_strided(const double *values, int ndim, const int64_t *shape, ct_dtype dtype,
                               ct_device device);
 /* The elements of t in C order as doubles (malloc'd; free()); NULL on failure. */
-double *ref_read(const ct_tensor *t);
+double *
+ref_read(const ct_tensor *t); /* complex: real parts, NaN where the imaginary part is not 0 */
 /* n deterministic values uniform in [lo, hi) from seed (splitmix64; test-only). */
 void ref_random(double *out, int64_t n, uint64_t seed, double lo, double hi);
 /* Round a float64 value to what dtype can hold (the reference's inputs must be

@@ -185,5 +185,5 @@ DEVICE_TEST(test_creation_eye_errors) {
     CHECK(ct_eye(2, -2, CT_F32, device) == NULL);
     CHECK_ERROR(CT_ERR_INVALID_ARG, "ct_eye: sizes 2 x -2");
     CHECK(ct_eye(2, 2, (ct_dtype)CT_DTYPE_COUNT, device) == NULL);
-    CHECK_ERROR(CT_ERR_DTYPE, "ct_eye: invalid dtype 13");
+    CHECK_ERROR(CT_ERR_DTYPE, "ct_eye: invalid dtype 15");
 }

@@ -13,13 +13,14 @@ TEST(test_dtype_sizes_and_names) {
         const char *name;
         bool floating, integer;
     } expected[CT_DTYPE_COUNT] = {
-        {CT_F32, 4, "float32", true, false}, {CT_F64, 8, "float64", true, false},
-        {CT_F16, 2, "float16", true, false}, {CT_BF16, 2, "bfloat16", true, false},
-        {CT_I32, 4, "int32", false, true},   {CT_I64, 8, "int64", false, true},
-        {CT_U8, 1, "uint8", false, true},    {CT_BOOL, 1, "bool", false, false},
-        {CT_I8, 1, "int8", false, true},     {CT_I16, 2, "int16", false, true},
-        {CT_U16, 2, "uint16", false, true},  {CT_U32, 4, "uint32", false, true},
-        {CT_U64, 8, "uint64", false, true},
+        {CT_F32, 4, "float32", true, false},       {CT_F64, 8, "float64", true, false},
+        {CT_F16, 2, "float16", true, false},       {CT_BF16, 2, "bfloat16", true, false},
+        {CT_I32, 4, "int32", false, true},         {CT_I64, 8, "int64", false, true},
+        {CT_U8, 1, "uint8", false, true},          {CT_BOOL, 1, "bool", false, false},
+        {CT_I8, 1, "int8", false, true},           {CT_I16, 2, "int16", false, true},
+        {CT_U16, 2, "uint16", false, true},        {CT_U32, 4, "uint32", false, true},
+        {CT_U64, 8, "uint64", false, true},        {CT_C64, 8, "complex64", false, false},
+        {CT_C128, 16, "complex128", false, false},
     };
     for (int i = 0; i < CT_DTYPE_COUNT; i++) {
         CHECK(ct_dtype_size(expected[i].dtype) == expected[i].size);
@@ -29,6 +30,7 @@ TEST(test_dtype_sizes_and_names) {
         CHECK(ct_dtype_is_integer(expected[i].dtype) == expected[i].integer);
         bool is_unsigned = expected[i].integer && expected[i].name[0] == 'u';
         CHECK(ct_dtype_is_unsigned(expected[i].dtype) == is_unsigned);
+        CHECK(ct_dtype_is_complex(expected[i].dtype) == (expected[i].name[0] == 'c'));
     }
 }
 
@@ -38,6 +40,7 @@ TEST(test_dtype_enum_values_are_stable) {
     CHECK(CT_F32 == 0 && CT_F64 == 1 && CT_F16 == 2 && CT_BF16 == 3);
     CHECK(CT_I32 == 4 && CT_I64 == 5 && CT_U8 == 6 && CT_BOOL == 7);
     CHECK(CT_I8 == 8 && CT_I16 == 9 && CT_U16 == 10 && CT_U32 == 11 && CT_U64 == 12);
+    CHECK(CT_C64 == 13 && CT_C128 == 14);
 }
 
 TEST(test_dtype_invalid_values) {

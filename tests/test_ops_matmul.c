@@ -137,9 +137,9 @@ static void check_case(ct_device device, ct_dtype da, int na, const int64_t *sa,
 /* The same case for every dtype, contiguous and strided. */
 static void check_all_dtypes(ct_device device, int na, const int64_t *sa, int nb,
                              const int64_t *sb) {
-    for (int dt = 0; dt < CT_DTYPE_COUNT; dt++)
+    for (int d = 0; d < CT_TEST_DTYPE_COUNT; d++)
         for (int strided = 0; strided < 4; strided++)
-            check_case(device, (ct_dtype)dt, na, sa, strided & 1, (ct_dtype)dt, nb, sb,
+            check_case(device, ct_test_dtypes[d], na, sa, strided & 1, ct_test_dtypes[d], nb, sb,
                        strided & 2);
 }
 
@@ -185,8 +185,8 @@ DEVICE_TEST(test_ops_matmul_batched_broadcast) {
 /* Large enough for the integer kernel's OpenMP split and several BLAS batches. */
 DEVICE_TEST(test_ops_matmul_large_parallel) {
     int64_t a[2] = {70, 60}, b[2] = {60, 50};
-    for (int dt = 0; dt < CT_DTYPE_COUNT; dt++)
-        check_case(device, (ct_dtype)dt, 2, a, false, (ct_dtype)dt, 2, b, true);
+    for (int d = 0; d < CT_TEST_DTYPE_COUNT; d++)
+        check_case(device, ct_test_dtypes[d], 2, a, false, ct_test_dtypes[d], 2, b, true);
     int64_t c[3] = {3, 64, 65}, d[2] = {65, 33};
     check_case(device, CT_F32, 3, c, false, CT_F32, 2, d, false);
     check_case(device, CT_I64, 3, c, true, CT_I64, 2, d, false);

@@ -215,6 +215,7 @@ static unsigned char *valid_file(const char *path, size_t *n) {
     double values[6] = {1, -2, 3.5, 0, 7, -8};
     bool ok = sd && ct_state_dict_set_metadata(sd, "format", "pt") == CT_OK;
     for (int dt = 0; dt < CT_DTYPE_COUNT && ok; dt++) {
+        if (dt == CT_C128) continue; /* the format has no complex128 */
         char name[16];
         snprintf(name, sizeof name, "t%d", dt);
         ct_tensor *t = ref_tensor(values, 2 - dt % 3 / 2, shape, (ct_dtype)dt, CT_CPU);

@@ -145,10 +145,19 @@ CT_API ct_tensor *ct_contiguous(const ct_tensor *x);
 /* A contiguous copy. */
 CT_API ct_tensor *ct_clone(const ct_tensor *x);
 /* Convert to dtype (x itself when it has that dtype already). Float to integer truncates
- * toward zero; to bool is x != 0. */
+ * toward zero; to bool is x != 0; a real value to complex has imaginary part 0; complex to a
+ * real dtype is CT_ERR_DTYPE (take ct_real, ct_imag or ct_abs first). */
 CT_API ct_tensor *ct_cast(const ct_tensor *x, ct_dtype dtype);
-/* Write value into every element of dst. */
+/* Write value into every element of dst (a complex dst gets imaginary part 0). */
 CT_API ct_status ct_fill(ct_tensor *dst, double value);
+/* Write value into every element of the complex dst (CT_ERR_DTYPE for a real one). */
+CT_API ct_status ct_fill_complex(ct_tensor *dst, ct_complex128 value);
+/* The real and imaginary parts of a complex tensor, as new tensors of the parts' dtype
+ * (float32 for complex64, float64 for complex128); of a real tensor, x itself and zeros. */
+CT_API ct_tensor *ct_real(const ct_tensor *x);
+CT_API ct_tensor *ct_imag(const ct_tensor *x);
+/* The complex conjugate (re - im j); of a real tensor, x itself (a new reference). */
+CT_API ct_tensor *ct_conj(const ct_tensor *x);
 /* Copy src into dst (src broadcast to dst's shape, converted to dst's dtype, moved from
  * src's device: an explicit transfer when they differ). */
 CT_API ct_status ct_copy(ct_tensor *dst, const ct_tensor *src);

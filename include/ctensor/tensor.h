@@ -38,6 +38,9 @@ CT_API ct_tensor *ct_zeros(int ndim, const int64_t *shape, ct_dtype dtype, ct_de
 CT_API ct_tensor *ct_ones(int ndim, const int64_t *shape, ct_dtype dtype, ct_device device);
 CT_API ct_tensor *ct_full(int ndim, const int64_t *shape, double value, ct_dtype dtype,
                           ct_device device);
+/* A complex tensor (dtype CT_C64 or CT_C128) filled with value. */
+CT_API ct_tensor *ct_full_complex(int ndim, const int64_t *shape, ct_complex128 value,
+                                  ct_dtype dtype, ct_device device);
 /* [start, stop) in steps of step (step != 0), as numpy.arange (bool: CT_ERR_DTYPE). */
 CT_API ct_tensor *ct_arange(double start, double stop, double step, ct_dtype dtype,
                             ct_device device);
@@ -45,6 +48,9 @@ CT_API ct_tensor *ct_arange(double start, double stop, double step, ct_dtype dty
  * truncate toward zero, as ct_cast does). */
 CT_API ct_tensor *ct_linspace(double start, double stop, int64_t num, ct_dtype dtype,
                               ct_device device);
+/* The same between complex endpoints (each part evenly spaced), dtype CT_C64 or CT_C128. */
+CT_API ct_tensor *ct_linspace_complex(ct_complex128 start, ct_complex128 stop, int64_t num,
+                                      ct_dtype dtype, ct_device device);
 /* An n x m matrix with ones on the diagonal. */
 CT_API ct_tensor *ct_eye(int64_t n, int64_t m, ct_dtype dtype, ct_device device);
 /* Uniform [0, 1) and standard normal values from the global Philox stream (ct_manual_seed);
@@ -96,8 +102,12 @@ CT_API int64_t ct_live_tensor_count(void);
 /* Copy the elements in C order, as dtype of t, into dst (size bytes at least
  * numel * element size). An explicit transfer for a device tensor. */
 CT_API ct_status ct_copy_to_host(const ct_tensor *t, void *dst, size_t size);
-/* The value of a one-element tensor as a double (an implicit transfer from a device). */
+/* The value of a one-element tensor as a double (an implicit transfer from a device);
+ * CT_ERR_DTYPE for a complex tensor (ct_item_complex reads it). */
 CT_API ct_status ct_item(const ct_tensor *t, double *out);
+/* The value of a one-element tensor of any dtype as a complex number (a real one with
+ * imaginary part 0). */
+CT_API ct_status ct_item_complex(const ct_tensor *t, ct_complex128 *out);
 
 /* ---- memory shared with other libraries (DLPack, Python's buffer protocol) ---- */
 

@@ -12,7 +12,14 @@
 
 enum { CTPY_DL_CPU = 1, CTPY_DL_CUDA = 2, CTPY_DL_CUDA_HOST = 3 };
 /* DLDataTypeCode, named as ctensor/dtype.h's dl_code column names them. */
-enum { CTPY_DL_Int = 0, CTPY_DL_UInt = 1, CTPY_DL_Float = 2, CTPY_DL_Bfloat = 4, CTPY_DL_Bool = 6 };
+enum {
+    CTPY_DL_Int = 0,
+    CTPY_DL_UInt = 1,
+    CTPY_DL_Float = 2,
+    CTPY_DL_Bfloat = 4,
+    CTPY_DL_Complex = 5,
+    CTPY_DL_Bool = 6
+};
 #define CTPY_DL_FLAG_READ_ONLY (1ULL << 0)
 #define CTPY_DL_FLAG_IS_COPIED (1ULL << 1)
 

@@ -124,7 +124,14 @@ CT_DTYPE_FN uint64_t ct__f64_to_u64(double v) {
 CT_DTYPES(CT__DTYPE_SIZE_CHECK)
 #undef CT__DTYPE_SIZE_CHECK
 
-typedef enum { CT__KIND_NONE, CT__KIND_BOOL, CT__KIND_INT, CT__KIND_UINT, CT__KIND_FLOAT } ct__kind;
+typedef enum {
+    CT__KIND_NONE,
+    CT__KIND_BOOL,
+    CT__KIND_INT,
+    CT__KIND_UINT,
+    CT__KIND_FLOAT,
+    CT__KIND_COMPLEX
+} ct__kind;
 
 /* The row's kind column; CT__KIND_NONE for a value outside the enum. */
 CT_DTYPE_FN ct__kind ct__dtype_kind(ct_dtype dtype) {
@@ -168,6 +175,20 @@ CT__DTYPE_COLUMN_FN(ct__dtype_safetensors, CT__DTYPE_SAFETENSORS)
 CT_DTYPE_FN int ct__is_float(ct_dtype dtype) { return ct__dtype_kind(dtype) == CT__KIND_FLOAT; }
 
 CT_DTYPE_FN int ct__is_unsigned(ct_dtype dtype) { return ct__dtype_kind(dtype) == CT__KIND_UINT; }
+
+CT_DTYPE_FN int ct__is_complex(ct_dtype dtype) { return ct__dtype_kind(dtype) == CT__KIND_COMPLEX; }
+
+/* The real dtype of a complex dtype's parts (float32 for complex64, float64 for complex128);
+ * any other dtype is its own. */
+CT_DTYPE_FN ct_dtype ct__complex_part(ct_dtype dtype) {
+    return dtype == CT_C64 ? CT_F32 : dtype == CT_C128 ? CT_F64 : dtype;
+}
+
+/* The complex dtype whose parts are dtype's float (complex64 for float32, float16 and
+ * bfloat16, complex128 for float64); a complex dtype is its own. */
+CT_DTYPE_FN ct_dtype ct__complex_of(ct_dtype dtype) {
+    return dtype == CT_F64 || dtype == CT_C128 ? CT_C128 : CT_C64;
+}
 
 /* An integer dtype (signed or unsigned; not bool). */
 CT_DTYPE_FN int ct__is_int(ct_dtype dtype) {
@@ -213,18 +234,47 @@ CT_DTYPE_FN int ct__is_int(ct_dtype dtype) {
         return ct__##NAME##_from_f64((double)x);                                                   \
     }
 
+/* complex64 and complex128 from the compute domains: a real value has imaginary part 0. Reading
+ * one into a real domain takes its real part, which only ct_real and the copies the op layer
+ * allows (complex to complex) rely on: the op layer refuses complex tensors elsewhere (a cast
+ * to a real dtype is CT_ERR_DTYPE), so the imaginary part is never dropped silently. */
+#define CT__COMPLEX_CONVERSIONS(NAME, T, R, digits)                                                \
+    enum { ct__##NAME##_digits = digits };                                                         \
+    CT_DTYPE_FN double ct__##NAME##_to_f64(T v) { return (double)v.re; }                           \
+    CT_DTYPE_FN float ct__##NAME##_to_f32(T v) { return (float)v.re; }                             \
+    CT_DTYPE_FN T ct__##NAME##_from_f64(double x) {                                                \
+        T z = {(R)x, 0};                                                                           \
+        return z;                                                                                  \
+    }                                                                                              \
+    CT_DTYPE_FN T ct__##NAME##_from_f32(float x) {                                                 \
+        T z = {(R)x, 0};                                                                           \
+        return z;                                                                                  \
+    }                                                                                              \
+    CT_DTYPE_FN T ct__##NAME##_from_i64(int64_t x) {                                               \
+        T z = {(R)x, 0};                                                                           \
+        return z;                                                                                  \
+    }                                                                                              \
+    CT_DTYPE_FN T ct__##NAME##_from_u64(uint64_t x) {                                              \
+        T z = {(R)x, 0};                                                                           \
+        return z;                                                                                  \
+    }
+
 CT__NATIVE_FLOAT_CONVERSIONS(F32, float, 24)
 CT__NATIVE_FLOAT_CONVERSIONS(F64, double, 53)
 CT__FLOAT16_CONVERSIONS(F16, f16, 11)
 CT__FLOAT16_CONVERSIONS(BF16, bf16, 8)
+CT__COMPLEX_CONVERSIONS(C64, ct_complex64, float, 24)
+CT__COMPLEX_CONVERSIONS(C128, ct_complex128, double, 53)
 
-/* A float dtype's significand width with its hidden bit (24 for float32); 0 for the others. */
+/* A float dtype's significand width with its hidden bit (24 for float32; a complex dtype's
+ * parts' width); 0 for the others. */
 CT_DTYPE_FN int ct__float_digits(ct_dtype dtype) {
     switch (dtype) {
 #define CT__DIGITS_BOOL(NAME) 0
 #define CT__DIGITS_INT(NAME) 0
 #define CT__DIGITS_UINT(NAME) 0
 #define CT__DIGITS_FLOAT(NAME) (ct__##NAME##_digits)
+#define CT__DIGITS_COMPLEX(NAME) (ct__##NAME##_digits)
 #define CT__FLOAT_DIGITS_CASE(name, NAME, value, size, kind, ...)                                  \
     case CT_##NAME: return CT__DIGITS_##kind(NAME);
         CT_DTYPES(CT__FLOAT_DIGITS_CASE)
@@ -240,6 +290,7 @@ CT_DTYPE_FN int ct__float_digits(ct_dtype dtype) {
 #define CT__TO_F64_INT(NAME, T, v) ((double)(v))
 #define CT__TO_F64_UINT(NAME, T, v) ((double)(v))
 #define CT__TO_F64_FLOAT(NAME, T, v) (ct__##NAME##_to_f64)(v)
+#define CT__TO_F64_COMPLEX(NAME, T, v) CT__TO_F64_FLOAT(NAME, T, v)
 
 /* (float)(double)v, as the float32 domain has always read integers: two roundings for
  * 64-bit integers, the same on CPU and CUDA. */
@@ -247,17 +298,20 @@ CT_DTYPE_FN int ct__float_digits(ct_dtype dtype) {
 #define CT__TO_F32_INT(NAME, T, v) ((float)(double)(v))
 #define CT__TO_F32_UINT(NAME, T, v) ((float)(double)(v))
 #define CT__TO_F32_FLOAT(NAME, T, v) (ct__##NAME##_to_f32)(v)
+#define CT__TO_F32_COMPLEX(NAME, T, v) CT__TO_F32_FLOAT(NAME, T, v)
 
 /* uint64 reads back negative: an int64 keeps its 64 bits. A float truncates and saturates. */
 #define CT__TO_I64_BOOL(NAME, T, v) ((int64_t)((v) != 0))
 #define CT__TO_I64_INT(NAME, T, v) ((int64_t)(v))
 #define CT__TO_I64_UINT(NAME, T, v) ((int64_t)(v))
 #define CT__TO_I64_FLOAT(NAME, T, v) ct__f64_to_i64((ct__##NAME##_to_f64)(v))
+#define CT__TO_I64_COMPLEX(NAME, T, v) CT__TO_I64_FLOAT(NAME, T, v)
 
 #define CT__TO_U64_BOOL(NAME, T, v) ((uint64_t)((v) != 0))
 #define CT__TO_U64_INT(NAME, T, v) ((uint64_t)(int64_t)(v))
 #define CT__TO_U64_UINT(NAME, T, v) ((uint64_t)(v))
 #define CT__TO_U64_FLOAT(NAME, T, v) ct__f64_to_u64((ct__##NAME##_to_f64)(v))
+#define CT__TO_U64_COMPLEX(NAME, T, v) CT__TO_U64_FLOAT(NAME, T, v)
 
 /* uint64 takes [2^63, 2^64) as unsigned (ct__f64_to_u64); narrower types wrap from int64. */
 #define CT__FROM_F64_BOOL(NAME, T, x) ((T)((x) != 0.0))
@@ -265,21 +319,25 @@ CT_DTYPE_FN int ct__float_digits(ct_dtype dtype) {
 #define CT__FROM_F64_UINT(NAME, T, x)                                                              \
     ((T)(sizeof(T) == sizeof(uint64_t) ? ct__f64_to_u64(x) : (uint64_t)ct__f64_to_i64(x)))
 #define CT__FROM_F64_FLOAT(NAME, T, x) (ct__##NAME##_from_f64)(x)
+#define CT__FROM_F64_COMPLEX(NAME, T, x) CT__FROM_F64_FLOAT(NAME, T, x)
 
 #define CT__FROM_F32_BOOL(NAME, T, x) CT__FROM_F64_BOOL(NAME, T, (double)(x))
 #define CT__FROM_F32_INT(NAME, T, x) CT__FROM_F64_INT(NAME, T, (double)(x))
 #define CT__FROM_F32_UINT(NAME, T, x) CT__FROM_F64_UINT(NAME, T, (double)(x))
 #define CT__FROM_F32_FLOAT(NAME, T, x) (ct__##NAME##_from_f32)(x)
+#define CT__FROM_F32_COMPLEX(NAME, T, x) CT__FROM_F32_FLOAT(NAME, T, x)
 
 #define CT__FROM_I64_BOOL(NAME, T, x) ((T)((x) != 0))
 #define CT__FROM_I64_INT(NAME, T, x) ((T)(uint64_t)(x))
 #define CT__FROM_I64_UINT(NAME, T, x) ((T)(uint64_t)(x))
 #define CT__FROM_I64_FLOAT(NAME, T, x) (ct__##NAME##_from_i64)(x)
+#define CT__FROM_I64_COMPLEX(NAME, T, x) CT__FROM_I64_FLOAT(NAME, T, x)
 
 #define CT__FROM_U64_BOOL(NAME, T, x) ((T)((x) != 0))
 #define CT__FROM_U64_INT(NAME, T, x) ((T)(x))
 #define CT__FROM_U64_UINT(NAME, T, x) ((T)(x))
 #define CT__FROM_U64_FLOAT(NAME, T, x) (ct__##NAME##_from_u64)(x)
+#define CT__FROM_U64_COMPLEX(NAME, T, x) CT__FROM_U64_FLOAT(NAME, T, x)
 
 /* ---- element loads and stores: one case per row ---- */
 
@@ -321,6 +379,61 @@ CT__DEFINE_LOAD_STORE(i64, I64, int64_t)
 /* uint64: integers wrap modulo 2^64, floats load as ct__f64_to_u64 and round once from the
  * unsigned value. */
 CT__DEFINE_LOAD_STORE(u64, U64, uint64_t)
+
+/* The complex domains: element p of any dtype as a complex number (a real one with imaginary
+ * part 0; complex64 into complex128 exactly), and a complex number stored into a complex dtype
+ * (its real part into a real dtype: only where the op layer asked for the real part). */
+CT_DTYPE_FN ct_complex128 ct__load_c128(const char *p, ct_dtype dtype) {
+    ct_complex128 z = {0, 0};
+    if (dtype == CT_C128) {
+        memcpy(&z, p, sizeof z);
+    } else if (dtype == CT_C64) {
+        ct_complex64 h;
+        memcpy(&h, p, sizeof h);
+        z.re = h.re;
+        z.im = h.im;
+    } else {
+        z.re = ct__load_f64(p, dtype);
+    }
+    return z;
+}
+
+CT_DTYPE_FN ct_complex64 ct__load_c64(const char *p, ct_dtype dtype) {
+    ct_complex64 z = {0, 0};
+    if (dtype == CT_C64) {
+        memcpy(&z, p, sizeof z);
+    } else if (dtype == CT_C128) {
+        ct_complex128 w;
+        memcpy(&w, p, sizeof w);
+        z.re = (float)w.re;
+        z.im = (float)w.im;
+    } else {
+        z.re = ct__load_f32(p, dtype);
+    }
+    return z;
+}
+
+CT_DTYPE_FN void ct__store_c128(char *p, ct_dtype dtype, ct_complex128 z) {
+    if (dtype == CT_C128) {
+        memcpy(p, &z, sizeof z);
+    } else if (dtype == CT_C64) {
+        ct_complex64 h = {(float)z.re, (float)z.im};
+        memcpy(p, &h, sizeof h);
+    } else {
+        ct__store_f64(p, dtype, z.re);
+    }
+}
+
+CT_DTYPE_FN void ct__store_c64(char *p, ct_dtype dtype, ct_complex64 z) {
+    if (dtype == CT_C64) {
+        memcpy(p, &z, sizeof z);
+    } else if (dtype == CT_C128) {
+        ct_complex128 w = {z.re, z.im};
+        memcpy(p, &w, sizeof w);
+    } else {
+        ct__store_f32(p, dtype, z.re);
+    }
+}
 
 /* What an int64 from ct__load_i64 is XORed with so that signed comparisons order dtype's
  * values: the sign bit for uint64 (0 is then INT64_MIN), 0 for every other dtype. */

@@ -133,7 +133,7 @@ static ct_tensor *tensor_new(ct_device device, ct_dtype dtype, int ndim, const i
                              storage_kind kind, const char *op) {
     int64_t numel, strides[CT_MAX_DIMS];
     if (!ct_dtype_is_valid(dtype))
-        return ct__fail(CT_ERR_DTYPE, "invalid dtype %d; use one of CT_F32 .. CT_BOOL", dtype);
+        return ct__fail(CT_ERR_DTYPE, "invalid dtype %d; use one of CT_F32 .. CT_C128", dtype);
     if (ct__check_shape("tensor", ndim, shape, &numel) != CT_OK) return NULL;
     size_t bytes;
     if (ct__mul_overflow_size((size_t)numel, ct__dtype_size(dtype), &bytes))

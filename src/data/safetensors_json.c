@@ -252,14 +252,15 @@ static ct_status parse_dtype(parser *p, ct__st_entry *e) {
     char *name;
     if (parse_string(p, "a dtype", &name) != CT_OK) return ct_last_status();
     for (int d = 0; d < CT_DTYPE_COUNT; d++)
-        if (strcmp(name, ct__dtype_safetensors((ct_dtype)d)) == 0) {
+        if (ct__dtype_safetensors((ct_dtype)d) &&
+            strcmp(name, ct__dtype_safetensors((ct_dtype)d)) == 0) {
             e->dtype = (ct_dtype)d;
             ct__free_mem(name);
             return CT_OK;
         }
     fail_at(p, at,
             "tensor \"%.64s\" has dtype \"%.16s\", which ctensor does not support (F64, "
-            "F32, F16, BF16, I64, I32, U8, BOOL)",
+            "F32, F16, BF16, I64, I32, I16, I8, U64, U32, U16, U8, BOOL, C64)",
             e->name, name);
     ct__free_mem(name);
     return CT_ERR_FORMAT;

@@ -87,9 +87,19 @@ static ct_status layout(const ct_state_dict *sd, item **out, size_t *count) {
     size_t n = (size_t)ct_state_dict_size(sd);
     item *items = ct__malloc((n ? n : 1) * sizeof *items);
     if (!items) return ct__error(CT_ERR_OUT_OF_MEMORY, "ct_safetensors_save: out of host memory");
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         items[i] =
             (item){ct_state_dict_name_at(sd, (int)i), ct_state_dict_tensor_at(sd, (int)i), 0, 0};
+        ct_dtype dtype = ct_dtype_of(items[i].t);
+        if (!ct__dtype_safetensors(dtype)) {
+            ct__free_mem(items);
+            return ct__error(CT_ERR_UNSUPPORTED,
+                             "ct_safetensors_save: tensor \"%.64s\" is %s, which the "
+                             "safetensors format has no dtype for; save it as two float64 "
+                             "tensors (ct_real, ct_imag) or ct_cast it to complex64",
+                             items[i].name, ct_dtype_name(dtype));
+        }
+    }
     qsort(items, n, sizeof *items, compare_items);
     uint64_t offset = 0;
     for (size_t i = 0; i < n; i++) {

@@ -1,5 +1,6 @@
 /* Ops that copy or convert whole tensors, within a device or between devices and the host:
- * ct_to, ct_copy_to_host, ct_item, ct_copy, ct_contiguous, ct_clone, ct_cast, ct_fill. */
+ * ct_to, ct_copy_to_host, ct_item, ct_item_complex, ct_copy, ct_contiguous, ct_clone, ct_cast,
+ * ct_fill, ct_fill_complex. */
 #include <string.h>
 
 #include "core/transfer_impl.h"
@@ -32,7 +33,7 @@ ct_tensor *ct_clone(const ct_tensor *x) {
 ct_tensor *ct_cast(const ct_tensor *x, ct_dtype dtype) {
     if (!x) return ct__null_arg("ct_cast", 1);
     if (!ct_dtype_is_valid(dtype))
-        return ct__fail(CT_ERR_DTYPE, "ct_cast: invalid dtype %d; use one of CT_F32 .. CT_BOOL",
+        return ct__fail(CT_ERR_DTYPE, "ct_cast: invalid dtype %d; use one of CT_F32 .. CT_C128",
                         (int)dtype);
     if (dtype == x->dtype) return ct__new_ref(x);
     ct_tensor *out = converted_copy(x, dtype, "ct_cast");
@@ -157,8 +158,41 @@ ct_status ct_item(const ct_tensor *x, double *out) {
                          "ct_item: the tensor has %lld elements; ct_item needs exactly one "
                          "(reduce it first, e.g. with ct_sum)",
                          (long long)x->numel);
+    if (ct__is_complex(x->dtype))
+        return ct__error(CT_ERR_DTYPE,
+                         "ct_item: the tensor is %s; read it with ct_item_complex, or take "
+                         "ct_real, ct_imag or ct_abs of it first",
+                         ct_dtype_name(x->dtype));
     unsigned char value[8];
     if (to_host(x, value, sizeof value, true, "ct_item") != CT_OK) return ct_last_status();
     *out = ct__load_f64((const char *)value, x->dtype);
+    return CT_OK;
+}
+
+ct_status ct_item_complex(const ct_tensor *x, ct_complex128 *out) {
+    if (!x || !out) {
+        if (!x)
+            ct__null_arg("ct_item_complex", 1);
+        else
+            ct__error(CT_ERR_INVALID_ARG, "ct_item_complex: out is NULL");
+        return ct_last_status();
+    }
+    if (x->numel != 1)
+        return ct__error(CT_ERR_SHAPE,
+                         "ct_item_complex: the tensor has %lld elements; ct_item_complex needs "
+                         "exactly one (reduce it first, e.g. with ct_sum)",
+                         (long long)x->numel);
+    _Alignas(16) unsigned char value[16];
+    if (to_host(x, value, ct__dtype_size(x->dtype), true, "ct_item_complex") != CT_OK)
+        return ct_last_status();
+    if (x->dtype == CT_C128) {
+        memcpy(out, value, sizeof *out);
+    } else if (x->dtype == CT_C64) {
+        ct_complex64 z;
+        memcpy(&z, value, sizeof z);
+        *out = (ct_complex128){z.re, z.im};
+    } else {
+        *out = (ct_complex128){ct__load_f64((const char *)value, x->dtype), 0.0};
+    }
     return CT_OK;
 }

@@ -8,7 +8,7 @@
 static bool prepare(const char *op, ct_device requested, ct_dtype dtype, int ndim,
                     const int64_t *shape, ct_device *device) {
     if (!ct_dtype_is_valid(dtype)) {
-        ct__error(CT_ERR_DTYPE, "%s: invalid dtype %d; use one of CT_F32 .. CT_BOOL", op,
+        ct__error(CT_ERR_DTYPE, "%s: invalid dtype %d; use one of CT_F32 .. CT_C128", op,
                   (int)dtype);
         return false;
     }

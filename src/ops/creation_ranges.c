@@ -10,7 +10,7 @@
 /* Check dtype and resolve the device; false with the error set. */
 static bool prepare(const char *op, ct_dtype dtype, ct_device requested, ct_device *device) {
     if (!ct_dtype_is_valid(dtype)) {
-        ct__error(CT_ERR_DTYPE, "%s: invalid dtype %d; use one of CT_F32 .. CT_BOOL", op,
+        ct__error(CT_ERR_DTYPE, "%s: invalid dtype %d; use one of CT_F32 .. CT_C128", op,
                   (int)dtype);
         return false;
     }

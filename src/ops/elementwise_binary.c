@@ -287,7 +287,7 @@ static ct_tensor *where_launch(ct_device device, int ndim, const int64_t *shape,
 ct_tensor *ct_where(const ct_tensor *cond, const ct_tensor *a, const ct_tensor *b) {
     const ct_tensor *in[3] = {cond, a, b};
     ct_device device;
-    if (!ct__check_args("ct_where", 3, in, &device)) return NULL;
+    if (!ct__check_args_complex("ct_where", 3, in, &device)) return NULL;
     if (cond->dtype != CT_BOOL)
         return ct__fail(CT_ERR_DTYPE,
                         "ct_where: the condition has dtype %s but must be bool; make it with a "

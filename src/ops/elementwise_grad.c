@@ -122,6 +122,17 @@ static ct_status unary_backward(ct__node *node, const ct_tensor *g, ct_tensor **
     return status;
 }
 
+/* A complex result from an input that requires grad: autograd has no complex rules yet, so an
+ * error, never a result that silently carries no gradient. Releases out. */
+ct_tensor *ct__no_complex_grad(ct_tensor *out, const char *name) {
+    ct_release(out);
+    return ct__fail(CT_ERR_UNSUPPORTED,
+                    "%s: gradients through complex tensors are not supported yet, and an input "
+                    "requires grad; compute it under ct_no_grad_push(), or on ct_detach()ed "
+                    "inputs",
+                    name);
+}
+
 /* An op without a backward rule given an input that requires grad: an error, never a zero
  * gradient. Releases out. */
 static ct_tensor *no_rule(ct_tensor *out, const char *name) {
@@ -135,6 +146,7 @@ static ct_tensor *no_rule(ct_tensor *out, const char *name) {
 
 ct_tensor *ct__record_unary(ct_tensor *out, const char *name, ct__unary_op op, const ct_tensor *x,
                             double p0, double p1) {
+    if (out && ct__is_complex(out->dtype)) return ct__no_complex_grad(out, name);
     if (!out || !ct__is_float(out->dtype)) return out;
     if (op != CT_UOP_CLAMP && !unary_rules[op]) return no_rule(out, name);
     ct__node *node = ct__node_new(name, unary_backward, 1, &x);
@@ -285,6 +297,7 @@ static ct_status binary_backward(ct__node *node, const ct_tensor *g, ct_tensor *
 
 ct_tensor *ct__record_binary(ct_tensor *out, const char *name, ct__binary_op op, const ct_tensor *a,
                              const ct_tensor *b, double s) {
+    if (out && ct__is_complex(out->dtype)) return ct__no_complex_grad(out, name);
     if (!out || !ct__is_float(out->dtype)) return out;
     if (!binary_rules[op]) return no_rule(out, name);
     const ct_tensor *inputs[2] = {a, b};
@@ -319,6 +332,7 @@ static ct_status where_backward(ct__node *node, const ct_tensor *g, ct_tensor **
 
 ct_tensor *ct__record_where(ct_tensor *out, const ct_tensor *cond, const ct_tensor *a,
                             const ct_tensor *b) {
+    if (out && ct__is_complex(out->dtype)) return ct__no_complex_grad(out, "ct_where");
     if (!out || !ct__is_float(out->dtype)) return out;
     const ct_tensor *inputs[3] = {NULL, a, b};
     ct__node *node = ct__node_new("ct_where", where_backward, 3, inputs);

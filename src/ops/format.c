@@ -12,6 +12,9 @@
  *   max >= 1e8 or min < 1e-4. When every finite value is a whole number the values print
  *   as "3." (PyTorch's int mode), and go scientific only for max/min > 1e3 or max >= 1e8.
  *   NaN and infinities print as nan, inf and -inf.
+ * - Complex numbers print as PyTorch and NumPy do, the real part, the imaginary part with its
+ *   sign, then j: 1.5000+2.0000j, 1.-0.j, nan+infj; one style (from both parts' magnitudes)
+ *   serves every element.
  * - Integers print plainly, bools as True and False.
  * - Past 1000 elements the output is summarised: the first and last 3 entries of each axis
  *   longer than 6, with "..." between. Widths and notation are then decided on the shown
@@ -102,8 +105,8 @@ static int64_t next_index(const printer *p, int64_t n, int64_t i) {
     return i + 1;
 }
 
-static double element_f64(const printer *p, int64_t index) {
-    return ct__load_f64(p->data + index * (int64_t)ct__dtype_size(p->dtype), p->dtype);
+static ct_complex128 element(const printer *p, int64_t index) {
+    return ct__load_c128(p->data + index * (int64_t)ct__dtype_size(p->dtype), p->dtype);
 }
 
 static int format_float(const printer *p, double v, char *buf) {
@@ -116,11 +119,22 @@ static int format_float(const printer *p, double v, char *buf) {
     }
 }
 
+/* A complex number as re+imj (the imaginary part's sign always shown, nan as +nan). */
+static int format_complex(const printer *p, ct_complex128 z, char *buf) {
+    char re[VALUE_CAPACITY], im[VALUE_CAPACITY];
+    format_float(p, z.re, re);
+    format_float(p, isnan(z.im) ? z.im : fabs(z.im), im);
+    bool minus = !isnan(z.im) && signbit(z.im);
+    return snprintf(buf, VALUE_CAPACITY, "%s%c%sj", re, minus ? '-' : '+', im);
+}
+
 /* Write element `index` in the printer's style into buf; returns its length. */
 static int format_value(const printer *p, int64_t index, char *buf) {
     const char *e = p->data + index * (int64_t)ct__dtype_size(p->dtype);
     int n;
-    if (p->dtype == CT_BOOL)
+    if (ct__is_complex(p->dtype))
+        n = format_complex(p, ct__load_c128(e, p->dtype), buf);
+    else if (p->dtype == CT_BOOL)
         n = snprintf(buf, VALUE_CAPACITY, "%s", *(const uint8_t *)e ? "True" : "False");
     else if (p->dtype == CT_U64)
         n = snprintf(buf, VALUE_CAPACITY, "%llu", (unsigned long long)*(const uint64_t *)e);
@@ -152,15 +166,20 @@ typedef struct float_range {
     double min_abs, max_abs;
 } float_range;
 
-static void visit_range(printer *p, int64_t index, void *ctx) {
-    float_range *r = ctx;
-    double v = element_f64(p, index);
+static void range_add(float_range *r, double v) {
     if (!isfinite(v) || v == 0.0) return;
     double a = fabs(v);
     if (!r->any || a < r->min_abs) r->min_abs = a;
     if (!r->any || a > r->max_abs) r->max_abs = a;
     if (v != ceil(v)) r->whole = false;
     r->any = true;
+}
+
+/* A complex element counts with both parts. */
+static void visit_range(printer *p, int64_t index, void *ctx) {
+    ct_complex128 z = element(p, index);
+    range_add(ctx, z.re);
+    if (ct__is_complex(p->dtype)) range_add(ctx, z.im);
 }
 
 static void visit_width(printer *p, int64_t index, void *ctx) {
@@ -173,7 +192,7 @@ static void visit_width(printer *p, int64_t index, void *ctx) {
 /* Choose the style from the shown elements (PyTorch's _Formatter), then the common width. */
 static void choose_style(printer *p) {
     p->style = STYLE_PLAIN;
-    if (ct__is_float(p->dtype)) {
+    if (ct__is_float(p->dtype) || ct__is_complex(p->dtype)) {
         float_range r = {false, true, 0.0, 0.0};
         visit_shown(p, 0, 0, visit_range, &r);
         bool wide = r.any && (r.max_abs / r.min_abs > 1e3 || r.max_abs >= 1e8);

@@ -25,6 +25,9 @@ ct_tensor *ct__record_matmul(ct_tensor *out, const ct_tensor *a, const ct_tensor
  * cast, to: the engine sums, casts and moves it). */
 ct_tensor *ct__record_reshape(ct_tensor *out, const ct_tensor *x, const char *name);
 ct_tensor *ct__record_identity(ct_tensor *out, const ct_tensor *x, const char *name);
+/* Called where an op records its result and an input requires grad but the result is
+ * complex: releases out and fails with CT_ERR_UNSUPPORTED naming the op (no complex rules). */
+ct_tensor *ct__no_complex_grad(ct_tensor *out, const char *name);
 ct_tensor *ct__record_permute(ct_tensor *out, const ct_tensor *x, int ndim, const int *perm);
 ct_tensor *ct__record_slice(ct_tensor *out, const ct_tensor *x, int axis, int64_t start,
                             int64_t step);

@@ -75,7 +75,7 @@ ct_tensor *ct_index_select(const ct_tensor *x, int axis, const ct_tensor *index)
     const ct_tensor *args[2] = {x, index};
     ct_device device;
     int a;
-    if (!ct__check_args(op, 2, args, &device)) return NULL;
+    if (!ct__check_args_complex(op, 2, args, &device)) return NULL;
     if (ct__normalize_axis(op, axis, x->ndim, &a) != CT_OK) return NULL;
     if (!check_index_dtype(op, index)) return NULL;
     if (index->ndim != 1)
@@ -104,7 +104,7 @@ ct_tensor *ct_gather(const ct_tensor *x, int axis, const ct_tensor *index) {
     const ct_tensor *args[2] = {x, index};
     ct_device device;
     int a;
-    if (!ct__check_args(op, 2, args, &device)) return NULL;
+    if (!ct__check_args_complex(op, 2, args, &device)) return NULL;
     if (ct__normalize_axis(op, axis, x->ndim, &a) != CT_OK) return NULL;
     if (!check_index_dtype(op, index)) return NULL;
     if (index->ndim != x->ndim)
@@ -135,7 +135,7 @@ static bool check_pieces(const char *op, int n, const ct_tensor *const *tensors,
         ct__error(CT_ERR_INVALID_ARG, "%s: tensors is NULL", op);
         return false;
     }
-    if (!ct__check_args(op, n, tensors, device)) return false;
+    if (!ct__check_args_complex(op, n, tensors, device)) return false;
     *dtype = tensors[0]->dtype;
     for (int i = 1; i < n; i++) *dtype = ct_promote_types(*dtype, tensors[i]->dtype);
     return true;
@@ -254,7 +254,7 @@ ct_status ct_split(const ct_tensor *x, int64_t split_size, int axis, ct_tensor *
     const char *op = "ct_split";
     ct_device device;
     int a;
-    if (!ct__check_args(op, 1, &x, &device)) return ct_last_status();
+    if (!ct__check_args_complex(op, 1, &x, &device)) return ct_last_status();
     if (ct__normalize_axis(op, axis, x->ndim, &a) != CT_OK) return ct_last_status();
     if (split_size <= 0)
         return ct__error(CT_ERR_INVALID_ARG, "%s: split_size is %lld; it must be positive", op,

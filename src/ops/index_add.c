@@ -63,7 +63,7 @@ static bool check_common(const char *op, const ct_tensor *x, int axis, const ct_
                          const ct_tensor *src, int *a) {
     const ct_tensor *args[3] = {x, index, src};
     ct_device device;
-    if (!ct__check_args(op, 3, args, &device)) return false;
+    if (!ct__check_args_complex(op, 3, args, &device)) return false;
     if (ct__normalize_axis(op, axis, x->ndim, a) != CT_OK) return false;
     if (!ct__nn_check_index(op, index, "index")) return false;
     if (src->dtype != x->dtype)

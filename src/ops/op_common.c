@@ -9,7 +9,25 @@ static bool is_scalar_on_cpu(const ct_tensor *t) {
     return t->ndim == 0 && t->storage->device.type == CT_DEVICE_CPU;
 }
 
+/* The first complex argument's error: the op has no complex form. */
+static bool refuse_complex(const char *op, int n, const ct_tensor *const *args) {
+    for (int i = 0; i < n; i++)
+        if (ct__is_complex(args[i]->dtype)) {
+            ct__error(CT_ERR_DTYPE,
+                      "%s: not defined for complex tensors (argument %d is %s); take a real "
+                      "tensor from it first with ct_real, ct_imag or ct_abs",
+                      op, i + 1, ct_dtype_name(args[i]->dtype));
+            return true;
+        }
+    return false;
+}
+
 bool ct__check_args(const char *op, int n, const ct_tensor *const *args, ct_device *device) {
+    return ct__check_args_complex(op, n, args, device) && !refuse_complex(op, n, args);
+}
+
+bool ct__check_args_complex(const char *op, int n, const ct_tensor *const *args,
+                            ct_device *device) {
     if (n == 2 && args[0] && args[1] &&
         ct__same_device(args[0]->storage->device, args[1]->storage->device)) {
         *device = args[0]->storage->device; /* the common case: both on one device */
@@ -211,6 +229,11 @@ ct_status ct__copy_into(ct_tensor *dst, const ct_tensor *src, const char *op) {
                          "%s: the source does not broadcast to the destination's "
                          "shape",
                          op);
+    if (ct__is_complex(src->dtype) && !ct__is_complex(dst->dtype))
+        return ct__error(CT_ERR_DTYPE,
+                         "%s: a %s tensor does not convert to %s (the imaginary part would be "
+                         "lost); take ct_real, ct_imag or ct_abs of it first",
+                         op, ct_dtype_name(src->dtype), ct_dtype_name(dst->dtype));
     if (dst->numel == 0) return CT_OK;
     int physical;
     const ct__kernel_table *k = ct__kernels(dst->storage->device, &physical);

@@ -17,6 +17,11 @@
  * give CT_ERR_DEVICE_MISMATCH (0-d CPU tensors are scalars and join any device). Writes
  * the device the op runs on. */
 bool ct__check_args(const char *op, int n, const ct_tensor *const *args, ct_device *device);
+/* Every op checks its arguments with ct__check_args, which also refuses complex tensors
+ * (CT_ERR_DTYPE naming the op and saying to take ct_real, ct_imag or ct_abs first), except
+ * the ops that have a complex form or move elements whatever their dtype (views, copies,
+ * selections): those check with ct__check_args_complex, which allows every dtype. */
+bool ct__check_args_complex(const char *op, int n, const ct_tensor *const *args, ct_device *device);
 
 /* The NumPy broadcast of n shapes; CT_ERR_SHAPE naming both sides when they clash. */
 ct_status ct__broadcast_shapes(const char *op, int n, const ct_tensor *const *args, int *ndim,

@@ -21,7 +21,7 @@ static void shape_text(char *buf, size_t size, int ndim, const int64_t *shape) {
 /* One argument check for every single-tensor op here. */
 static bool check_x(const char *op, const ct_tensor *x) {
     ct_device device;
-    return ct__check_args(op, 1, &x, &device);
+    return ct__check_args_complex(op, 1, &x, &device);
 }
 
 /* Resolve a requested shape (one entry may be -1) against x's element count. */

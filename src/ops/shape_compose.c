@@ -11,7 +11,7 @@
 /* x where (col - row) compares with k as upper asks (>= k) or not (<= k), else 0. */
 static ct_tensor *triangle(const char *op, const ct_tensor *x, int64_t k, bool upper) {
     ct_device device;
-    if (!ct__check_args(op, 1, &x, &device)) return NULL;
+    if (!ct__check_args_complex(op, 1, &x, &device)) return NULL;
     if (x->ndim < 2)
         return ct__fail(CT_ERR_SHAPE, "%s: x has rank %d; it needs at least 2 axes", op, x->ndim);
     int64_t m = x->shape[x->ndim - 2], n = x->shape[x->ndim - 1];
@@ -66,7 +66,7 @@ static bool check_count(const char *op, int64_t r) {
 ct_tensor *ct_tile(const ct_tensor *x, int nreps, const int64_t *reps) {
     const char *op = "ct_tile";
     ct_device device;
-    if (!ct__check_args(op, 1, &x, &device)) return NULL;
+    if (!ct__check_args_complex(op, 1, &x, &device)) return NULL;
     if (nreps < 0 || nreps > CT_MAX_DIMS || (nreps && !reps))
         return ct__fail(CT_ERR_INVALID_ARG, "%s: %d repeat counts; give 0 to %d", op, nreps,
                         CT_MAX_DIMS);
@@ -92,7 +92,7 @@ ct_tensor *ct_repeat(const ct_tensor *x, int64_t repeats, int axis) {
     const char *op = "ct_repeat";
     ct_device device;
     int a = 0;
-    if (!ct__check_args(op, 1, &x, &device) || !check_count(op, repeats)) return NULL;
+    if (!ct__check_args_complex(op, 1, &x, &device) || !check_count(op, repeats)) return NULL;
     bool flat = axis == CT_AXIS_NONE;
     ct_tensor *src = flat ? ct_reshape(x, 1, (int64_t[]){-1}) : ct_retain((ct_tensor *)x);
     if (src && ct__normalize_axis(op, flat ? 0 : axis, src->ndim, &a) != CT_OK) {

@@ -24,6 +24,7 @@ static ct_status identity_backward(ct__node *node, const ct_tensor *g, ct_tensor
 }
 
 ct_tensor *ct__record_identity(ct_tensor *out, const ct_tensor *x, const char *name) {
+    if (out && ct__is_complex(out->dtype)) return ct__no_complex_grad(out, name);
     if (!out || !ct__is_float(out->dtype) || !ct__is_float(x->dtype)) return out;
     return ct__record(out, ct__node_new(name, identity_backward, 1, &x));
 }

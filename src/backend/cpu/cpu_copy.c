@@ -1,4 +1,4 @@
-/* CPU copy (with dtype conversion), fill and iota kernels. */
+/* CPU copy (with dtype conversion; complex through complex128), fill and iota kernels. */
 #include <string.h>
 
 #include "backend/cpu/cpu_impl.h"
@@ -54,6 +54,13 @@ static void copy_row(char *const *ptrs, const int64_t *strides, int64_t n, void 
         for (int64_t i = 0; i < n; i++) memcpy(out + i * strides[0], in + i * strides[1], size);
         return;
     }
+    if (ct__is_complex(c->in_dtype)) {
+        /* complex64 <-> complex128, part by part (the op layer refuses complex to real) */
+        for (int64_t i = 0; i < n; i++)
+            ct__store_c128(out + i * strides[0], c->out_dtype,
+                           ct__load_c128(in + i * strides[1], c->in_dtype));
+        return;
+    }
     bool integer_domain = !ct__is_float(c->out_dtype) && !ct__is_float(c->in_dtype);
     if (c->in_dtype == CT_U64) {
         /* uint64 keeps its value above INT64_MAX and rounds once to a float. */
@@ -90,7 +97,7 @@ ct_status ct__cpu_copy(int device, const ct__ew_args *args) {
 typedef struct {
     ct_dtype dtype;
     double value;
-    unsigned char pattern[8];
+    _Alignas(16) unsigned char pattern[16];
 } fill_ctx;
 
 static void fill_row(char *const *ptrs, const int64_t *strides, int64_t n, void *vctx) {

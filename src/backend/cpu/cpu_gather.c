@@ -62,7 +62,8 @@ static void gather_row(char *const *ptrs, const int64_t *strides, int64_t n, voi
     case 1: gather_row_sized(ptrs, strides, n, c, 1); break;
     case 2: gather_row_sized(ptrs, strides, n, c, 2); break;
     case 4: gather_row_sized(ptrs, strides, n, c, 4); break;
-    default: gather_row_sized(ptrs, strides, n, c, 8); break;
+    case 8: gather_row_sized(ptrs, strides, n, c, 8); break;
+    default: gather_row_sized(ptrs, strides, n, c, 16); break; /* complex128 */
     }
 }
 

@@ -41,6 +41,14 @@ static inline void add_element(char *dst, const char *src, ct_dtype dtype) {
     case CT_U32: *(uint32_t *)dst += *(const uint32_t *)src; break;
     case CT_U64: *(uint64_t *)dst += *(const uint64_t *)src; break;
     case CT_BOOL: *(uint8_t *)dst = *(uint8_t *)dst || *(const uint8_t *)src; break;
+    case CT_C64:
+        ((float *)dst)[0] += ((const float *)src)[0];
+        ((float *)dst)[1] += ((const float *)src)[1];
+        break;
+    case CT_C128:
+        ((double *)dst)[0] += ((const double *)src)[0];
+        ((double *)dst)[1] += ((const double *)src)[1];
+        break;
     }
 }
 

@@ -18,6 +18,7 @@ DEFINE_SELECT(select_1, uint8_t)
 DEFINE_SELECT(select_2, uint16_t)
 DEFINE_SELECT(select_4, uint32_t)
 DEFINE_SELECT(select_8, uint64_t)
+DEFINE_SELECT(select_16, ct_complex128)
 
 static void where_row(char *const *ptrs, const int64_t *strides, int64_t n, void *vctx) {
     int64_t size = *(const int64_t *)vctx;
@@ -27,7 +28,8 @@ static void where_row(char *const *ptrs, const int64_t *strides, int64_t n, void
         case 1: select_1(ptrs[0], cond, ptrs[2], ptrs[3], n); return;
         case 2: select_2(ptrs[0], cond, ptrs[2], ptrs[3], n); return;
         case 4: select_4(ptrs[0], cond, ptrs[2], ptrs[3], n); return;
-        default: select_8(ptrs[0], cond, ptrs[2], ptrs[3], n); return;
+        case 8: select_8(ptrs[0], cond, ptrs[2], ptrs[3], n); return;
+        default: select_16(ptrs[0], cond, ptrs[2], ptrs[3], n); return; /* complex128 */
         }
     }
     for (int64_t i = 0; i < n; i++) {

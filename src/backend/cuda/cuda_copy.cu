@@ -5,11 +5,13 @@
  *   - to float32 from f16, bf16, i32, u8 and bool: exactly, through double;
  *   - between integers (bool included), and from int64 to anything: through int64
  *     (integers wrap; int64 to a float rounds once);
- *   - everything else: through double (floats round to nearest even, f16 and bf16 once;
- *     floats to integers truncate toward zero, saturate, then wrap). */
+ *   - from complex (to complex: the op layer refuses complex to real): through complex128;
+ *   - everything else (real to complex too, imaginary part 0): through double (floats round to
+ * nearest even, f16 and bf16 once; floats to integers truncate toward zero, saturate, then wrap).
+ */
 #include "backend/cuda/cuda_ew_impl.cuh"
 
-enum { COPY_TO_F32, COPY_VIA_I64, COPY_VIA_U64, COPY_VIA_F64 };
+enum { COPY_TO_F32, COPY_VIA_I64, COPY_VIA_U64, COPY_VIA_F64, COPY_VIA_C128 };
 
 template <typename E, typename I>
 static __global__ void copy_bits(const __grid_constant__ ct__ew_args args) {
@@ -32,6 +34,8 @@ static __global__ void copy_convert(const __grid_constant__ ct__ew_args args, in
             *(float *)dst = (float)ct__load_f64(src, in_dtype);
         else if (route == COPY_VIA_I64)
             ct__store_i64(dst, out_dtype, ct__load_i64(src, in_dtype));
+        else if (route == COPY_VIA_C128)
+            ct__store_c128(dst, out_dtype, ct__load_c128(src, in_dtype));
         else if (route == COPY_VIA_U64)
             ct__store_u64(dst, out_dtype, ct__load_u64(src, in_dtype));
         else
@@ -41,6 +45,7 @@ static __global__ void copy_convert(const __grid_constant__ ct__ew_args args, in
 
 /* The CPU's route for converting in to out (copy_row in cpu_copy.c). */
 static int copy_route(ct_dtype out, ct_dtype in) {
+    if (ct__is_complex(in)) return COPY_VIA_C128; /* to complex: the op layer refuses to real */
     if (in == CT_U64) return COPY_VIA_U64;
     if (out == CT_F32 && in != CT_F64 && in != CT_I64) return COPY_TO_F32;
     bool integer_domain = !ct__is_float(out) && !ct__is_float(in);
@@ -88,6 +93,7 @@ extern "C" ct_status ct_cuda_copy(int device, const ct__ew_args *args) {
     case 1: return launch_bits<uint8_t>(device, stream, a);
     case 2: return launch_bits<uint16_t>(device, stream, a);
     case 4: return launch_bits<uint32_t>(device, stream, a);
-    default: return launch_bits<uint64_t>(device, stream, a);
+    case 8: return launch_bits<uint64_t>(device, stream, a);
+    default: return launch_bits<ct_complex128>(device, stream, a); /* complex128 */
     }
 }

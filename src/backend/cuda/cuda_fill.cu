@@ -43,7 +43,7 @@ extern "C" ct_status ct_cuda_fill(int device, const ct__ew_args *args, double va
     ct_status status = ct_ew_begin(device, args, &stream, &a);
     if (status != CT_OK) return status;
     size_t size = ct__dtype_size(a.dtype[0]);
-    unsigned char pattern[8] = {0};
+    unsigned char pattern[16] = {0};
     ct__store_f64((char *)pattern, a.dtype[0], value);
     bool contiguous = a.ndim == 0 || (a.ndim == 1 && a.strides[0][0] == (int64_t)size);
     if (contiguous && one_byte(pattern, size)) {
@@ -55,6 +55,7 @@ extern "C" ct_status ct_cuda_fill(int device, const ct__ew_args *args, double va
     case 1: return launch_fill<uint8_t>(device, stream, a, pattern);
     case 2: return launch_fill<uint16_t>(device, stream, a, pattern);
     case 4: return launch_fill<uint32_t>(device, stream, a, pattern);
-    default: return launch_fill<uint64_t>(device, stream, a, pattern);
+    case 8: return launch_fill<uint64_t>(device, stream, a, pattern);
+    default: return launch_fill<ct_complex128>(device, stream, a, pattern); /* complex128 */
     }
 }

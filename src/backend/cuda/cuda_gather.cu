@@ -66,7 +66,8 @@ __global__ void __launch_bounds__(GATHER_THREADS)
         case 1: copy_element<uint8_t>(dst, src); break;
         case 2: copy_element<uint16_t>(dst, src); break;
         case 4: copy_element<uint32_t>(dst, src); break;
-        default: copy_element<uint64_t>(dst, src); break;
+        case 8: copy_element<uint64_t>(dst, src); break;
+        default: copy_element<ct_complex128>(dst, src); break; /* complex128 */
         }
     }
 }

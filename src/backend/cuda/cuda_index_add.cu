@@ -100,6 +100,14 @@ NN_DEV void add_element(char *dst, const char *src, ct_dtype dtype) {
     case CT_I8: *(uint8_t *)dst = (uint8_t)(*(uint8_t *)dst + *(const uint8_t *)src); break;
     case CT_I16:
     case CT_U16: *(uint16_t *)dst = (uint16_t)(*(uint16_t *)dst + *(const uint16_t *)src); break;
+    case CT_C64:
+        ((float *)dst)[0] += ((const float *)src)[0];
+        ((float *)dst)[1] += ((const float *)src)[1];
+        break;
+    case CT_C128:
+        ((double *)dst)[0] += ((const double *)src)[0];
+        ((double *)dst)[1] += ((const double *)src)[1];
+        break;
     default: *(uint8_t *)dst = *(uint8_t *)dst || *(const uint8_t *)src; break;
     }
 }

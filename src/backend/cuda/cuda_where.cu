@@ -36,6 +36,7 @@ extern "C" ct_status ct_cuda_where(int device, const ct__ew_args *args) {
     case 1: return launch_where<uint8_t>(device, stream, a);
     case 2: return launch_where<uint16_t>(device, stream, a);
     case 4: return launch_where<uint32_t>(device, stream, a);
-    default: return launch_where<uint64_t>(device, stream, a);
+    case 8: return launch_where<uint64_t>(device, stream, a);
+    default: return launch_where<ct_complex128>(device, stream, a); /* complex128 */
     }
 }
