@@ -3,8 +3,9 @@
 A thin binding over the C library libctensor (the extension ctensor._ctensor, written in C
 against the CPython API): every computation is one call into the C API, run with the GIL
 released. The namespace follows the Python array API standard (2023.12) for what the C
-library has; python/README.md lists what it does not have yet. Complex dtypes and the
-`linalg` and `fft` extensions are not part of it.
+library has; python/README.md lists what it does not have yet. Complex dtypes (beyond the
+results of `ct.fft`, the standard's fft extension) and the `linalg` extension are not part of
+it.
 
     import ctensor as ct
     x = ct.asarray([1.0, 4.0, 9.0], device="auto")   # cuda:0 when usable, else the CPU
@@ -62,6 +63,7 @@ from ctensor.checkpoint import load, save  # noqa: E402,F401
 from ctensor import amp, data, distributed, nn, optim  # noqa: E402,F401
 from ctensor.amp import autocast  # noqa: E402,F401
 from ctensor import utils  # noqa: E402,F401  (ct.utils.data: torch.utils.data's names)
+from ctensor import fft  # noqa: E402,F401  (the standard's fft extension, python/ctensor/fft.py)
 
 # PyTorch's everyday surface (python/ctensor/{tensor_methods,torch_functions}.py): Tensor
 # methods, module functions and dtype aliases. Last, as ct.float / ct.int shadow the builtins.
