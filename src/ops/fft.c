@@ -9,11 +9,10 @@
 #include <string.h>
 
 #include "ctensor/fft.h"
-#include "autograd/tape_impl.h"
+#include "ops/grad_impl.h"
 #include "core/dtype_impl.h"
 #include "ops/op_impl.h"
 
-static bool is_complex(ct_dtype d) { return d == CT_C64 || d == CT_C128; }
 /* The precision a dtype's transform runs in: float64 for float64 and complex128, else
  * float32. */
 static bool in_f64(ct_dtype d) { return d == CT_F64 || d == CT_C128; }
@@ -164,7 +163,7 @@ static ct_tensor *c2c_step(const char *op, const ct_tensor *x, int axis, int64_t
 /* Real x fitted to len along axis, transformed R2C (reversed modulo len first: ihfft). */
 static ct_tensor *r2c_step(const char *op, const ct_tensor *x, int axis, int64_t len,
                            ct_fft_norm norm, bool reverse) {
-    if (is_complex(x->dtype))
+    if (ct__is_complex(x->dtype))
         return ct__fail(CT_ERR_DTYPE, "%s: x is %s; the transform takes real input", op,
                         ct_dtype_name(x->dtype));
     ct_tensor *xr = as_dtype(x, real_for(x->dtype));
