@@ -2,7 +2,8 @@
 # The ops benchmark: ctensor (bench_ops) against the same work done directly in C (OpenBLAS's
 # cblas_sgemm, a plain OpenMP loop, memcpy) and against NumPy, in one run on one machine with
 # the same threads. Prints one table with ratios and writes it, with the machine and the
-# command, to bench/results/latest.md.
+# command, to bench/results/latest.md; then the FFT against numpy.fft (bench/bench_fft.py),
+# whose table is appended.
 #
 # Usage: bench/run.sh [BUILD_DIR] [--quick]     (`make bench` runs it on ./build)
 # BENCH_THREADS (default 2) sets OMP_NUM_THREADS and OPENBLAS_NUM_THREADS for both sides.
@@ -105,3 +106,10 @@ print("cblas_sgemm for matmul, an OpenMP loop into a preallocated result for add
 print(sys.argv[3])
 EOF
 cat "$here/results/latest.md"
+
+# The FFT against numpy.fft (issue 36), with the Python module of this build.
+echo "running bench/bench_fft.py" >&2
+PYTHONPATH="$build/python" OMP_WAIT_POLICY=passive "$here/../.venv/bin/python3" \
+    "$here/bench_fft.py" "$@" > "$work/fft.md"
+{ echo; cat "$work/fft.md"; } >> "$here/results/latest.md"
+cat "$work/fft.md"

@@ -3,9 +3,8 @@
 A thin binding over the C library libctensor (the extension ctensor._ctensor, written in C
 against the CPython API): every computation is one call into the C API, run with the GIL
 released. The namespace follows the Python array API standard (2023.12) for what the C
-library has; python/README.md lists what it does not have yet. ct.linalg is the standard's
-linalg extension for real floating dtypes; complex dtypes and the `fft` extension are not part
-of it.
+library has; python/README.md lists what it does not have yet. ct.fft and ct.linalg are the
+standard's extensions (ct.linalg for real floating dtypes so far).
 
     import ctensor as ct
     x = ct.asarray([1.0, 4.0, 9.0], device="auto")   # cuda:0 when usable, else the CPU
@@ -65,6 +64,7 @@ from ctensor import amp, data, distributed, nn, optim  # noqa: E402,F401
 from ctensor.amp import autocast  # noqa: E402,F401
 from ctensor import utils  # noqa: E402,F401  (ct.utils.data: torch.utils.data's names)
 from ctensor import linalg  # noqa: E402,F401  (the array API's linalg extension)
+from ctensor import fft  # noqa: E402,F401  (the standard's fft extension, python/ctensor/fft.py)
 
 # PyTorch's everyday surface (python/ctensor/{tensor_methods,torch_functions}.py): Tensor
 # methods, module functions and dtype aliases. Last, as ct.float / ct.int shadow the builtins.

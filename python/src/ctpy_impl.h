@@ -156,6 +156,7 @@ extern PyMethodDef ctpy_dtype_functions[];    /* dtypes.c */
 extern PyMethodDef ctpy_sorting_functions[];  /* sorting.c */
 extern PyMethodDef ctpy_settings_functions[]; /* settings.c */
 extern PyMethodDef ctpy_linalg_functions[];   /* linalg.c: ct.linalg's private calls */
+extern PyMethodDef ctpy_fft_functions[];      /* fft.c: the private entries of ctensor.fft */
 int ctpy_sorting_init(PyObject *module);
 extern PyNumberMethods ctpy_tensor_number;   /* operators.c */
 extern PyMappingMethods ctpy_tensor_mapping; /* indexing.c */

@@ -149,6 +149,26 @@ typedef struct ct__sort_args {
     int64_t out_row;
 } ct__sort_args;
 
+/* Discrete Fourier transforms (src/ops/fft.c): `batch` transforms of length n in the
+ * precision of dtype (CT_F32: complex64 and float32 data, CT_F64: complex128 and float64),
+ * unnormalised then multiplied by scale: c2c forward (sign -1) or backward (+1), r2c
+ * (forward, n reals in, n/2 + 1 complex out) and c2r (backward, n/2 + 1 complex in, the
+ * imaginary parts of bin 0 and, for even n, of bin n/2 ignored, n reals out). Strides and
+ * distances count elements of each operand's own type (complex or real); in and out do not
+ * overlap. */
+typedef enum ct__fft_type { CT_FFT_TYPE_C2C, CT_FFT_TYPE_R2C, CT_FFT_TYPE_C2R } ct__fft_type;
+typedef struct ct__fft_args {
+    ct__fft_type type;
+    int sign;
+    ct_dtype dtype;
+    int64_t n, batch;
+    const char *in;
+    int64_t in_stride, in_dist;
+    char *out;
+    int64_t out_stride, out_dist;
+    double scale;
+} ct__fft_args;
+
 /* The arithmetic domain a binary kernel computes in, chosen alike on every backend so that
  * results match bit for bit: f64, f32 (also for f16 and bf16), or for integers int32 when
  * the promoted dtype and both inputs fit in 32 bits (exact: results wrap to the output's

@@ -157,7 +157,9 @@
      * says what fails), or -1. */                                                                 \
     X(linalg, OPTIONAL, READBACK(CT_READBACK_LINALG), ct_status,                                   \
       (int device, const struct ct__linalg_args *args, int64_t *first_bad),                        \
-      (device, args, first_bad))
+      (device, args, first_bad))                                                                   \
+    /* Fourier transforms: ct__fft_args (backend_impl.h). */                                       \
+    X(fft, REQUIRED, QUEUED, ct_status, (int device, const ct__fft_args *args), (device, args))
 
 /* For the generators: CT_KERNEL_IF_##need(text) keeps text for required rows only, and
  * CT_KERNEL_READBACK_BYTES_##sync the bytes a row reads back (0 for QUEUED and QUERY). */
