@@ -62,11 +62,11 @@ static struct PyModuleDef module_def = {
 PyMODINIT_FUNC PyInit__ctensor(void) {
     PyObject *m = PyModule_Create(&module_def);
     if (!m) return NULL;
-    PyMethodDef *tables[] = {
-        ctpy_device_functions,  ctpy_stats_functions,    ctpy_creation_functions,
-        ctpy_math_functions,    ctpy_manip_functions,    ctpy_dtype_functions,
-        ctpy_sorting_functions, ctpy_settings_functions, ctpy_linalg_functions,
-        ctpy_fft_functions};
+    PyMethodDef *tables[] = {ctpy_device_functions,   ctpy_stats_functions,
+                             ctpy_creation_functions, ctpy_math_functions,
+                             ctpy_manip_functions,    ctpy_dtype_functions,
+                             ctpy_sorting_functions,  ctpy_settings_functions,
+                             ctpy_linalg_functions,   ctpy_fft_functions};
     bool ok = ctpy_errors_init(m) == 0 && ctpy_dtypes_init(m) == 0 && ctpy_devices_init(m) == 0 &&
               ctpy_stats_init(m) == 0 && ctpy_sorting_init(m) == 0 && ctpy_size_init() == 0 &&
               PyType_Ready(&ctpy_tensor_type) == 0 &&
