@@ -18,7 +18,10 @@
 # for a second run after the first one's tests), --resnet-only (after the build, only the
 # ResNet benchmark: bench/run_resnet_gpu.sh, bounded to fit one call of the device tool with
 # the build: `run(command="tools/gpu-check.sh --arch --resnet-only", carry=[".gpu-deps"],
-# timeout_s=600)`), --build-type TYPE (default Release),
+# timeout_s=600)`), --gpt-only (likewise, only the GPT benchmark: bench/run_gpt_gpu.sh, GPT-2
+# 124M at batch 16 and 64 in bf16 beside PyTorch eager, bounded to 240 s: `run(command=
+# "tools/gpu-check.sh --arch --gpt-only", carry=[".gpu-deps"], timeout_s=600)`),
+# --build-type TYPE (default Release),
 # --jobs N (N test programs at once: CTEST_PARALLEL_LEVEL), --arch (build for this machine's
 # GPUs only, CT_CUDA_ARCHITECTURES=<compute capability>-real from nvidia-smi; without it the
 # default architectures). On the GPU machine it uses a system OpenBLAS when there is one, else
@@ -33,7 +36,8 @@
 # (nvidia-smi, toolchain), build.log, tests.log (every test's output), tests-summary.txt,
 # gpu-bench.md (ctensor beside PyTorch), bench-run.txt, gpu-train.txt (`ctensor train` beside
 # PyTorch on the GPU: the CNN at batch 512, the MLP), resnet-gpu.txt (resnet18 and resnet20
-# at batch 512 in f32 and bf16 beside PyTorch, and their --profile tables), two-ranks.json and two-ranks.err
+# at batch 512 in f32 and bf16 beside PyTorch, and their --profile tables), gpt-gpu.txt (GPT-2
+# 124M at batch 16 and 64 in bf16 beside PyTorch: tokens/s and MFU), two-ranks.json and two-ranks.err
 # (`mpirun -np 2 ctensor train --device cuda` on one GPU), python-deps.txt. At the end, however
 # it ends, they are packed into gpu-check-logs.tar.gz, which goes with a copy of summary.txt to
 # $OUT when set (the device tool brings back 8 files at most), else beside the logs folder.
@@ -43,10 +47,10 @@ set -u
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 deps="$root/.gpu-deps"
-quick="" bench=1 tests=all build_type=Release prepare=0 jobs="" arch=0 resnet_only=0
+quick="" bench=1 tests=all build_type=Release prepare=0 jobs="" arch=0 resnet_only=0 gpt_only=0
 usage() {
     echo "usage: tools/gpu-check.sh [--prepare | --quick | --no-bench | --tests REGEX |" \
-         "--no-tests | --resnet-only | --build-type T | --jobs N | --arch]" >&2
+         "--no-tests | --resnet-only | --gpt-only | --build-type T | --jobs N | --arch]" >&2
     exit 2
 }
 while [ $# -gt 0 ]; do
@@ -56,6 +60,7 @@ while [ $# -gt 0 ]; do
         --tests) [ $# -ge 2 ] || usage; tests=$2; shift ;;
         --no-tests) tests="" ;;
         --resnet-only) resnet_only=1 tests="" ;;
+        --gpt-only) gpt_only=1 tests="" ;;
         --build-type) [ $# -ge 2 ] || usage; build_type=$2; shift ;;
         --jobs)
             [ $# -ge 2 ] || usage
@@ -287,6 +292,22 @@ resnet_on_gpu() {
     grep -q "NOT met" "$logs/resnet-gpu.txt" && note "some ResNet goals are not met (resnet-gpu.txt)"
 }
 
+# ---- the GPT benchmark (issue 35) ----
+# GPT-2 124M (synthetic tokens, context 1024) at batch 16 and 64 in bf16, beside PyTorch eager
+# with F.scaled_dot_product_attention: tokens/s, MFU and the goals (bench/run_gpt_gpu.sh bounds
+# each run and the whole).
+gpt_on_gpu() {
+    if PYTHON=python3 "$root/bench/run_gpt_gpu.sh" "$build" > "$logs/gpt-gpu.txt" 2>&1; then
+        note "GPT benchmark: gpt-gpu.txt"
+    else
+        fail "the GPT benchmark: a ctensor run failed (gpt-gpu.txt):"
+        awk '/^  ctensor batch .*: exit/ { show = 1; print; next } show && /^    / { print; next }
+             { show = 0 }' "$logs/gpt-gpu.txt" | head -n 20 | tee -a "$summary"
+    fi
+    cat "$logs/gpt-gpu.txt"
+    grep -q "NOT met" "$logs/gpt-gpu.txt" && note "some GPT goals are not met (gpt-gpu.txt)"
+}
+
 # ---- tests ----
 # The plugin's libraries (cuBLAS, cuDNN) must load, else every CUDA test is only skipped:
 # those the loader does not find are looked for beside the toolkit and in Python's nvidia
@@ -365,10 +386,12 @@ else
     fi
 fi
 
-# --resnet-only: the ResNet benchmark alone, once the plugin's libraries are found.
-if [ "$resnet_only" = 1 ]; then
-    resnet_on_gpu
-    if [ "$verdict" = 0 ]; then note "PASS (--resnet-only)"; else note "FAILED (logs in gpu-check-logs.tar.gz)"; fi
+# --resnet-only, --gpt-only: that benchmark alone (both: the two), once the plugin's libraries
+# are found.
+if [ "$resnet_only" = 1 ] || [ "$gpt_only" = 1 ]; then
+    [ "$resnet_only" = 1 ] && resnet_on_gpu
+    [ "$gpt_only" = 1 ] && gpt_on_gpu
+    if [ "$verdict" = 0 ]; then note "PASS (benchmark only)"; else note "FAILED (logs in gpu-check-logs.tar.gz)"; fi
     exit "$verdict"
 fi
 
@@ -447,6 +470,7 @@ if [ "$bench" = 1 ]; then
     train_on_gpu mlp 128 5
     cat "$logs/gpu-train.txt"
     resnet_on_gpu
+    gpt_on_gpu
 fi
 
 if [ "$verdict" = 0 ]; then note "PASS"; else note "FAILED (logs in gpu-check-logs.tar.gz)"; fi
