@@ -98,17 +98,17 @@ def make_optimizer(torch, model, lr, device):
 
 def run_batch(torch, F, model, optimizer, batch, args, device, peak):
     gpu = device.type == "cuda"
-    # A few batches of context + 1 tokens made on the device beforehand, used in turn.
-    tokens = [torch.randint(0, args.vocab, (batch, args.context + 1), device=device)
-              for _ in range(4)]
+    # A few batches (inputs and their next tokens) made on the device beforehand, used in turn.
+    windows = [torch.randint(0, args.vocab, (batch, args.context + 1), device=device)
+               for _ in range(4)]
+    batches = [(w[:, :-1].contiguous(), w[:, 1:].contiguous()) for w in windows]
     amp = args.amp == "bf16"
 
     def step(i):
-        window = tokens[i % len(tokens)]
-        x, y = window[:, :-1], window[:, 1:]
+        x, y = batches[i % len(batches)]
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
             logits = model(x)
-            loss = F.cross_entropy(logits.view(-1, args.vocab), y.reshape(-1))
+            loss = F.cross_entropy(logits.view(-1, args.vocab), y.view(-1))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

@@ -149,8 +149,9 @@ fi
 torch_params=$(field parameters "$work/torch" "$first")
 
 [ -n "$model_line" ] && echo "$model_line"
-echo "tokens/s: the $steps timed steps after $warmup of warm-up, on both sides; ctensor's default is deterministic (nd: --nondeterministic)"
-echo "MFU: $( [ -n "$flops" ] && echo "$flops" || echo "?") FLOPs per token (6N + 6LCT) over ${peak:-an unknown} TFLOP/s (dense bf16)"
+echo "tokens/s: the $steps timed steps after $warmup of warm-up, on both sides;" \
+     "ctensor's default is deterministic (nd: --nondeterministic)"
+echo "MFU: ${flops:-?} FLOPs per token (6N + 6LCT) over ${peak:-an unknown} TFLOP/s (dense bf16)"
 [ "$torch_params" != n/a ] && [ -n "$params" ] && [ "$torch_params" != "$params" ] &&
     echo "  NOTE: PyTorch's model has $torch_params parameters, ctensor's $params"
 printf '  %-5s %10s %7s %10s %7s %10s %7s %9s %s\n' batch ctensor mfu ctensor_nd mfu torch mfu \
@@ -158,17 +159,18 @@ printf '  %-5s %10s %7s %10s %7s %10s %7s %9s %s\n' batch ctensor mfu ctensor_nd
 for batch in $batches; do
     ours=$(cat "$work/rate.$batch") nd=$(cat "$work/rate.$batch.nd")
     theirs=$(field tokens_per_s "$work/torch" "$batch")
-    # PyTorch's MFU as the peer counts it (its own parameters; the same peak unless the peer's
-    # table has none and GPT_PEAK_TFLOPS gave it, which the peer was given too).
+    # PyTorch's MFU as the peer counts it: its own parameter count, the same peak.
     their_mfu=$(field mfu_pct "$work/torch" "$batch")
     [ "$their_mfu" != n/a ] && their_mfu="$their_mfu%"
     awk -v b="$batch" -v c="$ours" -v cm="$(mfu "$ours")" -v n="$nd" -v nm="$(mfu "$nd")" \
         -v t="$theirs" -v tm="$their_mfu" -v g="$goal_rate" '
         function ratio(a, b) { return a + 0 > 0 && b + 0 > 0 ? sprintf("%.2fx", a / b) : "n/a" }
         BEGIN {
-            goals = ">= 1.0x torch " (c + 0 > 0 && t + 0 > 0 ? (c / t >= 1.0 ? "met" : "NOT met") : "not measured")
+            goals = ">= 1.0x torch " \
+                (c + 0 > 0 && t + 0 > 0 ? (c / t >= 1.0 ? "met" : "NOT met") : "not measured")
             if (b == 64)
-                goals = goals "; >= " g " tokens/s (H200) " (c + 0 > 0 ? (c >= g ? "met" : "NOT met") : "not measured")
+                goals = goals "; >= " g " tokens/s (H200) " \
+                    (c + 0 > 0 ? (c >= g ? "met" : "NOT met") : "not measured")
             printf "  %-5s %10s %7s %10s %7s %10s %7s %9s %s\n", b, c, cm, n, nm, t, tm, ratio(c, t), goals }'
 done
 for batch in $batches; do
