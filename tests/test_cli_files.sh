@@ -10,26 +10,16 @@
 # (refused by name, or loaded with --resume-weights-only), unclear messages, an absurd
 # OMP_NUM_THREADS, and the command under valgrind and the dynamic loader.
 # Usage: test_cli_files.sh CTENSOR WORKDIR
+. "$(dirname "$0")/lib.sh"
 ctensor=$1
-work=$2
-here=$(cd "$(dirname "$0")" && pwd)
-python="$here/../.venv/bin/python3"
-if [ ! -x "$python" ]; then
-    echo "FAIL test_cli_files: $python is missing: run \`make deps\`"
-    exit 1
-fi
-passed=0 failed=0 skipped=0
-rm -rf "$work" && mkdir -p "$work"
-out="$work/out" err="$work/err"
+need_python
+workdir "$2"
 limit=60 # seconds any one run may take; a run that hangs fails with status 124
 
 run() {
     timeout -k 5 "$limit" "$@" >"$out" 2>"$err"
     code=$?
 }
-pass() { echo "PASS $1"; passed=$((passed + 1)); }
-fail() { echo "FAIL $1: $2"; sed 's/^/    | /' "$out" "$err"; failed=$((failed + 1)); }
-skip() { echo "SKIP $1: $2"; skipped=$((skipped + 1)); }
 
 # refused NAME TEXT ARGS...: exits non-zero (not a signal, not the timeout) with one line
 # on stderr holding TEXT.
@@ -239,5 +229,4 @@ else
     else fail test_cli_files_under_valgrind "exit $code"; fi
 fi
 
-echo "$passed passed, $failed failed, $skipped skipped"
-[ "$failed" = 0 ]
+finish
