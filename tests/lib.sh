@@ -35,12 +35,14 @@ pass() { echo "PASS $1"; passed=$((passed + 1)); }
 fail() { echo "FAIL $1: $2"; sed 's/^/    | /' "$out" "$err"; failed=$((failed + 1)); }
 skip() { echo "SKIP $1: $2"; skipped=$((skipped + 1)); }
 
-# refused NAME TEXT ARGS...: exits non-zero (not a signal) with one line holding TEXT.
+# refused NAME TEXT ARGS...: exits non-zero (not a signal) with one line on stderr holding
+# TEXT. A status above refused_max (default 125: 126 and up are a command not run or a
+# signal) fails it.
 refused() {
     name=$1 text=$2
     shift 2
     run "$@"
-    if [ "$code" = 0 ] || [ "$code" -gt 125 ]; then fail "$name" "exit status $code"
+    if [ "$code" = 0 ] || [ "$code" -gt "${refused_max:-125}" ]; then fail "$name" "exit status $code"
     elif [ "$(wc -l <"$err")" != 1 ]; then fail "$name" "$(wc -l <"$err") lines on stderr, expected 1"
     elif ! grep -qF -- "$text" "$err"; then fail "$name" "no \"$text\" on stderr"
     else pass "$name"; fi

@@ -5,6 +5,7 @@
 # that was not interrupted; a bad value is refused with one line. The runs about the CPU's
 # bf16 name --device cpu; the others run on the default device (a GPU where there is one).
 # Usage: test_cli_amp.sh CTENSOR WORKDIR
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 ctensor=$1
 need_python

@@ -5,6 +5,7 @@
 # "N passed, N failed, N skipped" that tools/run-tests.sh sums.
 #
 # Usage: test_cli_bench.sh CTENSOR_BINARY WORK_DIR
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 cli=$1
 work=$2

@@ -5,6 +5,7 @@
 # the fake GPU, no dataset crosses from the host), --augment (the same weights whatever the
 # loader's workers), and the options' checks.
 # Usage: test_cli_cifar.sh CTENSOR WORKDIR [FAKE_GPU_PLUGIN]
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 ctensor=$1
 fake_gpu=${3:-}

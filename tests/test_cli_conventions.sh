@@ -8,6 +8,7 @@
 # and CT_SOFT_PLACEMENT warned about once when only the CPU is used. Every GPU is hidden
 # (CUDA_VISIBLE_DEVICES="", no plugin), so that "gpu" and cuda:N are absent on any machine.
 # Usage: test_cli_conventions.sh CTENSOR WORKDIR
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 ctensor=$1
 need_python

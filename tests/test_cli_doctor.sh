@@ -2,6 +2,7 @@
 # Tests of `ctensor doctor` and `ctensor devices`: each failure that can be made without a GPU
 # is made through the environment and must be diagnosed with its reason, fix and exit status.
 # Usage: test_cli_doctor.sh CTENSOR FAKE_PLUGIN FAKE_DRIVER_DIR (tests/CMakeLists.txt passes them)
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 ctensor=$1
 fake_plugin=$2

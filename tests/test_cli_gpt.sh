@@ -5,6 +5,7 @@
 # train without a text; generate continues a prompt through the KV cache, the same for the
 # same seed; bad options are refused with one line.
 # Usage: test_cli_gpt.sh CTENSOR WORKDIR
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 ctensor=$1
 workdir "$2"

@@ -7,6 +7,7 @@
 # nothing is shown and nothing is an error. The fake driver (fake_libcuda.c) passes doctor's
 # driver check.
 # Usage: test_cli_gpu_usage.sh CTENSOR FAKE_GPU_PLUGIN FAKE_NVML FAKE_DRIVER_DIR WORKDIR
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 ctensor=$1
 fake_gpu=$2

@@ -4,6 +4,7 @@
 # step, its phases adding up to the training time, the text table and the JSON member. (That
 # no training step reads from the device is test_cli_train_device_reads_on_a_gpu's.)
 # Usage: test_cli_profile.sh CTENSOR WORKDIR [FAKE_GPU_PLUGIN]
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 ctensor=$1
 fake_gpu=${3:-}

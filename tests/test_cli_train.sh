@@ -7,6 +7,7 @@
 # plugin is given) to the same weights as on the CPU. Each run names its device: "auto" would
 # be cuda:0 on a machine with a GPU.
 # Usage: test_cli_train.sh CTENSOR WORKDIR [FAKE_GPU_PLUGIN]
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 ctensor=$1
 fake_gpu=${3:-}

@@ -13,6 +13,7 @@
 # one warning when both share the one GPU (NCCL refuses two ranks per GPU). Every run names
 # its device: on a machine with a GPU the default ("auto") is cuda:0.
 # Usage: test_dist_mpi.sh CTENSOR DIST_MPI_CHECK WORKDIR [FAKE_GPU_PLUGIN [FAKE_NCCL_PLUGIN]]
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 ctensor=$1
 check=$2

@@ -8,6 +8,7 @@
 # process, the threads engine). Every run is bounded by timeout(1); the mpirun cases are
 # skipped by name without mpirun.
 # Usage: test_dist_signal.sh CTENSOR WORKDIR
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 ctensor=$1
 workdir "$2"
