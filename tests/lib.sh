@@ -48,6 +48,18 @@ refused() {
     else pass "$name"; fi
 }
 
+# holds NAME TEXT...: the last run exited 0 and its stdout holds every TEXT.
+holds() {
+    name=$1
+    shift
+    missing=""
+    for text in "$@"; do
+        grep -qF -- "$text" "$out" || missing="$missing \"$text\""
+    done
+    if [ "$code" = 0 ] && [ -z "$missing" ]; then pass "$name"
+    else fail "$name" "exit $code, missing:$missing"; fi
+}
+
 # finish: the closing line, then exits 0 when no case failed, else 1.
 finish() {
     echo "$passed passed, $failed failed, $skipped skipped"
