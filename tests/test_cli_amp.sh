@@ -5,23 +5,11 @@
 # that was not interrupted; a bad value is refused with one line. The runs about the CPU's
 # bf16 name --device cpu; the others run on the default device (a GPU where there is one).
 # Usage: test_cli_amp.sh CTENSOR WORKDIR
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
 ctensor=$1
-work=$2
-here=$(cd "$(dirname "$0")" && pwd)
-python="$here/../.venv/bin/python3"
-if [ ! -x "$python" ]; then
-    echo "FAIL test_cli_amp: $python is missing: run \`make deps\`"
-    exit 1
-fi
-passed=0 failed=0
-rm -rf "$work" && mkdir -p "$work"
-out="$work/out" err="$work/err"
-run() {
-    "$@" >"$out" 2>"$err"
-    code=$?
-}
-pass() { echo "PASS $1"; passed=$((passed + 1)); }
-fail() { echo "FAIL $1: $2"; sed 's/^/    | /' "$out" "$err"; failed=$((failed + 1)); }
+need_python
+workdir "$2"
 
 mkdir -p "$work/good"
 "$python" "$here/make_idx_dataset.py" "$work/good" 512 128 "" || exit 1
@@ -82,5 +70,4 @@ if [ "$code" = 2 ] && [ "$(wc -l <"$err")" = 1 ] && grep -qF "off, bf16, f16 or 
 then pass test_cli_amp_bad_value_refused
 else fail test_cli_amp_bad_value_refused "exit $code"; fi
 
-echo "$passed passed, $failed failed, 0 skipped"
-[ "$failed" = 0 ]
+finish

@@ -5,15 +5,14 @@
 # "N passed, N failed, N skipped" that tools/run-tests.sh sums.
 #
 # Usage: test_cli_bench.sh CTENSOR_BINARY WORK_DIR
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
 cli=$1
 work=$2
-passed=0 failed=0 skipped=0
 mkdir -p "$work" || exit 1
 rm -f "$work"/*
 
-pass() { echo "PASS $1"; passed=$((passed + 1)); }
 fail() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
-skip() { echo "SKIP $1: $2"; skipped=$((skipped + 1)); }
 
 have_gnuplot=no
 command -v gnuplot >/dev/null 2>&1 && have_gnuplot=yes
@@ -161,5 +160,4 @@ fi
 if "$cli" bench --help | grep -q '^usage: ctensor bench'; then pass test_cli_bench_help; else
     fail test_cli_bench_help "--help printed no usage"; fi
 
-echo "$passed passed, $failed failed, $skipped skipped"
-[ $failed -eq 0 ]
+finish

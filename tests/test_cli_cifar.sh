@@ -5,39 +5,15 @@
 # the fake GPU, no dataset crosses from the host), --augment (the same weights whatever the
 # loader's workers), and the options' checks.
 # Usage: test_cli_cifar.sh CTENSOR WORKDIR [FAKE_GPU_PLUGIN]
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
 ctensor=$1
-work=$2
 fake_gpu=${3:-}
-here=$(cd "$(dirname "$0")" && pwd)
-python="$here/../.venv/bin/python3"
-if [ ! -x "$python" ]; then
-    echo "FAIL test_cli_cifar: $python is missing: run \`make deps\`"
-    exit 1
-fi
-passed=0 failed=0 skipped=0
-rm -rf "$work" && mkdir -p "$work"
-out="$work/out" err="$work/err"
+need_python
+workdir "$2"
 
-run() {
-    "$@" >"$out" 2>"$err"
-    code=$?
-}
-pass() { echo "PASS $1"; passed=$((passed + 1)); }
-fail() { echo "FAIL $1: $2"; sed 's/^/    | /' "$out" "$err"; failed=$((failed + 1)); }
-skip() { echo "SKIP $1: $2"; skipped=$((skipped + 1)); }
 # json FIELD: a number of the JSON summary in $out.
 json() { sed -n "s/.*\"$1\": \([0-9.]*\).*/\1/p" "$out"; }
-
-# refused NAME TEXT ARGS...: exits non-zero (not a signal) with one line holding TEXT.
-refused() {
-    name=$1 text=$2
-    shift 2
-    run "$@"
-    if [ "$code" = 0 ] || [ "$code" -gt 125 ]; then fail "$name" "exit status $code"
-    elif [ "$(wc -l <"$err")" != 1 ]; then fail "$name" "$(wc -l <"$err") lines on stderr, expected 1"
-    elif ! grep -qF -- "$text" "$err"; then fail "$name" "no \"$text\" on stderr"
-    else pass "$name"; fi
-}
 
 # cifar NAME PER_FILE TEST: a CIFAR-10 folder.
 cifar() {
@@ -130,5 +106,4 @@ refused test_cli_cifar_synthetic_not_augmented "is not augmented" \
     "$ctensor" train --dataset synthetic --augment
 refused test_cli_cifar_augment_once "give one of them" "$ctensor" train --augment --no-augment
 
-echo "$passed passed, $failed failed, $skipped skipped"
-[ "$failed" = 0 ]
+finish

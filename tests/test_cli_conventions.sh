@@ -8,17 +8,11 @@
 # and CT_SOFT_PLACEMENT warned about once when only the CPU is used. Every GPU is hidden
 # (CUDA_VISIBLE_DEVICES="", no plugin), so that "gpu" and cuda:N are absent on any machine.
 # Usage: test_cli_conventions.sh CTENSOR WORKDIR
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
 ctensor=$1
-work=$2
-here=$(cd "$(dirname "$0")" && pwd)
-python="$here/../.venv/bin/python3"
-if [ ! -x "$python" ]; then
-    echo "FAIL test_cli_conventions: $python is missing: run \`make deps\`"
-    exit 1
-fi
-passed=0 failed=0 skipped=0
-rm -rf "$work" && mkdir -p "$work"
-out="$work/out" err="$work/err"
+need_python
+workdir "$2"
 export CUDA_VISIBLE_DEVICES= CT_CUDA_PLUGIN="$work/no-plugin.so"
 unset CT_DEVICE CT_SOFT_PLACEMENT CT_TRANSFER_GUARD
 
@@ -26,9 +20,6 @@ run() {
     timeout -k 5 120 "$@" >"$out" 2>"$err"
     code=$?
 }
-pass() { echo "PASS $1"; passed=$((passed + 1)); }
-fail() { echo "FAIL $1: $2"; sed 's/^/    | /' "$out" "$err"; failed=$((failed + 1)); }
-skip() { echo "SKIP $1: $2"; skipped=$((skipped + 1)); }
 
 # refused NAME STATUS TEXT ARGS...: exits with STATUS and one line on stderr holding TEXT.
 refused() {
@@ -185,5 +176,4 @@ for setting in CT_TRANSFER_GUARD CT_SOFT_PLACEMENT; do
     else fail "test_cli_conventions_${setting}_garbage_warned" "exit $code, $lines warning lines (expected 1)"; fi
 done
 
-echo "$passed passed, $failed failed, $skipped skipped"
-[ "$failed" = 0 ]
+finish

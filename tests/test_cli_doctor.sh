@@ -2,11 +2,12 @@
 # Tests of `ctensor doctor` and `ctensor devices`: each failure that can be made without a GPU
 # is made through the environment and must be diagnosed with its reason, fix and exit status.
 # Usage: test_cli_doctor.sh CTENSOR FAKE_PLUGIN FAKE_DRIVER_DIR (tests/CMakeLists.txt passes them)
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
 ctensor=$1
 fake_plugin=$2
 fake_driver=$3
 python=$(command -v python3 || echo python3) # only its json module
-passed=0 failed=0 skipped=0
 out=$(mktemp) err=$(mktemp)
 trap 'rm -f "$out" "$err"' EXIT
 
@@ -15,9 +16,7 @@ run() {
     env -u CT_CUDA_PLUGIN -u CUDA_VISIBLE_DEVICES "$@" >"$out" 2>"$err"
     code=$?
 }
-pass() { echo "PASS $1"; passed=$((passed + 1)); }
 fail() { echo "FAIL $1: $2"; echo "    output was:"; sed 's/^/    | /' "$out" "$err"; failed=$((failed + 1)); }
-skip() { echo "SKIP $1: $2"; skipped=$((skipped + 1)); }
 
 # expect NAME CODE TEXT...: the last run exited with CODE and its stdout holds every TEXT.
 expect() {
@@ -122,5 +121,4 @@ for command in doctor devices; do
     else fail "test_cli_unknown_option[$command]" "exit $code, expected 2 and one line on stderr"; fi
 done
 
-echo "$passed passed, $failed failed, $skipped skipped"
-[ "$failed" = 0 ]
+finish

@@ -10,38 +10,19 @@
 # (refused by name, or loaded with --resume-weights-only), unclear messages, an absurd
 # OMP_NUM_THREADS, and the command under valgrind and the dynamic loader.
 # Usage: test_cli_files.sh CTENSOR WORKDIR
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
 ctensor=$1
-work=$2
-here=$(cd "$(dirname "$0")" && pwd)
-python="$here/../.venv/bin/python3"
-if [ ! -x "$python" ]; then
-    echo "FAIL test_cli_files: $python is missing: run \`make deps\`"
-    exit 1
-fi
-passed=0 failed=0 skipped=0
-rm -rf "$work" && mkdir -p "$work"
-out="$work/out" err="$work/err"
+need_python
+workdir "$2"
 limit=60 # seconds any one run may take; a run that hangs fails with status 124
 
 run() {
     timeout -k 5 "$limit" "$@" >"$out" 2>"$err"
     code=$?
 }
-pass() { echo "PASS $1"; passed=$((passed + 1)); }
-fail() { echo "FAIL $1: $2"; sed 's/^/    | /' "$out" "$err"; failed=$((failed + 1)); }
-skip() { echo "SKIP $1: $2"; skipped=$((skipped + 1)); }
-
-# refused NAME TEXT ARGS...: exits non-zero (not a signal, not the timeout) with one line
-# on stderr holding TEXT.
-refused() {
-    name=$1 text=$2
-    shift 2
-    run "$@"
-    if [ "$code" = 0 ] || [ "$code" -gt 123 ]; then fail "$name" "exit status $code"
-    elif [ "$(wc -l <"$err")" != 1 ]; then fail "$name" "$(wc -l <"$err") lines on stderr, expected 1"
-    elif ! grep -qF -- "$text" "$err"; then fail "$name" "no \"$text\" on stderr"
-    else pass "$name"; fi
-}
+# refused (tests/lib.sh) takes neither the timeout's 124 nor its own failure's 125.
+refused_max=123
 
 # json_field NAME: the value of "NAME" in the JSON summary in $out.
 json_field() { "$python" -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$out" "$1"; }
@@ -239,5 +220,4 @@ else
     else fail test_cli_files_under_valgrind "exit $code"; fi
 fi
 
-echo "$passed passed, $failed failed, $skipped skipped"
-[ "$failed" = 0 ]
+finish

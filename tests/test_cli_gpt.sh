@@ -5,17 +5,10 @@
 # train without a text; generate continues a prompt through the KV cache, the same for the
 # same seed; bad options are refused with one line.
 # Usage: test_cli_gpt.sh CTENSOR WORKDIR
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
 ctensor=$1
-work=$2
-passed=0 failed=0
-rm -rf "$work" && mkdir -p "$work"
-out="$work/out" err="$work/err"
-run() {
-    "$@" >"$out" 2>"$err"
-    code=$?
-}
-pass() { echo "PASS $1"; passed=$((passed + 1)); }
-fail() { echo "FAIL $1: $2"; sed 's/^/    | /' "$out" "$err"; failed=$((failed + 1)); }
+workdir "$2"
 field() { sed -n "s/.*\"$1\": \([^,}]*\).*/\1/p" "$out"; }
 
 # A text of 6000 short words (about 24 KB): bytes a small model learns quickly.
@@ -97,5 +90,4 @@ if [ "$code1" = 2 ] && [ "$code" = 2 ]
 then pass test_cli_gpt_generate_refuses_other_files
 else fail test_cli_gpt_generate_refuses_other_files "exit $code"; fi
 
-echo "$passed passed, $failed failed, 0 skipped"
-[ "$failed" = 0 ]
+finish

@@ -7,20 +7,15 @@
 # nothing is shown and nothing is an error. The fake driver (fake_libcuda.c) passes doctor's
 # driver check.
 # Usage: test_cli_gpu_usage.sh CTENSOR FAKE_GPU_PLUGIN FAKE_NVML FAKE_DRIVER_DIR WORKDIR
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
 ctensor=$1
 fake_gpu=$2
 fake_nvml=$3
 fake_driver=$4
-work=$5
-here=$(cd "$(dirname "$0")" && pwd)
-python="$here/../.venv/bin/python3"
-if [ ! -x "$python" ]; then
-    echo "FAIL test_cli_gpu_usage: $python is missing: run \`make deps\`"
-    exit 1
-fi
-passed=0 failed=0 skipped=0
-rm -rf "$work" && mkdir -p "$work/data"
-out="$work/out" err="$work/err"
+need_python
+workdir "$5"
+mkdir -p "$work/data"
 "$python" "$here/make_idx_dataset.py" "$work/data" 4096 128 "" || exit 1
 
 # run [VAR=VALUE...] ARGS...: ctensor on the fake GPU, NVML and driver, with the changes given.
@@ -30,9 +25,6 @@ run() {
         "$@" >"$out" 2>"$err"
     code=$?
 }
-pass() { echo "PASS $1"; passed=$((passed + 1)); }
-fail() { echo "FAIL $1: $2"; sed 's/^/    | /' "$out" "$err"; failed=$((failed + 1)); }
-skip() { echo "SKIP $1: $2"; skipped=$((skipped + 1)); }
 # check NAME PYTHON: the last run exited 0, wrote nothing on stderr, and PYTHON (an expression
 # of d, its stdout parsed as JSON) is true.
 check() {
@@ -121,5 +113,4 @@ else
     else fail test_cli_gpu_usage_progress_line "exit $code, or no \"gpu 20% 3.0/141.0 GiB 123 W\" on the progress line"; fi
 fi
 
-echo "$passed passed, $failed failed, $skipped skipped"
-[ "$failed" = 0 ]
+finish

@@ -13,25 +13,13 @@
 # one warning when both share the one GPU (NCCL refuses two ranks per GPU). Every run names
 # its device: on a machine with a GPU the default ("auto") is cuda:0.
 # Usage: test_dist_mpi.sh CTENSOR DIST_MPI_CHECK WORKDIR [FAKE_GPU_PLUGIN [FAKE_NCCL_PLUGIN]]
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
 ctensor=$1
 check=$2
-work=$3
 fake_gpu=${4:-}
 fake_nccl=${5:-}
-here=$(cd "$(dirname "$0")" && pwd)
-python="$here/../.venv/bin/python3"
-passed=0 failed=0 skipped=0
-rm -rf "$work" && mkdir -p "$work"
-out="$work/out" err="$work/err"
-
-pass() { echo "PASS $1"; passed=$((passed + 1)); }
-fail() { echo "FAIL $1: $2"; sed 's/^/    | /' "$out" "$err"; failed=$((failed + 1)); }
-skip() { echo "SKIP $1: $2"; skipped=$((skipped + 1)); }
-finish() {
-    echo "$passed passed, $failed failed, $skipped skipped"
-    [ "$failed" = 0 ]
-    exit
-}
+workdir "$3"
 
 if ! command -v mpirun >/dev/null 2>&1; then
     for name in collectives mismatch buckets_in_flight progress_without_polls stopped_rank train_same_model resume_other_world_size batch_size_auto_2_ranks batch_size_auto_none_fits \
@@ -40,10 +28,7 @@ if ! command -v mpirun >/dev/null 2>&1; then
     done
     finish
 fi
-if [ ! -x "$python" ]; then
-    echo "FAIL test_dist_mpi: $python is missing: run \`make deps\`"
-    exit 1
-fi
+need_python
 # Open MPI refuses root unless told; CI runs as root.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # Quiet about the missing InfiniBand of a container, and TCP/shared memory only.
@@ -56,11 +41,6 @@ export OMP_WAIT_POLICY=passive
 export OMPI_MCA_mca_base_component_disable_dlclose=1
 export LSAN_OPTIONS="suppressions=$here/lsan_mpi.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 export ASAN_OPTIONS="fast_unwind_on_malloc=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
-
-run() {
-    "$@" >"$out" 2>"$err"
-    code=$?
-}
 
 # ---- the engine's collectives ----
 run timeout 60 $mpi -np 3 "$check" collectives

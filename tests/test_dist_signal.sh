@@ -8,22 +8,11 @@
 # process, the threads engine). Every run is bounded by timeout(1); the mpirun cases are
 # skipped by name without mpirun.
 # Usage: test_dist_signal.sh CTENSOR WORKDIR
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
 ctensor=$1
-work=$2
-here=$(cd "$(dirname "$0")" && pwd)
-python="$here/../.venv/bin/python3"
-passed=0 failed=0 skipped=0
-rm -rf "$work" && mkdir -p "$work"
-out="$work/out" err="$work/err"
-
-pass() { echo "PASS $1"; passed=$((passed + 1)); }
-fail() { echo "FAIL $1: $2"; sed 's/^/    | /' "$out" "$err"; failed=$((failed + 1)); }
-skip() { echo "SKIP $1: $2"; skipped=$((skipped + 1)); }
-
-if [ ! -x "$python" ]; then
-    echo "FAIL test_dist_signal: $python is missing: run \`make deps\`"
-    exit 1
-fi
+workdir "$2"
+need_python
 mkdir -p "$work/data"
 "$python" "$here/make_idx_dataset.py" "$work/data" 600 200 || exit 1
 train="train --dataset $work/data --device cpu --model mlp --epochs 100000 --batch-size 64 --json"
@@ -119,5 +108,4 @@ else
         else fail "test_dist_signal_mpi_$name" "rank 1 pid \"$victim\", exits \"$codes\", mpirun $code after $took s"; fi
     done
 fi
-echo "$passed passed, $failed failed, $skipped skipped"
-[ "$failed" = 0 ]
+finish
