@@ -30,10 +30,6 @@ typedef struct gpt_run {
     int64_t trained_steps; /* in this run */
 } gpt_run;
 
-bool train_is_gpt(const char *model) {
-    return !strcmp(model, "gpt") || !strcmp(model, "gpt-mini") || !strcmp(model, "gpt2-124m");
-}
-
 static double now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

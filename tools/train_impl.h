@@ -118,8 +118,8 @@ int train_dist_run(train_options *o, ct_comm *world);
 void train_dist_print_text(const train_summary *s);
 void train_dist_print_json(const train_summary *s);
 
-/* Whether o->model is a GPT (gpt, gpt-mini, gpt2-124m), and its run (train_gpt.c): trains,
- * prints its progress and summary; returns the exit status. */
+/* Whether o->model is a GPT (gpt, gpt-mini, gpt2-124m; train_options.c), and its run
+ * (train_gpt.c): trains, prints its progress and summary; returns the exit status. */
 bool train_is_gpt(const char *model);
 int train_gpt_run(train_options *o);
 

@@ -150,6 +150,10 @@ static const struct {
                {"--eval-interval", true}};
 #define OPTION_COUNT (int)(sizeof options / sizeof options[0])
 
+bool train_is_gpt(const char *model) {
+    return !strcmp(model, "gpt") || !strcmp(model, "gpt-mini") || !strcmp(model, "gpt2-124m");
+}
+
 /* The index of option in options, or -1. */
 static int option_index(const char *option) {
     for (int i = 0; i < OPTION_COUNT; i++)
