@@ -1,12 +1,22 @@
 /* What `ctensor devices` and `ctensor doctor` share: flag parsing, a JSON string writer, the
  * CPU's SIMD features and the BLAS library with its thread counts. */
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli_impl.h"
 #include "ctensor/ctensor.h"
+
+bool ct_cli_parse_int(const char *text, int64_t lo, int64_t hi, int64_t *out) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (errno || end == text || *end || v < lo || v > hi) return false;
+    *out = v;
+    return true;
+}
 
 int ct_cli_parse_flags(int argc, char **argv, bool *json, const char *help) {
     *json = false;

@@ -42,6 +42,8 @@ void ct_cli_result_printed(void);
 /* At exit: the JSON error object when one is due, then stdout flushed; a write error there
  * (a full disk, a closed pipe) is a line on stderr and status 1. Returns the exit status. */
 int ct_cli_end(int rc);
+/* A whole decimal integer in [lo, hi] (an option's value); false for anything else. */
+bool ct_cli_parse_int(const char *text, int64_t lo, int64_t hi, int64_t *out);
 
 /* Shared by devices and doctor (cli_common.c). */
 

@@ -1,6 +1,5 @@
 /* `ctensor generate`: sample bytes from a GPT checkpoint of `ctensor train --model gpt...`,
  * one token per step through the model's key/value cache (ct_gpt_forward_cached). */
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,15 +38,6 @@ static int bad(const char *option, const char *value, const char *expected) {
                               expected);
 }
 
-static bool parse_int(const char *text, int64_t lo, int64_t hi, int64_t *out) {
-    char *end;
-    errno = 0;
-    long long v = strtoll(text, &end, 10);
-    if (errno || end == text || *end || v < lo || v > hi) return false;
-    *out = v;
-    return true;
-}
-
 static int parse(int argc, char **argv, generate_options *o) {
     *o = (generate_options){.prompt = "\n", .tokens = 200, .temperature = 0.8};
     const char *env = getenv("CT_DEVICE");
@@ -71,13 +61,13 @@ static int parse(int argc, char **argv, generate_options *o) {
         } else if (!strcmp(arg, "--prompt")) {
             o->prompt = v;
         } else if (!strcmp(arg, "--tokens")) {
-            if (!parse_int(v, 0, 1 << 24, &n)) return bad(arg, v, "an integer >= 0");
+            if (!ct_cli_parse_int(v, 0, 1 << 24, &n)) return bad(arg, v, "an integer >= 0");
             o->tokens = n;
         } else if (!strcmp(arg, "--top-k")) {
-            if (!parse_int(v, 0, 1 << 24, &n)) return bad(arg, v, "an integer >= 0");
+            if (!ct_cli_parse_int(v, 0, 1 << 24, &n)) return bad(arg, v, "an integer >= 0");
             o->top_k = n;
         } else if (!strcmp(arg, "--seed")) {
-            if (!parse_int(v, 0, INT64_MAX, &n)) return bad(arg, v, "an integer >= 0");
+            if (!ct_cli_parse_int(v, 0, INT64_MAX, &n)) return bad(arg, v, "an integer >= 0");
             o->seed = (uint64_t)n;
         } else if (!strcmp(arg, "--temperature")) {
             char *end;
@@ -104,7 +94,7 @@ static bool read_config(const char *path, const ct_state_dict *sd, ct_gpt_config
     *c = (ct_gpt_config){0};
     for (int i = 0; i < 5; i++) {
         const char *text = ct_state_dict_get_metadata(sd, keys[i]);
-        if (!text || !parse_int(text, 1, 1 << 30, fields[i])) {
+        if (!text || !ct_cli_parse_int(text, 1, 1 << 30, fields[i])) {
             ct_cli_usage_error("%s: no valid \"%s\" in its metadata: it is not a GPT checkpoint "
                                "of ctensor train --model gpt...",
                                path, keys[i]);

@@ -1,5 +1,4 @@
 /* `ctensor train`'s command line: every option checked, one clear line for a bad one. */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -192,16 +191,6 @@ static int bad_device(const char *value) {
     return bad("--device", value, "auto, cpu, cuda or cuda:N");
 }
 
-/* A whole decimal integer in [lo, hi]. */
-static bool parse_int(const char *text, int64_t lo, int64_t hi, int64_t *out) {
-    char *end;
-    errno = 0;
-    long long v = strtoll(text, &end, 10);
-    if (errno || end == text || *end || v < lo || v > hi) return false;
-    *out = v;
-    return true;
-}
-
 /* A decimal number in [lo, hi). */
 static bool parse_real(const char *text, double lo, double hi, double *out) {
     char *end;
@@ -223,7 +212,7 @@ static bool gpt_size(const char *option, const char *value, train_options *o, in
                      : strcmp(option, "--eval-interval") == 0 ? &o->eval_interval
                                                               : NULL;
     if (!field) return false;
-    if (!parse_int(value, 1, strcmp(option, "--steps") == 0 ? 100000 : 1 << 30, n)) *n = -1;
+    if (!ct_cli_parse_int(value, 1, strcmp(option, "--steps") == 0 ? 100000 : 1 << 30, n)) *n = -1;
     if (*n > 0) *field = *n;
     return true;
 }
@@ -240,7 +229,8 @@ static int parse_value(const char *option, const char *value, train_options *o) 
     } else if (strcmp(option, "--dataset") == 0) {
         o->dataset = value;
     } else if (strcmp(option, "--synthetic-size") == 0) {
-        if (!parse_int(value, 1, INT32_MAX, &n)) return bad(option, value, "a positive integer");
+        if (!ct_cli_parse_int(value, 1, INT32_MAX, &n))
+            return bad(option, value, "a positive integer");
         o->synthetic_size = n;
     } else if (strcmp(option, "--labels") == 0) {
         o->labels = value;
@@ -248,12 +238,12 @@ static int parse_value(const char *option, const char *value, train_options *o) 
         if (ct_device_parse(value, &o->device) != CT_OK) return bad_device(value);
         o->device_text = value;
     } else if (strcmp(option, "--epochs") == 0) {
-        if (!parse_int(value, 1, 100000, &n)) return bad(option, value, "an integer >= 1");
+        if (!ct_cli_parse_int(value, 1, 100000, &n)) return bad(option, value, "an integer >= 1");
         o->epochs = (int)n;
     } else if (strcmp(option, "--batch-size") == 0) {
         if (strcmp(value, "auto") == 0)
             o->batch_size = 0;
-        else if (!parse_int(value, 1, INT32_MAX, &n))
+        else if (!ct_cli_parse_int(value, 1, INT32_MAX, &n))
             return bad(option, value, "a positive integer or auto");
         else
             o->batch_size = n;
@@ -281,16 +271,18 @@ static int parse_value(const char *option, const char *value, train_options *o) 
             return bad(option, value, "none, onecycle or cosine");
         o->schedule = value;
     } else if (strcmp(option, "--warmup-epochs") == 0) {
-        if (!parse_int(value, 0, 100000, &n)) return bad(option, value, "an integer >= 0");
+        if (!ct_cli_parse_int(value, 0, 100000, &n)) return bad(option, value, "an integer >= 0");
         o->warmup_epochs = (int)n;
     } else if (strcmp(option, "--seed") == 0) {
-        if (!parse_int(value, 0, INT64_MAX, &n)) return bad(option, value, "an integer >= 0");
+        if (!ct_cli_parse_int(value, 0, INT64_MAX, &n))
+            return bad(option, value, "an integer >= 0");
         o->seed = (uint64_t)n;
     } else if (strcmp(option, "--workers") == 0) {
-        if (!parse_int(value, 0, 64, &n)) return bad(option, value, "an integer in 0..64");
+        if (!ct_cli_parse_int(value, 0, 64, &n)) return bad(option, value, "an integer in 0..64");
         o->workers = (int)n;
     } else if (strcmp(option, "--limit") == 0) {
-        if (!parse_int(value, 1, INT64_MAX, &n)) return bad(option, value, "a positive integer");
+        if (!ct_cli_parse_int(value, 1, INT64_MAX, &n))
+            return bad(option, value, "a positive integer");
         o->limit = n;
     } else if (strcmp(option, "--amp") == 0) {
         if (strcmp(value, "off") && strcmp(value, "bf16") && strcmp(value, "f16") &&
