@@ -177,6 +177,9 @@ static ct_tensor *index_tensor(ct_tensor *t, PyObject *key, ctpy_advanced *adv) 
     }
     ct_tensor *cur = ct_retain(t);
     int axis = 0;
+    /* the new axes go in last, at their places in the result, so that x[None, ..., 0]
+     * never holds more axes than the result does */
+    int new_axes[CT_MAX_DIMS], n_new = 0;
     for (Py_ssize_t k = 0; cur && k < n; k++) {
         PyObject *item = PyTuple_GET_ITEM(items, k);
         ct_tensor *next = cur;
@@ -184,8 +187,13 @@ static ct_tensor *index_tensor(ct_tensor *t, PyObject *key, ctpy_advanced *adv) 
             axis += ct_ndim(t) - used;
             continue;
         } else if (item == Py_None) {
-            if (!(next = ct_unsqueeze(cur, axis))) ctpy_raise();
-            axis++;
+            if (n_new == CT_MAX_DIMS) {
+                PyErr_Format(PyExc_IndexError, "at most %d new axes (None)", CT_MAX_DIMS);
+                next = NULL;
+            } else {
+                new_axes[n_new] = axis + n_new;
+                n_new++;
+            }
         } else if (PySlice_Check(item)) {
             next = apply_slice(cur, axis++, item);
         } else if (is_mask(item)) {
@@ -207,6 +215,13 @@ static ct_tensor *index_tensor(ct_tensor *t, PyObject *key, ctpy_advanced *adv) 
             next = NULL;
         }
         if (next != cur) ct_release(cur);
+        cur = next;
+    }
+    for (int j = 0; cur && j < n_new; j++) {
+        ct_tensor *next = ct_unsqueeze(cur, new_axes[j]);
+        if (!next) ctpy_raise();
+        for (int a = 0; a < adv->n; a++) adv->axis[a] += adv->axis[a] >= new_axes[j];
+        ct_release(cur);
         cur = next;
     }
     Py_DECREF(items);

@@ -24,6 +24,23 @@ def test_basic_indexing_matches_numpy(device, key):
     np.testing.assert_array_equal(to_numpy(out), expected)
 
 
+@pytest.mark.parametrize("key", [
+    (None, None, None, None, None, 0, 0, 0, 0), (None,) * 5 + (Ellipsis, 0, 0),
+    (None, "rows", None, "cols"), (None, None, "rows", "cols", 0),
+], ids=repr)
+def test_new_axes_are_placed_after_integers_apply(device, key):
+    # the view in between never holds more axes than the result: 5 new axes and 4 integers
+    # on a 4-d array make a 5-d result, though 9 axes were once held at the same time
+    a = np.arange(24, dtype=np.float32).reshape(2, 3, 4, 1)
+    arrays = {"rows": np.array([0, 1]), "cols": np.array([0, 2])}
+    x = ct.asarray(a, device=device)
+    out = x[tuple(ct.asarray(arrays[k], device=device) if isinstance(k, str) else k
+                  for k in key)]
+    expected = a[tuple(arrays[k] if isinstance(k, str) else k for k in key)]
+    assert out.shape == expected.shape
+    np.testing.assert_array_equal(to_numpy(out), expected)
+
+
 def test_basic_indexing_gives_views(device):
     x = ct.zeros((3, 4), device=device)
     row = x[1]
