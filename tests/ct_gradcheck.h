@@ -26,4 +26,18 @@ bool ct_gradcheck(ct_gradcheck_fn f, int n, ct_tensor *const *inputs, void *cont
 ct_tensor *ct_gradcheck_leaf(ct_device device, int ndim, const int64_t *shape, uint64_t seed,
                              double lo, double hi, bool requires_grad);
 
+/* ct_gradcheck for complex functions, in PyTorch's convention: inputs are complex128 or float64
+ * tensors, the output complex or real. The loss is L = sum Re(conj(u) f) (u a fixed pseudo-
+ * random tensor, complex for a complex output), so ct_backward_with(f, u) gives each input z
+ * the gradient dL/dRe z + i dL/dIm z, compared with central differences along the real and
+ * (complex z) the imaginary part of each element. */
+bool ct_gradcheck_complex(ct_gradcheck_fn f, int n, ct_tensor *const *inputs, void *context,
+                          double eps, double atol, double rtol);
+
+/* A complex128 tensor on device with real parts uniform in [re_lo, re_hi) and imaginary parts
+ * in [im_lo, im_hi), requiring grad when asked; NULL on failure. */
+ct_tensor *ct_gradcheck_complex_leaf(ct_device device, int ndim, const int64_t *shape,
+                                     uint64_t seed, const double re[2], const double im[2],
+                                     bool requires_grad);
+
 #endif

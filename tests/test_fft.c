@@ -284,26 +284,6 @@ DEVICE_TEST(fft_frequencies_and_shifts) {
     ct_release(one);
 }
 
-/* Autograd has no complex rules yet: a transform of a tensor that requires grad is refused
- * (never a result that silently carries no gradient); under no_grad it runs. */
-DEVICE_TEST(fft_refuses_gradients) {
-    const int64_t n = 8;
-    cplx x[8];
-    random_fill(x, n, true);
-    ct_tensor *t = real_tensor(x, 1, &n, true, device);
-    CHECK_NOT_NULL(t);
-    CHECK_OK(ct_set_requires_grad(t, true));
-    CHECK(ct_fft_rfft(t, -1, 0, CT_FFT_BACKWARD) == NULL && ct_last_status() == CT_ERR_UNSUPPORTED);
-    CHECK(ct_fft_fft(t, -1, 0, CT_FFT_BACKWARD) == NULL && ct_last_status() == CT_ERR_UNSUPPORTED);
-    CHECK_OK(ct_no_grad_push());
-    ct_tensor *y = ct_fft_rfft(t, -1, 0, CT_FFT_BACKWARD);
-    CHECK_OK(ct_no_grad_pop());
-    CHECK_NOT_NULL(y);
-    ct_release(y);
-    ct_release(t);
-    ct_clear_error();
-}
-
 DEVICE_TEST(fft_errors) {
     const int64_t n = 4;
     cplx x[4] = {1, 2, 3, 4};

@@ -88,9 +88,16 @@ static ct_tensor *sum_to_shape(ct_tensor *g, const ct_tensor *input) {
     return out;
 }
 
-/* g (consumed) with input's shape, dtype and device. */
+/* g (consumed) with input's shape, dtype and device; a complex g of a real input gives its
+ * real part (the input reached a complex op through a real-to-complex promotion or cast). */
 static ct_tensor *conform(ct_tensor *g, const ct_tensor *input) {
     ct_tensor *t = g;
+    if (ct__is_complex(t->dtype) && !ct__is_complex(input->dtype)) {
+        ct_tensor *next = ct_real(t);
+        ct_release(t);
+        if (!next) return NULL;
+        t = next;
+    }
     if (!ct__same_shape(t, input)) {
         ct_tensor *next = sum_to_shape(t, input);
         ct_release(t);
@@ -215,6 +222,12 @@ static ct_status run_pass(const char *op, ct_tensor *output, ct_tensor *seed, bo
 static ct_tensor *seed_gradient(const char *op, const ct_tensor *output,
                                 const ct_tensor *gradient) {
     if (!gradient) {
+        if (ct__is_complex(output->dtype))
+            return ct__fail(CT_ERR_DTYPE,
+                            "%s: a gradient can be implied only for a real scalar output, and "
+                            "this one is %s; take a real loss from it (ct_abs, ct_real) or pass "
+                            "its gradient to ct_backward_with",
+                            op, ct_dtype_name(output->dtype));
         if (output->numel != 1)
             return ct__fail(CT_ERR_SHAPE,
                             "%s: a gradient is implied only for a one-element output, and this "

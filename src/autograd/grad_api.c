@@ -13,10 +13,10 @@ ct_status ct_set_requires_grad(ct_tensor *t, bool requires_grad) {
                          "ct_set_requires_grad: the tensor was made by %s from tensors that "
                          "require grad, so it is not a leaf; use ct_detach for a leaf copy",
                          t->grad_fn->name);
-    if (requires_grad && !ct__is_float(t->dtype))
+    if (requires_grad && !ct__is_float(t->dtype) && !ct__is_complex(t->dtype))
         return ct__error(CT_ERR_DTYPE,
-                         "ct_set_requires_grad: only floating tensors can require grad, and "
-                         "this one is %s; ct_cast it to CT_F32 first",
+                         "ct_set_requires_grad: only floating and complex tensors can require "
+                         "grad, and this one is %s; ct_cast it to CT_F32 first",
                          ct_dtype_name(t->dtype));
     t->requires_grad = requires_grad;
     return CT_OK;

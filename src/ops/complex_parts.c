@@ -5,10 +5,11 @@
  * dtype (strides doubled, the imaginary part one element further), so each op here is made
  * of the real ops every backend already has: a fill or a copy, and a negation for ct_conj.
  * ct_real and ct_imag return new tensors (the array API standard's functions), never views
- * a write could go through. Gradients through them are not supported yet: a complex tensor
- * cannot require grad (ct_set_requires_grad takes floating tensors). */
+ * a write could go through. ct_real, ct_imag and ct_conj compute without recording and record
+ * their own backward rule (complex_grad.c). */
 #include <math.h>
 
+#include "ops/grad_impl.h"
 #include "ops/op_impl.h"
 
 ct_tensor *ct__complex_part_view(const ct_tensor *x, int part) {
@@ -31,19 +32,30 @@ static ct_tensor *part_copy(const char *op, const ct_tensor *x, int part) {
     return out;
 }
 
-ct_tensor *ct_real(const ct_tensor *x) { return part_copy("ct_real", x, 0); }
+/* part_copy (parts 0 and 1) or conjugate (part 2) of x, recorded when x requires grad. */
+static ct_tensor *recorded(const char *op, const ct_tensor *x, int part,
+                           ct_tensor *(*compute)(const char *op, const ct_tensor *x, int part)) {
+    bool grad = ct__grad_needed(1, &x);
+    ct_no_grad_push();
+    ct_tensor *out = compute(op, x, part);
+    ct_no_grad_pop();
+    return grad ? ct__record_complex_part(out, x, part) : out;
+}
 
-ct_tensor *ct_imag(const ct_tensor *x) { return part_copy("ct_imag", x, 1); }
+ct_tensor *ct_real(const ct_tensor *x) { return recorded("ct_real", x, 0, part_copy); }
 
-ct_tensor *ct_conj(const ct_tensor *x) {
+ct_tensor *ct_imag(const ct_tensor *x) { return recorded("ct_imag", x, 1, part_copy); }
+
+static ct_tensor *conjugate(const char *op, const ct_tensor *x, int part) {
+    (void)part;
     ct_device device;
-    if (!ct__check_args_complex("ct_conj", 1, &x, &device)) return NULL;
+    if (!ct__check_args_complex(op, 1, &x, &device)) return NULL;
     if (!ct__is_complex(x->dtype)) return ct__new_ref(x);
     ct_tensor *out = ct_clone(x);
     ct_tensor *im = ct__complex_part_view(x, 1);
     ct_tensor *negated = im ? ct_neg(im) : NULL;
     ct_tensor *out_im = out && negated ? ct__complex_part_view(out, 1) : NULL;
-    ct_status status = out_im ? ct__copy_into(out_im, negated, "ct_conj") : ct_last_status();
+    ct_status status = out_im ? ct__copy_into(out_im, negated, op) : ct_last_status();
     ct_release(im);
     ct_release(negated);
     ct_release(out_im);
@@ -53,6 +65,8 @@ ct_tensor *ct_conj(const ct_tensor *x) {
     }
     return out;
 }
+
+ct_tensor *ct_conj(const ct_tensor *x) { return recorded("ct_conj", x, 2, conjugate); }
 
 ct_status ct_fill_complex(ct_tensor *dst, ct_complex128 value) {
     if (!dst) {

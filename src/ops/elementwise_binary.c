@@ -221,7 +221,7 @@ static ct_tensor *binary_op(const char *name, ct__binary_op op, ct__autocast_op 
  * joins the record as a 0-d operand of the result's dtype, which needs no gradient. */
 static ct_tensor *record_scalar_first(ct_tensor *out, const char *name, ct__binary_op op,
                                       const ct_tensor *a, double s) {
-    if (!out || !ct__is_float(out->dtype)) return out;
+    if (!out || !ct__grad_dtype(out->dtype)) return out;
     ct_tensor *first = ct__full_on(out->storage->device, 0, NULL, s, out->dtype);
     if (!first) {
         ct_release(out);

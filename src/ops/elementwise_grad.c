@@ -6,7 +6,14 @@
  *
  * Each rule is an expression of ops, written inside its own scope so that temporaries go
  * when the scope ends and only the kept gradients leave it. A result is saved as a detached
- * view (a node holding its own result would keep itself alive). */
+ * view (a node holding its own result would keep itself alive).
+ *
+ * Complex operands (PyTorch's convention, grad_impl.h): a holomorphic op's rule is g f'(x)
+ * with f' made of x, y and real constants by functions that commute with conjugation
+ * (conj f'(x) = f'(conj x) off the branch cuts, and on them too for the principal branches
+ * with signed zeros), so the complex rule is the real one applied to conj(x) and conj(y).
+ * abs and sign are not holomorphic and have their own complex rules, as acosh, whose real
+ * rule 1 / sqrt(x^2 - 1) is not its complex derivative off the right half-plane. */
 #include <math.h>
 
 #include "ops/grad_impl.h"
@@ -55,9 +62,14 @@ static ct_tensor *flat(const ct_tensor *x, const ct_tensor *y, const ct_tensor *
     return zeros_like(x);
 }
 
+/* 1 / sqrt(t): rsqrt has no complex form. */
+static ct_tensor *inverse_sqrt(const ct_tensor *t) {
+    return ct__is_complex(t->dtype) ? ct_reciprocal(ct_sqrt(t)) : ct_rsqrt(t);
+}
+
 /* g / sqrt(1 - x^2) times sign: asin (+1) and acos (-1). */
 static ct_tensor *arcsine_like(const ct_tensor *x, const ct_tensor *g, double sign) {
-    return ct_mul_scalar(ct_mul(g, ct_rsqrt(ct_add_scalar(ct_neg(ct_mul(x, x)), 1.0))), sign);
+    return ct_mul_scalar(ct_mul(g, inverse_sqrt(ct_add_scalar(ct_neg(ct_mul(x, x)), 1.0))), sign);
 }
 
 #define RULE(name)                                                                                 \
@@ -93,7 +105,7 @@ RULE(acos) { return (void)y, arcsine_like(x, g, -1.0); }
 RULE(atan) { return (void)y, ct_div(g, ct_add_scalar(ct_mul(x, x), 1.0)); }
 RULE(sinh) { return (void)y, ct_mul(g, ct_cosh(x)); }
 RULE(cosh) { return (void)y, ct_mul(g, ct_sinh(x)); }
-RULE(asinh) { return (void)y, ct_mul(g, ct_rsqrt(ct_add_scalar(ct_mul(x, x), 1.0))); }
+RULE(asinh) { return (void)y, ct_mul(g, inverse_sqrt(ct_add_scalar(ct_mul(x, x), 1.0))); }
 RULE(acosh) { return (void)y, ct_mul(g, ct_rsqrt(ct_add_scalar(ct_mul(x, x), -1.0))); }
 RULE(atanh) { return (void)y, ct_div(g, ct_add_scalar(ct_neg(ct_mul(x, x)), 1.0)); }
 RULE(exp2) { return (void)x, ct_mul(g, ct_mul_scalar(y, M_LN2)); }
@@ -118,12 +130,37 @@ static const bool reads_result[CT_UOP_COUNT] = {
     [CT_UOP_RECIPROCAL] = true, [CT_UOP_TAN] = true,   [CT_UOP_EXP2] = true,
 };
 
+/* sign(z) = z / |z| of a complex z, s: with g the gradient of s, (g - s Re(conj(s) g)) / |z|
+ * (the part of g across the unit circle, over |z|), and 0 at z = 0 as PyTorch's sgn. */
+static ct_tensor *complex_sign_gradient(const ct_tensor *z, const ct_tensor *g) {
+    ct_tensor *s = ct_sign(z);
+    ct_tensor *along = ct_mul(s, ct_real(ct_mul(ct_conj(s), g)));
+    ct_tensor *zero = ct__full_on(g->storage->device, 0, NULL, 0.0, g->dtype);
+    return ct_where(ct_eq_scalar(z, 0.0), zero, ct_div(ct_sub(g, along), ct_abs(z)));
+}
+
+/* The gradient of a complex x: the real rule of x's conjugates (the file's comment), but for
+ * the ops that are not holomorphic. */
+static ct_tensor *complex_gradient(ct__unary_op op, const ct_tensor *x, const ct_tensor *y,
+                                   const ct_tensor *g) {
+    switch (op) {
+    case CT_UOP_ABS: return ct_mul(g, ct_sign(x)); /* g real: g z / |z|, 0 at 0 */
+    case CT_UOP_SIGN: return complex_sign_gradient(x, g);
+    case CT_UOP_ACOSH: { /* 1 / (sqrt(z + 1) sqrt(z - 1)), conjugated */
+        ct_tensor *xc = ct_conj(x);
+        return ct_div(g, ct_mul(ct_sqrt(ct_add_scalar(xc, 1.0)), ct_sqrt(ct_add_scalar(xc, -1.0))));
+    }
+    default: return unary_rules[op](ct_conj(x), y ? ct_conj(y) : NULL, g);
+    }
+}
+
 static ct_tensor *unary_gradient(const ct__node *node, const ct_tensor *g) {
     const ct_tensor *x = node->saved[0], *y = node->saved[1];
     ct__unary_op op = (ct__unary_op)node->ints[0];
     if (op == CT_UOP_CLAMP)
         return masked(g, ct_logical_and(ct_ge_scalar(x, node->scalars[0]),
                                         ct_le_scalar(x, node->scalars[1])));
+    if (ct__is_complex(x->dtype)) return complex_gradient(op, x, y, g);
     return unary_rules[op](x, y, g);
 }
 
@@ -133,17 +170,6 @@ static ct_status unary_backward(ct__node *node, const ct_tensor *g, ct_tensor **
     ct_status status = grad_in[0] ? CT_OK : ct_last_status();
     ct_scope_end();
     return status;
-}
-
-/* A complex result from an input that requires grad: autograd has no complex rules yet, so an
- * error, never a result that silently carries no gradient. Releases out. */
-ct_tensor *ct__no_complex_grad(ct_tensor *out, const char *name) {
-    ct_release(out);
-    return ct__fail(CT_ERR_UNSUPPORTED,
-                    "%s: gradients through complex tensors are not supported yet, and an input "
-                    "requires grad; compute it under ct_no_grad_push(), or on ct_detach()ed "
-                    "inputs",
-                    name);
 }
 
 /* An op without a backward rule given an input that requires grad: an error, never a zero
@@ -159,8 +185,7 @@ static ct_tensor *no_rule(ct_tensor *out, const char *name) {
 
 ct_tensor *ct__record_unary(ct_tensor *out, const char *name, ct__unary_op op, const ct_tensor *x,
                             double p0, double p1) {
-    if (out && ct__is_complex(out->dtype)) return ct__no_complex_grad(out, name);
-    if (!out || !ct__is_float(out->dtype)) return out;
+    if (!out || !ct__grad_dtype(out->dtype)) return out;
     if (op != CT_UOP_CLAMP && !unary_rules[op]) return no_rule(out, name);
     ct__node *node = ct__node_new(name, unary_backward, 1, &x);
     if (node) {
@@ -223,8 +248,8 @@ RULE(pow) {
         *ga = b            ? ct_mul(g, ct_mul(b, ct_pow(a, ct_sub_scalar(b, 1.0))))
               : in->s == 0 ? zeros_like(g)
                            : ct_mul(g, ct_mul_scalar(ct_pow_scalar(a, in->s - 1.0), in->s));
-    if (in->need_b) /* 0 where a == 0 and b >= 0, where log(a) would give NaN times 0 */
-        *gb = ct_where(ct_logical_and(ct_eq_scalar(a, 0.0), ct_ge_scalar(b, 0.0)),
+    if (in->need_b) /* 0 where a == 0 and Re b >= 0, where log(a) would give NaN times 0 */
+        *gb = ct_where(ct_logical_and(ct_eq_scalar(a, 0.0), ct_ge_scalar(ct_real(b), 0.0)),
                        ct__full_on(g->storage->device, 0, NULL, 0.0, g->dtype),
                        ct_mul(g, ct_mul(ct_pow(a, b), ct_log(a))));
 }
@@ -297,6 +322,10 @@ static ct_status binary_backward(ct__node *node, const ct_tensor *g, ct_tensor *
     if (ct_scope_begin() != CT_OK) return ct_last_status();
     binary_in in = {node->saved[0], node->saved[1], node->scalars[0], node->inputs[0] != NULL,
                     node->ninputs > 1 && node->inputs[1]};
+    if (ct__is_complex(g->dtype)) { /* the complex ops (add, sub, mul, div, pow) are holomorphic */
+        in.a = in.a ? ct_conj(in.a) : NULL;
+        in.b = in.b ? ct_conj(in.b) : NULL;
+    }
     ct_tensor *ga = NULL, *gb = NULL;
     binary_rules[node->ints[0]](&in, g, &ga, &gb);
     grad_in[0] = in.need_a ? keep(ga) : NULL;
@@ -310,8 +339,7 @@ static ct_status binary_backward(ct__node *node, const ct_tensor *g, ct_tensor *
 
 ct_tensor *ct__record_binary(ct_tensor *out, const char *name, ct__binary_op op, const ct_tensor *a,
                              const ct_tensor *b, double s) {
-    if (out && ct__is_complex(out->dtype)) return ct__no_complex_grad(out, name);
-    if (!out || !ct__is_float(out->dtype)) return out;
+    if (!out || !ct__grad_dtype(out->dtype)) return out;
     if (!binary_rules[op]) return no_rule(out, name);
     const ct_tensor *inputs[2] = {a, b};
     ct__node *node = ct__node_new(name, binary_backward, b ? 2 : 1, inputs);
@@ -345,8 +373,7 @@ static ct_status where_backward(ct__node *node, const ct_tensor *g, ct_tensor **
 
 ct_tensor *ct__record_where(ct_tensor *out, const ct_tensor *cond, const ct_tensor *a,
                             const ct_tensor *b) {
-    if (out && ct__is_complex(out->dtype)) return ct__no_complex_grad(out, "ct_where");
-    if (!out || !ct__is_float(out->dtype)) return out;
+    if (!out || !ct__grad_dtype(out->dtype)) return out;
     const ct_tensor *inputs[3] = {NULL, a, b};
     ct__node *node = ct__node_new("ct_where", where_backward, 3, inputs);
     if (node) ct__node_save(node, 0, cond);

@@ -3,7 +3,11 @@
  * input made contiguous), the input cropped or zero-padded to its length first (ct_slice and
  * ct_concat). The n-dimensional transforms are
  * one-axis transforms in turn; hfft and ihfft are irfft and rfft of the signal with its
- * indices reversed modulo n (the conjugate, for a real result or a real input). */
+ * indices reversed modulo n (the conjugate, for a real result or a real input).
+ *
+ * Gradients: the crops, pads, casts and reversals are recorded ops (slice, concat, cast), and
+ * each one-axis transform records the adjoint of its linear map (transform_backward), so every
+ * transform and its norm, n and axes are differentiable in PyTorch's convention. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,9 +76,13 @@ static ct_tensor *reversed_mod(const ct_tensor *x, int axis) {
     return out;
 }
 
+static ct_tensor *record_transform(ct_tensor *out, const ct_tensor *x, int axis, ct__fft_type type,
+                                   int sign, int64_t n, double scale);
+
 /* One transform along axis of x, whose length there is the transform's input's (n, or
  * n/2 + 1 for C2R), of dtype complex (C2C, C2R) or real (R2C) in the transform's precision.
- * The result: complex (C2C, R2C) or real (C2R), a new tensor with x's axes. */
+ * The result: complex (C2C, R2C) or real (C2R), a new tensor with x's axes, recorded when x
+ * requires grad. */
 static ct_tensor *transform(const ct_tensor *x, int axis, ct__fft_type type, int sign, int64_t n,
                             double scale) {
     ct_device device = ct_device_of(x);
@@ -118,23 +126,73 @@ static ct_tensor *transform(const ct_tensor *x, int axis, ct__fft_type type, int
     ct_release(rows);
     ct_tensor *placed = out ? ct_permute(out, nd, inverse) : NULL;
     ct_release(out);
-    return placed;
+    return ct__grad_needed(1, &x) ? record_transform(placed, x, axis, type, sign, n, scale)
+                                  : placed;
 }
 
-/* The checks every transform makes: x and norm, and no gradient asked (autograd has no
- * complex rules yet, and every transform has a complex input or result). */
+/* The gradient of a transform's input from g, its result's (PyTorch's convention: the adjoint
+ * A^H g of the linear map A, its real part for a real input):
+ * - C2C of sign s and scale c: A^H is C2C of sign -s and scale c.
+ * - R2C (the first n/2 + 1 rows of a forward C2C of a real x): g padded with zeros to n, C2C
+ *   of sign +1, real part.
+ * - C2R (from the m = n/2 + 1 bins h, the others being their mirrors conj(h[n - k])): x =
+ *   c Re(sum_k w_k h_k e^(2 pi i jk/n)), w_k = 2 for the bins 1 .. n - m that have a mirror
+ *   and 1 for the others, so the gradient of h_k is c w_k R2C(g)_k. */
+static ct_tensor *transform_gradient(const ct__node *node, const ct_tensor *g) {
+    int axis = (int)node->ints[0], sign = (int)node->ints[2];
+    ct__fft_type type = (ct__fft_type)node->ints[1];
+    int64_t n = node->ints[3], m = n / 2 + 1, doubled = n - m;
+    double scale = node->scalars[0];
+    if (type == CT_FFT_TYPE_C2C) return transform(g, axis, CT_FFT_TYPE_C2C, -sign, n, scale);
+    if (type == CT_FFT_TYPE_R2C) {
+        ct_tensor *full = fit(g, axis, n);
+        ct_tensor *back = full ? transform(full, axis, CT_FFT_TYPE_C2C, 1, n, scale) : NULL;
+        ct_tensor *out = back ? ct_real(back) : NULL;
+        ct_release(full);
+        ct_release(back);
+        return out;
+    }
+    ct_tensor *bins = transform(g, axis, CT_FFT_TYPE_R2C, -1, n, scale);
+    if (!bins || doubled < 1) return bins;
+    ct_tensor *first = ct_slice(bins, axis, 0, 1, 1);
+    ct_tensor *mirrored = ct_slice(bins, axis, 1, 1 + doubled, 1);
+    ct_tensor *twice = mirrored ? ct_mul_scalar(mirrored, 2.0) : NULL;
+    ct_tensor *rest = ct_slice(bins, axis, 1 + doubled, m, 1);
+    const ct_tensor *parts[3] = {first, twice, rest};
+    ct_tensor *out =
+        first && twice && rest ? ct_concat(1 + doubled < m ? 3 : 2, parts, axis) : NULL;
+    ct_release(bins);
+    ct_release(first);
+    ct_release(mirrored);
+    ct_release(twice);
+    ct_release(rest);
+    return out;
+}
+
+static ct_status transform_backward(ct__node *node, const ct_tensor *g, ct_tensor **grad_in) {
+    grad_in[0] = transform_gradient(node, g);
+    return grad_in[0] ? CT_OK : ct_last_status();
+}
+
+static ct_tensor *record_transform(ct_tensor *out, const ct_tensor *x, int axis, ct__fft_type type,
+                                   int sign, int64_t n, double scale) {
+    ct__node *node = out ? ct__node_new("ct_fft", transform_backward, 1, &x) : NULL;
+    if (node) {
+        node->ints[0] = axis;
+        node->ints[1] = type;
+        node->ints[2] = sign;
+        node->ints[3] = n;
+        node->scalars[0] = scale;
+    }
+    return ct__record(out, node);
+}
+
+/* The checks every transform makes: x and norm. */
 static bool check(const char *op, const ct_tensor *x, ct_fft_norm norm) {
     ct_device device;
     if (!ct__check_args_complex(op, 1, &x, &device) || !norm_ok(op, norm)) return false;
     if (x->ndim == 0) {
         ct__error(CT_ERR_SHAPE, "%s: x is 0-d; a transform needs an axis", op);
-        return false;
-    }
-    if (ct__grad_needed(1, &x)) {
-        ct__error(CT_ERR_UNSUPPORTED,
-                  "%s: gradients through complex tensors are not supported yet, and x requires "
-                  "grad; compute it under ct_no_grad_push(), or on a ct_detach()ed x",
-                  op);
         return false;
     }
     return true;

@@ -6,6 +6,14 @@
 
 #include "autograd/tape_impl.h"
 #include "backend/backend_impl.h"
+#include "core/dtype_impl.h"
+
+/* A result of this dtype carries a gradient: floating and complex (complex rules follow
+ * PyTorch's convention: the gradient of a real loss L with respect to z = x + iy is
+ * dL/dx + i dL/dy, so a holomorphic f passes grad_out * conj(f'(z)) to z). */
+static inline bool ct__grad_dtype(ct_dtype dtype) {
+    return ct__is_float(dtype) || ct__is_complex(dtype);
+}
 
 /* name: the op ("ct_relu"); p0, p1: clamp's bounds. */
 ct_tensor *ct__record_unary(ct_tensor *out, const char *name, ct__unary_op op, const ct_tensor *x,
@@ -25,9 +33,8 @@ ct_tensor *ct__record_matmul(ct_tensor *out, const ct_tensor *a, const ct_tensor
  * cast, to: the engine sums, casts and moves it). */
 ct_tensor *ct__record_reshape(ct_tensor *out, const ct_tensor *x, const char *name);
 ct_tensor *ct__record_identity(ct_tensor *out, const ct_tensor *x, const char *name);
-/* Called where an op records its result and an input requires grad but the result is
- * complex: releases out and fails with CT_ERR_UNSUPPORTED naming the op (no complex rules). */
-ct_tensor *ct__no_complex_grad(ct_tensor *out, const char *name);
+/* ct_real (part 0), ct_imag (1) and ct_conj (2) of a complex x. */
+ct_tensor *ct__record_complex_part(ct_tensor *out, const ct_tensor *x, int part);
 ct_tensor *ct__record_permute(ct_tensor *out, const ct_tensor *x, int ndim, const int *perm);
 ct_tensor *ct__record_slice(ct_tensor *out, const ct_tensor *x, int axis, int64_t start,
                             int64_t step);

@@ -21,7 +21,7 @@ static ct_status scatter_backward(ct__node *node, const ct_tensor *g, ct_tensor 
 
 static ct_tensor *record(ct_tensor *out, const char *name, const ct_tensor *x, int axis,
                          const ct_tensor *index, bool scatter) {
-    if (!out || !ct__is_float(out->dtype)) return out;
+    if (!out || !ct__grad_dtype(out->dtype)) return out;
     ct__node *node = ct__node_new(name, scatter_backward, 1, &x);
     if (node) {
         node->ints[0] = axis;

@@ -175,8 +175,9 @@ static ct_tensor *reduce_axes(const char *name, ct__reduce_op op, const ct_tenso
     if (!ct__check_args_complex(name, 1, &x, &device)) return NULL;
     bool reduced[CT_MAX_DIMS];
     if (!parse_axes(name, x, naxes, axes, reduced)) return NULL;
-    if (ct__is_complex(x->dtype)) return ct__complex_reduce(name, op, x, reduced, keepdim);
-    ct_tensor *out = reduce(name, op, x, reduced, keepdim, correction, device);
+    ct_tensor *out = ct__is_complex(x->dtype)
+                         ? ct__complex_reduce(name, op, x, reduced, keepdim)
+                         : reduce(name, op, x, reduced, keepdim, correction, device);
     return ct__grad_needed(1, &x)
                ? ct__record_reduce(out, name, op, x, reduced, keepdim, correction)
                : out;

@@ -23,7 +23,9 @@ static ct_tensor *reduce_gradient(const ct__node *node, const ct_tensor *g) {
     switch ((ct__reduce_op)node->ints[0]) {
     case CT_ROP_SUM: return ct_expand(gk, x->ndim, x->shape);
     case CT_ROP_MEAN: return ct_expand(ct_div_scalar(gk, (double)count), x->ndim, x->shape);
-    case CT_ROP_PROD: return ct_div(ct_mul(gk, yk), x); /* x with zeros gives NaN; see notes */
+    case CT_ROP_PROD: /* x with zeros gives NaN; complex: conj(y / x) (holomorphic) */
+        if (ct__is_complex(x->dtype)) return ct_div(ct_mul(gk, ct_conj(yk)), ct_conj(x));
+        return ct_div(ct_mul(gk, yk), x);
     case CT_ROP_MAX:
     case CT_ROP_MIN: {
         /* Ties share the gradient evenly, as PyTorch's amax/amin. */
@@ -56,7 +58,7 @@ static bool differentiable(ct__reduce_op op) {
 ct_tensor *ct__record_reduce(ct_tensor *out, const char *name, ct__reduce_op op, const ct_tensor *x,
                              const bool *reduced, bool keepdim, double correction) {
     (void)keepdim; /* the reduced axes alone say how to put them back */
-    if (!out || !differentiable(op) || !ct__is_float(out->dtype)) return out;
+    if (!out || !differentiable(op) || !ct__grad_dtype(out->dtype)) return out;
     ct__node *node = ct__node_new(name, reduce_backward, 1, &x);
     if (!node) return ct__record(out, NULL);
     node->ints[0] = op;
@@ -81,11 +83,16 @@ static ct_tensor *as_matrix(const ct_tensor *t, bool left) {
     return ct_unsqueeze(t, left ? 0 : 1);
 }
 
-/* a (..., m, k) @ b (..., k, n) = y: ga = g b^T, gb = a^T g; the engine sums broadcast
- * batch axes. 1-D operands are treated as matrices and their added axis dropped again. */
+/* a (..., m, k) @ b (..., k, n) = y: ga = g b^H, gb = a^H g (b^T and a^T for real ones); the
+ * engine sums broadcast batch axes. 1-D operands are treated as matrices and their added axis
+ * dropped again. */
 static ct_status matmul_backward(ct__node *node, const ct_tensor *g, ct_tensor **grad_in) {
     if (ct_scope_begin() != CT_OK) return ct_last_status();
-    const ct_tensor *a = node->saved[0], *b = node->saved[1];
+    const ct_tensor *a = ct_conj(node->saved[0]), *b = ct_conj(node->saved[1]);
+    if (!a || !b) {
+        ct_scope_end();
+        return ct_last_status();
+    }
     if (a->ndim == 1 && b->ndim == 1) { /* a dot product */
         if (node->inputs[0]) grad_in[0] = keep(ct_mul(g, b));
         if (node->inputs[1]) grad_in[1] = keep(ct_mul(g, a));
@@ -117,7 +124,7 @@ static ct_status matmul_backward(ct__node *node, const ct_tensor *g, ct_tensor *
 }
 
 ct_tensor *ct__record_matmul(ct_tensor *out, const ct_tensor *a, const ct_tensor *b) {
-    if (!out || !ct__is_float(out->dtype)) return out;
+    if (!out || !ct__grad_dtype(out->dtype)) return out;
     const ct_tensor *inputs[2] = {a, b};
     ct__node *node = ct__node_new("ct_matmul", matmul_backward, 2, inputs);
     if (node) ct__node_save(node, 0, a), ct__node_save(node, 1, b);

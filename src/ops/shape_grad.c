@@ -14,7 +14,7 @@ static ct_status reshape_backward(ct__node *node, const ct_tensor *g, ct_tensor 
 }
 
 ct_tensor *ct__record_reshape(ct_tensor *out, const ct_tensor *x, const char *name) {
-    if (!out || !ct__is_float(out->dtype)) return out;
+    if (!out || !ct__grad_dtype(out->dtype)) return out;
     return ct__record(out, ct__node_new(name, reshape_backward, 1, &x));
 }
 
@@ -24,8 +24,7 @@ static ct_status identity_backward(ct__node *node, const ct_tensor *g, ct_tensor
 }
 
 ct_tensor *ct__record_identity(ct_tensor *out, const ct_tensor *x, const char *name) {
-    if (out && ct__is_complex(out->dtype)) return ct__no_complex_grad(out, name);
-    if (!out || !ct__is_float(out->dtype) || !ct__is_float(x->dtype)) return out;
+    if (!out || !ct__grad_dtype(out->dtype) || !ct__grad_dtype(x->dtype)) return out;
     return ct__record(out, ct__node_new(name, identity_backward, 1, &x));
 }
 
@@ -36,7 +35,7 @@ static ct_status permute_backward(ct__node *node, const ct_tensor *g, ct_tensor 
 }
 
 ct_tensor *ct__record_permute(ct_tensor *out, const ct_tensor *x, int ndim, const int *perm) {
-    if (!out || !ct__is_float(out->dtype)) return out;
+    if (!out || !ct__grad_dtype(out->dtype)) return out;
     ct__node *node = ct__node_new("ct_permute", permute_backward, 1, &x);
     if (node)
         for (int d = 0; d < ndim; d++) node->ints[d] = perm[d];
@@ -65,7 +64,7 @@ static ct_status slice_backward(ct__node *node, const ct_tensor *g, ct_tensor **
 
 ct_tensor *ct__record_slice(ct_tensor *out, const ct_tensor *x, int axis, int64_t start,
                             int64_t step) {
-    if (!out || !ct__is_float(out->dtype)) return out;
+    if (!out || !ct__grad_dtype(out->dtype)) return out;
     ct__node *node = ct__node_new("ct_slice", slice_backward, 1, &x);
     if (node) node->ints[0] = axis, node->ints[1] = start, node->ints[2] = step;
     return ct__record(out, node);
@@ -98,7 +97,7 @@ static void free_lengths(void *lengths) { ct__free_mem(lengths); }
 
 ct_tensor *ct__record_concat(ct_tensor *out, int n, const ct_tensor *const *tensors, int axis,
                              bool stacked) {
-    if (!out || !ct__is_float(out->dtype)) return out;
+    if (!out || !ct__grad_dtype(out->dtype)) return out;
     const char *name = stacked ? "ct_stack" : "ct_concat";
     ct__node *node = ct__node_new(name, concat_backward, n, tensors);
     int64_t *lengths = node ? ct__malloc(sizeof(int64_t) * (size_t)n) : NULL;
