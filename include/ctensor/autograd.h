@@ -8,8 +8,12 @@
  * retained) and with the last reference to its result, so a training step inside a scope
  * leaves nothing behind.
  *
- * Gradients flow through floating dtypes only. Ops without a derivative (comparisons,
- * floor, argmax, ...) give results that do not require grad. Writing into a tensor that
+ * Gradients flow through floating and complex dtypes. Complex gradients follow PyTorch's
+ * convention: for a real loss L, the gradient of z = x + iy is dL/dx + i dL/dy (a
+ * holomorphic f passes grad * conj(f'(z)) to z), a real input that entered a complex op gets
+ * the real part, and a complex output needs its gradient given (ct_backward_with). Ops
+ * without a derivative (comparisons, floor, argmax, ...) give results that do not require
+ * grad. Writing into a tensor that
  * requires grad (ct_fill, ct_copy) is CT_ERR_STATE, outside a no-grad region for leaves. */
 #ifndef CTENSOR_AUTOGRAD_H
 #define CTENSOR_AUTOGRAD_H
@@ -23,8 +27,8 @@
 extern "C" {
 #endif
 
-/* Mark a leaf tensor (one no op made with grad on) as requiring grad, or not. Floating
- * dtypes only (CT_ERR_DTYPE); CT_ERR_STATE on a tensor an op recorded. */
+/* Mark a leaf tensor (one no op made with grad on) as requiring grad, or not. Floating and
+ * complex dtypes only (CT_ERR_DTYPE); CT_ERR_STATE on a tensor an op recorded. */
 CT_API ct_status ct_set_requires_grad(ct_tensor *t, bool requires_grad);
 CT_API bool ct_requires_grad(const ct_tensor *t);
 /* True for a tensor no recorded op made (parameters, inputs). */
@@ -32,7 +36,8 @@ CT_API bool ct_is_leaf(const ct_tensor *t);
 
 /* Backpropagate from a scalar (one-element) loss, as loss.backward(). CT_ERR_STATE when
  * loss does not require grad or its graph was freed by an earlier backward; CT_ERR_SHAPE
- * when loss has more than one element (use ct_backward_with). */
+ * when loss has more than one element and CT_ERR_DTYPE when it is complex (as PyTorch's
+ * "grad can be implicitly created only for real scalar outputs"; use ct_backward_with). */
 CT_API ct_status ct_backward(const ct_tensor *loss);
 /* Backpropagate `gradient` (loss's shape, dtype and device; NULL for a one-element loss)
  * from any tensor; retain_graph keeps the saved tensors for another backward. */

@@ -18,8 +18,10 @@
  *     fftn, ifftn, irfft, irfftn and hfft take complex input; real input is taken as complex
  *     (float64 as complex128, other reals as complex64). rfft, rfftn and ihfft take real input
  *     (float64 in float64, other reals in float32); complex input is CT_ERR_DTYPE.
- *   - Results are new tensors on x's device. Autograd has no complex rules yet: a transform
- *     of a tensor that requires grad (in grad mode) is CT_ERR_UNSUPPORTED. */
+ *   - Results are new tensors on x's device. Every transform is differentiable (PyTorch's
+ *     convention for complex gradients, ctensor/autograd.h): its gradient is the adjoint
+ *     transform under the same norm, and the half-spectrum ones (rfft, irfft, hfft, ihfft and
+ *     their n-dimensional forms) count each bin that stands for its mirror twice. */
 #ifndef CTENSOR_FFT_H
 #define CTENSOR_FFT_H
 
