@@ -129,15 +129,18 @@ DEVICE_TEST(test_autograd_complex_binary) {
             }
 }
 
+/* The scalar forms, the scalar on either side: ((-1.5 z)^2.5 - 0.5) / 3 + 2 / z + 1.7^z. */
 static ct_tensor *scalar_ops(ct_tensor *const *in, void *context) {
     (void)context;
     ct_tensor *a = ct_mul_scalar(in[0], -1.5);
     ct_tensor *b = a ? ct_pow_scalar(a, 2.5) : NULL;
     ct_tensor *c = b ? ct_sub_scalar(b, 0.5) : NULL;
-    ct_tensor *out = c ? ct_div_scalar(c, 3.0) : NULL;
-    ct_release(a);
-    ct_release(b);
-    ct_release(c);
+    ct_tensor *d = c ? ct_div_scalar(c, 3.0) : NULL;
+    ct_tensor *e = ct_div_rscalar(in[0], 2.0), *f = ct_pow_rscalar(in[0], 1.7);
+    ct_tensor *de = d && e ? ct_add(d, e) : NULL;
+    ct_tensor *out = de && f ? ct_add(de, f) : NULL;
+    ct_tensor *all[] = {a, b, c, d, e, f, de};
+    release_all(7, all);
     return out;
 }
 
