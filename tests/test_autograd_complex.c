@@ -306,6 +306,33 @@ DEVICE_TEST(test_autograd_complex_shape_ops) {
     release_all(5, all);
 }
 
+/* stack, repeat and index_add: composed ops and the adds at indices. */
+static ct_tensor *composed_op(ct_tensor *const *in, void *context) {
+    const ct_tensor *index = context;
+    ct_tensor *t = ct_matmul(in[0], in[1]); /* 2 x 3 */
+    const ct_tensor *pair[2] = {t, in[2]};
+    ct_tensor *s = t ? ct_stack(2, pair, 0) : NULL; /* 2 x 2 x 3 */
+    ct_tensor *r = s ? ct_repeat(s, 2, 2) : NULL;   /* 2 x 2 x 6 */
+    ct_tensor *flat = r ? ct_reshape(r, 2, (int64_t[]){4, 6}) : NULL;
+    ct_tensor *out = flat ? ct_index_add(flat, 0, index, in[3]) : NULL;
+    ct_tensor *all[] = {t, s, r, flat};
+    release_all(4, all);
+    return out;
+}
+
+DEVICE_TEST(test_autograd_complex_composed_ops) {
+    double rows[2] = {3, 3};
+    ct_tensor *rows_f = ref_tensor(rows, 1, (int64_t[]){2}, CT_F64, device);
+    ct_tensor *index = ct_cast(rows_f, CT_I64);
+    ct_tensor *in[4] = {
+        zleaf(device, 2, (int64_t[]){2, 4}, 90, 0), zleaf(device, 2, (int64_t[]){4, 3}, 91, 1),
+        zleaf(device, 2, (int64_t[]){2, 3}, 92, 2), zleaf(device, 2, (int64_t[]){2, 6}, 93, 0)};
+    CHECK(gradcheck(composed_op, 4, in, index));
+    release_all(4, in);
+    ct_release(index);
+    ct_release(rows_f);
+}
+
 /* ---- roots and ops without a complex derivative ---- */
 
 DEVICE_TEST(test_autograd_complex_root_refused) {
