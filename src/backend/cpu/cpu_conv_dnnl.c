@@ -380,8 +380,7 @@ bool ct__cpu_conv2d_dnnl_runs(const ct__conv2d_args *a, bool backward) {
 
 bool ct__cpu_conv2d_dnnl_winograd(const ct__conv2d_args *a, bool backward) {
     conv_key key = key_of(a, !backward && a->bias != NULL);
-    const conv_entry *e = a->batch > 0 ? entry_for(&key) : NULL;
-    return e && e->winograd;
+    return ct__cpu_conv2d_dnnl_runs(a, backward) && entry_for(&key)->winograd;
 }
 
 static const conv_entry *entry_of_call(const ct__conv2d_args *a, bool backward) {
