@@ -266,9 +266,9 @@ static void destroy_step(conv_step *st) {
 
 /* Whether key's primitives are first tried with the Winograd algorithm (F(4x4, 3x3); where
  * oneDNN has none for the CPU they are made direct): f32 under ct_set_matmul_precision("high"),
- * 3x3, stride 1, undilated, ungrouped, with at least 32 input and output channels. On the
- * CIFAR ResNets' shapes of 32 channels and more its three kinds measured about twice as fast
- * as direct, on 16 channels slower. Its result is a fixed function of the inputs as direct's
+ * 3x3, stride 1, undilated, ungrouped, with at least 32 input and output channels: the
+ * ResNets' shapes where its three kinds measured faster than direct (bench_resnet_conv; at 16
+ * channels it was slower). Its result is a fixed function of the inputs as direct's
  * is (the algorithm depends on the shape and the setting alone, never on a timing), but it
  * rounds more: about 4x direct's error against float64 (its transforms add and subtract
  * partial sums), which is why full f32 ("highest", the default) keeps direct. */
