@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "autograd/tape_impl.h"
+#include "backend/conv_args_impl.h"
 #include "backend/cpu/cpu_impl.h"
 #include "core/tensor_impl.h"
 #include "ct_gradcheck.h"
@@ -112,8 +113,11 @@ static bool close_all(const ct_tensor *t, const double *expected, double tol) {
     return ok;
 }
 
+/* Under ct_set_matmul_precision("high") f32 may round more (the CPU's Winograd convolutions);
+ * the tests that set it run on the CPU alone. */
 static double conv_tol(ct_dtype dtype) {
-    return dtype == CT_F64 ? 1e-12 : dtype == CT_F32 ? 2e-5 : dtype == CT_F16 ? 1e-2 : 5e-2;
+    double f32 = strcmp(ct_get_matmul_precision(), "high") == 0 ? 2e-4 : 2e-5;
+    return dtype == CT_F64 ? 1e-12 : dtype == CT_F32 ? f32 : dtype == CT_F16 ? 1e-2 : 5e-2;
 }
 
 static const conv_case cases[] = {
@@ -391,6 +395,7 @@ DEVICE_TEST(test_nn_conv_resnet_shapes_match_reference) {
         {2, 16, 32, 32, 16, 3, 3, {{1, 1}, {1, 1}, {1, 1}, 1}, false},
         {2, 16, 32, 32, 32, 3, 3, {{2, 2}, {1, 1}, {1, 1}, 1}, false},
         {2, 16, 32, 32, 32, 1, 1, {{2, 2}, {0, 0}, {1, 1}, 1}, false},
+        {2, 32, 16, 16, 32, 3, 3, {{1, 1}, {1, 1}, {1, 1}, 1}, false},
         {2, 64, 8, 8, 64, 3, 3, {{1, 1}, {1, 1}, {1, 1}, 1}, false},
         {2, 3, 32, 32, 16, 3, 3, {{1, 1}, {1, 1}, {1, 1}, 1}, false}, /* the stem */
     };
@@ -535,6 +540,115 @@ TEST(test_nn_conv_device_mismatch) {
     ct_release(w);
     CHECK(y == NULL);
     CHECK_ERROR(CT_ERR_DEVICE_MISMATCH, "ct_conv2d");
+}
+
+/* The backend's arguments of case k in f32 under the current precision setting. */
+static ct__conv2d_args cpu_args(const conv_case *k) {
+    ct__conv2d_args a = {.dtype = CT_F32,
+                         .batch = k->n,
+                         .in_channels = k->c,
+                         .in_h = k->h,
+                         .in_w = k->w,
+                         .out_channels = k->o,
+                         .kernel_h = k->kh,
+                         .kernel_w = k->kw,
+                         .out_h = out_size(k, 0),
+                         .out_w = out_size(k, 1),
+                         .groups = eff(k->opt.groups, 1),
+                         .allow_tf32 = strcmp(ct_get_matmul_precision(), "high") == 0};
+    for (int i = 0; i < 2; i++) {
+        a.stride[i] = eff(k->opt.stride[i], 1);
+        a.padding[i] = k->opt.padding[i];
+        a.dilation[i] = eff(k->opt.dilation[i], 1);
+    }
+    return a;
+}
+
+static const conv_case winograd_cases[] = {
+    {2, 32, 16, 16, 32, 3, 3, {{1, 1}, {1, 1}, {1, 1}, 1}, true}, /* with bias */
+    {3, 64, 8, 8, 64, 3, 3, {{1, 1}, {1, 1}, {1, 1}, 1}, false},
+    {2, 32, 9, 7, 48, 3, 3, {{1, 1}, {1, 1}, {1, 1}, 1}, false}, /* odd sizes, 48 out */
+};
+
+/* Under "high", f32 3x3 stride-1 convolutions of 32 channels and more run with oneDNN's
+ * Winograd algorithm on a CPU that has it (AVX-512; where f32 goes to oneDNN), and meet the
+ * float64 reference at "high"'s tolerance, forward and backward; 16 channels, stride 2, 1x1
+ * and the default "highest" keep direct. */
+TEST(test_nn_conv_winograd_under_high_precision) {
+    static const conv_case direct[] = {
+        {2, 16, 32, 32, 16, 3, 3, {{1, 1}, {1, 1}, {1, 1}, 1}, false},
+        {2, 32, 16, 16, 64, 3, 3, {{2, 2}, {1, 1}, {1, 1}, 1}, false},
+        {2, 32, 16, 16, 64, 1, 1, {{1, 1}, {0, 0}, {1, 1}, 1}, false},
+    };
+    bool has = ct__cpu_conv2d_f32_on_onednn(32) && __builtin_cpu_supports("avx512f");
+    ct__conv2d_args full = cpu_args(&winograd_cases[0]);
+    CHECK(!ct__cpu_conv2d_dnnl_winograd(&full, false));
+    CHECK_OK(ct_set_matmul_precision("high"));
+    bool ok = true;
+    for (size_t i = 0; ok && i < sizeof winograd_cases / sizeof winograd_cases[0]; i++) {
+        ct__conv2d_args a = cpu_args(&winograd_cases[i]);
+        ok = ct__cpu_conv2d_dnnl_winograd(&a, false) == has &&
+             ct__cpu_conv2d_dnnl_winograd(&a, true) == has &&
+             forward_case(&winograd_cases[i], CT_F32, false, CT_CPU) &&
+             backward_case(&winograd_cases[i], CT_F32, CT_CPU);
+        if (!ok) fprintf(stderr, "  Winograd case %zu\n", i);
+    }
+    for (size_t i = 0; ok && i < sizeof direct / sizeof direct[0]; i++) {
+        ct__conv2d_args a = cpu_args(&direct[i]);
+        ok = !ct__cpu_conv2d_dnnl_winograd(&a, false);
+        if (!ok) fprintf(stderr, "  direct case %zu\n", i);
+    }
+    CHECK_OK(ct_set_matmul_precision("highest"));
+    CHECK(ok);
+}
+
+/* Forward and backward of x and w (requiring grad) into out[0..2], y and the two gradients,
+ * as host floats. */
+static bool run_into(const ct_tensor *x, const ct_tensor *w, const conv_case *k, float *out[3]) {
+    ct_zero_grad((ct_tensor *)x);
+    ct_zero_grad((ct_tensor *)w);
+    ct_tensor *y = ct_conv2d(x, w, NULL, &k->opt);
+    ct_tensor *g = y ? ct_ones(4, ct_shape(y), CT_F32, CT_CPU) : NULL;
+    bool ok = g && ct_backward_with(y, g, false) == CT_OK;
+    ct_tensor *gx = ok ? ct_grad(x) : NULL, *gw = ok ? ct_grad(w) : NULL;
+    ok = gx && gw && ct_copy_to_host(y, out[0], (size_t)ct_numel(y) * sizeof(float)) == CT_OK &&
+         ct_copy_to_host(gx, out[1], (size_t)ct_numel(x) * sizeof(float)) == CT_OK &&
+         ct_copy_to_host(gw, out[2], (size_t)ct_numel(w) * sizeof(float)) == CT_OK;
+    ct_release(gx);
+    ct_release(gw);
+    ct_release(g);
+    ct_release(y);
+    return ok;
+}
+
+/* The CPU's convolutions give the same bits run after run, Winograd ("high") as direct: the
+ * algorithm depends on the shape and the setting, never on a timing, and a batch large enough
+ * to split across threads sums the weight gradient in a fixed order. */
+TEST(test_nn_conv_cpu_results_repeat_bit_for_bit) {
+    const conv_case k = {16, 64, 8, 8, 64, 3, 3, {{1, 1}, {1, 1}, {1, 1}, 1}, false};
+    int64_t xs[4] = {k.n, k.c, k.h, k.w}, ws[4] = {k.o, k.c, 3, 3};
+    size_t sizes[3] = {(size_t)(k.n * k.o * 64), (size_t)(k.n * k.c * 64), (size_t)(k.o * k.c * 9)};
+    ct_tensor *x = ct_rand(4, xs, CT_F32, CT_CPU), *w = ct_rand(4, ws, CT_F32, CT_CPU);
+    float *buf = malloc(2 * (sizes[0] + sizes[1] + sizes[2]) * sizeof(float));
+    CHECK(x && w && buf);
+    ct_set_requires_grad(x, true);
+    ct_set_requires_grad(w, true);
+    const char *settings[2] = {"highest", "high"};
+    bool ok = true;
+    for (int s = 0; s < 2 && ok; s++) {
+        ok = ct_set_matmul_precision(settings[s]) == CT_OK;
+        float *first[3] = {buf, buf + sizes[0], buf + sizes[0] + sizes[1]};
+        float *again[3] = {first[2] + sizes[2], first[2] + sizes[2] + sizes[0],
+                           first[2] + sizes[2] + sizes[0] + sizes[1]};
+        ok = ok && run_into(x, w, &k, first) && run_into(x, w, &k, again);
+        for (int i = 0; ok && i < 3; i++) ok = memcmp(first[i], again[i], sizes[i] * 4) == 0;
+        if (!ok) fprintf(stderr, "  under \"%s\"\n", settings[s]);
+    }
+    CHECK_OK(ct_set_matmul_precision("highest"));
+    free(buf);
+    ct_release(x);
+    ct_release(w);
+    CHECK(ok);
 }
 
 /* CT_F32_CONV picks where f32 convolutions run (the ctest variants *_on_onednn and *_on_im2col

@@ -72,8 +72,10 @@ CT_API ct_tensor *ct_matmul(const ct_tensor *a, const ct_tensor *b);
  * mode (PyTorch's torch.set_float32_matmul_precision, which PyTorch's cuDNN convolutions
  * leave to torch.backends.cudnn.allow_tf32): "highest" (the default) computes in full f32;
  * "high" lets CUDA use TF32 tensor cores (10-bit mantissa inputs, f32 accumulation) in
- * cuBLAS and cuDNN alike. The CPU always computes in full f32. Any other value (or NULL) is
- * CT_ERR_INVALID_ARG and keeps the setting. Process-wide; safe to call from any thread. */
+ * cuBLAS and cuDNN alike, and lets the CPU run f32 3x3 stride-1 convolutions of 32 channels
+ * and more with oneDNN's Winograd algorithm (f32 throughout, deterministic, about 4x the
+ * rounding error of the direct sum); the CPU's matmul is full f32 always. Any other value (or NULL)
+ * is CT_ERR_INVALID_ARG and keeps the setting. Process-wide; safe to call from any thread. */
 CT_API ct_status ct_set_matmul_precision(const char *precision);
 /* The current setting: "highest" or "high" (a static string). */
 CT_API const char *ct_get_matmul_precision(void);

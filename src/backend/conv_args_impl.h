@@ -21,7 +21,8 @@
  * asked for none). allow_tf32: f32 may use TF32 (ct_set_matmul_precision("high")), else f32
  * is computed in f32; deterministic: only algorithms whose result does not depend on
  * scheduling (ct_use_deterministic_algorithms). Both are part of what decides a plan; the
- * CPU, full f32 and deterministic always, ignores them. */
+ * CPU, deterministic always, reads allow_tf32 alone (Winograd for some f32 shapes:
+ * cpu_conv_dnnl.c). */
 typedef struct ct__conv2d_args {
     ct_dtype dtype;
     int64_t batch, in_channels, in_h, in_w;

@@ -1,8 +1,8 @@
 /* The process-wide numerical settings that the op layer passes to kernels in their arguments:
  * the f32 matmul precision (ct_set_matmul_precision: whether f32 matmul and convolution may
  * use TF32 tensor cores, as ct__matmul_args.allow_tf32), and deterministic algorithms
- * (ct_use_deterministic_algorithms). CPU kernels ignore both: they are full f32 and
- * deterministic always. */
+ * (ct_use_deterministic_algorithms). CPU kernels are deterministic always, and full f32 but
+ * for the convolutions that "high" lets run with Winograd (cpu_conv_dnnl.c). */
 #include <stdatomic.h>
 #include <string.h>
 

@@ -12,9 +12,11 @@
  * layout for an argument (oneDNN's fast kernels mostly do), each call reorders it into the
  * workspace and back (ONEDNN_VERBOSE=1 lists them). Primitives are made once per geometry and
  * kind and kept (a training step runs the same few convolutions thousands of times; making
- * one costs far more than running it on a small batch). Each call's scratchpad is the
- * workspace the op layer took from the device pool (oneDNN's user scratchpad mode), so
- * calls from several threads at once do not share scratch. */
+ * one costs far more than running it on a small batch), with the direct algorithm or, for f32
+ * 3x3 stride-1 convolutions of 32 channels and more under ct_set_matmul_precision("high"),
+ * Winograd (tries_winograd). Each call's
+ * scratchpad is the workspace the op layer took from the device pool (oneDNN's user scratchpad
+ * mode), so calls from several threads at once do not share scratch. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +36,8 @@ typedef enum conv_kind { FORWARD, BACKWARD_DATA, BACKWARD_WEIGHTS, KIND_COUNT } 
 typedef struct conv_key {
     int64_t batch, in_channels, in_h, in_w, out_channels, kernel_h, kernel_w, out_h, out_w;
     int64_t stride[2], padding[2], dilation[2], groups, dtype;
-    bool bias;
+    /* bias: forward adds one; reduced: f32 may round more for speed (allow_tf32). */
+    bool bias, reduced;
 } conv_key;
 
 /* One tensor argument of a primitive: the layout the primitive chose for it (md) and, where
@@ -61,7 +64,8 @@ typedef struct conv_step {
     dnnl_memory_desc_t scratch_md;
 } conv_step;
 
-/* A geometry's three steps; made says whether oneDNN made all of them. The workspace holds
+/* A geometry's three steps; made says whether oneDNN made all of them, winograd whether with
+ * the Winograd algorithm (else direct), for all three alike. The workspace holds
  * the scratchpad (scratch bytes, shared by every primitive, which run one after another),
  * then the reordered copies of the forward (forward_bytes) or of the larger backward step
  * (backward_bytes: the two run one after the other, so their copies share the room, except
@@ -70,7 +74,7 @@ typedef struct conv_step {
  * sums the bias's gradient itself. */
 typedef struct conv_entry {
     conv_key key;
-    bool made;
+    bool made, winograd;
     conv_step step[KIND_COUNT];
     size_t scratch, forward_bytes, backward_bytes;
 } conv_entry;
@@ -95,6 +99,7 @@ static conv_key key_of(const ct__conv2d_args *a, bool bias) {
     k.out_channels = a->out_channels, k.kernel_h = a->kernel_h, k.kernel_w = a->kernel_w;
     k.out_h = a->out_h, k.out_w = a->out_w, k.groups = a->groups, k.bias = bias;
     k.dtype = a->dtype;
+    k.reduced = a->allow_tf32 && a->dtype == CT_F32;
     for (int i = 0; i < 2; i++)
         k.stride[i] = a->stride[i], k.padding[i] = a->padding[i], k.dilation[i] = a->dilation[i];
     return k;
@@ -144,22 +149,22 @@ static bool right_padding(const conv_key *k, dnnl_dims_t r) {
     return true;
 }
 
-/* The operation descriptor of one kind, on layouts oneDNN chooses. */
-static bool op_desc(const conv_key *k, conv_kind kind, dnnl_convolution_desc_t *op) {
+/* The operation descriptor of one kind with algorithm alg, on layouts oneDNN chooses. */
+static bool op_desc(const conv_key *k, conv_kind kind, dnnl_alg_kind_t alg,
+                    dnnl_convolution_desc_t *op) {
     dnnl_dims_t s = {k->stride[0], k->stride[1]}, l = {k->padding[0], k->padding[1]}, r;
     dnnl_dims_t dil = {k->dilation[0] - 1, k->dilation[1] - 1}; /* oneDNN: 0 is none */
     conv_descs d;
     if (!right_padding(k, r) || !make_descs(k, true, &d)) return false;
     const dnnl_memory_desc_t *b = k->bias ? &d.b : NULL;
     dnnl_status_t st =
-        kind == FORWARD ? dnnl_dilated_convolution_forward_desc_init(op, dnnl_forward_training,
-                                                                     dnnl_convolution_direct, &d.x,
-                                                                     &d.w, b, &d.y, s, dil, l, r)
+        kind == FORWARD ? dnnl_dilated_convolution_forward_desc_init(
+                              op, dnnl_forward_training, alg, &d.x, &d.w, b, &d.y, s, dil, l, r)
         : kind == BACKWARD_DATA
-            ? dnnl_dilated_convolution_backward_data_desc_init(op, dnnl_convolution_direct, &d.x,
-                                                               &d.w, &d.y, s, dil, l, r)
-            : dnnl_dilated_convolution_backward_weights_desc_init(op, dnnl_convolution_direct, &d.x,
-                                                                  &d.w, b, &d.y, s, dil, l, r);
+            ? dnnl_dilated_convolution_backward_data_desc_init(op, alg, &d.x, &d.w, &d.y, s, dil, l,
+                                                               r)
+            : dnnl_dilated_convolution_backward_weights_desc_init(op, alg, &d.x, &d.w, b, &d.y, s,
+                                                                  dil, l, r);
     return st == dnnl_success;
 }
 
@@ -259,17 +264,32 @@ static void destroy_step(conv_step *st) {
     memset(st, 0, sizeof *st);
 }
 
-/* Make the three steps of e->key; e->made says whether all of them were made. */
-static void make_entry(conv_entry *e) {
+/* Whether key's primitives are first tried with the Winograd algorithm (F(4x4, 3x3); where
+ * oneDNN has none for the CPU they are made direct): f32 under ct_set_matmul_precision("high"),
+ * 3x3, stride 1, undilated, ungrouped, with at least 32 input and output channels: the
+ * ResNets' shapes where its three kinds measured faster than direct (bench_resnet_conv; at 16
+ * channels it was slower). Its result is a fixed function of the inputs as direct's
+ * is (the algorithm depends on the shape and the setting alone, never on a timing), but it
+ * rounds more: about 4x direct's error against float64 (its transforms add and subtract
+ * partial sums), which is why full f32 ("highest", the default) keeps direct. */
+static bool tries_winograd(const conv_key *k) {
+    return k->dtype == CT_F32 && k->reduced && k->kernel_h == 3 && k->kernel_w == 3 &&
+           k->stride[0] == 1 && k->stride[1] == 1 && k->dilation[0] == 1 && k->dilation[1] == 1 &&
+           k->groups == 1 && k->in_channels >= 32 && k->out_channels >= 32;
+}
+
+/* Make the three steps of e->key with algorithm alg; false (none kept) when oneDNN cannot. */
+static bool make_steps(conv_entry *e, dnnl_alg_kind_t alg) {
     dnnl_primitive_attr_t attr = NULL;
     dnnl_primitive_desc_t pd[KIND_COUNT] = {NULL, NULL, NULL};
     bool ok =
         dnnl_primitive_attr_create(&attr) == dnnl_success &&
         dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success;
     size_t offset[KIND_COUNT] = {0, 0, 0};
+    e->scratch = 0;
     for (int i = 0; ok && i < KIND_COUNT; i++) {
         dnnl_convolution_desc_t op;
-        ok = op_desc(&e->key, (conv_kind)i, &op) &&
+        ok = op_desc(&e->key, (conv_kind)i, alg, &op) &&
              dnnl_primitive_desc_create(&pd[i], &op, attr, engine,
                                         i == FORWARD ? NULL : pd[FORWARD]) == dnnl_success;
         const conv_step *data = i == BACKWARD_WEIGHTS ? &e->step[BACKWARD_DATA] : NULL;
@@ -285,7 +305,14 @@ static void make_entry(conv_entry *e) {
     e->forward_bytes = offset[FORWARD];
     e->backward_bytes = offset[BACKWARD_DATA] > offset[BACKWARD_WEIGHTS] ? offset[BACKWARD_DATA]
                                                                          : offset[BACKWARD_WEIGHTS];
-    e->made = ok;
+    return ok;
+}
+
+/* Make the three steps of e->key: Winograd where tries_winograd says so and oneDNN has it,
+ * else direct; e->made says whether they were made. */
+static void make_entry(conv_entry *e) {
+    e->winograd = tries_winograd(&e->key) && make_steps(e, dnnl_convolution_winograd);
+    e->made = e->winograd || make_steps(e, dnnl_convolution_direct);
 }
 
 /* The cached entry of key, made on first use; NULL when oneDNN cannot run it or the cache is
@@ -351,6 +378,11 @@ bool ct__cpu_conv2d_dnnl_runs(const ct__conv2d_args *a, bool backward) {
     return a->batch > 0 && entry_for(&key);
 }
 
+bool ct__cpu_conv2d_dnnl_winograd(const ct__conv2d_args *a, bool backward) {
+    conv_key key = key_of(a, !backward && a->bias != NULL);
+    return ct__cpu_conv2d_dnnl_runs(a, backward) && entry_for(&key)->winograd;
+}
+
 static const conv_entry *entry_of_call(const ct__conv2d_args *a, bool backward) {
     conv_key key = key_of(a, !backward && a->bias != NULL);
     const conv_entry *e = entry_for(&key);
@@ -367,8 +399,9 @@ ct_status ct__cpu_conv2d_dnnl_workspace(const ct__conv2d_args *a, bool backward,
     return CT_OK;
 }
 
-/* Run one reorder, or the step's primitive, on memories made over the given pointers. */
-static bool run_primitive(dnnl_primitive_t p, int n, const int *arg,
+/* Run one reorder, or the step's primitive, on stream, on memories made over the given
+ * pointers. */
+static bool run_primitive(dnnl_stream_t stream, dnnl_primitive_t p, int n, const int *arg,
                           const dnnl_memory_desc_t *const *md, void *const *data, void *scratch,
                           const dnnl_memory_desc_t *scratch_md) {
     dnnl_exec_arg_t args[MAX_SLOTS + 1];
@@ -380,25 +413,22 @@ static bool run_primitive(dnnl_primitive_t p, int n, const int *arg,
     }
     ok = ok && dnnl_memory_create(&mem[n], scratch_md, engine, scratch) == dnnl_success;
     args[n] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, mem[n]};
-    dnnl_stream_t stream = NULL;
-    ok = ok && dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) == dnnl_success &&
-         dnnl_primitive_execute(p, stream, n + 1, args) == dnnl_success &&
+    ok = ok && dnnl_primitive_execute(p, stream, n + 1, args) == dnnl_success &&
          dnnl_stream_wait(stream) == dnnl_success;
-    if (stream) dnnl_stream_destroy(stream);
     for (int i = 0; i <= n; i++)
         if (mem[i]) dnnl_memory_destroy(mem[i]);
     return ok;
 }
 
 /* Reorder slot s between the user's plain tensor and its copy in the workspace. */
-static bool reorder(const conv_entry *e, const conv_slot *s, void *user, char *ws,
-                    const conv_descs *d, const dnnl_memory_desc_t *scratch_md) {
+static bool reorder(dnnl_stream_t stream, const conv_entry *e, const conv_slot *s, void *user,
+                    char *ws, const conv_descs *d, const dnnl_memory_desc_t *scratch_md) {
     const dnnl_memory_desc_t *plain = plain_md(d, s->arg);
     const dnnl_memory_desc_t *md[2] = {s->output ? &s->md : plain, s->output ? plain : &s->md};
     void *data[2] = {s->output ? ws + e->scratch + s->offset : user,
                      s->output ? user : ws + e->scratch + s->offset};
     int arg[2] = {DNNL_ARG_FROM, DNNL_ARG_TO};
-    return run_primitive(s->reorder, 2, arg, md, data, ws, scratch_md);
+    return run_primitive(stream, s->reorder, 2, arg, md, data, ws, scratch_md);
 }
 
 /* Run step kind: reorder its inputs, run it, reorder its outputs. user[i] is slot i's tensor;
@@ -409,9 +439,11 @@ static ct_status execute(const conv_entry *e, conv_kind kind, const ct__conv2d_a
     conv_descs d;
     dnnl_memory_desc_t scratch_md;
     dnnl_dims_t scratch_dims = {(int64_t)e->scratch};
-    bool ok =
-        make_descs(&e->key, false, &d) &&
-        dnnl_memory_desc_init_by_tag(&scratch_md, 1, scratch_dims, dnnl_u8, dnnl_x) == dnnl_success;
+    dnnl_stream_t stream = NULL;
+    bool ok = make_descs(&e->key, false, &d) &&
+              dnnl_memory_desc_init_by_tag(&scratch_md, 1, scratch_dims, dnnl_u8, dnnl_x) ==
+                  dnnl_success &&
+              dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) == dnnl_success;
     int arg[MAX_SLOTS];
     const dnnl_memory_desc_t *md[MAX_SLOTS];
     void *data[MAX_SLOTS];
@@ -420,12 +452,14 @@ static ct_status execute(const conv_entry *e, conv_kind kind, const ct__conv2d_a
         arg[i] = s->arg, md[i] = &s->md;
         data[i] = s->reorder ? a->workspace + e->scratch + s->offset : user[i];
         if (s->reorder && !s->output && !(s->reuses_data_copy && data_ran))
-            ok = reorder(e, s, user[i], a->workspace, &d, &scratch_md);
+            ok = reorder(stream, e, s, user[i], a->workspace, &d, &scratch_md);
     }
-    ok = ok && run_primitive(st->primitive, st->slots, arg, md, data, a->workspace, &scratch_md);
+    ok = ok &&
+         run_primitive(stream, st->primitive, st->slots, arg, md, data, a->workspace, &scratch_md);
     for (int i = 0; ok && i < st->slots; i++)
         if (st->slot[i].reorder && st->slot[i].output)
-            ok = reorder(e, &st->slot[i], user[i], a->workspace, &d, &scratch_md);
+            ok = reorder(stream, e, &st->slot[i], user[i], a->workspace, &d, &scratch_md);
+    if (stream) dnnl_stream_destroy(stream);
     return ok ? CT_OK
               : ct__error(CT_ERR_BACKEND, "ct_conv2d: oneDNN's %s convolution failed",
                           ct_dtype_name(a->dtype));
@@ -464,6 +498,11 @@ bool ct__cpu_conv2d_f32_on_onednn(int64_t in_channels_per_group) {
 }
 
 bool ct__cpu_conv2d_dnnl_runs(const ct__conv2d_args *a, bool backward) {
+    (void)a, (void)backward;
+    return false;
+}
+
+bool ct__cpu_conv2d_dnnl_winograd(const ct__conv2d_args *a, bool backward) {
     (void)a, (void)backward;
     return false;
 }

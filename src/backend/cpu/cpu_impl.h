@@ -118,6 +118,9 @@ bool ct__cpu_conv2d_f32_on_onednn(int64_t in_channels_per_group);
  * which of bias or bias gradient it has); and its workspace, forward and backward, which
  * cpu_conv.c's hand it. */
 bool ct__cpu_conv2d_dnnl_runs(const struct ct__conv2d_args *a, bool backward);
+/* Whether oneDNN runs this geometry with the Winograd algorithm (cpu_conv_dnnl.c says where),
+ * for tests. */
+bool ct__cpu_conv2d_dnnl_winograd(const struct ct__conv2d_args *a, bool backward);
 ct_status ct__cpu_conv2d_dnnl_workspace(const struct ct__conv2d_args *a, bool backward,
                                         size_t *bytes);
 ct_status ct__cpu_conv2d_dnnl_forward(const struct ct__conv2d_args *a);
