@@ -13,10 +13,12 @@
 #include "ops/op_impl.h"
 
 ct_status ct__linalg_check(const char *op, const ct_tensor *x, bool square) {
-    if (!ct__check_args(op, 1, &x, &(ct_device){0})) return ct_last_status();
-    if (x->dtype != CT_F32 && x->dtype != CT_F64)
-        return ct__error(CT_ERR_DTYPE, "%s: x has dtype %s; it must be float32 or float64", op,
-                         ct_dtype_name(x->dtype));
+    if (!ct__check_args_complex(op, 1, &x, &(ct_device){0})) return ct_last_status();
+    if (!ct__linalg_dtype(x->dtype))
+        return ct__error(CT_ERR_DTYPE,
+                         "%s: x has dtype %s; it must be float32, float64, complex64 or "
+                         "complex128",
+                         op, ct_dtype_name(x->dtype));
     if (x->ndim < 2)
         return ct__error(CT_ERR_SHAPE,
                          "%s: x has %d axes; it must be a stack of matrices (at "
@@ -33,21 +35,36 @@ ct_status ct__linalg_check(const char *op, const ct_tensor *x, bool square) {
     return CT_OK;
 }
 
+bool ct__linalg_dtype(ct_dtype dtype) {
+    return dtype == CT_F32 || dtype == CT_F64 || dtype == CT_C64 || dtype == CT_C128;
+}
+
 /* A stack of the batch shape of x (its leading `batch` axes) of column-major rows x cols
- * matrices (cols < 0: of vectors of rows), on x's device. */
-static ct_tensor *new_stack(const ct_tensor *x, int batch, int64_t rows, int64_t cols) {
+ * matrices (cols < 0: of vectors of rows) of dtype, on x's device. */
+static ct_tensor *new_stack_of(const ct_tensor *x, ct_dtype dtype, int batch, int64_t rows,
+                               int64_t cols) {
     int64_t shape[CT_MAX_DIMS];
     memcpy(shape, x->shape, sizeof shape);
     ct_device device = x->storage->device;
     if (cols < 0) {
         shape[batch] = rows;
-        return ct__tensor_new(device, x->dtype, batch + 1, shape);
+        return ct__tensor_new(device, dtype, batch + 1, shape);
     }
     shape[batch] = cols, shape[batch + 1] = rows;
-    ct_tensor *t = ct__tensor_new(device, x->dtype, batch + 2, shape);
+    ct_tensor *t = ct__tensor_new(device, dtype, batch + 2, shape);
     ct_tensor *view = t ? ct_transpose(t, -2, -1) : NULL;
     ct_release(t);
     return view;
+}
+
+/* new_stack_of in x's dtype. */
+static ct_tensor *new_stack(const ct_tensor *x, int batch, int64_t rows, int64_t cols) {
+    return new_stack_of(x, x->dtype, batch, rows, cols);
+}
+
+/* A stack of vectors of rows in the real dtype of x's parts: eigenvalues, singular values. */
+static ct_tensor *new_real_vectors(const ct_tensor *x, int batch, int64_t rows) {
+    return new_stack_of(x, ct__complex_part(x->dtype), batch, rows, -1);
 }
 
 /* x's matrices, column-major, in new memory of their own. */
@@ -139,7 +156,9 @@ ct_status ct__linalg_det_raw(const char *op, const ct_tensor *x, ct_tensor **sig
     for (int i = 0; i < 3; i++) {
         if (!wanted[i]) continue;
         *wanted[i] = NULL;
-        if (status == CT_OK) outs[i] = ct__tensor_new(x->storage->device, x->dtype, b, x->shape);
+        if (status == CT_OK) /* log|det| is real */
+            outs[i] = ct__tensor_new(x->storage->device,
+                                     i == 1 ? ct__complex_part(x->dtype) : x->dtype, b, x->shape);
     }
     if (status != CT_OK) return status;
     int64_t n = x->shape[b];
@@ -167,7 +186,7 @@ ct_status ct__linalg_eigh_raw(const char *op, const ct_tensor *x, ct_tensor **w,
     if (status != CT_OK) return status;
     int b = x->ndim - 2;
     int64_t n = x->shape[b];
-    ct_tensor *outs[2] = {new_stack(x, b, n, -1), v ? new_stack(x, b, n, n) : NULL};
+    ct_tensor *outs[2] = {new_real_vectors(x, b, n), v ? new_stack(x, b, n, n) : NULL};
     ct__linalg_args g = {.op = CT_LINALG_EIGH,
                          .m = n,
                          .n = n,
@@ -189,7 +208,8 @@ ct_status ct__linalg_svd_raw(const char *op, const ct_tensor *x, bool full, ct_t
     int b = x->ndim - 2;
     int64_t m = x->shape[b], n = x->shape[b + 1], k = m < n ? m : n;
     bool vectors = u != NULL;
-    ct_tensor *outs[3] = {new_stack(x, b, k, -1), vectors ? new_stack(x, b, m, full ? m : k) : NULL,
+    ct_tensor *outs[3] = {new_real_vectors(x, b, k),
+                          vectors ? new_stack(x, b, m, full ? m : k) : NULL,
                           vectors ? new_stack(x, b, full ? n : k, n) : NULL};
     ct__linalg_args g = {.op = CT_LINALG_SVD,
                          .m = m,
