@@ -67,9 +67,13 @@ static ct_tensor *new_real_vectors(const ct_tensor *x, int batch, int64_t rows) 
     return new_stack_of(x, ct__complex_part(x->dtype), batch, rows, -1);
 }
 
-/* x's matrices, column-major, in new memory of their own. */
-static ct_tensor *column_major_copy(const char *op, const ct_tensor *x) {
-    ct_tensor *copy = new_stack(x, x->ndim - 2, x->shape[x->ndim - 2], x->shape[x->ndim - 1]);
+/* x's matrices in new memory of their own: row-major for SOLVE and DET, else column-major
+ * (the kernel's layouts: backend/linalg_args_impl.h). */
+static ct_tensor *kernel_copy(const char *op, ct__linalg_op kind, const ct_tensor *x) {
+    bool rows = kind == CT_LINALG_SOLVE || kind == CT_LINALG_DET;
+    ct_tensor *copy = rows
+                          ? ct__tensor_new(x->storage->device, x->dtype, x->ndim, x->shape)
+                          : new_stack(x, x->ndim - 2, x->shape[x->ndim - 2], x->shape[x->ndim - 1]);
     if (copy && ct__copy_into(copy, x, op) != CT_OK) {
         ct_release(copy);
         return NULL;
@@ -88,14 +92,14 @@ static const char *bad_matrix(ct__linalg_op op) {
     }
 }
 
-/* Runs g on x's stack (g->a: a column-major copy made here; outputs set by the caller), and
+/* Runs g on x's stack (g->a: kernel_copy's, made here; outputs set by the caller), and
  * releases outs[0..n) on failure. */
 static ct_status run(const char *op, ct__linalg_args *g, const ct_tensor *x, ct_tensor **outs,
                      int n) {
     ct_status status = CT_OK;
     for (int i = 0; i < n; i++)
         if (!outs[i]) status = ct_last_status();
-    ct_tensor *a = status == CT_OK ? column_major_copy(op, x) : NULL;
+    ct_tensor *a = status == CT_OK ? kernel_copy(op, g->op, x) : NULL;
     if (status == CT_OK && !a) status = ct_last_status();
     g->dtype = x->dtype;
     g->count = 1;

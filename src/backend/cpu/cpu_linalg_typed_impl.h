@@ -15,15 +15,18 @@ static lapack_int TYPED(cholesky)(lapack_int n, const T *a, T *l) {
     return info;
 }
 
-static lapack_int TYPED(solve)(lapack_int n, lapack_int k, T *a, T *x) {
+/* at: the transpose of the matrix of the system (its row-major copy, read column-major). */
+static lapack_int TYPED(solve)(lapack_int n, lapack_int k, T *at, T *x) {
     lapack_int *pivots = malloc(((size_t)n + 1) * sizeof *pivots), info = 0;
     if (!pivots) return CT_LINALG_NO_MEMORY;
-    LAPACK(gesv)(&n, &k, a, &n, pivots, x, &n, &info);
+    LAPACK(getrf)(&n, &n, at, &n, pivots, &info);
+    if (info == 0) LAPACK(getrs)("T", &n, &k, at, &n, pivots, x, &n, &info);
     free(pivots);
     return info;
 }
 
-/* sign: det / |det| (0 when singular); logabs: log |det| (-inf then); det itself. */
+/* sign: det / |det| (0 when singular); logabs: log |det| (-inf then); det itself. a may be
+ * the matrix or its transpose: their determinants are one. */
 static lapack_int TYPED(det)(lapack_int n, T *a, T *sign, R *logabs, T *det) {
     lapack_int *pivots = malloc(((size_t)n + 1) * sizeof *pivots), info = 0;
     if (!pivots) return CT_LINALG_NO_MEMORY;
@@ -73,11 +76,9 @@ static lapack_int TYPED(eigh)(lapack_int n, T *a, R *w, T *v) {
     T *work = info == 0 ? malloc((size_t)lwork * sizeof(T)) : NULL;
     lapack_int *iwork = info == 0 ? malloc((size_t)liwork * sizeof *iwork) : NULL;
 #if COMPLEX
-    if (info == 0 && work && iwork && rwork)
-        LAPACK(heevd)
-        (job, "L", &n, work_a, &n, w, work, &lwork, rwork, &lrwork, iwork, &liwork, &info);
-    else if (info == 0)
-        info = CT_LINALG_NO_MEMORY;
+    if (info == 0 && work && iwork && rwork) LAPACK(heevd)
+    (job, "L", &n, work_a, &n, w, work, &lwork, rwork, &lrwork, iwork, &liwork, &info);
+    else if (info == 0) info = CT_LINALG_NO_MEMORY;
     free(rwork);
 #else
     if (info == 0 && work && iwork)
