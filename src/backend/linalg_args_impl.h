@@ -19,8 +19,8 @@
 #include "ctensor/dtype.h"
 
 typedef enum ct__linalg_op {
-    /* a (n x n; its lower triangle read): out0 = L, lower, zero above, a = L L^T. A matrix
-     * that is not positive-definite is a bad matrix. */
+    /* a (n x n; its lower triangle read), which is out0: out0 = L, lower, zero above, with
+     * a = L L^T. A matrix that is not positive-definite is a bad matrix. */
     CT_LINALG_CHOLESKY,
     /* a (n x n, row-major), out0 (n x k) holding b on entry: out0 = x with a x = b, from the
      * LU factors of a^T (getrf of the column-major a^T, then getrs with its transpose, not
@@ -30,9 +30,9 @@ typedef enum ct__linalg_op {
      * log|det(a)|
      * (-inf when singular), out2 = det(a); each may be NULL. Never a bad matrix. */
     CT_LINALG_DET,
-    /* a (n x n; its lower triangle read): out0 = the eigenvalues (n) in ascending order,
-     * out1 = the eigenvectors (n x n, one per column, in the same order) or NULL for the
-     * values only. No convergence is a bad matrix. */
+    /* a (n x n; its lower triangle read), which is out1 when out1 is not NULL: out0 = the
+     * eigenvalues (n) in ascending order, out1 = the eigenvectors (n x n, one per column, in
+     * the same order) or NULL for the values only. No convergence is a bad matrix. */
     CT_LINALG_EIGH,
     /* a (m x n), k = min(m, n): out0 = the singular values (k) in descending order; out1 = U
      * (m x m when full, else m x k) and out2 = V^T (n x n when full, else k x n), both NULL

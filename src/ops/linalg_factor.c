@@ -67,13 +67,16 @@ static ct_tensor *new_real_vectors(const ct_tensor *x, int batch, int64_t rows) 
     return new_stack_of(x, ct__complex_part(x->dtype), batch, rows, -1);
 }
 
-/* x's matrices in new memory of their own: row-major for SOLVE and DET, else column-major
- * (the kernel's layouts: backend/linalg_args_impl.h). */
-static ct_tensor *kernel_copy(const char *op, ct__linalg_op kind, const ct_tensor *x) {
+/* x's matrices in memory of their own as the kernel takes them (backend/linalg_args_impl.h):
+ * into itself (a new reference) when the kernel works in place in that output, else new
+ * memory, row-major for SOLVE and DET and column-major for the others. */
+static ct_tensor *kernel_copy(const char *op, ct__linalg_op kind, const ct_tensor *x,
+                              ct_tensor *into) {
     bool rows = kind == CT_LINALG_SOLVE || kind == CT_LINALG_DET;
-    ct_tensor *copy = rows
-                          ? ct__tensor_new(x->storage->device, x->dtype, x->ndim, x->shape)
-                          : new_stack(x, x->ndim - 2, x->shape[x->ndim - 2], x->shape[x->ndim - 1]);
+    int b = x->ndim - 2;
+    ct_tensor *copy = into   ? ct__new_ref(into)
+                      : rows ? ct__tensor_new(x->storage->device, x->dtype, x->ndim, x->shape)
+                             : new_stack(x, b, x->shape[b], x->shape[b + 1]);
     if (copy && ct__copy_into(copy, x, op) != CT_OK) {
         ct_release(copy);
         return NULL;
@@ -99,7 +102,11 @@ static ct_status run(const char *op, ct__linalg_args *g, const ct_tensor *x, ct_
     ct_status status = CT_OK;
     for (int i = 0; i < n; i++)
         if (!outs[i]) status = ct_last_status();
-    ct_tensor *a = status == CT_OK ? kernel_copy(op, g->op, x) : NULL;
+    /* In place: CHOLESKY's L and EIGH's eigenvectors are made in the copy of x. */
+    ct_tensor *into = g->op == CT_LINALG_CHOLESKY         ? outs[0]
+                      : g->op == CT_LINALG_EIGH && n == 2 ? outs[1]
+                                                          : NULL;
+    ct_tensor *a = status == CT_OK ? kernel_copy(op, g->op, x, into) : NULL;
     if (status == CT_OK && !a) status = ct_last_status();
     g->dtype = x->dtype;
     g->count = 1;

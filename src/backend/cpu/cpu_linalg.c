@@ -98,13 +98,11 @@ static size_t area(int64_t rows, int64_t cols) { return (size_t)rows * (size_t)c
         T *o0 = (T *)g->out0, *o1 = (T *)g->out1, *o2 = (T *)g->out2;                              \
         R *r0 = (R *)g->out0, *r1 = (R *)g->out1;                                                  \
         switch (g->op) {                                                                           \
-        case CT_LINALG_CHOLESKY: return cholesky_##suffix(n, a, o0 + area(n, n) * (size_t)i);      \
+        case CT_LINALG_CHOLESKY: return cholesky_##suffix(n, a);                                   \
         case CT_LINALG_SOLVE: return solve_##suffix(n, k, a, o0 + area(n, k) * (size_t)i);         \
         case CT_LINALG_DET:                                                                        \
             return det_##suffix(n, a, o0 ? o0 + i : NULL, r1 ? r1 + i : NULL, o2 ? o2 + i : NULL); \
-        case CT_LINALG_EIGH:                                                                       \
-            return eigh_##suffix(n, a, r0 + (size_t)n * (size_t)i,                                 \
-                                 o1 ? o1 + area(n, n) * (size_t)i : NULL);                         \
+        case CT_LINALG_EIGH: return eigh_##suffix(n, a, r0 + (size_t)n * (size_t)i, o1 != NULL);   \
         case CT_LINALG_SVD: {                                                                      \
             lapack_int ucols = g->full ? m : small, vrows = g->full ? n : small;                   \
             return svd_##suffix(m, n, g->full, a, r0 + (size_t)small * (size_t)i,                  \

@@ -6,8 +6,8 @@
  * Each returns LAPACK's info: 0, > 0 when the matrix is bad (its op's contract in
  * backend/linalg_args_impl.h), or CT_LINALG_NO_MEMORY. Matrices are column-major. */
 
-static lapack_int TYPED(cholesky)(lapack_int n, const T *a, T *l) {
-    memcpy(l, a, (size_t)n * (size_t)n * sizeof(T));
+/* l: the matrix on entry (in place). */
+static lapack_int TYPED(cholesky)(lapack_int n, T *l) {
     lapack_int info = 0;
     LAPACK(potrf)("L", &n, l, &n, &info);
     for (lapack_int j = 1; j < n; j++)
@@ -56,8 +56,8 @@ static lapack_int TYPED(det)(lapack_int n, T *a, T *sign, R *logabs, T *det) {
     return info > 0 ? 0 : info;
 }
 
-static lapack_int TYPED(eigh)(lapack_int n, T *a, R *w, T *v) {
-    T *work_a = v ? memcpy(v, a, (size_t)n * (size_t)n * sizeof(T)) : a;
+/* a: the matrix, overwritten (with the eigenvectors when v). */
+static lapack_int TYPED(eigh)(lapack_int n, T *a, R *w, bool v) {
     const char *job = v ? "V" : "N";
     lapack_int info = 0, lwork = -1, liwork = -1, iwork_size = 0;
     T work_size = 0;
@@ -65,24 +65,23 @@ static lapack_int TYPED(eigh)(lapack_int n, T *a, R *w, T *v) {
     lapack_int lrwork = -1;
     R rwork_size = 0;
     LAPACK(heevd)
-    (job, "L", &n, work_a, &n, w, &work_size, &lwork, &rwork_size, &lrwork, &iwork_size, &liwork,
-     &info);
+    (job, "L", &n, a, &n, w, &work_size, &lwork, &rwork_size, &lrwork, &iwork_size, &liwork, &info);
     lrwork = (lapack_int)rwork_size + 1;
     R *rwork = malloc((size_t)lrwork * sizeof(R));
 #else
-    LAPACK(syevd)(job, "L", &n, work_a, &n, w, &work_size, &lwork, &iwork_size, &liwork, &info);
+    LAPACK(syevd)(job, "L", &n, a, &n, w, &work_size, &lwork, &iwork_size, &liwork, &info);
 #endif
     lwork = (lapack_int)work_size + 1, liwork = iwork_size + 1;
     T *work = info == 0 ? malloc((size_t)lwork * sizeof(T)) : NULL;
     lapack_int *iwork = info == 0 ? malloc((size_t)liwork * sizeof *iwork) : NULL;
 #if COMPLEX
     if (info == 0 && work && iwork && rwork) LAPACK(heevd)
-    (job, "L", &n, work_a, &n, w, work, &lwork, rwork, &lrwork, iwork, &liwork, &info);
+    (job, "L", &n, a, &n, w, work, &lwork, rwork, &lrwork, iwork, &liwork, &info);
     else if (info == 0) info = CT_LINALG_NO_MEMORY;
     free(rwork);
 #else
     if (info == 0 && work && iwork)
-        LAPACK(syevd)(job, "L", &n, work_a, &n, w, work, &lwork, iwork, &liwork, &info);
+        LAPACK(syevd)(job, "L", &n, a, &n, w, work, &lwork, iwork, &liwork, &info);
     else if (info == 0)
         info = CT_LINALG_NO_MEMORY;
 #endif

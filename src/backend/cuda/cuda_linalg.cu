@@ -5,8 +5,8 @@
 // and "Dense Eigenvalue Solver Reference (legacy)" sections), <t> one of S, D (float32,
 // float64) and C, Z (complex64 as cuComplex, complex128 as cuDoubleComplex: the layout of
 // ct_complex64 and ct_complex128, real part first):
-//   cholesky  cusolverDn<t>potrf (lower), after a copy of a into the output; the strict upper
-//             triangle is zeroed after it (potrf leaves it as it was);
+//   cholesky  cusolverDn<t>potrf (lower) in a, which is the output; the strict upper triangle
+//             is zeroed after it (potrf leaves it as it was);
 //   solve     cusolverDn<t>getrf of a^T (the op layer gives a row-major), then
 //             cusolverDn<t>getrs (CUBLAS_OP_T: a^T's transpose, not conjugated) on the output,
 //             which holds b on entry;
@@ -278,8 +278,6 @@ static ct_status run_typed(int device, cudaStream_t stream, cusolverDnHandle_t h
     size_t area = (size_t)m * n;
     switch (g->op) {
     case CT_LINALG_CHOLESKY: {
-        CT_CUDA_CHECK(device, cudaMemcpyAsync(o0, a, count * area * sizeof(T),
-                                              cudaMemcpyDeviceToDevice, stream));
         CT_CUSOLVER_CHECK(device, potrf_size(o0, h, CUBLAS_FILL_MODE_LOWER, n, o0, n, &lwork));
         TRY(work.get((size_t)lwork * sizeof(T)));
         for (int64_t b = 0; b < count; b++)
@@ -317,13 +315,8 @@ static ct_status run_typed(int device, cudaStream_t stream, cusolverDnHandle_t h
         return CT_OK;
     }
     case CT_LINALG_EIGH: {
-        T *x = a;
+        T *x = a; // out1 itself when the vectors are asked for
         cusolverEigMode_t job = o1 ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
-        if (o1) {
-            CT_CUDA_CHECK(device, cudaMemcpyAsync(o1, a, count * area * sizeof(T),
-                                                  cudaMemcpyDeviceToDevice, stream));
-            x = o1;
-        }
         CT_CUSOLVER_CHECK(device,
                           syevd_size(x, h, job, CUBLAS_FILL_MODE_LOWER, n, x, n, r0, &lwork));
         TRY(work.get((size_t)lwork * sizeof(T)));
