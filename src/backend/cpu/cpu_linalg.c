@@ -1,9 +1,12 @@
 /* The linalg slot on the CPU: LAPACK from OpenBLAS (declared by lapack.h), one call per
  * matrix of the stack (cpu_linalg_typed_impl.h). A stack of several matrices is split over
  * ctensor's OpenMP threads, each matrix on one thread with OpenBLAS single-threaded inside
- * (as the GEMM: cpu_gemm.c); a single large matrix is given to OpenBLAS's own threads, as
- * many as ctensor runs, for that call. Complex matrices are C's _Complex types, laid out as
- * ct_complex64 and ct_complex128 are (lapack.h's lapack_complex_float and _double). */
+ * (as the GEMM: cpu_gemm.c); a single large matrix of SVD, CHOLESKY or QR is given to
+ * OpenBLAS's own threads, as many as ctensor runs, for that call. SOLVE, DET and EIGH run
+ * every matrix on one thread: OpenBLAS's threads made them slower, not faster, than one
+ * thread (bench/bench_linalg.py, against NumPy's single-threaded calls). Complex matrices are C's
+ * _Complex types, laid out as ct_complex64 and ct_complex128 are (lapack.h's lapack_complex_float
+ * and _double). */
 #include <lapack.h>
 #include <math.h>
 #include <stdlib.h>
@@ -23,6 +26,11 @@
 
 /* A matrix below this order runs on one OpenBLAS thread even alone. */
 #define CT_LINALG_THREADED_ORDER 192
+
+/* Whether op gives a single large matrix to OpenBLAS's threads. */
+static bool threaded_op(ct__linalg_op op) {
+    return op == CT_LINALG_SVD || op == CT_LINALG_CHOLESKY || op == CT_LINALG_QR;
+}
 
 #define T double
 #define R double
@@ -143,7 +151,8 @@ ct_status ct__cpu_linalg(int device, const ct__linalg_args *args, int64_t *first
     int64_t order = args->m > args->n ? args->m : args->n;
     int threads = args->count < ct__cpu_threads() ? (int)args->count : ct__cpu_threads();
     ct__cpu_blas_single_threaded();
-    if (args->count == 1 && order >= CT_LINALG_THREADED_ORDER && ct__cpu_threads() > 1)
+    if (args->count == 1 && threaded_op(args->op) && order >= CT_LINALG_THREADED_ORDER &&
+        ct__cpu_threads() > 1)
         openblas_set_num_threads(ct__cpu_threads());
     if (threads < 1) threads = 1;
 #ifdef _OPENMP
