@@ -5,10 +5,13 @@ Each function is timed for both libraries in turn, ROUNDS times, each time as th
 batches of calls (a batch lasts >= 20 ms); a figure printed is the median over rounds, with
 the ratio ctensor's speed / NumPy's and the issue's target (>= 0.9x NumPy). Both run on the
 same threads: BENCH_THREADS (default 2) sets OMP_NUM_THREADS and OPENBLAS_NUM_THREADS before
-either library loads. Measure on a quiet machine.
+either library loads, and NumPy's OpenBLAS is set to that count again before each of its
+batches (ctensor sets the process's OpenBLAS, which NumPy may share, to one thread outside its
+own calls). Measure on a quiet machine.
 
 Usage: PYTHONPATH=build/python OMP_WAIT_POLICY=passive .venv/bin/python3 bench/bench_linalg.py
 """
+import ctypes
 import os
 import platform
 import statistics
@@ -27,6 +30,27 @@ ROUNDS = int(os.environ.get("ROUNDS", "5"))
 N = int(os.environ.get("N", "512"))
 BATCH_S = 20e-3
 TARGET = 0.9
+
+
+def openblas_thread_setters():
+    """openblas_set_num_threads of every OpenBLAS the process has loaded."""
+    with open("/proc/self/maps") as maps:
+        paths = {line.split()[-1] for line in maps if "openblas" in line.split()[-1]}
+    setters = []
+    for path in sorted(paths):
+        setter = getattr(ctypes.CDLL(path), "openblas_set_num_threads", None)
+        if setter is not None:
+            setters.append(setter)
+    return setters
+
+
+def with_threads(fn, setters, count):
+    """fn, with OpenBLAS set to count threads before it runs."""
+    def run():
+        for setter in setters:
+            setter(count)
+        return fn()
+    return run
 
 
 def per_call(fn):
@@ -65,8 +89,10 @@ def main():
     print("| function | ctensor ms | NumPy ms | ctensor / NumPy speed | target |")
     print("|---|---|---|---|---|")
     failed = False
+    setters = openblas_thread_setters()
     for name, numpy_fn, ct_fn in cases():
         ours, theirs = [], []
+        numpy_fn = with_threads(numpy_fn, setters, int(threads))
         for _ in range(ROUNDS):
             theirs.append(per_call(numpy_fn))
             ours.append(per_call(ct_fn))

@@ -206,6 +206,51 @@ DEVICE_TEST(test_linalg_singular) {
     CHECK(singular_det);
 }
 
+/* Complex stacks (real matrices cast to complex128 and complex64: Hermitian where symmetric):
+ * the errors name the op and the bad matrix as for real ones, and the real results
+ * (eigenvalues, singular values, log|det|) have the parts' dtype. ct_linalg_* against
+ * complex NumPy references: python/tests/test_linalg_complex.py. */
+DEVICE_TEST(test_linalg_complex_errors_and_dtypes) {
+    static const ct_dtype complex_dtypes[] = {CT_C64, CT_C128};
+    for (int d = 0; d < 2; d++) {
+        ct_dtype dtype = complex_dtypes[d], real = d ? CT_F64 : CT_F32;
+        int64_t n = 4;
+        double *spd = spd_stack(3, n, 51), *general = general_stack(4, n, n, 52);
+        spd[1 * n * n + 2 * n + 2] = -50;                                   /* matrix 1 */
+        for (int64_t j = 0; j < n; j++) general[2 * n * n + 1 * n + j] = 0; /* matrix 2 */
+        ct_tensor *rs = ref_tensor(spd, 3, (int64_t[]){3, n, n}, CT_F64, device);
+        ct_tensor *rg = ref_tensor(general, 3, (int64_t[]){4, n, n}, CT_F64, device);
+        ct_tensor *xs = ct_cast(rs, dtype), *xg = ct_cast(rg, dtype);
+        free(spd), free(general);
+        ct_tensor *l = ct_linalg_cholesky(xs, false);
+        bool cholesky_named = l == NULL && ct_last_status() == CT_ERR_INVALID_ARG &&
+                              error_names("ct_linalg_cholesky", 1) &&
+                              strstr(ct_last_error(), "not positive-definite");
+        ct_tensor *inv = ct_linalg_inv(xg);
+        bool inv_named =
+            inv == NULL && error_names("ct_linalg_inv", 2) && strstr(ct_last_error(), "singular");
+        ct_tensor *solved = ct_linalg_solve(xg, xg);
+        bool solve_named = solved == NULL && error_names("ct_linalg_solve", 2);
+        ct_tensor *sign = NULL, *logabs = NULL, *w = ct_linalg_eigvalsh(xs);
+        ct_tensor *s = ct_linalg_svdvals(xg);
+        ct_status slog = ct_linalg_slogdet(xg, &sign, &logabs);
+        double *sv = sign ? ref_read(sign) : NULL, *lv = logabs ? ref_read(logabs) : NULL;
+        bool dtypes = sign && logabs && w && s && ct_dtype_of(sign) == dtype &&
+                      ct_dtype_of(logabs) == real && ct_dtype_of(w) == real &&
+                      ct_dtype_of(s) == real;
+        bool singular = sv && lv && sv[2] == 0 && isinf(lv[2]) && lv[2] < 0 && sv[0] == 1;
+        ct_release(rs), ct_release(rg), ct_release(xs), ct_release(xg), ct_release(sign);
+        ct_release(logabs), ct_release(w), ct_release(s);
+        free(sv), free(lv);
+        CHECK(cholesky_named);
+        CHECK(inv_named);
+        CHECK(solve_named);
+        CHECK_OK(slog);
+        CHECK(dtypes);
+        CHECK(singular);
+    }
+}
+
 DEVICE_TEST(test_linalg_det) {
     for (int d = 0; d < 2; d++) {
         ct_dtype dtype = float_dtypes[d];

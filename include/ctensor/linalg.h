@@ -1,9 +1,15 @@
 /* ctensor — linear algebra: the array API standard's linalg extension (2023.12) on stacks of
- * matrices (..., M, N), for float32 and float64 on every device whose backend has the linalg
- * kernels (the CPU through LAPACK; a device without them says CT_ERR_UNSUPPORTED naming the
- * op). matmul, matrix_transpose and the products are ct_matmul and ct_transpose (ops.h).
+ * matrices (..., M, N), for float32, float64, complex64 and complex128 on every device whose
+ * backend has the linalg kernels (the CPU through LAPACK; a device without them says
+ * CT_ERR_UNSUPPORTED naming the op). matmul, matrix_transpose and the products are ct_matmul
+ * and ct_transpose (ops.h); ct_tensordot (sorting.h) takes complex tensors too.
  *
- * Errors: a dtype other than float32 or float64 is CT_ERR_DTYPE; a shape the function does
+ * Complex: symmetric reads Hermitian, orthogonal unitary and ^T the conjugate transpose ^H;
+ * eigenvalues, singular values, log|det| and every norm are real (float32 for complex64,
+ * float64 for complex128), the sign of a determinant is det / |det|; every other result has
+ * x's dtype. solve promotes x1 and x2 as the standard does (complex when either is).
+ *
+ * Errors: a dtype other than those four is CT_ERR_DTYPE; a shape the function does
  * not take (fewer than two axes, a matrix that must be square and is not, stacks that do not
  * broadcast) CT_ERR_SHAPE; a matrix the function cannot take is CT_ERR_INVALID_ARG naming the
  * function and the index of the first such matrix in the stack (its C-order position over

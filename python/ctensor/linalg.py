@@ -1,5 +1,7 @@
 """ct.linalg: the array API standard's linalg extension (2023.12) over the C library's
-ct_linalg_* (include/ctensor/linalg.h), for float32 and float64 stacks of matrices (..., M, N).
+ct_linalg_* (include/ctensor/linalg.h), for float32, float64, complex64 and complex128 stacks of
+matrices (..., M, N). For complex input, symmetric reads Hermitian (eigh, eigvalsh, cholesky);
+eigenvalues, singular values, logabsdet and the norms are real, slogdet's sign is det / |det|.
 
 A singular matrix for inv and solve, or one that is not positive-definite for cholesky, raises
 ctensor's InvalidArgumentError naming the function and the index of the first such matrix in

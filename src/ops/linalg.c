@@ -23,7 +23,8 @@ ct_tensor *ct_linalg_cholesky(const ct_tensor *x, bool upper) {
         ct_release(l);
     }
     if (!upper || !out) return out;
-    ct_tensor *u = ct_transpose(out, -2, -1);
+    ct_tensor *t = ct_transpose(out, -2, -1), *u = t ? ct_conj(t) : NULL; /* U = L^H */
+    ct_release(t);
     ct_release(out);
     return u;
 }
@@ -95,11 +96,13 @@ static ct_status solve_operands(const char *op, const ct_tensor *x1, const ct_te
     *a = *b = NULL;
     ct_status status = ct__linalg_check(op, x1, true);
     if (status != CT_OK) return status;
-    if (!ct__check_args(op, 2, (const ct_tensor *[]){x1, x2}, &(ct_device){0}))
+    if (!ct__check_args_complex(op, 2, (const ct_tensor *[]){x1, x2}, &(ct_device){0}))
         return ct_last_status();
-    if (x2->dtype != CT_F32 && x2->dtype != CT_F64)
-        return ct__error(CT_ERR_DTYPE, "%s: x2 has dtype %s; it must be float32 or float64", op,
-                         ct_dtype_name(x2->dtype));
+    if (!ct__linalg_dtype(x2->dtype))
+        return ct__error(CT_ERR_DTYPE,
+                         "%s: x2 has dtype %s; it must be float32, float64, complex64 or "
+                         "complex128",
+                         op, ct_dtype_name(x2->dtype));
     int64_t n = x1->shape[x1->ndim - 1];
     bool vector = x2->ndim == 1;
     if (x2->ndim < 1 || x2->shape[vector ? 0 : x2->ndim - 2] != n)
@@ -122,7 +125,10 @@ static ct_status solve_operands(const char *op, const ct_tensor *x1, const ct_te
     }
     shape1[nb] = shape1[nb + 1] = n;
     shape2[nb] = n, shape2[nb + 1] = vector ? 1 : x2->shape[x2->ndim - 1];
-    ct_dtype dtype = x1->dtype == CT_F64 || x2->dtype == CT_F64 ? CT_F64 : CT_F32;
+    /* The standard's promotion: complex when either is, 64-bit parts when either has them. */
+    bool wide = ct__complex_part(x1->dtype) == CT_F64 || ct__complex_part(x2->dtype) == CT_F64;
+    bool complex = ct__is_complex(x1->dtype) || ct__is_complex(x2->dtype);
+    ct_dtype dtype = complex ? (wide ? CT_C128 : CT_C64) : wide ? CT_F64 : CT_F32;
     ct_tensor *column = vector ? ct_reshape(x2, 2, (int64_t[]){n, 1}) : NULL;
     ct_tensor *c1 = ct_cast(x1, dtype), *c2 = ct_cast(vector ? column : x2, dtype);
     *a = ct_expand(c1, nb + 2, shape1);

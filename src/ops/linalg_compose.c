@@ -15,7 +15,10 @@ static ct_tensor *kept(ct_tensor *t) {
     return out;
 }
 
-static double epsilon(ct_dtype dtype) { return dtype == CT_F64 ? DBL_EPSILON : FLT_EPSILON; }
+/* The machine epsilon of dtype's real parts. */
+static double epsilon(ct_dtype dtype) {
+    return ct__complex_part(dtype) == CT_F64 ? DBL_EPSILON : FLT_EPSILON;
+}
 
 /* The cutoff of pinv and matrix_rank: rtol (or the default) times each matrix's largest
  * singular value, as (..., 1). */
@@ -35,8 +38,9 @@ ct_tensor *ct_linalg_pinv(const ct_tensor *x, double rtol) {
     ct_tensor *zero = ct__full_on(s->storage->device, 0, NULL, 0.0, s->dtype);
     /* 1/s where kept, 0 elsewhere, with no 1/0 on the way (its gradient would be NaN). */
     ct_tensor *inverse = ct_where(keep, ct_div_rscalar(ct_where(keep, s, one), 1.0), zero);
-    ct_tensor *scaled = ct_mul(ct_unsqueeze(inverse, -1), ct_transpose(u, -2, -1));
-    return kept(ct_matmul(ct_transpose(vh, -2, -1), scaled));
+    /* V diag(1/s) U^H (conj is the identity on a real tensor). */
+    ct_tensor *scaled = ct_mul(ct_unsqueeze(inverse, -1), ct_conj(ct_transpose(u, -2, -1)));
+    return kept(ct_matmul(ct_conj(ct_transpose(vh, -2, -1)), scaled));
 }
 
 ct_tensor *ct_linalg_matrix_rank(const ct_tensor *x, double rtol) {
@@ -51,30 +55,35 @@ ct_tensor *ct_linalg_matrix_rank(const ct_tensor *x, double rtol) {
     return kept(s);
 }
 
-static ct_status check_float(const char *op, const ct_tensor *x) {
-    if (!ct__check_args(op, 1, &x, &(ct_device){0})) return ct_last_status();
-    if (!ct__is_float(x->dtype))
-        return ct__error(CT_ERR_DTYPE, "%s: x has dtype %s; it must be floating", op,
-                         ct_dtype_name(x->dtype));
+/* CT_OK when x is real or complex floating. */
+static ct_status check_inexact(const char *op, const ct_tensor *x) {
+    if (!ct__check_args_complex(op, 1, &x, &(ct_device){0})) return ct_last_status();
+    if (!ct__is_float(x->dtype) && !ct__is_complex(x->dtype))
+        return ct__error(CT_ERR_DTYPE, "%s: x has dtype %s; it must be real or complex floating",
+                         op, ct_dtype_name(x->dtype));
     return CT_OK;
 }
 
 ct_tensor *ct_linalg_vector_norm(const ct_tensor *x, int naxes, const int *axes, double ord,
                                  bool keepdims) {
-    if (check_float("ct_linalg_vector_norm", x) != CT_OK || ct_scope_begin() != CT_OK) return NULL;
+    if (check_inexact("ct_linalg_vector_norm", x) != CT_OK || ct_scope_begin() != CT_OK)
+        return NULL;
     if (!axes) naxes = 0;
     const int *which = naxes ? axes : NULL;
+    /* |x| is real (of the parts' dtype for a complex x): so is every norm. */
     ct_tensor *magnitude = ct_abs(x), *out;
     if (ord == INFINITY) {
         out = ct_max(magnitude, naxes, which, keepdims);
     } else if (ord == -INFINITY) {
         out = ct_min(magnitude, naxes, which, keepdims);
     } else if (ord == 0) {
-        out = ct_sum(ct_cast(ct_ne_scalar(x, 0.0), x->dtype), naxes, which, keepdims);
+        out = ct_sum(ct_cast(ct_ne_scalar(magnitude, 0.0), magnitude ? magnitude->dtype : x->dtype),
+                     naxes, which, keepdims);
     } else if (ord == 1) {
         out = ct_sum(magnitude, naxes, which, keepdims);
     } else if (ord == 2) {
-        out = ct_sqrt(ct_sum(ct_mul(x, x), naxes, which, keepdims));
+        const ct_tensor *base = ct__is_complex(x->dtype) ? magnitude : x;
+        out = ct_sqrt(ct_sum(ct_mul(base, base), naxes, which, keepdims));
     } else {
         ct_tensor *powered = ct_pow_scalar(magnitude, ord);
         out = ct_pow_scalar(ct_sum(powered, naxes, which, keepdims), 1.0 / ord);
@@ -84,7 +93,7 @@ ct_tensor *ct_linalg_vector_norm(const ct_tensor *x, int naxes, const int *axes,
 
 ct_tensor *ct_linalg_matrix_norm(const ct_tensor *x, const char *ord, bool keepdims) {
     const char *op = "ct_linalg_matrix_norm";
-    if (check_float(op, x) != CT_OK) return NULL;
+    if (check_inexact(op, x) != CT_OK) return NULL;
     if (x->ndim < 2) {
         ct__error(CT_ERR_SHAPE, "%s: x has %d axes; it must be a stack of matrices", op, x->ndim);
         return NULL;
@@ -133,7 +142,7 @@ ct_tensor *ct_linalg_matrix_norm(const ct_tensor *x, const char *ord, bool keepd
 
 ct_tensor *ct_linalg_matrix_power(const ct_tensor *x, int64_t n) {
     const char *op = "ct_linalg_matrix_power";
-    if (check_float(op, x) != CT_OK) return NULL;
+    if (check_inexact(op, x) != CT_OK) return NULL;
     if (x->ndim < 2 || x->shape[x->ndim - 1] != x->shape[x->ndim - 2]) {
         ct__error(CT_ERR_SHAPE, "%s: x must be a stack of square matrices", op);
         return NULL;
@@ -156,7 +165,7 @@ ct_tensor *ct_linalg_matrix_power(const ct_tensor *x, int64_t n) {
 }
 
 ct_tensor *ct_linalg_diagonal(const ct_tensor *x, int64_t offset) {
-    if (!ct__check_args("ct_linalg_diagonal", 1, &x, &(ct_device){0})) return NULL;
+    if (!ct__check_args_complex("ct_linalg_diagonal", 1, &x, &(ct_device){0})) return NULL;
     if (x->ndim < 2) {
         ct__error(CT_ERR_SHAPE, "ct_linalg_diagonal: x has %d axes; it must have at least 2",
                   x->ndim);
@@ -181,7 +190,7 @@ ct_tensor *ct_linalg_trace(const ct_tensor *x, int64_t offset) {
 
 ct_tensor *ct_linalg_cross(const ct_tensor *x1, const ct_tensor *x2, int axis) {
     const char *op = "ct_linalg_cross";
-    if (!ct__check_args(op, 2, (const ct_tensor *[]){x1, x2}, &(ct_device){0})) return NULL;
+    if (!ct__check_args_complex(op, 2, (const ct_tensor *[]){x1, x2}, &(ct_device){0})) return NULL;
     int most = x1->ndim > x2->ndim ? x1->ndim : x2->ndim;
     int from_end = axis < 0 ? axis : axis - most;
     if (from_end < -x1->ndim || from_end < -x2->ndim || from_end >= 0) {
@@ -210,7 +219,8 @@ ct_tensor *ct_linalg_cross(const ct_tensor *x1, const ct_tensor *x2, int axis) {
 }
 
 ct_tensor *ct_linalg_outer(const ct_tensor *x1, const ct_tensor *x2) {
-    if (!ct__check_args("ct_linalg_outer", 2, (const ct_tensor *[]){x1, x2}, &(ct_device){0}))
+    if (!ct__check_args_complex("ct_linalg_outer", 2, (const ct_tensor *[]){x1, x2},
+                                &(ct_device){0}))
         return NULL;
     if (x1->ndim != 1 || x2->ndim != 1) {
         ct__error(CT_ERR_SHAPE,
@@ -224,7 +234,7 @@ ct_tensor *ct_linalg_outer(const ct_tensor *x1, const ct_tensor *x2) {
 }
 
 ct_tensor *ct_linalg_matrix_transpose(const ct_tensor *x) {
-    if (!ct__check_args("ct_linalg_matrix_transpose", 1, &x, &(ct_device){0})) return NULL;
+    if (!ct__check_args_complex("ct_linalg_matrix_transpose", 1, &x, &(ct_device){0})) return NULL;
     if (x->ndim < 2) {
         ct__error(CT_ERR_SHAPE,
                   "ct_linalg_matrix_transpose: x has %d axes; it must have at "

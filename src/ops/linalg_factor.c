@@ -13,10 +13,12 @@
 #include "ops/op_impl.h"
 
 ct_status ct__linalg_check(const char *op, const ct_tensor *x, bool square) {
-    if (!ct__check_args(op, 1, &x, &(ct_device){0})) return ct_last_status();
-    if (x->dtype != CT_F32 && x->dtype != CT_F64)
-        return ct__error(CT_ERR_DTYPE, "%s: x has dtype %s; it must be float32 or float64", op,
-                         ct_dtype_name(x->dtype));
+    if (!ct__check_args_complex(op, 1, &x, &(ct_device){0})) return ct_last_status();
+    if (!ct__linalg_dtype(x->dtype))
+        return ct__error(CT_ERR_DTYPE,
+                         "%s: x has dtype %s; it must be float32, float64, complex64 or "
+                         "complex128",
+                         op, ct_dtype_name(x->dtype));
     if (x->ndim < 2)
         return ct__error(CT_ERR_SHAPE,
                          "%s: x has %d axes; it must be a stack of matrices (at "
@@ -33,26 +35,48 @@ ct_status ct__linalg_check(const char *op, const ct_tensor *x, bool square) {
     return CT_OK;
 }
 
+bool ct__linalg_dtype(ct_dtype dtype) {
+    return dtype == CT_F32 || dtype == CT_F64 || dtype == CT_C64 || dtype == CT_C128;
+}
+
 /* A stack of the batch shape of x (its leading `batch` axes) of column-major rows x cols
- * matrices (cols < 0: of vectors of rows), on x's device. */
-static ct_tensor *new_stack(const ct_tensor *x, int batch, int64_t rows, int64_t cols) {
+ * matrices (cols < 0: of vectors of rows) of dtype, on x's device. */
+static ct_tensor *new_stack_of(const ct_tensor *x, ct_dtype dtype, int batch, int64_t rows,
+                               int64_t cols) {
     int64_t shape[CT_MAX_DIMS];
     memcpy(shape, x->shape, sizeof shape);
     ct_device device = x->storage->device;
     if (cols < 0) {
         shape[batch] = rows;
-        return ct__tensor_new(device, x->dtype, batch + 1, shape);
+        return ct__tensor_new(device, dtype, batch + 1, shape);
     }
     shape[batch] = cols, shape[batch + 1] = rows;
-    ct_tensor *t = ct__tensor_new(device, x->dtype, batch + 2, shape);
+    ct_tensor *t = ct__tensor_new(device, dtype, batch + 2, shape);
     ct_tensor *view = t ? ct_transpose(t, -2, -1) : NULL;
     ct_release(t);
     return view;
 }
 
-/* x's matrices, column-major, in new memory of their own. */
-static ct_tensor *column_major_copy(const char *op, const ct_tensor *x) {
-    ct_tensor *copy = new_stack(x, x->ndim - 2, x->shape[x->ndim - 2], x->shape[x->ndim - 1]);
+/* new_stack_of in x's dtype. */
+static ct_tensor *new_stack(const ct_tensor *x, int batch, int64_t rows, int64_t cols) {
+    return new_stack_of(x, x->dtype, batch, rows, cols);
+}
+
+/* A stack of vectors of rows in the real dtype of x's parts: eigenvalues, singular values. */
+static ct_tensor *new_real_vectors(const ct_tensor *x, int batch, int64_t rows) {
+    return new_stack_of(x, ct__complex_part(x->dtype), batch, rows, -1);
+}
+
+/* x's matrices in memory of their own as the kernel takes them (backend/linalg_args_impl.h):
+ * into itself (a new reference) when the kernel works in place in that output, else new
+ * memory, row-major for SOLVE and DET and column-major for the others. */
+static ct_tensor *kernel_copy(const char *op, ct__linalg_op kind, const ct_tensor *x,
+                              ct_tensor *into) {
+    bool rows = kind == CT_LINALG_SOLVE || kind == CT_LINALG_DET;
+    int b = x->ndim - 2;
+    ct_tensor *copy = into   ? ct__new_ref(into)
+                      : rows ? ct__tensor_new(x->storage->device, x->dtype, x->ndim, x->shape)
+                             : new_stack(x, b, x->shape[b], x->shape[b + 1]);
     if (copy && ct__copy_into(copy, x, op) != CT_OK) {
         ct_release(copy);
         return NULL;
@@ -71,14 +95,18 @@ static const char *bad_matrix(ct__linalg_op op) {
     }
 }
 
-/* Runs g on x's stack (g->a: a column-major copy made here; outputs set by the caller), and
+/* Runs g on x's stack (g->a: kernel_copy's, made here; outputs set by the caller), and
  * releases outs[0..n) on failure. */
 static ct_status run(const char *op, ct__linalg_args *g, const ct_tensor *x, ct_tensor **outs,
                      int n) {
     ct_status status = CT_OK;
     for (int i = 0; i < n; i++)
         if (!outs[i]) status = ct_last_status();
-    ct_tensor *a = status == CT_OK ? column_major_copy(op, x) : NULL;
+    /* In place: CHOLESKY's L and EIGH's eigenvectors are made in the copy of x. */
+    ct_tensor *into = g->op == CT_LINALG_CHOLESKY         ? outs[0]
+                      : g->op == CT_LINALG_EIGH && n == 2 ? outs[1]
+                                                          : NULL;
+    ct_tensor *a = status == CT_OK ? kernel_copy(op, g->op, x, into) : NULL;
     if (status == CT_OK && !a) status = ct_last_status();
     g->dtype = x->dtype;
     g->count = 1;
@@ -139,7 +167,9 @@ ct_status ct__linalg_det_raw(const char *op, const ct_tensor *x, ct_tensor **sig
     for (int i = 0; i < 3; i++) {
         if (!wanted[i]) continue;
         *wanted[i] = NULL;
-        if (status == CT_OK) outs[i] = ct__tensor_new(x->storage->device, x->dtype, b, x->shape);
+        if (status == CT_OK) /* log|det| is real */
+            outs[i] = ct__tensor_new(x->storage->device,
+                                     i == 1 ? ct__complex_part(x->dtype) : x->dtype, b, x->shape);
     }
     if (status != CT_OK) return status;
     int64_t n = x->shape[b];
@@ -167,7 +197,7 @@ ct_status ct__linalg_eigh_raw(const char *op, const ct_tensor *x, ct_tensor **w,
     if (status != CT_OK) return status;
     int b = x->ndim - 2;
     int64_t n = x->shape[b];
-    ct_tensor *outs[2] = {new_stack(x, b, n, -1), v ? new_stack(x, b, n, n) : NULL};
+    ct_tensor *outs[2] = {new_real_vectors(x, b, n), v ? new_stack(x, b, n, n) : NULL};
     ct__linalg_args g = {.op = CT_LINALG_EIGH,
                          .m = n,
                          .n = n,
@@ -189,7 +219,8 @@ ct_status ct__linalg_svd_raw(const char *op, const ct_tensor *x, bool full, ct_t
     int b = x->ndim - 2;
     int64_t m = x->shape[b], n = x->shape[b + 1], k = m < n ? m : n;
     bool vectors = u != NULL;
-    ct_tensor *outs[3] = {new_stack(x, b, k, -1), vectors ? new_stack(x, b, m, full ? m : k) : NULL,
+    ct_tensor *outs[3] = {new_real_vectors(x, b, k),
+                          vectors ? new_stack(x, b, m, full ? m : k) : NULL,
                           vectors ? new_stack(x, b, full ? n : k, n) : NULL};
     ct__linalg_args g = {.op = CT_LINALG_SVD,
                          .m = m,

@@ -6,8 +6,10 @@
 
 #include "ctensor/ctensor.h"
 
-/* CT_OK when x is a float32 or float64 stack of matrices (at least two axes, square when
- * square): else the error, led by op. */
+/* The dtypes the factorizations take: float32, float64, complex64, complex128. */
+bool ct__linalg_dtype(ct_dtype dtype);
+/* CT_OK when x is a stack of matrices (at least two axes, square when square) of a
+ * ct__linalg_dtype: else the error, led by op. */
 ct_status ct__linalg_check(const char *op, const ct_tensor *x, bool square);
 
 /* The factorizations of x's stack as results without history (grad mode plays no part).

@@ -1,8 +1,12 @@
 /* The linalg slot on the CPU: LAPACK from OpenBLAS (declared by lapack.h), one call per
  * matrix of the stack (cpu_linalg_typed_impl.h). A stack of several matrices is split over
  * ctensor's OpenMP threads, each matrix on one thread with OpenBLAS single-threaded inside
- * (as the GEMM: cpu_gemm.c); a single large matrix is given to OpenBLAS's own threads, as
- * many as ctensor runs, for that call. */
+ * (as the GEMM: cpu_gemm.c); a single large matrix of SVD, CHOLESKY or QR is given to
+ * OpenBLAS's own threads, as many as ctensor runs, for that call. SOLVE, DET and EIGH run
+ * every matrix on one thread: OpenBLAS's threads made them slower, not faster, than one
+ * thread (bench/bench_linalg.py, against NumPy's single-threaded calls). Complex matrices are C's
+ * _Complex types, laid out as ct_complex64 and ct_complex128 are (lapack.h's lapack_complex_float
+ * and _double). */
 #include <lapack.h>
 #include <math.h>
 #include <stdlib.h>
@@ -15,47 +19,101 @@
 #include "core/dtype_impl.h"
 #include "core/error_impl.h"
 
+/* After ctensor's headers: its macros (I, complex) reach none of them. */
+#include <complex.h>
+
 #define CT_LINALG_NO_MEMORY ((lapack_int)-100000)
 
 /* A matrix below this order runs on one OpenBLAS thread even alone. */
 #define CT_LINALG_THREADED_ORDER 192
 
+/* Whether op gives a single large matrix to OpenBLAS's threads. */
+static bool threaded_op(ct__linalg_op op) {
+    return op == CT_LINALG_SVD || op == CT_LINALG_CHOLESKY || op == CT_LINALG_QR;
+}
+
 #define T double
+#define R double
+#define COMPLEX 0
+#define ABS(x) fabs(x)
 #define LAPACK(name) LAPACK_d##name
+#define ORGQR LAPACK_dorgqr
 #define TYPED(name) name##_f64
 #include "backend/cpu/cpu_linalg_typed_impl.h"
 #undef T
+#undef R
+#undef COMPLEX
+#undef ABS
 #undef LAPACK
+#undef ORGQR
 #undef TYPED
 #define T float
+#define R float
+#define COMPLEX 0
+#define ABS(x) fabsf(x)
 #define LAPACK(name) LAPACK_s##name
+#define ORGQR LAPACK_sorgqr
 #define TYPED(name) name##_f32
 #include "backend/cpu/cpu_linalg_typed_impl.h"
 #undef T
+#undef R
+#undef COMPLEX
+#undef ABS
 #undef LAPACK
+#undef ORGQR
+#undef TYPED
+#define T double _Complex
+#define R double
+#define COMPLEX 1
+#define ABS(x) cabs(x)
+#define LAPACK(name) LAPACK_z##name
+#define ORGQR LAPACK_zungqr
+#define TYPED(name) name##_c128
+#include "backend/cpu/cpu_linalg_typed_impl.h"
+#undef T
+#undef R
+#undef COMPLEX
+#undef ABS
+#undef LAPACK
+#undef ORGQR
+#undef TYPED
+#define T float _Complex
+#define R float
+#define COMPLEX 1
+#define ABS(x) cabsf(x)
+#define LAPACK(name) LAPACK_c##name
+#define ORGQR LAPACK_cungqr
+#define TYPED(name) name##_c64
+#include "backend/cpu/cpu_linalg_typed_impl.h"
+#undef T
+#undef R
+#undef COMPLEX
+#undef ABS
+#undef LAPACK
+#undef ORGQR
 #undef TYPED
 
 /* The elements of each matrix of a stack of rows x cols. */
 static size_t area(int64_t rows, int64_t cols) { return (size_t)rows * (size_t)cols; }
 
-/* Matrix i of args: LAPACK's info for it. */
-#define RUN_TYPED(T, suffix)                                                                       \
+/* Matrix i of args: LAPACK's info for it (T the element type, R its parts' real type: that of
+ * the eigenvalues, the singular values and log|det|). */
+#define RUN_TYPED(T, R, suffix)                                                                    \
     static lapack_int run_##suffix(const ct__linalg_args *g, int64_t i) {                          \
         lapack_int m = (lapack_int)g->m, n = (lapack_int)g->n, k = (lapack_int)g->k;               \
         lapack_int small = m < n ? m : n;                                                          \
         T *a = (T *)g->a + area(g->m, g->n) * (size_t)i;                                           \
         T *o0 = (T *)g->out0, *o1 = (T *)g->out1, *o2 = (T *)g->out2;                              \
+        R *r0 = (R *)g->out0, *r1 = (R *)g->out1;                                                  \
         switch (g->op) {                                                                           \
-        case CT_LINALG_CHOLESKY: return cholesky_##suffix(n, a, o0 + area(n, n) * (size_t)i);      \
+        case CT_LINALG_CHOLESKY: return cholesky_##suffix(n, a);                                   \
         case CT_LINALG_SOLVE: return solve_##suffix(n, k, a, o0 + area(n, k) * (size_t)i);         \
         case CT_LINALG_DET:                                                                        \
-            return det_##suffix(n, a, o0 ? o0 + i : NULL, o1 ? o1 + i : NULL, o2 ? o2 + i : NULL); \
-        case CT_LINALG_EIGH:                                                                       \
-            return eigh_##suffix(n, a, o0 + (size_t)n * (size_t)i,                                 \
-                                 o1 ? o1 + area(n, n) * (size_t)i : NULL);                         \
+            return det_##suffix(n, a, o0 ? o0 + i : NULL, r1 ? r1 + i : NULL, o2 ? o2 + i : NULL); \
+        case CT_LINALG_EIGH: return eigh_##suffix(n, a, r0 + (size_t)n * (size_t)i, o1 != NULL);   \
         case CT_LINALG_SVD: {                                                                      \
             lapack_int ucols = g->full ? m : small, vrows = g->full ? n : small;                   \
-            return svd_##suffix(m, n, g->full, a, o0 + (size_t)small * (size_t)i,                  \
+            return svd_##suffix(m, n, g->full, a, r0 + (size_t)small * (size_t)i,                  \
                                 o1 ? o1 + area(m, ucols) * (size_t)i : NULL,                       \
                                 o2 ? o2 + area(vrows, n) * (size_t)i : NULL);                      \
         }                                                                                          \
@@ -67,17 +125,25 @@ static size_t area(int64_t rows, int64_t cols) { return (size_t)rows * (size_t)c
         }                                                                                          \
         return -1;                                                                                 \
     }
-RUN_TYPED(double, f64)
-RUN_TYPED(float, f32)
+RUN_TYPED(double, double, f64)
+RUN_TYPED(float, float, f32)
+RUN_TYPED(double _Complex, double, c128)
+RUN_TYPED(float _Complex, float, c64)
 
 static lapack_int run_one(const ct__linalg_args *args, int64_t i) {
-    return args->dtype == CT_F64 ? run_f64(args, i) : run_f32(args, i);
+    switch (args->dtype) {
+    case CT_F64: return run_f64(args, i);
+    case CT_C128: return run_c128(args, i);
+    case CT_C64: return run_c64(args, i);
+    default: return run_f32(args, i);
+    }
 }
 
 ct_status ct__cpu_linalg(int device, const ct__linalg_args *args, int64_t *first_bad) {
     (void)device;
     *first_bad = -1;
-    if (args->dtype != CT_F64 && args->dtype != CT_F32)
+    if (args->dtype != CT_F64 && args->dtype != CT_F32 && args->dtype != CT_C64 &&
+        args->dtype != CT_C128)
         return ct__error(CT_ERR_DTYPE, "linalg: the CPU has no %s kernel",
                          ct_dtype_name(args->dtype));
     int64_t bad = INT64_MAX;
@@ -85,7 +151,8 @@ ct_status ct__cpu_linalg(int device, const ct__linalg_args *args, int64_t *first
     int64_t order = args->m > args->n ? args->m : args->n;
     int threads = args->count < ct__cpu_threads() ? (int)args->count : ct__cpu_threads();
     ct__cpu_blas_single_threaded();
-    if (args->count == 1 && order >= CT_LINALG_THREADED_ORDER && ct__cpu_threads() > 1)
+    if (args->count == 1 && threaded_op(args->op) && order >= CT_LINALG_THREADED_ORDER &&
+        ct__cpu_threads() > 1)
         openblas_set_num_threads(ct__cpu_threads());
     if (threads < 1) threads = 1;
 #ifdef _OPENMP

@@ -1,10 +1,13 @@
 /* One dtype's LAPACK calls for one matrix each (cpu_linalg.c includes this once per dtype,
- * with T the element type, LAPACK(name) its routine and TYPED(name) the function's name).
+ * with T the element type, R the real type of its parts, COMPLEX 1 for a complex T, ABS(x)
+ * the magnitude of a T as an R, LAPACK(name) the routine of T's prefix (s, d, c, z) and
+ * TYPED(name) the function's name). A complex T takes the Hermitian and unitary routines:
+ * heevd for syevd, ungqr for orgqr, and gesdd and heevd with their real work arrays.
  * Each returns LAPACK's info: 0, > 0 when the matrix is bad (its op's contract in
  * backend/linalg_args_impl.h), or CT_LINALG_NO_MEMORY. Matrices are column-major. */
 
-static lapack_int TYPED(cholesky)(lapack_int n, const T *a, T *l) {
-    memcpy(l, a, (size_t)n * (size_t)n * sizeof(T));
+/* l: the matrix on entry (in place). */
+static lapack_int TYPED(cholesky)(lapack_int n, T *l) {
     lapack_int info = 0;
     LAPACK(potrf)("L", &n, l, &n, &info);
     for (lapack_int j = 1; j < n; j++)
@@ -12,31 +15,39 @@ static lapack_int TYPED(cholesky)(lapack_int n, const T *a, T *l) {
     return info;
 }
 
-static lapack_int TYPED(solve)(lapack_int n, lapack_int k, T *a, T *x) {
+/* at: the transpose of the matrix of the system (its row-major copy, read column-major). */
+static lapack_int TYPED(solve)(lapack_int n, lapack_int k, T *at, T *x) {
     lapack_int *pivots = malloc(((size_t)n + 1) * sizeof *pivots), info = 0;
     if (!pivots) return CT_LINALG_NO_MEMORY;
-    LAPACK(gesv)(&n, &k, a, &n, pivots, x, &n, &info);
+    LAPACK(getrf)(&n, &n, at, &n, pivots, &info);
+    if (info == 0) LAPACK(getrs)("T", &n, &k, at, &n, pivots, x, &n, &info);
     free(pivots);
     return info;
 }
 
-static lapack_int TYPED(det)(lapack_int n, T *a, T *sign, T *logabs, T *det) {
+/* sign: det / |det| (0 when singular); logabs: log |det| (-inf then); det itself. a may be
+ * the matrix or its transpose: their determinants are one. */
+static lapack_int TYPED(det)(lapack_int n, T *a, T *sign, R *logabs, T *det) {
     lapack_int *pivots = malloc(((size_t)n + 1) * sizeof *pivots), info = 0;
     if (!pivots) return CT_LINALG_NO_MEMORY;
     LAPACK(getrf)(&n, &n, a, &n, pivots, &info);
-    T s = 1, log_sum = 0, product = 1;
+    T s = 1, product = 1;
+    R log_sum = 0;
     if (info > 0) {
-        s = 0, log_sum = -(T)INFINITY, product = 0;
+        s = 0, log_sum = -(R)INFINITY, product = 0;
     } else {
         for (lapack_int i = 0; i < n; i++) {
             T d = a[(size_t)i * n + i];
-            if (pivots[i] != i + 1) s = -s;
+            R magnitude = ABS(d);
+            if (pivots[i] != i + 1) s = -s, product = -product;
+#if COMPLEX
+            s *= d / magnitude;
+#else
             if (d < 0) s = -s;
-            log_sum += (T)log(fabs((double)d));
+#endif
+            log_sum += (R)log((double)magnitude);
             product *= d;
         }
-        for (lapack_int i = 0; i < n; i++)
-            if (pivots[i] != i + 1) product = -product;
     }
     free(pivots);
     if (sign) *sign = s;
@@ -45,20 +56,35 @@ static lapack_int TYPED(det)(lapack_int n, T *a, T *sign, T *logabs, T *det) {
     return info > 0 ? 0 : info;
 }
 
-static lapack_int TYPED(eigh)(lapack_int n, T *a, T *w, T *v) {
-    T *work_a = v ? memcpy(v, a, (size_t)n * (size_t)n * sizeof(T)) : a;
+/* a: the matrix, overwritten (with the eigenvectors when v). */
+static lapack_int TYPED(eigh)(lapack_int n, T *a, R *w, bool v) {
     const char *job = v ? "V" : "N";
     lapack_int info = 0, lwork = -1, liwork = -1, iwork_size = 0;
     T work_size = 0;
-    LAPACK(syevd)(job, "L", &n, work_a, &n, w, &work_size, &lwork, &iwork_size, &liwork, &info);
-    if (info != 0) return info;
+#if COMPLEX
+    lapack_int lrwork = -1;
+    R rwork_size = 0;
+    LAPACK(heevd)
+    (job, "L", &n, a, &n, w, &work_size, &lwork, &rwork_size, &lrwork, &iwork_size, &liwork, &info);
+    lrwork = (lapack_int)rwork_size + 1;
+    R *rwork = malloc((size_t)lrwork * sizeof(R));
+#else
+    LAPACK(syevd)(job, "L", &n, a, &n, w, &work_size, &lwork, &iwork_size, &liwork, &info);
+#endif
     lwork = (lapack_int)work_size + 1, liwork = iwork_size + 1;
-    T *work = malloc((size_t)lwork * sizeof(T));
-    lapack_int *iwork = malloc((size_t)liwork * sizeof *iwork);
-    if (work && iwork)
-        LAPACK(syevd)(job, "L", &n, work_a, &n, w, work, &lwork, iwork, &liwork, &info);
-    else
+    T *work = info == 0 ? malloc((size_t)lwork * sizeof(T)) : NULL;
+    lapack_int *iwork = info == 0 ? malloc((size_t)liwork * sizeof *iwork) : NULL;
+#if COMPLEX
+    if (info == 0 && work && iwork && rwork) LAPACK(heevd)
+    (job, "L", &n, a, &n, w, work, &lwork, rwork, &lrwork, iwork, &liwork, &info);
+    else if (info == 0) info = CT_LINALG_NO_MEMORY;
+    free(rwork);
+#else
+    if (info == 0 && work && iwork)
+        LAPACK(syevd)(job, "L", &n, a, &n, w, work, &lwork, iwork, &liwork, &info);
+    else if (info == 0)
         info = CT_LINALG_NO_MEMORY;
+#endif
     free(work);
     free(iwork);
     return info;
@@ -70,7 +96,7 @@ static void TYPED(identity)(lapack_int rows, lapack_int cols, T *x) {
     for (lapack_int i = 0; i < rows && i < cols; i++) x[(size_t)i * rows + i] = 1;
 }
 
-static lapack_int TYPED(svd)(lapack_int m, lapack_int n, bool full, T *a, T *s, T *u, T *vt) {
+static lapack_int TYPED(svd)(lapack_int m, lapack_int n, bool full, T *a, R *s, T *u, T *vt) {
     lapack_int k = m < n ? m : n, ucols = full ? m : k, vrows = full ? n : k;
     if (k == 0) { /* no values; the full factors of an empty matrix are identities */
         if (u) TYPED(identity)(m, ucols, u);
@@ -81,17 +107,33 @@ static lapack_int TYPED(svd)(lapack_int m, lapack_int n, bool full, T *a, T *s, 
     lapack_int ldu = m, ldvt = vrows > 0 ? vrows : 1, info = 0, lwork = -1;
     T work_size = 0;
     lapack_int *iwork = malloc(8 * (size_t)k * sizeof *iwork);
-    if (!iwork) return CT_LINALG_NO_MEMORY;
-    LAPACK(gesdd)(job, &m, &n, a, &m, s, u, &ldu, vt, &ldvt, &work_size, &lwork, iwork, &info);
+#if COMPLEX
+    /* gesdd's RWORK: LRWORK of its documentation (LAPACK 3.7 and later), whichever job. */
+    size_t big = (size_t)(m > n ? m : n), small = (size_t)k;
+    size_t lrwork = small * (5 * small + 7) > 2 * big * small + 2 * small * small + small
+                        ? small * (5 * small + 7)
+                        : 2 * big * small + 2 * small * small + small;
+    R *rwork = malloc(lrwork * sizeof(R));
+    if (!rwork) info = CT_LINALG_NO_MEMORY;
+#define GESDD_WORK(work) work, &lwork, rwork, iwork, &info
+#else
+#define GESDD_WORK(work) work, &lwork, iwork, &info
+#endif
+    if (!iwork) info = CT_LINALG_NO_MEMORY;
+    if (info == 0) LAPACK(gesdd)(job, &m, &n, a, &m, s, u, &ldu, vt, &ldvt, GESDD_WORK(&work_size));
     if (info == 0) {
         lwork = (lapack_int)work_size + 1;
         T *work = malloc((size_t)lwork * sizeof(T));
         if (work)
-            LAPACK(gesdd)(job, &m, &n, a, &m, s, u, &ldu, vt, &ldvt, work, &lwork, iwork, &info);
+            LAPACK(gesdd)(job, &m, &n, a, &m, s, u, &ldu, vt, &ldvt, GESDD_WORK(work));
         else
             info = CT_LINALG_NO_MEMORY;
         free(work);
     }
+#undef GESDD_WORK
+#if COMPLEX
+    free(rwork);
+#endif
     free(iwork);
     /* gesdd refuses a matrix holding a NaN as its argument 4: no values, as no convergence. */
     return info == -4 ? 1 : info;
@@ -105,7 +147,7 @@ static lapack_int TYPED(qr)(lapack_int m, lapack_int n, bool full, T *a, T *q, T
     if (m > 0 && n > 0) LAPACK(geqrf)(&m, &n, a, &lda, tau, &work_size, &lwork, &info);
     lapack_int geqrf_work = (lapack_int)work_size + 1;
     work_size = 0;
-    if (info == 0 && m > 0) LAPACK(orgqr)(&m, &qcols, &k, q, &lda, tau, &work_size, &lwork, &info);
+    if (info == 0 && m > 0) ORGQR(&m, &qcols, &k, q, &lda, tau, &work_size, &lwork, &info);
     lwork = geqrf_work > (lapack_int)work_size + 1 ? geqrf_work : (lapack_int)work_size + 1;
     T *work = info == 0 ? malloc((size_t)lwork * sizeof(T)) : NULL;
     if (info == 0 && !work) info = CT_LINALG_NO_MEMORY;
@@ -117,7 +159,7 @@ static lapack_int TYPED(qr)(lapack_int m, lapack_int n, bool full, T *a, T *q, T
         for (lapack_int j = 0; j < qcols; j++)
             for (lapack_int i = 0; i < m; i++)
                 q[(size_t)j * m + i] = j < n ? a[(size_t)j * m + i] : 0;
-        if (m > 0) LAPACK(orgqr)(&m, &qcols, &k, q, &lda, tau, work, &lwork, &info);
+        if (m > 0) ORGQR(&m, &qcols, &k, q, &lda, tau, work, &lwork, &info);
     }
     free(work);
     free(tau);
