@@ -27,12 +27,21 @@ typedef enum ct__unary_op {
     CT_UOP_COUNT
 } ct__unary_op;
 
+/* Binary ops that are not in the public table: the backward passes of activations, with the
+ * columns of op_list.h's rows (no autograd record of their own; the backends run them as rows
+ * of their kind, from their formulas in ew_formula_impl.h). */
+#define CT_INTERNAL_BINARY_OPS(X)                                                                  \
+    /* ReLU's backward: a where b > 0, else 0 */                                                   \
+    X(relu_grad, RELU_GRAD, ARITH, NOGRAD, AS_IS)                                                  \
+    /* gelu_tanh's backward: a * gelu_tanh'(b) (a the output's gradient, b the input) */           \
+    X(gelu_tanh_grad, GELU_TANH_GRAD, FLOAT, NOGRAD, AS_IS)
+
+/* Binary op ids: the op_list.h table, then the internal ops. */
 typedef enum ct__binary_op {
 #define CT_BINARY_ENUM_(name, NAME, kind, grad, autocast) CT_BOP_##NAME,
-    CT_BINARY_OPS(CT_BINARY_ENUM_)
+    CT_BINARY_OPS(CT_BINARY_ENUM_) CT_INTERNAL_BINARY_OPS(CT_BINARY_ENUM_)
 #undef CT_BINARY_ENUM_
-        CT_BOP_RELU_GRAD, /* internal, arithmetic kind: out = b > 0 ? a : 0 (ReLU's backward) */
-    CT_BOP_COUNT
+        CT_BOP_COUNT
 } ct__binary_op;
 
 typedef enum ct__reduce_op {

@@ -117,6 +117,7 @@ static inline const char *ct__ew_binary_name(ct__binary_op op) {
         CT_BINARY_OPS(CT_EW_NAME_)
 #undef CT_EW_NAME_
     case CT_BOP_RELU_GRAD: return "ReLU's backward";
+    case CT_BOP_GELU_TANH_GRAD: return "GELU's backward";
     case CT_BOP_COUNT: break;
     }
     return "an unknown binary op";
@@ -176,6 +177,43 @@ CT_EW_FN float ct__ew_exp_rn_f32(float x){CT_EXPF_BODY(x, CT_EW_MADD_RN_)} CT_EW
 }
 CT_EW_FN double ct__ew_sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }
 
+/* GPT-2's GELU, PyTorch's approximate='tanh': x/2 (1 + tanh u), u = sqrt(2/pi) (x + 0.044715
+ * x^3), computed as x sigmoid(2u) = x / (1 + e^-2u), equal in exact arithmetic: one exp, no
+ * cancellation, and no branch, so that the CPU's loops vectorise it. Its derivative (the
+ * backward's b = x, times the output's gradient a), from e = e^-2u and s = 1 / (1 + e):
+ *     d/dx x s = s + x s (1 - s) 2u',  2u' = 2 sqrt(2/pi) (1 + 3 * 0.044715 x^2),
+ * with 1 - s taken as e s where e <= 1 (no cancellation near s = 1), and the second term 0
+ * where s (1 - s) is (|x| large: the derivative is then 1 or 0, where x 2u' alone would
+ * overflow to inf and give NaN). */
+#define CT_GELU_K2 1.5957691216057307118 /* 2 sqrt(2/pi) */
+#define CT_GELU_C 0.044715
+CT_EW_FN float ct__ew_gelu_tanh_f32(float x) {
+    float two_u = (float)CT_GELU_K2 * (x + (float)CT_GELU_C * x * x * x);
+    return x / (1.0f + ct__ew_exp_rn_f32(-two_u));
+}
+CT_EW_FN double ct__ew_gelu_tanh_f64(double x) {
+    double two_u = CT_GELU_K2 * (x + CT_GELU_C * x * x * x);
+    return x / (1.0 + exp(-two_u));
+}
+CT_EW_FN float ct__ew_gelu_tanh_grad_f32(float a, float x) {
+    float x2 = x * x;
+    float e = ct__ew_exp_rn_f32(-(float)CT_GELU_K2 * (x + (float)CT_GELU_C * x * x2));
+    float s = 1.0f / (1.0f + e);
+    float w = s * ct__select_f32(e > 1.0f, 1.0f - s, e * s);
+    float du2 = (float)CT_GELU_K2 * (1.0f + (float)(3.0 * CT_GELU_C) * x2);
+    return a * (s + ct__select_f32(w == 0.0f, 0.0f, x * w * du2));
+}
+CT_EW_FN double ct__ew_gelu_tanh_grad_f64(double a, double x) {
+    double x2 = x * x;
+    double e = exp(-CT_GELU_K2 * (x + CT_GELU_C * x * x2));
+    double s = 1.0 / (1.0 + e);
+    double w = s * (e > 1.0 ? 1.0 - s : e * s);
+    double du2 = CT_GELU_K2 * (1.0 + 3.0 * CT_GELU_C * x2);
+    return a * (s + (w == 0.0 ? 0.0 : x * w * du2));
+}
+#undef CT_GELU_K2
+#undef CT_GELU_C
+
 /* The libm function f for float (ff) or double (f). */
 #define CT_EW_M_f32(fn) fn##f
 #define CT_EW_M_f64(fn) fn
@@ -200,11 +238,6 @@ CT_EW_FN double ct__ew_sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }
     /* erfc(-x/sqrt 2) = 1 + erf(x/sqrt 2), which does not cancel for negative x */                \
     CT_EW_FN T ct__ew_gelu_##S(T x) {                                                              \
         return (T)0.5 * x * M(erfc)(-x * (T)0.70710678118654752440);                               \
-    }                                                                                              \
-    /* PyTorch's approximate='tanh': x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */              \
-    CT_EW_FN T ct__ew_gelu_tanh_##S(T x) {                                                         \
-        T inner = (T)0.79788456080286535588 * (x + (T)0.044715 * x * x * x);                       \
-        return (T)0.5 * x * ((T)1 + M(tanh)(inner));                                               \
     }                                                                                              \
     CT_EW_FN T ct__ew_erf_##S(T x) { return M(erf)(x); }                                           \
     CT_EW_FN T ct__ew_floor_##S(T x) { return M(floor)(x); }                                       \

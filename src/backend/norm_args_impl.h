@@ -76,13 +76,18 @@ struct ct__batch_norm_args {
 };
 
 /* Layer normalisation of each of `rows` rows of n elements. weight and bias (n) are in
- * `dtype` or NULL. Forward writes y and the per-row mean and invstd (float64, rows).
- * Backward reads x, mean, invstd, grad_out and writes grad_x, grad_weight and grad_bias
- * (each when not NULL; the last two sum over rows). */
+ * `dtype` or NULL. Forward writes y and the per-row mean and invstd (float64, rows); with a
+ * residual (forward only; rows * n elements in `dtype`, else NULL) it normalises the sum
+ * x + residual instead, rounded to `dtype` as ct_add rounds it, and writes that sum to `sum`.
+ * Backward reads x (the sum, when the forward had a residual), mean, invstd, grad_out and
+ * writes grad_x, grad_weight and grad_bias (each when not NULL; the last two sum over
+ * rows). */
 struct ct__layer_norm_args {
     ct_dtype dtype;
     int64_t rows, n;
     const char *x;
+    const char *residual; /* forward only: NULL, or normalise x + residual ... */
+    char *sum;            /* ... and write it here */
     const char *weight, *bias;
     double eps;
     char *mean, *invstd;

@@ -6,7 +6,7 @@
 
 #include "autograd/tape_impl.h"
 #include "nn/gpt_impl.h"
-#include "ops/op_impl.h"
+#include "ops/nn_impl.h"
 
 struct ct_gpt_cache {
     const ct_module *gpt; /* borrowed */
@@ -107,16 +107,35 @@ ct_tensor *ct__gpt_mlp_forward(ct_module *m, const ct_tensor *x) {
     return y;
 }
 
+/* LayerNorm module ln of x + r, and that sum in *sum, in one pass. */
+static ct_tensor *add_norm(const ct_module *ln, const ct_tensor *x, const ct_tensor *r,
+                           ct_tensor **sum) {
+    return ct__add_layer_norm(x, r, ln->nsizes, ln->tensors[0].tensor, ln->tensors[1].tensor,
+                              ln->eps, sum);
+}
+
+/* A block on the residual stream x + pending (pending: the branch the block before added, or
+ * NULL), in the current scope: the stream after the attention's residual add in *stream and
+ * the MLP's branch in *branch, the block's output being their sum. Each residual add is done
+ * in the pass of the LayerNorm after it. */
+static bool block_parts(ct_module *m, const ct_tensor *x, const ct_tensor *pending,
+                        const layer_cache *cache, ct_tensor **stream, ct_tensor **branch) {
+    ct_module **c = m->children;
+    ct_tensor *sum = NULL, *a = NULL, *f = NULL;
+    ct_tensor *h = pending ? add_norm(c[CT__BLOCK_LN_1], x, pending, &sum)
+                           : ct_module_forward(c[CT__BLOCK_LN_1], x);
+    if (h) IN_SCOPE(a, attention(c[CT__BLOCK_ATTN], h, cache));
+    h = a ? add_norm(c[CT__BLOCK_LN_2], pending ? sum : x, a, stream) : NULL;
+    if (h) IN_SCOPE(f, mlp(c[CT__BLOCK_MLP], h));
+    *branch = f;
+    return f != NULL;
+}
+
 /* x + attn(ln_1(x)), then + mlp(ln_2(.)). */
 static ct_tensor *block(ct_module *m, const ct_tensor *x, const layer_cache *cache) {
-    ct_module **c = m->children;
-    ct_tensor *h = ct_module_forward(c[CT__BLOCK_LN_1], x), *a = NULL;
-    if (h) IN_SCOPE(a, attention(c[CT__BLOCK_ATTN], h, cache));
-    ct_tensor *x1 = ct_add(x, a);
-    h = x1 ? ct_module_forward(c[CT__BLOCK_LN_2], x1) : NULL;
-    ct_tensor *f = NULL;
-    if (h) IN_SCOPE(f, mlp(c[CT__BLOCK_MLP], h));
-    return ct_add(x1, f);
+    ct_tensor *stream = NULL, *branch = NULL;
+    if (!block_parts(m, x, NULL, cache, &stream, &branch)) return NULL;
+    return ct_add(stream, branch);
 }
 
 ct_tensor *ct__gpt_block_forward(ct_module *m, const ct_tensor *x) {
@@ -151,14 +170,25 @@ static ct_tensor *run_gpt(ct_module *m, const ct_tensor *tokens, ct_gpt_cache *c
     ct_tensor *x = ct_add(ct_module_forward(tr[CT__GPT_WTE], tokens),
                           positions ? ct_module_forward(tr[CT__GPT_WPE], positions) : NULL);
     x = ct_dropout(x, m->p, m->training);
+    /* The residual stream is x + pending: each block's last residual add is done in the pass
+     * of the LayerNorm after it (the next block's ln_1, or ln_f). */
     ct_module *h = tr[CT__GPT_H];
+    ct_tensor *pending = NULL;
     for (int l = 0; x && l < h->nchildren; l++) {
         layer_cache lc = {cache ? cache->keys[l] : NULL, cache ? cache->values[l] : NULL, start};
-        ct_tensor *next;
-        IN_SCOPE(next, block(h->children[l], x, cache ? &lc : NULL));
-        x = next;
+        if (ct_scope_begin() != CT_OK) return NULL;
+        ct_tensor *stream = NULL, *branch = NULL;
+        bool ok = block_parts(h->children[l], x, pending, cache ? &lc : NULL, &stream, &branch) &&
+                  ct_keep(stream) && ct_keep(branch);
+        ct_scope_end();
+        x = ok ? stream : NULL;
+        pending = ok ? branch : NULL;
     }
-    x = x ? ct_module_forward(tr[CT__GPT_LN_F], x) : NULL;
+    ct_tensor *sum = NULL;
+    if (x && pending)
+        x = add_norm(tr[CT__GPT_LN_F], x, pending, &sum);
+    else if (x)
+        x = ct_module_forward(tr[CT__GPT_LN_F], x);
     /* The classifier is the token embedding: one parameter, used twice. */
     return x ? ct_linear(x, tr[CT__GPT_WTE]->tensors[0].tensor, NULL) : NULL;
 }

@@ -263,6 +263,10 @@ ct_tensor *ct__relu_backward(const ct_tensor *grad, const ct_tensor *x) {
     return binary("ReLU's backward", CT_BOP_RELU_GRAD, KIND_ARITH, grad, x);
 }
 
+ct_tensor *ct__gelu_tanh_backward(const ct_tensor *grad, const ct_tensor *x) {
+    return binary("GELU's backward", CT_BOP_GELU_TANH_GRAD, KIND_FLOAT, grad, x);
+}
+
 /* t on device with dtype, as a new reference (copied or converted when needed). */
 static ct_tensor *where_operand(const ct_tensor *t, ct_device device, ct_dtype dtype) {
     ct_tensor *here = ct__operand_on(t, device, "ct_where");

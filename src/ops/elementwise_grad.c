@@ -40,18 +40,6 @@ static ct_tensor *gelu_derivative(const ct_tensor *x) {
     return ct_add(cdf, ct_mul(x, pdf));
 }
 
-static ct_tensor *gelu_tanh_derivative(const ct_tensor *x) {
-    /* With u = k (x + c x^3) and t = tanh u: d/dx x/2 (1 + t) = (1 + t)/2 + x/2 (1 - t^2) u',
-     * u' = k (1 + 3 c x^2). */
-    const double k = 0.79788456080286535588, c = 0.044715;
-    ct_tensor *x2 = ct_mul(x, x);
-    ct_tensor *t = ct_tanh(ct_mul_scalar(ct_mul(x, ct_add_scalar(ct_mul_scalar(x2, c), 1.0)), k));
-    ct_tensor *du = ct_mul_scalar(ct_add_scalar(ct_mul_scalar(x2, 3.0 * c), 1.0), k);
-    ct_tensor *left = ct_mul_scalar(ct_add_scalar(t, 1.0), 0.5);
-    ct_tensor *sech2 = ct_add_scalar(ct_neg(ct_mul(t, t)), 1.0);
-    return ct_add(left, ct_mul(ct_mul_scalar(x, 0.5), ct_mul(sech2, du)));
-}
-
 /* ---- unary rules: the gradient of x from g, given x and (where saved) the result y ---- */
 
 typedef ct_tensor *(*unary_rule)(const ct_tensor *x, const ct_tensor *y, const ct_tensor *g);
@@ -89,7 +77,7 @@ RULE(tanh) { return (void)x, ct_mul(g, ct_add_scalar(ct_neg(ct_mul(y, y)), 1.0))
 RULE(sigmoid) { return (void)x, ct_mul(g, ct_mul(y, ct_add_scalar(ct_neg(y), 1.0))); }
 RULE(relu) { return (void)y, ct__relu_backward(g, x); }
 RULE(gelu) { return (void)y, ct_mul(g, gelu_derivative(x)); }
-RULE(gelu_tanh) { return (void)y, ct_mul(g, gelu_tanh_derivative(x)); }
+RULE(gelu_tanh) { return (void)y, ct__gelu_tanh_backward(g, x); }
 RULE(erf) { return (void)y, ct_mul(g, ct_mul_scalar(ct_exp(ct_neg(ct_mul(x, x))), M_2_SQRTPI)); }
 RULE(floor) { return flat(x, y, g); }
 RULE(ceil) { return flat(x, y, g); }
@@ -315,6 +303,7 @@ static const binary_rule binary_rules[] = {
     CT_BINARY_OPS(CT_BINARY_RULE_)
 #undef CT_BINARY_RULE_
         [CT_BOP_RELU_GRAD] = NULL, /* internal: never recorded */
+    [CT_BOP_GELU_TANH_GRAD] = NULL,
 };
 _Static_assert(sizeof binary_rules / sizeof binary_rules[0] == CT_BOP_COUNT, "a rule per op");
 

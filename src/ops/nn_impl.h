@@ -37,4 +37,12 @@ ct_status ct__nn_prefix_error(const char *op);
 ct_status ct__index_add_into(ct_tensor *dst, int axis, const ct_tensor *index, const ct_tensor *src,
                              const char *op);
 
+/* ct_layer_norm(x + residual, ...) and the sum x + residual (a new tensor in *sum, recorded as
+ * ct_add's result), with the values and gradients of those two ops; in one pass when x and
+ * residual have one shape and dtype (float32 or float64), else through the two ops. NULL
+ * (and *sum NULL) on failure. */
+ct_tensor *ct__add_layer_norm(const ct_tensor *x, const ct_tensor *residual, int normalized_ndim,
+                              const ct_tensor *weight, const ct_tensor *bias, double eps,
+                              ct_tensor **sum);
+
 #endif

@@ -4,8 +4,9 @@
  * the backward reads no running statistic that a later training step may have changed. */
 #include <string.h>
 
-#include "ops/nn_impl.h"
 #include "ops/autocast_impl.h"
+#include "ops/grad_impl.h"
+#include "ops/nn_impl.h"
 
 /* Check an optional per-channel (batch norm) or per-element (layer norm) parameter: NULL, or
  * floating with the given shape. */
@@ -262,14 +263,23 @@ static ct_status layer_norm_backward(ct__node *node, const ct_tensor *grad_out,
     return norm_backward_end(&b, status, grad_in);
 }
 
+/* The layer norm of x, or with a residual (x's shape and dtype) of the sum x + residual, which
+ * the kernel writes into saved[0] (a new tensor) in the same pass; saved[0] is what the
+ * backward reads as the input. */
 static ct_tensor *layer_norm_forward(const char *op, ct_device device, const ct_tensor *x,
-                                     int k_axes, const ct_tensor *w, const ct_tensor *b, double eps,
-                                     ct_tensor **saved) {
+                                     const ct_tensor *residual, int k_axes, const ct_tensor *w,
+                                     const ct_tensor *b, double eps, ct_tensor **saved) {
     int physical;
     const ct__kernel_table *k = ct__kernels(device, &physical);
     if (!k) return NULL;
     int64_t rows = ct__nn_numel(x->shape, 0, x->ndim - k_axes);
-    saved[0] = ct__nn_operand(x, x->dtype, device, op);
+    ct_tensor *xc = ct__nn_operand(x, x->dtype, device, op), *rc = NULL;
+    if (residual) {
+        rc = xc ? ct__nn_operand(residual, x->dtype, device, op) : NULL;
+        saved[0] = rc ? ct__tensor_new(device, x->dtype, x->ndim, x->shape) : NULL;
+    } else {
+        saved[0] = xc;
+    }
     saved[1] = w ? ct__nn_operand(w, x->dtype, device, op) : NULL;
     ct_tensor *bc = b ? ct__nn_operand(b, x->dtype, device, op) : NULL;
     saved[2] = ct__tensor_new(device, CT_F64, 1, &rows);
@@ -277,25 +287,32 @@ static ct_tensor *layer_norm_forward(const char *op, ct_device device, const ct_
     ct_tensor *y = ct__tensor_new(device, x->dtype, x->ndim, x->shape);
     bool ok = y && saved[0] && (saved[1] || !w) && (bc || !b) && saved[2] && saved[3];
     if (ok && x->numel > 0) {
-        ct__layer_norm_args args = layer_norm_args(saved[0], saved[1], &saved[2]);
+        ct__layer_norm_args args = layer_norm_args(xc, saved[1], &saved[2]);
+        args.residual = data_or_null(rc);
+        args.sum = rc ? ct__data(saved[0]) : NULL;
         args.bias = data_or_null(bc);
         args.eps = eps;
         args.y = ct__data(y);
         ok = k->layer_norm(physical, &args) == CT_OK;
     }
+    if (residual) ct_release(xc); /* else saved[0] */
+    ct_release(rc);
     ct_release(bc);
     if (ok) return y;
     ct_release(y);
     return NULL;
 }
 
-static ct_tensor *layer_norm(const ct_tensor *x, int normalized_ndim, const ct_tensor *weight,
-                             const ct_tensor *bias, double eps) {
-    const char *op = "ct_layer_norm";
+/* The layer norm of x, or with a residual (checked by the caller: x's shape and dtype) of
+ * x + residual, that sum then a new reference in *sum, recorded as ct_add's result. */
+static ct_tensor *layer_norm(const ct_tensor *x, const ct_tensor *residual, int normalized_ndim,
+                             const ct_tensor *weight, const ct_tensor *bias, double eps,
+                             ct_tensor **sum) {
+    const char *op = residual ? "ct__add_layer_norm" : "ct_layer_norm";
     if (!x) return ct__null_arg(op, 1);
-    const ct_tensor *all[3] = {x, weight, bias}, *args[3];
+    const ct_tensor *all[4] = {x, weight, bias, residual}, *args[4];
     ct_device device;
-    if (!ct__check_args(op, present(3, all, args), args, &device)) return NULL;
+    if (!ct__check_args(op, present(4, all, args), args, &device)) return NULL;
     if (!ct__nn_check_float(op, x, 1)) return NULL;
     if (normalized_ndim < 1 || normalized_ndim > x->ndim)
         return ct__fail(CT_ERR_INVALID_ARG,
@@ -308,11 +325,27 @@ static ct_tensor *layer_norm(const ct_tensor *x, int normalized_ndim, const ct_t
         return NULL;
     ct_tensor *saved[4] = {NULL, NULL, NULL, NULL};
     ct_no_grad_push();
-    ct_tensor *y = layer_norm_forward(op, device, x, normalized_ndim, weight, bias, eps, saved);
+    ct_tensor *y =
+        layer_norm_forward(op, device, x, residual, normalized_ndim, weight, bias, eps, saved);
     ct_no_grad_pop();
-    const ct_tensor *inputs[3] = {x, weight, bias};
+    const ct_tensor *input = x;
+    if (y && residual) {
+        /* The sum stays in the caller's scope; the node keeps a view of it, as nodes keep
+         * what they save (a saved tensor is not in a scope). */
+        ct_tensor *s = saved[0];
+        saved[0] = ct__nn_alias(s);
+        const ct_tensor *pair[2] = {x, residual};
+        if (!saved[0])
+            saved[0] = s, s = NULL;
+        else if (ct__grad_needed(2, pair))
+            s = ct__record_binary(s, "ct_add", CT_BOP_ADD, x, residual, 0);
+        if (!s) ct_release(y), y = NULL;
+        input = *sum = s;
+    }
+    const ct_tensor *inputs[3] = {input, weight, bias};
     if (y && ct__grad_needed(3, inputs))
         y = record_norm(op, layer_norm_backward, y, inputs, saved, normalized_ndim);
+    if (!y && residual && *sum) ct_release(*sum), *sum = NULL;
     for (int i = 0; i < 4; i++) ct_release(saved[i]);
     return y;
 }
@@ -334,7 +367,29 @@ ct_tensor *ct_layer_norm(const ct_tensor *x, int normalized_ndim, const ct_tenso
     ct__autocast ac;
     if (!ct__autocast_begin(&ac, CT__AC_LAYER_NORM, 3, (const ct_tensor **[]){&x, &weight, &bias}))
         return NULL;
-    ct_tensor *out = layer_norm(x, normalized_ndim, weight, bias, eps);
+    ct_tensor *out = layer_norm(x, NULL, normalized_ndim, weight, bias, eps, NULL);
     ct__autocast_end(&ac);
     return out;
+}
+
+/* One kernel for both where it gives what the two ops give: x and residual of one shape
+ * and dtype, float32 or float64 (which autocast's float32 policy for layer_norm leaves as
+ * they are); otherwise the two ops. */
+ct_tensor *ct__add_layer_norm(const ct_tensor *x, const ct_tensor *residual, int normalized_ndim,
+                              const ct_tensor *weight, const ct_tensor *bias, double eps,
+                              ct_tensor **sum) {
+    *sum = NULL;
+    if (!x || !residual) return ct__null_arg("ct__add_layer_norm", x ? 2 : 1);
+    bool fused = x->dtype == residual->dtype && (x->dtype == CT_F32 || x->dtype == CT_F64) &&
+                 x->ndim == residual->ndim &&
+                 memcmp(x->shape, residual->shape, sizeof(int64_t) * (size_t)x->ndim) == 0;
+    if (fused) return layer_norm(x, residual, normalized_ndim, weight, bias, eps, sum);
+    ct_tensor *s = ct_add(x, residual);
+    ct_tensor *y = s ? ct_layer_norm(s, normalized_ndim, weight, bias, eps) : NULL;
+    if (!y) {
+        ct_release(s);
+        return NULL;
+    }
+    *sum = s;
+    return y;
 }

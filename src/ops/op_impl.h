@@ -68,5 +68,7 @@ ct_status ct__copy_into(ct_tensor *dst, const ct_tensor *src, const char *op);
 
 /* ReLU's backward in one pass: grad where x > 0, else 0 (same shapes, float). */
 ct_tensor *ct__relu_backward(const ct_tensor *grad, const ct_tensor *x);
+/* gelu_tanh's backward in one pass: grad * gelu_tanh'(x) (same shapes, float). */
+ct_tensor *ct__gelu_tanh_backward(const ct_tensor *grad, const ct_tensor *x);
 
 #endif

@@ -36,9 +36,9 @@
 #define CASE_NONE_(name, NAME, S)                                                                  \
     case CT_BOP_##NAME: break;
 
-/* The loop of domain S over input type T and output type OT; it returns a ct__ew_error
- * (the last one an integer formula raised). RELU is ReLU's backward's case. */
-#define DEFINE_BINARY_LOOP(fname, T, OT, CASES, RELU)                                              \
+/* The loop of domain S over input type T and output type OT, for the table's rows and the
+ * internal ones; it returns a ct__ew_error (the last one an integer formula raised). */
+#define DEFINE_BINARY_LOOP(fname, T, OT, CASES)                                                    \
     CT_CPU_CLONES static int fname(ct__binary_op op, void *vo, const void *va, const void *vb,      \
                                    int64_t n) {                                                    \
         OT *restrict o = vo;                                                                       \
@@ -46,26 +46,21 @@
         int err = CT_EW_OK;                                                                        \
         switch (op) {                                                                              \
             CT_BINARY_OPS(CASES)                                                                   \
-            RELU                                                                                   \
+            CT_INTERNAL_BINARY_OPS(CASES)                                                          \
         case CT_BOP_COUNT: break;                                                                  \
         }                                                                                          \
         return err;                                                                                \
     }
-DEFINE_BINARY_LOOP(arith_f32, float, float, CT_EW_B_CASE_F32,
-                   CASE_FLOAT_(relu_grad, RELU_GRAD, f32))
-DEFINE_BINARY_LOOP(arith_f64, double, double, CT_EW_B_CASE_F64,
-                   CASE_FLOAT_(relu_grad, RELU_GRAD, f64))
-DEFINE_BINARY_LOOP(arith_i32, int32_t, int32_t, CT_EW_B_CASE_I32,
-                   CASE_INT_(relu_grad, RELU_GRAD, i32))
-DEFINE_BINARY_LOOP(arith_i64, int64_t, int64_t, CT_EW_B_CASE_I64,
-                   CASE_INT_(relu_grad, RELU_GRAD, i64))
-DEFINE_BINARY_LOOP(arith_u64, uint64_t, uint64_t, CT_EW_B_CASE_U64,
-                   CASE_INT_(relu_grad, RELU_GRAD, u64))
-DEFINE_BINARY_LOOP(compare_f32, float, uint8_t, CT_EW_B_CMP_F32, CASE_NONE_(, RELU_GRAD, ))
-DEFINE_BINARY_LOOP(compare_f64, double, uint8_t, CT_EW_B_CMP_F64, CASE_NONE_(, RELU_GRAD, ))
-DEFINE_BINARY_LOOP(compare_i32, int32_t, uint8_t, CT_EW_B_CMP_I32, CASE_NONE_(, RELU_GRAD, ))
-DEFINE_BINARY_LOOP(compare_i64, int64_t, uint8_t, CT_EW_B_CMP_I64, CASE_NONE_(, RELU_GRAD, ))
-DEFINE_BINARY_LOOP(compare_u64, uint64_t, uint8_t, CT_EW_B_CMP_U64, CASE_NONE_(, RELU_GRAD, ))
+DEFINE_BINARY_LOOP(arith_f32, float, float, CT_EW_B_CASE_F32)
+DEFINE_BINARY_LOOP(arith_f64, double, double, CT_EW_B_CASE_F64)
+DEFINE_BINARY_LOOP(arith_i32, int32_t, int32_t, CT_EW_B_CASE_I32)
+DEFINE_BINARY_LOOP(arith_i64, int64_t, int64_t, CT_EW_B_CASE_I64)
+DEFINE_BINARY_LOOP(arith_u64, uint64_t, uint64_t, CT_EW_B_CASE_U64)
+DEFINE_BINARY_LOOP(compare_f32, float, uint8_t, CT_EW_B_CMP_F32)
+DEFINE_BINARY_LOOP(compare_f64, double, uint8_t, CT_EW_B_CMP_F64)
+DEFINE_BINARY_LOOP(compare_i32, int32_t, uint8_t, CT_EW_B_CMP_I32)
+DEFINE_BINARY_LOOP(compare_i64, int64_t, uint8_t, CT_EW_B_CMP_I64)
+DEFINE_BINARY_LOOP(compare_u64, uint64_t, uint8_t, CT_EW_B_CMP_U64)
 /* clang-format on */
 
 typedef int (*binary_fn)(ct__binary_op op, void *o, const void *a, const void *b, int64_t n);
@@ -152,9 +147,8 @@ enum { KIND_ARITH, KIND_FLOAT, KIND_COMPARE, KIND_LOGICAL, KIND_INT, KIND_SHIFT 
 
 static const unsigned char op_kind[] = {
 #define CT_BINARY_KIND_(name, NAME, kind, grad, autocast) [CT_BOP_##NAME] = KIND_##kind,
-    CT_BINARY_OPS(CT_BINARY_KIND_)
+    CT_BINARY_OPS(CT_BINARY_KIND_) CT_INTERNAL_BINARY_OPS(CT_BINARY_KIND_)
 #undef CT_BINARY_KIND_
-        [CT_BOP_RELU_GRAD] = KIND_ARITH,
 };
 _Static_assert(sizeof op_kind == CT_BOP_COUNT, "one kind per binary op");
 

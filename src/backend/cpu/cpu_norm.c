@@ -128,20 +128,40 @@ ct_status ct__cpu_batch_norm_backward(int device, const ct__batch_norm_args *arg
     return CT_OK;
 }
 
+/* A row's input: x, or with a residual the sum x + residual, stored rounded to dtype (the
+ * sum of two values of dtype in double rounds once to dtype, as ct_add's float sum does)
+ * and read back from there. Its elements' total is added to *total. */
+CT_CPU_INLINE const char *ln_input(const ct__layer_norm_args *a, int64_t base, double *total,
+                                   ct_dtype dtype) {
+    double sum = 0.0;
+    if (!a->residual) {
+        for (int64_t j = 0; j < a->n; j++) sum += ct__ldf(a->x, base + j, dtype);
+        *total = sum;
+        return a->x;
+    }
+    for (int64_t j = 0; j < a->n; j++) {
+        double v = ct__ldf(a->x, base + j, dtype) + ct__ldf(a->residual, base + j, dtype);
+        ct__stf(a->sum, base + j, dtype, v);
+        sum += ct__ldf(a->sum, base + j, dtype);
+    }
+    *total = sum;
+    return a->sum;
+}
+
 CT_CPU_INLINE void ln_row(const ct__layer_norm_args *a, int64_t r, ct_dtype dtype) {
     int64_t n = a->n, base = r * n;
     double sum = 0.0, sq = 0.0;
-    for (int64_t j = 0; j < n; j++) sum += ct__ldf(a->x, base + j, dtype);
+    const char *x = ln_input(a, base, &sum, dtype);
     double mean = sum / (double)n;
     for (int64_t j = 0; j < n; j++) {
-        double d = ct__ldf(a->x, base + j, dtype) - mean;
+        double d = ct__ldf(x, base + j, dtype) - mean;
         sq += d * d;
     }
     double invstd = 1.0 / sqrt(sq / (double)n + a->eps);
     ((double *)a->mean)[r] = mean;
     ((double *)a->invstd)[r] = invstd;
     for (int64_t j = 0; j < n; j++) {
-        double v = (ct__ldf(a->x, base + j, dtype) - mean) * invstd;
+        double v = (ct__ldf(x, base + j, dtype) - mean) * invstd;
         v = v * param_or(a->weight, j, dtype, 1.0) + param_or(a->bias, j, dtype, 0.0);
         ct__stf(a->y, base + j, dtype, v);
     }

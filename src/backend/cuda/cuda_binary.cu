@@ -34,14 +34,15 @@
 #define CASE_NONE_(name, NAME, S)                                                                  \
     case CT_BOP_##NAME: break;
 
-/* a op b in arithmetic domain S over T. An integer formula's error goes to *flag (device
- * memory) when flag is not NULL; the result is then 0 (the op fails as a whole). */
-#define DEFINE_ARITH_VALUE(T, S, CASES, RELU)                                                      \
+/* a op b in arithmetic domain S over T, for the table's rows and the internal ones. An integer
+ * formula's error goes to *flag (device memory) when flag is not NULL; the result is then 0
+ * (the op fails as a whole). */
+#define DEFINE_ARITH_VALUE(T, S, CASES)                                                            \
     CT_EW_DEV T arith_cases(int op, T a, T b, int *err) {                                          \
         (void)err;                                                                                 \
         switch ((ct__binary_op)op) {                                                                \
             CT_BINARY_OPS(CASES)                                                                   \
-            RELU                                                                                   \
+            CT_INTERNAL_BINARY_OPS(CASES)                                                          \
         case CT_BOP_COUNT: break;                                                                  \
         }                                                                                          \
         return 0;                                                                                  \
@@ -52,18 +53,18 @@
         if (err != CT_EW_OK && flag) *flag = err;                                                  \
         return err != CT_EW_OK ? (T)0 : r;                                                         \
     }
-DEFINE_ARITH_VALUE(float, f32, CT_EW_B_CASE_F32, CASE_FLOAT_(relu_grad, RELU_GRAD, f32))
-DEFINE_ARITH_VALUE(double, f64, CT_EW_B_CASE_F64, CASE_FLOAT_(relu_grad, RELU_GRAD, f64))
-DEFINE_ARITH_VALUE(int32_t, i32, CT_EW_B_CASE_I32, CASE_INT_(relu_grad, RELU_GRAD, i32))
-DEFINE_ARITH_VALUE(int64_t, i64, CT_EW_B_CASE_I64, CASE_INT_(relu_grad, RELU_GRAD, i64))
-DEFINE_ARITH_VALUE(uint64_t, u64, CT_EW_B_CASE_U64, CASE_INT_(relu_grad, RELU_GRAD, u64))
+DEFINE_ARITH_VALUE(float, f32, CT_EW_B_CASE_F32)
+DEFINE_ARITH_VALUE(double, f64, CT_EW_B_CASE_F64)
+DEFINE_ARITH_VALUE(int32_t, i32, CT_EW_B_CASE_I32)
+DEFINE_ARITH_VALUE(int64_t, i64, CT_EW_B_CASE_I64)
+DEFINE_ARITH_VALUE(uint64_t, u64, CT_EW_B_CASE_U64)
 
 /* Comparisons and logical ops give 0/1. */
 #define DEFINE_COMPARE_VALUE(T, CASES)                                                             \
     CT_EW_DEV uint8_t compare_value(int op, T a, T b) {                                            \
         switch ((ct__binary_op)op) {                                                                \
             CT_BINARY_OPS(CASES)                                                                   \
-        case CT_BOP_RELU_GRAD:                                                                     \
+            CT_INTERNAL_BINARY_OPS(CASES)                                                          \
         case CT_BOP_COUNT: break;                                                                  \
         }                                                                                          \
         return 0;                                                                                  \
@@ -141,7 +142,7 @@ static __global__ void arith_f32_contiguous(float *__restrict__ o, const float *
     float b0 = sb ? 0.0f : s.operand == 2 ? s.value : b[0];
     switch ((ct__binary_op)op) {
         CT_BINARY_OPS(CT_ARITH_RUN_KIND_)
-        CT_ARITH_RUN_(RELU_GRAD)
+        CT_INTERNAL_BINARY_OPS(CT_ARITH_RUN_KIND_)
     case CT_BOP_COUNT: break;
     }
 }
@@ -177,9 +178,8 @@ enum { KIND_ARITH, KIND_FLOAT, KIND_COMPARE, KIND_LOGICAL, KIND_INT, KIND_SHIFT 
 
 static const unsigned char op_kind[] = {
 #define CT_BINARY_KIND_(name, NAME, kind, grad, autocast) KIND_##kind,
-    CT_BINARY_OPS(CT_BINARY_KIND_)
+    CT_BINARY_OPS(CT_BINARY_KIND_) CT_INTERNAL_BINARY_OPS(CT_BINARY_KIND_)
 #undef CT_BINARY_KIND_
-        KIND_ARITH, /* CT_BOP_RELU_GRAD, the one internal op, after the table */
 };
 static_assert(sizeof op_kind == CT_BOP_COUNT, "one kind per binary op");
 

@@ -105,16 +105,24 @@ __global__ void __launch_bounds__(NN_THREADS) bn_backward(ct__batch_norm_args a)
     }
 }
 
+// With a residual, each thread writes the sum x + residual of its elements (rounded to the
+// dtype, as ct_add) and reads them back from there in the passes after: its own writes, so
+// no barrier is needed between them.
 __global__ void __launch_bounds__(NN_THREADS) ln_forward(ct__layer_norm_args a) {
     __shared__ double shared[NN_THREADS / 32];
+    const char *x = a.residual ? a.sum : a.x;
     for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
         int64_t base = r * a.n;
         double sum = 0.0, sq = 0.0;
-        for (int64_t j = threadIdx.x; j < a.n; j += blockDim.x)
-            sum += nn_load(a.x, base + j, a.dtype);
+        for (int64_t j = threadIdx.x; j < a.n; j += blockDim.x) {
+            if (a.residual)
+                nn_store(a.sum, base + j, a.dtype,
+                         nn_load(a.x, base + j, a.dtype) + nn_load(a.residual, base + j, a.dtype));
+            sum += nn_load(x, base + j, a.dtype);
+        }
         double mean = nn_block_sum(sum, shared) / (double)a.n;
         for (int64_t j = threadIdx.x; j < a.n; j += blockDim.x) {
-            double d = nn_load(a.x, base + j, a.dtype) - mean;
+            double d = nn_load(x, base + j, a.dtype) - mean;
             sq += d * d;
         }
         double invstd = 1.0 / sqrt(nn_block_sum(sq, shared) / (double)a.n + a.eps);
@@ -123,7 +131,7 @@ __global__ void __launch_bounds__(NN_THREADS) ln_forward(ct__layer_norm_args a) 
             ((double *)a.invstd)[r] = invstd;
         }
         for (int64_t j = threadIdx.x; j < a.n; j += blockDim.x) {
-            double v = (nn_load(a.x, base + j, a.dtype) - mean) * invstd;
+            double v = (nn_load(x, base + j, a.dtype) - mean) * invstd;
             v = v * param_or(a.weight, j, a.dtype, 1.0) + param_or(a.bias, j, a.dtype, 0.0);
             nn_store(a.y, base + j, a.dtype, v);
         }
