@@ -23,10 +23,10 @@
 #define PRAGMA(...) _Pragma(#__VA_ARGS__)
 #ifdef _OPENMP
 #define SIMD_SUM(...) PRAGMA(omp simd reduction(+ : __VA_ARGS__))
-#define SIMD PRAGMA(omp simd)
+#define SIMD() PRAGMA(omp simd)
 #else
 #define SIMD_SUM(...)
-#define SIMD
+#define SIMD()
 #endif
 
 static inline double param_or(const char *p, int64_t i, ct_dtype dtype, double absent) {
@@ -126,10 +126,12 @@ CT_CPU_INLINE void normalise(const ct__batch_norm_args *a, int64_t ch, double sc
     for (int64_t b = 0; b < n; b++) {
         const int64_t base = b * stride + ch * s;
         if (a->relu) {
-            SIMD for (int64_t j = 0; j < s; j++)
+            SIMD()
+            for (int64_t j = 0; j < s; j++)
                 store_relu(y, base + j, dtype, ct__ldf(x, base + j, dtype) * scale + shift);
         } else {
-            SIMD for (int64_t j = 0; j < s; j++)
+            SIMD()
+            for (int64_t j = 0; j < s; j++)
                 ct__stf(y, base + j, dtype, ct__ldf(x, base + j, dtype) * scale + shift);
         }
     }
@@ -187,7 +189,8 @@ CT_CPU_INLINE void grad_sums(const char *x, const char *grad_out, const char *y,
 CT_CPU_INLINE void grad_x_plane(const char *x, const char *grad_out, const char *y, bool relu,
                                 char *grad_x, int64_t base, int64_t s, double mean, double k,
                                 double mean_g, double slope, ct_dtype dtype) {
-    SIMD for (int64_t j = 0; j < s; j++) {
+    SIMD()
+    for (int64_t j = 0; j < s; j++) {
         double g = grad_at(grad_out, y, relu, base + j, dtype);
         double d = ct__ldf(x, base + j, dtype) - mean;
         ct__stf(grad_x, base + j, dtype, k * (g - mean_g - d * slope));
