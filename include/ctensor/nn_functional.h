@@ -60,6 +60,13 @@ CT_API ct_tensor *ct_adaptive_avg_pool2d(const ct_tensor *x, int64_t out_h, int6
 CT_API ct_tensor *ct_batch_norm(const ct_tensor *x, ct_tensor *running_mean, ct_tensor *running_var,
                                 const ct_tensor *weight, const ct_tensor *bias, bool training,
                                 double momentum, double eps);
+/* relu(ct_batch_norm(...)) in one op: one pass normalises and clamps, and the backward takes
+ * the ReLU's mask from the output (no tensor saved beyond ct_batch_norm's). Arguments,
+ * running statistics and autocast as ct_batch_norm's. */
+CT_API ct_tensor *ct_batch_norm_relu(const ct_tensor *x, ct_tensor *running_mean,
+                                     ct_tensor *running_var, const ct_tensor *weight,
+                                     const ct_tensor *bias, bool training, double momentum,
+                                     double eps);
 /* Normalise over the last `normalized_ndim` axes; weight and bias have those axes' shape,
  * or are NULL. */
 CT_API ct_tensor *ct_layer_norm(const ct_tensor *x, int normalized_ndim, const ct_tensor *weight,

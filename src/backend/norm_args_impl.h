@@ -58,19 +58,23 @@ struct ct__cross_entropy_args {
  * (1 - momentum) * running + momentum * batch, with the unbiased variance. Evaluation: the
  * running statistics normalise. Forward writes y and the per-channel mean and invstd
  * (float64, c) it used. Backward reads x, mean, invstd, grad_out and writes grad_x (when not
- * NULL) and the per-channel grad_weight and grad_bias (`dtype`, c; when not NULL). */
+ * NULL) and the per-channel grad_weight and grad_bias (`dtype`, c; when not NULL).
+ * With `relu` the ReLU that follows is fused: the forward writes y = max(bn(x), 0) (NaN
+ * stays NaN), and the backward reads that y (the forward's output) and takes grad_out only
+ * where y > 0 (0 elsewhere), before the batch norm's backward. */
 struct ct__batch_norm_args {
     ct_dtype dtype;
     int64_t n, c, inner;
     const char *x;
     const char *weight, *bias;
     bool training;
+    bool relu;
     double momentum, eps;
     char *running_mean, *running_var;
     ct_dtype running_mean_dtype, running_var_dtype;
     int64_t running_mean_stride, running_var_stride;
     char *mean, *invstd;
-    char *y;
+    char *y;              /* forward: written; backward with relu: read */
     const char *grad_out; /* backward only, and the gradients below */
     char *grad_x, *grad_weight, *grad_bias;
 };

@@ -87,19 +87,33 @@ static ct_status count_batch(ct__module_tensor *slot) {
     return CT_OK;
 }
 
-static ct_tensor *batch_norm_forward(ct_module *m, const ct_tensor *x) {
+/* BatchNorm2d's forward, with the ReLU after it fused when relu. */
+static ct_tensor *batch_norm2d(ct_module *m, const ct_tensor *x, bool relu) {
     if (x->ndim != 4)
         return ct__fail(CT_ERR_SHAPE,
                         "BatchNorm2d: expected a 4-d input (N, C, H, W), got rank %d; use "
                         "ct_batch_norm for other ranks",
                         x->ndim);
-    ct_tensor *out = ct_batch_norm(x, m->tensors[2].tensor, m->tensors[3].tensor, param(m, 0),
-                                   param(m, 1), m->training, m->momentum, m->eps);
+    ct_tensor *out = (relu ? ct_batch_norm_relu : ct_batch_norm)(
+        x, m->tensors[2].tensor, m->tensors[3].tensor, param(m, 0), param(m, 1), m->training,
+        m->momentum, m->eps);
     if (out && m->training && count_batch(&m->tensors[4]) != CT_OK) {
         ct_release(out);
         return NULL;
     }
     return out;
+}
+
+static ct_tensor *batch_norm_forward(ct_module *m, const ct_tensor *x) {
+    return batch_norm2d(m, x, false);
+}
+
+ct_tensor *ct__module_forward_relu(ct_module *m, const ct_tensor *x) {
+    if (m->forward == batch_norm_forward) return batch_norm2d(m, x, true);
+    ct_tensor *h = ct_module_forward(m, x);
+    ct_tensor *y = h ? ct_relu(h) : NULL;
+    ct_release(h);
+    return y;
 }
 
 ct_module *ct_nn_batch_norm2d(int64_t channels, double eps, double momentum) {

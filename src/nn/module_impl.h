@@ -55,6 +55,9 @@ ct_module *ct__module_new(const char *kind, ct__forward_fn forward);
  * whose error stays) or memory runs out, every child is freed and NULL. */
 ct_module *ct__module_container(const char *kind, ct__forward_fn forward, int n,
                                 ct_module *const *children, const char *const *labels);
+/* relu(m(x)): for a BatchNorm2d, one fused op (ct_batch_norm_relu); otherwise the module's
+ * forward, then ct_relu. */
+ct_tensor *ct__module_forward_relu(ct_module *m, const ct_tensor *x);
 /* Add a parameter (requires grad) or buffer; t is consumed (the module owns it). */
 ct_status ct__module_add(ct_module *m, const char *name, ct_tensor *t, bool buffer);
 /* How many entries m's state has (its parameters and buffers); -1 with the error set (op

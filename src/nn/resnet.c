@@ -19,6 +19,14 @@ static ct_tensor *through(ct_module *child, ct_tensor *x) {
     return y;
 }
 
+/* relu(child(x)), consuming x: one fused op when child is a batch norm. */
+static ct_tensor *through_relu(ct_module *child, ct_tensor *x) {
+    if (!x) return NULL;
+    ct_tensor *y = ct__module_forward_relu(child, x);
+    ct_release(x);
+    return y;
+}
+
 /* relu(x), consuming x. */
 static ct_tensor *relu_of(ct_tensor *x) {
     ct_tensor *y = ct_relu(x);
@@ -27,10 +35,10 @@ static ct_tensor *relu_of(ct_tensor *x) {
 }
 
 /* relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x)); the shortcut is the identity when
- * the block has no "shortcut" child. */
+ * the block has no "shortcut" child. bn1 and its ReLU are one op (ct_batch_norm_relu). */
 static ct_tensor *basic_block_forward(ct_module *m, const ct_tensor *x) {
     ct_module **c = m->children;
-    ct_tensor *h = relu_of(through(c[1], through(c[0], ct__new_ref(x))));
+    ct_tensor *h = through_relu(c[1], through(c[0], ct__new_ref(x)));
     h = through(c[3], through(c[2], h));
     ct_tensor *shortcut = m->nchildren > 4 ? through(c[4], ct__new_ref(x)) : ct__new_ref(x);
     ct_tensor *sum = h && shortcut ? ct_add(h, shortcut) : NULL;
@@ -70,10 +78,11 @@ ct_module *ct_nn_basic_block(int64_t in_channels, int64_t channels, int64_t stri
     return m;
 }
 
-/* relu(bn1(conv1(x))), the stages, global average pooling, the linear classifier. */
+/* relu(bn1(conv1(x))) (bn1 and the ReLU one op), the stages, global average pooling, the
+ * linear classifier. */
 static ct_tensor *resnet_forward(ct_module *m, const ct_tensor *x) {
     ct_module **c = m->children;
-    ct_tensor *h = relu_of(through(c[1], through(c[0], ct__new_ref(x))));
+    ct_tensor *h = through_relu(c[1], through(c[0], ct__new_ref(x)));
     for (int i = 2; i < m->nchildren - 1; i++) h = through(c[i], h);
     ct_tensor *pooled = h ? ct_adaptive_avg_pool2d(h, 1, 1) : NULL;
     ct_release(h);

@@ -1,7 +1,9 @@
-/* ct_batch_norm and ct_layer_norm, forward and backward, each through one fused kernel per
- * direction. The nodes save the contiguous input, the weight, and the statistics the
- * forward used (per-channel or per-row mean and inverse standard deviation, float64), so
- * the backward reads no running statistic that a later training step may have changed. */
+/* ct_batch_norm, ct_batch_norm_relu and ct_layer_norm, forward and backward, each through one
+ * fused kernel per direction. The nodes save the contiguous input, the weight, and the
+ * statistics the forward used (per-channel or per-row mean and inverse standard deviation,
+ * float64), so the backward reads no running statistic that a later training step may have
+ * changed; ct_batch_norm_relu's node also saves its output (detached), whose positive
+ * elements are the ReLU's mask. */
 #include <string.h>
 
 #include "ops/autocast_impl.h"
@@ -85,16 +87,16 @@ static ct_status norm_backward_end(norm_backward *b, ct_status status, ct_tensor
     return status;
 }
 
-/* Save x, weight, mean, invstd and record the node over (x, weight, bias). */
-static ct_tensor *record_norm(const char *op, ct__backward_fn backward, ct_tensor *y,
-                              const ct_tensor *const *inputs, ct_tensor *const *saved,
-                              int64_t flag) {
+/* A node over (x, weight, bias) saving x, weight, mean and invstd (NULL on failure). */
+static ct__node *new_norm_node(const char *op, ct__backward_fn backward,
+                               const ct_tensor *const *inputs, ct_tensor *const *saved,
+                               int64_t flag) {
     ct__node *node = ct__node_new(op, backward, 3, inputs);
     if (node) {
         for (int i = 0; i < 4; i++) ct__node_save(node, i, saved[i]);
         node->ints[0] = flag;
     }
-    return ct__record(y, node);
+    return node;
 }
 
 /* ---- batch norm ---- */
@@ -150,6 +152,8 @@ static ct_status batch_norm_backward(ct__node *node, const ct_tensor *grad_out,
     if (!norm_backward_begin(node, grad_out, &b)) return ct_last_status();
     ct__batch_norm_args args = batch_norm_args(node->saved[0], node->saved[1], &node->saved[2]);
     args.training = node->ints[0] != 0;
+    args.relu = node->saved[4] != NULL;
+    args.y = data_or_null(node->saved[4]);
     args.grad_out = ct__data(b.grad_out);
     args.grad_x = data_or_null(b.grads[0]);
     args.grad_weight = data_or_null(b.grads[1]);
@@ -175,8 +179,8 @@ static void set_running(ct__batch_norm_args *args, ct_tensor *rm, ct_tensor *rv)
 /* The forward; saved gets x, weight (contiguous, x's dtype), mean and invstd. */
 static ct_tensor *batch_norm_forward(const char *op, ct_device device, const ct_tensor *x,
                                      ct_tensor *rm, ct_tensor *rv, const ct_tensor *w,
-                                     const ct_tensor *b, bool training, double momentum, double eps,
-                                     ct_tensor **saved) {
+                                     const ct_tensor *b, bool training, bool relu, double momentum,
+                                     double eps, ct_tensor **saved) {
     int physical;
     const ct__kernel_table *k = ct__kernels(device, &physical);
     if (!k) return NULL;
@@ -191,6 +195,7 @@ static ct_tensor *batch_norm_forward(const char *op, ct_device device, const ct_
         ct__batch_norm_args args = batch_norm_args(saved[0], saved[1], &saved[2]);
         args.bias = data_or_null(bc);
         args.training = training;
+        args.relu = relu;
         args.momentum = momentum;
         args.eps = eps;
         args.y = ct__data(y);
@@ -205,10 +210,19 @@ static ct_tensor *batch_norm_forward(const char *op, ct_device device, const ct_
     return NULL;
 }
 
-static ct_tensor *batch_norm(const ct_tensor *x, ct_tensor *running_mean, ct_tensor *running_var,
-                             const ct_tensor *weight, const ct_tensor *bias, bool training,
-                             double momentum, double eps) {
-    const char *op = "ct_batch_norm";
+/* The ReLU's mask for the backward: a detached view of y saved in slot 4 of node (NULL, the
+ * node released, on failure). */
+static ct__node *save_output(ct__node *node, const ct_tensor *y) {
+    ct_tensor *view = node && y ? ct_detach(y) : NULL;
+    if (view) ct__node_save(node, 4, view);
+    ct_release(view);
+    if (node && !view) ct__node_release(node);
+    return view ? node : NULL;
+}
+
+static ct_tensor *batch_norm(const char *op, const ct_tensor *x, ct_tensor *running_mean,
+                             ct_tensor *running_var, const ct_tensor *weight, const ct_tensor *bias,
+                             bool training, bool relu, double momentum, double eps) {
     if (!x) return ct__null_arg(op, 1);
     const ct_tensor *all[5] = {x, running_mean, running_var, weight, bias}, *args[5];
     ct_device device;
@@ -217,11 +231,13 @@ static ct_tensor *batch_norm(const ct_tensor *x, ct_tensor *running_mean, ct_ten
     ct_tensor *saved[4] = {NULL, NULL, NULL, NULL};
     ct_no_grad_push();
     ct_tensor *y = batch_norm_forward(op, device, x, running_mean, running_var, weight, bias,
-                                      training, momentum, eps, saved);
+                                      training, relu, momentum, eps, saved);
     ct_no_grad_pop();
     const ct_tensor *inputs[3] = {x, weight, bias};
-    if (y && ct__grad_needed(3, inputs))
-        y = record_norm(op, batch_norm_backward, y, inputs, saved, training);
+    if (y && ct__grad_needed(3, inputs)) {
+        ct__node *node = new_norm_node(op, batch_norm_backward, inputs, saved, training);
+        y = ct__record(y, relu ? save_output(node, y) : node);
+    }
     for (int i = 0; i < 4; i++) ct_release(saved[i]);
     return y;
 }
@@ -344,7 +360,7 @@ static ct_tensor *layer_norm(const ct_tensor *x, const ct_tensor *residual, int 
     }
     const ct_tensor *inputs[3] = {input, weight, bias};
     if (y && ct__grad_needed(3, inputs))
-        y = record_norm(op, layer_norm_backward, y, inputs, saved, normalized_ndim);
+        y = ct__record(y, new_norm_node(op, layer_norm_backward, inputs, saved, normalized_ndim));
     if (!y && residual && *sum) ct_release(*sum), *sum = NULL;
     for (int i = 0; i < 4; i++) ct_release(saved[i]);
     return y;
@@ -356,8 +372,20 @@ ct_tensor *ct_batch_norm(const ct_tensor *x, ct_tensor *running_mean, ct_tensor 
                          double momentum, double eps) {
     ct__autocast ac;
     if (!ct__autocast_begin(&ac, CT__AC_BATCH_NORM, 1, (const ct_tensor **[]){&x})) return NULL;
-    ct_tensor *out =
-        batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps);
+    ct_tensor *out = batch_norm("ct_batch_norm", x, running_mean, running_var, weight, bias,
+                                training, false, momentum, eps);
+    ct__autocast_end(&ac);
+    return out;
+}
+
+/* As ct_batch_norm, in autocast's policy too (the ReLU changes no dtype). */
+ct_tensor *ct_batch_norm_relu(const ct_tensor *x, ct_tensor *running_mean, ct_tensor *running_var,
+                              const ct_tensor *weight, const ct_tensor *bias, bool training,
+                              double momentum, double eps) {
+    ct__autocast ac;
+    if (!ct__autocast_begin(&ac, CT__AC_BATCH_NORM, 1, (const ct_tensor **[]){&x})) return NULL;
+    ct_tensor *out = batch_norm("ct_batch_norm_relu", x, running_mean, running_var, weight, bias,
+                                training, true, momentum, eps);
     ct__autocast_end(&ac);
     return out;
 }

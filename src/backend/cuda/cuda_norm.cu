@@ -2,7 +2,9 @@
 // ct__layer_norm_args in backend/norm_args_impl.h), the CPU's arithmetic (cpu_norm.c) in
 // double. Batch norm: one block per channel, its threads striding over the channel's
 // n * inner elements (runs of `inner` consecutive elements, so reads coalesce), two-pass
-// statistics through block sums, then the normalised output. Layer norm: one block per
+// statistics through block sums, then the normalised output, clamped at 0 when the ReLU is
+// fused (args.relu; the backward then zeroes the gradient where the saved output y is not
+// positive, in the same pass that reads it). Layer norm: one block per
 // row; its weight and bias gradients take one thread per column summing over the rows
 // (neighbouring threads read neighbouring columns).
 #include "backend/cuda/cuda_nn_impl.cuh"
@@ -67,13 +69,20 @@ __global__ void __launch_bounds__(NN_THREADS) bn_forward(ct__batch_norm_args a) 
         double shift = param_or(a.bias, ch, a.dtype, 0.0) - mean * scale;
         for (int64_t e = threadIdx.x; e < count; e += blockDim.x) {
             int64_t at = bn_at(a, ch, e);
-            nn_store(a.y, at, a.dtype, nn_load(a.x, at, a.dtype) * scale + shift);
+            double v = nn_load(a.x, at, a.dtype) * scale + shift;
+            nn_store(a.y, at, a.dtype, a.relu && v < 0.0 ? 0.0 : v);
         }
     }
 }
 
+// The incoming gradient at `at`: grad_out, or 0 where the fused ReLU's output is not positive.
+NN_DEV double bn_grad(const ct__batch_norm_args &a, int64_t at) {
+    double g = nn_load(a.grad_out, at, a.dtype);
+    return a.relu && !(nn_load(a.y, at, a.dtype) > 0.0) ? 0.0 : g;
+}
+
 // Training: dx = w * invstd * (g - mean(g) - xhat * mean(g * xhat)); evaluation:
-// dx = g * w * invstd. dw = sum(g * xhat), db = sum(g).
+// dx = g * w * invstd. dw = sum(g * xhat), db = sum(g); g as bn_grad's.
 __global__ void __launch_bounds__(NN_THREADS) bn_backward(ct__batch_norm_args a) {
     __shared__ double shared[NN_THREADS / 32];
     int64_t count = a.n * a.inner;
@@ -82,7 +91,7 @@ __global__ void __launch_bounds__(NN_THREADS) bn_backward(ct__batch_norm_args a)
         double sum_g = 0.0, sum_gd = 0.0;
         for (int64_t e = threadIdx.x; e < count; e += blockDim.x) {
             int64_t at = bn_at(a, ch, e);
-            double g = nn_load(a.grad_out, at, a.dtype);
+            double g = bn_grad(a, at);
             sum_g += g;
             sum_gd += g * (nn_load(a.x, at, a.dtype) - mean);
         }
@@ -98,7 +107,7 @@ __global__ void __launch_bounds__(NN_THREADS) bn_backward(ct__batch_norm_args a)
         double slope = a.training ? sum_gd * invstd * invstd / (double)count : 0.0;
         for (int64_t e = threadIdx.x; e < count; e += blockDim.x) {
             int64_t at = bn_at(a, ch, e);
-            double g = nn_load(a.grad_out, at, a.dtype);
+            double g = bn_grad(a, at);
             double d = nn_load(a.x, at, a.dtype) - mean;
             nn_store(a.grad_x, at, a.dtype, k * (g - mean_g - d * slope));
         }
