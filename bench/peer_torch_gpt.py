@@ -9,13 +9,17 @@ data, seed policy, schedule and steps of `ctensor train --model gpt-mini --datas
   validation loss is the mean over the same 8 validation batches;
 - AdamW (betas 0.9, 0.95; weight decay 0.1 on parameters of 2 or more axes), gradient
   clipping at 1.0, linear warm-up over min(100, steps / 10) steps then a cosine to lr / 10;
-- --amp bf16 runs forward and loss under torch.autocast, as `ctensor train --amp bf16`.
+- --amp bf16 runs forward and loss under torch.autocast, as `ctensor train --amp bf16`;
+- the memory of a step as `ctensor train` reports it (first_step_rss_growth): the growth of
+  the resident set over the first step (Linux's VmHWM after /proc/self/clear_refs, less
+  VmRSS before it), AdamW's state (made in that step on both sides) included.
 The initial weights come from torch.manual_seed(seed): the same distribution as ctensor's,
 not the same numbers.
 
 Usage: peer_torch_gpt.py TEXT STEPS BATCH THREADS [--layers 4 --heads 4 --width 256
                          --context 256 --lr 6e-4 --seed 0 --device cpu --amp off|bf16]
-Prints `torch gpt steps N seconds S tokens_per_s R val_loss L bits_per_byte B`."""
+Prints `torch gpt steps N seconds S tokens_per_s R val_loss L bits_per_byte B
+first_step_rss_growth M` (M in bytes; 0 where /proc cannot tell)."""
 import argparse
 import math
 import time
@@ -103,6 +107,28 @@ class GPT(nn.Module):
         return F.linear(self.ln_f(x), self.wte.weight)
 
 
+def status_bytes(key):
+    """A "Key:   N kB" line of /proc/self/status in bytes; 0 where it is absent."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def rss_begin():
+    """Reset the resident set's peak (Linux 4.0 and later) and return its size now."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        return 0
+    return status_bytes("VmRSS")
+
+
 def learning_rate(step, steps, lr):
     warmup = min(100, steps // 10)
     if step < warmup:
@@ -146,7 +172,9 @@ def main():
         return F.cross_entropy(logits.float().view(-1, 256), y.to(device).view(-1))
 
     seconds = 0.0
+    rss_growth = 0
     for step in range(args.steps):
+        rss = rss_begin() if step == 0 else 0
         start = time.perf_counter()
         for g in optimizer.param_groups:
             g["lr"] = learning_rate(step, args.steps, args.lr)
@@ -159,13 +187,16 @@ def main():
         if device.type == "cuda":
             torch.cuda.synchronize()
         seconds += time.perf_counter() - start
+        if step == 0 and rss:
+            rss_growth = max(status_bytes("VmHWM") - rss, 0)
     model.eval()
     with torch.no_grad():
         val = sum(loss_of(*batch(data, split, args.seed, 1, i, args.batch, args.context)).item()
                   for i in range(EVAL_BATCHES)) / EVAL_BATCHES
     tokens = args.steps * args.batch * args.context
     print(f"torch gpt steps {args.steps} seconds {seconds:.3f} tokens_per_s "
-          f"{tokens / seconds:.1f} val_loss {val:.6f} bits_per_byte {val / math.log(2):.6f}")
+          f"{tokens / seconds:.1f} val_loss {val:.6f} bits_per_byte {val / math.log(2):.6f} "
+          f"first_step_rss_growth {rss_growth}")
 
 
 if __name__ == "__main__":

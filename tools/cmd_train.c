@@ -57,23 +57,27 @@ static void catch_stop_signals(void) {
     sigaction(SIGTERM, &action, NULL);
 }
 
+int train_stop_signal(void) { return (int)stop_signal; }
+
 /* The signal the run stops for, 0 while it goes on: this process's own, or under data
  * parallelism the one the ranks agreed on, so that every rank stops after the same step
  * and none waits in a collective the others never start. */
 static int stopping(const trainer *t) { return t->ddp ? t->agreed_stop : (int)stop_signal; }
 
-/* Agree on the stop at a point with no gradient all-reduce (the end of an evaluation): the
- * largest signal any rank received, all-gathered. */
-static ct_status agree_stop(trainer *t) {
+ct_status train_agree_stop(ct_comm *comm, ct_device device, int *agreed) {
     int64_t one = 1, mine = stop_signal;
     double largest = 0;
     ct_scope_begin();
-    ct_tensor *all =
-        ct_comm_all_gather(t->o->comm, ct_from_data(&mine, 1, &one, CT_I64, t->o->device));
+    ct_tensor *all = ct_comm_all_gather(comm, ct_from_data(&mine, 1, &one, CT_I64, device));
     ct_status status = ct_item(ct_max(all, 0, NULL, false), &largest);
     ct_scope_end();
-    if (status == CT_OK && (int)largest > t->agreed_stop) t->agreed_stop = (int)largest;
+    if (status == CT_OK && (int)largest > *agreed) *agreed = (int)largest;
     return status;
+}
+
+/* Agree on the stop at a point with no gradient all-reduce (the end of an evaluation). */
+static ct_status agree_stop(trainer *t) {
+    return train_agree_stop(t->o->comm, t->o->device, &t->agreed_stop);
 }
 
 static double now(void) {
@@ -620,7 +624,6 @@ int ct_cli_train(int argc, char **argv) {
     if (parsed >= 0) return parsed;
     /* Reproducible by default: the same seed, device and thread count, the same weights. */
     ct_use_deterministic_algorithms(!o.nondeterministic);
-    if (train_is_gpt(o.model)) return train_gpt_run(&o);
     ct_comm *world = ct_comm_world(); /* a world of one unless started by mpirun */
     if (!world) return failed("mpirun");
     catch_stop_signals();
@@ -628,9 +631,11 @@ int ct_cli_train(int argc, char **argv) {
     if (o.devices || ct_comm_size(world) > 1) {
         rc = train_dist_run(&o, world);
     } else {
+        /* A GPT prints its own summary. */
+        bool gpt = train_is_gpt(o.model);
         train_summary summary;
-        rc = train_replica(&o, &summary);
-        if (rc == 0) train_print_summary(&o, &summary);
+        rc = gpt ? train_gpt_replica(&o, &summary) : train_replica(&o, &summary);
+        if (rc == 0 && !gpt) train_print_summary(&o, &summary);
         if (rc == 0 && summary.interrupted_by) rc = 128 + summary.interrupted_by;
     }
     ct_comm_free(world);
