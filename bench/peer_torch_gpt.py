@@ -14,14 +14,20 @@ data, seed policy, schedule and steps of `ctensor train --model gpt-mini --datas
   the resident set over the first step (Linux's VmHWM after /proc/self/clear_refs, less
   VmRSS before it), AdamW's state (made in that step on both sides) included.
 The initial weights come from torch.manual_seed(seed): the same distribution as ctensor's,
-not the same numbers.
+not the same numbers; --save-init FILE writes them as a checkpoint of step 0 in ctensor's
+names, from which `ctensor train --checkpoint FILE --resume` starts with the same numbers
+(bench/run_train.sh does, so that the bits per byte compare the two implementations, not two
+draws of the initial weights).
 
 Usage: peer_torch_gpt.py TEXT STEPS BATCH THREADS [--layers 4 --heads 4 --width 256
-                         --context 256 --lr 6e-4 --seed 0 --device cpu --amp off|bf16]
+                         --context 256 --lr 6e-4 --seed 0 --device cpu --amp off|bf16
+                         --save-init FILE.safetensors]
 Prints `torch gpt steps N seconds S tokens_per_s R val_loss L bits_per_byte B
 first_step_rss_growth M` (M in bytes; 0 where /proc cannot tell)."""
 import argparse
+import json
 import math
+import struct
 import time
 
 import torch
@@ -107,6 +113,34 @@ class GPT(nn.Module):
         return F.linear(self.ln_f(x), self.wte.weight)
 
 
+def ctensor_name(name):
+    """A parameter's name in ctensor's GPT (src/nn/gpt.c: nanoGPT's module tree)."""
+    for ours, theirs in ((".c_attn.", ".attn.c_attn."), (".attn_proj.", ".attn.c_proj."),
+                         (".c_fc.", ".mlp.c_fc."), (".mlp_proj.", ".mlp.c_proj.")):
+        name = name.replace(ours, theirs)
+    return "transformer." + name
+
+
+def save_init(model, path, args):
+    """The model as a safetensors checkpoint of step 0 that `ctensor train --resume` loads."""
+    tensors = {ctensor_name(n): p.detach().float().contiguous().cpu()
+               for n, p in model.named_parameters()}
+    metadata = {"model": "gpt", "gpt.vocab": "256", "gpt.context": str(args.context),
+                "gpt.layers": str(args.layers), "gpt.heads": str(args.heads),
+                "gpt.width": str(args.width), "epoch": "0", "seed": str(args.seed)}
+    header, offset = {"__metadata__": metadata}, 0
+    for name, t in tensors.items():
+        size = t.numel() * 4
+        header[name] = {"dtype": "F32", "shape": list(t.shape), "data_offsets": [offset, offset + size]}
+        offset += size
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text)
+        for t in tensors.values():
+            f.write(t.numpy().astype("<f4").tobytes())
+
+
 def status_bytes(key):
     """A "Key:   N kB" line of /proc/self/status in bytes; 0 where it is absent."""
     try:
@@ -151,6 +185,7 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--amp", choices=["off", "bf16"], default="off")
+    ap.add_argument("--save-init")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
@@ -159,6 +194,8 @@ def main():
     split = len(data) - len(data) // 10
     torch.manual_seed(args.seed)
     model = GPT(256, args.context, args.layers, args.heads, args.width).to(device)
+    if args.save_init:
+        save_init(model, args.save_init, args)
     decay = [p for p in model.parameters() if p.dim() >= 2]
     rest = [p for p in model.parameters() if p.dim() < 2]
     optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},

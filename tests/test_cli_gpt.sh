@@ -6,7 +6,8 @@
 # same seed; bad options are refused with one line. Data parallelism (--devices: 2 and 3
 # replicas, an uneven split) gives the loss of one device up to float sums, the same twice;
 # SIGINT and SIGTERM stop the run after a step with exit 130 and 143, the checkpoint at that
-# step.
+# step. From the same initial weights (bench/peer_torch_gpt.py --save-init) ctensor and
+# PyTorch give the same validation loss after 60 steps (skipped without Debian's torch).
 # Usage: test_cli_gpt.sh CTENSOR WORKDIR
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -114,6 +115,26 @@ for signal in INT TERM; do
     then pass "test_cli_gpt_sig${signal}_stops_after_a_step (step $stopped saved)"
     else fail "test_cli_gpt_sig${signal}_stops_after_a_step" "exit $code (expected $expected), stopped at \"$stopped\", checkpoint at \"$saved\""; fi
 done
+
+# The same model, data, schedule and steps as PyTorch's nanoGPT (the benchmark's peer), from
+# the same initial weights: the same loss up to float sums.
+torch_python=${BENCH_PYTHON:-/usr/bin/python3}
+if ! "$torch_python" -c "import torch" >/dev/null 2>&1; then
+    skip test_cli_gpt_same_as_torch "no torch for $torch_python (Debian's python3-torch)"
+else
+    init="$work/torch-init.safetensors"
+    shape="--layers 2 --heads 2 --width 32 --context 32"
+    run env OMP_NUM_THREADS=1 "$torch_python" "$here/../bench/peer_torch_gpt.py" "$text" 60 8 1 \
+        $shape --lr 3e-3 --seed 1 --save-init "$init"
+    theirs=$(sed -n 's/.* val_loss \([^ ]*\) .*/\1/p' "$out")
+    run "$ctensor" train --model gpt $shape --batch-size 8 --lr 3e-3 --dataset "$text" \
+        --steps 60 --eval-interval 60 --seed 1 --checkpoint "$init" --resume --json
+    ours=$(field val_loss)
+    if [ "$code" = 0 ] && awk -v a="$ours" -v b="$theirs" 'BEGIN {
+        exit !(b > 0 && (a - b)^2 < 1e-8 * b * b) }'
+    then pass "test_cli_gpt_same_as_torch (val loss $ours, PyTorch $theirs)"
+    else fail test_cli_gpt_same_as_torch "exit $code, val loss $ours against PyTorch's $theirs"; fi
+fi
 
 short="$work/short.txt"
 printf 'too short' > "$short"
