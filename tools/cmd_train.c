@@ -40,9 +40,15 @@ typedef struct trainer {
 } trainer;
 
 /* SIGINT or SIGTERM, once received: the run stops at the end of the step. A second one
- * ends the process at once (the handler puts the default action back). Under data
- * parallelism a signal may reach one rank only (mpirun's ranks are processes): every rank
- * stops after the step whose collective carried it (see stopping). */
+ * ends the process at once (the default action put back). Under data parallelism a signal
+ * may reach one rank only (mpirun's ranks are processes): every rank stops after the step
+ * whose collective carried it (see stopping).
+ * The signals are blocked in the training threads (this one and every thread it starts, which
+ * inherit its mask) and taken by a thread of their own in sigwait: a handler that ran on a
+ * computing thread would put its frame on that thread's stack in the middle of a kernel, and
+ * optimised kernels (oneDNN's GEMM) may keep data below their stack pointer, which the frame
+ * overwrites. The handler stays for the threads libraries started before (they do not block
+ * them). */
 static volatile sig_atomic_t stop_signal;
 
 static void request_stop(int sig) {
@@ -50,11 +56,41 @@ static void request_stop(int sig) {
     signal(sig, SIG_DFL);
 }
 
+static void *watch_stop_signals(void *set) {
+    for (;;) {
+        int sig;
+        if (sigwait(set, &sig) != 0) continue;
+        if (!stop_signal) {
+            stop_signal = sig;
+            continue;
+        }
+        /* The second: the default action, on this thread, which unblocks it. */
+        signal(sig, SIG_DFL);
+        sigset_t one;
+        sigemptyset(&one);
+        sigaddset(&one, sig);
+        pthread_sigmask(SIG_UNBLOCK, &one, NULL);
+        raise(sig);
+    }
+    return NULL;
+}
+
 static void catch_stop_signals(void) {
     struct sigaction action = {.sa_handler = request_stop};
     sigemptyset(&action.sa_mask);
     sigaction(SIGINT, &action, NULL);
     sigaction(SIGTERM, &action, NULL);
+    static sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_t watcher;
+    if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0) return;
+    if (pthread_create(&watcher, NULL, watch_stop_signals, &set) == 0) {
+        pthread_detach(watcher);
+        return;
+    }
+    pthread_sigmask(SIG_UNBLOCK, &set, NULL); /* no watcher: the handler takes them */
 }
 
 int train_stop_signal(void) { return (int)stop_signal; }
