@@ -4,7 +4,8 @@
 # loss; a run resumed from its checkpoint continues at the saved step; synthetic tokens
 # train without a text; generate continues a prompt through the KV cache, the same for the
 # same seed; bad options are refused with one line. Data parallelism (--devices: 2 and 3
-# replicas, an uneven split) gives the loss of one device up to float sums, the same twice;
+# replicas, an uneven split) gives the loss of one device up to float sums, and the same
+# checkpoint, bit for bit, twice;
 # SIGINT and SIGTERM stop the run after a step with exit 130 and 143, the checkpoint at that
 # step. From the same initial weights (bench/peer_torch_gpt.py --save-init) ctensor and
 # PyTorch give the same validation loss after 60 steps (skipped without Debian's torch).
@@ -74,15 +75,17 @@ else fail test_cli_gpt_amp_bf16 "exit $code"; fi
 run "$ctensor" train $small --dataset "$text" --steps 30 --eval-interval 30 --seed 1 --json
 alone=$(field val_loss)
 run "$ctensor" train $small --dataset "$text" --steps 30 --eval-interval 30 --seed 1 --json \
-    --devices cpu:0,cpu:1
+    --devices cpu:0,cpu:1 --checkpoint "$work/two.safetensors"
 two=$(field val_loss) world=$(field world_size)
 run "$ctensor" train $small --dataset "$text" --steps 30 --eval-interval 30 --seed 1 --json \
-    --devices cpu:0,cpu:1
+    --devices cpu:0,cpu:1 --checkpoint "$work/again.safetensors"
 again=$(field val_loss)
 run "$ctensor" train $small --dataset "$text" --steps 30 --eval-interval 30 --seed 1 --json \
     --devices cpu:0,cpu:1,cpu:2
 three=$(field val_loss)
+# The two runs of 2 replicas: the same weights and optimiser state, bit for bit.
 if [ "$code" = 0 ] && [ "$world" = 2 ] && [ "$two" = "$again" ] &&
+    cmp -s "$work/two.safetensors" "$work/again.safetensors" &&
     awk -v a="$alone" -v b="$two" -v c="$three" 'BEGIN {
         exit !(a > 0 && (a - b)^2 < 1e-6 * a * a && (a - c)^2 < 1e-6 * a * a) }'
 then pass "test_cli_gpt_devices_same_loss (alone $alone, 2 replicas $two twice, 3 replicas $three)"
