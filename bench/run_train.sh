@@ -157,7 +157,7 @@ for amp in ${BENCH_AMP:-off bf16}; do
             "ctensor_bpb", "torch_bpb", "bpb_diff", "ctensor_step_rss", "torch_step_rss", "rss_ratio",
             "ctensor_step_mem"
         printf "  %14.0f %10.0f %10.0f %8.2fx %12.4f %12.4f %8.2f%% %12.1f MiB %10.1f MiB %8.2fx %12.1f MiB\n", c, t1, tn, c / best,
-            b, tb, 100 * (b - tb) / tb, r / 1048576, tr / 1048576, tr > 0 ? r / tr : 0, m / 1048576 }'
+            b, tb, 100 * (b - tb) / tb, r / 1048576, tr / 1048576, (tr > 0 ? r / tr : 0), m / 1048576 }'
 done
 done
 exit "$status"
