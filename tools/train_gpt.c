@@ -396,8 +396,7 @@ static int run(gpt_run *r, int *interrupted_by) {
     double val_loss = NAN;
     bool measured = false, saved = false;
     /* A fresh run saves its initial model first, as the image models do: a path that cannot
-     * take the file is found at once, and the checkpoint of step 0 holds the weights the run
-     * starts from (bench/peer_torch_gpt.py --init starts PyTorch from them). */
+     * take the file is found before any training. */
     if (o->checkpoint && step == 0 && !r->rank && save(r, 0) != CT_OK) return failed(o->checkpoint);
     if (r->ddp && ct_comm_barrier(o->comm) != CT_OK) return failed("data parallelism");
     while (step < o->steps && !stopping(r)) {
