@@ -44,11 +44,10 @@ typedef struct trainer {
  * may reach one rank only (mpirun's ranks are processes): every rank stops after the step
  * whose collective carried it (see stopping).
  * The signals are blocked in the training threads (this one and every thread it starts, which
- * inherit its mask) and taken by a thread of their own in sigwait: a handler that ran on a
- * computing thread would put its frame on that thread's stack in the middle of a kernel, and
- * optimised kernels (oneDNN's GEMM) may keep data below their stack pointer, which the frame
- * overwrites. The handler stays for the threads libraries started before (they do not block
- * them). */
+ * inherit its mask) and taken by a thread of their own in sigwait, so that no handler runs in
+ * the middle of a kernel: with the handler on the computing threads, a GPT stopped by a
+ * signal corrupted the heap inside oneDNN's GEMM in about one run in ten. The handler stays
+ * for threads that libraries started before (they do not block the signals). */
 static volatile sig_atomic_t stop_signal;
 
 static void request_stop(int sig) {
