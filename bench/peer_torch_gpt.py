@@ -9,15 +9,25 @@ data, seed policy, schedule and steps of `ctensor train --model gpt-mini --datas
   validation loss is the mean over the same 8 validation batches;
 - AdamW (betas 0.9, 0.95; weight decay 0.1 on parameters of 2 or more axes), gradient
   clipping at 1.0, linear warm-up over min(100, steps / 10) steps then a cosine to lr / 10;
-- --amp bf16 runs forward and loss under torch.autocast, as `ctensor train --amp bf16`.
+- --amp bf16 runs forward and loss under torch.autocast, as `ctensor train --amp bf16`;
+- the memory of a step as `ctensor train` reports it (first_step_rss_growth): the growth of
+  the resident set over the first step (Linux's VmHWM after /proc/self/clear_refs, less
+  VmRSS before it), AdamW's state (made in that step on both sides) included.
 The initial weights come from torch.manual_seed(seed): the same distribution as ctensor's,
-not the same numbers.
+not the same numbers; --save-init FILE writes them as a checkpoint of step 0 in ctensor's
+names, from which `ctensor train --checkpoint FILE --resume` starts with the same numbers
+(bench/run_train.sh does, so that the bits per byte compare the two implementations, not two
+draws of the initial weights).
 
 Usage: peer_torch_gpt.py TEXT STEPS BATCH THREADS [--layers 4 --heads 4 --width 256
-                         --context 256 --lr 6e-4 --seed 0 --device cpu --amp off|bf16]
-Prints `torch gpt steps N seconds S tokens_per_s R val_loss L bits_per_byte B`."""
+                         --context 256 --lr 6e-4 --seed 0 --device cpu --amp off|bf16
+                         --save-init FILE.safetensors]
+Prints `torch gpt steps N seconds S tokens_per_s R val_loss L bits_per_byte B
+first_step_rss_growth M` (M in bytes; 0 where /proc cannot tell)."""
 import argparse
+import json
 import math
+import struct
 import time
 
 import torch
@@ -103,6 +113,56 @@ class GPT(nn.Module):
         return F.linear(self.ln_f(x), self.wte.weight)
 
 
+def ctensor_name(name):
+    """A parameter's name in ctensor's GPT (src/nn/gpt.c: nanoGPT's module tree)."""
+    for ours, theirs in ((".c_attn.", ".attn.c_attn."), (".attn_proj.", ".attn.c_proj."),
+                         (".c_fc.", ".mlp.c_fc."), (".mlp_proj.", ".mlp.c_proj.")):
+        name = name.replace(ours, theirs)
+    return "transformer." + name
+
+
+def save_init(model, path, args):
+    """The model as a safetensors checkpoint of step 0 that `ctensor train --resume` loads."""
+    tensors = {ctensor_name(n): p.detach().float().contiguous().cpu()
+               for n, p in model.named_parameters()}
+    metadata = {"model": "gpt", "gpt.vocab": "256", "gpt.context": str(args.context),
+                "gpt.layers": str(args.layers), "gpt.heads": str(args.heads),
+                "gpt.width": str(args.width), "epoch": "0", "seed": str(args.seed)}
+    header, offset = {"__metadata__": metadata}, 0
+    for name, t in tensors.items():
+        size = t.numel() * 4
+        header[name] = {"dtype": "F32", "shape": list(t.shape), "data_offsets": [offset, offset + size]}
+        offset += size
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text)
+        for t in tensors.values():
+            f.write(t.numpy().astype("<f4").tobytes())
+
+
+def status_bytes(key):
+    """A "Key:   N kB" line of /proc/self/status in bytes; 0 where it is absent."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def rss_begin():
+    """Reset the resident set's peak (Linux 4.0 and later) and return its size now."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        return 0
+    return status_bytes("VmRSS")
+
+
 def learning_rate(step, steps, lr):
     warmup = min(100, steps // 10)
     if step < warmup:
@@ -125,6 +185,7 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--amp", choices=["off", "bf16"], default="off")
+    ap.add_argument("--save-init")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
@@ -133,6 +194,8 @@ def main():
     split = len(data) - len(data) // 10
     torch.manual_seed(args.seed)
     model = GPT(256, args.context, args.layers, args.heads, args.width).to(device)
+    if args.save_init:
+        save_init(model, args.save_init, args)
     decay = [p for p in model.parameters() if p.dim() >= 2]
     rest = [p for p in model.parameters() if p.dim() < 2]
     optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
@@ -146,7 +209,9 @@ def main():
         return F.cross_entropy(logits.float().view(-1, 256), y.to(device).view(-1))
 
     seconds = 0.0
+    rss_growth = 0
     for step in range(args.steps):
+        rss = rss_begin() if step == 0 else 0
         start = time.perf_counter()
         for g in optimizer.param_groups:
             g["lr"] = learning_rate(step, args.steps, args.lr)
@@ -159,13 +224,16 @@ def main():
         if device.type == "cuda":
             torch.cuda.synchronize()
         seconds += time.perf_counter() - start
+        if step == 0 and rss:
+            rss_growth = max(status_bytes("VmHWM") - rss, 0)
     model.eval()
     with torch.no_grad():
         val = sum(loss_of(*batch(data, split, args.seed, 1, i, args.batch, args.context)).item()
                   for i in range(EVAL_BATCHES)) / EVAL_BATCHES
     tokens = args.steps * args.batch * args.context
     print(f"torch gpt steps {args.steps} seconds {seconds:.3f} tokens_per_s "
-          f"{tokens / seconds:.1f} val_loss {val:.6f} bits_per_byte {val / math.log(2):.6f}")
+          f"{tokens / seconds:.1f} val_loss {val:.6f} bits_per_byte {val / math.log(2):.6f} "
+          f"first_step_rss_growth {rss_growth}")
 
 
 if __name__ == "__main__":

@@ -18,11 +18,18 @@
 # of BENCH_GPT_TEXT for BENCH_GPT_STEPS steps, `ctensor train` at its defaults against
 # bench/peer_torch_gpt.py (the same model, windows, schedule and steps) at 1 and the given
 # threads: tokens/s, and both sides' validation bits per byte (the issue wants them within
-# 2%) and ctensor's peak memory.
+# 2%; both start from the same initial weights, PyTorch's, written by the peer's --save-init
+# and loaded by `ctensor train --resume`, unless BENCH_GPT_INIT=own: each side's own draw,
+# whose luck alone moves bits per byte by a few percent at 100 steps) and the memory of a step, measured the same way on both sides: the growth of the
+# process's resident set over the first training step (Linux's VmHWM after
+# /proc/self/clear_refs, less VmRSS before; activations, gradients, temporaries and AdamW's
+# state, which both make in that step), PyTorch's at the given threads; and ctensor's own
+# allocator's figure (the most a later step allocated above what it began with: no optimiser
+# state), which PyTorch's CPU allocator cannot give.
 #
 # Usage: bench/run_train.sh [BUILD_DIR] [EPOCHS]
 # Environment: BENCH_MODELS ("mlp cnn resnet20 gpt-mini"), BENCH_GPT_TEXT (a text file; the GPL-3 of
-# Debian's base-files by default), BENCH_GPT_STEPS (200), BENCH_AMP ("off bf16"), BENCH_LIMIT (train on the
+# Debian's base-files by default), BENCH_GPT_STEPS (200), BENCH_GPT_INIT (same; own), BENCH_AMP ("off bf16"), BENCH_LIMIT (train on the
 # first N samples; 0: all), BENCH_DEVICE (cpu; cuda on a GPU machine, both
 # sides on it), BENCH_BATCH (128), BENCH_THREADS (2), BENCH_DATA (the folder of the four
 # Fashion-MNIST IDX files; Debian's by default), BENCH_PYTHON (/usr/bin/python3, whose
@@ -110,20 +117,29 @@ steps=${BENCH_GPT_STEPS:-200}
 for model in $models; do
 case "$model" in gpt*) ;; *) continue ;; esac
 for amp in ${BENCH_AMP:-off bf16}; do
-    OMP_NUM_THREADS="$threads" OPENBLAS_NUM_THREADS="$threads" "$build/ctensor" train \
-        --model "$model" --dataset "$text" --steps "$steps" --eval-interval "$steps" \
-        --batch-size 16 --device "$device" --amp "$amp" --json > "$tmp/gpt.ours"
     failed=0
+    rm -f "$tmp/gpt.init"
     for t in 1 "$threads"; do
+        init=""
+        if [ "${BENCH_GPT_INIT:-same}" = same ] && [ "$t" = "$threads" ]; then
+            init="--save-init $tmp/gpt.init"
+        fi
+        # shellcheck disable=SC2086 # $init is an option and its value, or nothing
         if ! OMP_NUM_THREADS="$t" OPENBLAS_NUM_THREADS="$t" GOMP_SPINCOUNT=5000 \
             GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296 \
             "${BENCH_PYTHON:-/usr/bin/python3}" "$here/peer_torch_gpt.py" "$text" "$steps" 16 "$t" \
-            --device "$device" --amp "$amp" > "$tmp/gpt.theirs.$t" 2> "$tmp/error"; then
+            --device "$device" --amp "$amp" $init > "$tmp/gpt.theirs.$t" 2> "$tmp/error"; then
             echo "  PyTorch ($t threads) failed: $(tail -n 1 "$tmp/error")"
             failed=1
         fi
     done
-    echo "$model on $device, batch 16, $steps steps, amp $amp, $(basename "$text") (tokens/s; ratio: ctensor at $threads threads against the best of PyTorch)"
+    resume=""
+    if [ -f "$tmp/gpt.init" ]; then resume="--checkpoint $tmp/gpt.init --resume"; fi
+    # shellcheck disable=SC2086 # $resume is options, or nothing
+    OMP_NUM_THREADS="$threads" OPENBLAS_NUM_THREADS="$threads" "$build/ctensor" train \
+        --model "$model" --dataset "$text" --steps "$steps" --eval-interval "$steps" \
+        --batch-size 16 --device "$device" --amp "$amp" $resume --json > "$tmp/gpt.ours"
+    echo "$model on $device, batch 16, $steps steps, amp $amp, $(basename "$text"), initial weights ${BENCH_GPT_INIT:-same} (tokens/s; ratio: ctensor at $threads threads against the best of PyTorch)"
     if [ "$failed" = 1 ]; then
         status=1
         continue
@@ -133,12 +149,15 @@ for amp in ${BENCH_AMP:-off bf16}; do
         -v tn="$(field tokens_per_s "$tmp/gpt.theirs.$threads")" \
         -v b="$(field bits_per_byte "$tmp/gpt.ours")" \
         -v tb="$(field bits_per_byte "$tmp/gpt.theirs.$threads")" \
-        -v m="$(field peak_memory "$tmp/gpt.ours")" -v n="$threads" 'BEGIN {
+        -v r="$(field first_step_rss_growth "$tmp/gpt.ours")" \
+        -v tr="$(field first_step_rss_growth "$tmp/gpt.theirs.$threads")" \
+        -v m="$(field step_memory "$tmp/gpt.ours")" -v n="$threads" 'BEGIN {
         best = t1 > tn ? t1 : tn
-        printf "  %14s %10s %10s %9s %12s %12s %9s %14s\n", "ctensor_" n "t", "torch_1t", "torch_" n "t", "vs_torch",
-            "ctensor_bpb", "torch_bpb", "bpb_diff", "ctensor_peak"
-        printf "  %14.0f %10.0f %10.0f %8.2fx %12.4f %12.4f %8.2f%% %11.1f MiB\n", c, t1, tn, c / best,
-            b, tb, 100 * (b - tb) / tb, m / 1048576 }'
+        printf "  %14s %10s %10s %9s %12s %12s %9s %16s %14s %9s %16s\n", "ctensor_" n "t", "torch_1t", "torch_" n "t", "vs_torch",
+            "ctensor_bpb", "torch_bpb", "bpb_diff", "ctensor_step_rss", "torch_step_rss", "rss_ratio",
+            "ctensor_step_mem"
+        printf "  %14.0f %10.0f %10.0f %8.2fx %12.4f %12.4f %8.2f%% %12.1f MiB %10.1f MiB %8.2fx %12.1f MiB\n", c, t1, tn, c / best,
+            b, tb, 100 * (b - tb) / tb, r / 1048576, tr / 1048576, (tr > 0 ? r / tr : 0), m / 1048576 }'
 done
 done
 exit "$status"

@@ -3,7 +3,12 @@
 # run prints the validation loss in bits per byte and learns; the same seed gives the same
 # loss; a run resumed from its checkpoint continues at the saved step; synthetic tokens
 # train without a text; generate continues a prompt through the KV cache, the same for the
-# same seed; bad options are refused with one line.
+# same seed; bad options are refused with one line. Data parallelism (--devices: 2 and 3
+# replicas, an uneven split) gives the loss of one device up to float sums, and the same
+# checkpoint, bit for bit, twice;
+# SIGINT and SIGTERM stop the run after a step with exit 130 and 143, the checkpoint at that
+# step. From the same initial weights (bench/peer_torch_gpt.py --save-init) ctensor and
+# PyTorch give the same validation loss after 60 steps (skipped without Debian's torch).
 # Usage: test_cli_gpt.sh CTENSOR WORKDIR
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -66,6 +71,73 @@ run "$ctensor" train --model gpt --layers 1 --heads 2 --width 16 --context 16 --
 if [ "$code" = 0 ] && grep -q '"precision": "bf16"' "$out"
 then pass test_cli_gpt_amp_bf16
 else fail test_cli_gpt_amp_bf16 "exit $code"; fi
+
+run "$ctensor" train $small --dataset "$text" --steps 30 --eval-interval 30 --seed 1 --json
+alone=$(field val_loss)
+run "$ctensor" train $small --dataset "$text" --steps 30 --eval-interval 30 --seed 1 --json \
+    --devices cpu:0,cpu:1 --checkpoint "$work/two.safetensors"
+two=$(field val_loss) world=$(field world_size)
+run "$ctensor" train $small --dataset "$text" --steps 30 --eval-interval 30 --seed 1 --json \
+    --devices cpu:0,cpu:1 --checkpoint "$work/again.safetensors"
+again=$(field val_loss)
+run "$ctensor" train $small --dataset "$text" --steps 30 --eval-interval 30 --seed 1 --json \
+    --devices cpu:0,cpu:1,cpu:2
+three=$(field val_loss)
+# The two runs of 2 replicas: the same weights and optimiser state, bit for bit.
+if [ "$code" = 0 ] && [ "$world" = 2 ] && [ "$two" = "$again" ] &&
+    cmp -s "$work/two.safetensors" "$work/again.safetensors" &&
+    awk -v a="$alone" -v b="$two" -v c="$three" 'BEGIN {
+        exit !(a > 0 && (a - b)^2 < 1e-6 * a * a && (a - c)^2 < 1e-6 * a * a) }'
+then pass "test_cli_gpt_devices_same_loss (alone $alone, 2 replicas $two twice, 3 replicas $three)"
+else fail test_cli_gpt_devices_same_loss "exit $code, alone $alone, 2 replicas $two then $again, 3 replicas $three"; fi
+
+# A run stopped by a signal: not under timeout(1), which handles the signal itself: a
+# watchdog instead. The signal goes once the first progress line is out.
+for signal in INT TERM; do
+    expected=$([ $signal = INT ] && echo 130 || echo 143)
+    ck="$work/stopped-$signal.safetensors"
+    : >"$out"
+    "$ctensor" train $small --dataset "$text" --steps 100000 --eval-interval 5 \
+        --checkpoint "$ck" >"$out" 2>"$err" &
+    pid=$!
+    (i=0; while [ $i -lt 600 ] && kill -0 "$pid" 2>/dev/null; do sleep 0.2; i=$((i + 1)); done
+     kill -KILL "$pid" 2>/dev/null) &
+    watchdog=$!
+    waited=0
+    until grep -q "^step 5/" "$out" || [ "$waited" -ge 300 ]; do sleep 0.2; waited=$((waited + 1)); done
+    sleep 0.3
+    kill -$signal "$pid"
+    wait "$pid"
+    code=$?
+    wait "$watchdog"
+    stopped=$(sed -n 's/.*stopped after step \([0-9]*\) of.*/\1/p' "$err")
+    saved=$(head -c 2000 "$ck" 2>/dev/null | tr -c '[:print:]' '\n' |
+        sed -n 's/.*"epoch":"\([0-9]*\)".*/\1/p' | head -n 1)
+    if [ "$code" = "$expected" ] && [ -n "$stopped" ] && [ "$saved" = "$stopped" ] &&
+        grep -q "the checkpoint holds it" "$err" && grep -q "not measured (stopped by a signal)" "$out"
+    then pass "test_cli_gpt_sig${signal}_stops_after_a_step (step $stopped saved)"
+    else fail "test_cli_gpt_sig${signal}_stops_after_a_step" "exit $code (expected $expected), stopped at \"$stopped\", checkpoint at \"$saved\""; fi
+done
+
+# The same model, data, schedule and steps as PyTorch's nanoGPT (the benchmark's peer), from
+# the same initial weights: the same loss up to float sums.
+torch_python=${BENCH_PYTHON:-/usr/bin/python3}
+if ! "$torch_python" -c "import torch" >/dev/null 2>&1; then
+    skip test_cli_gpt_same_as_torch "no torch for $torch_python (Debian's python3-torch)"
+else
+    init="$work/torch-init.safetensors"
+    shape="--layers 2 --heads 2 --width 32 --context 32"
+    run env OMP_NUM_THREADS=1 "$torch_python" "$here/../bench/peer_torch_gpt.py" "$text" 60 8 1 \
+        $shape --lr 3e-3 --seed 1 --save-init "$init"
+    theirs=$(sed -n 's/.* val_loss \([^ ]*\) .*/\1/p' "$out")
+    run "$ctensor" train --model gpt $shape --batch-size 8 --lr 3e-3 --dataset "$text" \
+        --steps 60 --eval-interval 60 --seed 1 --checkpoint "$init" --resume --json
+    ours=$(field val_loss)
+    if [ "$code" = 0 ] && awk -v a="$ours" -v b="$theirs" 'BEGIN {
+        exit !(b > 0 && (a - b)^2 < 1e-8 * b * b) }'
+    then pass "test_cli_gpt_same_as_torch (val loss $ours, PyTorch $theirs)"
+    else fail test_cli_gpt_same_as_torch "exit $code, val loss $ours against PyTorch's $theirs"; fi
+fi
 
 short="$work/short.txt"
 printf 'too short' > "$short"

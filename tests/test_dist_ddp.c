@@ -244,6 +244,47 @@ TEST(test_dist_ddp_new_tensors) {
     ct_comm_free(comms[0]);
 }
 
+/* A parameter used twice in one step (a tied embedding: GPT's token embedding is its
+ * classifier) travels once, with the sum of both uses: loss = sum(w * x) + sum(w * w) on 2
+ * replicas gives every rank the mean of x + 2w over the ranks' x. */
+typedef struct tied_run {
+    double grads[2][3];
+    ct_status status[2];
+} tied_run;
+
+static int tied_replica(int rank, ct_comm *comm, ct_device device, void *user) {
+    tied_run *s = user;
+    ct_scope_begin();
+    ct_tensor *w = ct_ones(1, (int64_t[]){3}, CT_F32, device);
+    ct_tensor *x = ct_full(1, (int64_t[]){3}, rank ? 3.0 : 1.0, CT_F32, device);
+    ct_status status = w && x ? ct_set_requires_grad(w, true) : ct_last_status();
+    ct_ddp *ddp = status == CT_OK ? ct_ddp_new_tensors(comm, 1, &w, NULL, NULL) : NULL;
+    if (status == CT_OK && !ddp) status = ct_last_status();
+    ct_tensor *first = ct_sum(ct_mul(w, x), 0, NULL, false);
+    ct_tensor *second = ct_sum(ct_mul(w, w), 0, NULL, false);
+    if (status == CT_OK) status = ct_ddp_backward(ddp, ct_add(first, second), 1, 2);
+    ct_tensor *g = status == CT_OK ? ct_to(ct_grad(w), CT_CPU) : NULL;
+    for (int i = 0; g && i < 3; i++) s->grads[rank][i] = ((const float *)ct_data_ptr(g))[i];
+    s->status[rank] = status;
+    ct_ddp_free(ddp);
+    ct_scope_end();
+    return 0;
+}
+
+DEVICE_TEST(test_dist_ddp_parameter_used_twice) {
+    ct_comm *comms[2];
+    CHECK_OK(ct_comm_threads(2, comms));
+    static tied_run s;
+    s = (tied_run){0};
+    CHECK(ct_comm_spawn(2, comms, (ct_device[]){device, device}, tied_replica, &s) == 0);
+    for (int r = 0; r < 2; r++) {
+        CHECK_OK(s.status[r]);
+        /* (1 + 2 + 3 + 2) / 2 */
+        for (int i = 0; i < 3; i++) CHECK(s.grads[r][i] == 4.0);
+    }
+    for (int r = 0; r < 2; r++) ct_comm_free(comms[r]);
+}
+
 /* A stop asked for on one rank reaches every rank with the next step's gradients: rank 1
  * asks before step 1 (reason 2), rank 0 before step 2 (reason 15, larger, wins); a model of
  * buffers only (no gradient bucket of its own) carries it too. */

@@ -5,8 +5,9 @@
 # the collectives' deadline (CT_COMM_TIMEOUT=60 here: a rank left waiting for the others
 # would end only then). Under mpirun (2 ranks, SIGINT and SIGTERM to rank 1's process
 # only; each rank's exit status recorded by a wrapper) and with --devices cpu:0,cpu:1 (one
-# process, the threads engine). Every run is bounded by timeout(1); the mpirun cases are
-# skipped by name without mpirun.
+# process, the threads engine); the same for a GPT (SIGTERM with --devices, SIGINT to rank
+# 1 under mpirun). Every run is bounded by timeout(1); the mpirun cases are skipped by name
+# without mpirun.
 # Usage: test_dist_signal.sh CTENSOR WORKDIR
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -16,6 +17,10 @@ need_python
 mkdir -p "$work/data"
 "$python" "$here/make_idx_dataset.py" "$work/data" 600 200 || exit 1
 train="train --dataset $work/data --device cpu --model mlp --epochs 100000 --batch-size 64 --json"
+awk 'BEGIN { srand(1); split("the cat sat on a mat and dog ran to house red blue", w, " ");
+             for (i = 0; i < 6000; i++) printf "%s ", w[int(rand() * 13) + 1]; print "" }' > "$work/text.txt"
+gpt="train --model gpt --layers 2 --heads 2 --width 32 --context 32 --batch-size 8 --device cpu
+     --dataset $work/text.txt --steps 100000 --eval-interval 50 --json"
 export CT_COMM_TIMEOUT=60
 
 exe=$(readlink -f "$ctensor")
@@ -73,9 +78,16 @@ if [ -n "$victim" ] && [ "$code" = 130 ] && [ "$took" -le 20 ] && [ "$lines" = 1
 then pass "test_dist_signal_devices_sigint (ended in $took s)"
 else fail test_dist_signal_devices_sigint "pid \"$victim\", exit $code after $took s, $lines stop lines"; fi
 
+signal_one gpt_devices TERM "" "$ctensor" $gpt --devices cpu:0,cpu:1
+lines=$(grep -c "ctensor train: terminated (SIGTERM): stopped after step" "$err")
+if [ -n "$victim" ] && [ "$code" = 143 ] && [ "$took" -le 20 ] && [ "$lines" = 1 ] &&
+    grep -q '"interrupted_by_signal": 15' "$out" && grep -q '"world_size": 2, "engine": "threads"' "$out"
+then pass "test_dist_signal_gpt_devices_sigterm (ended in $took s)"
+else fail test_dist_signal_gpt_devices_sigterm "pid \"$victim\", exit $code after $took s, $lines stop lines"; fi
+
 # ---- mpirun: the signal reaches rank 1's process only ----
 if ! command -v mpirun >/dev/null 2>&1; then
-    for name in sigint_one_rank sigterm_one_rank; do
+    for name in sigint_one_rank sigterm_one_rank gpt_sigint_one_rank; do
         skip "test_dist_signal_mpi_$name" "mpirun not found (install openmpi-bin, or run make deps)"
     done
 else
@@ -107,5 +119,18 @@ else
         then pass "test_dist_signal_mpi_$name (both ranks exit $codes, $took s after the signal)"
         else fail "test_dist_signal_mpi_$name" "rank 1 pid \"$victim\", exits \"$codes\", mpirun $code after $took s"; fi
     done
+    rm -f "$work"/rank-*.code
+    signal_one gpt_sigint_one_rank INT OMPI_COMM_WORLD_RANK=1 \
+        mpirun --oversubscribe --bind-to none -x OMP_NUM_THREADS=1 -x OMP_WAIT_POLICY \
+        -x CT_COMM_TIMEOUT -x CT_TEST_RUN -np 2 sh -c \
+        '"$@"; code=$?; echo $code >"'"$work"'/rank-$OMPI_COMM_WORLD_RANK.code"; exit $code' \
+        sh "$ctensor" $gpt
+    codes="$(cat "$work/rank-0.code" 2>/dev/null) $(cat "$work/rank-1.code" 2>/dev/null)"
+    if [ -n "$victim" ] && [ "$codes" = "130 130" ] && [ "$code" = 130 ] && [ "$took" -le 20 ] &&
+        grep -q "rank 0 of 2: interrupted (SIGINT on another rank): stopped after step" "$err" &&
+        grep -q "rank 1 of 2: interrupted (SIGINT): stopped after step" "$err" &&
+        grep -q '"interrupted_by_signal": 2' "$out" && grep -q '"world_size": 2, "engine": "mpi"' "$out"
+    then pass "test_dist_signal_mpi_gpt_sigint_one_rank (both ranks exit $codes, $took s after the signal)"
+    else fail test_dist_signal_mpi_gpt_sigint_one_rank "rank 1 pid \"$victim\", exits \"$codes\", mpirun $code after $took s"; fi
 fi
 finish

@@ -74,7 +74,8 @@ static int run_one(int rank, ct_comm *comm, ct_device device, void *user) {
     o.comm = comm;
     if (rank != 0) o.progress = false;
     if (o.comm_timeout > 0) ct_comm_set_timeout(comm, o.comm_timeout);
-    return train_replica(&o, &r->summaries[rank]);
+    return train_is_gpt(o.model) ? train_gpt_replica(&o, &r->summaries[rank])
+                                 : train_replica(&o, &r->summaries[rank]);
 }
 
 /* --devices: the threads engine. */
@@ -91,7 +92,7 @@ static int run_threads(train_options *o) {
     int rc = ct_comm_spawn(n, comms, devices, run_one, &r);
     if (rc < 0) ct_cli_fail("--devices: %s", ct_last_error());
     for (int i = 0; i < n; i++) ct_comm_free(comms[i]);
-    if (rc == 0) {
+    if (rc == 0 && !train_is_gpt(o->model)) { /* a GPT's rank 0 printed its own */
         ct_device_str(devices[0], r.summaries[0].device, sizeof r.summaries[0].device);
         train_print_summary(o, &r.summaries[0]);
     }
@@ -127,8 +128,9 @@ static int run_mpi(train_options *o, ct_comm *world) {
                            ct_comm_size(world), ct_last_error());
     if (rank != 0) mine.progress = false;
     train_summary summary;
-    int rc = train_replica(&mine, &summary);
-    if (rc == 0 && rank == 0) train_print_summary(&mine, &summary);
+    bool gpt = train_is_gpt(o->model); /* prints its own summary */
+    int rc = gpt ? train_gpt_replica(&mine, &summary) : train_replica(&mine, &summary);
+    if (rc == 0 && rank == 0 && !gpt) train_print_summary(&mine, &summary);
     if (rc != 0) ct_cli_fail("rank %d of %d failed", rank, ct_comm_size(world));
     if (mine.comm != world) ct_comm_free(mine.comm);
     /* Every rank stopped after the same step, for the signal their collectives agreed on. */

@@ -2,8 +2,14 @@
  * does: random windows of a byte-level text (or synthetic tokens), AdamW with weight decay on
  * the matrices and embeddings only, gradient clipping at 1.0, a linear warm-up and a cosine
  * decay, the validation loss (and bits per byte for text) every --eval-interval steps, with
- * checkpoints, resume and --amp as the other models. */
+ * checkpoints, resume and --amp as the other models. Under data parallelism (train_dist.c:
+ * --devices or mpirun) each replica takes its rows of every batch, training and validation,
+ * through the image models' machinery (ct_ddp): gradients averaged, the same run as on one
+ * device up to the order of float sums. SIGINT and SIGTERM stop the run after a step, as for
+ * the image models (train_stop_signal). */
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -22,6 +28,13 @@ typedef struct gpt_run {
     ct_grad_scaler *scaler; /* --amp f16 only */
     ct_tensor **params;
     int nparams;
+    ct_ddp *ddp;         /* data parallelism over o->comm, else NULL */
+    int rank;            /* 0 alone */
+    int64_t row0, rows;  /* this replica's rows [row0, row0 + rows) of every batch */
+    int agreed_stop;     /* under data parallelism, the signal every rank stops for */
+    size_t step_memory;  /* the most a step allocated above what was held when it began */
+    size_t first_rss;    /* the resident set's growth over the run's first step */
+    size_t run_peak;     /* the device's peak over the run */
     ct_dtype amp;        /* CT_F32: off */
     int64_t *x, *y;      /* a batch on the host */
     ct_tensor *loss_sum; /* training losses since the last report, on the device */
@@ -37,6 +50,11 @@ static double now(void) {
 }
 
 static int failed(const char *what) { return ct_cli_fail("%s: %s", what, ct_last_error()); }
+
+/* The signal the run stops for, 0 while it goes on: this process's own, or under data
+ * parallelism the one the ranks agreed on at a collective, so that every rank stops after
+ * the same step. */
+static int stopping(const gpt_run *r) { return r->ddp ? r->agreed_stop : train_stop_signal(); }
 
 /* nanoGPT's get_lr: linear warm-up over the first 10% of the steps (at most 100), then a
  * cosine from lr down to lr / 10 at the last step. */
@@ -59,12 +77,14 @@ static ct_status make_optimizer(gpt_run *r) {
     return CT_OK;
 }
 
-/* The mean loss of a batch (x, y on the host) (a new tensor), under autocast with --amp. */
+/* The mean loss of this replica's rows of a batch (x, y on the host) (a new tensor), under
+ * autocast with --amp; NULL without the error set when it has no row. */
 static ct_tensor *batch_loss(gpt_run *r) {
     const train_options *o = r->o;
-    int64_t b = o->batch_size, t = o->gpt.context;
-    ct_tensor *x = ct_from_data(r->x, 2, (int64_t[]){b, t}, CT_I64, o->device);
-    ct_tensor *y = ct_from_data(r->y, 1, (int64_t[]){b * t}, CT_I64, o->device);
+    int64_t b = r->rows, t = o->gpt.context;
+    if (b == 0) return NULL;
+    ct_tensor *x = ct_from_data(r->x + r->row0 * t, 2, (int64_t[]){b, t}, CT_I64, o->device);
+    ct_tensor *y = ct_from_data(r->y + r->row0 * t, 1, (int64_t[]){b * t}, CT_I64, o->device);
     if (!x || !y) return NULL;
     if (r->amp != CT_F32 && ct_autocast_push(o->device.type, r->amp) != CT_OK) return NULL;
     ct_tensor *logits = ct_module_forward(r->model, x);
@@ -73,51 +93,114 @@ static ct_tensor *batch_loss(gpt_run *r) {
     return ct_cross_entropy(ct_reshape(logits, 2, (int64_t[]){b * t, o->gpt.vocab}), y, NULL);
 }
 
+/* The backward pass of loss (NULL: no row here), its gradients averaged over the replicas
+ * under data parallelism (a signal this rank received goes to every rank with them), then
+ * clipping and the optimiser's step; the gradients are freed after it, so that the next
+ * forward pass does not hold them. */
 static ct_status backward_and_step(gpt_run *r, const ct_tensor *loss) {
-    ct_status s = ct_optimizer_zero_grad(r->optimizer);
-    const ct_tensor *scaled = r->scaler ? ct_grad_scaler_scale(r->scaler, loss) : loss;
-    if (s == CT_OK) s = scaled ? ct_backward(scaled) : ct_last_status();
+    const ct_tensor *scaled = r->scaler && loss ? ct_grad_scaler_scale(r->scaler, loss) : loss;
+    if (loss && !scaled) return ct_last_status();
+    ct_status s = CT_OK;
+    if (r->ddp && train_stop_signal()) s = ct_ddp_request_stop(r->ddp, train_stop_signal());
+    if (s == CT_OK)
+        s = r->ddp ? ct_ddp_backward(r->ddp, scaled, r->rows, r->o->batch_size)
+                   : ct_backward(scaled);
+    if (s == CT_OK && ct_ddp_stop_reason(r->ddp) > r->agreed_stop)
+        r->agreed_stop = ct_ddp_stop_reason(r->ddp);
     if (s == CT_OK && r->scaler) s = ct_grad_scaler_unscale(r->scaler);
     if (s == CT_OK) s = ct_clip_grad_norm(r->nparams, r->params, 1.0, 2.0, NULL);
     if (s != CT_OK) return s;
-    if (!r->scaler) return ct_optimizer_step(r->optimizer);
-    s = ct_grad_scaler_step(r->scaler, r->optimizer, NULL);
-    return s == CT_OK ? ct_grad_scaler_update(r->scaler) : s;
+    if (!r->scaler) {
+        s = ct_optimizer_step(r->optimizer);
+    } else {
+        s = ct_grad_scaler_step(r->scaler, r->optimizer, NULL);
+        if (s == CT_OK) s = ct_grad_scaler_update(r->scaler);
+    }
+    return s == CT_OK ? ct_optimizer_zero_grad(r->optimizer) : s;
 }
 
 /* One training step on the batch of index `step`; its loss joins the running sum. */
 static ct_status train_step(gpt_run *r, int64_t step) {
     const train_options *o = r->o;
     gpt_data_batch(&r->data, 0, step, o->batch_size, o->gpt.context, r->x, r->y);
-    /* Dropout's draws depend on the seed and the step alone, so a resumed run is the same. */
-    ct_manual_seed(o->seed * 1000003u + (uint64_t)step);
+    /* Dropout's draws depend on the seed and the step alone, so a resumed run is the same.
+     * (The replicas of --devices, threads of one process, share the stream: they train with
+     * dropout 0, the only value ctensor train gives, and draw nothing.) */
+    if (!r->ddp) ct_manual_seed(o->seed * 1000003u + (uint64_t)step);
     ct_status s = ct_optimizer_set_lr(r->optimizer, learning_rate(o, step));
     if (s != CT_OK || ct_scope_begin() != CT_OK) return ct_last_status();
     ct_tensor *loss = batch_loss(r);
-    s = loss ? backward_and_step(r, loss) : ct_last_status();
-    if (s == CT_OK) {
+    s = loss || r->rows == 0 ? backward_and_step(r, loss) : ct_last_status();
+    if (s == CT_OK && loss) {
+        /* This replica's share of the batch's mean: the sum over the replicas is the mean. */
         ct_no_grad_push();
-        ct_tensor *sum = ct_add(r->loss_sum, loss);
+        ct_tensor *sum =
+            ct_add(r->loss_sum, ct_mul_scalar(loss, (double)r->rows / (double)o->batch_size));
         ct_no_grad_pop();
         s = sum ? CT_OK : ct_last_status();
         if (sum) {
             ct_keep(sum);
             ct_release(r->loss_sum);
             r->loss_sum = sum;
-            r->losses++;
         }
     }
+    if (s == CT_OK) r->losses++;
     ct_scope_end();
     return s;
 }
 
-/* The mean loss over the validation batches, in evaluation mode. */
+/* train_step, and the most it allocated above what it began with (parameters, optimiser
+ * state: the activations, gradients and temporaries of a step), the peak of the run kept;
+ * for the run's first step, the growth of the resident set too (the optimiser's state,
+ * made in the first step, included, as in PyTorch's AdamW: bench/peer_torch_gpt.py). */
+static ct_status measured_step(gpt_run *r, int64_t step) {
+    ct_device device = r->o->device;
+    ct_memory_statistics before = {0}, after = {0};
+    ct_memory_stats(device, &before);
+    if (before.peak_allocated > r->run_peak) r->run_peak = before.peak_allocated;
+    ct_reset_peak_memory(device);
+    size_t rss = r->trained_steps == 0 ? train_rss_begin() : 0;
+    ct_status s = train_step(r, step);
+    if (r->trained_steps == 0) r->first_rss = train_rss_growth(rss);
+    ct_memory_stats(device, &after);
+    if (after.peak_allocated > r->run_peak) r->run_peak = after.peak_allocated;
+    size_t used =
+        after.peak_allocated > before.allocated ? after.peak_allocated - before.allocated : 0;
+    /* The first step of a run allocates the optimiser's state: not a step's working memory. */
+    if (r->trained_steps > 0 && used > r->step_memory) r->step_memory = used;
+    return s;
+}
+
+/* The sum of a scalar over the replicas (itself alone). */
+static ct_status sum_over_replicas(const gpt_run *r, double *value) {
+    if (!r->ddp) return CT_OK;
+    ct_scope_begin();
+    ct_tensor *t = ct_full(0, NULL, *value, CT_F64, r->o->device);
+    ct_status s = t ? ct_comm_all_reduce(r->o->comm, t, CT_COMM_SUM) : ct_last_status();
+    if (s == CT_OK) s = ct_item(t, value);
+    ct_scope_end();
+    return s;
+}
+
+/* Under data parallelism, agree on the stop at a point with no gradient all-reduce (the end
+ * of an evaluation). */
+static ct_status agree_stop(gpt_run *r) {
+    if (!r->ddp) return CT_OK;
+    int agreed = r->agreed_stop;
+    ct_status s = train_agree_stop(r->o->comm, r->o->device, &agreed);
+    if (s == CT_OK && agreed > r->agreed_stop) r->agreed_stop = agreed;
+    return s;
+}
+
+/* The mean loss over the validation batches (each replica its rows), in evaluation mode; NaN
+ * when a signal stopped it on one device (under data parallelism it ends, for the ranks to
+ * agree on the stop after it). */
 static ct_status evaluate(gpt_run *r, double *loss) {
     const train_options *o = r->o;
     double total = 0;
     ct_status s = ct_module_eval(r->model);
     ct_no_grad_push();
-    for (int i = 0; s == CT_OK && i < EVAL_BATCHES; i++) {
+    for (int i = 0; s == CT_OK && i < EVAL_BATCHES && (r->ddp || !stopping(r)); i++) {
         gpt_data_batch(&r->data, 1, i, o->batch_size, o->gpt.context, r->x, r->y);
         double value = 0;
         if (ct_scope_begin() != CT_OK) {
@@ -125,13 +208,15 @@ static ct_status evaluate(gpt_run *r, double *loss) {
             break;
         }
         ct_tensor *l = batch_loss(r);
-        s = l ? ct_item(l, &value) : ct_last_status();
+        s = l ? ct_item(l, &value) : r->rows ? ct_last_status() : CT_OK;
         ct_scope_end();
-        total += value;
+        total += value * (double)r->rows / (double)o->batch_size;
     }
     ct_no_grad_pop();
     ct_module_train(r->model, true);
-    *loss = total / EVAL_BATCHES;
+    if (s == CT_OK) s = sum_over_replicas(r, &total);
+    if (s == CT_OK) s = agree_stop(r);
+    *loss = stopping(r) ? NAN : total / EVAL_BATCHES;
     return s;
 }
 
@@ -139,6 +224,7 @@ static ct_status evaluate(gpt_run *r, double *loss) {
 static double take_train_loss(gpt_run *r) {
     double sum = NAN;
     if (r->losses && ct_item(r->loss_sum, &sum) != CT_OK) sum = NAN;
+    if (r->losses && sum_over_replicas(r, &sum) != CT_OK) sum = NAN;
     double mean = r->losses ? sum / (double)r->losses : NAN;
     ct_fill(r->loss_sum, 0.0);
     r->losses = 0;
@@ -160,7 +246,7 @@ static ct_status save(gpt_run *r, int64_t done) {
 
 static void report(const gpt_run *r, int64_t step, double train_loss, double val_loss) {
     const train_options *o = r->o;
-    if (o->json) return;
+    if (o->json || r->rank) return;
     double tokens = (double)(r->trained_steps * o->batch_size * o->gpt.context);
     printf("step %lld/%lld  train loss %.4f  val loss %.4f", (long long)step, (long long)o->steps,
            train_loss, val_loss);
@@ -170,12 +256,23 @@ static void report(const gpt_run *r, int64_t step, double train_loss, double val
     fflush(stdout);
 }
 
+/* A number, or null for NaN (not measured). */
+static void print_number(double value) {
+    if (isnan(value))
+        printf("null");
+    else
+        printf("%.6f", value);
+}
+
 static void summary(const gpt_run *r, int64_t done, double val_loss) {
     const train_options *o = r->o;
+    if (r->rank) return;
     double tokens = (double)(r->trained_steps * o->batch_size * o->gpt.context);
     double rate = r->train_seconds > 0 ? tokens / r->train_seconds : 0;
+    int world = ct_comm_size(o->comm);
     ct_memory_statistics mem = {0};
     ct_memory_stats(o->device, &mem);
+    size_t peak = mem.peak_allocated > r->run_peak ? mem.peak_allocated : r->run_peak;
     char device[32];
     ct_device_str(o->device, device, sizeof device);
     double bpb = r->data.bytes ? val_loss / M_LN2 : NAN;
@@ -183,17 +280,19 @@ static void summary(const gpt_run *r, int64_t done, double val_loss) {
         printf("{\"model\": \"%s\", \"device\": \"%s\", \"layers\": %lld, \"heads\": %lld, "
                "\"width\": %lld, \"context\": %lld, \"vocab\": %lld, \"parameters\": %lld, "
                "\"batch_size\": %lld, \"steps\": %lld, \"steps_run\": %lld, \"precision\": "
-               "\"%s\", \"val_loss\": %.6f, \"bits_per_byte\": ",
+               "\"%s\", \"world_size\": %d, \"engine\": \"%s\", "
+               "\"interrupted_by_signal\": %d, \"val_loss\": ",
                o->model, device, (long long)o->gpt.layers, (long long)o->gpt.heads,
                (long long)o->gpt.width, (long long)o->gpt.context, (long long)o->gpt.vocab,
                (long long)ct_module_parameter_count(r->model), (long long)o->batch_size,
-               (long long)done, (long long)r->trained_steps, train_amp_name(r->amp), val_loss);
-        if (r->data.bytes)
-            printf("%.6f", bpb);
-        else
-            printf("null");
-        printf(", \"tokens_per_second\": %.1f, \"seconds\": %.3f, \"peak_memory\": %zu}\n", rate,
-               r->train_seconds, mem.peak_allocated);
+               (long long)done, (long long)r->trained_steps, train_amp_name(r->amp), world,
+               o->comm ? ct_comm_engine(o->comm) : "self", stopping(r));
+        print_number(val_loss);
+        printf(", \"bits_per_byte\": ");
+        print_number(bpb);
+        printf(", \"tokens_per_second\": %.1f, \"seconds\": %.3f, \"peak_memory\": %zu, "
+               "\"step_memory\": %zu, \"first_step_rss_growth\": %zu}\n",
+               rate, r->train_seconds, peak, r->step_memory, r->first_rss);
         ct_cli_result_printed();
         return;
     }
@@ -203,13 +302,19 @@ static void summary(const gpt_run *r, int64_t done, double val_loss) {
            o->model, (long long)o->gpt.layers, (long long)o->gpt.heads, (long long)o->gpt.width,
            (long long)o->gpt.context, (long long)o->gpt.vocab,
            (long long)ct_module_parameter_count(r->model));
-    printf("  training      %lld steps of batch %lld on %s (%s), %lld in this run, %.1f s, "
-           "%.0f tokens/s\n",
-           (long long)done, (long long)o->batch_size, device, train_amp_name(r->amp),
+    printf("  training      %lld steps of batch %lld on %s", (long long)done,
+           (long long)o->batch_size, device);
+    if (world > 1) printf(" (rank 0 of %d, %s engine)", world, ct_comm_engine(o->comm));
+    printf(" (%s), %lld in this run, %.1f s, %.0f tokens/s\n", train_amp_name(r->amp),
            (long long)r->trained_steps, r->train_seconds, rate);
-    printf("  validation    loss %.4f", val_loss);
-    if (r->data.bytes) printf(", %.4f bits per byte", bpb);
-    printf("\n  peak memory   %.1f MiB\n", (double)mem.peak_allocated / (1 << 20));
+    if (isnan(val_loss))
+        printf("  validation    not measured (stopped by a signal)");
+    else
+        printf("  validation    loss %.4f", val_loss);
+    if (r->data.bytes && !isnan(val_loss)) printf(", %.4f bits per byte", bpb);
+    printf("\n  peak memory   %.1f MiB%s; a step's own (activations, gradients) %.1f MiB\n",
+           (double)peak / (1 << 20), world > 1 ? " on rank 0" : "",
+           (double)r->step_memory / (1 << 20));
 }
 
 static int set_up(gpt_run *r, int64_t *first) {
@@ -217,8 +322,19 @@ static int set_up(gpt_run *r, int64_t *first) {
     if (gpt_data_load(o, &r->data) != CT_OK) return CT_CLI_USAGE;
     o->gpt.vocab = r->data.vocab;
     if (train_amp_resolve(o->amp, o->device, &r->amp) != CT_OK) return failed("--amp");
+    /* This replica's rows of every batch: an even share, the first ones one more. */
+    int world = ct_comm_size(o->comm);
+    r->rank = ct_comm_rank(o->comm);
+    int64_t share = o->batch_size / world, extra = o->batch_size % world;
+    r->rows = share + (r->rank < extra);
+    r->row0 = r->rank * share + (r->rank < extra ? r->rank : extra);
+    /* The replicas of --devices are threads of one process: each seeds the process's random
+     * stream and draws its model whole, so that the draws do not interleave. */
+    static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&init_lock);
     ct_manual_seed(o->seed);
     r->model = ct_nn_gpt(&o->gpt);
+    pthread_mutex_unlock(&init_lock);
     if (!r->model || ct_module_to(r->model, o->device) != CT_OK) return failed("the model");
     r->nparams = ct_module_parameters(r->model, NULL, 0);
     r->params = calloc((size_t)r->nparams, sizeof *r->params);
@@ -245,41 +361,79 @@ static int set_up(gpt_run *r, int64_t *first) {
     if (o->resume && train_load_checkpoint(o, r->model, r->optimizer, r->scaler, &done) != CT_OK)
         return CT_CLI_USAGE;
     *first = done;
-    if (!o->json && done)
+    if (o->comm && !(r->ddp = ct_ddp_new(o->comm, r->model, NULL)))
+        return failed("data parallelism");
+    if (!o->json && done && !r->rank)
         printf("resumed from %s at step %d of %lld\n", o->checkpoint, done, (long long)o->steps);
     return -1;
 }
 
-static int run(gpt_run *r) {
+/* The line of a run stopped by a signal (one for the replicas of --devices, threads of one
+ * process; one from each rank of mpirun's, naming itself). */
+static void stopped_line(const gpt_run *r, int64_t done, bool saved) {
+    const train_options *o = r->o;
+    bool threads = r->ddp && strcmp(ct_comm_engine(o->comm), "threads") == 0;
+    if (threads && r->rank > 0) return;
+    char who[48] = "";
+    if (r->ddp && !threads)
+        snprintf(who, sizeof who, "rank %d of %d: ", r->rank, ct_comm_size(o->comm));
+    int stop = stopping(r);
+    bool mine = train_stop_signal() == stop;
+    ct_cli_fail("%s%s: stopped after step %lld of %lld%s", who,
+                stop == SIGINT
+                    ? mine ? "interrupted (SIGINT)" : "interrupted (SIGINT on another rank)"
+                : mine ? "terminated (SIGTERM)"
+                       : "terminated (SIGTERM on another rank)",
+                (long long)done, (long long)o->steps, saved ? "; the checkpoint holds it" : "");
+}
+
+static int run(gpt_run *r, int *interrupted_by) {
     train_options *o = r->o;
     int64_t step = 0;
     int rc = set_up(r, &step);
     if (rc >= 0) return rc;
     ct_reset_peak_memory(o->device);
     double val_loss = NAN;
-    bool measured = false;
-    while (step < o->steps) {
+    bool measured = false, saved = false;
+    /* A fresh run saves its initial model first, as the image models do: a path that cannot
+     * take the file is found before any training. */
+    if (o->checkpoint && step == 0 && !r->rank && save(r, 0) != CT_OK) return failed(o->checkpoint);
+    if (r->ddp && ct_comm_barrier(o->comm) != CT_OK) return failed("data parallelism");
+    while (step < o->steps && !stopping(r)) {
         double start = now();
-        if (train_step(r, step) != CT_OK) return failed("the training step");
+        if (measured_step(r, step) != CT_OK) return failed("the training step");
         step++;
         r->trained_steps++;
         ct_synchronize(o->device);
         r->train_seconds += now() - start;
-        if (step % o->eval_interval && step != o->steps) continue;
+        saved = false;
+        if (stopping(r) || (step % o->eval_interval && step != o->steps)) continue;
         double train_loss = take_train_loss(r);
         if (evaluate(r, &val_loss) != CT_OK) return failed("the validation");
-        measured = true;
-        report(r, step, train_loss, val_loss);
-        if (o->checkpoint && save(r, step) != CT_OK) return failed(o->checkpoint);
+        measured = !stopping(r);
+        if (measured) report(r, step, train_loss, val_loss);
+        if (o->checkpoint && !r->rank && save(r, step) != CT_OK) return failed(o->checkpoint);
+        saved = o->checkpoint != NULL;
     }
-    if (!measured && evaluate(r, &val_loss) != CT_OK) return failed("the validation");
+    if (stopping(r)) {
+        /* The last step is whole: the checkpoint takes it (once). */
+        if (o->checkpoint && !saved && !r->rank && save(r, step) != CT_OK)
+            return failed(o->checkpoint);
+        val_loss = NAN;
+        stopped_line(r, step, o->checkpoint != NULL);
+    } else if (!measured && evaluate(r, &val_loss) != CT_OK) {
+        return failed("the validation");
+    }
     summary(r, step, val_loss);
+    *interrupted_by = stopping(r);
     return 0;
 }
 
-int train_gpt_run(train_options *o) {
+int train_gpt_replica(train_options *o, train_summary *summary) {
     gpt_run r = {.o = o};
-    int rc = run(&r);
+    *summary = (train_summary){.model = o->model};
+    int rc = run(&r, &summary->interrupted_by);
+    ct_ddp_free(r.ddp);
     ct_release(r.loss_sum);
     ct_grad_scaler_free(r.scaler);
     ct_optimizer_free(r.optimizer);

@@ -2,6 +2,7 @@
 #ifndef CT_TRAIN_GPT_IMPL_H
 #define CT_TRAIN_GPT_IMPL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "train_impl.h"
@@ -28,5 +29,11 @@ void gpt_data_free(gpt_data *d);
  * and targets y (x shifted by one), int64, batch * context each. */
 void gpt_data_batch(const gpt_data *d, int stream, int64_t index, int64_t batch, int64_t context,
                     int64_t *x, int64_t *y);
+
+/* The resident set size's growth over a stretch of the run (train_rss.c; Linux's /proc):
+ * train_rss_begin resets the peak and returns the size now (0 where /proc cannot tell);
+ * train_rss_growth(begun) is the peak since, less begun (0 when begun is 0). */
+size_t train_rss_begin(void);
+size_t train_rss_growth(size_t begun);
 
 #endif

@@ -118,10 +118,19 @@ int train_dist_run(train_options *o, ct_comm *world);
 void train_dist_print_text(const train_summary *s);
 void train_dist_print_json(const train_summary *s);
 
-/* Whether o->model is a GPT (gpt, gpt-mini, gpt2-124m; train_options.c), and its run
- * (train_gpt.c): trains, prints its progress and summary; returns the exit status. */
+/* Whether o->model is a GPT (gpt, gpt-mini, gpt2-124m; train_options.c), and one replica's
+ * run (train_gpt.c, the only one without data parallelism): trains, prints its progress and
+ * (rank 0) its summary; sets summary->interrupted_by alone; returns 0 or the exit status of
+ * a failure (its line printed). */
 bool train_is_gpt(const char *model);
-int train_gpt_run(train_options *o);
+int train_gpt_replica(train_options *o, train_summary *summary);
+
+/* SIGINT and SIGTERM (cmd_train.c): the signal this process received, 0 while none; the run
+ * stops at the end of the step. Under data parallelism, train_agree_stop raises *agreed to
+ * the largest signal any rank of comm received (an all-gather: every rank calls it at the
+ * same point). */
+int train_stop_signal(void);
+ct_status train_agree_stop(ct_comm *comm, ct_device device, int *agreed);
 
 /* The model of o->model for images of in_channels and `classes` classes (NULL with the error
  * set). */

@@ -412,7 +412,6 @@ static int gpt_defaults(train_options *o, const bool *given) {
     for (size_t i = 0; i < sizeof image_only / sizeof image_only[0]; i++)
         if (given[option_index(image_only[i])])
             return bad(image_only[i], "", "an image model with it (a GPT takes --steps)");
-    if (o->devices) return bad("--devices", o->devices, "no list: GPT trains on one device");
     return -1;
 }
 

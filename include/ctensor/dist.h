@@ -138,8 +138,8 @@ CT_API ct_ddp *ct_ddp_new_tensors(ct_comm *comm, int n, ct_tensor *const *tensor
  * communication overlaps the rest of backward. Every parameter's gradient is then the mean
  * over the global batch, the same on every rank. A rank with no sample in this batch passes
  * loss NULL and local_samples 0 and still takes part. Gradients are set, not accumulated:
- * call it once per step after zeroing them. CT_ERR_STATE when a parameter's gradient is
- * produced twice in one backward (a parameter used twice in the graph). */
+ * call it once per step after zeroing them. A parameter used more than once in the graph (a
+ * tied embedding) travels once, with the sum of its uses. */
 CT_API ct_status ct_ddp_backward(ct_ddp *ddp, const ct_tensor *loss, int64_t local_samples,
                                  int64_t global_samples);
 

@@ -5,6 +5,8 @@
  * The pass runs in a private scope with grad mode off; each gradient is released as soon as
  * its node has run, so memory peaks near the forward pass's, as in PyTorch. */
 
+#include <stdlib.h>
+
 #include "autograd/grad_hook_impl.h"
 #include "autograd/tape_impl.h"
 #include "ops/op_impl.h"
@@ -146,34 +148,91 @@ static ct_status accumulate_leaf(ct_tensor *leaf, ct_tensor *g) {
     ct__scope_forget(value); /* the leaf owns it now, outside every scope */
     if (leaf->grad) ct__tensor_drop(leaf->grad);
     leaf->grad = value;
-    ct__grad_ready(leaf);
     return CT_OK;
 }
 
+/* The leaves of a pass, each with the deliveries (node inputs) still to come: the gradient
+ * ready hook hears of a leaf once, after the last of them, with the sum of every use (a
+ * parameter used twice, as a tied embedding, included), as PyTorch's AccumulateGrad node
+ * runs once per pass. Sorted by address. */
+typedef struct leaf_use {
+    ct_tensor *leaf;
+    int pending;
+    bool got; /* a gradient reached it in this pass */
+} leaf_use;
+
+typedef struct leaf_uses {
+    leaf_use *items;
+    size_t count;
+} leaf_uses;
+
+static int by_leaf(const void *a, const void *b) {
+    uintptr_t x = (uintptr_t)((const leaf_use *)a)->leaf,
+              y = (uintptr_t)((const leaf_use *)b)->leaf;
+    return (x > y) - (x < y);
+}
+
+static ct_status count_leaf_uses(const char *op, const node_list *order, leaf_uses *uses) {
+    size_t n = 0;
+    for (size_t i = 0; i < order->count; i++)
+        for (int j = 0; j < order->items[i]->ninputs; j++) {
+            const ct_tensor *input = order->items[i]->inputs[j];
+            n += input && !input->grad_fn;
+        }
+    uses->items = ct__calloc(n ? n : 1, sizeof *uses->items);
+    if (!uses->items)
+        return ct__error(CT_ERR_OUT_OF_MEMORY, "%s: out of host memory for the backward pass", op);
+    for (size_t i = 0; i < order->count; i++)
+        for (int j = 0; j < order->items[i]->ninputs; j++) {
+            ct_tensor *input = order->items[i]->inputs[j];
+            if (input && !input->grad_fn) uses->items[uses->count++] = (leaf_use){input, 1, false};
+        }
+    qsort(uses->items, uses->count, sizeof *uses->items, by_leaf);
+    size_t kept = 0;
+    for (size_t i = 0; i < uses->count; i++)
+        if (kept && uses->items[kept - 1].leaf == uses->items[i].leaf)
+            uses->items[kept - 1].pending++;
+        else
+            uses->items[kept++] = uses->items[i];
+    uses->count = kept;
+    return CT_OK;
+}
+
+/* One of leaf's deliveries is done (got: with a gradient): the hook once it was the last. */
+static void leaf_delivered(leaf_uses *uses, ct_tensor *leaf, bool got) {
+    leaf_use key = {.leaf = leaf};
+    leaf_use *use = bsearch(&key, uses->items, uses->count, sizeof key, by_leaf);
+    if (!use) return;
+    use->got |= got;
+    if (--use->pending == 0 && use->got) ct__grad_ready(leaf);
+}
+
 /* Hand the gradients a node computed to its inputs. */
-static ct_status deliver(ct__node *node, ct_tensor **grads) {
+static ct_status deliver(ct__node *node, ct_tensor **grads, leaf_uses *uses) {
     ct_status status = CT_OK;
     for (int i = 0; i < node->ninputs; i++) {
         ct_tensor *g = grads[i];
         grads[i] = NULL;
         ct_tensor *input = node->inputs[i];
-        if (!g) continue;
-        if (!input || status != CT_OK) {
+        if (!input || !g || status != CT_OK) {
             ct_release(g);
+            if (input && !input->grad_fn) leaf_delivered(uses, input, false);
             continue;
         }
         g = conform(g, input);
-        if (!g)
+        if (!g) {
             status = ct_last_status();
-        else if (input->grad_fn)
+        } else if (input->grad_fn) {
             status = accumulate(&input->grad_fn->grad, g);
-        else
+        } else {
             status = accumulate_leaf(input, g);
+            leaf_delivered(uses, input, status == CT_OK);
+        }
     }
     return status;
 }
 
-static ct_status run_node(ct__node *node, bool retain_graph) {
+static ct_status run_node(ct__node *node, bool retain_graph, leaf_uses *uses) {
     ct_tensor *g = node->grad;
     node->grad = NULL;
     if (!g) return CT_OK; /* no gradient reached this node */
@@ -186,7 +245,7 @@ static ct_status run_node(ct__node *node, bool retain_graph) {
     }
     ct_status status = node->backward(node, g, grads);
     ct_release(g);
-    if (status == CT_OK) status = deliver(node, grads);
+    if (status == CT_OK) status = deliver(node, grads, uses);
     for (int i = 0; i < node->ninputs; i++) ct_release(grads[i]);
     if (grads != local) ct__free_mem(grads);
     if (status == CT_OK && !retain_graph) ct__node_free_graph_state(node);
@@ -194,9 +253,15 @@ static ct_status run_node(ct__node *node, bool retain_graph) {
 }
 
 static ct_status run_pass(const char *op, ct_tensor *output, ct_tensor *seed, bool retain_graph) {
-    if (!output->grad_fn) return accumulate_leaf(output, seed);
+    if (!output->grad_fn) {
+        ct_status status = accumulate_leaf(output, seed);
+        if (status == CT_OK) ct__grad_ready(output);
+        return status;
+    }
     node_list order = {0};
+    leaf_uses uses = {0};
     ct_status status = topological_order(op, output->grad_fn, &order);
+    if (status == CT_OK) status = count_leaf_uses(op, &order, &uses);
     /* Every node is checked before any runs, so a refused pass changes no gradient. */
     for (size_t i = 0; i < order.count && status == CT_OK; i++)
         status = ct__check_saved_unchanged(op, order.items[i]);
@@ -205,7 +270,7 @@ static ct_status run_pass(const char *op, ct_tensor *output, ct_tensor *seed, bo
         seed = NULL;
     }
     for (size_t i = order.count; i-- > 0 && status == CT_OK;) {
-        status = run_node(order.items[i], retain_graph);
+        status = run_node(order.items[i], retain_graph, &uses);
         ct__backward_node_ran();
     }
     for (size_t i = 0; i < order.count; i++) {
@@ -214,6 +279,7 @@ static ct_status run_pass(const char *op, ct_tensor *output, ct_tensor *seed, bo
         ct__node_release(order.items[i]);
     }
     ct__free_mem(order.items);
+    ct__free_mem(uses.items);
     ct_release(seed);
     return status;
 }

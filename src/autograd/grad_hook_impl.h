@@ -1,6 +1,7 @@
 /* A per-thread "gradient ready" hook of the backward engine, for data-parallel training
- * (src/dist/ddp.c): called each time backward adds to a leaf's .grad, so that the gradient
- * can be sent while the rest of backward runs (PyTorch's AccumulateGrad hooks), and between
+ * (src/dist/ddp.c): called once per pass for each leaf a gradient reached, after the last of
+ * its uses in the graph added to its .grad, so that the gradient can be sent while the rest
+ * of backward runs (PyTorch's AccumulateGrad hooks), and between
  * nodes, so that what was sent keeps moving. */
 #ifndef CT_GRAD_HOOK_IMPL_H
 #define CT_GRAD_HOOK_IMPL_H
@@ -11,7 +12,7 @@ typedef void (*ct__grad_ready_fn)(ct_tensor *leaf, void *user);
 
 /* Install fn (NULL removes it) for backward passes run by this thread. */
 void ct__set_grad_ready_hook(ct__grad_ready_fn fn, void *user);
-/* Called by the engine after leaf->grad changed. */
+/* Called by the engine once leaf->grad holds every use's gradient of the pass. */
 void ct__grad_ready(ct_tensor *leaf);
 /* Called by the engine after each node of a pass: the hook gets a NULL leaf, a chance to
  * advance the communication in flight (Open MPI moves data only inside MPI calls, so a
