@@ -191,7 +191,7 @@ static ct_tensor *tensordot(const ct_tensor *a, const ct_tensor *b, int n, const
     const char *op = "ct_tensordot";
     const ct_tensor *args[2] = {a, b};
     ct_device device;
-    if (!ct__check_args(op, 2, args, &device)) return NULL;
+    if (!ct__check_args_complex(op, 2, args, &device)) return NULL;
     if (n < 0 || n > a->ndim || n > b->ndim || (n && (!axes_a || !axes_b)))
         return ct__fail(CT_ERR_INVALID_ARG, "%s: %d axis pairs for operands of rank %d and %d", op,
                         n, a->ndim, b->ndim);
