@@ -305,11 +305,12 @@ CT_CX_FN ct__z ct__z_acos(ct__z z) {
 }
 
 /* acosh z = +-i acos z, the sign that makes the real part >= 0 (G.6.2.1): i acos z above the
- * real axis (a zero imaginary part of + sign included), -i acos z below it. */
+ * real axis (a zero imaginary part of + sign included), -i acos z below it; off the axis (a
+ * NaN imaginary part: acosh(+-inf + NaN i) = inf + NaN i) the sign whose real part is >= 0. */
 CT_CX_FN ct__z ct__z_acosh(ct__z z) {
     ct__z w = ct__z_acos(z);
-    if (signbit(z.im)) return ct__z_make(w.im, -w.re);
-    return ct__z_make(-w.im, w.re);
+    ct__z r = signbit(z.im) ? ct__z_make(w.im, -w.re) : ct__z_make(-w.im, w.re);
+    return r.re < 0 ? ct__z_make(-r.re, -r.im) : r;
 }
 
 /* asinh (G.6.2.2); asinh(NaN + i inf) gives inf + NaN i. */
