@@ -7,6 +7,13 @@ pairing of the two parts), and the functions it says complex arrays have no mean
 namespace itself: every function of the standard's 2023.12 namespace and extensions is there
 and accepts the keyword names array-api-strict's signature gives it.
 
+Where the standard leaves a result to the implementation, the check says so where it is made:
+signs it calls unspecified, multiply/divide/square with infinite or NaN parts (its note on
+C99's one-infinity model, which ours follows, against the textbook formula, NumPy's), the
+order of a product. Where NumPy departs from the standard's text (expm1 of infinite parts,
+the mean of a NaN part, sign of zero), the standard's result is the reference. The linalg
+functions that refuse complex arrays are skipped by name: complex LAPACK is another branch's.
+
 The data-apis/array-api-tests suite is the real judge once it can be installed; until then
 these checks stand in for it."""
 
@@ -598,8 +605,8 @@ POSITIONAL = {
     "x": _M, "x1": _M, "x2": _M, "a": _M, "b": _M, "arrays": (_M, _M), "condition": _M > 2,
     "shape": (2, 2), "fill_value": 1.0, "obj": [1.0], "start": 0.0, "stop": 1.0, "num": 3,
     "n_rows": 2, "n": 3, "d": 1.0, "type": "float32", "from_": "float32", "to": "float64",
-    "dtype": "float32", "kind": "real floating", "indices": [0], "repeats": 2, "reps": (1, 2),
-    "shift": 1, "repetitions": (1, 2), "source": 0, "destination": 1, "x1_": _M, "axis": 0, "axes": (0, 1),
+    "dtype": "float32", "kind": "real floating", "indices": [0], "repeats": 2,
+    "repetitions": (1, 2), "shift": 1, "source": 0, "destination": 1, "axis": 0, "axes": (0, 1),
 }
 
 
@@ -639,8 +646,6 @@ def test_namespace_names_and_keywords(qualname):
     prefix, _, name = qualname.rpartition(".")
     mine, ref = {"": (ct, xp), "fft": (ct.fft, xp.fft), "linalg": (ct.linalg, xp.linalg)}[prefix]
     assert hasattr(mine, name), f"ct.{qualname} is missing"
-    if name in ("astype", "from_dlpack") or name.startswith("__"):
-        return
     f = getattr(mine, name)
     params = list(inspect.signature(getattr(ref, name)).parameters.values())
     try:
