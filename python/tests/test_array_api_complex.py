@@ -207,6 +207,25 @@ def test_binary_special_values(device, name, dtypes):
 
 
 @pytest.mark.parametrize("dtypes", DTYPES, ids=IDS)
+def test_pow_of_integer_exponents_is_products(device, dtypes):
+    """NumPy computes z ** n for an integer |n| < 100 by products (z ** 2 is z * z, exactly):
+    so do we, where exp(n log z) would round."""
+    ctd, npd, _ = dtypes
+    a = np.array([1 + 2j, -3 + 0.5j, 0.25 - 4j, 3 + 0j, -0.0 + 1j])
+    x = ours(a, npd, device)
+    for n in (1, 2, 3, 5, -1, -2, 17):
+        want = xp.pow(strict(a, npd), xp.asarray(np.full(a.shape, n, dtype=npd)))
+        got = ct.pow(x, ct.asarray(np.full(a.shape, n, dtype=npd), device=device))
+        exact = n in (1, 2) and npd == np.complex128  # complex64's are rounded from complex128
+        compare(got, want, 0.0 if exact else 4 * RTOL[npd], signed=False)
+    same_values(to_numpy(x ** 2), to_numpy(x * x), 0.0)
+    # z ** 1 is z, whatever its parts
+    z = SPECIAL
+    got = ct.pow(ours(z, npd, device), ct.asarray(np.ones(z.shape, npd), device=device))
+    same_values(to_numpy(got), z.astype(npd), 0.0)
+
+
+@pytest.mark.parametrize("dtypes", DTYPES, ids=IDS)
 def test_mixed_real_and_complex_operands_promote(device, dtypes):
     ctd, npd, xpd = dtypes
     a = generic(6)
