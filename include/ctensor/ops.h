@@ -154,8 +154,9 @@ CT_API ct_tensor *ct_cast(const ct_tensor *x, ct_dtype dtype);
 CT_API ct_status ct_fill(ct_tensor *dst, double value);
 /* Write value into every element of the complex dst (CT_ERR_DTYPE for a real one). */
 CT_API ct_status ct_fill_complex(ct_tensor *dst, ct_complex128 value);
-/* The real and imaginary parts of a complex tensor, as new tensors of the parts' dtype
- * (float32 for complex64, float64 for complex128); of a real tensor, x itself and zeros. */
+/* The real and imaginary parts of a complex tensor, as views of its storage in the parts'
+ * dtype (float32 for complex64, float64 for complex128): a write into them changes x; of a
+ * real tensor, x itself and new zeros. */
 CT_API ct_tensor *ct_real(const ct_tensor *x);
 CT_API ct_tensor *ct_imag(const ct_tensor *x);
 /* The complex conjugate (re - im j); of a real tensor, x itself (a new reference). */

@@ -9,9 +9,6 @@
 
 bool ctpy_is_scalar(PyObject *o) { return PyBool_Check(o) || PyLong_Check(o) || PyFloat_Check(o); }
 
-/* The default complex dtype: the one whose parts are the default float (the standard's rule). */
-#define CTPY_DEFAULT_COMPLEX (CTPY_DEFAULT_FLOAT == CT_F64 ? CT_C128 : CT_C64)
-
 /* ---- results: moved and converted as asked ---- */
 
 /* Whether t (floating) has an element that dtype (an integer dtype) cannot hold: NaN, an

@@ -53,6 +53,15 @@ enum fill_kind { FILL_ZEROS, FILL_ONES, FILL_EMPTY, FILL_FULL };
 static PyObject *filled(int ndim, const int64_t *shape, enum fill_kind kind, PyObject *value,
                         ct_dtype dtype, ct_device device, int requires_grad) {
     ct_tensor *out;
+    if (kind == FILL_FULL && PyComplex_Check(value)) {
+        if (!ct_dtype_is_complex(dtype))
+            return ctpy_raise_status(CT_ERR_DTYPE,
+                                     "full: a complex fill_value needs a complex dtype, not %s",
+                                     ct_dtype_name(dtype));
+        ct_complex128 z = {PyComplex_RealAsDouble(value), PyComplex_ImagAsDouble(value)};
+        CTPY_NOGIL(out = ct_full_complex(ndim, shape, z, dtype, device));
+        return ctpy_wrap_leaf(out, requires_grad);
+    }
     if (kind == FILL_FULL && ctpy_check_scalar(value, dtype) < 0) return NULL;
     /* ct_full takes a double: an int that a double does not hold fills from its exact 0-d
      * array */
@@ -78,9 +87,10 @@ static PyObject *filled(int ndim, const int64_t *shape, enum fill_kind kind, PyO
 
 /* The dtype full() gives fill_value when none is asked for. */
 static ct_dtype value_dtype(PyObject *value) {
-    return PyBool_Check(value)   ? CT_BOOL
-           : PyLong_Check(value) ? CTPY_DEFAULT_INT
-                                 : CTPY_DEFAULT_FLOAT;
+    return PyBool_Check(value)      ? CT_BOOL
+           : PyLong_Check(value)    ? CTPY_DEFAULT_INT
+           : PyComplex_Check(value) ? CTPY_DEFAULT_COMPLEX
+                                    : CTPY_DEFAULT_FLOAT;
 }
 
 /* A fill function's arguments: the first (a shape, or x for the *_like forms), fill_value
@@ -120,7 +130,7 @@ static PyObject *make(PyObject *args, PyObject *kwargs, enum fill_kind kind, con
     int ndim;
     if (ctpy_parse_shape(a.first, "shape", shape, &ndim) < 0) return NULL;
     if (a.value) {
-        if (!ctpy_is_scalar(a.value))
+        if (!ctpy_is_scalar(a.value) && !PyComplex_Check(a.value))
             return PyErr_Format(PyExc_TypeError, "full: fill_value must be a Python number");
         if ((int)a.dtype < 0) a.dtype = value_dtype(a.value);
     }
@@ -242,23 +252,32 @@ static PyObject *py_arange(PyObject *self, PyObject *args, PyObject *kwargs) {
 static PyObject *py_linspace(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *keywords[] = {"start",  "stop",     "num",           "dtype",
                                "device", "endpoint", "requires_grad", NULL};
-    double start, stop;
+    PyObject *start_obj, *stop_obj;
     Py_ssize_t num;
-    ct_dtype dtype = CTPY_DEFAULT_FLOAT;
+    ct_dtype dtype = (ct_dtype)-1;
     ct_device device = CT_DEFAULT;
     int endpoint = 1, requires_grad = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "ddn|$O&O&pp:linspace", keywords, &start, &stop,
-                                     &num, ctpy_opt_dtype, &dtype, ctpy_opt_device, &device,
-                                     &endpoint, &requires_grad))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOn|$O&O&pp:linspace", keywords, &start_obj,
+                                     &stop_obj, &num, ctpy_opt_dtype, &dtype, ctpy_opt_device,
+                                     &device, &endpoint, &requires_grad))
         return NULL;
-    if ((int)dtype < 0) dtype = CTPY_DEFAULT_FLOAT;
+    /* complex ends make complex points (the default complex dtype unless one is asked) */
+    bool complex = PyComplex_Check(start_obj) || PyComplex_Check(stop_obj);
+    if ((int)dtype < 0) dtype = complex ? CTPY_DEFAULT_COMPLEX : CTPY_DEFAULT_FLOAT;
+    if (complex && !ct_dtype_is_complex(dtype))
+        return ctpy_raise_status(CT_ERR_DTYPE,
+                                 "linspace: complex ends need a complex dtype, not %s",
+                                 ct_dtype_name(dtype));
+    Py_complex start = PyComplex_AsCComplex(start_obj), stop = PyComplex_AsCComplex(stop_obj);
+    if (PyErr_Occurred()) return NULL;
+    ct_complex128 z0 = {start.real, start.imag}, z1 = {stop.real, stop.imag};
     ct_tensor *out, *all;
-    if (endpoint) {
-        CTPY_NOGIL(out = ct_linspace(start, stop, num, dtype, device));
-        return ctpy_wrap_leaf(out, requires_grad);
-    }
-    /* Without the endpoint: the first num of num + 1 points. */
-    CTPY_NOGIL(all = ct_linspace(start, stop, num + 1, dtype, device));
+    int64_t points = endpoint ? num : num + 1; /* without the endpoint: the first num of num + 1 */
+    if (ct_dtype_is_complex(dtype))
+        CTPY_NOGIL(all = ct_linspace_complex(z0, z1, points, dtype, device));
+    else
+        CTPY_NOGIL(all = ct_linspace(start.real, stop.real, points, dtype, device));
+    if (endpoint) return ctpy_wrap_leaf(all, requires_grad);
     out = all ? ct_slice(all, 0, 0, num, 1) : NULL;
     ct_release(all);
     return ctpy_wrap_leaf(out, requires_grad);

@@ -76,6 +76,8 @@ int ctpy_opt_dtype(PyObject *o, void *out);
 int ctpy_opt_device(PyObject *o, void *out);
 /* The module's default float and integer dtypes. */
 #define CTPY_DEFAULT_FLOAT CT_F32
+/* The default complex dtype: the one whose parts are the default float (the standard's rule). */
+#define CTPY_DEFAULT_COMPLEX (CTPY_DEFAULT_FLOAT == CT_F64 ? CT_C128 : CT_C64)
 #define CTPY_DEFAULT_INT CT_I64
 
 /* ---- conversion of Python values to tensors (asarray.c) ---- */

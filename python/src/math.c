@@ -400,17 +400,19 @@ PyMethodDef ctpy_math_functions[] = {
 #undef CTPY_BINARY_DEF_
 #define CTPY_UNARY_DEF_(name, NAME, ...) {#name, py_##name, METH_O, #name "(x): elementwise."},
         CT_UNARY_OPS(CTPY_UNARY_DEF_)
-    /* the parts of complex arrays (ct_real, ct_imag, ct_conj) */
-    CTPY_UNARY_DEF_(real, , ) CTPY_UNARY_DEF_(imag, , ) CTPY_UNARY_DEF_(conj, , )
 #undef CTPY_UNARY_DEF_
+    /* the parts of complex arrays (ct_real, ct_imag, ct_conj) */
+    {"real", py_real, METH_O, "real(x): the real parts, a view of x's storage (x if real)."},
+    {"imag", py_imag, METH_O,
+     "imag(x): the imaginary parts, a view of x's storage (zeros if x is real)."},
+    {"conj", py_conj, METH_O, "conj(x): the complex conjugate (x if real)."},
 #define CTPY_REDUCE_DEF_(name, NAME, ...)                                                          \
     {#name, KW py_##name, KWARGS,                                                                  \
      #name "(x, /, axis=None, keepdims=False, dtype=None): a reduction (ct_" #name                 \
            "); also dim=, keepdim=."},
-        CT_REDUCE_OPS(CTPY_REDUCE_DEF_)
+    CT_REDUCE_OPS(CTPY_REDUCE_DEF_)
 #undef CTPY_REDUCE_DEF_
-            {"where", KW py_where, METH_FASTCALL,
-             "where(condition, x1, x2): x1 where true, else x2."},
+        {"where", KW py_where, METH_FASTCALL, "where(condition, x1, x2): x1 where true, else x2."},
     {"clip", KW py_clip, KWARGS, "clip(x, min=None, max=None)."},
     {"var", KW py_var, KWARGS, "var(x, /, *, axis=None, correction=0, keepdims=False)."},
     {"std", KW py_std, KWARGS, "std(x, /, *, axis=None, correction=0, keepdims=False)."},

@@ -305,11 +305,12 @@ CT_CX_FN ct__z ct__z_acos(ct__z z) {
 }
 
 /* acosh z = +-i acos z, the sign that makes the real part >= 0 (G.6.2.1): i acos z above the
- * real axis (a zero imaginary part of + sign included), -i acos z below it. */
+ * real axis (a zero imaginary part of + sign included), -i acos z below it; off the axis (a
+ * NaN imaginary part: acosh(+-inf + NaN i) = inf + NaN i) the sign whose real part is >= 0. */
 CT_CX_FN ct__z ct__z_acosh(ct__z z) {
     ct__z w = ct__z_acos(z);
-    if (signbit(z.im)) return ct__z_make(w.im, -w.re);
-    return ct__z_make(-w.im, w.re);
+    ct__z r = signbit(z.im) ? ct__z_make(w.im, -w.re) : ct__z_make(-w.im, w.re);
+    return r.re < 0 ? ct__z_make(-r.re, -r.im) : r;
 }
 
 /* asinh (G.6.2.2); asinh(NaN + i inf) gives inf + NaN i. */
@@ -371,10 +372,28 @@ CT_CX_FN ct__z ct__z_log_base(ct__z z, double inv_ln) {
     return ct__z_make(l.re * inv_ln, l.im * inv_ln);
 }
 
+/* z^n for an integer 0 < |n| < 100 as NumPy computes it: products of repeated squares (z^1
+ * is z, z^2 is z z, exact where the products are), the reciprocal for a negative n. */
+CT_CX_FN ct__z ct__z_pow_int(ct__z z, int n) {
+    ct__z r = z, square = z;
+    bool started = false;
+    for (int k = n < 0 ? -n : n; k; k >>= 1) {
+        if (k & 1) {
+            r = started ? ct__z_mul(r, square) : square;
+            started = true;
+        }
+        if (k > 1) square = ct__z_mul(square, square);
+    }
+    return n < 0 ? ct__z_div(ct__z_make(1.0, 0.0), r) : r;
+}
+
 /* z^w = e^(w log z); z^0 is 1 (also for a NaN or infinite z), 0^w is 0 for Re w > 0 (the
- * limit, and C's cpow; NumPy gives NaN where w is not real). */
+ * limit, and C's cpow; NumPy gives NaN where w is not real); a small integer w by products
+ * (ct__z_pow_int), which keep a zero's signs. */
 CT_CX_FN ct__z ct__z_pow(ct__z z, ct__z w) {
     if (w.re == 0 && w.im == 0) return ct__z_make(1.0, 0.0);
+    if (w.im == 0 && fabs(w.re) < 100 && w.re == (double)(int)w.re)
+        return ct__z_pow_int(z, (int)w.re);
     if (z.re == 0 && z.im == 0 && w.re > 0) return ct__z_make(0.0, 0.0);
     return ct__z_exp(ct__z_mul(w, ct__z_log(z)));
 }

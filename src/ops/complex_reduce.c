@@ -6,29 +6,12 @@
 
 typedef ct_tensor *(*reduce_fn)(const ct_tensor *x, int naxes, const int *axes, bool keepdim);
 
-/* The complex tensor re + i im (parts of one real dtype and shape) as dtype. */
-static ct_tensor *from_parts(ct_tensor *re, ct_tensor *im, ct_dtype dtype, const char *op) {
-    ct_tensor *out =
-        re && im ? ct__tensor_new(re->storage->device, dtype, re->ndim, re->shape) : NULL;
-    ct_tensor *out_re = out ? ct__complex_part_view(out, 0) : NULL;
-    ct_tensor *out_im = out_re ? ct__complex_part_view(out, 1) : NULL;
-    bool ok =
-        out_im && ct__copy_into(out_re, re, op) == CT_OK && ct__copy_into(out_im, im, op) == CT_OK;
-    ct_release(out_re);
-    ct_release(out_im);
-    if (!ok) {
-        ct_release(out);
-        return NULL;
-    }
-    return out;
-}
-
 static ct_tensor *by_parts(reduce_fn fn, const char *op, const ct_tensor *x, int naxes,
                            const int *axes, bool keepdim) {
     ct_tensor *xr = ct__complex_part_view(x, 0), *xi = xr ? ct__complex_part_view(x, 1) : NULL;
     ct_tensor *re = xi ? fn(xr, naxes, axes, keepdim) : NULL;
     ct_tensor *im = re ? fn(xi, naxes, axes, keepdim) : NULL;
-    ct_tensor *out = from_parts(re, im, x->dtype, op);
+    ct_tensor *out = ct__complex_from_parts(re, im, x->dtype, op);
     ct_release(xr);
     ct_release(xi);
     ct_release(re);

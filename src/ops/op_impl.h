@@ -29,6 +29,10 @@ bool ct__refuse_complex(const char *op, int n, const ct_tensor *const *args);
 /* Part `part` (0: real, 1: imaginary) of the complex x as a view of its storage, of the parts'
  * real dtype (complex_parts.c). */
 ct_tensor *ct__complex_part_view(const ct_tensor *x, int part);
+/* The complex tensor re + i im of dtype (re and im: one real dtype and shape, on one device),
+ * new and contiguous; NULL (with the error, led by op) on failure or when re or im is NULL. */
+ct_tensor *ct__complex_from_parts(const ct_tensor *re, const ct_tensor *im, ct_dtype dtype,
+                                  const char *op);
 
 /* The reduction op of the complex x over the axes where reduced[d] (complex_reduce.c): sum,
  * mean, prod, all and any; the others refuse it, naming `name`. */

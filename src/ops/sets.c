@@ -2,8 +2,8 @@
  * has them): ct_nonzero (the running count of a mask gives each selected element its slot,
  * a scatter puts the positions there), ct_searchsorted (a stable sort of x1 with x2 merges
  * them; an element of x2 lands after the x1 elements before it), and ct_unique (sort, mark
- * where the value changes, count). A result whose size depends on the data reads that size
- * back: one implicit transfer on a device. */
+ * where the value changes, count; complex values in NumPy's order). A result whose size depends on
+ * the data reads that size back: one implicit transfer on a device. */
 #include <string.h>
 
 #include "ops/op_impl.h"
@@ -49,7 +49,7 @@ ct_status ct_nonzero(const ct_tensor *x, ct_tensor **out) {
     const char *op = "ct_nonzero";
     ct_device device;
     if (!out) return ct__error(CT_ERR_INVALID_ARG, "%s: out is NULL", op);
-    if (!ct__check_args(op, 1, &x, &device)) return ct_last_status();
+    if (!ct__check_args_complex(op, 1, &x, &device)) return ct_last_status();
     if (x->ndim == 0)
         return ct__error(CT_ERR_SHAPE,
                          "%s: x is 0-d; reshape it to 1-D first (the standard "
@@ -165,11 +165,26 @@ static ct_tensor *group_counts(const ct_tensor *starts, int64_t n, ct_device dev
     return out;
 }
 
+/* The stable sorting order of flat (1-D): of a complex flat, by the real parts, ties by the
+ * imaginary parts (NumPy's order), as a stable sort by the imaginary parts first. */
+static ct_tensor *sorting_order(const ct_tensor *flat) {
+    if (!ct__is_complex(flat->dtype)) return ct_argsort(flat, 0, false);
+    ct_tensor *t[5] = {NULL};
+    t[0] = ct__complex_part_view(flat, 1);
+    t[1] = t[0] ? ct_argsort(t[0], 0, false) : NULL;
+    t[2] = t[1] ? ct__complex_part_view(flat, 0) : NULL;
+    t[3] = t[2] ? ct_index_select(t[2], 0, t[1]) : NULL;
+    t[4] = t[3] ? ct_argsort(t[3], 0, false) : NULL;
+    ct_tensor *order = t[4] ? ct_index_select(t[1], 0, t[4]) : NULL;
+    drop(5, t);
+    return order;
+}
+
 /* Fill r from flat (1-D, n > 0). */
 static bool unique_flat(const ct_tensor *x, const ct_tensor *flat, ct_device device,
                         ct_unique_result *r) {
     int64_t n = ct_numel(flat);
-    ct_tensor *order = ct_argsort(flat, 0, false);
+    ct_tensor *order = sorting_order(flat);
     ct_tensor *sorted = order ? ct_index_select(flat, 0, order) : NULL, *starts = NULL,
               *group = NULL;
     if (sorted && groups_of(sorted, device, &starts, &group)) {
@@ -194,7 +209,7 @@ ct_status ct_unique(const ct_tensor *x, ct_unique_result *out) {
     ct_device device;
     if (!out) return ct__error(CT_ERR_INVALID_ARG, "%s: out is NULL", op);
     memset(out, 0, sizeof *out);
-    if (!ct__check_args(op, 1, &x, &device)) return ct_last_status();
+    if (!ct__check_args_complex(op, 1, &x, &device)) return ct_last_status();
     ct_unique_result r = {0};
     ct_tensor *flat = ct_reshape(x, 1, (int64_t[]){-1});
     bool ok;

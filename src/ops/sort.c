@@ -2,7 +2,8 @@
  * backend's argsort and cumsum kernels, ct_sort as a gather by ct_argsort's order (so its
  * gradient is the gather's), and the backward rule of ct_cumulative_sum (the reversed
  * running sum of the gradient). The kernels see rows: the op axis is moved last and the
- * input made contiguous first. */
+ * input made contiguous first. A complex tensor's running sums are those of its parts; sorting
+ * refuses complex tensors (they have no order, as the array API standard says). */
 #include <string.h>
 
 #include "ops/autocast_impl.h"
@@ -109,13 +110,47 @@ static ct_dtype cumsum_dtype(ct_dtype x, ct_dtype asked) {
 }
 
 static ct_tensor *cumulative_sum(const ct_tensor *x, int axis, ct_dtype dtype,
+                                 bool include_initial);
+
+/* The running sums of the complex x: those of its real and imaginary parts, in the complex
+ * dtype asked (x's by default; a real one is refused: the imaginary parts have no place). */
+static ct_tensor *complex_cumulative_sum(const char *op, const ct_tensor *x, int axis,
+                                         ct_dtype dtype, bool include_initial) {
+    if (dtype == CT_CUMSUM_DEFAULT_DTYPE) dtype = x->dtype;
+    if (!ct__is_complex(dtype))
+        return ct__fail(CT_ERR_DTYPE,
+                        "%s: x is %s and the dtype asked, %s, is real; ask for a complex dtype "
+                        "or sum ct_real(x) or ct_imag(x)",
+                        op, ct_dtype_name(x->dtype), ct_dtype_name(dtype));
+    ct_dtype part = ct__complex_part(dtype);
+    ct_tensor *xr = ct__complex_part_view(x, 0), *xi = xr ? ct__complex_part_view(x, 1) : NULL;
+    ct_tensor *re = xi ? cumulative_sum(xr, axis, part, include_initial) : NULL;
+    ct_tensor *im = re ? cumulative_sum(xi, axis, part, include_initial) : NULL;
+    ct_tensor *out = ct__complex_from_parts(re, im, dtype, op);
+    ct_release(xr);
+    ct_release(xi);
+    ct_release(re);
+    ct_release(im);
+    return out;
+}
+
+static ct_tensor *cumulative_sum(const ct_tensor *x, int axis, ct_dtype dtype,
                                  bool include_initial) {
     const char *op = "ct_cumulative_sum";
     ct_device device;
     int a = 0, perm[CT_MAX_DIMS];
-    if (!ct__check_args(op, 1, &x, &device)) return NULL;
+    if (!ct__check_args_complex(op, 1, &x, &device)) return NULL;
     if (dtype != CT_CUMSUM_DEFAULT_DTYPE && ((int)dtype < 0 || (int)dtype >= CT_DTYPE_COUNT))
         return ct__fail(CT_ERR_DTYPE, "%s: dtype %d is not a ct_dtype", op, (int)dtype);
+    if (ct__is_complex(x->dtype) && x->ndim > 0)
+        return complex_cumulative_sum(op, x, axis, dtype, include_initial);
+    if (ct__is_complex(dtype) && x->ndim > 0) {
+        ct_tensor *wide = ct_cast(x, dtype);
+        ct_tensor *out =
+            wide ? complex_cumulative_sum(op, wide, axis, dtype, include_initial) : NULL;
+        ct_release(wide);
+        return out;
+    }
     if (x->ndim == 0)
         return ct__fail(CT_ERR_SHAPE,
                         "%s: x is 0-d; it needs an axis to sum along (reshape it "

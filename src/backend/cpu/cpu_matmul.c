@@ -8,7 +8,8 @@
  * units where it has them (oneDNN, f32 accumulation); otherwise f16 and bf16 are converted to f32,
  * multiplied with sgemm and rounded back once. Integer dtypes are exact: products and sums wrap
  * modulo 2^bits in unsigned arithmetic, which is what a wrapping accumulator in the output dtype
- * gives; bool is logical (OR over k of a AND b), as numpy.matmul does for bool arrays. */
+ * gives; bool is logical (OR over k of a AND b), as numpy.matmul does for bool arrays. complex64
+ * and complex128 go to cblas_cgemm and cblas_zgemm with the same layout rules. */
 #include <cblas.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -249,48 +250,63 @@ static ct_status int_matmul(const ct__matmul_args *x) {
     return CT_OK;
 }
 
-/* complex64 and complex128: each batch's operands packed contiguous (row-major, element by
- * element), one cblas_cgemm or cblas_zgemm, the result copied into out's rows. */
+/* Copy a strided rows x cols complex matrix into a contiguous row-major one. */
+static void pack_complex(char *dst, const char *src, size_t size, int64_t rows, int64_t cols,
+                         int64_t rs, int64_t cs) {
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++)
+            memcpy(dst + (i * cols + j) * (int64_t)size, src + (i * rs + j * cs) * (int64_t)size,
+                   size);
+}
+
+/* complex64 and complex128: one cblas_cgemm or cblas_zgemm per batch index on the operands
+ * where they lie (row-major, or transposed: CblasTrans) and into out's rows; an operand of
+ * another layout (broadcast rows, negative or doubly strided views) is packed contiguous
+ * first, once for an operand broadcast over the batch. */
 static ct_status complex_matmul(const ct__matmul_args *x) {
-    if (x->m > INT_MAX || x->n > INT_MAX || x->k > INT_MAX)
+    if (x->m > INT_MAX || x->n > INT_MAX || x->k > INT_MAX || x->out_row_stride > INT_MAX)
         return ct__error(CT_ERR_UNSUPPORTED,
                          "ct_matmul: matrix sizes %lld x %lld @ %lld x %lld exceed BLAS's 32-bit "
                          "sizes; split the product",
                          (long long)x->m, (long long)x->k, (long long)x->k, (long long)x->n);
     size_t size = ct__dtype_size(x->dtype);
     int64_t m = x->m, n = x->n, k = x->k;
-    char *a = ct__malloc((size_t)(m * k + k * n + m * n) * size);
-    if (!a)
+    ct__gemm_layout la = ct__gemm_layout_of(m, k, x->a_row_stride, x->a_col_stride);
+    ct__gemm_layout lb = ct__gemm_layout_of(k, n, x->b_row_stride, x->b_col_stride);
+    size_t na = la.direct ? 0 : (size_t)(m * k), nb = lb.direct ? 0 : (size_t)(k * n);
+    char *scratch = NULL;
+    if (na + nb && !(scratch = ct__malloc((na + nb) * size)))
         return ct__error(CT_ERR_OUT_OF_MEMORY,
-                         "ct_matmul: out of host memory for the packed complex operands");
-    char *b = a + m * k * (int64_t)size, *c = b + k * n * (int64_t)size;
+                         "ct_matmul: out of host memory for %zu bytes of packed complex operands",
+                         (na + nb) * size);
+    char *a_pack = scratch, *b_pack = scratch + na * size;
     static const ct_complex128 one128 = {1, 0}, zero128 = {0, 0};
     static const ct_complex64 one64 = {1, 0}, zero64 = {0, 0};
-    int64_t batches = batch_count(x);
+    CBLAS_TRANSPOSE ta = la.direct && la.transposed ? CblasTrans : CblasNoTrans;
+    CBLAS_TRANSPOSE tb = lb.direct && lb.transposed ? CblasTrans : CblasNoTrans;
+    int lda = (int)(la.direct ? la.ld : k), ldb = (int)(lb.direct ? lb.ld : n);
+    int64_t packed_a = -1, packed_b = -1, batches = batch_count(x);
     for (int64_t i = 0; i < batches; i++) {
         int64_t ao, bo, oo;
         batch_offsets(x, i, &ao, &bo, &oo);
-        for (int64_t r = 0; r < m; r++)
-            for (int64_t j = 0; j < k; j++)
-                memcpy(a + (r * k + j) * (int64_t)size,
-                       x->a + (ao + r * x->a_row_stride + j * x->a_col_stride) * (int64_t)size,
-                       size);
-        for (int64_t r = 0; r < k; r++)
-            for (int64_t j = 0; j < n; j++)
-                memcpy(b + (r * n + j) * (int64_t)size,
-                       x->b + (bo + r * x->b_row_stride + j * x->b_col_stride) * (int64_t)size,
-                       size);
+        const char *a = x->a + ao * (int64_t)size, *b = x->b + bo * (int64_t)size;
+        if (!la.direct && packed_a != ao)
+            pack_complex(a_pack, a, size, m, k, x->a_row_stride, x->a_col_stride);
+        if (!lb.direct && packed_b != bo)
+            pack_complex(b_pack, b, size, k, n, x->b_row_stride, x->b_col_stride);
+        packed_a = ao;
+        packed_b = bo;
+        const void *ga = la.direct ? (const void *)a : a_pack;
+        const void *gb = lb.direct ? (const void *)b : b_pack;
+        void *c = x->out + oo * (int64_t)size;
         if (x->dtype == CT_C128)
-            cblas_zgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, &one128,
-                        a, (int)k, b, (int)n, &zero128, c, (int)n);
+            cblas_zgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)k, &one128, ga, lda, gb, ldb,
+                        &zero128, c, (int)x->out_row_stride);
         else
-            cblas_cgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, &one64,
-                        a, (int)k, b, (int)n, &zero64, c, (int)n);
-        for (int64_t r = 0; r < m; r++)
-            memcpy(x->out + (oo + r * x->out_row_stride) * (int64_t)size, c + r * n * (int64_t)size,
-                   (size_t)n * size);
+            cblas_cgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)k, &one64, ga, lda, gb, ldb,
+                        &zero64, c, (int)x->out_row_stride);
     }
-    ct__free_mem(a);
+    ct__free_mem(scratch);
     return CT_OK;
 }
 
