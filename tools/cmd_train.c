@@ -3,6 +3,7 @@
  * a summary of accuracy, time, throughput, memory and transfers. */
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -40,18 +41,20 @@ typedef struct trainer {
 } trainer;
 
 /* SIGINT or SIGTERM, once received: the run stops at the end of the step. A second one
- * ends the process at once (the handler puts the default action back). Under data
- * parallelism a signal may reach one rank only (mpirun's ranks are processes): every rank
- * stops after the step whose collective carried it (see stopping). */
-static volatile sig_atomic_t stop_signal;
+ * ends the process at once (SA_RESETHAND puts the default action back as the handler starts).
+ * Under data parallelism a signal may reach one rank only (mpirun's ranks are processes): every
+ * rank stops after the step whose collective carried it (see stopping).
+ * The handler runs on whichever thread the signal interrupts (a replica of --devices, a loader
+ * worker, an OpenMP thread) while other threads read the signal: a lock-free atomic, which C11
+ * allows in a handler, and the handler's only action, so that it calls no function and leaves
+ * the interrupted code's errno as it was. */
+static atomic_int stop_signal;
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the stop signal must be lock-free for the handler");
 
-static void request_stop(int sig) {
-    stop_signal = sig;
-    signal(sig, SIG_DFL);
-}
+static void request_stop(int sig) { atomic_store(&stop_signal, sig); }
 
 static void catch_stop_signals(void) {
-    struct sigaction action = {.sa_handler = request_stop};
+    struct sigaction action = {.sa_handler = request_stop, .sa_flags = SA_RESETHAND};
     sigemptyset(&action.sa_mask);
     sigaction(SIGINT, &action, NULL);
     sigaction(SIGTERM, &action, NULL);
@@ -60,12 +63,14 @@ static void catch_stop_signals(void) {
 /* The signal the run stops for, 0 while it goes on: this process's own, or under data
  * parallelism the one the ranks agreed on, so that every rank stops after the same step
  * and none waits in a collective the others never start. */
-static int stopping(const trainer *t) { return t->ddp ? t->agreed_stop : (int)stop_signal; }
+static int stopping(const trainer *t) {
+    return t->ddp ? t->agreed_stop : atomic_load(&stop_signal);
+}
 
 /* Agree on the stop at a point with no gradient all-reduce (the end of an evaluation): the
  * largest signal any rank received, all-gathered. */
 static ct_status agree_stop(trainer *t) {
-    int64_t one = 1, mine = stop_signal;
+    int64_t one = 1, mine = atomic_load(&stop_signal);
     double largest = 0;
     ct_scope_begin();
     ct_tensor *all =
@@ -143,7 +148,8 @@ static ct_status backward_and_step(trainer *t, const ct_tensor *loss, int64_t sa
     if (loss && !scaled) return ct_last_status();
     ct_status status = CT_OK;
     /* A signal this rank received goes to every rank with this step's gradients. */
-    if (t->ddp && stop_signal) status = ct_ddp_request_stop(t->ddp, stop_signal);
+    int received = atomic_load(&stop_signal);
+    if (t->ddp && received) status = ct_ddp_request_stop(t->ddp, received);
     if (status == CT_OK)
         status = t->ddp ? ct_ddp_backward(t->ddp, scaled, samples, global) : ct_backward(scaled);
     if (status != CT_OK) return status;
@@ -301,7 +307,7 @@ static ct_status evaluate(trainer *t, double *accuracy) {
         ct_scope_end();
         /* Under data parallelism a rank that received a signal stops early: its shard's
          * count is lost with the evaluation, and the ranks agree on the stop below. */
-        if (!more || stop_signal) break;
+        if (!more || atomic_load(&stop_signal)) break;
     }
     ct_no_grad_pop();
     double total = 0;
@@ -549,11 +555,12 @@ static int train_epochs(trainer *t, train_summary *summary, int first_epoch) {
     if (ct_comm_size(o->comm) > 1 && !threads)
         snprintf(who, sizeof who, "rank %d of %d: ", ct_comm_rank(o->comm), ct_comm_size(o->comm));
     int last = first_epoch - 1 + summary->epochs_run;
+    bool mine = atomic_load(&stop_signal) != 0;
     ct_cli_fail("%s%s: stopped after a step of epoch %d; the epoch is not counted%s", who,
                 stop == SIGINT
-                    ? stop_signal ? "interrupted (SIGINT)" : "interrupted (SIGINT on another rank)"
-                : stop_signal ? "terminated (SIGTERM)"
-                              : "terminated (SIGTERM on another rank)",
+                    ? mine ? "interrupted (SIGINT)" : "interrupted (SIGINT on another rank)"
+                : mine ? "terminated (SIGTERM)"
+                       : "terminated (SIGTERM on another rank)",
                 last + 1,
                 o->checkpoint ? last > 0 ? ", and the checkpoint holds the end of the last one"
                                          : ", and the checkpoint holds the model before training"
