@@ -172,6 +172,17 @@ TEST(test_loader_timeout_option) {
     CHECK_NOT_NULL(l);
     CHECK(l->timeout == CT_LOADER_DEFAULT_TIMEOUT);
     ct_loader_free(l);
+    /* A timeout past any real wait (its deadline is capped) still delivers the batches. */
+    l = ct_loader_new(inputs, labels,
+                      &(ct_loader_options){.batch_size = BATCH, .workers = 1, .timeout = 1e300});
+    CHECK_NOT_NULL(l);
+    CHECK_OK(ct_loader_start_epoch(l, 0));
+    ct_tensor *x, *y;
+    CHECK_OK(ct_loader_next(l, &x, &y));
+    CHECK(x && ct_size(y, 0) == BATCH);
+    ct_release(x);
+    ct_release(y);
+    ct_loader_free(l);
     CHECK(ct_loader_new(inputs, labels, &(ct_loader_options){.batch_size = 4, .timeout = -1}) ==
           NULL);
     CHECK_ERROR(CT_ERR_INVALID_ARG, "timeout must be a finite number of seconds");

@@ -3,7 +3,6 @@
  * consumer drains in order. A worker runs at most `depth` batches ahead of the consumer.
  * Every wait of the caller for a worker ends at a deadline (the options' timeout), so a
  * worker stuck in a batch is an error naming it, never a hang. */
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,8 +19,12 @@ static void clear_slot(ct__loader_slot *slot) {
     slot->batch = -1;
 }
 
+/* The longest wait, in seconds (31 years): a longer timeout waits this long. */
+#define CT_LOADER_LONGEST_WAIT 1e9
+
 /* The CLOCK_MONOTONIC time `seconds` from now, for pthread_cond_timedwait on `changed`. */
 static struct timespec deadline_in(double seconds) {
+    if (seconds > CT_LOADER_LONGEST_WAIT) seconds = CT_LOADER_LONGEST_WAIT;
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     double whole = floor(seconds);
@@ -31,9 +34,10 @@ static struct timespec deadline_in(double seconds) {
     return t;
 }
 
-/* Wait on `changed` (lock held) until woken or the deadline; false once it has passed. */
+/* Wait on `changed` (lock held) until woken or the deadline; false once it has passed (or
+ * the wait failed, which ends it as the deadline does). */
 static bool wait_until(ct_loader *l, const struct timespec *deadline) {
-    return pthread_cond_timedwait(&l->changed, &l->lock, deadline) != ETIMEDOUT;
+    return pthread_cond_timedwait(&l->changed, &l->lock, deadline) == 0;
 }
 
 static void destroy(ct_loader *l);
