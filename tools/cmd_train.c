@@ -3,6 +3,7 @@
  * a summary of accuracy, time, throughput, memory and transfers. */
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -40,29 +41,28 @@ typedef struct trainer {
 } trainer;
 
 /* SIGINT or SIGTERM, once received: the run stops at the end of the step. A second one
- * ends the process at once (the default action put back). Under data parallelism a signal
- * may reach one rank only (mpirun's ranks are processes): every rank stops after the step
- * whose collective carried it (see stopping).
+ * ends the process at once (SA_RESETHAND puts the default action back as the handler starts;
+ * the watcher puts it back itself). Under data parallelism a signal may reach one rank only
+ * (mpirun's ranks are processes): every rank stops after the step whose collective carried it
+ * (see stopping).
  * The signals are blocked in the training threads (this one and every thread it starts, which
  * inherit its mask) and taken by a thread of their own in sigwait, so that no handler runs in
  * the middle of a kernel: with the handler on the computing threads, a GPT stopped by a
  * signal corrupted the heap inside oneDNN's GEMM in about one run in ten. The handler stays
- * for threads that libraries started before (they do not block the signals). */
-static volatile sig_atomic_t stop_signal;
+ * for threads that libraries started before (they do not block the signals); its only action
+ * is a store to a lock-free atomic, which C11 allows in a handler, and which other threads
+ * read. */
+static atomic_int stop_signal;
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the stop signal must be lock-free for the handler");
 
-static void request_stop(int sig) {
-    stop_signal = sig;
-    signal(sig, SIG_DFL);
-}
+static void request_stop(int sig) { atomic_store(&stop_signal, sig); }
 
 static void *watch_stop_signals(void *set) {
     for (;;) {
         int sig;
         if (sigwait(set, &sig) != 0) continue;
-        if (!stop_signal) {
-            stop_signal = sig;
-            continue;
-        }
+        int none = 0;
+        if (atomic_compare_exchange_strong(&stop_signal, &none, sig)) continue;
         /* The second: the default action, on this thread, which unblocks it. */
         signal(sig, SIG_DFL);
         sigset_t one;
@@ -75,7 +75,7 @@ static void *watch_stop_signals(void *set) {
 }
 
 static void catch_stop_signals(void) {
-    struct sigaction action = {.sa_handler = request_stop};
+    struct sigaction action = {.sa_handler = request_stop, .sa_flags = SA_RESETHAND};
     sigemptyset(&action.sa_mask);
     sigaction(SIGINT, &action, NULL);
     sigaction(SIGTERM, &action, NULL);
@@ -92,15 +92,17 @@ static void catch_stop_signals(void) {
     pthread_sigmask(SIG_UNBLOCK, &set, NULL); /* no watcher: the handler takes them */
 }
 
-int train_stop_signal(void) { return (int)stop_signal; }
+int train_stop_signal(void) { return atomic_load(&stop_signal); }
 
 /* The signal the run stops for, 0 while it goes on: this process's own, or under data
  * parallelism the one the ranks agreed on, so that every rank stops after the same step
  * and none waits in a collective the others never start. */
-static int stopping(const trainer *t) { return t->ddp ? t->agreed_stop : (int)stop_signal; }
+static int stopping(const trainer *t) {
+    return t->ddp ? t->agreed_stop : atomic_load(&stop_signal);
+}
 
 ct_status train_agree_stop(ct_comm *comm, ct_device device, int *agreed) {
-    int64_t one = 1, mine = stop_signal;
+    int64_t one = 1, mine = atomic_load(&stop_signal);
     double largest = 0;
     ct_scope_begin();
     ct_tensor *all = ct_comm_all_gather(comm, ct_from_data(&mine, 1, &one, CT_I64, device));
@@ -182,7 +184,8 @@ static ct_status backward_and_step(trainer *t, const ct_tensor *loss, int64_t sa
     if (loss && !scaled) return ct_last_status();
     ct_status status = CT_OK;
     /* A signal this rank received goes to every rank with this step's gradients. */
-    if (t->ddp && stop_signal) status = ct_ddp_request_stop(t->ddp, stop_signal);
+    int received = atomic_load(&stop_signal);
+    if (t->ddp && received) status = ct_ddp_request_stop(t->ddp, received);
     if (status == CT_OK)
         status = t->ddp ? ct_ddp_backward(t->ddp, scaled, samples, global) : ct_backward(scaled);
     if (status != CT_OK) return status;
@@ -340,7 +343,7 @@ static ct_status evaluate(trainer *t, double *accuracy) {
         ct_scope_end();
         /* Under data parallelism a rank that received a signal stops early: its shard's
          * count is lost with the evaluation, and the ranks agree on the stop below. */
-        if (!more || stop_signal) break;
+        if (!more || atomic_load(&stop_signal)) break;
     }
     ct_no_grad_pop();
     double total = 0;
@@ -588,11 +591,12 @@ static int train_epochs(trainer *t, train_summary *summary, int first_epoch) {
     if (ct_comm_size(o->comm) > 1 && !threads)
         snprintf(who, sizeof who, "rank %d of %d: ", ct_comm_rank(o->comm), ct_comm_size(o->comm));
     int last = first_epoch - 1 + summary->epochs_run;
+    bool mine = atomic_load(&stop_signal) != 0;
     ct_cli_fail("%s%s: stopped after a step of epoch %d; the epoch is not counted%s", who,
                 stop == SIGINT
-                    ? stop_signal ? "interrupted (SIGINT)" : "interrupted (SIGINT on another rank)"
-                : stop_signal ? "terminated (SIGTERM)"
-                              : "terminated (SIGTERM on another rank)",
+                    ? mine ? "interrupted (SIGINT)" : "interrupted (SIGINT on another rank)"
+                : mine ? "terminated (SIGTERM)"
+                       : "terminated (SIGTERM on another rank)",
                 last + 1,
                 o->checkpoint ? last > 0 ? ", and the checkpoint holds the end of the last one"
                                          : ", and the checkpoint holds the model before training"

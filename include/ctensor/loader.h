@@ -54,6 +54,12 @@ typedef struct ct_loader_options {
      * samples per step whatever the number of ranks; no sample is repeated to even out the
      * last batch, whose slices may differ by one (or be empty). 0 means 1. */
     int shard_index, shard_count;
+    /* Seconds that a call waits at most for the workers: ct_loader_next for its batch,
+     * ct_loader_start_epoch for the batches of the abandoned epoch still being prepared,
+     * ct_loader_free for the workers to end. Past it, a stuck worker is CT_ERR_BACKEND naming
+     * the loader and the batch (ct_loader_free returns, and the loader is freed by its last
+     * worker whenever that one ends). 0 means 300; it must not be negative. */
+    double timeout;
 } ct_loader_options;
 
 /* A loader over inputs (N, ...) of any dtype and integer labels (N), both on the CPU; it
@@ -80,7 +86,9 @@ CT_API ct_status ct_loader_start_epoch(ct_loader *loader, int64_t epoch);
  * int64, on the loader's device (new references). After the last batch: CT_OK with both
  * NULL. A worker's failure (out of memory on the device) is returned here, with its message. */
 CT_API ct_status ct_loader_next(ct_loader *loader, ct_tensor **inputs, ct_tensor **labels);
-/* Stops the workers and drops the queued batches. NULL is ignored. */
+/* Stops the workers and drops the queued batches, waiting for the workers at most
+ * options.timeout seconds (a worker stuck past it is left to free the loader when it ends).
+ * NULL is ignored. */
 CT_API void ct_loader_free(ct_loader *loader);
 
 #ifdef __cplusplus

@@ -1,8 +1,12 @@
 /* The data loader's queue: worker threads take batch numbers in order, prepare them
  * (loader_batch.c) without holding the lock, and publish them into a ring of slots that the
- * consumer drains in order. A worker runs at most `depth` batches ahead of the consumer. */
+ * consumer drains in order. A worker runs at most `depth` batches ahead of the consumer.
+ * Every wait of the caller for a worker ends at a deadline (the options' timeout), so a
+ * worker stuck in a batch is an error naming it, never a hang. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/device_impl.h"
 #include "data/loader_impl.h"
@@ -15,11 +19,36 @@ static void clear_slot(ct__loader_slot *slot) {
     slot->batch = -1;
 }
 
+/* The longest wait, in seconds (31 years): a longer timeout waits this long. */
+#define CT_LOADER_LONGEST_WAIT 1e9
+
+/* The CLOCK_MONOTONIC time `seconds` from now, for pthread_cond_timedwait on `changed`. */
+static struct timespec deadline_in(double seconds) {
+    if (seconds > CT_LOADER_LONGEST_WAIT) seconds = CT_LOADER_LONGEST_WAIT;
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    double whole = floor(seconds);
+    long long ns = t.tv_nsec + (long long)((seconds - whole) * 1e9);
+    t.tv_sec += (time_t)whole + (time_t)(ns / 1000000000);
+    t.tv_nsec = (long)(ns % 1000000000);
+    return t;
+}
+
+/* Wait on `changed` (lock held) until woken or the deadline; false once it has passed (or
+ * the wait failed, which ends it as the deadline does). */
+static bool wait_until(ct_loader *l, const struct timespec *deadline) {
+    return pthread_cond_timedwait(&l->changed, &l->lock, deadline) == 0;
+}
+
+static void destroy(ct_loader *l);
+
 static bool work_available(const ct_loader *l) {
     return l->started && l->next_to_prepare < l->batches &&
            l->next_to_prepare < l->consumed + l->depth;
 }
 
+/* A worker. Idle, it waits for work or the stop without a deadline: what it waits for is the
+ * caller's next call, not another thread's progress. */
 static void *worker_main(void *arg) {
     ct_loader *l = arg;
     pthread_mutex_lock(&l->lock);
@@ -35,7 +64,7 @@ static void *worker_main(void *arg) {
         const int64_t *order = l->order;
         pthread_mutex_unlock(&l->lock);
         ct__loader_slot prepared = {.batch = b};
-        ct__loader_prepare(l, order, epoch, b, &prepared);
+        l->prepare(l, order, epoch, b, &prepared);
         pthread_mutex_lock(&l->lock);
         l->in_flight--;
         if (generation == l->generation) {
@@ -46,7 +75,11 @@ static void *worker_main(void *arg) {
             pthread_cond_broadcast(&l->changed);
         }
     }
+    l->running--;
+    pthread_cond_broadcast(&l->changed); /* ct_loader_free waits for running to reach 0 */
+    bool last = l->abandoned && l->running == 0;
     pthread_mutex_unlock(&l->lock);
+    if (last) destroy(l);
     return NULL;
 }
 
@@ -55,6 +88,10 @@ static ct_status check_options(const char *op, const ct_loader_options *o) {
     if (o->batch_size <= 0)
         return ct__error(CT_ERR_INVALID_ARG, "%s: batch_size must be positive (got %lld)", op,
                          (long long)o->batch_size);
+    if (!(o->timeout >= 0) || !isfinite(o->timeout))
+        return ct__error(CT_ERR_INVALID_ARG,
+                         "%s: timeout must be a finite number of seconds, 0 or more (got %g)", op,
+                         o->timeout);
     if (o->workers < 0 || o->prefetch < 0 || o->crop_padding < 0)
         return ct__error(CT_ERR_INVALID_ARG, "%s: %s must not be negative (got %d)", op,
                          o->workers < 0    ? "workers"
@@ -140,9 +177,16 @@ static ct_status start_threads(ct_loader *l) {
     l->threads = ct__calloc((size_t)l->options.workers, sizeof *l->threads);
     if (!l->threads) return ct__error(CT_ERR_OUT_OF_MEMORY, "ct_loader_new: out of host memory");
     for (int i = 0; i < l->options.workers; i++) {
-        if (pthread_create(&l->threads[i], NULL, worker_main, l) != 0)
+        pthread_mutex_lock(&l->lock); /* a worker that ends at once finds itself counted */
+        l->running++;
+        pthread_mutex_unlock(&l->lock);
+        if (pthread_create(&l->threads[i], NULL, worker_main, l) != 0) {
+            pthread_mutex_lock(&l->lock);
+            l->running--;
+            pthread_mutex_unlock(&l->lock);
             return ct__error(CT_ERR_BACKEND, "ct_loader_new: cannot start worker thread %d of %d",
                              i + 1, l->options.workers);
+        }
         l->nthreads++;
     }
     return CT_OK;
@@ -170,8 +214,14 @@ static ct_loader *loader_alloc(const ct_loader_options *options) {
     ct_loader *l = ct__calloc(1, sizeof *l);
     if (!l) return ct__fail(CT_ERR_OUT_OF_MEMORY, "ct_loader_new: out of host memory");
     l->options = *options;
+    l->timeout = options->timeout > 0 ? options->timeout : CT_LOADER_DEFAULT_TIMEOUT;
+    l->prepare = ct__loader_prepare;
     pthread_mutex_init(&l->lock, NULL);
-    pthread_cond_init(&l->changed, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&l->changed, &attr);
+    pthread_condattr_destroy(&attr);
     return l;
 }
 
@@ -241,8 +291,22 @@ ct_status ct_loader_start_epoch(ct_loader *l, int64_t epoch) {
     l->started = false;
     l->generation++;
     for (int i = 0; i < l->depth; i++) clear_slot(&l->slots[i]);
-    /* Batches in flight read the order: let them finish before it is rewritten. */
-    while (l->in_flight) pthread_cond_wait(&l->changed, &l->lock);
+    /* Batches in flight read the order: let them finish before it is rewritten. Past the
+     * deadline the loader stays without an epoch (their batches are dropped whenever they
+     * end), and a later call may start one. */
+    struct timespec deadline = deadline_in(l->timeout);
+    while (l->in_flight && wait_until(l, &deadline)) {
+    }
+    if (l->in_flight) {
+        int in_flight = l->in_flight;
+        pthread_mutex_unlock(&l->lock);
+        return ct__error(CT_ERR_BACKEND,
+                         "ct_loader_start_epoch: epoch %lld cannot start: %d batch%s of the data "
+                         "loader's epoch %lld %s still being prepared after %g s (a worker is "
+                         "stuck; raise ct_loader_options.timeout if batches are only slow)",
+                         (long long)epoch, in_flight, in_flight == 1 ? "" : "es",
+                         (long long)l->epoch, in_flight == 1 ? "is" : "are", l->timeout);
+    }
     pthread_mutex_unlock(&l->lock);
     ct__loader_order(l, epoch);
     pthread_mutex_lock(&l->lock);
@@ -255,17 +319,31 @@ ct_status ct_loader_start_epoch(ct_loader *l, int64_t epoch) {
     return CT_OK;
 }
 
-/* Batch b, prepared here (no workers) or taken from its slot once a worker published it. */
+/* Batch b, prepared here (no workers) or taken from its slot once a worker published it;
+ * a batch no worker published by the deadline is a failed batch, not taken. */
 static void take_batch(ct_loader *l, int64_t b, ct__loader_slot *out) {
     if (l->nthreads == 0) {
         *out = (ct__loader_slot){.batch = b};
-        ct__loader_prepare(l, l->order, l->epoch, b, out);
+        l->prepare(l, l->order, l->epoch, b, out);
         l->consumed++;
         return;
     }
     pthread_mutex_lock(&l->lock);
     ct__loader_slot *slot = &l->slots[b % l->depth];
-    while (slot->batch != b) pthread_cond_wait(&l->changed, &l->lock);
+    struct timespec deadline = deadline_in(l->timeout);
+    while (slot->batch != b && wait_until(l, &deadline)) {
+    }
+    if (slot->batch != b) {
+        pthread_mutex_unlock(&l->lock);
+        *out = (ct__loader_slot){.batch = b, .status = CT_ERR_BACKEND};
+        snprintf(out->message, sizeof out->message,
+                 "ct_loader_next: batch %lld of epoch %lld (of %lld) not ready after %g s: a "
+                 "worker of the data loader (%d worker%s) is stuck or has ended (raise "
+                 "ct_loader_options.timeout if batches are only slow)",
+                 (long long)b, (long long)l->epoch, (long long)l->batches, l->timeout, l->nthreads,
+                 l->nthreads == 1 ? "" : "s");
+        return;
+    }
     *out = *slot;
     memset(slot, 0, sizeof *slot);
     slot->batch = -1;
@@ -304,20 +382,43 @@ ct_status ct_loader_next(ct_loader *l, ct_tensor **inputs, ct_tensor **labels) {
     return CT_OK;
 }
 
-void ct_loader_free(ct_loader *l) {
-    if (!l) return;
-    pthread_mutex_lock(&l->lock);
-    l->stopping = true;
-    pthread_cond_broadcast(&l->changed);
-    pthread_mutex_unlock(&l->lock);
-    for (int i = 0; i < l->nthreads; i++) pthread_join(l->threads[i], NULL);
+/* The loader's memory, once no worker runs; the dataset's references go last. */
+static void destroy(ct_loader *l) {
     for (int i = 0; l->slots && i < l->depth; i++) clear_slot(&l->slots[i]);
-    if (l->inputs) ct__tensor_drop(l->inputs);
-    if (l->labels) ct__tensor_drop(l->labels);
+    ct_tensor *inputs = l->inputs, *labels = l->labels;
     ct__free_mem(l->threads);
     ct__free_mem(l->slots);
     ct__free_mem(l->order);
     pthread_mutex_destroy(&l->lock);
     pthread_cond_destroy(&l->changed);
     ct__free_mem(l);
+    if (labels) ct__tensor_drop(labels);
+    if (inputs) ct__tensor_drop(inputs);
+}
+
+void ct_loader_free(ct_loader *l) {
+    if (!l) return;
+    pthread_mutex_lock(&l->lock);
+    l->stopping = true;
+    pthread_cond_broadcast(&l->changed);
+    struct timespec deadline = deadline_in(l->timeout);
+    while (l->running && wait_until(l, &deadline)) {
+    }
+    if (l->running) {
+        /* A worker stuck in a batch: the workers free the loader, the last to end. */
+        int stuck = l->in_flight;
+        double timeout = l->timeout;
+        for (int i = 0; i < l->nthreads; i++) pthread_detach(l->threads[i]);
+        l->abandoned = true;
+        pthread_mutex_unlock(&l->lock); /* from here on, l may be freed at any time */
+        ct__log(CT_LOG_WARNING,
+                "ct_loader_free: %d batch%s of the data loader %s still being prepared after "
+                "%g s (a worker is stuck); the loader is freed when its workers end",
+                stuck, stuck == 1 ? "" : "es", stuck == 1 ? "is" : "are", timeout);
+        return;
+    }
+    pthread_mutex_unlock(&l->lock);
+    /* Every worker is past its last use of the loader: these joins end at once. */
+    for (int i = 0; i < l->nthreads; i++) pthread_join(l->threads[i], NULL);
+    destroy(l);
 }

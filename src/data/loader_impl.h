@@ -17,8 +17,18 @@ typedef struct ct__loader_slot {
     char message[512];
 } ct__loader_slot;
 
+/* How a batch is prepared: ct__loader_prepare, unless a test puts a stand-in here before the
+ * first epoch starts (a worker that blocks, to check the deadlines). */
+typedef void (*ct__loader_prepare_fn)(const ct_loader *loader, const int64_t *order, int64_t epoch,
+                                      int64_t b, ct__loader_slot *out);
+
+/* ct_loader_options.timeout when it is 0: seconds to wait for a worker. */
+#define CT_LOADER_DEFAULT_TIMEOUT 300.0
+
 struct ct_loader {
     ct_loader_options options;
+    double timeout; /* seconds any wait for the workers lasts at most (the options', resolved) */
+    ct__loader_prepare_fn prepare;
     ct_tensor *inputs, *labels;  /* the dataset (CPU, contiguous); NULL: sample numbers only */
     int64_t count;               /* samples */
     int channels, height, width; /* images; height == 0 for features */
@@ -27,7 +37,8 @@ struct ct_loader {
     int64_t *order;              /* this epoch's sample order */
     int64_t epoch;
 
-    /* The queue: batch b goes to slot b % depth once b < consumed + depth. */
+    /* The queue: batch b goes to slot b % depth once b < consumed + depth. `changed` runs on
+     * CLOCK_MONOTONIC: every wait for a worker has a deadline. */
     pthread_mutex_t lock;
     pthread_cond_t changed;
     ct__loader_slot *slots;
@@ -37,7 +48,11 @@ struct ct_loader {
     uint64_t generation; /* bumped by each epoch start: stale batches are dropped */
     bool started, stopping;
     pthread_t *threads;
-    int nthreads;
+    int nthreads; /* started */
+    int running;  /* started and not yet ended */
+    /* Set by ct_loader_free when a worker did not end by the deadline: the workers are
+     * detached, and the last one to end frees the loader. */
+    bool abandoned;
 };
 
 /* A batch of at least this many values, made in the training thread (no workers), is split
