@@ -39,6 +39,12 @@ static ct_tensor *times_inverse_transpose(const ct_tensor *y, const ct_tensor *r
 typedef void (*rule_fn)(const ct__node *node, const ct_tensor *g, ct_tensor **grad_in);
 static ct_status run_rule(rule_fn rule, const ct__node *node, const ct_tensor *g,
                           ct_tensor **grad_in, int n) {
+    for (int i = 0; i < n; i++)
+        if (node->inputs[i] && ct__is_complex(node->inputs[i]->dtype))
+            return ct__error(CT_ERR_DTYPE,
+                             "%s: gradients through complex matrices are not supported yet "
+                             "(the rules here are the real ones); compute it under ct_no_grad",
+                             node->name);
     if (ct_scope_begin() != CT_OK) return ct_last_status();
     rule(node, g, grad_in);
     ct_status status = CT_OK;
