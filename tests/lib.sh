@@ -60,6 +60,30 @@ holds() {
     else fail "$name" "exit $code, missing:$missing"; fi
 }
 
+# interrupt PATTERN LIMIT SIGNAL COMMAND...: runs COMMAND in the background (stdout to $out,
+# stderr to $err), sends it SIGNAL once PATTERN is in $out (or after LIMIT/5 s) and sets $code
+# to its exit status. A watchdog kills it after 120 s (not `timeout`, which would take the
+# signal itself). $out is emptied first: the background job's redirection may come after the
+# first look for PATTERN, which would then find an earlier test's line.
+interrupt() {
+    pattern=$1 limit=$2 signal=$3
+    shift 3
+    : >"$out"
+    "$@" >"$out" 2>"$err" &
+    pid=$!
+    (i=0; while [ $i -lt 600 ] && kill -0 "$pid" 2>/dev/null; do sleep 0.2; i=$((i + 1)); done
+     kill -KILL "$pid" 2>/dev/null) &
+    watchdog=$!
+    waited=0
+    until grep -q "$pattern" "$out" || [ "$waited" -ge "$limit" ]; do sleep 0.2; waited=$((waited + 1)); done
+    sleep 0.3
+    kill -"$signal" "$pid"
+    wait "$pid"
+    code=$?
+    wait "$watchdog"
+}
+
+
 # finish: the closing line, then exits 0 when no case failed, else 1.
 finish() {
     echo "$passed passed, $failed failed, $skipped skipped"

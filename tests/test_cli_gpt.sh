@@ -91,25 +91,13 @@ if [ "$code" = 0 ] && [ "$world" = 2 ] && [ "$two" = "$again" ] &&
 then pass "test_cli_gpt_devices_same_loss (alone $alone, 2 replicas $two twice, 3 replicas $three)"
 else fail test_cli_gpt_devices_same_loss "exit $code, alone $alone, 2 replicas $two then $again, 3 replicas $three"; fi
 
-# A run stopped by a signal: not under timeout(1), which handles the signal itself: a
-# watchdog instead. The signal goes once the first progress line is out.
+# A run stopped by a signal (tests/lib.sh: interrupt), once the first progress line is out.
 for signal in INT TERM; do
     expected=$([ $signal = INT ] && echo 130 || echo 143)
     ck="$work/stopped-$signal.safetensors"
-    : >"$out"
-    "$ctensor" train $small --dataset "$text" --steps 100000 --eval-interval 5 \
-        --checkpoint "$ck" >"$out" 2>"$err" &
-    pid=$!
-    (i=0; while [ $i -lt 600 ] && kill -0 "$pid" 2>/dev/null; do sleep 0.2; i=$((i + 1)); done
-     kill -KILL "$pid" 2>/dev/null) &
-    watchdog=$!
-    waited=0
-    until grep -q "^step 5/" "$out" || [ "$waited" -ge 300 ]; do sleep 0.2; waited=$((waited + 1)); done
-    sleep 0.3
-    kill -$signal "$pid"
-    wait "$pid"
-    code=$?
-    wait "$watchdog"
+    # shellcheck disable=SC2086
+    interrupt "^step 5/" 300 "$signal" "$ctensor" train $small --dataset "$text" \
+        --steps 100000 --eval-interval 5 --checkpoint "$ck"
     stopped=$(sed -n 's/.*stopped after step \([0-9]*\) of.*/\1/p' "$err")
     saved=$(head -c 2000 "$ck" 2>/dev/null | tr -c '[:print:]' '\n' |
         sed -n 's/.*"epoch":"\([0-9]*\)".*/\1/p' | head -n 1)
