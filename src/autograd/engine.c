@@ -235,7 +235,12 @@ static ct_status deliver(ct__node *node, ct_tensor **grads, leaf_uses *uses) {
 static ct_status run_node(ct__node *node, bool retain_graph, leaf_uses *uses) {
     ct_tensor *g = node->grad;
     node->grad = NULL;
-    if (!g) return CT_OK; /* no gradient reached this node */
+    if (!g) { /* no gradient reached this node: its leaves' deliveries are done, empty */
+        for (int i = 0; i < node->ninputs; i++)
+            if (node->inputs[i] && !node->inputs[i]->grad_fn)
+                leaf_delivered(uses, node->inputs[i], false);
+        return CT_OK;
+    }
     ct_tensor *local[8] = {0};
     ct_tensor **grads =
         node->ninputs <= 8 ? local : ct__calloc((size_t)node->ninputs, sizeof *grads);
