@@ -1,8 +1,9 @@
 #!/bin/sh
 # `ctensor train --profile` (ctensor/profile.h) on a small generated IDX dataset, on the CPU
 # and on the fake GPU with the CPU's kernels: the profile's kernel kinds and their counts per
-# step, its phases adding up to the training time, the text table and the JSON member. (That
-# no training step reads from the device is test_cli_train_device_reads_on_a_gpu's.)
+# step, its phases adding up to the training time, the text table and the JSON member; the
+# same for a GPT's training steps. (That no training step reads from the device is
+# test_cli_train_device_reads_on_a_gpu's.)
 # Usage: test_cli_profile.sh CTENSOR WORKDIR [FAKE_GPU_PLUGIN]
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -67,6 +68,57 @@ else
     run env CT_CUDA_PLUGIN="$fake_gpu" "$ctensor" train --dataset "$work/data" --model cnn \
         --epochs 1 --batch-size 64 --device cuda --json --profile
     check_cnn_profile test_cli_profile_cnn_fake_gpu true
+fi
+
+# A GPT: the profile covers its training steps (not the evaluations between them), with the
+# same phases and kinds: products forward and backward, the AdamW update in the optimiser's
+# phase only, the phases adding up to the profile's time and that to the training time.
+text="$work/text.txt"
+awk 'BEGIN { srand(1); split("the cat sat on a mat and dog ran to house red blue", w, " ");
+             for (i = 0; i < 3000; i++) printf "%s ", w[int(rand() * 13) + 1]; print "" }' > "$text"
+gpt="--model gpt --layers 1 --heads 2 --width 32 --context 16 --batch-size 4 --dataset $text
+    --steps 6 --eval-interval 3"
+check_gpt_profile() { # NAME DEVICE_TIMED
+    if [ "$code" = 0 ] && "$python" - "$out" "$2" <<'PY' 2>"$err"
+import json, sys
+s = json.load(open(sys.argv[1]))
+p = s["profile"]
+assert p["steps"] == 6 == s["steps_run"], p["steps"]
+assert p["device_timed"] == (sys.argv[2] == "true"), p["device_timed"]
+phases = p["phases"]
+for phase in ("forward", "backward"):
+    assert phases[phase]["kinds"]["matmul"]["calls"] >= 6 * 4, (phase, phases[phase]["kinds"])
+    assert "optimizer_update" not in phases[phase]["kinds"], phase
+assert phases["optimizer"]["kinds"]["optimizer_update"]["calls"] >= 6
+assert "matmul" not in phases["data_wait"]["kinds"]
+total = sum(phase["seconds"] for phase in phases.values())
+assert abs(total - p["seconds"]) <= 1e-6 * max(1.0, p["seconds"]) + 1e-5, (total, p["seconds"])
+assert abs(p["seconds"] - s["seconds"]) <= 0.05 * s["seconds"] + 0.02, (p["seconds"], s["seconds"])
+PY
+    then pass "$1"
+    else fail "$1" "exit $code, or the profile is not as expected"; fi
+}
+
+# shellcheck disable=SC2086
+run "$ctensor" train $gpt --device cpu --json --profile
+check_gpt_profile test_cli_profile_gpt_cpu false
+
+# shellcheck disable=SC2086
+run "$ctensor" train $gpt --device cpu
+if [ "$code" = 0 ] && ! grep -q "kernel kind" "$out"; then pass test_cli_profile_gpt_off
+else fail test_cli_profile_gpt_off "exit $code, or a profile printed without --profile"; fi
+
+# shellcheck disable=SC2086
+run "$ctensor" train $gpt --device cpu --profile
+holds test_cli_profile_gpt_text_table "profile         6 steps" "kernel kind" "forward" \
+    "backward" "optimizer" "matmul" "optimizer update" "validation    loss"
+
+if [ -z "$fake_gpu" ]; then
+    skip test_cli_profile_gpt_fake_gpu "no fake GPU plugin given"
+else
+    # shellcheck disable=SC2086
+    run env CT_CUDA_PLUGIN="$fake_gpu" "$ctensor" train $gpt --device cuda --json --profile
+    check_gpt_profile test_cli_profile_gpt_fake_gpu true
 fi
 
 finish

@@ -6,7 +6,8 @@
  * --devices or mpirun) each replica takes its rows of every batch, training and validation,
  * through the image models' machinery (ct_ddp): gradients averaged, the same run as on one
  * device up to the order of float sums. SIGINT and SIGTERM stop the run after a step, as for
- * the image models (train_stop_signal). */
+ * the image models (train_stop_signal). --profile times the training steps (not the
+ * evaluations) by phase and kernel kind, as for the image models (train_profile.c). */
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
@@ -41,6 +42,11 @@ typedef struct gpt_run {
     int64_t losses;
     double train_seconds;
     int64_t trained_steps; /* in this run */
+    /* --profile (rank 0): the training steps' profile, stopped around each evaluation and
+     * summed over the stretches between (profile), and the steps it covers. */
+    bool profiling, profile_running;
+    ct_profile_stats profile;
+    int64_t profiled_steps;
 } gpt_run;
 
 static double now(void) {
@@ -86,6 +92,8 @@ static ct_tensor *batch_loss(gpt_run *r) {
     ct_tensor *x = ct_from_data(r->x + r->row0 * t, 2, (int64_t[]){b, t}, CT_I64, o->device);
     ct_tensor *y = ct_from_data(r->y + r->row0 * t, 1, (int64_t[]){b * t}, CT_I64, o->device);
     if (!x || !y) return NULL;
+    /* The profile's phases (ctensor/profile.h): ct_backward marks its own. */
+    ct_profile_set_phase(CT_PROFILE_FORWARD);
     if (r->amp != CT_F32 && ct_autocast_push(o->device.type, r->amp) != CT_OK) return NULL;
     ct_tensor *logits = ct_module_forward(r->model, x);
     if (r->amp != CT_F32) ct_autocast_pop();
@@ -107,6 +115,7 @@ static ct_status backward_and_step(gpt_run *r, const ct_tensor *loss) {
                    : ct_backward(scaled);
     if (s == CT_OK && ct_ddp_stop_reason(r->ddp) > r->agreed_stop)
         r->agreed_stop = ct_ddp_stop_reason(r->ddp);
+    ct_profile_set_phase(CT_PROFILE_OPTIMIZER); /* the unscale and the clipping too */
     if (s == CT_OK && r->scaler) s = ct_grad_scaler_unscale(r->scaler);
     if (s == CT_OK) s = ct_clip_grad_norm(r->nparams, r->params, 1.0, 2.0, NULL);
     if (s != CT_OK) return s;
@@ -122,6 +131,7 @@ static ct_status backward_and_step(gpt_run *r, const ct_tensor *loss) {
 /* One training step on the batch of index `step`; its loss joins the running sum. */
 static ct_status train_step(gpt_run *r, int64_t step) {
     const train_options *o = r->o;
+    ct_profile_set_phase(CT_PROFILE_DATA); /* the batch, made on the host and copied over */
     gpt_data_batch(&r->data, 0, step, o->batch_size, o->gpt.context, r->x, r->y);
     /* Dropout's draws depend on the seed and the step alone, so a resumed run is the same.
      * (The replicas of --devices, threads of one process, share the stream: they train with
@@ -131,6 +141,7 @@ static ct_status train_step(gpt_run *r, int64_t step) {
     if (s != CT_OK || ct_scope_begin() != CT_OK) return ct_last_status();
     ct_tensor *loss = batch_loss(r);
     s = loss || r->rows == 0 ? backward_and_step(r, loss) : ct_last_status();
+    ct_profile_set_phase(CT_PROFILE_OTHER);
     if (s == CT_OK && loss) {
         /* This replica's share of the batch's mean: the sum over the replicas is the mean. */
         ct_no_grad_push();
@@ -169,6 +180,24 @@ static ct_status measured_step(gpt_run *r, int64_t step) {
     /* The first step of a run allocates the optimiser's state: not a step's working memory. */
     if (r->trained_steps > 0 && used > r->step_memory) r->step_memory = used;
     return s;
+}
+
+/* --profile: start the profile of a stretch of training steps (nothing when it runs). */
+static ct_status profile_begin(gpt_run *r) {
+    if (!r->profiling || r->profile_running) return CT_OK;
+    ct_status status = ct_profile_begin();
+    r->profile_running = status == CT_OK;
+    return status;
+}
+
+/* --profile: end the stretch's profile and add it to the run's. */
+static void profile_end(gpt_run *r) {
+    if (!r->profile_running) return;
+    r->profile_running = false;
+    ct_profile_stats stretch;
+    ct_profile_report(&stretch);
+    ct_profile_end();
+    train_profile_add(&r->profile, &stretch);
 }
 
 /* The sum of a scalar over the replicas (itself alone). */
@@ -275,6 +304,8 @@ static void summary(const gpt_run *r, int64_t done, double val_loss) {
     size_t peak = mem.peak_allocated > r->run_peak ? mem.peak_allocated : r->run_peak;
     char device[32];
     ct_device_str(o->device, device, sizeof device);
+    const train_summary profiled = {
+        .profiled = r->profiling, .profile = r->profile, .steps = r->profiled_steps};
     double bpb = r->data.bytes ? val_loss / M_LN2 : NAN;
     if (o->json) {
         printf("{\"model\": \"%s\", \"device\": \"%s\", \"layers\": %lld, \"heads\": %lld, "
@@ -291,8 +322,10 @@ static void summary(const gpt_run *r, int64_t done, double val_loss) {
         printf(", \"bits_per_byte\": ");
         print_number(bpb);
         printf(", \"tokens_per_second\": %.1f, \"seconds\": %.3f, \"peak_memory\": %zu, "
-               "\"step_memory\": %zu, \"first_step_rss_growth\": %zu}\n",
+               "\"step_memory\": %zu, \"first_step_rss_growth\": %zu",
                rate, r->train_seconds, peak, r->step_memory, r->first_rss);
+        train_profile_print_json(&profiled);
+        printf("}\n");
         ct_cli_result_printed();
         return;
     }
@@ -315,6 +348,7 @@ static void summary(const gpt_run *r, int64_t done, double val_loss) {
     printf("\n  peak memory   %.1f MiB%s; a step's own (activations, gradients) %.1f MiB\n",
            (double)peak / (1 << 20), world > 1 ? " on rank 0" : "",
            (double)r->step_memory / (1 << 20));
+    train_profile_print_text(&profiled);
 }
 
 static int set_up(gpt_run *r, int64_t *first) {
@@ -399,15 +433,19 @@ static int run(gpt_run *r, int *interrupted_by) {
      * take the file is found before any training. */
     if (o->checkpoint && step == 0 && !r->rank && save(r, 0) != CT_OK) return failed(o->checkpoint);
     if (r->ddp && ct_comm_barrier(o->comm) != CT_OK) return failed("data parallelism");
+    r->profiling = o->profile && r->rank == 0;
     while (step < o->steps && !stopping(r)) {
+        if (profile_begin(r) != CT_OK) return failed("--profile");
         double start = now();
         if (measured_step(r, step) != CT_OK) return failed("the training step");
         step++;
         r->trained_steps++;
         ct_synchronize(o->device);
         r->train_seconds += now() - start;
+        r->profiled_steps += r->profile_running;
         saved = false;
         if (stopping(r) || (step % o->eval_interval && step != o->steps)) continue;
+        profile_end(r); /* the evaluation and the checkpoint are not training steps */
         double train_loss = take_train_loss(r);
         if (evaluate(r, &val_loss) != CT_OK) return failed("the validation");
         measured = !stopping(r);
@@ -415,6 +453,7 @@ static int run(gpt_run *r, int *interrupted_by) {
         if (o->checkpoint && !r->rank && save(r, step) != CT_OK) return failed(o->checkpoint);
         saved = o->checkpoint != NULL;
     }
+    profile_end(r);
     if (stopping(r)) {
         /* The last step is whole: the checkpoint takes it (once). */
         if (o->checkpoint && !saved && !r->rank && save(r, step) != CT_OK)
