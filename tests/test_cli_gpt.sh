@@ -5,14 +5,16 @@
 # train without a text; generate continues a prompt through the KV cache, the same for the
 # same seed; bad options are refused with one line. Data parallelism (--devices: 2 and 3
 # replicas, an uneven split) gives the loss of one device up to float sums, and the same
-# checkpoint, bit for bit, twice;
+# checkpoint, bit for bit, twice; the same with logical GPUs of the fake GPU (when its plugin
+# is given);
 # SIGINT and SIGTERM stop the run after a step with exit 130 and 143, the checkpoint at that
 # step. From the same initial weights (bench/peer_torch_gpt.py --save-init) ctensor and
 # PyTorch give the same validation loss after 60 steps (skipped without Debian's torch).
-# Usage: test_cli_gpt.sh CTENSOR WORKDIR
+# Usage: test_cli_gpt.sh CTENSOR WORKDIR [FAKE_GPU_PLUGIN]
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 ctensor=$1
+fake_gpu=${3:-}
 workdir "$2"
 field() { sed -n "s/.*\"$1\": \([^,}]*\).*/\1/p" "$out"; }
 
@@ -90,6 +92,34 @@ if [ "$code" = 0 ] && [ "$world" = 2 ] && [ "$two" = "$again" ] &&
         exit !(a > 0 && (a - b)^2 < 1e-6 * a * a && (a - c)^2 < 1e-6 * a * a) }'
 then pass "test_cli_gpt_devices_same_loss (alone $alone, 2 replicas $two twice, 3 replicas $three)"
 else fail test_cli_gpt_devices_same_loss "exit $code, alone $alone, 2 replicas $two then $again, 3 replicas $three"; fi
+
+# The same on the fake GPU (the CPU's kernels behind the plugin): --devices cuda:0,cuda:1 and
+# cuda:0,cuda:1,cuda:2 are logical GPUs of its one device; each run is bounded in time.
+if [ -z "$fake_gpu" ]; then
+    skip test_cli_gpt_devices_fake_gpu_same_loss "no fake GPU plugin given"
+else
+    on_gpu() {
+        # shellcheck disable=SC2086
+        run timeout 120 env CT_CUDA_PLUGIN="$fake_gpu" "$ctensor" train $small --dataset "$text" \
+            --steps 30 --eval-interval 30 --seed 1 --json "$@"
+    }
+    on_gpu --device cuda
+    gpu_alone=$(field val_loss) gpu_code=$code
+    on_gpu --devices cuda:0,cuda:1 --checkpoint "$work/gpu-two.safetensors"
+    gpu_two=$(field val_loss) gpu_world=$(field world_size) gpu_code=$((gpu_code + code))
+    grep -q '"device": "cuda:0"' "$out" || gpu_code=$((gpu_code + 1))
+    on_gpu --devices cuda:0,cuda:1 --checkpoint "$work/gpu-again.safetensors"
+    gpu_code=$((gpu_code + code))
+    on_gpu --devices cuda:0,cuda:1,cuda:2
+    gpu_three=$(field val_loss) gpu_code=$((gpu_code + code))
+    if [ "$gpu_code" = 0 ] && [ "$gpu_world" = 2 ] &&
+        cmp -s "$work/gpu-two.safetensors" "$work/gpu-again.safetensors" &&
+        awk -v a="$gpu_alone" -v b="$gpu_two" -v c="$gpu_three" -v cpu="$alone" 'BEGIN {
+            exit !(a > 0 && (a - b)^2 < 1e-6 * a * a && (a - c)^2 < 1e-6 * a * a &&
+                   (a - cpu)^2 < 1e-6 * a * a) }'
+    then pass "test_cli_gpt_devices_fake_gpu_same_loss (alone $gpu_alone, 2 replicas $gpu_two, 3 replicas $gpu_three)"
+    else fail test_cli_gpt_devices_fake_gpu_same_loss "exit statuses $gpu_code, alone $gpu_alone, 2 replicas $gpu_two, 3 replicas $gpu_three, on the CPU $alone"; fi
+fi
 
 # A run stopped by a signal (tests/lib.sh: interrupt), once the first progress line is out.
 for signal in INT TERM; do
