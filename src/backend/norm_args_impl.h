@@ -52,7 +52,11 @@ struct ct__cross_entropy_args {
     bool check_targets;
 };
 
-/* Batch normalisation of x (n, c, inner) per channel. weight and bias (c) are in `dtype`
+/* Batch normalisation of x (n, c, inner) per channel. Element (i, ch, j) of x, y, grad_out
+ * and grad_x (one layout for all four) lies at i * stride_n + ch * stride_c + j * stride_inner
+ * elements: (c * inner, inner, 1) for NCHW, (inner * c, 1, c) for channels-last (NHWC, the
+ * spatial axes flattened into inner). The CUDA kernels take any such strides; the CPU's take
+ * the NCHW ones. weight and bias (c) are in `dtype`
  * or NULL (1 and 0). Training: the batch's mean and biased variance normalise, and the
  * running statistics (when not NULL; element strides given, any floating dtype) become
  * (1 - momentum) * running + momentum * batch, with the unbiased variance. Evaluation: the
@@ -65,6 +69,7 @@ struct ct__cross_entropy_args {
 struct ct__batch_norm_args {
     ct_dtype dtype;
     int64_t n, c, inner;
+    int64_t stride_n, stride_c, stride_inner;
     const char *x;
     const char *weight, *bias;
     bool training;

@@ -132,13 +132,18 @@ static bool check_batch_norm(const char *op, const ct_tensor *x, const ct_tensor
     return true;
 }
 
+/* x contiguous (NCHW). */
 static ct__batch_norm_args batch_norm_args(const ct_tensor *x, const ct_tensor *w,
                                            ct_tensor *const *stats) {
+    int64_t inner = ct__nn_numel(x->shape, 2, x->ndim);
     return (ct__batch_norm_args){
         .dtype = x->dtype,
         .n = x->shape[0],
         .c = x->shape[1],
-        .inner = ct__nn_numel(x->shape, 2, x->ndim),
+        .inner = inner,
+        .stride_n = x->shape[1] * inner,
+        .stride_c = inner,
+        .stride_inner = 1,
         .x = ct__data(x),
         .weight = data_or_null(w),
         .mean = ct__data(stats[0]),
