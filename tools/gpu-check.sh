@@ -16,11 +16,18 @@
 # Options: --quick (small benchmark sizes), --no-bench (tests only), --tests REGEX (only the
 # test programs whose names match, as `ctest -R`), --no-tests (benchmark and training only:
 # for a second run after the first one's tests), --resnet-only (after the build, only the
-# ResNet benchmark: bench/run_resnet_gpu.sh, bounded to fit one call of the device tool with
-# the build: `run(command="tools/gpu-check.sh --arch --resnet-only", carry=[".gpu-deps"],
-# timeout_s=600)`), --gpt-only (likewise, only the GPT benchmark: bench/run_gpt_gpu.sh, GPT-2
-# 124M at batch 16 and 64 in bf16 beside PyTorch eager, bounded to 240 s: `run(command=
-# "tools/gpu-check.sh --arch --gpt-only", carry=[".gpu-deps"], timeout_s=600)`),
+# ResNet benchmark: bench/run_resnet_gpu.sh, resnet18 and resnet20 at batch 512 in f32 and
+# bf16 beside PyTorch eager (channels-last, torch.autocast), bounded to fit one call of the
+# device tool with the build: `run(command="tools/gpu-check.sh --arch --resnet-only",
+# carry=[".gpu-deps"], kind="nvidia-h200", timeout_s=600)`), --gpt-only (likewise, only the
+# GPT benchmark: bench/run_gpt_gpu.sh, GPT-2 124M at context 1024, batch 16 and 64 in bf16
+# beside PyTorch eager with F.scaled_dot_product_attention, tokens/s and MFU, bounded to
+# 240 s: `run(command="tools/gpu-check.sh --arch --gpt-only", carry=[".gpu-deps"],
+# kind="nvidia-h200", timeout_s=600)`). The issues' goals are an H200's (its 400,000 tokens/s
+# and its bf16 peak in the MFU), so name that kind; run --gpt-only right after --resnet-only,
+# while the machine is warm, so that it reuses build-gpu (the build is incremental) and the
+# two fit the session's device time; --tests REGEX after either runs those test programs
+# first (e.g. --resnet-only --tests "test_nn_batch_norm|test_nn_norm": the CUDA batch norm);
 # --build-type TYPE (default Release),
 # --jobs N (N test programs at once: CTEST_PARALLEL_LEVEL), --arch (build for this machine's
 # GPUs only, CT_CUDA_ARCHITECTURES=<compute capability>-real from nvidia-smi; without it the
