@@ -16,7 +16,8 @@
 # whole fits in one call of a GPU machine.
 #
 # Usage: bench/run_resnet_gpu.sh BUILD_DIR [MODELS]       (MODELS: "resnet18 resnet20")
-# Environment: PYTHON (python3), RESNET_* above. Prints the table (with "NOT met" beside a
+# Environment: PYTHON (python3), RESNET_* above, RESNET_BATCH (default 512; smaller only to
+# check the script, e.g. on the fake GPU: not the benchmark). Prints the table (with "NOT met" beside a
 # goal that is not) and exits non-zero when a ctensor run failed.
 set -u
 build=${1:?usage: bench/run_resnet_gpu.sh BUILD_DIR [MODELS]}
@@ -28,7 +29,7 @@ epochs=${RESNET_EPOCHS:-2}
 steps=${RESNET_STEPS:-30}
 bound=${RESNET_TIMEOUT:-90}
 budget=${RESNET_BUDGET:-300}
-batch=512
+batch=${RESNET_BATCH:-512}
 if [ ! -x "$build/ctensor" ]; then
     echo "run_resnet_gpu.sh: $build/ctensor not found; build first" >&2
     exit 1

@@ -73,6 +73,12 @@ run "$ctensor" train --dataset synthetic --synthetic-size 256 --model mlp --epoc
 if [ "$code" = 0 ] && [ "$(json train_samples)" = 256 ] && [ "$(json test_samples)" = 52 ]
 then pass test_cli_cifar_synthetic_sizes
 else fail test_cli_cifar_synthetic_sizes "exit $code, or not 256 training and 52 test samples"; fi
+# --limit takes the first N of them, as of a file's (the GPU benchmark's epochs rely on it).
+run "$ctensor" train --dataset synthetic --synthetic-size 256 --limit 96 --model mlp --epochs 1 \
+    --device cpu --json
+if [ "$code" = 0 ] && [ "$(json train_samples)" = 96 ] && [ "$(json test_samples)" = 52 ]
+then pass test_cli_cifar_synthetic_limit
+else fail test_cli_cifar_synthetic_limit "exit $code, or not 96 training and 52 test samples"; fi
 # Made on the device: on the (fake) GPU nothing crosses from the host while the epochs run
 # (a loader would copy every batch).
 if [ -z "$fake_gpu" ]; then

@@ -487,7 +487,6 @@ static ct_status auto_batch(trainer *t, int64_t *batch) {
 static int set_up(trainer *t, int *first_epoch, int64_t *batch) {
     train_options *o = t->o;
     if (train_load_data(o, &t->data) != CT_OK) return unusable();
-    train_limit(&t->data, o->limit);
     /* The replicas of --devices are threads of one process: each seeds the process's random
      * stream and draws its model whole, so that the draws do not interleave. */
     static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -497,6 +496,7 @@ static int set_up(trainer *t, int *first_epoch, int64_t *batch) {
     t->model = made == CT_OK ? train_model(o->model, t->data.channels, 10) : NULL;
     pthread_mutex_unlock(&init_lock);
     if (made != CT_OK) return failed("synthetic data");
+    train_limit(&t->data, o->limit); /* after the synthetic data are made */
     if (!t->model || ct_module_to(t->model, o->device) != CT_OK) return failed("model");
     t->optimizer = make_optimizer(o, t->model);
     if (!t->optimizer) return failed("optimizer");
