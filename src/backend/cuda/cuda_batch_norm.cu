@@ -3,12 +3,12 @@
 //
 // Each channel is split over several blocks so that a few wide channels fill the GPU: the
 // grid is (channel groups) x (splits), a split being a fixed range of the channel's n * inner
-// elements, and the number of splits is chosen from the SM count and the channel's size
-// (bn_split_for). A launch computes per-split partial results into a workspace; a second
-// kernel merges them, in an order fixed by the split count, in every block that needs them
-// (the block's threads take the splits in turn, then merge as in a block reduction). There are no
-// floating-point atomics and every sum runs in an order fixed by the shapes and the device's
-// SM count, so two runs on one device give the same bits.
+// elements, and the number of splits is chosen from the SM count, the blocks an SM holds
+// and the channel's size (bn_split_for). A launch computes per-split partial results into a
+// workspace; a second kernel merges them, in an order fixed by the split count, in every block that
+// needs them (the block's threads take the splits in turn, then merge as in a block reduction).
+// There are no floating-point atomics and every sum runs in an order fixed by the shapes and the
+// device's SM count, so two runs on one device give the same bits.
 //
 // Forward (training): bn_stats writes each split's count, mean and sum of squared
 // deviations (M2); a thread sums its elements' deviations from the channel's first element
@@ -346,15 +346,19 @@ int bn_lanes(const ct__batch_norm_args *a) {
     return a->stride_c == 1 && a->c > 1 ? BN_WIDE : BN_NARROW;
 }
 
-// Splits per channel: enough blocks to fill every SM (its resident threads over NN_THREADS
-// each), but no split under BN_MIN_PER_THREAD elements a thread, and at most BN_MAX_SPLITS.
-ct_status bn_split_for(int device, const ct__batch_norm_args *a, int lanes, bn_split *sp) {
-    int sms = 0, threads = 0;
+// Splits per channel: enough blocks that every SM holds as many as it can of the launch's
+// kernels k1 and k2 at once (the fewer of the two), but no split under BN_MIN_PER_THREAD
+// elements a thread, and at most BN_MAX_SPLITS. The device must be current.
+template <typename K1, typename K2>
+ct_status bn_split_for(int device, const ct__batch_norm_args *a, int lanes, K1 k1, K2 k2,
+                       bn_split *sp) {
+    int sms = 0, fit1 = 0, fit2 = 0;
     CT_CUDA_CHECK(device, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    CT_CUDA_CHECK(device,
-                  cudaDeviceGetAttribute(&threads, cudaDevAttrMaxThreadsPerMultiProcessor, device));
+    CT_CUDA_CHECK(device, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit1, k1, NN_THREADS, 0));
+    CT_CUDA_CHECK(device, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit2, k2, NN_THREADS, 0));
+    int per_sm = fit1 < fit2 ? fit1 : fit2;
     int64_t groups = (a->c + lanes - 1) / lanes, per_block = NN_THREADS / lanes;
-    int64_t target = (int64_t)sms * (threads / NN_THREADS > 0 ? threads / NN_THREADS : 1);
+    int64_t target = (int64_t)sms * (per_sm > 0 ? per_sm : 1);
     int64_t splits = (target + groups - 1) / groups;
     int64_t count = a->n * a->inner, most = count / (per_block * BN_MIN_PER_THREAD);
     if (splits > most) splits = most;
@@ -371,9 +375,27 @@ dim3 bn_grid(const ct__batch_norm_args *a, int lanes, int splits) {
     return dim3((unsigned)((a->c + lanes - 1) / lanes), (unsigned)splits);
 }
 
+// A workspace of `per_split` doubles a channel and split on the stream (NULL for none).
+ct_status bn_workspace(int device, cudaStream_t stream, const ct__batch_norm_args &a,
+                       const bn_split &sp, int per_split, double **ws) {
+    *ws = NULL;
+    size_t n = (size_t)per_split * (size_t)sp.splits * (size_t)a.c;
+    if (n > 0) CT_CUDA_CHECK(device, cudaMallocAsync((void **)ws, sizeof(double) * n, stream));
+    return CT_OK;
+}
+
+// Frees ws (NULL: nothing) on the stream, after the launches queued before; status, else
+// the free's failure.
+ct_status bn_workspace_free(int device, cudaStream_t stream, double *ws, ct_status status) {
+    if (!ws) return status;
+    cudaError_t freed = cudaFreeAsync(ws, stream);
+    if (status == CT_OK) CT_CUDA_CHECK(device, freed);
+    return status;
+}
+
 template <ct_dtype DT, int CL>
-ct_status bn_forward_launch(int device, cudaStream_t stream, const ct__batch_norm_args &a,
-                            const bn_split &sp, double *ws) {
+ct_status bn_forward_kernels(int device, cudaStream_t stream, const ct__batch_norm_args &a,
+                             const bn_split &sp, double *ws) {
     if (a.training) {
         bn_stats<DT, CL><<<bn_grid(&a, CL, sp.splits), NN_THREADS, 0, stream>>>(a, sp, ws);
         CT_CUDA_CHECK(device, cudaGetLastError());
@@ -383,22 +405,47 @@ ct_status bn_forward_launch(int device, cudaStream_t stream, const ct__batch_nor
     return CT_OK;
 }
 
+// Without grad_x only the first split's blocks of bn_grad_apply have work (dw and db).
 template <ct_dtype DT, int CL>
-ct_status bn_backward_launch(int device, cudaStream_t stream, const ct__batch_norm_args &a,
-                             const bn_split &sp, double *ws) {
+ct_status bn_backward_kernels(int device, cudaStream_t stream, const ct__batch_norm_args &a,
+                              const bn_split &sp, double *ws) {
     if (ws) {
         bn_grad_sums<DT, CL><<<bn_grid(&a, CL, sp.splits), NN_THREADS, 0, stream>>>(a, sp, ws);
         CT_CUDA_CHECK(device, cudaGetLastError());
     }
-    // Without grad_x only the first split's blocks have work (dw and db).
     dim3 grid = bn_grid(&a, CL, a.grad_x ? sp.splits : 1);
     bn_grad_apply<DT, CL><<<grid, NN_THREADS, 0, stream>>>(a, sp, ws);
     CT_CUDA_CHECK(device, cudaGetLastError());
     return CT_OK;
 }
 
-typedef ct_status (*bn_launch_fn)(int, cudaStream_t, const ct__batch_norm_args &, const bn_split &,
-                                  double *);
+// Sizes the splits for the kernels, takes the workspace (training: 3 doubles a channel and
+// split), launches, and frees it on the stream.
+template <ct_dtype DT, int CL>
+ct_status bn_forward_launch(int device, cudaStream_t stream, const ct__batch_norm_args &a) {
+    bn_split sp;
+    double *ws = NULL;
+    ct_status status = bn_split_for(device, &a, CL, bn_stats<DT, CL>, bn_apply<DT, CL>, &sp);
+    if (status == CT_OK) status = bn_workspace(device, stream, a, sp, a.training ? 3 : 0, &ws);
+    if (status == CT_OK) status = bn_forward_kernels<DT, CL>(device, stream, a, sp, ws);
+    return bn_workspace_free(device, stream, ws, status);
+}
+
+// Likewise for the backward: 2 doubles a channel and split where the sums are needed (in
+// training, and for dw and db).
+template <ct_dtype DT, int CL>
+ct_status bn_backward_launch(int device, cudaStream_t stream, const ct__batch_norm_args &a) {
+    bn_split sp;
+    double *ws = NULL;
+    bool sums = a.training || a.grad_weight || a.grad_bias;
+    ct_status status =
+        bn_split_for(device, &a, CL, bn_grad_sums<DT, CL>, bn_grad_apply<DT, CL>, &sp);
+    if (status == CT_OK) status = bn_workspace(device, stream, a, sp, sums ? 2 : 0, &ws);
+    if (status == CT_OK) status = bn_backward_kernels<DT, CL>(device, stream, a, sp, ws);
+    return bn_workspace_free(device, stream, ws, status);
+}
+
+typedef ct_status (*bn_launch_fn)(int, cudaStream_t, const ct__batch_norm_args &);
 
 // NAME_pick: NAME's instance for a dtype and lane count (NULL for a dtype batch norm does
 // not take).
@@ -417,46 +464,26 @@ BN_PICK(bn_forward_launch)
 BN_PICK(bn_backward_launch)
 #undef BN_PICK
 
-// Runs launch over args with a workspace of `per_channel` doubles per channel and split
-// (none when 0), freed on the stream after the launches.
-ct_status bn_run(int device, const ct__batch_norm_args *args, bn_launch_fn launch, int per_channel,
-                 const char *op) {
+// Runs launch over args on the device's stream (which makes the device current).
+ct_status bn_run(int device, const ct__batch_norm_args *args, bn_launch_fn launch) {
     if (!launch)
         return ct_cuda_fail(CT_ERR_DTYPE,
-                            "%s: the kernels on cuda:%d take f16, bf16, f32 and f64, not dtype %d",
-                            op, device, (int)args->dtype);
+                            "ct_batch_norm: the kernels on cuda:%d take f16, bf16, f32 and f64, "
+                            "not dtype %d",
+                            device, (int)args->dtype);
     cudaStream_t stream;
     ct_status status = ct_cuda_stream_get(device, &stream);
-    if (status != CT_OK) return status;
-    int lanes = bn_lanes(args);
-    bn_split sp;
-    status = bn_split_for(device, args, lanes, &sp);
-    if (status != CT_OK) return status;
-    double *ws = NULL;
-    if (per_channel > 0)
-        CT_CUDA_CHECK(device, cudaMallocAsync((void **)&ws,
-                                              sizeof(double) * (size_t)per_channel *
-                                                  (size_t)sp.splits * (size_t)args->c,
-                                              stream));
-    status = launch(device, stream, *args, sp, ws);
-    if (ws) {
-        cudaError_t freed = cudaFreeAsync(ws, stream);
-        if (status == CT_OK) CT_CUDA_CHECK(device, freed);
-    }
-    return status;
+    return status == CT_OK ? launch(device, stream, *args) : status;
 }
 
 } // namespace
 
 extern "C" ct_status ct_cuda_batch_norm(int device, const ct__batch_norm_args *args) {
     if (args->c == 0) return CT_OK;
-    return bn_run(device, args, bn_forward_launch_pick(args->dtype, bn_lanes(args)),
-                  args->training ? 3 : 0, "ct_batch_norm");
+    return bn_run(device, args, bn_forward_launch_pick(args->dtype, bn_lanes(args)));
 }
 
 extern "C" ct_status ct_cuda_batch_norm_backward(int device, const ct__batch_norm_args *args) {
     if (args->c == 0) return CT_OK;
-    bool sums = args->training || args->grad_weight || args->grad_bias;
-    return bn_run(device, args, bn_backward_launch_pick(args->dtype, bn_lanes(args)), sums ? 2 : 0,
-                  "ct_batch_norm");
+    return bn_run(device, args, bn_backward_launch_pick(args->dtype, bn_lanes(args)));
 }
