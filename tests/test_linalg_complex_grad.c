@@ -1,7 +1,7 @@
 /* Finite-difference gradient checks of ct_linalg_* on complex128 matrices, in PyTorch's
  * convention (the gradient of a real loss with respect to z is dL/dRe z + i dL/dIm z):
- * solve, inv, det, slogdet, cholesky, eigh, svd, svdvals, qr, pinv, the norms, trace and
- * matrix_power. Eigenvectors and singular vectors are defined up to a phase per column, so
+ * solve, inv, det, slogdet (both results), cholesky, eigh, svd, svdvals, qr, pinv, the norms, trace
+ * and matrix_power. Eigenvectors and singular vectors are defined up to a phase per column, so
  * their checks go through functions that do not depend on it (|v|, v diag(c) v^H, u vh); a
  * loss through eigh's eigenvectors that depends on it is refused by name. */
 #include <math.h>
@@ -74,6 +74,13 @@ static ct_tensor *f_logabsdet(ct_tensor *const *in, void *c) {
     ct_linalg_slogdet(in[0], &sign, &logabs);
     ct_release(sign);
     return logabs;
+}
+/* The sign det / |det|, whose phase depends on x. */
+static ct_tensor *f_sign(ct_tensor *const *in, void *c) {
+    ct_tensor *sign = NULL, *logabs = NULL;
+    ct_linalg_slogdet(in[0], &sign, &logabs);
+    ct_release(logabs);
+    return sign;
 }
 static ct_tensor *f_cholesky(ct_tensor *const *in, void *c) {
     return ct_linalg_cholesky(in[0], *(bool *)c);
@@ -154,6 +161,7 @@ DEVICE_TEST(test_linalg_complex_grad_solve_inv_det) {
     bool inv = gradcheck(f_inv, 1, &a, NULL);
     bool det = gradcheck(f_det, 1, &a, NULL);
     bool logabs = gradcheck(f_logabsdet, 1, &a, NULL);
+    bool sign = gradcheck(f_sign, 1, &a, NULL);
     ct_release(a), ct_release(b), ct_release(vector), ct_release(real_b);
     CHECK(solve);
     CHECK(solve_vector);
@@ -161,6 +169,7 @@ DEVICE_TEST(test_linalg_complex_grad_solve_inv_det) {
     CHECK(inv);
     CHECK(det);
     CHECK(logabs);
+    CHECK(sign);
 }
 
 /* The checks perturb every part of every element: the upper triangle and the imaginary parts

@@ -99,22 +99,29 @@ ct_tensor *ct__linalg_record_inv(ct_tensor *out, const ct_tensor *x, const ct_te
 }
 
 /* ---- det (holomorphic): gx = g conj(det) x^{-H}; logabsdet = Re log det (real g):
- * gx = g x^{-H} ---- */
+ * gx = g x^{-H}; the sign det / |det| of a complex x, whose d sign = sign i Im tr(x^{-1} dx):
+ * gx = i Im(g conj(sign)) x^{-H} ---- */
 static void det_rule(const ct__node *node, const ct_tensor *g, ct_tensor **grad_in) {
     const ct_tensor *x = node->saved[0], *d = node->saved[1];
-    ct_tensor *scale = node->ints[0]              ? (ct_tensor *)g
-                       : ct__is_complex(d->dtype) ? ct_mul(g, ct_conj(d))
-                                                  : ct_mul(g, d);
+    ct_tensor *scale;
+    if (node->ints[0] == CT__DET_LOGABS) {
+        scale = (ct_tensor *)g;
+    } else if (node->ints[0] == CT__DET_SIGN) {
+        ct_tensor *product = ct_mul(g, ct_conj(d)); /* i Im(p) = (p - conj(p)) / 2 */
+        scale = ct_mul_scalar(ct_sub(product, ct_conj(product)), 0.5);
+    } else {
+        scale = ct__is_complex(d->dtype) ? ct_mul(g, ct_conj(d)) : ct_mul(g, d);
+    }
     grad_in[0] = ct_mul(as_matrix(scale), mH(ct_linalg_inv(x)));
 }
 static ct_status det_backward(ct__node *node, const ct_tensor *g, ct_tensor **grad_in) {
     return run_rule(det_rule, node, g, grad_in, 1);
 }
 ct_tensor *ct__linalg_record_det(ct_tensor *out, const ct_tensor *x, const ct_tensor *det,
-                                 bool logabs) {
-    ct__node *node =
-        ct__node_new(logabs ? "ct_linalg_slogdet" : "ct_linalg_det", det_backward, 1, &x);
-    if (node) ct__node_save(node, 0, x), ct__node_save(node, 1, det), node->ints[0] = logabs;
+                                 int which) {
+    ct__node *node = ct__node_new(which == CT__DET_VALUE ? "ct_linalg_det" : "ct_linalg_slogdet",
+                                  det_backward, 1, &x);
+    if (node) ct__node_save(node, 0, x), ct__node_save(node, 1, det), node->ints[0] = which;
     return ct__record(out, node);
 }
 
