@@ -204,8 +204,8 @@ ct_tensor *ct__linalg_record_eigh(ct_tensor *out, int which, const ct_tensor *x,
 /* ---- svd, reduced: x = u diag(s) vh, v = vh^H, F_ij = 1 / (s_j^2 - s_i^2) off the diagonal
  * and 0 on it (Townsend, "Differentiating the Singular Value Decomposition", 2016):
  *   from gs: u diag(gs) vh
- *   from gu: u ((F ∘ Ju) diag(s) + diag(Ju) / 4 diag(s)) vh + (I - u u^H) gu diag(1/s) vh
- *   from gv: u (diag(s) (F ∘ Jv) - diag(Jv) / 4 diag(s)) vh + u diag(1/s) gv^H (I - v v^H)
+ *   from gu: u ((F ∘ Ju) diag(s) + I ∘ Ju diag(1/4s)) vh + (I - u u^H) gu diag(1/s) vh
+ *   from gv: u (diag(s) (F ∘ Jv) - I ∘ Jv diag(1/4s)) vh + u diag(1/s) gv^H (I - v v^H)
  * with Ju = u^H gu - gu^H u and Jv = v^H gv - gv^H v (skew-Hermitian, so their diagonals
  * 2i Im(u^H gu)_kk and 2i Im(v^H gv)_kk are 0 for a real x).
  * The phase terms: a complex x's k-th columns of u and v are defined up to one shared
@@ -274,10 +274,11 @@ ct_tensor *ct__linalg_record_svd(ct_tensor *out, int which, const ct_tensor *x, 
     return ct__record(out, node);
 }
 
-/* ---- qr, m >= n, reduced: with M = gr r^H - q^H gq and N = M - tril(M - M^H, -1),
- * gx = (gq + q N) r^{-H} (the adjoint of the JVP of Walter and Lehmann's rule). LAPACK's
- * complex r has a real diagonal, which fixes q's phases: N's diagonal is then Re(M_kk)
- * (M - M^H is 2i Im(M_kk) there, which N takes half of away) ---- */
+/* ---- qr, m >= n, reduced: with M = gr r^H - q^H gq and
+ * N = M - tril(M - M^H, -1) - diag(M - M^H) / 2, gx = (gq + q N) r^{-H} (the adjoint of the
+ * JVP of Walter and Lehmann's rule). The diagonal term is 0 for a real x. For a complex x
+ * the rule takes r's diagonal real, as LAPACK's Householder QR (zgeqrf) makes it, which
+ * fixes q's phases; N's diagonal is then Re(M_kk) ---- */
 static void qr_rule(const ct__node *node, const ct_tensor *g, ct_tensor **grad_in) {
     const ct_tensor *q = node->saved[0], *r = node->saved[1];
     int64_t n = r->shape[r->ndim - 1];
