@@ -136,3 +136,34 @@ def test_norms_trace(device):
     t = _weights((), 16, device)
     grad = check(lambda z: ct.real(ct.linalg.trace(z) * t), a, device)
     np.testing.assert_allclose(grad, np.conj(to_numpy(t)) * np.eye(3), atol=1e-9)
+
+
+@pytest.mark.parametrize("name", ["solve", "inv", "det", "logabsdet", "cholesky", "eigvalsh",
+                                  "eigh_magnitudes", "svdvals", "u_vh", "qr", "pinv", "nuc"])
+def test_complex64_gradients_follow_complex128(device, name):
+    """Each rule in complex64 keeps the dtype and agrees with complex128 to float32's accuracy."""
+    h = _hermitian_pd(3, 17)
+    a = h if name in ("cholesky", "eigvalsh", "eigh_magnitudes") else _general((3, 3), 18)
+    w = _complex((3, 3), 19)
+    losses = {
+        "solve": lambda z, u: ct.sum(ct.real(ct.linalg.solve(z, u) * u)),
+        "inv": lambda z, u: ct.sum(ct.real(ct.linalg.inv(z) * u)),
+        "det": lambda z, u: ct.real(ct.linalg.det(z)),
+        "logabsdet": lambda z, u: ct.linalg.slogdet(z).logabsdet,
+        "cholesky": lambda z, u: ct.sum(ct.real(ct.linalg.cholesky(z) * u)),
+        "eigvalsh": lambda z, u: ct.sum(ct.linalg.eigvalsh(z) * ct.real(u[0])),
+        "eigh_magnitudes": lambda z, u: ct.sum(ct.abs(ct.linalg.eigh(z).eigenvectors)
+                                               * ct.real(u)),
+        "svdvals": lambda z, u: ct.sum(ct.linalg.svdvals(z) * ct.real(u[0])),
+        "u_vh": lambda z, u: ct.sum(ct.real(ct.linalg.svd(z).U @ ct.linalg.svd(z).Vh * u)),
+        "qr": lambda z, u: ct.sum(ct.real(ct.linalg.qr(z).Q * u) + ct.imag(ct.linalg.qr(z).R)),
+        "pinv": lambda z, u: ct.sum(ct.real(ct.linalg.pinv(z) * u)),
+        "nuc": lambda z, u: ct.linalg.matrix_norm(z, ord="nuc"),
+    }
+    grads = []
+    for dtype in (np.complex64, np.complex128):
+        z = array(a.astype(dtype), device, requires_grad=True)
+        losses[name](z, array(w.astype(dtype), device)).backward()
+        assert z.grad.dtype == z.dtype
+        grads.append(to_numpy(z.grad))
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-3, atol=1e-4)
