@@ -162,7 +162,8 @@ CT_API void ct_lr_schedule_free(ct_lr_schedule *s);
 
 /* torch.nn.utils.clip_grad_norm_: the norm (norm_type 2, any p > 0, or INFINITY for the
  * largest magnitude) of all the parameters' gradients together (parameters without a
- * gradient are skipped), then every gradient *= min(1, max_norm / (norm + 1e-6)), in place.
+ * gradient are skipped; a complex gradient's elements count by their magnitudes, as
+ * PyTorch's), then every gradient *= min(1, max_norm / (norm + 1e-6)), in place.
  * A non-finite norm is no error (error_if_nonfinite=False): the same rule applies, so a NaN
  * norm makes every gradient NaN, as in PyTorch.
  * total_norm (may be NULL) receives the norm before clipping. One reduction pass per device
