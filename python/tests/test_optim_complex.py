@@ -1,6 +1,7 @@
 """ct.optim on complex parameters, which PyTorch's optimisers update as their real and
 imaginary parts (torch.view_as_real): steps on a complex parameter equal the steps on the
-equivalent real pairs, the state is complex like the parameter, and a complex nn.Parameter
+equivalent real pairs, the state is complex like the parameter (and survives state_dict and
+load_state_dict), and a complex nn.Parameter
 fits a complex least-squares problem with Adam, on every device. (The C tests,
 tests/test_optim_complex.c, check every variant, clipping and the gradient scaler.)"""
 
@@ -77,3 +78,24 @@ def test_complex_parameter_trained_by_adam(device):
         opt.step()
     assert float(to_numpy(loss)) < 1e-4
     np.testing.assert_allclose(to_numpy(w), w_true, atol=1e-2)
+
+
+def test_complex_state_dict_roundtrip(device):
+    """Adam's complex state saved and loaded into a fresh optimiser continues the same steps."""
+    u = complex_array(_complex((2, 3), 5).astype(np.complex64), device)
+
+    def step(p, opt):
+        opt.zero_grad()
+        ct.sum(ct.abs(p - u) ** 2).backward()
+        opt.step()
+
+    a = nn.Parameter(complex_array(_complex((2, 3), 4).astype(np.complex64), device))
+    opt_a = ct.optim.Adam([a], lr=0.1, amsgrad=True)
+    step(a, opt_a)
+    step(a, opt_a)
+    b = nn.Parameter(complex_array(to_numpy(a), device))
+    opt_b = ct.optim.Adam([b], lr=0.1, amsgrad=True)
+    opt_b.load_state_dict(opt_a.state_dict())
+    step(a, opt_a)
+    step(b, opt_b)
+    np.testing.assert_array_equal(to_numpy(a), to_numpy(b))
