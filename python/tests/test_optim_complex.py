@@ -1,9 +1,9 @@
 """ct.optim on complex parameters, which PyTorch's optimisers update as their real and
 imaginary parts (torch.view_as_real): steps on a complex parameter equal the steps on the
 equivalent real pairs, the state is complex like the parameter (and survives state_dict and
-load_state_dict), and a complex nn.Parameter
-fits a complex least-squares problem with Adam, on every device. (The C tests,
-tests/test_optim_complex.c, check every variant, clipping and the gradient scaler.)"""
+load_state_dict), and a complex nn.Parameter fits a complex least-squares problem with Adam,
+on every device. (The C tests, tests/test_optim_complex.c, check every variant, clipping and
+the gradient scaler.)"""
 
 import numpy as np
 import pytest
