@@ -17,13 +17,22 @@
  * zero pivot), one that is not positive-definite for ct_linalg_cholesky, one whose
  * eigenvalues or singular values did not converge. Results never hold a NaN a failure made.
  *
- * Gradients (autograd.h) flow through solve, inv, det, slogdet (logabsdet), cholesky, eigh
- * (both results; distinct eigenvalues), eigvalsh, svd (singular values; U and Vh of reduced
- * factorizations with distinct nonzero singular values), svdvals, qr (M >= N, reduced), pinv,
- * the norms, matrix_power, trace, diagonal, cross and outer; a backward through a result
- * outside those (svd's full U or Vh of a non-square matrix, qr's results otherwise) is
- * CT_ERR_UNSUPPORTED naming the function. A function that reads one triangle (cholesky,
- * eigh, eigvalsh: the lower) gives the gradient of that triangle. */
+ * Gradients (autograd.h) flow through solve, inv, det, slogdet (logabsdet, and the sign of a
+ * complex matrix), cholesky, eigh (both results; distinct eigenvalues), eigvalsh, svd
+ * (singular values; U and Vh of reduced factorizations with distinct nonzero singular
+ * values), svdvals, qr (M >= N, reduced), pinv, the norms, matrix_power, trace, diagonal,
+ * cross and outer; a backward through a result outside those (svd's full U or Vh of a
+ * non-square matrix, qr's results otherwise) is CT_ERR_UNSUPPORTED naming the function. A
+ * function that reads one triangle (cholesky, eigh, eigvalsh: the lower, and of a complex
+ * matrix not the imaginary parts of its diagonal) gives the gradient of that triangle.
+ * Complex matrices take PyTorch's convention (the gradient of a real loss with respect to z
+ * is dL/dRe z + i dL/dIm z). Complex eigenvectors and singular vectors are each defined up
+ * to a phase e^{i phi} (shared by the k-th columns of U and V): a loss that depends on it
+ * has no gradient. Through eigh's eigenvectors such a loss is refused at backward
+ * (CT_ERR_INVALID_ARG, with PyTorch's lax tolerance); through svd's U and Vh it is not
+ * detected (they are differentiated apart) and gets the gradient for the phases of U's and
+ * V's columns moving by halves in opposite directions. A loss of U and Vh together that
+ * does not depend on the phases (u vh, pinv) gets its gradient. */
 #ifndef CTENSOR_LINALG_H
 #define CTENSOR_LINALG_H
 

@@ -1,12 +1,15 @@
 /* ctensor — optimisers (torch.optim): SGD, Adam and AdamW, learning-rate schedules, and
  * gradient-norm clipping (torch.nn.utils.clip_grad_norm_).
  *
- * An optimiser holds references to its parameters (floating leaf tensors, contiguous, f32 or
- * f64; they may live on different devices) and their state. ct_optimizer_step reads each
- * parameter's gradient (what ct_backward accumulated; a parameter without one is skipped, as
- * in PyTorch) and updates the parameters in place with PyTorch's formulas (the single-tensor
- * path, maximize=False): all parameters of a device in one fused kernel. Optimisers are not
- * thread-safe: use one from one thread at a time.
+ * An optimiser holds references to its parameters (floating or complex leaf tensors,
+ * contiguous, f32, f64, complex64 or complex128; they may live on different devices) and
+ * their state. A complex parameter is updated as its real and imaginary parts, as PyTorch's
+ * optimisers do (torch.view_as_real): its state is complex like it, and Adam's second moment
+ * holds each part's square. ct_optimizer_step reads each parameter's gradient (what
+ * ct_backward accumulated; a parameter without one is skipped, as in PyTorch) and updates the
+ * parameters in place with PyTorch's formulas (the single-tensor path, maximize=False): all
+ * parameters of a device in one fused kernel. Optimisers are not thread-safe: use one from
+ * one thread at a time.
  *
  *     ct_optimizer *opt = ct_adamw(n, params, NULL);          // PyTorch's AdamW defaults
  *     for (...) {
@@ -53,8 +56,8 @@ CT_API ct_adam_options ct_adamw_defaults(void);
 /* Make an optimiser over params[0 .. n-1] (n >= 1, no parameter twice). It takes its own
  * reference to each parameter. options NULL: PyTorch's defaults (Adam, AdamW); SGD requires
  * options. NULL with the error set: CT_ERR_INVALID_ARG (bad hyperparameter, as PyTorch's
- * checks; a parameter that is not a contiguous leaf), CT_ERR_DTYPE (a non-floating
- * parameter), CT_ERR_UNSUPPORTED (f16 or bf16 parameters: keep f32 master weights). */
+ * checks; a parameter that is not a contiguous leaf), CT_ERR_DTYPE (a parameter neither
+ * floating nor complex), CT_ERR_UNSUPPORTED (f16 or bf16 parameters: keep f32 master weights). */
 CT_API ct_optimizer *ct_sgd(int n, ct_tensor *const *params, const ct_sgd_options *options);
 CT_API ct_optimizer *ct_adam(int n, ct_tensor *const *params, const ct_adam_options *options);
 /* Adam with decoupled weight decay: p *= 1 - lr * weight_decay before the Adam update. */
@@ -159,7 +162,8 @@ CT_API void ct_lr_schedule_free(ct_lr_schedule *s);
 
 /* torch.nn.utils.clip_grad_norm_: the norm (norm_type 2, any p > 0, or INFINITY for the
  * largest magnitude) of all the parameters' gradients together (parameters without a
- * gradient are skipped), then every gradient *= min(1, max_norm / (norm + 1e-6)), in place.
+ * gradient are skipped; a complex gradient's elements count by their magnitudes, as
+ * PyTorch's), then every gradient *= min(1, max_norm / (norm + 1e-6)), in place.
  * A non-finite norm is no error (error_if_nonfinite=False): the same rule applies, so a NaN
  * norm makes every gradient NaN, as in PyTorch.
  * total_norm (may be NULL) receives the norm before clipping. One reduction pass per device

@@ -33,7 +33,7 @@ ct_tensor *ct_linalg_det(const ct_tensor *x) {
     ct_tensor *det;
     if (ct__linalg_det_raw("ct_linalg_det", x, NULL, NULL, &det) != CT_OK) return NULL;
     if (!ct__grad_needed(1, &x)) return det;
-    ct_tensor *out = ct__linalg_record_det(alias(det), x, det, false);
+    ct_tensor *out = ct__linalg_record_det(alias(det), x, det, CT__DET_VALUE);
     ct_release(det);
     return out;
 }
@@ -47,9 +47,15 @@ ct_status ct_linalg_slogdet(const ct_tensor *x, ct_tensor **sign, ct_tensor **lo
     if (status != CT_OK) return *logabsdet = NULL, status;
     *logabsdet = logabs;
     if (ct__grad_needed(1, &x)) {
-        *logabsdet = ct__linalg_record_det(alias(logabs), x, logabs, true);
+        *logabsdet = ct__linalg_record_det(alias(logabs), x, logabs, CT__DET_LOGABS);
         ct_release(logabs);
-        if (!*logabsdet) {
+        if (ct__is_complex(x->dtype)) {
+            ct_tensor *phase = *sign;
+            *sign = ct__linalg_record_det(alias(phase), x, phase, CT__DET_SIGN);
+            ct_release(phase);
+        }
+        if (!*logabsdet || !*sign) {
+            ct_release(*logabsdet), *logabsdet = NULL;
             ct_release(*sign), *sign = NULL;
             return ct_last_status();
         }

@@ -37,9 +37,12 @@ ct_status ct__linalg_qr_raw(const char *op, const ct_tensor *x, bool full, ct_te
 ct_tensor *ct__linalg_record_solve(ct_tensor *out, const ct_tensor *a, const ct_tensor *b,
                                    const ct_tensor *x, bool vector);
 ct_tensor *ct__linalg_record_inv(ct_tensor *out, const ct_tensor *x, const ct_tensor *inv);
-/* det (which_det) or logabsdet: the gradient of each is a multiple of inv(x)^T. */
+/* det's result (CT__DET_VALUE), slogdet's logabsdet or the sign of a complex x (a real one's
+ * is piecewise constant: not recorded); det: that result. The gradient of each is a multiple
+ * of inv(x)^H. */
+enum { CT__DET_VALUE, CT__DET_LOGABS, CT__DET_SIGN };
 ct_tensor *ct__linalg_record_det(ct_tensor *out, const ct_tensor *x, const ct_tensor *det,
-                                 bool logabs);
+                                 int which);
 /* The lower factor's (an upper one is its transposed view, recorded by ct_transpose). */
 ct_tensor *ct__linalg_record_cholesky(ct_tensor *out, const ct_tensor *x, const ct_tensor *l);
 /* eigh's result `which` (0: eigenvalues, 1: eigenvectors). */

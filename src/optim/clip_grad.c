@@ -1,7 +1,9 @@
 /* Gradient-norm clipping (torch.nn.utils.clip_grad_norm_): the norm of all gradients
  * together, by one reduction kernel per device over the list of its gradients and one wait
  * for each device's partial, then one scaling kernel per device when the norm is over the
- * limit. */
+ * limit. A complex gradient is scaled as its real and imaginary parts; its norm is that of
+ * its elements' magnitudes, as PyTorch's (for p = 2 the parts' norm, read in place; for
+ * another p, of a temporary |g|). */
 #include <math.h>
 
 #include "backend/dispatch_impl.h"
@@ -14,24 +16,35 @@
 
 /* One gradient: itself when contiguous, else a contiguous copy scaled and copied back. */
 typedef struct clip_item {
-    ct_tensor *grad; /* NULL: the parameter has none */
-    ct_tensor *flat; /* what the kernels read and write */
-    bool visited;    /* taken by a device's list in the current pass */
+    ct_tensor *grad;      /* NULL: the parameter has none */
+    ct_tensor *flat;      /* what the kernels read and write */
+    ct_tensor *magnitude; /* |flat| for the norm of a complex gradient with p != 2, or NULL */
+    bool visited;         /* taken by a device's list in the current pass */
 } clip_item;
 
-static ct_status gather_grads(int n, ct_tensor *const *params, clip_item *items) {
+/* A contiguous tensor as the kernels' list entry: a complex one as its parts. */
+static ct__list_tensor list_entry(const ct_tensor *t) {
+    int64_t parts = ct__is_complex(t->dtype) ? 2 : 1;
+    return (ct__list_tensor){ct__data(t), parts * t->numel, ct__complex_part(t->dtype)};
+}
+
+static ct_status gather_grads(int n, ct_tensor *const *params, double p, clip_item *items) {
     for (int i = 0; i < n; i++) {
         if (!params[i]) return ct__error(CT_ERR_INVALID_ARG, OP ": parameter %d is NULL", i);
         ct_tensor *g = params[i]->grad;
         if (!g) continue;
-        if (!ct__is_float(g->dtype))
+        if (!ct__is_float(g->dtype) && !ct__is_complex(g->dtype))
             return ct__error(CT_ERR_DTYPE,
                              OP ": the gradient of parameter %d is %s; gradients "
-                                "are floating",
+                                "are floating or complex",
                              i, ct_dtype_name(g->dtype));
         items[i].grad = g;
         items[i].flat = g->contiguous ? g : ct_clone(g);
         if (!items[i].flat) return ct_last_status();
+        if (ct__is_complex(g->dtype) && p != 2.0) {
+            items[i].magnitude = ct_abs(items[i].flat);
+            if (!items[i].magnitude) return ct_last_status();
+        }
     }
     return CT_OK;
 }
@@ -49,8 +62,9 @@ static ct_status per_device(int n, clip_item *items, ct__list_tensor *entries, b
             const ct_tensor *t = items[i].flat;
             if (!t || items[i].visited || !ct__same_device(t->storage->device, device)) continue;
             items[i].visited = true;
-            entries[args.count++] = (ct__list_tensor){ct__data(t), t->numel, t->dtype};
-            args.total += t->numel;
+            if (!scale && items[i].magnitude) t = items[i].magnitude;
+            entries[args.count] = list_entry(t);
+            args.total += entries[args.count++].numel;
         }
         int physical;
         ct__kernel_slot slot = scale ? CT_SLOT_list_scale : CT_SLOT_list_norm;
@@ -116,11 +130,13 @@ ct_status ct_clip_grad_norm(int n, ct_tensor *const *params, double max_norm, do
     }
     double total = 0.0;
     ct_no_grad_push();
-    s = gather_grads(n, params, items);
+    s = gather_grads(n, params, norm_type, items);
     if (s == CT_OK) s = clip(n, items, entries, max_norm, norm_type, &total);
     ct_no_grad_pop();
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         if (items[i].flat && items[i].flat != items[i].grad) ct_release(items[i].flat);
+        ct_release(items[i].magnitude);
+    }
     ct__free_mem(items);
     ct__free_mem(entries);
     if (s == CT_OK && total_norm) *total_norm = total;

@@ -131,8 +131,11 @@ static ct_status unscale_device(ct_grad_scaler *s, int first, bool *visited) {
         if (!g || visited[i] || !ct__same_device(g->storage->device, device)) continue;
         visited[i] = true;
         s->index[args.count] = i;
-        s->entries[args.count++] = (ct__list_tensor){ct__data(g), g->numel, g->dtype};
-        args.total += g->numel;
+        /* A complex gradient as its real and imaginary parts. */
+        int64_t parts = ct__is_complex(g->dtype) ? 2 : 1;
+        s->entries[args.count++] =
+            (ct__list_tensor){ct__data(g), parts * g->numel, ct__complex_part(g->dtype)};
+        args.total += parts * g->numel;
     }
     int physical;
     const ct__kernel_table *k =
@@ -150,7 +153,7 @@ static ct_status check_grads(const ct_grad_scaler *s) {
     for (int i = 0; i < s->n; i++) {
         const ct_tensor *g = s->params[i]->grad;
         if (!g) continue;
-        if (!ct__is_float(g->dtype))
+        if (!ct__is_float(g->dtype) && !ct__is_complex(g->dtype))
             return ct__error(CT_ERR_DTYPE, OP "_unscale: the gradient of parameter %d is %s", i,
                              ct_dtype_name(g->dtype));
         if (!g->contiguous)

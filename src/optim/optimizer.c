@@ -1,6 +1,10 @@
 /* Optimisers: construction with PyTorch's hyperparameter checks, the learning rate,
  * zero_grad, and the step, which gathers every parameter that has a gradient, makes missing
- * state, and runs one fused update kernel per device (optim_update_impl.h has the formulas). */
+ * state, and runs one fused update kernel per device (optim_update_impl.h has the formulas).
+ * A complex parameter is updated as its real and imaginary parts, as PyTorch's
+ * torch.view_as_real: the kernel reads its interleaved storage, its gradient's and its
+ * state's (complex tensors like it) as twice as many real parts, so Adam's second moment is
+ * each part's square, not |g|^2. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -63,15 +67,15 @@ static ct_status check_adam(const char *op, const ct_adam_options *o) {
 
 static ct_status check_param(const char *op, int i, const ct_tensor *p) {
     if (!p) return ct__error(CT_ERR_INVALID_ARG, "%s: parameter %d is NULL", op, i);
-    if (!ct__is_float(p->dtype))
+    if (!ct__is_float(p->dtype) && !ct__is_complex(p->dtype))
         return ct__error(CT_ERR_DTYPE,
-                         "%s: parameter %d is %s; optimisers take floating "
-                         "parameters (f32 or f64)",
+                         "%s: parameter %d is %s; optimisers take floating or complex "
+                         "parameters (f32, f64, complex64 or complex128)",
                          op, i, ct_dtype_name(p->dtype));
-    if (p->dtype != CT_F32 && p->dtype != CT_F64)
+    if (ct__complex_part(p->dtype) != CT_F32 && ct__complex_part(p->dtype) != CT_F64)
         return ct__error(CT_ERR_UNSUPPORTED,
-                         "%s: parameter %d is %s; optimisers update f32 "
-                         "or f64 parameters: keep f32 master weights and "
+                         "%s: parameter %d is %s; optimisers update f32, f64, "
+                         "complex64 or complex128 parameters: keep f32 master weights and "
                          "cast them for low-precision compute",
                          op, i, ct_dtype_name(p->dtype));
     if (p->grad_fn)
@@ -259,8 +263,8 @@ static const char *shape_str(const ct_tensor *t, char *buf, size_t size) {
     return buf;
 }
 
-/* Check parameter i's gradient, converting it to the parameter's dtype and a contiguous
- * layout when needed. */
+/* Check parameter i's gradient, converting it to the parameter's dtype (a real one of a
+ * complex parameter gets imaginary parts 0) and a contiguous layout when needed. */
 static ct_status prepare_grad(const ct_tensor *p, int i, param_work *w) {
     ct_tensor *g = p->grad;
     if (!g) return CT_OK;
@@ -280,11 +284,16 @@ static ct_status prepare_grad(const ct_tensor *p, int i, param_work *w) {
                          i, ct_device_str(g->storage->device, gd, sizeof gd),
                          ct_device_str(p->storage->device, pd, sizeof pd));
     }
-    if (!ct__is_float(g->dtype))
+    if (!ct__is_float(g->dtype) && !ct__is_complex(g->dtype))
         return ct__error(CT_ERR_DTYPE,
                          "ct_optimizer_step: the gradient of parameter %d is %s; "
-                         "gradients are floating",
+                         "gradients are floating or complex",
                          i, ct_dtype_name(g->dtype));
+    if (ct__is_complex(g->dtype) && !ct__is_complex(p->dtype))
+        return ct__error(CT_ERR_DTYPE,
+                         "ct_optimizer_step: the gradient of parameter %d is %s, the "
+                         "parameter %s; a real parameter's gradient is real",
+                         i, ct_dtype_name(g->dtype), ct_dtype_name(p->dtype));
     w->grad = g;
     if (g->dtype == p->dtype && g->contiguous) return CT_OK;
     ct_tensor *cast = ct_cast(g, p->dtype);
@@ -321,8 +330,9 @@ static void fill_entry(const ct_optimizer *opt, int i, const param_work *w, ct__
     e->param = ct__data(p);
     e->grad = ct__data(w->grad);
     for (int b = 0; b < CT_OPTIM_BUFFERS; b++) e->state[b] = s->buf[b] ? ct__data(s->buf[b]) : NULL;
-    e->numel = p->numel;
-    e->dtype = p->dtype;
+    /* A complex parameter as its real and imaginary parts. */
+    e->numel = ct__is_complex(p->dtype) ? 2 * p->numel : p->numel;
+    e->dtype = ct__complex_part(p->dtype);
     e->fresh = (w->new_bufs & 1u) != 0;
     if (opt->hyper.kind != CT_OPTIM_SGD) {
         double step = s->step + 1.0;
