@@ -49,9 +49,17 @@ static ct_status backend_for(const char *op, const ct__backend_table **out) {
     return CT_OK;
 }
 
-/* Waits for the block's copies, then gives it to the driver. */
+/* Waits for the block's copies, then gives it to the driver. A copy that did not end by the
+ * device's deadline (CT_DEVICE_TIMEOUT) may still read the block: it is leaked, with its
+ * fence, and a warning. */
 static void release_block(pinned_block *block) {
-    pinned_backend->fence_done(block->fence, true);
+    if (!pinned_backend->fence_done(block->fence, true)) {
+        ct__log(CT_LOG_WARNING,
+                "%zu bytes of pinned host memory leaked: a copy from them did not finish within "
+                "CT_DEVICE_TIMEOUT and may still read them",
+                block->size);
+        return;
+    }
     pinned_backend->fence_free(block->fence);
     pinned_backend->pinned_free(block->ptr);
     ct__free_mem(block);
