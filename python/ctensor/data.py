@@ -31,6 +31,7 @@ import operator
 import os as _os
 import queue
 import threading
+import time
 
 import ctensor as _ct
 from ctensor import _ctensor
@@ -442,9 +443,10 @@ def _threaded_batches(loader, chunks):
                 raise error
             yield batch
     finally:
-        stop.set()
+        stop.set()  # the threads end after their __getitem__; one deadline for all of them
+        deadline = time.monotonic() + loader.timeout
         for t in threads:
-            t.join(timeout=loader.timeout)
+            t.join(timeout=max(0.0, deadline - time.monotonic()))
 
 
 def _collate(samples, device):
