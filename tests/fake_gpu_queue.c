@@ -207,8 +207,7 @@ static ct__wait_state look(void *arg, double nap) {
 /* Waits for the work up to seq (lock held) through the device wait: true once it ran, false
  * when CT_DEVICE_TIMEOUT passed first (*timeout gets it). */
 static bool wait_locked(stream *s, uint64_t seq, double *timeout) {
-    *timeout = ct__device_timeout(host);
-    return ct__device_wait(look, &(wait_for){s, seq}, *timeout) == CT__WAIT_DONE;
+    return ct__device_wait(look, &(wait_for){s, seq}, host, timeout) == CT__WAIT_DONE;
 }
 
 /* The error of a wait for `what` on the device that passed its deadline. */

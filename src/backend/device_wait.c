@@ -44,9 +44,12 @@ void ct__device_nap(double seconds) {
     nanosleep(&ts, NULL);
 }
 
-ct__wait_state ct__device_wait(ct__wait_look look, void *arg, double timeout) {
+ct__wait_state ct__device_wait(ct__wait_look look, void *arg, const ct__plugin_host *host,
+                               double *out_timeout) {
+    *out_timeout = 0;
     ct__wait_state state = look(arg, 0);
     if (state != CT__WAIT_PENDING) return state;
+    double timeout = *out_timeout = ct__device_timeout(host);
     double start = now(), nap = 0;
     for (;;) {
         double elapsed = now() - start;

@@ -27,11 +27,13 @@ typedef ct__wait_state (*ct__wait_look)(void *arg, double nap);
 double ct__device_timeout(const ct__plugin_host *host);
 
 /* Waits until look says DONE or FAILED: one look without a nap first (the fast path: work
- * already done costs one look), then looks without naps for a few microseconds, then naps
- * that grow to at most 250 us, until `timeout` seconds have passed. Returns the last look's
- * state: PENDING means the deadline passed with the work still running, and nothing is
- * recorded (the caller names what it waited for, with ct__device_timed_out). */
-ct__wait_state ct__device_wait(ct__wait_look look, void *arg, double timeout);
+ * already done costs that look alone), then looks without naps for a few microseconds, then
+ * naps that grow to at most 250 us, until ct__device_timeout(host) seconds have passed (read
+ * only once the first look found the work pending; *timeout gets it, or 0). Returns the last
+ * look's state: PENDING means the deadline passed with the work still running, and nothing
+ * is recorded (the caller names what it waited for, with ct__device_timed_out). */
+ct__wait_state ct__device_wait(ct__wait_look look, void *arg, const ct__plugin_host *host,
+                               double *timeout);
 
 /* Records through host CT_ERR_BACKEND for a wait that passed its deadline: "<device>: <what>
  * did not finish within <timeout> s (CT_DEVICE_TIMEOUT) ...". Returns CT_ERR_BACKEND. */

@@ -31,8 +31,8 @@ static ct__wait_state look(void *arg, double nap) {
 
 /* Waits for w: CT_OK, CUDA's error, or the deadline's naming what. */
 static ct_status wait_for(int device, cuda_wait *w, const char *what) {
-    double timeout = ct__device_timeout(ct_cuda_host);
-    ct__wait_state state = ct__device_wait(look, w, timeout);
+    double timeout;
+    ct__wait_state state = ct__device_wait(look, w, ct_cuda_host, &timeout);
     if (state == CT__WAIT_DONE) return CT_OK;
     if (state == CT__WAIT_FAILED)
         return ct_cuda_check_result(w->result, w->event ? "cudaEventQuery" : "cudaStreamQuery",
