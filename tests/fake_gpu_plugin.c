@@ -82,10 +82,19 @@ static ct_status raw_alloc(int device, size_t size, void **out) {
     return *out ? CT_OK : CT_ERR_OUT_OF_MEMORY;
 }
 
+/* As the CUDA plugin's: the memory goes back once the device's work ended (cudaFree waits
+ * for it); a stream stuck past the deadline keeps it, leaked, since queued work may use it. */
 static void raw_free(int device, void *ptr, size_t size) {
-    (void)size;
-    fake_queue_done(device, UINT64_MAX, true); /* cudaFree waits for the device's work */
-    free(ptr);
+    if (fake_queue_done(device, UINT64_MAX, true)) {
+        free(ptr);
+        return;
+    }
+    char message[160];
+    snprintf(message, sizeof message,
+             "cuda:%d: %zu bytes of device memory leaked: the work queued before their free did "
+             "not finish within CT_DEVICE_TIMEOUT and may still use them",
+             device, size);
+    fake_queue_host()->log(CT_LOG_WARNING, message);
 }
 
 /* A synchronous copy: after the queued work, as on one stream. */

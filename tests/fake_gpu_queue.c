@@ -8,11 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
+#include "backend/device_wait_impl.h"
 #include "fake_gpu_queue.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -28,7 +30,8 @@ typedef struct item {
     fake_work_fn run;
     void *payload;
     size_t bytes;
-    bool callers;    /* payload and item are the caller's, who waits for it (fake_queue_run) */
+    bool callers;    /* payload is the caller's, who waits for it (fake_queue_run) */
+    bool abandoned;  /* a caller's item whose caller gave up at the deadline: not run, freed */
     int omp_threads; /* the submitting thread's OpenMP thread count, which the work gets */
     ct_status status;
     char message[1400];
@@ -41,6 +44,8 @@ typedef struct stream {
     pthread_t worker;
     bool started, stopping;
     bool inline_running; /* a waiting thread runs an item (no worker runs) */
+    bool stalled;        /* a test's stuck stream: no item starts (ct_fake_gpu_stall) */
+    item *running;       /* the item being run, if any */
     item *head, *tail;
     uint64_t queued, completed, demand; /* items numbered 1, 2, ...; run up to demand */
     size_t bytes;
@@ -73,7 +78,11 @@ static void init_streams(void) {
     for (int d = 0; d < FAKE_GPU_DEVICES; d++) {
         pthread_mutex_init(&streams[d].lock, NULL);
         pthread_cond_init(&streams[d].work, NULL);
-        pthread_cond_init(&streams[d].done, NULL);
+        pthread_condattr_t monotonic;
+        pthread_condattr_init(&monotonic);
+        pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
+        pthread_cond_init(&streams[d].done, &monotonic);
+        pthread_condattr_destroy(&monotonic);
     }
     pthread_atfork(prepare_fork, parent_after_fork, child_after_fork);
 }
@@ -83,6 +92,8 @@ void fake_queue_init(const ct__plugin_host *the_host) {
     pthread_once(&init_once, init_streams);
 }
 
+const ct__plugin_host *fake_queue_host(void) { return host; }
+
 static ct_status report(ct_status status, const char *message) {
     return host ? host->set_error(status, message) : status;
 }
@@ -91,12 +102,22 @@ static ct_status report(ct_status status, const char *message) {
 static ct_status sticky(stream *s) { return report(s->error, s->error_message); }
 
 /* Runs the head item (lock held; released while the item runs) and takes it off the queue:
- * its work, the injected failure, or, after a sticky error, nothing (the item fails with it).
- * A failure of an item no caller waits for becomes the sticky error. */
+ * its work, the injected failure, or, after a sticky error, nothing (the item fails with it);
+ * an abandoned item is not run, and freed. A failure of an item no caller waits for becomes
+ * the sticky error. */
 static void run_head(stream *s) {
     item *it = s->head;
+    if (it->abandoned) {
+        s->head = it->next;
+        if (!s->head) s->tail = NULL;
+        s->completed = it->seq;
+        free(it);
+        pthread_cond_broadcast(&s->done);
+        return;
+    }
     bool fail = s->fail_next, dropped = s->error != CT_OK;
     s->fail_next = false;
+    s->running = it;
     ct_status status = dropped ? s->error : CT_OK;
     char message[1024] = "";
     pthread_mutex_unlock(&s->lock);
@@ -110,6 +131,7 @@ static void run_head(stream *s) {
         status = it->run(it->payload, message, sizeof message);
     }
     pthread_mutex_lock(&s->lock);
+    s->running = NULL;
     s->head = it->next;
     if (!s->head) s->tail = NULL;
     s->completed = it->seq;
@@ -136,7 +158,7 @@ static void *worker_main(void *arg) {
     stream *s = arg;
     pthread_mutex_lock(&s->lock);
     for (;;) {
-        while (!s->stopping && !(s->head && s->head->seq <= s->demand))
+        while (!s->stopping && !(s->head && s->head->seq <= s->demand && !s->stalled))
             pthread_cond_wait(&s->work, &s->lock);
         if (s->stopping) break;
         run_head(s);
@@ -155,28 +177,59 @@ static void demand(stream *s, uint64_t seq) {
     }
 }
 
-/* Waits for the work up to seq (lock held). Where no worker runs (none could start, or it
- * stopped at exit) the waiting threads run the work, one item at a time, in order. */
-static void wait_locked(stream *s, uint64_t seq) {
-    demand(s, seq);
-    while (s->completed < seq) {
-        if (s->started || s->inline_running) {
-            pthread_cond_wait(&s->done, &s->lock);
-            continue;
-        }
+typedef struct wait_for {
+    stream *s;
+    uint64_t seq;
+} wait_for;
+
+/* One look of the device wait (lock held, released while it naps) at the work up to seq.
+ * Where no worker runs (none could start, or it stopped at exit) the waiting threads run the
+ * work, one item at a time, in order. */
+static ct__wait_state look(void *arg, double nap) {
+    wait_for *w = arg;
+    stream *s = w->s;
+    demand(s, w->seq);
+    if (s->completed < w->seq && !s->started && !s->inline_running && !s->stalled) {
         s->inline_running = true;
         run_head(s);
         s->inline_running = false;
+    } else if (s->completed < w->seq && nap > 0) {
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        long ns = until.tv_nsec + (long)(nap * 1e9);
+        until.tv_sec += ns / 1000000000L;
+        until.tv_nsec = ns % 1000000000L;
+        pthread_cond_timedwait(&s->done, &s->lock, &until);
     }
+    return s->completed >= w->seq ? CT__WAIT_DONE : CT__WAIT_PENDING;
+}
+
+/* Waits for the work up to seq (lock held) through the device wait: true once it ran, false
+ * when CT_DEVICE_TIMEOUT passed first (*timeout gets it). */
+static bool wait_locked(stream *s, uint64_t seq, double *timeout) {
+    return ct__device_wait(look, &(wait_for){s, seq}, host, timeout) == CT__WAIT_DONE;
+}
+
+/* The error of a wait for `what` on the device that passed its deadline. */
+static ct_status timed_out(stream *s, const char *what, double timeout) {
+    char device[32];
+    snprintf(device, sizeof device, "cuda:%d", (int)(s - streams));
+    return ct__device_timed_out(host, device, what, timeout);
 }
 
 /* Appends it and sets *seq to its number: CT_OK, or the sticky error (it not queued, *seq 0),
- * unless it is a caller's, which is queued and fails with that error. */
+ * unless it is a caller's, which is queued and fails with that error; or, when the queue is
+ * full and does not drain by the deadline, that error (it not queued, *seq 0). */
 static ct_status enqueue(stream *s, item *it, uint64_t *seq) {
     pthread_mutex_lock(&s->lock);
-    if (s->queued - s->completed >= MAX_ITEMS || s->bytes + it->bytes > MAX_BYTES)
-        wait_locked(s, s->queued);
     *seq = 0;
+    double timeout;
+    if ((s->queued - s->completed >= MAX_ITEMS || s->bytes + it->bytes > MAX_BYTES) &&
+        !wait_locked(s, s->queued, &timeout)) {
+        ct_status status = timed_out(s, "a full queue (a submission waits for room)", timeout);
+        pthread_mutex_unlock(&s->lock);
+        return status;
+    }
     if (s->error != CT_OK && !it->callers) {
         ct_status status = sticky(s);
         pthread_mutex_unlock(&s->lock);
@@ -219,23 +272,45 @@ ct_status fake_queue_submit(int device, const char *name, fake_work_fn run, void
     return status;
 }
 
+/* The item is on the heap so that a caller who gives up at the deadline can leave it queued,
+ * abandoned (the worker frees it without running it). One that already runs is a CPU kernel,
+ * which ends: the caller waits for it, since it writes the caller's payload. */
 ct_status fake_queue_run(int device, const char *name, fake_work_fn run, void *payload) {
-    item it;
-    fill_item(&it, name, run, payload, 0, true);
+    item *it = malloc(sizeof *it);
+    if (!it) return report(CT_ERR_OUT_OF_MEMORY, "fake GPU: out of host memory for a queue item");
+    fill_item(it, name, run, payload, 0, true);
     stream *s = &streams[device];
     uint64_t seq;
-    enqueue(s, &it, &seq);
+    ct_status status = enqueue(s, it, &seq);
+    if (!seq) {
+        free(it);
+        return status;
+    }
     pthread_mutex_lock(&s->lock);
-    wait_locked(s, seq);
+    double timeout;
+    if (!wait_locked(s, seq, &timeout)) {
+        if (s->running != it) {
+            it->abandoned = true;
+            status = timed_out(s, name, timeout);
+            pthread_mutex_unlock(&s->lock);
+            return status;
+        }
+        while (s->completed < seq) pthread_cond_wait(&s->done, &s->lock);
+    }
     pthread_mutex_unlock(&s->lock);
-    return it.status == CT_OK ? CT_OK : report(it.status, it.message);
+    status = it->status == CT_OK ? CT_OK : report(it->status, it->message);
+    free(it);
+    return status;
 }
 
 ct_status fake_queue_wait(int device, uint64_t seq) {
     stream *s = &streams[device];
     pthread_mutex_lock(&s->lock);
-    wait_locked(s, seq);
-    ct_status status = s->error == CT_OK ? CT_OK : sticky(s);
+    double timeout;
+    ct_status status = !wait_locked(s, seq, &timeout)
+                           ? timed_out(s, "the work queued on its stream", timeout)
+                       : s->error == CT_OK ? CT_OK
+                                           : sticky(s);
     pthread_mutex_unlock(&s->lock);
     return status;
 }
@@ -252,8 +327,9 @@ bool fake_queue_done(int device, uint64_t seq, bool wait) {
     stream *s = &streams[device];
     pthread_mutex_lock(&s->lock);
     if (seq > s->queued) seq = s->queued;
+    double timeout;
     if (wait)
-        wait_locked(s, seq);
+        wait_locked(s, seq, &timeout);
     else
         demand(s, s->queued);
     bool done = s->completed >= seq || s->error != CT_OK;
@@ -279,11 +355,11 @@ __attribute__((destructor)) static void stop_workers(void) {
             item *it = s->head;
             s->head = it->next;
             s->completed = it->seq;
-            if (it->callers) {
+            if (it->callers && !it->abandoned) {
                 it->status = CT_ERR_BACKEND;
                 snprintf(it->message, sizeof it->message, "fake GPU: dropped at exit");
             } else {
-                free(it->payload);
+                if (!it->callers) free(it->payload);
                 free(it);
             }
         }
@@ -317,8 +393,20 @@ EXPORT void ct_fake_gpu_fail_next(int device) {
 EXPORT void ct_fake_gpu_reset(int device) {
     stream *s = &streams[device];
     pthread_mutex_lock(&s->lock);
-    wait_locked(s, s->queued);
+    double timeout;
+    wait_locked(s, s->queued, &timeout);
     s->error = CT_OK;
     s->error_message[0] = '\0';
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* Stalled, the device's stream starts no item, as a GPU stuck in a kernel that does not end;
+ * released, it runs on. */
+EXPORT void ct_fake_gpu_stall(int device, bool stalled) {
+    stream *s = &streams[device];
+    pthread_mutex_lock(&s->lock);
+    s->stalled = stalled;
+    pthread_cond_signal(&s->work);
+    pthread_cond_broadcast(&s->done);
     pthread_mutex_unlock(&s->lock);
 }

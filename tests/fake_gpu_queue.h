@@ -24,6 +24,9 @@ typedef ct_status (*fake_work_fn)(void *payload, char *message, size_t size);
 
 void fake_queue_init(const ct__plugin_host *host);
 
+/* The host services fake_queue_init was given. */
+const ct__plugin_host *fake_queue_host(void);
+
 /* Queue work named `name` (a kernel's name, for the error message) after what is queued, and
  * return before it runs. payload (from malloc) passes to the queue, which frees it once the
  * work ran; `bytes` is the host memory it holds, counted against the queue's bound. *seq
@@ -32,19 +35,22 @@ ct_status fake_queue_submit(int device, const char *name, fake_work_fn run, void
                             size_t bytes, uint64_t *seq);
 
 /* Queue work after what is queued and wait for it, as a kernel that reads a result back:
- * its own status (a failure's message recorded on the calling thread), or the sticky error.
- * payload stays the caller's. */
+ * its own status (a failure's message recorded on the calling thread), or the sticky error,
+ * or the deadline's error (the work then never runs). payload stays the caller's. */
 ct_status fake_queue_run(int device, const char *name, fake_work_fn run, void *payload);
 
 /* Wait until work up to number seq (fake_queue_drain: all the queued work) has run: CT_OK,
- * or the sticky error, recorded on the calling thread. The worker waits for nothing but its
- * queue and every work item ends, so the wait ends. */
+ * or the sticky error, recorded on the calling thread. Every wait of this file is the device
+ * wait (backend/device_wait_impl.h, as the CUDA plugin's): past CT_DEVICE_TIMEOUT (a stream
+ * a test stalled with ct_fake_gpu_stall) it fails with CT_ERR_BACKEND naming what it waited
+ * for, and the work stays queued. */
 ct_status fake_queue_wait(int device, uint64_t seq);
 ct_status fake_queue_drain(int device);
 
 /* Whether work up to number seq (UINT64_MAX: all the queued work) has run, a sticky error
  * counting as done (nothing more will run), with no error recorded: with wait, after waiting
- * for it; without, a query, which flushes the queued work to the worker without waiting. */
+ * for it up to the deadline; without, a query, which flushes the queued work to the worker
+ * without waiting. */
 bool fake_queue_done(int device, uint64_t seq, bool wait);
 
 #endif

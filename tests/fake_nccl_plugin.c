@@ -5,8 +5,8 @@
  * engine); unlike NCCL it accepts several ranks on one device. A collective runs once every
  * rank of its world has queued it, in queue order, as NCCL's kernels would; a communicator
  * is ready once every rank has joined. fake_nccl_set_mode injects faults: FAKE_NCCL_HANG
- * (collectives never end), FAKE_NCCL_FAIL (the asynchronous state reports an error once a
- * collective was queued); fake_nccl_aborts counts ncclCommAbort calls.
+ * (collectives never end, nor does a finalize), FAKE_NCCL_FAIL (the asynchronous state reports an
+ * error once a collective was queued); fake_nccl_aborts counts ncclCommAbort calls.
  *
  * With FAKE_NCCL_DIR set the ranks are processes instead (mpirun, the unique id broadcast
  * over MPI as with NCCL): a queued collective writes the rank's input to a file of the
@@ -53,7 +53,8 @@ typedef struct world {
 typedef struct fake_comm {
     world *w; /* NULL for ranks in separate processes */
     int rank;
-    bool posted; /* a collective was queued (FAKE_NCCL_FAIL reports after it) */
+    bool posted;     /* a collective was queued (FAKE_NCCL_FAIL reports after it) */
+    bool finalizing; /* fake_finalize was called */
     /* Ranks in separate processes: the world's folder, its size, this rank's collectives
      * (pending[seq % RING]) queued and ended. */
     char dir[4096];
@@ -156,6 +157,7 @@ static int fake_state(void *comm, char *err, size_t err_size) {
     fake_comm *c = comm;
     pthread_mutex_lock(&lock);
     int state = c->w && c->w->joined < c->w->size ? CT_NCCL_IN_PROGRESS : CT_NCCL_READY;
+    if (c->finalizing && mode == FAKE_NCCL_HANG) state = CT_NCCL_IN_PROGRESS;
     if (mode == FAKE_NCCL_FAIL && c->posted) {
         snprintf(err, err_size,
                  "NCCL (ncclCommGetAsyncError) failed: remote process exited or "
@@ -348,6 +350,15 @@ static void fake_abort(void *comm) {
     free(comm);
 }
 
+/* Quiescent at once, unless collectives never end (FAKE_NCCL_HANG): then never (fake_state). */
+static int fake_finalize(void *comm, char *err, size_t err_size) {
+    fake_comm *c = comm;
+    pthread_mutex_lock(&lock);
+    c->finalizing = true;
+    pthread_mutex_unlock(&lock);
+    return 0;
+}
+
 static void fake_destroy(void *comm) { free(comm); }
 
 static const ct_nccl_api api = {.abi_version = CT_NCCL_PLUGIN_ABI_VERSION,
@@ -362,6 +373,7 @@ static const ct_nccl_api api = {.abi_version = CT_NCCL_PLUGIN_ABI_VERSION,
                                 .query = fake_query,
                                 .event_free = fake_event_free,
                                 .abort = fake_abort,
+                                .finalize = fake_finalize,
                                 .destroy = fake_destroy};
 
 EXPORT const void *ct_nccl_plugin_entry(void) { return &api; }

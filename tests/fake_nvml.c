@@ -3,11 +3,13 @@
  * CT_NVML_LIBRARY). The second GPU here is the fake GPU's device 0 (its UUID by
  * fake_gpu_uuid.h), as CUDA_VISIBLE_DEVICES=1 would make it: figures of the first GPU would
  * show that the command matched the GPUs by index instead of by UUID. FAKE_NVML_INIT_FAILS=1 makes
- * nvmlInit_v2 fail as it does without the kernel module. Signatures as in NVIDIA's NVML API
+ * nvmlInit_v2 fail as it does without the kernel module; FAKE_NVML_READING_HANGS=1 makes the
+ * utilisation reading never return, as a hung driver's. Signatures as in NVIDIA's NVML API
  * reference; only what the command calls. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fake_gpu_uuid.h"
 
@@ -71,6 +73,9 @@ int nvmlDeviceGetHandleByUUID(const char *uuid, const fake_gpu **device) {
 
 int nvmlDeviceGetUtilizationRates(const fake_gpu *device, nvml_utilization *out) {
     if (!device || !out) return INVALID_ARGUMENT;
+    const char *hang = getenv("FAKE_NVML_READING_HANGS");
+    if (hang && strcmp(hang, "1") == 0)
+        for (;;) pause(); /* a driver that does not answer: ends with the process */
     out->gpu = device->utilization;
     out->memory = device->memory_utilization;
     return SUCCESS;

@@ -103,6 +103,14 @@ check test_cli_gpu_usage_train_cpu_null 'd["gpu_usage"] is None'
 run CT_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1 $train --device cuda --json --epochs 1
 check test_cli_gpu_usage_train_without_nvml_null 'd["gpu_usage"] is None'
 
+# A reading stuck in NVML (a hung driver): training ends all the same, the sampler's stop
+# gives up on it after its deadline with a warning, and the summary has no readings.
+run FAKE_NVML_READING_HANGS=1 timeout 120 $train --device cuda --json --epochs 3
+if [ "$code" = 0 ] && grep -qF "warning: the GPU usage sampler did not stop within 2 s" "$err" &&
+    "$python" -c 'import json,sys; sys.exit(json.load(open(sys.argv[1]))["gpu_usage"] is not None)' "$out"
+then pass test_cli_gpu_usage_stuck_reading_has_a_deadline
+else fail test_cli_gpu_usage_stuck_reading_has_a_deadline "exit $code, no warning on stderr, or readings in the summary"; fi
+
 # The progress line (a terminal only: script(1) gives the run one) shows the latest reading.
 if ! command -v script >/dev/null 2>&1; then
     skip test_cli_gpu_usage_progress_line "script(1) (util-linux) is not installed"

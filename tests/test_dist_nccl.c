@@ -9,6 +9,7 @@
  * the fake-only cases skip (NCCL refuses two ranks on one GPU). */
 #include <dlfcn.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "ct_test.h"
 
@@ -278,6 +279,38 @@ TEST(test_dist_nccl_async_error_is_named) {
     CHECK(strstr(ct_last_error(), "ct_comm_all_reduce #1 on a tensor (4) failed at rank 0 of 1"));
     CHECK_ERROR(CT_ERR_COMM, "ncclCommGetAsyncError");
     CHECK(fake.aborts() == aborts + 1);
+}
+
+static double seconds_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ct_comm_free finalises the communicator (ncclCommFinalize, polled) under its deadline and
+ * then destroys it; a finalize that never ends (a peer gone) is aborted at the deadline rather
+ * than waited for. */
+TEST(test_dist_nccl_free_does_not_wait_for_a_finalize_that_never_ends) {
+    ct_device device;
+    fake_api fake;
+    if (!cuda_device(&device) || !fake_plugin(&fake)) return;
+    int aborts = fake.aborts();
+    for (int hangs = 0; hangs <= 1; hangs++) {
+        ct_comm *comm = ct_comm_nccl(NULL, device);
+        CHECK_NOT_NULL(comm);
+        CHECK_OK(ct_comm_set_timeout(comm, 0.3));
+        ct_scope_begin();
+        ct_tensor *t = filled(device, N, 0);
+        CHECK(t && ct_comm_all_reduce(comm, t, CT_COMM_SUM) == CT_OK);
+        ct_scope_end();
+        fake.set_mode(hangs); /* 1: collectives and the finalize never end */
+        double start = seconds_now();
+        ct_comm_free(comm);
+        double took = seconds_now() - start;
+        fake.set_mode(0);
+        CHECK(fake.aborts() == aborts + hangs);
+        CHECK(hangs ? took >= 0.3 && took < 5 : took < 0.3);
+    }
 }
 
 /* ---- data-parallel training over the engine ---- */

@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "ct_ref.h"
 
@@ -16,6 +17,7 @@ typedef struct fake_gpu {
     uint64_t (*pending)(int device);
     void (*fail_next)(int device);
     void (*reset)(int device);
+    void (*stall)(int device, bool stalled);
 } fake_gpu;
 
 /* The fake GPU's hooks, or false with the test skipped by name (another device) or failed (a
@@ -33,9 +35,10 @@ static bool need_fake_gpu(fake_gpu *out) {
         out->pending = (uint64_t(*)(int))dlsym(plugin, "ct_fake_gpu_pending");
         out->fail_next = (void (*)(int))dlsym(plugin, "ct_fake_gpu_fail_next");
         out->reset = (void (*)(int))dlsym(plugin, "ct_fake_gpu_reset");
+        out->stall = (void (*)(int, bool))dlsym(plugin, "ct_fake_gpu_stall");
         dlclose(plugin); /* the library holds it loaded */
     }
-    if (plugin && out->pending && out->fail_next && out->reset) return true;
+    if (plugin && out->pending && out->fail_next && out->reset && out->stall) return true;
     ct_test_fail(__FILE__, __LINE__, "the fake GPU %s has no queue (ct_fake_gpu_pending)",
                  getenv("CT_CUDA_PLUGIN"));
     return false;
@@ -140,5 +143,64 @@ TEST(test_fake_gpu_async_failure_reported_at_the_next_synchronisation) {
     gpu.reset(0);
     CHECK_OK(ct_synchronize(CUDA0));
     CHECK_NOT_NULL(ct_to(ct_exp(x), CT_CPU));
+    ct_scope_end();
+}
+
+static double seconds_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A stream stuck in a kernel that does not end: every wait for it (ct_synchronize, a read-back,
+ * a kernel that reads a result back) fails at CT_DEVICE_TIMEOUT with CT_ERR_BACKEND naming
+ * what it waited for, instead of hanging; once the stream runs on, the device works again and
+ * the queued work's results are right. */
+TEST(test_fake_gpu_async_stuck_stream_times_out) {
+    fake_gpu gpu;
+    if (!need_fake_gpu(&gpu)) return;
+    ct_scope_begin();
+    ct_tensor *x = matrix(5, CUDA0);
+    int64_t bad[1] = {300};
+    ct_tensor *index = ct_from_data(bad, 1, (int64_t[]){1}, CT_I64, CUDA0);
+    CHECK(x && index && ct_synchronize(CUDA0) == CT_OK);
+    setenv("CT_DEVICE_TIMEOUT", "0.2", 1);
+    gpu.stall(0, true);
+    ct_tensor *y = ct_exp(x);
+    CHECK(y && gpu.pending(0) == 1);
+    double start = seconds_now();
+    CHECK(ct_synchronize(CUDA0) == CT_ERR_BACKEND);
+    CHECK_ERROR(CT_ERR_BACKEND, "cuda:0: the work queued on its stream did not finish within "
+                                "0.2 s (CT_DEVICE_TIMEOUT)");
+    CHECK(ct_to(y, CT_CPU) == NULL && strstr(ct_last_error(), "CT_DEVICE_TIMEOUT") != NULL);
+    CHECK(ct_index_select(x, 0, index) == NULL);
+    CHECK_ERROR(CT_ERR_BACKEND, "gather did not finish within 0.2 s");
+    double waited = seconds_now() - start;
+    CHECK(waited >= 0.6 && waited < 5.0);
+    gpu.stall(0, false);
+    unsetenv("CT_DEVICE_TIMEOUT");
+    CHECK_OK(ct_synchronize(CUDA0));
+    CHECK(gpu.pending(0) == 0);
+    ct_tensor *expected = ct_exp(matrix(5, CT_CPU));
+    ct_tensor *back = ct_to(y, CT_CPU);
+    CHECK(expected && back);
+    double *got = ref_read(back), *want = ref_read(expected);
+    bool same = got && want;
+    for (int64_t i = 0; same && i < 256 * 256; i++) same = got[i] == want[i];
+    free(got);
+    free(want);
+    CHECK(same);
+    ct_scope_end();
+}
+
+/* A CT_DEVICE_TIMEOUT that is not a positive number of seconds is the default's (300 s). */
+TEST(test_fake_gpu_async_device_timeout_not_a_number) {
+    fake_gpu gpu;
+    if (!need_fake_gpu(&gpu)) return;
+    ct_scope_begin();
+    setenv("CT_DEVICE_TIMEOUT", "soon", 1);
+    ct_tensor *y = ct_exp(matrix(6, CUDA0));
+    CHECK(y && ct_synchronize(CUDA0) == CT_OK && gpu.pending(0) == 0);
+    unsetenv("CT_DEVICE_TIMEOUT");
     ct_scope_end();
 }

@@ -5,7 +5,9 @@
  * as test_pinned (with the CUDA plugin when there is a GPU) and as test_pinned_fake_gpu, on
  * the fake GPU of fake_gpu_plugin.c, whose copies from pinned memory run late on purpose.
  * No test here runs a kernel on the GPU, which the fake one lacks. */
+#include <dlfcn.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "core/tensor_impl.h"
 #include "ct_ref.h"
@@ -194,6 +196,47 @@ TEST(test_pinned_cache_reuses_finished_blocks) {
     ct_release(g);
     ct_release(a);
     CHECK(reused);
+}
+
+/* The fake GPU's hook that holds its stream (a copy that does not end), or NULL with the test
+ * skipped by name. */
+static void (*stall_hook(void))(int, bool) {
+    const char *path = getenv("CT_CUDA_PLUGIN");
+    void *plugin = ct_cuda_is_available() && path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
+    void (*stall)(int, bool) =
+        plugin ? (void (*)(int, bool))dlsym(plugin, "ct_fake_gpu_stall") : NULL;
+    if (plugin) dlclose(plugin); /* the library holds it loaded */
+    if (!stall)
+        ct_test_skip("needs the fake GPU (test_pinned_fake_gpu), whose stream a test can hold: a "
+                     "real GPU's copy cannot be made to hang");
+    return stall;
+}
+
+/* A pinned block whose copy to the device does not end by CT_DEVICE_TIMEOUT is not given back
+ * to the driver (the DMA may still read it) but leaked with a warning, and the wait for it
+ * ends at the deadline; once the stream runs on, the copy still finds its values. */
+TEST(test_pinned_stuck_copy_leaks_its_block) {
+    void (*stall)(int, bool) = stall_hook();
+    if (!stall) return;
+    int64_t n = 4321; /* a size no other test pins */
+    ct_tensor *ramp = ct_arange(0, (double)n, 1, CT_F32, CT_CPU);
+    ct_tensor *p = ramp ? ct_pin_memory(ramp) : NULL;
+    ct_release(ramp);
+    CHECK(p && ct_synchronize(CUDA0) == CT_OK);
+    stall(0, true);
+    setenv("CT_DEVICE_TIMEOUT", "0.2", 1);
+    ct_tensor *g = p ? ct_to(p, CUDA0) : NULL;
+    ct_release(p);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    CHECK_OK(ct_empty_cache(CT_CPU)); /* gives the pinned cache back: its block's copy is stuck */
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double waited = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    stall(0, false);
+    unsetenv("CT_DEVICE_TIMEOUT");
+    CHECK(waited >= 0.2 && waited < 5.0);
+    CHECK(g && ct_synchronize(CUDA0) == CT_OK && holds_ramp(g, n));
+    ct_release(g);
 }
 
 enum { N = 40, H = 3, W = 4 };

@@ -178,16 +178,26 @@ static void write_script(const bench_results *r, const char *path, FILE *gp) {
     fprintf(gp, "unset multiplot\nset output\n");
 }
 
+/* Seconds gnuplot may take to draw: timeout(1) ends it then, so pclose's wait ends. */
+#define GNUPLOT_TIMEOUT 120
+
 bool bench_plot(const bench_results *r, const char *path) {
     /* A gnuplot that stops reading must give its error, not kill this process with SIGPIPE. */
     signal(SIGPIPE, SIG_IGN);
-    FILE *gp = popen("gnuplot", "w");
+    char command[64];
+    snprintf(command, sizeof command, "timeout %d gnuplot", GNUPLOT_TIMEOUT);
+    FILE *gp = popen(command, "w");
     if (!gp) {
         ct_cli_fail("--plot: cannot run gnuplot (Debian package gnuplot-nox)");
         return false;
     }
     write_script(r, path, gp);
     int status = pclose(gp);
+    if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 124) {
+        ct_cli_fail("--plot: gnuplot did not finish drawing %s within %d s; stopped", path,
+                    GNUPLOT_TIMEOUT);
+        return false;
+    }
     if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         ct_cli_fail("--plot: gnuplot failed drawing %s (see its messages "
                     "above)",

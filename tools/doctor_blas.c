@@ -64,7 +64,9 @@ int doctor_sgemm_probe(void) {
     return rate > 0 ? 0 : 1;
 }
 
-/* The probe run without OPENBLAS_CORETYPE: its kernel family and rate, false if it failed. */
+/* The probe run without OPENBLAS_CORETYPE: its kernel family and rate, false if it failed or
+ * did not end within PROBE_TIMEOUT seconds (timeout(1) ends it, so pclose's wait ends). */
+#define PROBE_TIMEOUT "60"
 static bool probe_unset(char *core, size_t size, double *rate) {
     /* This program's path, read here: in the command line /proc/self/exe would be env's. */
     char self[4096], command[4200];
@@ -73,7 +75,9 @@ static bool probe_unset(char *core, size_t size, double *rate) {
     self[n] = '\0';
     if (strchr(self, '\'')) return false; /* it is quoted in single quotes below */
     snprintf(command, sizeof command,
-             "env -u OPENBLAS_CORETYPE '%s' doctor --sgemm-probe 2>/dev/null", self);
+             "env -u OPENBLAS_CORETYPE timeout " PROBE_TIMEOUT " '%s' doctor --sgemm-probe "
+             "2>/dev/null",
+             self);
     FILE *p = popen(command, "r");
     char line[128] = "";
     bool ok = p && fgets(line, sizeof line, p);

@@ -47,6 +47,8 @@ void gpu_usage_json(FILE *out, const gpu_usage *u);
 /* A thread that reads a GPU every GPU_USAGE_INTERVAL seconds while training runs, for the
  * progress line (the latest reading) and the summary (the means). */
 #define GPU_USAGE_INTERVAL 0.2
+/* Seconds gpu_usage_sampler_stop waits for the thread (a reading takes milliseconds). */
+#define GPU_USAGE_STOP_TIMEOUT 2.0
 /* A run shorter than this many readings says nothing of idleness: too short to tell. */
 #define GPU_USAGE_MIN_SAMPLES 5
 /* Idle above this percent of the time (mean utilisation below 100 minus it): the warning. */
@@ -69,8 +71,9 @@ typedef struct gpu_usage_sampler gpu_usage_sampler;
 gpu_usage_sampler *gpu_usage_sampler_start(ct_device device);
 /* The latest reading; false before the first one (or a NULL sampler). */
 bool gpu_usage_sampler_latest(gpu_usage_sampler *s, gpu_usage *out);
-/* Stops the thread (within one interval), fills out (measured false for a NULL sampler) and
- * frees the sampler. */
+/* Stops the thread, fills out (measured false for a NULL sampler) and frees the sampler. A
+ * thread stuck in a reading past GPU_USAGE_STOP_TIMEOUT is left running with the sampler
+ * (leaked), a warning on stderr; out has the readings made before. */
 void gpu_usage_sampler_stop(gpu_usage_sampler *s, gpu_usage_summary *out);
 
 #endif

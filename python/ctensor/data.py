@@ -31,6 +31,7 @@ import operator
 import os as _os
 import queue
 import threading
+import time
 
 import ctensor as _ct
 from ctensor import _ctensor
@@ -279,8 +280,10 @@ class DataLoader:
 
     batch_size with a DistributedSampler is the per-rank batch (as PyTorch's). The shuffle is
     seeded by generator.initial_seed(), else by seed, else by ct.manual_seed's seed; each
-    iteration over the loader is the next epoch (its own shuffle). timeout=0 (PyTorch's
-    "no deadline") means the default deadline, 300 s. persistent_workers changes nothing:
+    iteration over the loader is the next epoch (its own shuffle). timeout is the deadline of
+    each wait for the workers (the C loader's and the worker threads'): a batch not ready by it
+    raises (ct.BackendError from the C loader, TimeoutError from the threads) rather than
+    hang; timeout=0 (PyTorch's "no deadline") means the default deadline, 300 s. persistent_workers changes nothing:
     the worker threads start with each epoch (the batches are the same either way)."""
 
     def __init__(self, dataset, batch_size=1, shuffle=False, sampler=None, batch_sampler=None,
@@ -321,7 +324,8 @@ class DataLoader:
                 prefetch=(prefetch_factor or 0) * self.num_workers, device=self.device,
                 pin_memory=pin_memory, scale=scale, mean=mean, std=std,
                 shard_index=self._shards[0], shard_count=self._shards[1],
-                crop_padding=augment.padding, horizontal_flip=augment.flip)
+                crop_padding=augment.padding, horizontal_flip=augment.flip,
+                timeout=self.timeout)
             self._plan = self._c
         elif getattr(dataset, "augment", None) is not None:
             raise TypeError("DataLoader: a dataset's augment (RandomCropFlip) is done by the C "
@@ -439,9 +443,10 @@ def _threaded_batches(loader, chunks):
                 raise error
             yield batch
     finally:
-        stop.set()
+        stop.set()  # the threads end after their __getitem__; one deadline for all of them
+        deadline = time.monotonic() + loader.timeout
         for t in threads:
-            t.join(timeout=loader.timeout)
+            t.join(timeout=max(0.0, deadline - time.monotonic()))
 
 
 def _collate(samples, device):

@@ -151,17 +151,18 @@ static PyObject *py_loader(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *kw[] = {
         "inputs",  "labels",      "batch_size",  "shuffle",      "drop_last",       "seed",
         "workers", "prefetch",    "device",      "pin_memory",   "scale",           "mean",
-        "std",     "shard_index", "shard_count", "crop_padding", "horizontal_flip", NULL};
+        "std",     "shard_index", "shard_count", "crop_padding", "horizontal_flip", "timeout",
+        NULL};
     PyObject *inputs, *labels, *mean = NULL, *std = NULL;
     ct_loader_options o = {0};
     long long batch;
     unsigned long long seed = 0;
     int shuffle = 0, drop_last = 0, pin = 1, flip = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O!L|ppKiiO&pdOOiiip:_loader", kw,
-                                     &ctpy_tensor_type, &inputs, &ctpy_tensor_type, &labels, &batch,
-                                     &shuffle, &drop_last, &seed, &o.workers, &o.prefetch,
-                                     ctpy_opt_device, &o.device, &pin, &o.scale, &mean, &std,
-                                     &o.shard_index, &o.shard_count, &o.crop_padding, &flip))
+    if (!PyArg_ParseTupleAndKeywords(
+            args, kwargs, "O!O!L|ppKiiO&pdOOiiipd:_loader", kw, &ctpy_tensor_type, &inputs,
+            &ctpy_tensor_type, &labels, &batch, &shuffle, &drop_last, &seed, &o.workers,
+            &o.prefetch, ctpy_opt_device, &o.device, &pin, &o.scale, &mean, &std, &o.shard_index,
+            &o.shard_count, &o.crop_padding, &flip, &o.timeout))
         return NULL;
     o.horizontal_flip = flip;
     if ((mean && !channels(mean, o.mean)) || (std && !channels(std, o.std))) return NULL;

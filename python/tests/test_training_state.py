@@ -266,6 +266,17 @@ def test_python_dataset_worker_wait_has_a_deadline():
         list(loader)
 
 
+def test_python_dataset_stuck_workers_share_one_deadline():
+    """After the timeout, the loader waits for its stuck workers once more, timeout seconds
+    for all of them together (not each in turn), and leaves them behind."""
+    loader = ct.data.DataLoader(Squares(16, delay=3.0), batch_size=2, num_workers=4,
+                                timeout=0.3)
+    start = time.monotonic()
+    with pytest.raises(TimeoutError, match="batch 0 of 8 was not ready after 0.3 s"):
+        list(loader)
+    assert time.monotonic() - start < 1.1  # 0.3 + 0.3; waiting for each in turn: 1.5
+
+
 def test_python_dataset_workers_stop_when_the_loop_breaks():
     before = threading.active_count()
     for _ in ct.data.DataLoader(Squares(400), batch_size=2, num_workers=3):

@@ -196,6 +196,26 @@ def test_a_dataset_too_long_for_an_epochs_order_is_a_value_error():
         random_split(Huge(2**62), [2**61, 2**61])
 
 
+def test_c_loader_worker_wait_has_the_timeout():
+    """DataLoader(timeout=) is the C loader's deadline: a batch its workers have not made by
+    then (here one far too large to be made within 0.1 ms) is a BackendError naming the batch,
+    the workers and the timeout, in bounded time, not a hang; and the loader then frees."""
+    import time
+    n = 256
+    images = ct.zeros((n, 3, 128, 128), dtype=ct.float32, device="cpu")
+    labels = ct.zeros((n,), dtype=ct.int64, device="cpu")
+    loader = DataLoader(TensorDataset(images, labels), batch_size=n, num_workers=2,
+                        timeout=1e-4, pin_memory=False)
+    assert loader._c is not None  # the C loader's path
+    start = time.monotonic()
+    with pytest.raises(ct.BackendError, match=r"batch 0 of epoch 0 \(of 1\) not ready after "
+                                              r"0\.0001 s: a worker of the data loader \(2 "
+                                              r"workers\) is stuck"):
+        next(iter(loader))
+    del loader
+    assert time.monotonic() - start < 30
+
+
 def test_other_arguments_are_checked_by_name():
     ds = Rows()
     for value in (-1, 2**31, 2**63, 2**64):

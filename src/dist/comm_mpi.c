@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backend/plugin_load_impl.h"
 #include "dist/comm_impl.h"
@@ -103,7 +104,8 @@ typedef struct mpi_queue {
     pthread_mutex_t lock;
     pthread_cond_t work; /* a collective was queued, or the thread is to stop */
     pthread_t thread;
-    bool thread_started, stop;
+    bool thread_started, stop, exited; /* exited: the thread is past its last use of the queue */
+    int size;                          /* the communicator's */
 } mpi_queue;
 
 /* Between the thread's rounds while a collective is in flight: short enough that a bucket's
@@ -151,7 +153,7 @@ static bool stuck(const mpi_coll *m) { return m->complete || m->mismatch || *m->
 
 /* Move one collective on where it can; *blocked once it still exchanges fingerprints (no
  * later collective may post before its data stage on any rank). Under the lock. */
-static void step(const ct_comm *comm, mpi_coll *m, bool *blocked) {
+static void step(int size, mpi_coll *m, bool *blocked) {
     int done = 0;
     if (stuck(m)) {
         *blocked |= !m->complete;
@@ -168,7 +170,7 @@ static void step(const ct_comm *comm, mpi_coll *m, bool *blocked) {
             *blocked = true;
             return;
         }
-        for (int r = 0; r < comm->size; r++)
+        for (int r = 0; r < size; r++)
             m->mismatch |= memcmp(&m->fps[r], &m->mine, sizeof m->mine) != 0;
         if (m->mismatch) {
             *blocked = true;
@@ -187,9 +189,9 @@ static void step(const ct_comm *comm, mpi_coll *m, bool *blocked) {
 }
 
 /* Advance the queue from its head. Under the lock. */
-static void advance(const ct_comm *comm, mpi_queue *q) {
+static void advance(mpi_queue *q) {
     bool blocked = false;
-    for (mpi_coll *m = q->head; m; m = m->next) step(comm, m, &blocked);
+    for (mpi_coll *m = q->head; m; m = m->next) step(q->size, m, &blocked);
 }
 
 static bool in_flight(const mpi_queue *q) {
@@ -198,20 +200,24 @@ static bool in_flight(const mpi_queue *q) {
     return false;
 }
 
+/* Idle, the thread waits for work or the stop without a deadline: what it waits for is the
+ * caller's next collective. It touches the queue alone, never the communicator, so that one
+ * left running by mpi_destroy outlives the communicator safely. */
 static void *progress_thread(void *arg) {
-    const ct_comm *comm = arg;
-    mpi_queue *q = comm->state;
+    mpi_queue *q = arg;
     pthread_mutex_lock(&q->lock);
     while (!q->stop) {
         if (!in_flight(q)) {
             pthread_cond_wait(&q->work, &q->lock);
             continue;
         }
-        advance(comm, q);
+        advance(q);
         pthread_mutex_unlock(&q->lock);
         nanosleep(&(struct timespec){0, PROGRESS_INTERVAL_NS}, NULL);
         pthread_mutex_lock(&q->lock);
     }
+    q->exited = true;
+    pthread_cond_broadcast(&q->work);
     pthread_mutex_unlock(&q->lock);
     return NULL;
 }
@@ -239,7 +245,7 @@ static void deliver(const ct_comm *comm, ct__coll *coll, const mpi_coll *m) {
  * since one may end while another is polled) and report the first failure. Under the lock,
  * on the caller's thread. */
 static ct_status collect(ct_comm *comm, mpi_queue *q) {
-    advance(comm, q);
+    advance(q);
     for (mpi_coll *m = q->head; m; m = m->next) {
         ct__coll *coll = m->coll;
         if (*m->failure) return engine_error(comm, coll, m->failure);
@@ -277,7 +283,7 @@ static ct_status mpi_start(ct_comm *comm, ct__coll *coll) {
     q->tail = m;
     ct_status status = collect(comm, q);
     if (status == CT_OK && !coll->done && !q->thread_started) {
-        q->thread_started = pthread_create(&q->thread, NULL, progress_thread, comm) == 0;
+        q->thread_started = pthread_create(&q->thread, NULL, progress_thread, q) == 0;
         if (!q->thread_started)
             ct__log(CT_LOG_WARNING, "ct_comm: no progress thread for MPI; collectives move on "
                                     "only when polled");
@@ -326,13 +332,50 @@ static void mpi_release(ct_comm *comm, ct__coll *coll) {
     ct__free_mem(m);
 }
 
+/* The CLOCK_REALTIME time `seconds` from now (pthread_mutex_timedlock's clock, and the
+ * queue's condition variable's). */
+static struct timespec realtime_in(double seconds) {
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    if (seconds > 1e9) seconds = 1e9;
+    long long ns = (long long)t.tv_nsec + (long long)((seconds - (long long)seconds) * 1e9);
+    t.tv_sec += (time_t)seconds + (time_t)(ns / 1000000000);
+    t.tv_nsec = (long)(ns % 1000000000);
+    return t;
+}
+
+/* Stops the progress thread and joins it, waiting at most `timeout` seconds: false when it
+ * did not end by then (stuck in an MPI call, which holds the lock), the thread then detached
+ * and left with the queue. */
+static bool stop_progress(mpi_queue *q, double timeout) {
+    if (!q->thread_started) return true;
+    struct timespec until = realtime_in(timeout);
+    bool ended = false;
+    if (pthread_mutex_timedlock(&q->lock, &until) == 0) {
+        q->stop = true;
+        pthread_cond_broadcast(&q->work);
+        while (!q->exited && pthread_cond_timedwait(&q->work, &q->lock, &until) == 0) {
+        }
+        ended = q->exited;
+        pthread_mutex_unlock(&q->lock);
+    }
+    if (ended)
+        pthread_join(q->thread, NULL); /* past its last use of the queue: ends at once */
+    else
+        pthread_detach(q->thread);
+    return ended;
+}
+
 static void mpi_destroy(ct_comm *comm, bool clean) {
     mpi_queue *q = comm->state;
-    pthread_mutex_lock(&q->lock);
-    q->stop = true;
-    pthread_cond_signal(&q->work);
-    pthread_mutex_unlock(&q->lock);
-    if (q->thread_started) pthread_join(q->thread, NULL);
+    if (!stop_progress(q, comm->timeout)) {
+        /* MPI is not finalised either: the thread may still be inside it. */
+        ct__log(CT_LOG_WARNING,
+                "ct_comm_free: the MPI progress thread did not stop within %g s (stuck in an "
+                "MPI call); it is left running, its queue leaked, and MPI not finalised",
+                comm->timeout);
+        return;
+    }
     pthread_mutex_destroy(&q->lock);
     pthread_cond_destroy(&q->work);
     ct__free_mem(q);
@@ -373,6 +416,7 @@ ct_comm *ct__comm_mpi_world(void) {
         pthread_mutex_init(&q->lock, NULL);
         pthread_cond_init(&q->work, NULL);
     }
+    if (q) q->size = size;
     ct_comm *comm = q ? ct__comm_new(&mpi_engine, rank, size, local ? atoi(local) : 0, q)
                       : ct__fail(CT_ERR_OUT_OF_MEMORY, "ct_comm_world: out of host memory");
     if (!comm && q) {

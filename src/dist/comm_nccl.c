@@ -220,9 +220,40 @@ static void nccl_release(ct_comm *comm, ct__coll *coll) {
     ct__free_mem(m);
 }
 
+/* ncclCommFinalize, then the communicator's state polled until it is globally quiescent, at
+ * most timeout seconds (a peer that stopped never quiesces): false, with a warning, when it
+ * failed or did not end by then, and the caller aborts instead. */
+static bool finalized(void *c, int rank, double timeout) {
+    char err[512] = "";
+    double deadline = ct__comm_now() + timeout;
+    int state = nccl->finalize(c, err, sizeof err) ? CT_NCCL_FAILED : CT_NCCL_IN_PROGRESS;
+    while (state == CT_NCCL_IN_PROGRESS && ct__comm_now() <= deadline) {
+        state = nccl->state(c, err, sizeof err);
+        if (state == CT_NCCL_IN_PROGRESS) nanosleep(&(struct timespec){0, 100000}, NULL);
+    }
+    if (state == CT_NCCL_READY) return true;
+    if (state == CT_NCCL_FAILED)
+        ct__log(CT_LOG_WARNING, "ct_comm_free: rank %d: %s; the NCCL communicator is aborted", rank,
+                err);
+    else
+        ct__log(CT_LOG_WARNING,
+                "ct_comm_free: rank %d: ncclCommFinalize did not finish within %g s (a rank "
+                "stopped or is not freeing its communicator; CT_COMM_TIMEOUT); the NCCL "
+                "communicator is aborted",
+                rank, timeout);
+    return false;
+}
+
+/* Clean, the communicator is finalised under the deadline and destroyed; otherwise, or when
+ * the finalize does not end, aborted (ncclCommAbort), which does not wait for the peers. */
 static void nccl_destroy(ct_comm *comm, bool clean) {
     nccl_state *s = comm->state;
-    if (s->comm) (clean ? nccl->destroy : nccl->abort)(s->comm);
+    if (s->comm) {
+        if (clean && finalized(s->comm, comm->rank, comm->timeout))
+            nccl->destroy(s->comm);
+        else
+            nccl->abort(s->comm);
+    }
     ct__free_mem(s);
 }
 
@@ -312,7 +343,7 @@ ct_comm *ct_comm_nccl(ct_comm *bootstrap, ct_device device) {
     ct_comm *comm =
         ct__comm_new(&nccl_engine, rank, size, bootstrap ? bootstrap->local_rank : 0, s);
     if (!comm) {
-        nccl->destroy(s->comm);
+        nccl->abort(s->comm); /* nothing in flight: no need to finalise */
         ct__free_mem(s);
     } else if (bootstrap) {
         comm->timeout = bootstrap->timeout;

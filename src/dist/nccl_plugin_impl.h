@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-#define CT_NCCL_PLUGIN_ABI_VERSION 1
+#define CT_NCCL_PLUGIN_ABI_VERSION 2
 /* The entry, `const void *ct_nccl_plugin_entry(void)`, gives the plugin's ct_nccl_api. */
 #define CT_NCCL_PLUGIN_ENTRY "ct_nccl_plugin_entry"
 #define CT_NCCL_ID_BYTES 128 /* sizeof(ncclUniqueId) */
@@ -60,7 +60,11 @@ typedef struct ct_nccl_api {
     void (*event_free)(void *event);
     /* ncclCommAbort: ends the communicator at once, whatever is in flight. */
     void (*abort)(void *comm);
-    /* ncclCommDestroy after the work in flight ended. */
+    /* ncclCommFinalize, non-blocking: flushes the work issued and leaves the communicator
+     * in progress until it is globally quiescent, when state says CT_NCCL_READY. */
+    int (*finalize)(void *comm, char *err, size_t err_size);
+    /* ncclCommDestroy once finalize ended (it then frees local resources without blocking),
+     * and the stream, whose work has ended. */
     void (*destroy)(void *comm);
 } ct_nccl_api;
 

@@ -23,6 +23,7 @@ typedef struct pinned_block {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pinned_block *live;   /* handed out */
 static pinned_block *cached; /* free, kept for reuse */
+static pinned_block *stuck;  /* given up on: a copy from them did not end (never reused) */
 static size_t cached_bytes;
 static atomic_int live_count;                   /* read without the lock */
 static const ct__backend_table *pinned_backend; /* set with the first block */
@@ -49,9 +50,21 @@ static ct_status backend_for(const char *op, const ct__backend_table **out) {
     return CT_OK;
 }
 
-/* Waits for the block's copies, then gives it to the driver. */
+/* Waits for the block's copies, then gives it to the driver. A copy that did not end by the
+ * device's deadline (CT_DEVICE_TIMEOUT) may still read the block: it is leaked, with its
+ * fence, onto the stuck list, and a warning. */
 static void release_block(pinned_block *block) {
-    pinned_backend->fence_done(block->fence, true);
+    if (!pinned_backend->fence_done(block->fence, true)) {
+        ct__log(CT_LOG_WARNING,
+                "%zu bytes of pinned host memory leaked: a copy from them did not finish within "
+                "CT_DEVICE_TIMEOUT and may still read them",
+                block->size);
+        pthread_mutex_lock(&lock);
+        block->next = stuck;
+        stuck = block;
+        pthread_mutex_unlock(&lock);
+        return;
+    }
     pinned_backend->fence_free(block->fence);
     pinned_backend->pinned_free(block->ptr);
     ct__free_mem(block);

@@ -243,10 +243,8 @@ static ct_status run_flagged(int device, cudaStream_t stream, const ct__ew_args 
     CT_CUDA_CHECK(device, cudaMemsetAsync(flag, 0, sizeof *flag, stream));
     ct_status status = launch_arith<T>(device, stream, a, op, scalar, flag);
     if (status != CT_OK) return status;
-    CT_CUDA_CHECK(device,
-                  cudaMemcpyAsync(raised, flag, sizeof *raised, cudaMemcpyDeviceToHost, stream));
-    CT_CUDA_CHECK(device, cudaStreamSynchronize(stream));
-    return CT_OK;
+    return ct_cuda_read_back(device, stream, raised, flag, sizeof *raised,
+                             "an integer op's check of its operands");
 }
 
 /* Integer pow and remainder, which fail on some operands: the flag is a stream-ordered

@@ -87,7 +87,9 @@ static ct_status plan_for(const plan_key &key, const ct__fft_args *a, cudaStream
         int victim = plans[slot].key.device;
         cudaStream_t victim_stream = ct_cuda_stream(victim);
         if (!victim_stream) return CT_ERR_BACKEND;
-        CT_CUDA_CHECK(victim, cudaStreamSynchronize(victim_stream));
+        ct_status waited =
+            ct_cuda_stream_wait(victim, victim_stream, "the work of an FFT plan being evicted");
+        if (waited != CT_OK) return waited; // the plan stays cached, its work still queued
         CT_CUFFT_CHECK(victim, cufftDestroy(plans[slot].plan));
         plans[slot].used = 0;
         if (!ct_cuda_stream(device)) return CT_ERR_BACKEND; // current again

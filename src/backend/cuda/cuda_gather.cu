@@ -117,10 +117,8 @@ static ct_status launch(int device, cudaStream_t stream, const gather_geom &g,
     unsigned grid = (unsigned)(blocks < GATHER_MAX_BLOCKS ? blocks : GATHER_MAX_BLOCKS);
     gather_kernel<<<grid, GATHER_THREADS, 0, stream>>>(g, bad_position);
     CT_CUDA_CHECK(device, cudaGetLastError());
-    CT_CUDA_CHECK(device, cudaMemcpyAsync(first_bad, bad_position, sizeof *first_bad,
-                                          cudaMemcpyDeviceToHost, stream));
-    CT_CUDA_CHECK(device, cudaStreamSynchronize(stream));
-    return CT_OK;
+    return ct_cuda_read_back(device, stream, first_bad, bad_position, sizeof *first_bad,
+                             "gather's index check");
 }
 
 // The index value at position (the one the kernel found out of range).
@@ -132,9 +130,9 @@ static ct_status read_index(int device, cudaStream_t stream, const gather_geom &
     int64_t i64 = 0;
     void *dst = g.index_i32 ? (void *)&i32 : (void *)&i64;
     size_t size = g.index_i32 ? sizeof i32 : sizeof i64;
-    CT_CUDA_CHECK(device,
-                  cudaMemcpyAsync(dst, g.index + off[1], size, cudaMemcpyDeviceToHost, stream));
-    CT_CUDA_CHECK(device, cudaStreamSynchronize(stream));
+    ct_status status =
+        ct_cuda_read_back(device, stream, dst, g.index + off[1], size, "gather's bad index");
+    if (status != CT_OK) return status;
     *index = g.index_i32 ? i32 : i64;
     return CT_OK;
 }

@@ -48,6 +48,20 @@ ct_status ct_cuda_stream_get(int device, cudaStream_t *out);
 /* Make device current on this thread. */
 ct_status ct_cuda_set_device(int device);
 
+/* Waits for the work queued so far on stream (for the work before event), polling it under
+ * the device wait (cuda_wait.c): CT_OK; CT_ERR_BACKEND with CUDA's error, or past
+ * CT_DEVICE_TIMEOUT naming `what` (the work then stays queued). Recorded. */
+ct_status ct_cuda_stream_wait(int device, cudaStream_t stream, const char *what);
+ct_status ct_cuda_event_wait(int device, cudaEvent_t event, const char *what);
+
+/* Reads size bytes of device memory src into host memory dst after the work queued on stream
+ * (a kernel's result): waits for the stream first, so that the copy, which into pageable
+ * memory returns only once it ended, does not wait behind the kernel without a deadline; then
+ * copies through a host buffer of its own, so that a copy past the deadline (the buffer then
+ * leaked) never writes dst after the call returned. Errors as ct_cuda_stream_wait's. */
+ct_status ct_cuda_read_back(int device, cudaStream_t stream, void *dst, const void *src,
+                            size_t size, const char *what);
+
 /* Copy host memory to the device through a pinned staging slot (cuda_memory.c): returns once
  * the source has been read, without waiting for the stream, the DMA queued on it. */
 ct_status ct_cuda_copy_from_host(int device, void *dst, const void *src, size_t size);

@@ -429,12 +429,11 @@ extern "C" ct_status ct_cuda_linalg(int device, const ct__linalg_args *args, int
             first_bad_kernel<<<blocks_for(args->count), THREADS, 0, stream>>>(info, args->count,
                                                                               first);
             cudaError_t e = cudaGetLastError();
-            if (e == cudaSuccess)
-                e = cudaMemcpyAsync(&found, first, sizeof found, cudaMemcpyDeviceToHost, stream);
-            if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
             if (e != cudaSuccess)
-                status = ct_cuda_check_result(e, "reading linalg's info back", __FILE__, __LINE__,
-                                              device);
+                status = ct_cuda_check_result(e, "first_bad_kernel", __FILE__, __LINE__, device);
+            else
+                status =
+                    ct_cuda_read_back(device, stream, &found, first, sizeof found, "linalg's info");
         }
     }
     if (status == CT_OK && found != ULLONG_MAX) *first_bad = (int64_t)found;

@@ -56,9 +56,21 @@ ct_status ct_cuda_raw_alloc(int device, size_t size, void **out) {
 }
 
 void ct_cuda_raw_free(int device, void *ptr, size_t size) {
-    (void)size;
-    /* cudaFree waits for the device's queued work, so memory still read is not reused. A
-     * failure here leaves nothing to undo; clear it so it is not reported later. */
+    /* cudaFree waits for the device's queued work, so memory still read is not reused; that
+     * work is waited for first under the deadline, and a stream stuck past it keeps the
+     * memory, leaked, rather than block here (its error stays recorded). A failure of cudaFree
+     * leaves nothing to undo; clear it so it is not reported later. */
+    cudaStream_t stream;
+    if (ct_cuda_stream_get(device, &stream) == CT_OK &&
+        ct_cuda_stream_wait(device, stream, "the work queued before a free") != CT_OK) {
+        char message[160];
+        snprintf(message, sizeof message,
+                 "cuda:%d: %zu bytes of device memory leaked: the work queued before their free "
+                 "did not finish within CT_DEVICE_TIMEOUT and may still use them",
+                 device, size);
+        ct_cuda_host->log(CT_LOG_WARNING, message);
+        return;
+    }
     if (cudaSetDevice(device) != cudaSuccess || cudaFree(ptr) != cudaSuccess)
         (void)cudaGetLastError();
 }
@@ -115,7 +127,9 @@ static ct_status ring_upload(int device, cudaStream_t stream, ring *r, char *dst
         int slot = r->next;
         char *buf = r->base + (size_t)slot * r->slot_size;
         r->next = (slot + 1) % r->count;
-        CT_CUDA_CHECK(device, cudaEventSynchronize(r->done[slot]));
+        ct_status waited =
+            ct_cuda_event_wait(device, r->done[slot], "a staging buffer's last copy");
+        if (waited != CT_OK) return waited;
         memcpy(buf, src + off, n);
         CT_CUDA_CHECK(device, cudaMemcpyAsync(dst + off, buf, n, cudaMemcpyHostToDevice, stream));
         CT_CUDA_CHECK(device, cudaEventRecord(r->done[slot], stream));
@@ -125,12 +139,17 @@ static ct_status ring_upload(int device, cudaStream_t stream, ring *r, char *dst
 }
 
 /* Without staging: the copy from or to pageable memory, then a wait, so the source may be
- * freed and the destination read when this returns. */
+ * freed and the destination read when this returns. The queued work is waited for first: a
+ * copy into pageable memory returns only once it ended, so it would wait behind that work
+ * without a deadline. */
 static ct_status pageable_copy(int device, cudaStream_t stream, void *dst, const void *src,
                                size_t size, enum cudaMemcpyKind kind) {
+    const char *what =
+        kind == cudaMemcpyDeviceToHost ? "a copy to the host" : "a copy to the device";
+    ct_status status = ct_cuda_stream_wait(device, stream, what);
+    if (status != CT_OK) return status;
     CT_CUDA_CHECK(device, cudaMemcpyAsync(dst, src, size, kind, stream));
-    CT_CUDA_CHECK(device, cudaStreamSynchronize(stream));
-    return CT_OK;
+    return ct_cuda_stream_wait(device, stream, what);
 }
 
 /* ---- the backend's copies ---- */

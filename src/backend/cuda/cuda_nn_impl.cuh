@@ -96,11 +96,13 @@ static inline ct_status nn_slot_begin(int device, cudaStream_t stream, nn_bad_sl
 static inline ct_status nn_slot_finish(int device, cudaStream_t stream, nn_bad_slot *slot,
                                        bool *failed, int64_t *value) {
     nn_bad_slot host = {0u, 0};
-    cudaError_t copied = cudaMemcpyAsync(&host, slot, sizeof host, cudaMemcpyDeviceToHost, stream);
-    cudaError_t synced = copied == cudaSuccess ? cudaStreamSynchronize(stream) : copied;
-    cudaError_t freed = cudaFreeAsync(slot, stream);
-    CT_CUDA_CHECK(device, copied);
-    CT_CUDA_CHECK(device, synced);
+    ct_status read =
+        ct_cuda_read_back(device, stream, &host, slot, sizeof host, "a bad-value check");
+    cudaError_t freed = cudaFreeAsync(slot, stream); // in stream order, after the work
+    if (read != CT_OK) {
+        if (freed != cudaSuccess) (void)cudaGetLastError();
+        return read;
+    }
     CT_CUDA_CHECK(device, freed);
     *failed = host.failed != 0u;
     *value = (int64_t)host.value;

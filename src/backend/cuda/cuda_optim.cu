@@ -191,6 +191,13 @@ static ct_status finish(int device, cudaStream_t stream, char *dev, cudaError_t 
     return CT_OK;
 }
 
+// After a failed read-back (its error recorded): the table freed in stream order, after the
+// work that may still read it; that free's own failure is cleared, not reported over it.
+static ct_status abandon(cudaStream_t stream, char *dev, ct_status status) {
+    if (cudaFreeAsync(dev, stream) != cudaSuccess) (void)cudaGetLastError();
+    return status;
+}
+
 } // namespace
 
 extern "C" ct_status ct_cuda_optim_step(int device, const ct__optim_args *args) {
@@ -230,11 +237,9 @@ extern "C" ct_status ct_cuda_list_norm(int device, const ct__list_args *args, do
         launched = cudaGetLastError();
     }
     if (launched == cudaSuccess)
-        launched = cudaMemcpyAsync(out, result, sizeof *out, cudaMemcpyDeviceToHost, stream);
-    status = finish(device, stream, t.dev, launched);
-    if (status != CT_OK) return status;
-    CT_CUDA_CHECK(device, cudaStreamSynchronize(stream));
-    return CT_OK;
+        status = ct_cuda_read_back(device, stream, out, result, sizeof *out, "a list's norm");
+    if (status != CT_OK) return abandon(stream, t.dev, status);
+    return finish(device, stream, t.dev, launched);
 }
 
 extern "C" ct_status ct_cuda_list_scale(int device, const ct__list_args *args, double factor) {
@@ -301,10 +306,11 @@ extern "C" ct_status ct_cuda_list_unscale(int device, const ct__list_args *args,
         launched = cudaGetLastError();
     }
     if (launched == cudaSuccess)
-        launched = cudaMemcpyAsync(&result, flag, sizeof result, cudaMemcpyDeviceToHost, stream);
+        status = ct_cuda_read_back(device, stream, &result, flag, sizeof result,
+                                   "the unscale's check of its gradients");
+    if (status != CT_OK) return abandon(stream, t.dev, status);
     status = finish(device, stream, t.dev, launched);
     if (status != CT_OK) return status;
-    CT_CUDA_CHECK(device, cudaStreamSynchronize(stream));
     *first_bad = result == NONE_FLAGGED ? -1 : result;
     return CT_OK;
 }

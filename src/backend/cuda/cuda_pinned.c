@@ -45,10 +45,11 @@ static ct_status fence_for(int device, void **fence, pinned_fence **out) {
         return CT_OK;
     }
     if (f) {
-        cudaError_t waited = cudaEventSynchronize(f->event);
+        /* Past the deadline the fence stays, so that the block is not taken as free. */
+        ct_status waited = ct_cuda_event_wait(f->device, f->event, "a pinned block's last copy");
+        if (waited != CT_OK) return waited;
         fence_destroy(f);
         *fence = NULL;
-        CT_CUDA_CHECK(device, waited);
     }
     f = malloc(sizeof *f);
     if (!f)
@@ -80,15 +81,20 @@ ct_status ct_cuda_copy_to_pinned(int device, void *dst, const void *src, size_t 
     cudaStream_t stream;
     ct_status status = ct_cuda_stream_get(device, &stream);
     if (status != CT_OK) return status;
+    status = ct_cuda_stream_wait(device, stream, "the work queued before a copy to the host");
+    if (status != CT_OK) return status;
     CT_CUDA_CHECK(device, cudaMemcpyAsync(dst, src, size, cudaMemcpyDeviceToHost, stream));
-    CT_CUDA_CHECK(device, cudaStreamSynchronize(stream));
-    return CT_OK;
+    return ct_cuda_stream_wait(device, stream, "a copy to pinned host memory");
 }
 
 bool ct_cuda_fence_done(void *fence, bool wait) {
     pinned_fence *f = fence;
     if (!f) return true;
-    cudaError_t result = wait ? cudaEventSynchronize(f->event) : cudaEventQuery(f->event);
+    /* With wait, under the deadline (its error recorded when it passes); then a query says
+     * whether it ended. */
+    if (wait && ct_cuda_event_wait(f->device, f->event, "a pinned block's last copy") == CT_OK)
+        return true;
+    cudaError_t result = cudaEventQuery(f->event);
     if (result == cudaSuccess) return true;
     (void)cudaGetLastError(); /* "not ready" is no failure; it must not be reported later */
     /* A failed wait leaves nothing to wait for (the device is in error): the block is free. */

@@ -59,6 +59,5 @@ ct_status ct_cuda_synchronize(int device) {
     cudaStream_t stream;
     ct_status status = ct_cuda_stream_get(device, &stream);
     if (status != CT_OK) return status;
-    CT_CUDA_CHECK(device, cudaStreamSynchronize(stream));
-    return CT_OK;
+    return ct_cuda_stream_wait(device, stream, "the work queued on its stream");
 }

@@ -25,6 +25,7 @@ static struct {
     __typeof__(ncclBroadcast) *broadcast;
     __typeof__(ncclAllGather) *all_gather;
     __typeof__(ncclCommAbort) *abort;
+    __typeof__(ncclCommFinalize) *finalize;
     __typeof__(ncclCommDestroy) *destroy;
     __typeof__(ncclGetErrorString) *error_string;
     __typeof__(ncclGetLastError) *last_error;
@@ -82,6 +83,7 @@ static int plugin_load(char *version, size_t version_size, char *err, size_t err
             {"ncclBroadcast", (void **)&nccl.broadcast},
             {"ncclAllGather", (void **)&nccl.all_gather},
             {"ncclCommAbort", (void **)&nccl.abort},
+            {"ncclCommFinalize", (void **)&nccl.finalize},
             {"ncclCommDestroy", (void **)&nccl.destroy},
             {"ncclGetErrorString", (void **)&nccl.error_string},
         };
@@ -210,9 +212,15 @@ static void plugin_abort(void *comm) {
     free(c);
 }
 
+static int plugin_finalize(void *comm, char *err, size_t err_size) {
+    plugin_comm *c = comm;
+    return nccl_report(nccl.finalize(c->comm), "ncclCommFinalize", c->comm, err, err_size);
+}
+
+/* No wait here: the core calls it once finalize ended, and cudaStreamDestroy returns at once
+ * (the stream's resources are released when its work, all ended, has). */
 static void plugin_destroy(void *comm) {
     plugin_comm *c = comm;
-    cudaStreamSynchronize(c->stream);
     nccl.destroy(c->comm);
     cudaStreamDestroy(c->stream);
     free(c);
@@ -230,6 +238,7 @@ static const ct_nccl_api api = {.abi_version = CT_NCCL_PLUGIN_ABI_VERSION,
                                 .query = plugin_query,
                                 .event_free = plugin_event_free,
                                 .abort = plugin_abort,
+                                .finalize = plugin_finalize,
                                 .destroy = plugin_destroy};
 
 __attribute__((visibility("default"))) const void *ct_nccl_plugin_entry(void) { return &api; }
