@@ -1,5 +1,6 @@
 /* Ops that copy or convert whole tensors, within a device or between devices and the host:
- * ct_to, ct_copy_to_host, ct_item, ct_item_complex, ct_copy, ct_contiguous, ct_clone, ct_cast,
+ * ct_to, ct_copy_to_host, ct_item, ct_item_complex, ct_copy, ct_contiguous, ct_contiguous_format,
+ * ct_clone, ct_cast,
  * ct_fill, ct_fill_complex. */
 #include <string.h>
 
@@ -11,6 +12,31 @@ ct_tensor *ct_contiguous(const ct_tensor *x) {
     if (!x) return ct__null_arg("ct_contiguous", 1);
     if (ct_is_contiguous(x)) return ct__new_ref(x);
     return ct_clone(x);
+}
+
+ct_tensor *ct_contiguous_format(const ct_tensor *x, ct_memory_format format) {
+    const char *op = "ct_contiguous_format";
+    if (!x) return ct__null_arg(op, 1);
+    if (format == CT_FORMAT_CONTIGUOUS) return ct_contiguous(x);
+    if (format != CT_FORMAT_CHANNELS_LAST)
+        return ct__fail(CT_ERR_INVALID_ARG,
+                        "%s: unknown memory format %d; use CT_FORMAT_CONTIGUOUS or "
+                        "CT_FORMAT_CHANNELS_LAST",
+                        op, (int)format);
+    if (x->ndim != 4)
+        return ct__fail(CT_ERR_SHAPE,
+                        "%s: channels-last needs a 4-d (N, C, H, W) tensor; got %d-d (add a "
+                        "batch axis with ct_unsqueeze)",
+                        op, x->ndim);
+    if (ct__is_channels_last(x)) return ct__new_ref(x);
+    int64_t strides[4];
+    ct__channels_last_strides(x->shape, strides);
+    ct_tensor *out = ct__tensor_new_strided(x->storage->device, x->dtype, 4, x->shape, strides);
+    if (out && ct__copy_into(out, x, op) != CT_OK) {
+        ct_release(out);
+        return NULL;
+    }
+    return ct__grad_needed(1, &x) ? ct__record_identity(out, x, op) : out;
 }
 
 /* A contiguous copy of x with dtype, on x's device. */
