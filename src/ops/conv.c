@@ -21,6 +21,7 @@
 #include "backend/conv_args_impl.h"
 #include "mem/pool_impl.h"
 #include "ops/autocast_impl.h"
+#include "ops/nn_impl.h"
 #include "ops/op_impl.h"
 
 #define OP "ct_conv2d"
@@ -368,6 +369,26 @@ static ct_tensor *conv2d(const ct_tensor *x, const ct_tensor *weight, const ct_t
         check_shapes(x, weight, bias, &p, &a) != CT_OK)
         return NULL;
     return convolve(device, args, n, &a, &p);
+}
+
+bool ct__conv2d_channels_last_native(const ct_tensor *x, const ct_tensor *weight,
+                                     const ct_conv2d_options *options) {
+    const ct_tensor *args[2] = {x, weight};
+    ct_device device;
+    conv_params p;
+    ct__conv2d_args a;
+    ct__kept_error kept;
+    ct__error_keep(&kept);
+    bool native = ct__check_args(OP, 2, args, &device) && read_options(options, &p) == CT_OK &&
+                  check_dtypes(x, weight, NULL) == CT_OK &&
+                  check_shapes(x, weight, NULL, &p, &a) == CT_OK;
+    if (native) {
+        a.dtype = compute_dtype(device, &a, x->dtype);
+        a.bf16_values = x->dtype == CT_BF16 && a.dtype == CT_F32;
+        native = backend_channels_last(device, &a);
+    }
+    ct__error_put_back(&kept);
+    return native;
 }
 
 ct_tensor *ct_conv2d(const ct_tensor *x, const ct_tensor *weight, const ct_tensor *bias,
