@@ -31,8 +31,8 @@ static bool step(ct_module *model, ct_optimizer *sgd, const ct_tensor *x, const 
 }
 
 /* The median time of `steps` steps, in ms; negative on failure. */
-static double median_ms(ct_module *model, ct_optimizer *sgd, const ct_tensor *x,
-                        const ct_tensor *y, int steps) {
+static double median_ms(ct_module *model, ct_optimizer *sgd, const ct_tensor *x, const ct_tensor *y,
+                        int steps) {
     double t[64];
     for (int i = 0; i < steps; i++) {
         double start = bench_now();

@@ -64,17 +64,15 @@ static bool full_shaped(const ct_tensor *t, int ndim, const int64_t *shape) {
 }
 
 /* The result of (ndim, shape): in the layout of the first operand that has its whole shape
- * when that one is dense (channels-last, say) and the other operand, if it too has the whole
- * shape, shares it; else contiguous. */
+ * when that one is dense (channels-last, say), as PyTorch's result follows its first input's
+ * memory format; else contiguous. */
 static ct_tensor *new_result(ct_device device, ct_dtype dtype, int ndim, const int64_t *shape,
                              const ct_tensor *a, const ct_tensor *b) {
     const ct_tensor *like = full_shaped(a, ndim, shape)   ? a
                             : full_shaped(b, ndim, shape) ? b
                                                           : NULL;
-    const ct_tensor *other = like == a ? b : NULL;
-    if (like && (!full_shaped(other, ndim, shape) || ct__same_dense_layout(like, other)))
-        return ct__tensor_new_like(device, dtype, like);
-    return ct__tensor_new(device, dtype, ndim, shape);
+    return like ? ct__tensor_new_like(device, dtype, like)
+                : ct__tensor_new(device, dtype, ndim, shape);
 }
 
 /* Make out and run the kernel over (ndim, shape) with operands a and b, or the tensor a and
