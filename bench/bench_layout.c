@@ -3,11 +3,16 @@
  * rounds with CT_CHANNELS_LAST=0 (NCHW activations) and unset (channels-last where oneDNN
  * convolves it natively), in one process, so that a busy machine slows both alike.
  *
- * Usage: bench_layout [BATCH [ROUNDS [STEPS]]]       (defaults 128, 6, 5)
- * Prints each round's median step time per layout, then the medians' ratio (NCHW time over
- * channels-last time: above 1 means channels-last is faster). */
+ * Usage: bench_layout [BATCH [ROUNDS [STEPS [both|nchw|cl]]]]   (defaults 128, 6, 5, both)
+ * Prints each round's median step time per layout, wall-clock and the process's CPU time (on
+ * a busy machine the CPU time shows the work better: the wall clock also counts the time other
+ * processes ran), then the ratios of the sums (NCHW time over channels-last time: above 1
+ * means channels-last is faster). One layout alone (nchw or cl) is for profiling it, with
+ * ONEDNN_VERBOSE=1 say. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include <ctensor/ctensor.h>
 #include <ctensor/optim.h>
@@ -30,24 +35,38 @@ static bool step(ct_module *model, ct_optimizer *sgd, const ct_tensor *x, const 
     return ok;
 }
 
-/* The median time of `steps` steps, in ms; negative on failure. */
-static double median_ms(ct_module *model, ct_optimizer *sgd, const ct_tensor *x, const ct_tensor *y,
-                        int steps) {
-    double t[64];
+/* The process's CPU time in seconds. */
+static double cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The median wall and CPU times of `steps` steps, in ms; false on failure. */
+static bool median_ms(ct_module *model, ct_optimizer *sgd, const ct_tensor *x, const ct_tensor *y,
+                      int steps, double *wall, double *cpu) {
+    double t[64], c[64];
     for (int i = 0; i < steps; i++) {
-        double start = bench_now();
-        if (!step(model, sgd, x, y)) return -1.0;
+        double start = bench_now(), cpu_start = cpu_now();
+        if (!step(model, sgd, x, y)) return false;
         t[i] = (bench_now() - start) * 1e3;
+        c[i] = (cpu_now() - cpu_start) * 1e3;
     }
     qsort(t, (size_t)steps, sizeof t[0], bench_compare_doubles);
-    return t[steps / 2];
+    qsort(c, (size_t)steps, sizeof c[0], bench_compare_doubles);
+    *wall = t[steps / 2];
+    *cpu = c[steps / 2];
+    return true;
 }
 
 int main(int argc, char **argv) {
     int64_t batch = argc > 1 ? atoll(argv[1]) : 128;
     int rounds = argc > 2 ? atoi(argv[2]) : 6, steps = argc > 3 ? atoi(argv[3]) : 5;
-    if (batch < 1 || rounds < 1 || steps < 1 || steps > 64) {
-        fprintf(stderr, "usage: bench_layout [BATCH [ROUNDS [STEPS (1..64)]]]\n");
+    const char *only = argc > 4 ? argv[4] : "both";
+    int first = strcmp(only, "cl") == 0 ? 1 : 0, last = strcmp(only, "nchw") == 0 ? 0 : 1;
+    if (batch < 1 || rounds < 1 || steps < 1 || steps > 64 ||
+        (strcmp(only, "both") && strcmp(only, "nchw") && strcmp(only, "cl"))) {
+        fprintf(stderr, "usage: bench_layout [BATCH [ROUNDS [STEPS (1..64) [both|nchw|cl]]]]\n");
         return 2;
     }
     ct_manual_seed(0);
@@ -61,24 +80,25 @@ int main(int argc, char **argv) {
     ct_tensor *scaled = r ? ct_mul_scalar(r, 10.0) : NULL;
     ct_tensor *y = scaled ? ct_cast(scaled, CT_I64) : NULL;
     if (!sgd || !y || !x) return fail("setup");
-    double best[2] = {1e300, 1e300}, sum[2] = {0.0, 0.0};
+    double wall_sum[2] = {0.0, 0.0}, cpu_sum[2] = {0.0, 0.0};
     for (int round = 0; round <= rounds; round++) {
-        for (int layout = 0; layout < 2; layout++) {
+        for (int layout = first; layout <= last; layout++) {
             if (layout == 0)
                 setenv("CT_CHANNELS_LAST", "0", 1);
             else
                 unsetenv("CT_CHANNELS_LAST");
-            double ms = median_ms(model, sgd, x, y, steps);
-            if (ms < 0) return fail("step");
+            double wall, cpu;
+            if (!median_ms(model, sgd, x, y, steps, &wall, &cpu)) return fail("step");
             if (round == 0) continue; /* warm-up: primitives made, caches filled */
-            printf("round %d %-13s %8.2f ms  %7.1f samples/s\n", round,
-                   layout ? "channels-last" : "nchw", ms, (double)batch * 1e3 / ms);
-            sum[layout] += ms;
-            if (ms < best[layout]) best[layout] = ms;
+            printf("round %d %-13s wall %8.2f ms (%7.1f samples/s)  cpu %8.2f ms\n", round,
+                   layout ? "channels-last" : "nchw", wall, (double)batch * 1e3 / wall, cpu);
+            wall_sum[layout] += wall;
+            cpu_sum[layout] += cpu;
         }
     }
-    printf("mean nchw %.2f ms, channels-last %.2f ms: ratio %.3f (best %.3f)\n", sum[0] / rounds,
-           sum[1] / rounds, sum[0] / sum[1], best[0] / best[1]);
+    if (first == 0 && last == 1)
+        printf("nchw / channels-last: wall %.3f, cpu %.3f\n", wall_sum[0] / wall_sum[1],
+               cpu_sum[0] / cpu_sum[1]);
     ct_release(x), ct_release(r), ct_release(scaled), ct_release(y);
     ct_optimizer_free(sgd);
     ct_module_free(model);

@@ -288,3 +288,23 @@ DEVICE_TEST(test_channels_last_resnet20_matches_nchw) {
     ct_release(x);
     ct_module_free(m);
 }
+
+/* Autocast keeps the layout: the casts to bf16 and back to f32 stay channels-last, and so do
+ * the convolution's and batch norm's outputs. */
+DEVICE_TEST(test_channels_last_under_autocast) {
+    int64_t shape[4] = {2, 8, 6, 6}, wshape[4] = {8, 8, 3, 3}, c = 8;
+    ct_tensor *x = leaf(device, CT_F32, 4, shape, 1, true);
+    ct_tensor *w = leaf(device, CT_F32, 4, wshape, 2, false);
+    CHECK_OK(ct_autocast_push(device.type, CT_BF16));
+    ct_tensor *y = ct_conv2d(x, w, NULL, &(ct_conv2d_options){.padding = {1, 1}});
+    ct_tensor *rm = ct_zeros(1, &c, CT_F32, device), *rv = ct_ones(1, &c, CT_F32, device);
+    ct_tensor *z = y ? ct_batch_norm_relu(y, rm, rv, NULL, NULL, true, 0.1, 1e-5) : NULL;
+    CHECK_OK(ct_autocast_pop());
+    CHECK_NOT_NULL(z);
+    CHECK(ct_dtype_of(y) == CT_BF16 && ct_is_contiguous_format(y, CT_FORMAT_CHANNELS_LAST));
+    CHECK(ct_is_contiguous_format(z, CT_FORMAT_CHANNELS_LAST));
+    ct_tensor *back = ct_cast(y, CT_F32);
+    CHECK(back && ct_is_contiguous_format(back, CT_FORMAT_CHANNELS_LAST) && max_diff(back, y) == 0);
+    ct_release(x), ct_release(w), ct_release(y), ct_release(rm), ct_release(rv), ct_release(z);
+    ct_release(back);
+}

@@ -153,7 +153,9 @@ CT_API ct_tensor *ct_contiguous(const ct_tensor *x);
 CT_API ct_tensor *ct_contiguous_format(const ct_tensor *x, ct_memory_format format);
 /* A contiguous copy. */
 CT_API ct_tensor *ct_clone(const ct_tensor *x);
-/* Convert to dtype (x itself when it has that dtype already). Float to integer truncates
+/* Convert to dtype (x itself when it has that dtype already); the result is contiguous, or
+ * channels-last when x is (so that autocast keeps a channels-last network's layout, as
+ * PyTorch's .to(dtype) does). Float to integer truncates
  * toward zero; to bool is x != 0; a real value to complex has imaginary part 0; complex to a
  * real dtype is CT_ERR_DTYPE (take ct_real, ct_imag or ct_abs first). */
 CT_API ct_tensor *ct_cast(const ct_tensor *x, ct_dtype dtype);

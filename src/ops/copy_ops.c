@@ -39,9 +39,13 @@ ct_tensor *ct_contiguous_format(const ct_tensor *x, ct_memory_format format) {
     return ct__grad_needed(1, &x) ? ct__record_identity(out, x, op) : out;
 }
 
-/* A contiguous copy of x with dtype, on x's device. */
-static ct_tensor *converted_copy(const ct_tensor *x, ct_dtype dtype, const char *op) {
-    ct_tensor *out = ct__tensor_new(x->storage->device, dtype, x->ndim, x->shape);
+/* A copy of x with dtype, on x's device: contiguous, or channels-last when x is and keep_layout
+ * says so. */
+static ct_tensor *converted_copy(const ct_tensor *x, ct_dtype dtype, const char *op,
+                                 bool keep_layout) {
+    ct_tensor *out = keep_layout && ct__is_channels_last(x)
+                         ? ct__tensor_new_like(x->storage->device, dtype, x)
+                         : ct__tensor_new(x->storage->device, dtype, x->ndim, x->shape);
     if (!out) return NULL;
     if (ct__copy_into(out, x, op) != CT_OK) {
         ct_release(out);
@@ -52,7 +56,7 @@ static ct_tensor *converted_copy(const ct_tensor *x, ct_dtype dtype, const char 
 
 ct_tensor *ct_clone(const ct_tensor *x) {
     if (!x) return ct__null_arg("ct_clone", 1);
-    ct_tensor *out = converted_copy(x, x->dtype, "ct_clone");
+    ct_tensor *out = converted_copy(x, x->dtype, "ct_clone", false);
     return ct__grad_needed(1, &x) ? ct__record_identity(out, x, "ct_clone") : out;
 }
 
@@ -62,7 +66,7 @@ ct_tensor *ct_cast(const ct_tensor *x, ct_dtype dtype) {
         return ct__fail(CT_ERR_DTYPE, "ct_cast: invalid dtype %d; use one of CT_F32 .. CT_C128",
                         (int)dtype);
     if (dtype == x->dtype) return ct__new_ref(x);
-    ct_tensor *out = converted_copy(x, dtype, "ct_cast");
+    ct_tensor *out = converted_copy(x, dtype, "ct_cast", true);
     return ct__grad_needed(1, &x) ? ct__record_identity(out, x, "ct_cast") : out;
 }
 
