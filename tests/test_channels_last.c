@@ -150,10 +150,11 @@ static ct_tensor *bn_op(const ct_tensor *x, void *context) {
 
 DEVICE_TEST(test_channels_last_batch_norm_matches_nchw) {
     ct_dtype dtypes[2] = {CT_F64, CT_F32};
-    /* 3 channels (odd), and 24 channels over images of more than one row block. */
-    int64_t shapes[2][4] = {{4, 3, 5, 6}, {3, 24, 11, 13}};
+    /* 3 channels (odd); 24 channels over images of more than one row block; more row blocks
+     * than the kernel's chunks (65 blocks of 682 rows), so that a chunk merges two blocks. */
+    int64_t shapes[3][4] = {{4, 3, 5, 6}, {3, 24, 11, 13}, {4, 3, 104, 105}};
     for (int d = 0; d < 2; d++)
-        for (int s = 0; s < 2; s++)
+        for (int s = 0; s < 3; s++)
             for (int mode = 0; mode < 4; mode++) {
                 int64_t c = shapes[s][1];
                 bn_case k[2];

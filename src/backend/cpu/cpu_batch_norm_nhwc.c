@@ -2,14 +2,16 @@
  * row b * inner + j, column ch of a rows x c matrix), forward and backward, with the fused ReLU
  * as cpu_batch_norm.c. Channels are innermost, so the loops run along a row over all channels
  * at once (one vector lane per channel, each with its own accumulator) and the rows split into
- * blocks of at most ROW_BLOCK elements. The blocks go over the OpenMP team; each block's
- * per-channel partial results are kept, and each channel's are combined in block order, so the
- * result depends on the shapes alone, never on the thread count: two runs give the same bits.
+ * blocks of at most ROW_BLOCK elements, the blocks into at most MAX_CHUNKS chunks of
+ * consecutive blocks (both counts depend on the shape alone). The chunks go over the OpenMP
+ * team, each through its blocks in order into its own per-channel partial results, and each
+ * channel's partials are combined in chunk order, so the result never depends on the thread
+ * count: two runs give the same bits. The partials take a few KiB of heap, never whole pages.
  *
  * Training statistics: each block's per-channel mean and sum of squared deviations are
  * two-pass over the block (the second pass reads it from cache; the deviations' own sum
- * corrects the mean's rounding), merged across blocks by Chan, Golub and LeVeque's update, as
- * the NCHW kernel merges its blocks. Arithmetic is in double. */
+ * corrects the mean's rounding), merged into the chunk's and then across chunks by Chan, Golub
+ * and LeVeque's update, as the NCHW kernel merges its blocks. Arithmetic is in double. */
 #include <math.h>
 
 #include "backend/cpu/cpu_batch_norm_impl.h"
@@ -17,17 +19,26 @@
 
 /* Elements of a block of rows (at least one row): 16 KiB of f64, inside L1. */
 #define ROW_BLOCK 2048
+/* Chunks of blocks at most: enough for any thread count, few enough partials. */
+#define MAX_CHUNKS 64
 
-/* The rows, rows per block and blocks of a. */
+/* The rows, rows per block, blocks and chunks of a. */
 typedef struct blocking {
-    int64_t rows, per_block, blocks;
+    int64_t rows, per_block, blocks, chunks;
 } blocking;
 
 static blocking blocking_of(const ct__batch_norm_args *a) {
-    blocking b = {a->n * a->inner, ROW_BLOCK / a->c, 0};
+    blocking b = {a->n * a->inner, ROW_BLOCK / a->c, 0, 0};
     if (b.per_block < 1) b.per_block = 1;
     b.blocks = (b.rows + b.per_block - 1) / b.per_block;
+    b.chunks = b.blocks < MAX_CHUNKS ? b.blocks : MAX_CHUNKS;
     return b;
+}
+
+/* Blocks [*b0, *b1) of chunk k. */
+static void chunk_blocks(const blocking *b, int64_t k, int64_t *b0, int64_t *b1) {
+    *b0 = k * b->blocks / b->chunks;
+    *b1 = (k + 1) * b->blocks / b->chunks;
 }
 
 /* Rows [*r0, *r1) of block i. */
@@ -130,6 +141,25 @@ CT_CPU_CLONES_AVX512 static void moments_of(const ct__batch_norm_args *a, int64_
     CT_CPU_BY_FLOAT_DTYPE(a->dtype, block_moments, a, r0, r1, mean, dev, m2);
 }
 
+/* Chunk k's per-channel moments: its blocks' (each into block[3c]) merged in order into
+ * mean[c] and m2[c], of count rows. */
+static void chunk_moments(const ct__batch_norm_args *a, const blocking *b, int64_t k, double *block,
+                          double *mean, double *m2) {
+    int64_t b0, b1, count = 0;
+    chunk_blocks(b, k, &b0, &b1);
+    for (int64_t i = b0; i < b1; i++) {
+        int64_t r0, r1;
+        block_rows(b, i, &r0, &r1);
+        moments_of(a, r0, r1, block);
+        for (int64_t ch = 0; ch < a->c; ch++) {
+            moments acc = {(double)count, count ? mean[ch] : 0.0, count ? m2[ch] : 0.0};
+            merge(&acc, (double)(r1 - r0), block[ch], block[2 * a->c + ch]);
+            mean[ch] = acc.mean, m2[ch] = acc.m2;
+        }
+        count += r1 - r0;
+    }
+}
+
 CT_CPU_CLONES_AVX512 static void normalise_of(const ct__batch_norm_args *a, int64_t r0, int64_t r1,
                                               const double *scale, const double *shift) {
     if (a->relu)
@@ -155,18 +185,26 @@ CT_CPU_CLONES_AVX512 static void grad_x_of(const ct__batch_norm_args *a, int64_t
         CT_CPU_BY_FLOAT_DTYPE(a->dtype, grad_x_rows, a, r0, r1, k, mean_g, slope, false);
 }
 
-/* Channel ch's mean and invstd (the batch's, merged over the blocks' moments in block order,
- * or the running ones), stored with its scale and shift. */
+/* The rows of chunk k. */
+static int64_t chunk_row_count(const blocking *b, int64_t k) {
+    int64_t b0, b1, r0, r1, unused;
+    chunk_blocks(b, k, &b0, &b1);
+    block_rows(b, b0, &r0, &unused);
+    block_rows(b, b1 - 1, &unused, &r1);
+    return r1 - r0;
+}
+
+/* Channel ch's mean and invstd (the batch's, merged over the chunks' moments in chunk order,
+ * each chunk's 5c partials holding its mean and m2 at 3c and 4c; or the running ones), stored
+ * with its scale and shift. */
 static void channel_stats(const ct__batch_norm_args *a, const blocking *b, const double *parts,
                           int64_t ch, double *scale, double *shift) {
     double mean, invstd;
     if (a->training) {
         moments acc = {0.0, 0.0, 0.0};
-        for (int64_t i = 0; i < b->blocks; i++) {
-            int64_t r0, r1;
-            block_rows(b, i, &r0, &r1);
-            const double *part = parts + i * 3 * a->c;
-            merge(&acc, (double)(r1 - r0), part[ch], part[2 * a->c + ch]);
+        for (int64_t k = 0; k < b->chunks; k++) {
+            const double *part = parts + k * 5 * a->c;
+            merge(&acc, (double)chunk_row_count(b, k), part[3 * a->c + ch], part[4 * a->c + ch]);
         }
         mean = acc.mean;
         invstd = 1.0 / sqrt(acc.m2 / acc.count + a->eps);
@@ -192,18 +230,17 @@ static double *scratch(int64_t n) {
 ct_status ct__cpu_batch_norm_nhwc(const ct__batch_norm_args *a) {
     blocking b = blocking_of(a);
     bool parallel = a->n * a->c * a->inner >= CT_CPU_PARALLEL_THRESHOLD;
-    int64_t part_size = a->training ? b.blocks * 3 * a->c : 0;
-    double *work = scratch(part_size + 2 * a->c);
+    const int64_t c = a->c, part_size = a->training ? b.chunks * 5 * c : 0;
+    double *work = scratch(part_size + 2 * c);
     if (!work) return ct_last_status();
-    double *scale = work + part_size, *shift = scale + a->c;
+    double *scale = work + part_size, *shift = scale + c;
     if (a->training) {
 #ifdef _OPENMP
 #pragma omp parallel for if (parallel) schedule(static)
 #endif
-        for (int64_t i = 0; i < b.blocks; i++) {
-            int64_t r0, r1;
-            block_rows(&b, i, &r0, &r1);
-            moments_of(a, r0, r1, work + i * 3 * a->c);
+        for (int64_t k = 0; k < b.chunks; k++) {
+            double *part = work + k * 5 * c;
+            chunk_moments(a, &b, k, part, part + 3 * c, part + 4 * c);
         }
     }
     for (int64_t ch = 0; ch < a->c; ch++) channel_stats(a, &b, work, ch, scale, shift);
@@ -225,24 +262,26 @@ ct_status ct__cpu_batch_norm_nhwc(const ct__batch_norm_args *a) {
 ct_status ct__cpu_batch_norm_nhwc_backward(const ct__batch_norm_args *a) {
     blocking b = blocking_of(a);
     bool parallel = a->n * a->c * a->inner >= CT_CPU_PARALLEL_THRESHOLD;
-    const int64_t c = a->c, part_size = b.blocks * 2 * c;
+    const int64_t c = a->c, part_size = b.chunks * 2 * c;
     double *work = scratch(part_size + 3 * c);
     if (!work) return ct_last_status();
     double *coef = work + part_size;
 #ifdef _OPENMP
 #pragma omp parallel for if (parallel) schedule(static)
 #endif
-    for (int64_t i = 0; i < b.blocks; i++) {
-        int64_t r0, r1;
-        block_rows(&b, i, &r0, &r1);
-        grad_sums_of(a, r0, r1, work + i * 2 * c);
+    for (int64_t k = 0; k < b.chunks; k++) {
+        int64_t b0, b1, r0, r1, unused;
+        chunk_blocks(&b, k, &b0, &b1);
+        block_rows(&b, b0, &r0, &unused);
+        block_rows(&b, b1 - 1, &unused, &r1);
+        grad_sums_of(a, r0, r1, work + k * 2 * c);
     }
     const double count = (double)b.rows;
     for (int64_t ch = 0; ch < c; ch++) {
         double sum_g = 0.0, sum_gd = 0.0;
-        for (int64_t i = 0; i < b.blocks; i++) {
-            sum_g += work[i * 2 * c + ch];
-            sum_gd += work[i * 2 * c + c + ch];
+        for (int64_t k = 0; k < b.chunks; k++) {
+            sum_g += work[k * 2 * c + ch];
+            sum_gd += work[k * 2 * c + c + ch];
         }
         const double invstd = ((const double *)a->invstd)[ch];
         if (a->grad_weight) ct__stf(a->grad_weight, ch, a->dtype, sum_gd * invstd);

@@ -142,16 +142,16 @@ static const dnnl_memory_desc_t *plain_md(const conv_descs *d, int arg) {
 }
 
 /* The padding after the image that makes oneDNN's output size ctensor's (which rounds the
- * last partial stride down); false when that would be negative. */
-static bool right_padding(const conv_key *k, dnnl_dims_t r) {
+ * last partial stride down): negative where the last window ends before the image does (a
+ * 1x1 stride-2 convolution of an even size, say), which oneDNN takes as rows and columns it
+ * never reads. */
+static void right_padding(const conv_key *k, dnnl_dims_t r) {
     int64_t in[2] = {k->in_h, k->in_w}, out[2] = {k->out_h, k->out_w};
     int64_t kernel[2] = {k->kernel_h, k->kernel_w};
     for (int i = 0; i < 2; i++) {
         int64_t span = (kernel[i] - 1) * k->dilation[i] + 1;
         r[i] = (out[i] - 1) * k->stride[i] + span - in[i] - k->padding[i];
-        if (r[i] < 0) return false;
     }
-    return true;
 }
 
 /* The operation descriptor of one kind with algorithm alg, on layouts oneDNN chooses. */
@@ -160,7 +160,8 @@ static bool op_desc(const conv_key *k, conv_kind kind, dnnl_alg_kind_t alg,
     dnnl_dims_t s = {k->stride[0], k->stride[1]}, l = {k->padding[0], k->padding[1]}, r;
     dnnl_dims_t dil = {k->dilation[0] - 1, k->dilation[1] - 1}; /* oneDNN: 0 is none */
     conv_descs d;
-    if (!right_padding(k, r) || !make_descs(k, true, &d)) return false;
+    right_padding(k, r);
+    if (!make_descs(k, true, &d)) return false;
     const dnnl_memory_desc_t *b = k->bias ? &d.b : NULL;
     dnnl_status_t st =
         kind == FORWARD ? dnnl_dilated_convolution_forward_desc_init(
