@@ -132,7 +132,13 @@ DEVICE_TEST(test_channels_last_conv2d_matches_nchw) {
         conv_case point = {leaf(device, dtypes[d], 4, pshape, 5, false), NULL, {.stride = {2, 2}}};
         check_op(device, dtypes[d], shape, conv_op, &three, true, true, "conv 3x3");
         check_op(device, dtypes[d], shape, conv_op, &point, true, false, "conv 1x1");
+        int64_t dshape[4] = {10, 1, 3, 3}; /* depthwise, 2 per channel, dilated */
+        conv_case depthwise = {leaf(device, dtypes[d], 4, dshape, 6, false),
+                               NULL,
+                               {.padding = {2, 1}, .dilation = {2, 1}, .groups = 5}};
+        check_op(device, dtypes[d], shape, conv_op, &depthwise, true, true, "conv depthwise");
         ct_release(three.weight), ct_release(three.bias), ct_release(point.weight);
+        ct_release(depthwise.weight);
         if (ct_test_failed()) return;
     }
 }
