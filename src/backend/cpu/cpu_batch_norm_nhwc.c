@@ -47,30 +47,51 @@ static void block_rows(const blocking *b, int64_t i, int64_t *r0, int64_t *r1) {
     *r1 = *r0 + b->per_block < b->rows ? *r0 + b->per_block : b->rows;
 }
 
-static void zero(double *p, int64_t n) {
-    for (int64_t i = 0; i < n; i++) p[i] = 0.0;
+/* Channels per group of the accumulating loops: each group's sums stay in registers (16
+ * doubles: two AVX-512 vectors) while the loop walks the rows. */
+#define GROUP 16
+
+/* The sums of x over rows [r0, r1), channels [ch0, ch0 + n) (n <= GROUP), into sum[n]; with
+ * centre (not NULL), the sums of d = x - centre[ch] into sum and of d * d into sq. N is n when
+ * it is a constant (the full groups), so that the loops unroll into vectors. */
+CT_CPU_INLINE void group_sums(const char *x, int64_t c, int64_t r0, int64_t r1, int64_t ch0,
+                              int64_t n, const double *centre, double *sum, double *sq,
+                              ct_dtype dtype) {
+    double s[GROUP] = {0.0}, q[GROUP] = {0.0}, m[GROUP] = {0.0};
+    if (centre)
+        for (int64_t j = 0; j < n; j++) m[j] = centre[ch0 + j];
+    for (int64_t r = r0; r < r1; r++) {
+        const int64_t base = r * c + ch0;
+        SIMD()
+        for (int64_t j = 0; j < n; j++) {
+            double d = ct__ldf(x, base + j, dtype) - m[j];
+            s[j] += d;
+            q[j] += d * d;
+        }
+    }
+    for (int64_t j = 0; j < n; j++) sum[j] = s[j];
+    if (sq)
+        for (int64_t j = 0; j < n; j++) sq[j] = q[j];
 }
 
 /* The per-channel mean and sum of squared deviations of rows [r0, r1), into mean[c] and
  * m2[c] (dev[c] is scratch). */
 CT_CPU_INLINE void block_moments(const ct__batch_norm_args *a, int64_t r0, int64_t r1, double *mean,
                                  double *dev, double *m2, ct_dtype dtype) {
-    const char *x = a->x;
     const int64_t c = a->c;
     const double count = (double)(r1 - r0);
-    zero(mean, c), zero(dev, c), zero(m2, c);
-    for (int64_t r = r0; r < r1; r++) {
-        SIMD()
-        for (int64_t ch = 0; ch < c; ch++) mean[ch] += ct__ldf(x, r * c + ch, dtype);
+    for (int64_t ch0 = 0; ch0 < c; ch0 += GROUP) {
+        if (c - ch0 >= GROUP)
+            group_sums(a->x, c, r0, r1, ch0, GROUP, NULL, mean + ch0, NULL, dtype);
+        else
+            group_sums(a->x, c, r0, r1, ch0, c - ch0, NULL, mean + ch0, NULL, dtype);
     }
     for (int64_t ch = 0; ch < c; ch++) mean[ch] /= count;
-    for (int64_t r = r0; r < r1; r++) {
-        SIMD()
-        for (int64_t ch = 0; ch < c; ch++) {
-            double d = ct__ldf(x, r * c + ch, dtype) - mean[ch];
-            dev[ch] += d;
-            m2[ch] += d * d;
-        }
+    for (int64_t ch0 = 0; ch0 < c; ch0 += GROUP) {
+        if (c - ch0 >= GROUP)
+            group_sums(a->x, c, r0, r1, ch0, GROUP, mean, dev + ch0, m2 + ch0, dtype);
+        else
+            group_sums(a->x, c, r0, r1, ch0, c - ch0, mean, dev + ch0, m2 + ch0, dtype);
     }
     for (int64_t ch = 0; ch < c; ch++) {
         double sq = m2[ch] - dev[ch] * dev[ch] / count;
@@ -79,41 +100,93 @@ CT_CPU_INLINE void block_moments(const ct__batch_norm_args *a, int64_t r0, int64
     }
 }
 
+/* y = x * scale + shift over rows [r0, r1), channels [ch0, ch0 + n) (n <= GROUP), then relu
+ * when relu; N as group_sums'. */
+CT_CPU_INLINE void group_normalise(const ct__batch_norm_args *a, int64_t r0, int64_t r1,
+                                   int64_t ch0, int64_t n, const double *scale, const double *shift,
+                                   bool relu, ct_dtype dtype) {
+    const char *x = a->x;
+    char *y = a->y;
+    const int64_t c = a->c;
+    double sc[GROUP] = {0.0}, sh[GROUP] = {0.0};
+    for (int64_t j = 0; j < n; j++) sc[j] = scale[ch0 + j], sh[j] = shift[ch0 + j];
+    for (int64_t r = r0; r < r1; r++) {
+        const int64_t base = r * c + ch0;
+        if (relu) {
+            SIMD()
+            for (int64_t j = 0; j < n; j++)
+                store_relu(y, base + j, dtype, ct__ldf(x, base + j, dtype) * sc[j] + sh[j]);
+        } else {
+            SIMD()
+            for (int64_t j = 0; j < n; j++)
+                ct__stf(y, base + j, dtype, ct__ldf(x, base + j, dtype) * sc[j] + sh[j]);
+        }
+    }
+}
+
 /* y = x * scale + shift over rows [r0, r1), then relu when relu. */
 CT_CPU_INLINE void normalise_rows(const ct__batch_norm_args *a, int64_t r0, int64_t r1,
                                   const double *scale, const double *shift, bool relu,
                                   ct_dtype dtype) {
-    const char *x = a->x;
-    char *y = a->y;
+    for (int64_t ch0 = 0; ch0 < a->c; ch0 += GROUP) {
+        if (a->c - ch0 >= GROUP)
+            group_normalise(a, r0, r1, ch0, GROUP, scale, shift, relu, dtype);
+        else
+            group_normalise(a, r0, r1, ch0, a->c - ch0, scale, shift, relu, dtype);
+    }
+}
+
+/* The sums of g and g * (x - mean) over rows [r0, r1), channels [ch0, ch0 + n) (n <= GROUP),
+ * into sum_g[n] and sum_gd[n]; N as group_sums'. */
+CT_CPU_INLINE void group_grad_sums(const ct__batch_norm_args *a, int64_t r0, int64_t r1,
+                                   int64_t ch0, int64_t n, double *sum_g, double *sum_gd, bool relu,
+                                   ct_dtype dtype) {
+    const char *x = a->x, *grad_out = a->grad_out, *y = a->y;
     const int64_t c = a->c;
+    double sg[GROUP] = {0.0}, sgd[GROUP] = {0.0}, m[GROUP] = {0.0};
+    for (int64_t j = 0; j < n; j++) m[j] = ((const double *)a->mean)[ch0 + j];
     for (int64_t r = r0; r < r1; r++) {
-        if (relu) {
-            SIMD()
-            for (int64_t ch = 0; ch < c; ch++)
-                store_relu(y, r * c + ch, dtype,
-                           ct__ldf(x, r * c + ch, dtype) * scale[ch] + shift[ch]);
-        } else {
-            SIMD()
-            for (int64_t ch = 0; ch < c; ch++)
-                ct__stf(y, r * c + ch, dtype,
-                        ct__ldf(x, r * c + ch, dtype) * scale[ch] + shift[ch]);
+        const int64_t base = r * c + ch0;
+        SIMD()
+        for (int64_t j = 0; j < n; j++) {
+            double g = grad_at(grad_out, y, relu, base + j, dtype);
+            sg[j] += g;
+            sgd[j] += g * (ct__ldf(x, base + j, dtype) - m[j]);
         }
     }
+    for (int64_t j = 0; j < n; j++) sum_g[j] = sg[j], sum_gd[j] = sgd[j];
 }
 
 /* Per-channel sums of g and g * (x - mean) over rows [r0, r1) into sum_g[c] and sum_gd[c]. */
 CT_CPU_INLINE void block_grad_sums(const ct__batch_norm_args *a, int64_t r0, int64_t r1,
                                    double *sum_g, double *sum_gd, bool relu, ct_dtype dtype) {
+    for (int64_t ch0 = 0; ch0 < a->c; ch0 += GROUP) {
+        if (a->c - ch0 >= GROUP)
+            group_grad_sums(a, r0, r1, ch0, GROUP, sum_g + ch0, sum_gd + ch0, relu, dtype);
+        else
+            group_grad_sums(a, r0, r1, ch0, a->c - ch0, sum_g + ch0, sum_gd + ch0, relu, dtype);
+    }
+}
+
+/* grad_x = k * (g - mean_g - (x - mean) * slope) over rows [r0, r1), channels
+ * [ch0, ch0 + n) (n <= GROUP); N as group_sums'. */
+CT_CPU_INLINE void group_grad_x(const ct__batch_norm_args *a, int64_t r0, int64_t r1, int64_t ch0,
+                                int64_t n, const double *k, const double *mean_g,
+                                const double *slope, bool relu, ct_dtype dtype) {
     const char *x = a->x, *grad_out = a->grad_out, *y = a->y;
-    const double *mean = (const double *)a->mean;
     const int64_t c = a->c;
-    zero(sum_g, c), zero(sum_gd, c);
+    double kk[GROUP] = {0.0}, mg[GROUP] = {0.0}, sl[GROUP] = {0.0}, m[GROUP] = {0.0};
+    for (int64_t j = 0; j < n; j++) {
+        kk[j] = k[ch0 + j], mg[j] = mean_g[ch0 + j], sl[j] = slope[ch0 + j];
+        m[j] = ((const double *)a->mean)[ch0 + j];
+    }
     for (int64_t r = r0; r < r1; r++) {
+        const int64_t base = r * c + ch0;
         SIMD()
-        for (int64_t ch = 0; ch < c; ch++) {
-            double g = grad_at(grad_out, y, relu, r * c + ch, dtype);
-            sum_g[ch] += g;
-            sum_gd[ch] += g * (ct__ldf(x, r * c + ch, dtype) - mean[ch]);
+        for (int64_t j = 0; j < n; j++) {
+            double g = grad_at(grad_out, y, relu, base + j, dtype);
+            double d = ct__ldf(x, base + j, dtype) - m[j];
+            ct__stf(a->grad_x, base + j, dtype, kk[j] * (g - mg[j] - d * sl[j]));
         }
     }
 }
@@ -122,16 +195,11 @@ CT_CPU_INLINE void block_grad_sums(const ct__batch_norm_args *a, int64_t r0, int
 CT_CPU_INLINE void grad_x_rows(const ct__batch_norm_args *a, int64_t r0, int64_t r1,
                                const double *k, const double *mean_g, const double *slope,
                                bool relu, ct_dtype dtype) {
-    const char *x = a->x, *grad_out = a->grad_out, *y = a->y;
-    const double *mean = (const double *)a->mean;
-    const int64_t c = a->c;
-    for (int64_t r = r0; r < r1; r++) {
-        SIMD()
-        for (int64_t ch = 0; ch < c; ch++) {
-            double g = grad_at(grad_out, y, relu, r * c + ch, dtype);
-            double d = ct__ldf(x, r * c + ch, dtype) - mean[ch];
-            ct__stf(a->grad_x, r * c + ch, dtype, k[ch] * (g - mean_g[ch] - d * slope[ch]));
-        }
+    for (int64_t ch0 = 0; ch0 < a->c; ch0 += GROUP) {
+        if (a->c - ch0 >= GROUP)
+            group_grad_x(a, r0, r1, ch0, GROUP, k, mean_g, slope, relu, dtype);
+        else
+            group_grad_x(a, r0, r1, ch0, a->c - ch0, k, mean_g, slope, relu, dtype);
     }
 }
 
