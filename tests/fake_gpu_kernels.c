@@ -195,5 +195,9 @@ const ct__kernel_table *fake_gpu_kernels(const ct__plugin_host *the_host) {
     kernels.conv2d_native = conv2d_native;
     /* The CUDA plugin pools f16 and bf16 in f32 (it has no pool2d_native): so does this GPU. */
     kernels.pool2d_native = NULL;
+    /* The CUDA plugin has no channels-last convolution or batch norm kernels: neither has this
+     * GPU, so the op layer's NCHW copies are tested here. */
+    kernels.conv2d_channels_last = NULL;
+    kernels.batch_norm_channels_last = NULL;
     return &kernels;
 }

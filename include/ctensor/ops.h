@@ -144,9 +144,18 @@ CT_API ct_status ct_split(const ct_tensor *x, int64_t split_size, int axis, ct_t
                           int capacity, int *count);
 /* x itself (a new reference) when contiguous, else a contiguous copy. */
 CT_API ct_tensor *ct_contiguous(const ct_tensor *x);
+/* x itself (a new reference) when it is already laid out in format and, for
+ * CT_FORMAT_CHANNELS_LAST, made channels-last (its strides say so, where a single channel or
+ * a 1x1 image makes both layouts one), else a copy in format, as PyTorch's
+ * x.contiguous(memory_format=...) and x.to(memory_format=...). Differentiable (the gradient
+ * passes through as it is). CT_ERR_SHAPE: channels-last of a tensor that is not 4-d;
+ * CT_ERR_INVALID_ARG: an unknown format. */
+CT_API ct_tensor *ct_contiguous_format(const ct_tensor *x, ct_memory_format format);
 /* A contiguous copy. */
 CT_API ct_tensor *ct_clone(const ct_tensor *x);
-/* Convert to dtype (x itself when it has that dtype already). Float to integer truncates
+/* Convert to dtype (x itself when it has that dtype already); the result is contiguous, or
+ * channels-last when x is (so that autocast keeps a channels-last network's layout, as
+ * PyTorch's .to(dtype) does). Float to integer truncates
  * toward zero; to bool is x != 0; a real value to complex has imaginary part 0; complex to a
  * real dtype is CT_ERR_DTYPE (take ct_real, ct_imag or ct_abs first). */
 CT_API ct_tensor *ct_cast(const ct_tensor *x, ct_dtype dtype);

@@ -76,6 +76,22 @@ CT_API int64_t ct_numel(const ct_tensor *t);
 CT_API ct_dtype ct_dtype_of(const ct_tensor *t);
 CT_API ct_device ct_device_of(const ct_tensor *t);
 CT_API bool ct_is_contiguous(const ct_tensor *t);
+
+/* The order in which a dense tensor's elements lie in memory (PyTorch's memory_format).
+ * CT_FORMAT_CONTIGUOUS: C order (row-major), what ct_is_contiguous means.
+ * CT_FORMAT_CHANNELS_LAST: a 4-d (N, C, H, W) tensor whose elements lie as (N, H, W, C) would
+ * (torch.channels_last): the shape and indexing stay NCHW, the strides are NHWC's. The
+ * convolution, batch norm, pooling and elementwise ops keep a channels-last input's layout in
+ * their result, and the CPU computes convolutions and batch norms on it without reordering. */
+typedef enum ct_memory_format {
+    CT_FORMAT_CONTIGUOUS = 0,
+    CT_FORMAT_CHANNELS_LAST = 1
+} ct_memory_format;
+
+/* Whether t is dense in memory in format (as PyTorch's is_contiguous(memory_format=...):
+ * size-1 axes' strides do not matter, so a tensor may be both). False for a channels-last
+ * query on a tensor that is not 4-d, an unknown format, or NULL. */
+CT_API bool ct_is_contiguous_format(const ct_tensor *t, ct_memory_format format);
 /* Whether a and b are views of the same storage. */
 CT_API bool ct_shares_storage(const ct_tensor *a, const ct_tensor *b);
 

@@ -126,6 +126,8 @@ def main():
             if step == steps:
                 break
             optimizer.zero_grad()
+            if device.type == "cpu":  # the CPU convolves channels-last without reordering
+                x = x.to(memory_format=ct.channels_last)
             with ct.autocast(device.type, dtype=amp_dtype, enabled=args.amp):
                 loss = loss_fn(model(x), y)
             scaler.scale(loss).backward()

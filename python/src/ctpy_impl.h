@@ -204,6 +204,13 @@ int ctpy_advanced_set(ct_tensor *view, const ctpy_advanced *adv, const ct_tensor
  * PyTorch default differs (std's correction). tensor_torch.c: Tensor methods (view, ...). */
 extern PyMethodDef ctpy_torch_style_functions[];
 extern PyMethodDef ctpy_tensor_torch_methods[];
+/* memory_format.c: ctensor.memory_format and its three objects, the Tensor methods contiguous
+ * and is_contiguous, and the converter ("O&") of a memory_format argument to a
+ * ct_memory_format or CTPY_PRESERVE_FORMAT. */
+#define CTPY_PRESERVE_FORMAT (-1)
+extern PyMethodDef ctpy_memory_format_methods[];
+int ctpy_memory_format(PyObject *o, void *out);
+int ctpy_memory_format_init(PyObject *module);
 PyObject *ctpy_torch_kwargs(PyObject *kwargs, bool *torch_style);
 /* Wrap the namespace functions that parse the standard's keywords only (squeeze, flip ...)
  * so that they take PyTorch's too; after the functions are added. */

@@ -67,13 +67,14 @@ PyMODINIT_FUNC PyInit__ctensor(void) {
                              ctpy_manip_functions,    ctpy_dtype_functions,
                              ctpy_sorting_functions,  ctpy_settings_functions,
                              ctpy_linalg_functions,   ctpy_fft_functions};
-    bool ok = ctpy_errors_init(m) == 0 && ctpy_dtypes_init(m) == 0 && ctpy_devices_init(m) == 0 &&
-              ctpy_stats_init(m) == 0 && ctpy_sorting_init(m) == 0 && ctpy_size_init() == 0 &&
-              PyType_Ready(&ctpy_tensor_type) == 0 &&
-              add_tensor_methods(ctpy_interop_methods) == 0 &&
-              add_tensor_methods(ctpy_tensor_torch_methods) == 0 &&
-              PyModule_AddObjectRef(m, "Tensor", (PyObject *)&ctpy_tensor_type) == 0 &&
-              ctpy_operators_init(m) == 0;
+    bool ok =
+        ctpy_errors_init(m) == 0 && ctpy_dtypes_init(m) == 0 && ctpy_devices_init(m) == 0 &&
+        ctpy_stats_init(m) == 0 && ctpy_sorting_init(m) == 0 && ctpy_size_init() == 0 &&
+        PyType_Ready(&ctpy_tensor_type) == 0 && add_tensor_methods(ctpy_interop_methods) == 0 &&
+        add_tensor_methods(ctpy_tensor_torch_methods) == 0 &&
+        add_tensor_methods(ctpy_memory_format_methods) == 0 && ctpy_memory_format_init(m) == 0 &&
+        PyModule_AddObjectRef(m, "Tensor", (PyObject *)&ctpy_tensor_type) == 0 &&
+        ctpy_operators_init(m) == 0;
     for (size_t i = 0; ok && i < sizeof tables / sizeof tables[0]; i++)
         ok = add_functions(m, tables[i]) == 0;
     ok = ok && add_functions(m, ctpy_torch_style_functions) == 0 && ctpy_torch_style_init(m) == 0;

@@ -121,16 +121,38 @@ static PyObject *moved(PyObject *self, ct_device device, ct_dtype dtype, bool co
     return ctpy_wrap(out);
 }
 
+static PyObject *converted(PyObject *self, PyObject *target, ct_dtype dtype, int copy);
+
+/* out (whose reference this takes) laid out in format: itself when it is. */
+static PyObject *in_format(PyObject *out, int format) {
+    ct_tensor *t = ctpy_tensor_of(out), *next;
+    CTPY_NOGIL(next = ct_contiguous_format(t, (ct_memory_format)format));
+    if (next == t) {
+        ct_release(next);
+        return out;
+    }
+    Py_DECREF(out);
+    return next ? ctpy_wrap(next) : ctpy_raise();
+}
+
 static PyObject *tensor_to(PyObject *self, PyObject *args, PyObject *kwargs) {
-    /* PyTorch's order: to(device=None, dtype=None, non_blocking=False, copy=False); the copy
-     * to a device is ordered on ctensor's streams either way, so non_blocking changes nothing. */
-    static char *keywords[] = {"target", "dtype", "non_blocking", "copy", NULL};
+    /* PyTorch's order: to(device=None, dtype=None, non_blocking=False, copy=False,
+     * memory_format=preserve_format); the copy to a device is ordered on ctensor's streams
+     * either way, so non_blocking changes nothing. */
+    static char *keywords[] = {"target", "dtype", "non_blocking", "copy", "memory_format", NULL};
     PyObject *target = Py_None;
     ct_dtype dtype = (ct_dtype)-1;
-    int non_blocking = 0, copy = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OO&pp:to", keywords, &target, ctpy_opt_dtype,
-                                     &dtype, &non_blocking, &copy))
+    int non_blocking = 0, copy = 0, format = CTPY_PRESERVE_FORMAT;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OO&ppO&:to", keywords, &target, ctpy_opt_dtype,
+                                     &dtype, &non_blocking, &copy, ctpy_memory_format, &format))
         return NULL;
+    PyObject *out = converted(self, target, dtype, copy);
+    return out && format != CTPY_PRESERVE_FORMAT ? in_format(out, format) : out;
+}
+
+/* to()'s device and dtype conversion: target a Tensor (its device and dtype), a dtype or a
+ * device. */
+static PyObject *converted(PyObject *self, PyObject *target, ct_dtype dtype, int copy) {
     ct_device device = CT_DEFAULT;
     if (ctpy_is_tensor(target)) { /* to(other): other's device and dtype */
         const ct_tensor *other = ctpy_tensor_of(target);
@@ -263,8 +285,10 @@ static PyObject *tensor_namespace(PyObject *self, PyObject *args, PyObject *kwar
 
 static PyMethodDef tensor_methods[] = {
     {"to", KW tensor_to, KWARGS,
-     "to(device_or_dtype_or_tensor, dtype=None, non_blocking=False, copy=False): the array on "
-     "a device and/or as a dtype; itself when nothing changes."},
+     "to(device_or_dtype_or_tensor, dtype=None, non_blocking=False, copy=False, "
+     "memory_format=ctensor.preserve_format): the array on a device, as a dtype and/or in a "
+     "memory format (ctensor.channels_last: a 4-D array laid out as (N, H, W, C)); itself "
+     "when nothing changes."},
     {"to_device", KW tensor_to_device, KWARGS,
      "to_device(device): the array on device (itself when already there)."},
     {"cpu", tensor_cpu, METH_NOARGS, "The array on the CPU (itself when already there)."},

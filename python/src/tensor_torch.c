@@ -1,5 +1,5 @@
 /* PyTorch's everyday Tensor methods that are one C call each, as methods of the C type:
- * view and reshape (sizes as a tuple or as separate ints), contiguous, clone, numel, dim,
+ * view and reshape (sizes as a tuple or as separate ints), clone, numel, dim,
  * ndimension, transpose, t, permute, unsqueeze and flatten. view shares storage or fails with
  * a ShapeError that names .reshape(); the composite methods are Python
  * (python/ctensor/tensor_methods.py). */
@@ -74,19 +74,6 @@ static PyObject *tensor_reshape(PyObject *self, PyObject *const *args, Py_ssize_
     ct_tensor *out;
     CTPY_NOGIL(out = ct_reshape(ctpy_tensor_of(self), ndim, shape));
     return ctpy_wrap(out);
-}
-
-/* The result of an op that may return its argument: self again, not a second object. */
-static PyObject *same_or_new(PyObject *self, ct_tensor *out) {
-    if (out != ctpy_tensor_of(self)) return ctpy_wrap(out);
-    ct_release(out);
-    return Py_NewRef(self);
-}
-
-static PyObject *tensor_contiguous(PyObject *self, PyObject *unused) {
-    ct_tensor *out;
-    CTPY_NOGIL(out = ct_contiguous(ctpy_tensor_of(self)));
-    return out ? same_or_new(self, out) : ctpy_raise();
 }
 
 static PyObject *tensor_clone(PyObject *self, PyObject *unused) {
@@ -195,8 +182,6 @@ PyMethodDef ctpy_tensor_torch_methods[] = {
      "the strides do not allow it (use reshape)."},
     {"reshape", KW tensor_reshape, METH_FASTCALL,
      "reshape(*shape): a view when the strides allow it, else a copy."},
-    {"contiguous", tensor_contiguous, METH_NOARGS,
-     "contiguous(): itself when contiguous, else a contiguous copy."},
     {"clone", tensor_clone, METH_NOARGS, "clone(): a contiguous copy (differentiable)."},
     {"numel", tensor_numel, METH_NOARGS, "numel(): the number of elements."},
     {"dim", tensor_dim, METH_NOARGS, "dim(): the number of dimensions."},

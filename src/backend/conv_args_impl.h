@@ -2,7 +2,8 @@
  * pool2d), forward and backward, shared by the op layer (src/ops/conv.c, pool.c) and the
  * backends. Every tensor arrives contiguous in NCHW layout and of `dtype`, which is CT_F32 or
  * CT_F64: the op layer makes views contiguous and computes f16/bf16 in f32, except a
- * convolution the backend's conv2d_native accepts, which arrives in f16 or bf16. */
+ * convolution the backend's conv2d_native accepts, which arrives in f16 or bf16, and the
+ * activations of a convolution with channels_last, which arrive in NHWC memory. */
 #ifndef CT_CONV_ARGS_IMPL_H
 #define CT_CONV_ARGS_IMPL_H
 
@@ -36,6 +37,9 @@ typedef struct ct__conv2d_args {
      * products may run on the CPU's bf16 units without changing a value they read. */
     bool bf16_values;
     bool allow_tf32, deterministic;
+    /* x, y, grad_x and the output's gradient are channels-last (NHWC memory; the weight stays
+     * OIHW): only where the backend's conv2d_channels_last said yes for the geometry. */
+    bool channels_last;
 } ct__conv2d_args;
 
 typedef enum ct__pool_kind {

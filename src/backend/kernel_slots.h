@@ -109,6 +109,11 @@
       (device, args))                                                                              \
     X(batch_norm_backward, REQUIRED, QUEUED, ct_status,                                            \
       (int device, const ct__batch_norm_args *args), (device, args))                               \
+    /* Whether batch_norm and batch_norm_backward take args (sizes and dtype set, pointers         \
+     * not) with channels_last (x, y, grad_out and grad_x channel-innermost). NULL means never     \
+     * (the op layer then hands NCHW copies). Never fails. */                                      \
+    X(batch_norm_channels_last, OPTIONAL, QUERY, bool,                                             \
+      (int device, const ct__batch_norm_args *args), (device, args))                               \
     X(layer_norm, REQUIRED, QUEUED, ct_status, (int device, const ct__layer_norm_args *args),      \
       (device, args))                                                                              \
     X(layer_norm_backward, REQUIRED, QUEUED, ct_status,                                            \
@@ -136,6 +141,12 @@
      * NULL means never. Never fails. */                                                           \
     X(conv2d_native, OPTIONAL, QUERY, bool, (int device, const struct ct__conv2d_args *args),      \
       (device, args))                                                                              \
+    /* Whether conv2d_forward and conv2d_backward take args (geometry and dtype set, pointers      \
+     * not) with channels_last: x, y, grad_x and the output's gradient in NHWC memory (the         \
+     * weight OIHW), both directions. NULL means never (the op layer then hands NCHW copies).      \
+     * Never fails. */                                                                             \
+    X(conv2d_channels_last, OPTIONAL, QUERY, bool,                                                 \
+      (int device, const struct ct__conv2d_args *args), (device, args))                            \
     X(conv2d_backward, REQUIRED, QUEUED, ct_status,                                                \
       (int device, const struct ct__conv2d_args *args), (device, args))                            \
     X(pool2d_forward, REQUIRED, QUEUED, ct_status,                                                 \

@@ -69,6 +69,11 @@ struct ct__cross_entropy_args {
 struct ct__batch_norm_args {
     ct_dtype dtype;
     int64_t n, c, inner;
+    /* x, y, grad_out and grad_x hold element (b, ch, j) at (b * inner + j) * c + ch (a
+     * channels-last image: channels innermost) rather than at (b * c + ch) * inner + j; only
+     * where the backend's batch_norm_channels_last said yes. */
+    bool channels_last;
+    /* The same positions as element strides of (b, ch, j), for kernels that index by them. */
     int64_t stride_n, stride_c, stride_inner;
     const char *x;
     const char *weight, *bias;

@@ -128,9 +128,10 @@ static ct_status tensor_init(ct_tensor *t, ct_dtype dtype, int ndim, const int64
     return CT_OK;
 }
 
-/* A tensor of dtype and shape on device in one block, its data from where kind says. */
+/* A tensor of dtype and shape on device in one block, its data from where kind says, with
+ * the given dense strides (NULL: contiguous ones). */
 static ct_tensor *tensor_new(ct_device device, ct_dtype dtype, int ndim, const int64_t *shape,
-                             storage_kind kind, const char *op) {
+                             const int64_t *dense_strides, storage_kind kind, const char *op) {
     int64_t numel, strides[CT_MAX_DIMS];
     if (!ct_dtype_is_valid(dtype))
         return ct__fail(CT_ERR_DTYPE, "invalid dtype %d; use one of CT_F32 .. CT_C128", dtype);
@@ -154,6 +155,7 @@ static ct_tensor *tensor_new(ct_device device, ct_dtype dtype, int ndim, const i
     atomic_init(&storage->version, 0);
     storage->block = block;
     ct__contiguous_strides(ndim, shape, strides);
+    if (dense_strides) memcpy(strides, dense_strides, sizeof(int64_t) * (size_t)ndim);
     if (tensor_init(&block->tensor, dtype, ndim, shape, strides, 0, storage) != CT_OK) {
         storage_data_free(storage);
         ct__free_mem(block);
@@ -163,16 +165,21 @@ static ct_tensor *tensor_new(ct_device device, ct_dtype dtype, int ndim, const i
 }
 
 ct_tensor *ct__tensor_new(ct_device device, ct_dtype dtype, int ndim, const int64_t *shape) {
-    return tensor_new(device, dtype, ndim, shape, FROM_POOL, "tensor");
+    return tensor_new(device, dtype, ndim, shape, NULL, FROM_POOL, "tensor");
+}
+
+ct_tensor *ct__tensor_new_strided(ct_device device, ct_dtype dtype, int ndim, const int64_t *shape,
+                                  const int64_t *strides) {
+    return tensor_new(device, dtype, ndim, shape, strides, FROM_POOL, "tensor");
 }
 
 ct_tensor *ct__host_tensor_new(ct_dtype dtype, int ndim, const int64_t *shape) {
-    return tensor_new(CT_CPU, dtype, ndim, shape, FROM_HOST, "tensor");
+    return tensor_new(CT_CPU, dtype, ndim, shape, NULL, FROM_HOST, "tensor");
 }
 
 ct_tensor *ct__pinned_tensor_new(const char *op, ct_device device, ct_dtype dtype, int ndim,
                                  const int64_t *shape) {
-    return tensor_new(device, dtype, ndim, shape, FROM_PINNED, op);
+    return tensor_new(device, dtype, ndim, shape, NULL, FROM_PINNED, op);
 }
 
 ct_tensor *ct__tensor_view(const ct_tensor *base, ct_dtype dtype, int ndim, const int64_t *shape,

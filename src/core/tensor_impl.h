@@ -65,6 +65,34 @@ static inline char *ct__data(const ct_tensor *t) {
  * uninitialised. Checks ndim, shape and size overflow; NULL with the error set. */
 ct_tensor *ct__tensor_new(ct_device device, ct_dtype dtype, int ndim, const int64_t *shape);
 
+/* A new tensor as ct__tensor_new, with strides that lay its elements out densely in some
+ * order of the axes (ct__is_dense; a channels-last layout, say), not checked. */
+ct_tensor *ct__tensor_new_strided(ct_device device, ct_dtype dtype, int ndim, const int64_t *shape,
+                                  const int64_t *strides);
+
+/* Whether t's elements fill numel consecutive elements from element (0, ..., 0), in some
+ * order of its axes (all steps positive): contiguous, channels-last and any permutation of
+ * a contiguous tensor. Size-1 axes' strides do not matter. */
+bool ct__is_dense(const ct_tensor *t);
+
+/* Whether t and u have one dense layout: the same shape, ct__is_dense, and equal strides
+ * along every axis longer than 1. */
+bool ct__same_dense_layout(const ct_tensor *t, const ct_tensor *u);
+
+/* A new tensor shaped like t, of dtype, on device: with t's strides when t is dense and not
+ * contiguous (an elementwise result keeps its operands' layout, as PyTorch's), else
+ * contiguous. */
+ct_tensor *ct__tensor_new_like(ct_device device, ct_dtype dtype, const ct_tensor *t);
+
+/* The strides of a channels-last (N, H, W, C in memory) 4-d tensor of shape (N, C, H, W). */
+void ct__channels_last_strides(const int64_t *shape, int64_t *strides);
+
+/* Whether kernels should treat t as channels-last: 4-d, channels-last contiguous, and not
+ * also contiguous with NCHW's stride on the channel axis (where both layouts are one, as
+ * with a single channel, the strides of size-1 axes tell which one t was made in, as in
+ * PyTorch's suggest_memory_format). */
+bool ct__is_channels_last(const ct_tensor *t);
+
 /* A new contiguous CPU tensor whose data is plain host memory outside the device pools, so
  * pool limits and statistics do not count it: for datasets read from files, which live in
  * host memory as a PyTorch dataset's arrays do. Contents uninitialised. */

@@ -1,7 +1,11 @@
 /* Residual networks for CIFAR-sized images: the basic block (conv3x3-BN-ReLU-conv3x3-BN plus
  * a shortcut, then ReLU) and the two ResNets built from it, with the children's names of
  * PyTorch's usual CIFAR ResNet code, so that their state dicts load there. */
+#include <stdlib.h>
+#include <string.h>
+
 #include "nn/module_impl.h"
+#include "ops/nn_impl.h"
 #include "ops/op_impl.h"
 
 static const char *const block_names[] = {"conv1", "bn1", "conv2", "bn2", "shortcut"};
@@ -78,11 +82,24 @@ ct_module *ct_nn_basic_block(int64_t in_channels, int64_t channels, int64_t stri
     return m;
 }
 
+/* x in the layout the network's activations take: channels-last where the device convolves
+ * channels-last natively (the CPU's oneDNN NHWC kernels, which need no reorder of the
+ * activations), unless CT_CHANNELS_LAST=0 in the environment (read at each call, so that one
+ * process can compare the two); else x as it is. The layers keep the layout they are given. */
+static ct_tensor *stem_input(const ct_module *stem, const ct_tensor *x) {
+    const char *env = getenv("CT_CHANNELS_LAST");
+    bool wanted = !(env && strcmp(env, "0") == 0);
+    if (wanted && stem->ntensors > 0 && x->ndim == 4 &&
+        ct__conv2d_channels_last_native(x, stem->tensors[0].tensor, &stem->conv))
+        return ct_contiguous_format(x, CT_FORMAT_CHANNELS_LAST);
+    return ct__new_ref(x);
+}
+
 /* relu(bn1(conv1(x))) (bn1 and the ReLU one op), the stages, global average pooling, the
  * linear classifier. */
 static ct_tensor *resnet_forward(ct_module *m, const ct_tensor *x) {
     ct_module **c = m->children;
-    ct_tensor *h = through_relu(c[1], through(c[0], ct__new_ref(x)));
+    ct_tensor *h = through_relu(c[1], through(c[0], stem_input(c[0], x)));
     for (int i = 2; i < m->nchildren - 1; i++) h = through(c[i], h);
     ct_tensor *pooled = h ? ct_adaptive_avg_pool2d(h, 1, 1) : NULL;
     ct_release(h);

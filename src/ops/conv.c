@@ -8,7 +8,12 @@
  * backend says how much scratch it needs; it comes from the device's pool, so a training loop
  * reuses the same blocks. The autograd node keeps the prepared input and weight; its backward asks
  * the backend for the gradients of exactly the input and weight when they need one, in one
- * call, and sums the bias's itself. */
+ * call, and sums the bias's itself.
+ *
+ * Memory format: a channels-last input (ct__is_channels_last) gives a channels-last output, as
+ * in PyTorch. Where the backend's conv2d_channels_last says yes, the input, output and their
+ * gradients reach it channels-last (the CPU's oneDNN NHWC kernels); elsewhere the operands go
+ * as NCHW copies and the output is copied back to channels-last. */
 #include <stdio.h>
 #include <string.h>
 
@@ -16,6 +21,7 @@
 #include "backend/conv_args_impl.h"
 #include "mem/pool_impl.h"
 #include "ops/autocast_impl.h"
+#include "ops/nn_impl.h"
 #include "ops/op_impl.h"
 
 #define OP "ct_conv2d"
@@ -127,10 +133,11 @@ static ct_status check_shapes(const ct_tensor *x, const ct_tensor *w, const ct_t
     return CT_OK;
 }
 
-/* t as a contiguous tensor of dtype (t itself, a new reference, when it already is). */
-static ct_tensor *prepared(const ct_tensor *t, ct_dtype dtype) {
+/* t as a tensor of dtype contiguous in format (t itself, a new reference, when it already
+ * is). */
+static ct_tensor *prepared(const ct_tensor *t, ct_dtype dtype, ct_memory_format format) {
     ct_tensor *cast = ct_cast(t, dtype);
-    ct_tensor *out = cast ? ct_contiguous(cast) : NULL;
+    ct_tensor *out = cast ? ct_contiguous_format(cast, format) : NULL;
     ct_release(cast);
     return out;
 }
@@ -162,11 +169,25 @@ static ct_status padding_only(ct_tensor *y, const ct_tensor *bias, int64_t out_c
     return status;
 }
 
-/* The convolution of prepared (contiguous, compute-dtype) operands. */
+/* A new output or gradient of shape for a, channels-last when a says so. */
+static ct_tensor *new_activation(ct_device device, ct_dtype dtype, const ct__conv2d_args *a,
+                                 const int64_t *shape) {
+    int64_t strides[4];
+    if (!a->channels_last) return ct__tensor_new(device, dtype, 4, shape);
+    ct__channels_last_strides(shape, strides);
+    return ct__tensor_new_strided(device, dtype, 4, shape, strides);
+}
+
+/* The layout of a's activations. */
+static ct_memory_format format_of(const ct__conv2d_args *a) {
+    return a->channels_last ? CT_FORMAT_CHANNELS_LAST : CT_FORMAT_CONTIGUOUS;
+}
+
+/* The convolution of prepared (compute-dtype, contiguous in a's format) operands. */
 static ct_tensor *forward(ct_device device, ct__conv2d_args *a, const ct_tensor *x,
                           const ct_tensor *w, const ct_tensor *bias) {
     int64_t shape[4] = {a->batch, a->out_channels, a->out_h, a->out_w};
-    ct_tensor *y = ct__tensor_new(device, x->dtype, 4, shape);
+    ct_tensor *y = new_activation(device, x->dtype, a, shape);
     if (!y || y->numel == 0) return y;
     if (x->numel == 0) {
         if (padding_only(y, bias, a->out_channels) == CT_OK) return y;
@@ -194,10 +215,17 @@ static void save_params(ct__node *node, const conv_params *p) {
     node->ints[6] = p->groups;
 }
 
-/* A new tensor shaped like t, or NULL (no error) when want is false. */
+/* Whether the backend takes a (geometry and compute dtype set) channels-last. */
+static bool backend_channels_last(ct_device device, const ct__conv2d_args *a) {
+    int physical;
+    const ct__kernel_table *k = ct__kernels(device, &physical);
+    return k && k->conv2d_channels_last && k->conv2d_channels_last(physical, a);
+}
+
+/* A new tensor shaped and laid out like t, or NULL (no error) when want is false. */
 static ct_tensor *grad_like(bool want, ct_device device, const ct_tensor *t, bool *failed) {
     if (!want || *failed) return NULL;
-    ct_tensor *g = ct__tensor_new(device, t->dtype, t->ndim, t->shape);
+    ct_tensor *g = ct__tensor_new_like(device, t->dtype, t);
     if (!g) *failed = true;
     return g;
 }
@@ -227,8 +255,9 @@ static ct_status conv2d_backward(ct__node *node, const ct_tensor *grad_out, ct_t
     ct_status status = check_shapes(x, w, NULL, &p, &a);
     if (status != CT_OK) return status;
     ct_device device = x->storage->device;
+    a.channels_last = node->ints[7] != 0;
     bool failed = false;
-    ct_tensor *g = prepared(grad_out, x->dtype);
+    ct_tensor *g = prepared(grad_out, x->dtype, format_of(&a));
     failed = g == NULL;
     ct_tensor *gx = grad_like(node->inputs[0] != NULL, device, x, &failed);
     ct_tensor *gw = grad_like(node->inputs[1] != NULL, device, w, &failed);
@@ -284,15 +313,21 @@ static ct_dtype compute_dtype(ct_device device, ct__conv2d_args *a, ct_dtype dty
 static ct_tensor *convolve(ct_device device, const ct_tensor *const *args, int n,
                            ct__conv2d_args *a, const conv_params *p) {
     ct_dtype dtype = args[0]->dtype, compute = compute_dtype(device, a, dtype);
-    bool record = ct__grad_needed(n, args);
-    ct_no_grad_push();
-    ct_tensor *x = prepared(args[0], compute);
-    ct_tensor *w = x ? prepared(args[1], compute) : NULL;
-    ct_tensor *b = n == 3 && w ? prepared(args[2], compute) : NULL;
+    bool record = ct__grad_needed(n, args), channels_last = ct__is_channels_last(args[0]);
+    a->dtype = compute;
     a->bf16_values = dtype == CT_BF16 && compute == CT_F32;
+    a->channels_last = channels_last && backend_channels_last(device, a);
+    ct_no_grad_push();
+    ct_tensor *x = prepared(args[0], compute, format_of(a));
+    ct_tensor *w = x ? prepared(args[1], compute, CT_FORMAT_CONTIGUOUS) : NULL;
+    ct_tensor *b = n == 3 && w ? prepared(args[2], compute, CT_FORMAT_CONTIGUOUS) : NULL;
     ct_tensor *y = w && (n == 2 || b) ? forward(device, a, x, w, b) : NULL;
-    ct_tensor *out = y ? ct_cast(y, dtype) : NULL;
+    ct_tensor *cast = y ? ct_cast(y, dtype) : NULL;
+    ct_tensor *out = cast ? ct_contiguous_format(cast, channels_last ? CT_FORMAT_CHANNELS_LAST
+                                                                     : CT_FORMAT_CONTIGUOUS)
+                          : NULL;
     ct_no_grad_pop();
+    ct_release(cast);
     ct_release(y);
     ct_release(b);
     if (out && record) {
@@ -301,6 +336,7 @@ static ct_tensor *convolve(ct_device device, const ct_tensor *const *args, int n
             ct__node_save(node, 0, x);
             ct__node_save(node, 1, w);
             save_params(node, p);
+            node->ints[7] = a->channels_last;
         }
         out = ct__record(out, node);
     }
@@ -333,6 +369,26 @@ static ct_tensor *conv2d(const ct_tensor *x, const ct_tensor *weight, const ct_t
         check_shapes(x, weight, bias, &p, &a) != CT_OK)
         return NULL;
     return convolve(device, args, n, &a, &p);
+}
+
+bool ct__conv2d_channels_last_native(const ct_tensor *x, const ct_tensor *weight,
+                                     const ct_conv2d_options *options) {
+    const ct_tensor *args[2] = {x, weight};
+    ct_device device;
+    conv_params p;
+    ct__conv2d_args a;
+    ct__kept_error kept;
+    ct__error_keep(&kept);
+    bool native = ct__check_args(OP, 2, args, &device) && read_options(options, &p) == CT_OK &&
+                  check_dtypes(x, weight, NULL) == CT_OK &&
+                  check_shapes(x, weight, NULL, &p, &a) == CT_OK;
+    if (native) {
+        a.dtype = compute_dtype(device, &a, x->dtype);
+        a.bf16_values = x->dtype == CT_BF16 && a.dtype == CT_F32;
+        native = backend_channels_last(device, &a);
+    }
+    ct__error_put_back(&kept);
+    return native;
 }
 
 ct_tensor *ct_conv2d(const ct_tensor *x, const ct_tensor *weight, const ct_tensor *bias,

@@ -1,5 +1,6 @@
 /* Ops that copy or convert whole tensors, within a device or between devices and the host:
- * ct_to, ct_copy_to_host, ct_item, ct_item_complex, ct_copy, ct_contiguous, ct_clone, ct_cast,
+ * ct_to, ct_copy_to_host, ct_item, ct_item_complex, ct_copy, ct_contiguous, ct_contiguous_format,
+ * ct_clone, ct_cast,
  * ct_fill, ct_fill_complex. */
 #include <string.h>
 
@@ -13,9 +14,38 @@ ct_tensor *ct_contiguous(const ct_tensor *x) {
     return ct_clone(x);
 }
 
-/* A contiguous copy of x with dtype, on x's device. */
-static ct_tensor *converted_copy(const ct_tensor *x, ct_dtype dtype, const char *op) {
-    ct_tensor *out = ct__tensor_new(x->storage->device, dtype, x->ndim, x->shape);
+ct_tensor *ct_contiguous_format(const ct_tensor *x, ct_memory_format format) {
+    const char *op = "ct_contiguous_format";
+    if (!x) return ct__null_arg(op, 1);
+    if (format == CT_FORMAT_CONTIGUOUS) return ct_contiguous(x);
+    if (format != CT_FORMAT_CHANNELS_LAST)
+        return ct__fail(CT_ERR_INVALID_ARG,
+                        "%s: unknown memory format %d; use CT_FORMAT_CONTIGUOUS or "
+                        "CT_FORMAT_CHANNELS_LAST",
+                        op, (int)format);
+    if (x->ndim != 4)
+        return ct__fail(CT_ERR_SHAPE,
+                        "%s: channels-last needs a 4-d (N, C, H, W) tensor; got %d-d (add a "
+                        "batch axis with ct_unsqueeze)",
+                        op, x->ndim);
+    if (ct__is_channels_last(x)) return ct__new_ref(x);
+    int64_t strides[4];
+    ct__channels_last_strides(x->shape, strides);
+    ct_tensor *out = ct__tensor_new_strided(x->storage->device, x->dtype, 4, x->shape, strides);
+    if (out && ct__copy_into(out, x, op) != CT_OK) {
+        ct_release(out);
+        return NULL;
+    }
+    return ct__grad_needed(1, &x) ? ct__record_identity(out, x, op) : out;
+}
+
+/* A copy of x with dtype, on x's device: contiguous, or channels-last when x is and keep_layout
+ * says so. */
+static ct_tensor *converted_copy(const ct_tensor *x, ct_dtype dtype, const char *op,
+                                 bool keep_layout) {
+    ct_tensor *out = keep_layout && ct__is_channels_last(x)
+                         ? ct__tensor_new_like(x->storage->device, dtype, x)
+                         : ct__tensor_new(x->storage->device, dtype, x->ndim, x->shape);
     if (!out) return NULL;
     if (ct__copy_into(out, x, op) != CT_OK) {
         ct_release(out);
@@ -26,7 +56,7 @@ static ct_tensor *converted_copy(const ct_tensor *x, ct_dtype dtype, const char 
 
 ct_tensor *ct_clone(const ct_tensor *x) {
     if (!x) return ct__null_arg("ct_clone", 1);
-    ct_tensor *out = converted_copy(x, x->dtype, "ct_clone");
+    ct_tensor *out = converted_copy(x, x->dtype, "ct_clone", false);
     return ct__grad_needed(1, &x) ? ct__record_identity(out, x, "ct_clone") : out;
 }
 
@@ -36,7 +66,7 @@ ct_tensor *ct_cast(const ct_tensor *x, ct_dtype dtype) {
         return ct__fail(CT_ERR_DTYPE, "ct_cast: invalid dtype %d; use one of CT_F32 .. CT_C128",
                         (int)dtype);
     if (dtype == x->dtype) return ct__new_ref(x);
-    ct_tensor *out = converted_copy(x, dtype, "ct_cast");
+    ct_tensor *out = converted_copy(x, dtype, "ct_cast", true);
     return ct__grad_needed(1, &x) ? ct__record_identity(out, x, "ct_cast") : out;
 }
 

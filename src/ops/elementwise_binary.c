@@ -58,6 +58,23 @@ static void add_scalar(ct__ew_args *args, const scalar_operand *s) {
     }
 }
 
+/* Whether t has the result's shape. */
+static bool full_shaped(const ct_tensor *t, int ndim, const int64_t *shape) {
+    return t && t->ndim == ndim && memcmp(t->shape, shape, sizeof(int64_t) * (size_t)ndim) == 0;
+}
+
+/* The result of (ndim, shape): in the layout of the first operand that has its whole shape
+ * when that one is dense (channels-last, say), as PyTorch's result follows its first input's
+ * memory format; else contiguous. */
+static ct_tensor *new_result(ct_device device, ct_dtype dtype, int ndim, const int64_t *shape,
+                             const ct_tensor *a, const ct_tensor *b) {
+    const ct_tensor *like = full_shaped(a, ndim, shape)   ? a
+                            : full_shaped(b, ndim, shape) ? b
+                                                          : NULL;
+    return like ? ct__tensor_new_like(device, dtype, like)
+                : ct__tensor_new(device, dtype, ndim, shape);
+}
+
 /* Make out and run the kernel over (ndim, shape) with operands a and b, or the tensor a and
  * the scalar s (on the side s says) when b is NULL. a and b are on device already. */
 static ct_tensor *launch(const char *name, ct__binary_op op, int kind, ct_device device, int ndim,
@@ -67,7 +84,7 @@ static ct_tensor *launch(const char *name, ct__binary_op op, int kind, ct_device
     const ct__kernel_table *kernels = ct__kernels(device, &physical);
     if (!kernels) return NULL;
     ct_dtype out_dtype = result_dtype(kind, promoted);
-    ct_tensor *out = ct__tensor_new(device, out_dtype, ndim, shape);
+    ct_tensor *out = new_result(device, out_dtype, ndim, shape, a, b);
     if (!out || out->numel == 0) return out;
     ct__ew_args args;
     const ct_tensor *operands[3] = {out, a, b};

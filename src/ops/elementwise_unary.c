@@ -46,15 +46,17 @@ static ct_tensor *unary(const char *name, ct__unary_op op, int kind, const ct_te
     const ct__kernel_table *kernels = ct__kernels(device, &physical);
     if (!kernels) return NULL;
     ct_dtype out_dtype = result_dtype(kind, op, x->dtype);
-    ct_tensor *out = ct__tensor_new(device, out_dtype, x->ndim, x->shape);
+    ct_tensor *out = ct__tensor_new_like(device, out_dtype, x); /* x's layout, when dense */
     if (!out) return NULL;
     if (out->numel == 0)
         return ct__grad_needed(1, &x) ? ct__record_unary(out, name, op, x, p0, p1) : out;
     ct__ew_args args;
-    ct__ew_init(&args, x->ndim, x->shape);
-    ct__ew_add(&args, out);
-    ct__ew_add(&args, x);
-    ct__ew_coalesce(&args);
+    if (!ct__ew_flat(&args, 2, (const ct_tensor *[]){out, x})) {
+        ct__ew_init(&args, x->ndim, x->shape);
+        ct__ew_add(&args, out);
+        ct__ew_add(&args, x);
+        ct__ew_coalesce(&args);
+    }
     args.compute_dtype = kind == KIND_BOOL ? x->dtype : out_dtype;
     if (kernels->unary(physical, op, &args, p0, p1) != CT_OK) {
         ct_release(out);

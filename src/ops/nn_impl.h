@@ -27,6 +27,13 @@ int64_t ct__nn_numel(const int64_t *shape, int from, int to);
  * otherwise hold the node that holds it. */
 ct_tensor *ct__nn_alias(const ct_tensor *t);
 
+/* Whether ct_conv2d(x, weight, NULL, options) would reach its device's kernels channels-last
+ * (the backend's conv2d_channels_last; the CPU's oneDNN NHWC kernels), were x channels-last:
+ * for models that choose their activations' layout. False, the thread's last error left as it
+ * was, for arguments ct_conv2d would refuse. */
+bool ct__conv2d_channels_last_native(const ct_tensor *x, const ct_tensor *weight,
+                                     const ct_conv2d_options *options);
+
 /* Re-record the last error with "op: " in front (for kernel messages that lack it);
  * returns the status. */
 ct_status ct__nn_prefix_error(const char *op);

@@ -3,7 +3,12 @@
  * statistics the forward used (per-channel or per-row mean and inverse standard deviation,
  * float64), so the backward reads no running statistic that a later training step may have
  * changed; ct_batch_norm_relu's node also saves its output (detached), whose positive
- * elements are the ReLU's mask. */
+ * elements are the ReLU's mask.
+ *
+ * A channels-last input (ct__is_channels_last) gives a channels-last batch norm output. Where
+ * the backend's batch_norm_channels_last says yes, the kernels read and write that layout
+ * (and the node saves x in it); elsewhere they get NCHW copies and the output is copied to
+ * channels-last through ct_contiguous_format, whose gradient passes through. */
 #include <string.h>
 
 #include "ops/autocast_impl.h"
@@ -38,7 +43,7 @@ static int present(int n, const ct_tensor *const *all, const ct_tensor **out) {
  * saved x and weight; false (none made) on failure. */
 static bool new_grads(ct__node *node, const ct_tensor *x, const ct_tensor *w, ct_tensor **g) {
     ct_device device = x->storage->device;
-    g[0] = node->inputs[0] ? ct__tensor_new(device, x->dtype, x->ndim, x->shape) : NULL;
+    g[0] = node->inputs[0] ? ct__tensor_new_like(device, x->dtype, x) : NULL;
     g[1] = node->inputs[1] ? ct__tensor_new(device, x->dtype, w->ndim, w->shape) : NULL;
     g[2] = node->inputs[2] && w ? ct__tensor_new(device, x->dtype, w->ndim, w->shape) : NULL;
     if (node->inputs[2] && !w) { /* no weight: the bias has the normalised shape */
@@ -53,6 +58,18 @@ static bool new_grads(ct__node *node, const ct_tensor *x, const ct_tensor *w, ct
 }
 
 static char *data_or_null(const ct_tensor *t) { return t ? ct__data(t) : NULL; }
+
+/* t on device in dtype, channels-last when `like` is (ct__is_channels_last), else contiguous. */
+static ct_tensor *operand_in(const ct_tensor *t, ct_dtype dtype, ct_device device, const char *op,
+                             const ct_tensor *like) {
+    if (!ct__is_channels_last(like)) return ct__nn_operand(t, dtype, device, op);
+    ct_tensor *on = ct__operand_on(t, device, op);
+    ct_tensor *cast = on ? ct_cast(on, dtype) : NULL;
+    ct_release(on);
+    ct_tensor *out = cast ? ct_contiguous_format(cast, CT_FORMAT_CHANNELS_LAST) : NULL;
+    ct_release(cast);
+    return out;
+}
 
 /* What both norms' backward passes work with: the kernels of the saved x's device, the
  * incoming gradient in x's dtype there, and the new gradients of (x, weight, bias). */
@@ -69,7 +86,7 @@ static bool norm_backward_begin(ct__node *node, const ct_tensor *grad_out, norm_
     ct_device device = x->storage->device;
     *b = (norm_backward){0};
     b->kernels = ct__kernels(device, &b->physical);
-    if (b->kernels) b->grad_out = ct__nn_operand(grad_out, x->dtype, device, node->name);
+    if (b->kernels) b->grad_out = operand_in(grad_out, x->dtype, device, node->name, x);
     if (b->grad_out && new_grads(node, x, w, b->grads)) return true;
     ct_release(b->grad_out);
     return false;
@@ -132,18 +149,20 @@ static bool check_batch_norm(const char *op, const ct_tensor *x, const ct_tensor
     return true;
 }
 
-/* x contiguous (NCHW). */
+/* x dense, NCHW or (where the backend takes it) channels-last. */
 static ct__batch_norm_args batch_norm_args(const ct_tensor *x, const ct_tensor *w,
                                            ct_tensor *const *stats) {
     int64_t inner = ct__nn_numel(x->shape, 2, x->ndim);
+    bool channels_last = ct__is_channels_last(x);
     return (ct__batch_norm_args){
         .dtype = x->dtype,
         .n = x->shape[0],
         .c = x->shape[1],
         .inner = inner,
+        .channels_last = channels_last,
         .stride_n = x->shape[1] * inner,
-        .stride_c = inner,
-        .stride_inner = 1,
+        .stride_c = channels_last ? 1 : inner,
+        .stride_inner = channels_last ? x->shape[1] : 1,
         .x = ct__data(x),
         .weight = data_or_null(w),
         .mean = ct__data(stats[0]),
@@ -189,12 +208,20 @@ static ct_tensor *batch_norm_forward(const char *op, ct_device device, const ct_
     int physical;
     const ct__kernel_table *k = ct__kernels(device, &physical);
     if (!k) return NULL;
-    saved[0] = ct__nn_operand(x, x->dtype, device, op);
+    ct__batch_norm_args layout = {.dtype = x->dtype,
+                                  .n = x->shape[0],
+                                  .c = x->shape[1],
+                                  .inner = ct__nn_numel(x->shape, 2, x->ndim),
+                                  .channels_last = true};
+    bool channels_last = ct__is_channels_last(x) && k->batch_norm_channels_last &&
+                         k->batch_norm_channels_last(physical, &layout);
+    saved[0] = channels_last ? operand_in(x, x->dtype, device, op, x)
+                             : ct__nn_operand(x, x->dtype, device, op);
     saved[1] = w ? ct__nn_operand(w, x->dtype, device, op) : NULL;
     ct_tensor *bc = b ? ct__nn_operand(b, x->dtype, device, op) : NULL;
     saved[2] = ct__tensor_new(device, CT_F64, 1, &x->shape[1]);
     saved[3] = ct__tensor_new(device, CT_F64, 1, &x->shape[1]);
-    ct_tensor *y = ct__tensor_new(device, x->dtype, x->ndim, x->shape);
+    ct_tensor *y = saved[0] ? ct__tensor_new_like(device, x->dtype, saved[0]) : NULL;
     bool ok = y && saved[0] && (saved[1] || !w) && (bc || !b) && saved[2] && saved[3];
     if (ok && x->shape[1] > 0) {
         ct__batch_norm_args args = batch_norm_args(saved[0], saved[1], &saved[2]);
@@ -244,6 +271,11 @@ static ct_tensor *batch_norm(const char *op, const ct_tensor *x, ct_tensor *runn
         y = ct__record(y, relu ? save_output(node, y) : node);
     }
     for (int i = 0; i < 4; i++) ct_release(saved[i]);
+    if (y && ct__is_channels_last(x) && !ct__is_channels_last(y)) {
+        ct_tensor *copy = ct_contiguous_format(y, CT_FORMAT_CHANNELS_LAST);
+        ct_release(y);
+        y = copy;
+    }
     return y;
 }
 
@@ -305,7 +337,7 @@ static ct_tensor *layer_norm_forward(const char *op, ct_device device, const ct_
     ct_tensor *bc = b ? ct__nn_operand(b, x->dtype, device, op) : NULL;
     saved[2] = ct__tensor_new(device, CT_F64, 1, &rows);
     saved[3] = ct__tensor_new(device, CT_F64, 1, &rows);
-    ct_tensor *y = ct__tensor_new(device, x->dtype, x->ndim, x->shape);
+    ct_tensor *y = saved[0] ? ct__tensor_new_like(device, x->dtype, saved[0]) : NULL;
     bool ok = y && saved[0] && (saved[1] || !w) && (bc || !b) && saved[2] && saved[3];
     if (ok && x->numel > 0) {
         ct__layer_norm_args args = layer_norm_args(xc, saved[1], &saved[2]);

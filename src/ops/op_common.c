@@ -134,12 +134,14 @@ void ct__ew_add(ct__ew_args *args, const ct_tensor *t) {
 
 bool ct__ew_flat(ct__ew_args *args, int n, const ct_tensor *const *tensors) {
     const ct_tensor *first = tensors[0];
+    bool contiguous = true;
     for (int i = 0; i < n; i++) {
         const ct_tensor *t = tensors[i];
-        if (t->ndim != first->ndim || !t->contiguous) return false;
-        for (int d = 0; d < t->ndim; d++)
-            if (t->shape[d] != first->shape[d]) return false;
+        if (!ct__same_shape(t, first)) return false;
+        contiguous = contiguous && t->contiguous;
     }
+    for (int i = 1; i < n && !contiguous; i++)
+        if (!ct__same_dense_layout(first, tensors[i])) return false;
     args->nops = n;
     args->compute_dtype = CT_F32;
     args->ndim = 1;

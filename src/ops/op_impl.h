@@ -51,9 +51,10 @@ ct_status ct__normalize_axis(const char *op, int axis, int ndim, int *out);
 void ct__ew_init(ct__ew_args *args, int ndim, const int64_t *shape);
 void ct__ew_add(ct__ew_args *args, const ct_tensor *t);
 void ct__ew_coalesce(ct__ew_args *args);
-/* When every tensor is contiguous and shaped like the first, start a one-axis iteration
- * over them all (out first) and return true; else leave args alone and return false. The
- * common case of an op skips broadcasting and coalescing this way. */
+/* When every tensor is shaped like the first and all are contiguous or all share one dense
+ * layout (channels-last, say: ct__same_dense_layout), start a one-axis iteration over them
+ * all (out first) in memory order and return true; else leave args alone and return false.
+ * The common case of an op skips broadcasting and coalescing this way. */
 bool ct__ew_flat(ct__ew_args *args, int n, const ct_tensor *const *tensors);
 /* Add an operand with explicit strides over the iteration space (no broadcasting rules);
  * strides NULL broadcasts one element (all strides 0). */

@@ -97,6 +97,17 @@ static ct_status run_kernel(ct_device device, const ct__pool2d_args *a, bool bac
     return backward ? k->pool2d_backward(physical, a) : k->pool2d_forward(physical, a);
 }
 
+/* *t (made contiguous) replaced by its channels-last copy when `like` is channels-last, as
+ * PyTorch's pooling keeps a channels-last input's layout (the kernels pool NCHW copies). */
+static ct_status keep_layout(const ct_tensor *like, ct_tensor **t) {
+    if (!*t || !ct__is_channels_last(like)) return CT_OK;
+    ct_tensor *copy = ct_contiguous_format(*t, CT_FORMAT_CHANNELS_LAST);
+    if (!copy) return ct_last_status();
+    ct_release(*t);
+    *t = copy;
+    return CT_OK;
+}
+
 static ct_status pool_backward(ct__node *node, const ct_tensor *grad_out, ct_tensor **grad_in) {
     const ct_tensor *x = node->inputs[0];
     ct__pool2d_args a;
@@ -127,6 +138,7 @@ static ct_status pool_backward(ct__node *node, const ct_tensor *grad_out, ct_ten
         status = run_kernel(device, &a, true);
     }
     ct_release(g);
+    if (status == CT_OK) status = keep_layout(x, &gx);
     if (status != CT_OK) {
         ct_release(gx);
         return status;
@@ -160,6 +172,10 @@ static ct_tensor *pool(ct_device device, const ct_tensor *x, ct__pool2d_args *a)
         ok = run_kernel(device, a, false) == CT_OK;
     }
     ct_tensor *out = ok ? ct_cast(y, x->dtype) : NULL;
+    if (out && keep_layout(x, &out) != CT_OK) {
+        ct_release(out);
+        out = NULL;
+    }
     ct_no_grad_pop();
     ct_release(cast);
     ct_release(cx);

@@ -15,36 +15,10 @@
  * pairwise update, so no sum of squares cancels against a squared sum. */
 #include <math.h>
 
-#include "backend/cpu/cpu_norm_impl.h"
+#include "backend/cpu/cpu_batch_norm_impl.h"
 
 /* Elements of a block of the statistics: 16 KiB of f64, 8 KiB of f32, inside L1. */
 #define BLOCK 2048
-
-#define PRAGMA(...) _Pragma(#__VA_ARGS__)
-#ifdef _OPENMP
-#define SIMD_SUM(...) PRAGMA(omp simd reduction(+ : __VA_ARGS__))
-#define SIMD() PRAGMA(omp simd)
-#else
-#define SIMD_SUM(...)
-#define SIMD()
-#endif
-
-static inline double param_or(const char *p, int64_t i, ct_dtype dtype, double absent) {
-    return p ? ct__ldf(p, i, dtype) : absent;
-}
-
-/* The count, mean and sum of squared deviations of the elements seen so far. */
-typedef struct moments {
-    double count, mean, m2;
-} moments;
-
-/* Merge into acc the moments of `count` more elements (Chan, Golub, LeVeque). */
-static inline void merge(moments *acc, double count, double mean, double m2) {
-    double total = acc->count + count, delta = mean - acc->mean;
-    acc->mean += delta * (count / total);
-    acc->m2 += m2 + delta * delta * (acc->count * count / total);
-    acc->count = total;
-}
 
 /* Elements [off, off + len) of planes [b0, b1) of channel ch, merged into acc: the block's
  * mean, then its squared deviations from that mean, corrected by their sum. */
@@ -86,37 +60,6 @@ CT_CPU_INLINE moments channel_moments(const ct__batch_norm_args *a, int64_t ch, 
     return acc;
 }
 
-/* Fold the batch statistics into the running ones (unbiased variance, as PyTorch). */
-static void update_running(const ct__batch_norm_args *a, int64_t ch, double mean, double m2) {
-    double count = (double)(a->n * a->inner), mom = a->momentum;
-    if (a->running_mean) {
-        int64_t i = ch * a->running_mean_stride;
-        double old = ct__ldf(a->running_mean, i, a->running_mean_dtype);
-        ct__stf(a->running_mean, i, a->running_mean_dtype, (1.0 - mom) * old + mom * mean);
-    }
-    if (a->running_var) {
-        int64_t i = ch * a->running_var_stride;
-        double old = ct__ldf(a->running_var, i, a->running_var_dtype);
-        ct__stf(a->running_var, i, a->running_var_dtype,
-                (1.0 - mom) * old + mom * m2 / (count - 1.0));
-    }
-}
-
-/* Element i of y = relu(v): v rounded to dtype, then clamped at 0 as ct_relu clamps (NaN
- * stays NaN), so that the result is ct_relu's of the rounded batch norm. f32 and f64 clamp
- * in their own type (a select the compiler vectorises); f16 and bf16 clamp v first, which
- * differs only in the sign of a zero. */
-CT_CPU_INLINE void store_relu(char *y, int64_t i, ct_dtype dtype, double v) {
-    if (dtype == CT_F32) {
-        float f = (float)v;
-        ((float *)y)[i] = f < 0.0f ? 0.0f : f;
-    } else if (dtype == CT_F64) {
-        ((double *)y)[i] = v < 0.0 ? 0.0 : v;
-    } else {
-        ct__stf(y, i, dtype, v < 0.0 ? 0.0 : v);
-    }
-}
-
 /* y = x * scale + shift over the channel, then relu when a->relu. */
 CT_CPU_INLINE void normalise(const ct__batch_norm_args *a, int64_t ch, double scale, double shift,
                              ct_dtype dtype) {
@@ -153,20 +96,6 @@ CT_CPU_INLINE void forward_channel(const ct__batch_norm_args *a, int64_t ch, ct_
     ((double *)a->invstd)[ch] = invstd;
     double scale = invstd * param_or(a->weight, ch, dtype, 1.0);
     normalise(a, ch, scale, param_or(a->bias, ch, dtype, 0.0) - mean * scale, dtype);
-}
-
-/* The incoming gradient of element i: grad_out, or 0 where the fused ReLU's output y is not
- * positive (relu), both read unconditionally so that the loops stay branch-free. */
-CT_CPU_INLINE double grad_at(const char *grad_out, const char *y, bool relu, int64_t i,
-                             ct_dtype dtype) {
-    if (!relu) return ct__ldf(grad_out, i, dtype);
-    if (dtype == CT_F32) { /* a select of bits: GCC turns a select of floats into branches */
-        float out = ((const float *)y)[i];
-        uint32_t keep = out > 0.0f ? 0xffffffffu : 0u;
-        return ct__bits_f32(ct__f32_bits(((const float *)grad_out)[i]) & keep);
-    }
-    double g = ct__ldf(grad_out, i, dtype), out = ct__ldf(y, i, dtype);
-    return out > 0.0 ? g : 0.0;
 }
 
 /* The sums of g and g * (x - mean) over elements [base, base + s), g as grad_at's; relu is a
@@ -235,8 +164,14 @@ CT_CPU_CLONES_AVX512 static void backward_one(const ct__batch_norm_args *a, int6
     CT_CPU_BY_FLOAT_DTYPE(a->dtype, backward_channel, a, ch);
 }
 
+bool ct__cpu_batch_norm_channels_last(int device, const ct__batch_norm_args *args) {
+    (void)device, (void)args;
+    return true;
+}
+
 ct_status ct__cpu_batch_norm(int device, const ct__batch_norm_args *args) {
     (void)device;
+    if (args->channels_last) return ct__cpu_batch_norm_nhwc(args);
 #ifdef _OPENMP
 #pragma omp parallel for if (args->n * args->c * args->inner >= CT_CPU_PARALLEL_THRESHOLD)         \
     schedule(static)
@@ -247,6 +182,7 @@ ct_status ct__cpu_batch_norm(int device, const ct__batch_norm_args *args) {
 
 ct_status ct__cpu_batch_norm_backward(int device, const ct__batch_norm_args *args) {
     (void)device;
+    if (args->channels_last) return ct__cpu_batch_norm_nhwc_backward(args);
 #ifdef _OPENMP
 #pragma omp parallel for if (args->n * args->c * args->inner >= CT_CPU_PARALLEL_THRESHOLD)         \
     schedule(static)

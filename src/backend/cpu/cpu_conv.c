@@ -170,12 +170,29 @@ static ct_status run(const ct__conv2d_args *a, bool backward) {
     return CT_OK;
 }
 
+/* Channels-last activations run on oneDNN alone (its NHWC kernels); the kernels here read
+ * NCHW. */
+bool ct__cpu_conv2d_channels_last(int device, const ct__conv2d_args *args) {
+    (void)device;
+    ct__conv2d_args nhwc = *args;
+    nhwc.channels_last = true;
+    return nhwc.dtype != CT_F64 && on_dnnl(&nhwc, false) && on_dnnl(&nhwc, true);
+}
+
+/* A channels-last call that oneDNN cannot run (the op layer asked first: never, unless a
+ * caller skipped ct__cpu_conv2d_channels_last). */
+static ct_status no_channels_last(void) {
+    return ct__error(CT_ERR_BACKEND, "ct_conv2d: this channels-last convolution has no kernel");
+}
+
 ct_status ct__cpu_conv2d_forward(int device, const ct__conv2d_args *args) {
     (void)device;
-    return on_dnnl(args, false) ? ct__cpu_conv2d_dnnl_forward(args) : run(args, false);
+    if (on_dnnl(args, false)) return ct__cpu_conv2d_dnnl_forward(args);
+    return args->channels_last ? no_channels_last() : run(args, false);
 }
 
 ct_status ct__cpu_conv2d_backward(int device, const ct__conv2d_args *args) {
     (void)device;
-    return on_dnnl(args, true) ? ct__cpu_conv2d_dnnl_backward(args) : run(args, true);
+    if (on_dnnl(args, true)) return ct__cpu_conv2d_dnnl_backward(args);
+    return args->channels_last ? no_channels_last() : run(args, true);
 }

@@ -8,7 +8,8 @@
  * oneDNN made their primitives and ct__cpu_conv2d_f32_on_onednn agrees: on the two models of
  * `ctensor train` its f32 kernels measured faster than im2col + OpenBLAS
  * (bench/bench_f32_paths.c), but for a single input channel on CPUs without AVX-512. Tensors stay
- * in ctensor's plain NCHW and OIHW layouts (GOIHW with groups); where a primitive chose a blocked
+ * in ctensor's plain NCHW (or channels-last NHWC) and OIHW layouts (GOIHW with groups); where a
+ * primitive chose a blocked
  * layout for an argument (oneDNN's fast kernels mostly do), each call reorders it into the
  * workspace and back (ONEDNN_VERBOSE=1 lists them). Primitives are made once per geometry and
  * kind and kept (a training step runs the same few convolutions thousands of times; making
@@ -36,8 +37,9 @@ typedef enum conv_kind { FORWARD, BACKWARD_DATA, BACKWARD_WEIGHTS, KIND_COUNT } 
 typedef struct conv_key {
     int64_t batch, in_channels, in_h, in_w, out_channels, kernel_h, kernel_w, out_h, out_w;
     int64_t stride[2], padding[2], dilation[2], groups, dtype;
-    /* bias: forward adds one; reduced: f32 may round more for speed (allow_tf32). */
-    bool bias, reduced;
+    /* bias: forward adds one; reduced: f32 may round more for speed (allow_tf32); nhwc: the
+     * activations are channels-last. */
+    bool bias, reduced, nhwc;
 } conv_key;
 
 /* One tensor argument of a primitive: the layout the primitive chose for it (md) and, where
@@ -100,13 +102,16 @@ static conv_key key_of(const ct__conv2d_args *a, bool bias) {
     k.out_h = a->out_h, k.out_w = a->out_w, k.groups = a->groups, k.bias = bias;
     k.dtype = a->dtype;
     k.reduced = a->allow_tf32 && a->dtype == CT_F32;
+    k.nhwc = a->channels_last;
     for (int i = 0; i < 2; i++)
         k.stride[i] = a->stride[i], k.padding[i] = a->padding[i], k.dilation[i] = a->dilation[i];
     return k;
 }
 
 /* The memory descriptors of x, weight, bias and y, in ctensor's plain layouts or, with any,
- * in the layouts oneDNN chooses (the bias stays plain). */
+ * in the layouts oneDNN chooses (the bias stays plain). Channels-last activations are
+ * given as NHWC either way: oneDNN's NHWC kernels take them as they are, where a layout it
+ * chose would cost a reorder each way. */
 typedef struct conv_descs {
     dnnl_memory_desc_t x, w, b, y;
 } conv_descs;
@@ -118,7 +123,7 @@ static bool make_descs(const conv_key *k, bool any, conv_descs *d) {
     int64_t g = k->groups;
     dnnl_dims_t w = {g, k->out_channels / g, k->in_channels / g, k->kernel_h, k->kernel_w};
     bool grouped = g > 1;
-    dnnl_format_tag_t plain = any ? dnnl_format_tag_any : dnnl_nchw;
+    dnnl_format_tag_t plain = k->nhwc ? dnnl_nhwc : any ? dnnl_format_tag_any : dnnl_nchw;
     dnnl_format_tag_t wplain = any ? dnnl_format_tag_any : grouped ? dnnl_goihw : dnnl_oihw;
     dnnl_data_type_t t = k->dtype == CT_BF16 ? dnnl_bf16 : dnnl_f32;
     return dnnl_memory_desc_init_by_tag(&d->x, 4, x, t, plain) == dnnl_success &&
@@ -137,16 +142,16 @@ static const dnnl_memory_desc_t *plain_md(const conv_descs *d, int arg) {
 }
 
 /* The padding after the image that makes oneDNN's output size ctensor's (which rounds the
- * last partial stride down); false when that would be negative. */
-static bool right_padding(const conv_key *k, dnnl_dims_t r) {
+ * last partial stride down): negative where the last window ends before the image does (a
+ * 1x1 stride-2 convolution of an even size, say), which oneDNN takes as rows and columns it
+ * never reads. */
+static void right_padding(const conv_key *k, dnnl_dims_t r) {
     int64_t in[2] = {k->in_h, k->in_w}, out[2] = {k->out_h, k->out_w};
     int64_t kernel[2] = {k->kernel_h, k->kernel_w};
     for (int i = 0; i < 2; i++) {
         int64_t span = (kernel[i] - 1) * k->dilation[i] + 1;
         r[i] = (out[i] - 1) * k->stride[i] + span - in[i] - k->padding[i];
-        if (r[i] < 0) return false;
     }
-    return true;
 }
 
 /* The operation descriptor of one kind with algorithm alg, on layouts oneDNN chooses. */
@@ -155,7 +160,8 @@ static bool op_desc(const conv_key *k, conv_kind kind, dnnl_alg_kind_t alg,
     dnnl_dims_t s = {k->stride[0], k->stride[1]}, l = {k->padding[0], k->padding[1]}, r;
     dnnl_dims_t dil = {k->dilation[0] - 1, k->dilation[1] - 1}; /* oneDNN: 0 is none */
     conv_descs d;
-    if (!right_padding(k, r) || !make_descs(k, true, &d)) return false;
+    right_padding(k, r);
+    if (!make_descs(k, true, &d)) return false;
     const dnnl_memory_desc_t *b = k->bias ? &d.b : NULL;
     dnnl_status_t st =
         kind == FORWARD ? dnnl_dilated_convolution_forward_desc_init(

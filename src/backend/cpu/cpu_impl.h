@@ -77,7 +77,8 @@ int ct__cpu_threads(void);
 #define CT_CPU_DECLARE_(name, need, sync, ret, parameters, arguments) ret ct__cpu_##name parameters;
 CT_KERNEL_SLOTS(CT_CPU_DECLARE_)
 #undef CT_CPU_DECLARE_
-#define CT_CPU_OPTIONAL_SLOTS(X) X(conv2d_native) X(pool2d_native) X(linalg)
+#define CT_CPU_OPTIONAL_SLOTS(X)                                                                   \
+    X(conv2d_native) X(conv2d_channels_last) X(pool2d_native) X(batch_norm_channels_last) X(linalg)
 
 /* c = op(a) @ op(b) + beta * c for f32 or f64, row-major, leading dimensions in elements
  * (cpu_gemm.c): OpenBLAS on ctensor's OpenMP threads, never on OpenBLAS's own. A parallel
