@@ -24,9 +24,11 @@ static PyObject *py_reshape(PyObject *self, PyObject *args, PyObject *kwargs) {
     return ctpy_wrap(out);
 }
 
-static PyObject *py_permute_dims(PyObject *self, PyObject *args) {
+static PyObject *py_permute_dims(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"", "axes", NULL};
     PyObject *x, *axes_obj;
-    if (!PyArg_ParseTuple(args, "OO:permute_dims", &x, &axes_obj)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO:permute_dims", keywords, &x, &axes_obj))
+        return NULL;
     int axes[CT_MAX_DIMS], n;
     if (ctpy_parse_axes(axes_obj, "permute_dims: axes", axes, &n) < 0) return NULL;
     ct_tensor *t = ctpy_tensor_arg(x, "permute_dims", NULL);
@@ -88,9 +90,11 @@ static PyObject *py_squeeze(PyObject *self, PyObject *args, PyObject *kwargs) {
     return ctpy_wrap(cur);
 }
 
-static PyObject *py_broadcast_to(PyObject *self, PyObject *args) {
+static PyObject *py_broadcast_to(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"", "shape", NULL};
     PyObject *x, *spec;
-    if (!PyArg_ParseTuple(args, "OO:broadcast_to", &x, &spec)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO:broadcast_to", keywords, &x, &spec))
+        return NULL;
     int64_t shape[CT_MAX_DIMS];
     int ndim;
     if (ctpy_parse_shape(spec, "broadcast_to: shape", shape, &ndim) < 0) return NULL;
@@ -408,9 +412,14 @@ static PyObject *py_vecdot(PyObject *self, PyObject *args, PyObject *kwargs) {
     ct_tensor *y = x ? ctpy_tensor_arg(b, "vecdot", x) : NULL;
     bool converted = y != NULL;
     if (converted) /* the standard's sum(conj(x1) * x2): conj of a real x1 is x1 itself */
+        /* in the promoted dtype of x1 and x2, as the standard says: a sum of integers,
+         * accumulated wider, wraps back into it */
         CTPY_NOGIL(ct_tensor *cx = ct_conj(x); ct_tensor *product = cx ? ct_mul(cx, y) : NULL;
-                   out = product ? ct_sum(product, 1, &axis, false) : NULL; ct_release(cx);
-                   ct_release(product));
+                   ct_tensor *sum = product ? ct_sum(product, 1, &axis, false) : NULL;
+                   out = sum && ct_dtype_of(sum) != ct_dtype_of(product)
+                             ? ct_cast(sum, ct_dtype_of(product))
+                             : (sum ? ct_retain(sum) : NULL);
+                   ct_release(sum); ct_release(cx); ct_release(product));
     ct_release(x);
     ct_release(y);
     return converted ? ctpy_wrap(out) : NULL;
@@ -418,10 +427,12 @@ static PyObject *py_vecdot(PyObject *self, PyObject *args, PyObject *kwargs) {
 
 PyMethodDef ctpy_manip_functions[] = {
     {"reshape", KW py_reshape, KWARGS, "reshape(x, shape, *, copy=None)."},
-    {"permute_dims", py_permute_dims, METH_VARARGS, "permute_dims(x, axes): a view."},
+    {"permute_dims", KW py_permute_dims, KWARGS,
+     "permute_dims($module, x, /, axes)\n--\n\nA view with the axes in the given order."},
     {"expand_dims", KW py_expand_dims, KWARGS, "expand_dims(x, *, axis=0): a view."},
     {"squeeze", KW py_squeeze, KWARGS, "squeeze(x, axis): remove size-1 axes (a view)."},
-    {"broadcast_to", py_broadcast_to, METH_VARARGS, "broadcast_to(x, shape): a view."},
+    {"broadcast_to", KW py_broadcast_to, KWARGS,
+     "broadcast_to($module, x, /, shape)\n--\n\nA view of x broadcast to shape."},
     {"broadcast_arrays", py_broadcast_arrays, METH_VARARGS, "broadcast_arrays(*arrays): views."},
     {"concat", KW py_concat, KWARGS, "concat(arrays, *, axis=0); axis=None flattens first."},
     {"stack", KW py_stack, KWARGS, "stack(arrays, *, axis=0)."},
@@ -431,7 +442,9 @@ PyMethodDef ctpy_manip_functions[] = {
     {"unstack", KW py_unstack, KWARGS, "unstack(x, *, axis=0): a tuple of views."},
     {"meshgrid", KW py_meshgrid, KWARGS, "meshgrid(*arrays, indexing='xy'): views."},
     {"take", KW py_take, KWARGS, "take(x, indices, *, axis=None)."},
-    {"matrix_transpose", py_matrix_transpose, METH_O, "The last two axes swapped (a view)."},
-    {"vecdot", KW py_vecdot, KWARGS, "vecdot(x1, x2, *, axis=-1): sum(conj(x1) * x2, axis)."},
+    {"matrix_transpose", py_matrix_transpose, METH_O,
+     "matrix_transpose($module, x, /)\n--\n\nThe last two axes swapped (a view)."},
+    {"vecdot", KW py_vecdot, KWARGS,
+     "vecdot($module, x1, x2, *, axis=-1)\n--\n\nsum(conj(x1) * x2, axis)."},
     {0}, /* sentinel */
 };
