@@ -412,7 +412,8 @@ PyMethodDef ctpy_math_functions[] = {
            "); also dim=, keepdim=."},
     CT_REDUCE_OPS(CTPY_REDUCE_DEF_)
 #undef CTPY_REDUCE_DEF_
-        {"where", KW py_where, METH_FASTCALL, "where(condition, x1, x2): x1 where true, else x2."},
+        {"where", KW py_where, METH_FASTCALL,
+         "where($module, condition, x1, x2, /)\n--\n\nx1 where condition is true, else x2."},
     {"clip", KW py_clip, KWARGS,
      "clip($module, x, /, min=None, max=None)\n--\n\nx clamped to [min, max]."},
     {"var", KW py_var, KWARGS, "var(x, /, *, axis=None, correction=0, keepdims=False)."},

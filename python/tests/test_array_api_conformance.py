@@ -104,3 +104,26 @@ def test_pinv_and_matrix_rank_take_an_array_rtol(device):
     empty = ct.zeros((0, 2, 3), device=device)
     assert ct.linalg.pinv(empty, rtol=ct.zeros((0,), device=device)).shape == (0, 3, 2)
     assert ct.linalg.matrix_rank(empty, rtol=ct.zeros((0,), device=device)).shape == (0,)
+
+
+# The standard's functions whose C definitions carry a text signature, so that
+# inspect.signature (and the conformance suite's signature checks) can read them.
+INSPECTABLE = ["arange", "linspace", "eye", "zeros", "ones", "empty", "full", "squeeze",
+               "broadcast_arrays", "concat", "moveaxis", "roll", "meshgrid", "take", "tile",
+               "repeat", "where", "isdtype", "result_type", "can_cast", "astype"]
+
+
+@pytest.mark.parametrize("name", INSPECTABLE)
+def test_namespace_functions_are_inspectable(name):
+    assert inspect.signature(getattr(ct, name)).parameters
+
+
+def test_signature_details():
+    P = inspect.Parameter
+    assert _params(ct.isdtype) == {"dtype": P.POSITIONAL_OR_KEYWORD, "kind": P.POSITIONAL_OR_KEYWORD}
+    assert ct.isdtype(dtype=ct.float32, kind="real floating")
+    assert _params(ct.result_type) == {"arrays_and_dtypes": P.VAR_POSITIONAL}
+    assert _params(ct.meshgrid)["indexing"] == P.KEYWORD_ONLY
+    assert _params(ct.arange)["stop"] == _params(ct.arange)["step"] == P.POSITIONAL_OR_KEYWORD
+    assert _params(ct.linspace)["num"] == P.POSITIONAL_OR_KEYWORD
+    assert _params(ct.ones(2).to_device)["device"] == P.POSITIONAL_OR_KEYWORD
