@@ -167,6 +167,11 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     """The ord-norm over axis (None: every axis, as one vector); ord any real or +-inf."""
     if isinstance(ord, bool) or not isinstance(ord, (int, float)):
         raise TypeError(f"vector_norm: ord={ord!r}; it must be a Python int or float")
+    if isinstance(axis, (tuple, list)) and len(axis) == 0:
+        # no axis reduced: each element is a one-element vector, whose norm is |x_i| (for
+        # ord 0, the count of its nonzero elements)
+        magnitude = _C.abs(x)
+        return _C.astype(x != 0, magnitude.dtype) if ord == 0 else magnitude
     return _C._linalg_vector_norm(x, axis, float(ord), bool(keepdims))
 
 

@@ -272,6 +272,22 @@ static PyObject *py_moveaxis(PyObject *self, PyObject *args) {
     return ok ? ctpy_wrap(out) : NULL;
 }
 
+/* src rolled by shift along axis: a new array. */
+static ct_tensor *roll_axis(ct_tensor *src, int axis, int64_t shift) {
+    int64_t size = ct_size(src, axis), k = size ? ((shift % size) + size) % size : 0;
+    ct_tensor *parts[2] = {ct_slice(src, axis, size - k, INT64_MAX, 1),
+                           ct_slice(src, axis, 0, size - k, 1)};
+    ct_tensor *joined = NULL;
+    if (parts[0] && parts[1])
+        CTPY_NOGIL(joined = ct_concat(2, (const ct_tensor *const *)parts, axis));
+    ct_release(parts[0]);
+    ct_release(parts[1]);
+    return joined;
+}
+
+/* roll(x, shift, *, axis=None): shift an int, or a tuple of one shift per axis of the
+ * axis tuple (an int shift applies to every axis given); no axis rolls the flattened
+ * array. */
 static PyObject *py_roll(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *keywords[] = {"x", "shift", "axis", NULL};
     PyObject *x, *axis_obj = Py_None;
@@ -280,26 +296,30 @@ static PyObject *py_roll(PyObject *self, PyObject *args, PyObject *kwargs) {
                                      &axis_obj))
         return NULL;
     int axes[CT_MAX_DIMS], n;
-    int64_t shift;
-    if (ctpy_int64_value(shift_obj, "roll: shift", &shift) < 0 ||
-        ctpy_parse_axes(axis_obj, "roll: axis", axes, &n) < 0)
-        return NULL;
-    if (n > 1) return PyErr_Format(PyExc_ValueError, "roll: one axis (or None) only");
+    int64_t shifts[CT_MAX_DIMS];
+    if (ctpy_parse_axes(axis_obj, "roll: axis", axes, &n) < 0) return NULL;
+    bool many = PyTuple_Check(shift_obj) || PyList_Check(shift_obj);
+    Py_ssize_t count = many ? PySequence_Size(shift_obj) : 1;
+    if (many && count != (n < 0 ? -1 : n))
+        return PyErr_Format(PyExc_ValueError,
+                            "roll: a tuple of shifts needs an axis tuple of the same length");
+    for (int i = 0; i < (n < 0 ? 1 : n); i++) {
+        PyObject *item = many ? PySequence_GetItem(shift_obj, i) : Py_NewRef(shift_obj);
+        int bad = !item || ctpy_int64_value(item, "roll: shift", &shifts[i]) < 0;
+        Py_XDECREF(item);
+        if (bad) return NULL;
+    }
     ct_tensor *t = ctpy_tensor_arg(x, "roll", NULL);
     if (!t) return NULL;
     bool flat = n < 0;
-    int axis = flat ? 0 : axes[0];
-    ct_tensor *src = flat ? ct_reshape(t, 1, (int64_t[]){-1}) : ct_retain(t);
-    int64_t size = src ? ct_size(src, axis) : 0, k = size ? ((shift % size) + size) % size : 0;
-    ct_tensor *parts[2] = {src ? ct_slice(src, axis, size - k, INT64_MAX, 1) : NULL,
-                           src ? ct_slice(src, axis, 0, size - k, 1) : NULL};
-    ct_tensor *joined;
-    CTPY_NOGIL(joined = ct_concat(2, (const ct_tensor *const *)parts, axis));
-    ct_release(parts[0]);
-    ct_release(parts[1]);
-    ct_release(src);
-    ct_tensor *out = flat && joined ? ct_reshape(joined, ct_ndim(t), ct_shape(t)) : joined;
-    if (flat) ct_release(joined);
+    ct_tensor *cur = flat ? ct_reshape(t, 1, (int64_t[]){-1}) : ct_retain(t);
+    for (int i = 0; cur && i < (flat ? 1 : n); i++) {
+        ct_tensor *next = roll_axis(cur, flat ? 0 : axes[i], shifts[i]);
+        ct_release(cur);
+        cur = next;
+    }
+    ct_tensor *out = !cur ? NULL : flat ? ct_reshape(cur, ct_ndim(t), ct_shape(t)) : ct_retain(cur);
+    ct_release(cur);
     ct_release(t);
     return ctpy_wrap(out);
 }
@@ -411,6 +431,22 @@ static PyObject *py_vecdot(PyObject *self, PyObject *args, PyObject *kwargs) {
     ct_tensor *x = ctpy_tensor_arg(a, "vecdot", ctpy_tensor_or_null(b)), *out = NULL;
     ct_tensor *y = x ? ctpy_tensor_arg(b, "vecdot", x) : NULL;
     bool converted = y != NULL;
+    if (converted) { /* the contracted axis: the same size in both, not broadcast */
+        int n = ct_ndim(x) > ct_ndim(y) ? ct_ndim(x) : ct_ndim(y);
+        int at = axis < 0 ? axis + n : axis, ax = at - (n - ct_ndim(x)), ay = at - (n - ct_ndim(y));
+        int64_t sx = ax >= 0 && ax < ct_ndim(x) ? ct_shape(x)[ax] : -1;
+        int64_t sy = ay >= 0 && ay < ct_ndim(y) ? ct_shape(y)[ay] : -1;
+        if (at < 0 || at >= n || sx != sy) {
+            converted = false;
+            if (at < 0 || at >= n)
+                ctpy_raise_status(CT_ERR_SHAPE, "vecdot: axis %d is out of range for %d axes", axis,
+                                  n);
+            else
+                ctpy_raise_status(CT_ERR_SHAPE,
+                                  "vecdot: the contracted axis has size %lld in x1 and %lld in x2",
+                                  (long long)sx, (long long)sy);
+        }
+    }
     if (converted) /* the standard's sum(conj(x1) * x2): conj of a real x1 is x1 itself */
         /* in the promoted dtype of x1 and x2, as the standard says: a sum of integers,
          * accumulated wider, wraps back into it */
@@ -444,7 +480,7 @@ PyMethodDef ctpy_manip_functions[] = {
     {"moveaxis", py_moveaxis, METH_VARARGS,
      "moveaxis($module, x, source, destination, /)\n--\n\nx with axes moved (a view)."},
     {"roll", KW py_roll, KWARGS,
-     "roll($module, x, shift, *, axis=None)\n--\n\nx rolled along one axis, or flattened (none)."},
+     "roll($module, x, shift, *, axis=None)\n--\n\nx rolled along the axes, or flattened (none)."},
     {"unstack", KW py_unstack, KWARGS, "unstack(x, *, axis=0): a tuple of views."},
     {"meshgrid", KW py_meshgrid, KWARGS,
      "meshgrid($module, *arrays, indexing='xy')\n--\n\nCoordinate grids (views)."},

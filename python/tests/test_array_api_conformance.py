@@ -127,3 +127,50 @@ def test_signature_details():
     assert _params(ct.arange)["stop"] == _params(ct.arange)["step"] == P.POSITIONAL_OR_KEYWORD
     assert _params(ct.linspace)["num"] == P.POSITIONAL_OR_KEYWORD
     assert _params(ct.ones(2).to_device)["device"] == P.POSITIONAL_OR_KEYWORD
+
+
+def test_asarray_of_0d_arrays(device):
+    """A nested sequence whose elements are 0-d arrays (a stack's elements, x[i, j]) reads
+    each as its Python scalar: complex ones too."""
+    z = ct.asarray([[1 + 2j, 3j]], dtype=ct.complex64, device=device)
+    out = ct.asarray([z[0, 0], z[0, 1]], dtype=ct.complex64)
+    assert out.dtype == ct.complex64 and out.tolist() == [1 + 2j, 3j]
+    assert ct.asarray([ct.asarray(True), ct.asarray(False)]).dtype == ct.bool
+    assert ct.asarray([ct.asarray(3), ct.asarray(4)]).tolist() == [3, 4]
+    assert ct.asarray([ct.asarray(1.5)], dtype=ct.float64).tolist() == [1.5]
+
+
+def test_roll_over_several_axes(device):
+    """The standard: shift a tuple with an axis tuple of the same length, or an int shift
+    applied to every axis given."""
+    a = np.arange(24.0).reshape(2, 3, 4)
+    x = ct.asarray(a, device=device)
+
+    def rolled(*args, **kwargs):
+        return np.asarray(ct.roll(x, *args, **kwargs).to("cpu"))
+
+    np.testing.assert_array_equal(rolled((1, -2), axis=(0, 2)), np.roll(a, (1, -2), axis=(0, 2)))
+    np.testing.assert_array_equal(rolled(5, axis=(1, 2)), np.roll(a, 5, axis=(1, 2)))
+    np.testing.assert_array_equal(rolled(7), np.roll(a, 7))
+    np.testing.assert_array_equal(rolled(-1, axis=-1), np.roll(a, -1, axis=-1))
+    with pytest.raises(ValueError):
+        ct.roll(x, (1, 2), axis=0)
+
+
+def test_vecdot_contracted_axis_sizes_must_match(device):
+    """The standard: the contracted axis has the same size in x1 and x2 (not broadcast)."""
+    with pytest.raises(ct.ShapeError):
+        ct.vecdot(ct.zeros(0, device=device), ct.zeros(1, device=device))
+    with pytest.raises(ct.ShapeError):
+        ct.vecdot(ct.ones((2, 1), device=device), ct.ones((2, 3), device=device))
+    assert ct.vecdot(ct.ones((2, 3), device=device), ct.ones(3, device=device)).tolist() == [3, 3]
+
+
+def test_vector_norm_over_no_axis(device):
+    """axis=() reduces nothing: each element is a one-element vector, its norm |x_i|."""
+    x = ct.asarray([0.0, -2.0, 3.0], device=device)
+    assert ct.linalg.vector_norm(x, axis=()).tolist() == [0.0, 2.0, 3.0]
+    assert ct.linalg.vector_norm(x, axis=(), ord=0).tolist() == [0.0, 1.0, 1.0]
+    z = ct.asarray([3 + 4j], dtype=ct.complex128, device=device)
+    out = ct.linalg.vector_norm(z, axis=(), ord=float("inf"))
+    assert out.dtype == ct.float64 and out.tolist() == [5.0]
