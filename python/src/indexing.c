@@ -138,10 +138,11 @@ static int add_int(ctpy_advanced *adv, const ct_tensor *cur, int axis, PyObject 
     return add_array(adv, cur, axis, ct_scalar((double)i, CT_I64, ct_device_of(cur)), true);
 }
 
-/* A boolean mask over axes axis.. of cur: the index arrays of its true elements. */
+/* A boolean mask over axes axis.. of cur: the index arrays of its true elements. Each of
+ * its sizes is the axis's or 0 (the standard's rule: a mask with no elements selects none). */
 static int add_mask(ctpy_advanced *adv, const ct_tensor *cur, int axis, const ct_tensor *mask) {
     for (int d = 0; d < ct_ndim(mask); d++)
-        if (ct_shape(mask)[d] != ct_shape(cur)[axis + d]) {
+        if (ct_shape(mask)[d] != ct_shape(cur)[axis + d] && ct_shape(mask)[d] != 0) {
             PyErr_Format(PyExc_IndexError,
                          "boolean index did not match the indexed array along axis %d: size "
                          "of the axis is %lld but size of the boolean axis is %lld",

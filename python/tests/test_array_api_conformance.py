@@ -174,3 +174,15 @@ def test_vector_norm_over_no_axis(device):
     z = ct.asarray([3 + 4j], dtype=ct.complex128, device=device)
     out = ct.linalg.vector_norm(z, axis=(), ord=float("inf"))
     assert out.dtype == ct.float64 and out.tolist() == [5.0]
+
+
+def test_boolean_mask_with_an_empty_axis(device):
+    """The standard: each size of a boolean index equals the indexed axis's or is 0 (it
+    then selects no element)."""
+    x = ct.asarray([[1.0, 2.0, 3.0]], device=device)
+    assert x[ct.zeros((0,), dtype=ct.bool, device=device)].shape == (0, 3)
+    assert x[ct.zeros((1, 0), dtype=ct.bool, device=device)].shape == (0,)
+    x[ct.zeros((0,), dtype=ct.bool, device=device)] = 7.0
+    assert x.tolist() == [[1.0, 2.0, 3.0]]
+    with pytest.raises(IndexError):
+        x[ct.zeros((2,), dtype=ct.bool, device=device)]
