@@ -85,11 +85,35 @@ def _rtol(rtol, what):
         return -1.0
     if isinstance(rtol, (int, float)) and not isinstance(rtol, bool) and rtol >= 0:
         return float(rtol)
-    raise TypeError(f"{what}: rtol must be None or a non-negative Python float")
+    raise TypeError(f"{what}: rtol must be None, a non-negative Python float or a real "
+                    "floating-point array that broadcasts against x.shape[:-2]")
+
+
+def _array_rtol(rtol, what):
+    """rtol when it is an array (one tolerance per matrix of the stack), else None."""
+    if not isinstance(rtol, _C.Tensor):
+        return None
+    if not _C.isdtype(rtol.dtype, "real floating"):
+        _rtol(None if rtol is None else object(), what)
+    return rtol
+
+
+def _cutoff(s, rtol):
+    """rtol times the largest singular value, per matrix: the bound below which a singular
+    value counts as zero (s: (..., K) with K > 0; rtol: broadcast against s.shape[:-1])."""
+    return _C.expand_dims(rtol, axis=-1) * _C.max(s, axis=-1, keepdims=True)
 
 
 def matrix_rank(x, /, *, rtol=None):
-    return _C._linalg_matrix_rank(x, _rtol(rtol, "matrix_rank"))
+    """The number of singular values above rtol times the largest (rtol: None, a float, or
+    an array of one tolerance per matrix)."""
+    tolerances = _array_rtol(rtol, "matrix_rank")
+    if tolerances is None:
+        return _C._linalg_matrix_rank(x, _rtol(rtol, "matrix_rank"))
+    s = svdvals(x)
+    if s.shape[-1] == 0:
+        return _C.zeros(s.shape[:-1], dtype=_C.int64, device=x.device)
+    return _C.sum(_C.astype(s > _cutoff(s, tolerances), _C.int64), axis=-1)
 
 
 def outer(x1, x2, /):
@@ -97,7 +121,19 @@ def outer(x1, x2, /):
 
 
 def pinv(x, /, *, rtol=None):
-    return _C._linalg_pinv(x, _rtol(rtol, "pinv"))
+    """The Moore-Penrose pseudo-inverse, treating as zero the singular values at most rtol
+    times the largest (rtol: None, a float, or an array of one tolerance per matrix)."""
+    tolerances = _array_rtol(rtol, "pinv")
+    if tolerances is None:
+        return _C._linalg_pinv(x, _rtol(rtol, "pinv"))
+    u, s, vh = svd(x, full_matrices=False)
+    shape = x.shape[:-2] + (x.shape[-1], x.shape[-2])
+    if s.shape[-1] == 0:
+        return _C.zeros(shape, dtype=x.dtype, device=x.device)
+    kept = s > _cutoff(s, tolerances)
+    s_inv = _C.astype(_C.where(kept, 1 / _C.where(kept, s, 1), 0), x.dtype)
+    v_scaled = _C.matrix_transpose(_C.conj(vh)) * _C.expand_dims(s_inv, axis=-2)
+    return _C.broadcast_to(_C.matmul(v_scaled, _C.matrix_transpose(_C.conj(u))), shape)
 
 
 def qr(x, /, *, mode="reduced"):
@@ -131,6 +167,11 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     """The ord-norm over axis (None: every axis, as one vector); ord any real or +-inf."""
     if isinstance(ord, bool) or not isinstance(ord, (int, float)):
         raise TypeError(f"vector_norm: ord={ord!r}; it must be a Python int or float")
+    if isinstance(axis, (tuple, list)) and len(axis) == 0:
+        # no axis reduced: each element is a one-element vector, whose norm is |x_i| (for
+        # ord 0, the count of its nonzero elements)
+        magnitude = _C.abs(x)
+        return _C.astype(x != 0, magnitude.dtype) if ord == 0 else magnitude
     return _C._linalg_vector_norm(x, axis, float(ord), bool(keepdims))
 
 

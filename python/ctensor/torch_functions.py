@@ -69,19 +69,19 @@ def cat(tensors, dim=0, **kwargs):
 concatenate = cat
 
 
-def max(x, *args, **kwargs):  # noqa: A001
-    """The standard's max(x, axis=None, keepdims=False), or PyTorch's: max(x, dim) and
-    max(x, dim=d) give (values, indices); max(x, other) the elementwise maximum."""
+def max(x, /, *args, axis=None, keepdims=False, **kwargs):  # noqa: A001
+    """The standard's max(x, /, *, axis=None, keepdims=False), or PyTorch's: max(x, dim)
+    and max(x, dim=d) give (values, indices); max(x, other) the elementwise maximum."""
     if args or "dim" in kwargs:
         return _m.max(x, *args, **kwargs)
-    return _C.max(x, **kwargs)
+    return _C.max(x, axis=axis, keepdims=keepdims, **kwargs)
 
 
-def min(x, *args, **kwargs):  # noqa: A001
-    """The standard's min(x, axis=None, keepdims=False), or PyTorch's (see max)."""
+def min(x, /, *args, axis=None, keepdims=False, **kwargs):  # noqa: A001
+    """The standard's min(x, /, *, axis=None, keepdims=False), or PyTorch's (see max)."""
     if args or "dim" in kwargs:
         return _m.min(x, *args, **kwargs)
-    return _C.min(x, **kwargs)
+    return _C.min(x, axis=axis, keepdims=keepdims, **kwargs)
 
 
 def randint(low, high=None, size=None, *, dtype=None, device=None):

@@ -217,6 +217,14 @@ static bool wants_int(ct_dtype dtype) { return (int)dtype < 0 || ct_dtype_is_int
  * was asked for (-1: none). */
 static int read_leaf(nest *n, int64_t i, ct_dtype dtype) {
     PyObject *o = n->leaves[i];
+    if (ctpy_is_tensor(o) && ct_ndim(ctpy_tensor_of(o)) == 0) {
+        /* a 0-d array leaf reads as its Python scalar (bool, int, float or complex, after
+         * its dtype), not through __index__ or __float__ */
+        PyObject *scalar = PyObject_CallMethod(o, "item", NULL);
+        if (!scalar) return -1;
+        Py_SETREF(n->leaves[i], scalar);
+        o = scalar;
+    }
     int kind = leaf_kind(o);
     if (kind < 0) {
         PyErr_Format(PyExc_TypeError, "asarray: %.200R is not a number", o);

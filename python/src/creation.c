@@ -335,12 +335,17 @@ PyMethodDef ctpy_creation_functions[] = {
      "from a Tensor, a Python number, nested lists, a buffer (NumPy array) or a DLPack "
      "producer."},
     {"zeros", KW py_zeros, KWARGS,
-     "zeros(shape, *, dtype=None, device=None, requires_grad=False)."},
-    {"ones", KW py_ones, KWARGS, "ones(shape, *, dtype=None, device=None, requires_grad=False)."},
+     "zeros($module, shape, *, dtype=None, device=None, requires_grad=False)\n--\n\n"
+     "An array of zeros."},
+    {"ones", KW py_ones, KWARGS,
+     "ones($module, shape, *, dtype=None, device=None, requires_grad=False)\n--\n\nAn array of "
+     "ones."},
     {"empty", KW py_empty, KWARGS,
-     "empty(shape, *, dtype=None, device=None, requires_grad=False)."},
+     "empty($module, shape, *, dtype=None, device=None, requires_grad=False)\n--\n\n"
+     "An uninitialized array."},
     {"full", KW py_full, KWARGS,
-     "full(shape, fill_value, *, dtype=None, device=None, requires_grad=False)."},
+     "full($module, shape, fill_value, *, dtype=None, device=None, requires_grad=False)\n--\n\n"
+     "An array filled with fill_value."},
     {"zeros_like", KW py_zeros_like, KWARGS,
      "zeros_like(x, *, dtype=None, device=None, requires_grad=False)."},
     {"ones_like", KW py_ones_like, KWARGS,
@@ -350,11 +355,14 @@ PyMethodDef ctpy_creation_functions[] = {
     {"full_like", KW py_full_like, KWARGS,
      "full_like(x, fill_value, *, dtype=None, device=None, requires_grad=False)."},
     {"arange", KW py_arange, KWARGS,
-     "arange(start, /, stop=None, step=1, *, dtype, device, requires_grad=False)."},
+     "arange($module, start, stop=None, step=1, *, dtype=None, device=None, "
+     "requires_grad=False)\n--\n\nEvenly spaced values in [start, stop) (one argument: [0, "
+     "start))."},
     {"linspace", KW py_linspace, KWARGS,
-     "linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True, "
-     "requires_grad=False)."},
+     "linspace($module, start, stop, num, *, dtype=None, device=None, endpoint=True, "
+     "requires_grad=False)\n--\n\nnum evenly spaced values from start to stop."},
     {"eye", KW py_eye, KWARGS,
-     "eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None, requires_grad=False)."},
+     "eye($module, n_rows, n_cols=None, *, k=0, dtype=None, device=None, "
+     "requires_grad=False)\n--\n\nOnes on the k-th diagonal, zeros elsewhere."},
     {0}, /* sentinel */
 };

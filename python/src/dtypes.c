@@ -93,9 +93,12 @@ static int is_kind(ct_dtype d, PyObject *kind) {
     return -1;
 }
 
-static PyObject *py_isdtype(PyObject *self, PyObject *args) {
+static PyObject *py_isdtype(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"dtype", "kind", NULL};
     PyObject *dtype_obj, *kind;
-    if (!PyArg_ParseTuple(args, "O!O:isdtype", &ctpy_dtype_type, &dtype_obj, &kind)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O:isdtype", keywords, &ctpy_dtype_type,
+                                     &dtype_obj, &kind))
+        return NULL;
     int r = is_kind(((ctpy_dtype *)dtype_obj)->dtype, kind);
     return r < 0 ? NULL : PyBool_FromLong(r);
 }
@@ -148,10 +151,14 @@ static PyObject *py_astype(PyObject *self, PyObject *args, PyObject *kwargs) {
 PyMethodDef ctpy_dtype_functions[] = {
     {"finfo", py_finfo, METH_O, "finfo(dtype): bits, eps, max, min, smallest_normal, dtype."},
     {"iinfo", py_iinfo, METH_O, "iinfo(dtype): bits, max, min, dtype."},
-    {"isdtype", py_isdtype, METH_VARARGS, "isdtype(dtype, kind)."},
-    {"result_type", py_result_type, METH_VARARGS, "result_type(*arrays_and_dtypes)."},
-    {"can_cast", py_can_cast, METH_VARARGS, "can_cast(from_, to): promotion keeps to."},
+    {"isdtype", KW py_isdtype, KWARGS,
+     "isdtype($module, dtype, kind)\n--\n\nWhether dtype is of the kind (a name, a dtype, or a "
+     "tuple of them)."},
+    {"result_type", py_result_type, METH_VARARGS,
+     "result_type($module, *arrays_and_dtypes)\n--\n\nThe dtype the standard's promotion gives."},
+    {"can_cast", py_can_cast, METH_VARARGS,
+     "can_cast($module, from_, to, /)\n--\n\nWhether promotion of from_ with to keeps to."},
     {"astype", KW py_astype, METH_VARARGS | METH_KEYWORDS,
-     "astype(x, dtype, /, *, copy=True, device=None)."},
+     "astype($module, x, dtype, *, copy=True, device=None)\n--\n\nx converted to dtype."},
     {0}, /* sentinel */
 };

@@ -79,8 +79,8 @@ static int check_key(PyObject *items, const ct_tensor *t, int *used, bool *advan
         ellipses += item == Py_Ellipsis;
         *advanced |= is_integer_array(item) || is_mask(item);
         if (is_mask(item) && ct_ndim(ctpy_tensor_of(item)) == 0) {
-            PyErr_SetString(PyExc_IndexError, "a 0-d boolean index is not supported; use "
-                                              "where() or expand_dims() instead");
+            PyErr_SetString(PyExc_IndexError, "a 0-d boolean index is supported only as the sole "
+                                              "index; use where() or expand_dims() instead");
             return -1;
         }
         if (ctpy_is_tensor(item) && !is_mask(item) && !is_integer_array(item)) {
@@ -138,10 +138,11 @@ static int add_int(ctpy_advanced *adv, const ct_tensor *cur, int axis, PyObject 
     return add_array(adv, cur, axis, ct_scalar((double)i, CT_I64, ct_device_of(cur)), true);
 }
 
-/* A boolean mask over axes axis.. of cur: the index arrays of its true elements. */
+/* A boolean mask over axes axis.. of cur: the index arrays of its true elements. Each of
+ * its sizes is the axis's or 0 (the standard's rule: a mask with no elements selects none). */
 static int add_mask(ctpy_advanced *adv, const ct_tensor *cur, int axis, const ct_tensor *mask) {
     for (int d = 0; d < ct_ndim(mask); d++)
-        if (ct_shape(mask)[d] != ct_shape(cur)[axis + d]) {
+        if (ct_shape(mask)[d] != ct_shape(cur)[axis + d] && ct_shape(mask)[d] != 0) {
             PyErr_Format(PyExc_IndexError,
                          "boolean index did not match the indexed array along axis %d: size "
                          "of the axis is %lld but size of the boolean axis is %lld",
@@ -229,7 +230,29 @@ static ct_tensor *index_tensor(ct_tensor *t, PyObject *key, ctpy_advanced *adv) 
     return cur;
 }
 
+/* The standard's sole 0-d boolean key (x[key] is x[None][key[None]]): x with a new leading
+ * axis of size 1 where the key is True, of size 0 where it is False. Sets *lifted to a new
+ * reference to x's view with that axis and *mask1 to the key as a 1-element mask; returns 1
+ * when key is such a key, 0 when it is not, -1 with an exception set. */
+static int lift_0d_mask(PyObject *self, PyObject *key, PyObject **lifted, PyObject **mask1) {
+    if (PyTuple_Check(key) && PyTuple_GET_SIZE(key) == 1) key = PyTuple_GET_ITEM(key, 0);
+    if (!is_mask(key) || ct_ndim(ctpy_tensor_of(key)) != 0) return 0;
+    const int64_t one = 1;
+    *lifted = ctpy_wrap(ct_unsqueeze(ctpy_tensor_of(self), 0));
+    *mask1 = *lifted ? ctpy_wrap(ct_reshape(ctpy_tensor_of(key), 1, &one)) : NULL;
+    if (*mask1) return 1;
+    Py_XDECREF(*lifted);
+    return -1;
+}
+
 static PyObject *tensor_getitem(PyObject *self, PyObject *key) {
+    PyObject *lifted, *mask1;
+    int sole_0d_mask = lift_0d_mask(self, key, &lifted, &mask1);
+    if (sole_0d_mask) {
+        PyObject *out = sole_0d_mask > 0 ? PyObject_GetItem(lifted, mask1) : NULL;
+        if (sole_0d_mask > 0) Py_DECREF(lifted), Py_DECREF(mask1);
+        return out;
+    }
     ctpy_advanced adv;
     ct_tensor *view = index_tensor(ctpy_tensor_of(self), key, &adv);
     if (!view || adv.n == 0) return view ? ctpy_wrap(view) : NULL;
@@ -243,6 +266,13 @@ static int tensor_setitem(PyObject *self, PyObject *key, PyObject *value) {
     if (!value) {
         PyErr_SetString(PyExc_TypeError, "array elements cannot be deleted");
         return -1;
+    }
+    PyObject *lifted, *mask1;
+    int sole_0d_mask = lift_0d_mask(self, key, &lifted, &mask1);
+    if (sole_0d_mask) { /* writes through the view of self that lift_0d_mask made */
+        int result = sole_0d_mask > 0 ? PyObject_SetItem(lifted, mask1, value) : -1;
+        if (sole_0d_mask > 0) Py_DECREF(lifted), Py_DECREF(mask1);
+        return result;
     }
     ctpy_advanced adv;
     ct_tensor *view = index_tensor(ctpy_tensor_of(self), key, &adv);

@@ -24,9 +24,11 @@ static PyObject *py_reshape(PyObject *self, PyObject *args, PyObject *kwargs) {
     return ctpy_wrap(out);
 }
 
-static PyObject *py_permute_dims(PyObject *self, PyObject *args) {
+static PyObject *py_permute_dims(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"", "axes", NULL};
     PyObject *x, *axes_obj;
-    if (!PyArg_ParseTuple(args, "OO:permute_dims", &x, &axes_obj)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO:permute_dims", keywords, &x, &axes_obj))
+        return NULL;
     int axes[CT_MAX_DIMS], n;
     if (ctpy_parse_axes(axes_obj, "permute_dims: axes", axes, &n) < 0) return NULL;
     ct_tensor *t = ctpy_tensor_arg(x, "permute_dims", NULL);
@@ -88,9 +90,11 @@ static PyObject *py_squeeze(PyObject *self, PyObject *args, PyObject *kwargs) {
     return ctpy_wrap(cur);
 }
 
-static PyObject *py_broadcast_to(PyObject *self, PyObject *args) {
+static PyObject *py_broadcast_to(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"", "shape", NULL};
     PyObject *x, *spec;
-    if (!PyArg_ParseTuple(args, "OO:broadcast_to", &x, &spec)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO:broadcast_to", keywords, &x, &spec))
+        return NULL;
     int64_t shape[CT_MAX_DIMS];
     int ndim;
     if (ctpy_parse_shape(spec, "broadcast_to: shape", shape, &ndim) < 0) return NULL;
@@ -268,6 +272,22 @@ static PyObject *py_moveaxis(PyObject *self, PyObject *args) {
     return ok ? ctpy_wrap(out) : NULL;
 }
 
+/* src rolled by shift along axis: a new array. */
+static ct_tensor *roll_axis(ct_tensor *src, int axis, int64_t shift) {
+    int64_t size = ct_size(src, axis), k = size ? ((shift % size) + size) % size : 0;
+    ct_tensor *parts[2] = {ct_slice(src, axis, size - k, INT64_MAX, 1),
+                           ct_slice(src, axis, 0, size - k, 1)};
+    ct_tensor *joined = NULL;
+    if (parts[0] && parts[1])
+        CTPY_NOGIL(joined = ct_concat(2, (const ct_tensor *const *)parts, axis));
+    ct_release(parts[0]);
+    ct_release(parts[1]);
+    return joined;
+}
+
+/* roll(x, shift, *, axis=None): shift an int, or a tuple of one shift per axis of the
+ * axis tuple (an int shift applies to every axis given); no axis rolls the flattened
+ * array. */
 static PyObject *py_roll(PyObject *self, PyObject *args, PyObject *kwargs) {
     static char *keywords[] = {"x", "shift", "axis", NULL};
     PyObject *x, *axis_obj = Py_None;
@@ -276,26 +296,30 @@ static PyObject *py_roll(PyObject *self, PyObject *args, PyObject *kwargs) {
                                      &axis_obj))
         return NULL;
     int axes[CT_MAX_DIMS], n;
-    int64_t shift;
-    if (ctpy_int64_value(shift_obj, "roll: shift", &shift) < 0 ||
-        ctpy_parse_axes(axis_obj, "roll: axis", axes, &n) < 0)
-        return NULL;
-    if (n > 1) return PyErr_Format(PyExc_ValueError, "roll: one axis (or None) only");
+    int64_t shifts[CT_MAX_DIMS];
+    if (ctpy_parse_axes(axis_obj, "roll: axis", axes, &n) < 0) return NULL;
+    bool many = PyTuple_Check(shift_obj) || PyList_Check(shift_obj);
+    Py_ssize_t count = many ? PySequence_Size(shift_obj) : 1;
+    if (many && count != (n < 0 ? -1 : n))
+        return PyErr_Format(PyExc_ValueError,
+                            "roll: a tuple of shifts needs an axis tuple of the same length");
+    for (int i = 0; i < (n < 0 ? 1 : n); i++) {
+        PyObject *item = many ? PySequence_GetItem(shift_obj, i) : Py_NewRef(shift_obj);
+        int bad = !item || ctpy_int64_value(item, "roll: shift", &shifts[i]) < 0;
+        Py_XDECREF(item);
+        if (bad) return NULL;
+    }
     ct_tensor *t = ctpy_tensor_arg(x, "roll", NULL);
     if (!t) return NULL;
     bool flat = n < 0;
-    int axis = flat ? 0 : axes[0];
-    ct_tensor *src = flat ? ct_reshape(t, 1, (int64_t[]){-1}) : ct_retain(t);
-    int64_t size = src ? ct_size(src, axis) : 0, k = size ? ((shift % size) + size) % size : 0;
-    ct_tensor *parts[2] = {src ? ct_slice(src, axis, size - k, INT64_MAX, 1) : NULL,
-                           src ? ct_slice(src, axis, 0, size - k, 1) : NULL};
-    ct_tensor *joined;
-    CTPY_NOGIL(joined = ct_concat(2, (const ct_tensor *const *)parts, axis));
-    ct_release(parts[0]);
-    ct_release(parts[1]);
-    ct_release(src);
-    ct_tensor *out = flat && joined ? ct_reshape(joined, ct_ndim(t), ct_shape(t)) : joined;
-    if (flat) ct_release(joined);
+    ct_tensor *cur = flat ? ct_reshape(t, 1, (int64_t[]){-1}) : ct_retain(t);
+    for (int i = 0; cur && i < (flat ? 1 : n); i++) {
+        ct_tensor *next = roll_axis(cur, flat ? 0 : axes[i], shifts[i]);
+        ct_release(cur);
+        cur = next;
+    }
+    ct_tensor *out = !cur ? NULL : flat ? ct_reshape(cur, ct_ndim(t), ct_shape(t)) : ct_retain(cur);
+    ct_release(cur);
     ct_release(t);
     return ctpy_wrap(out);
 }
@@ -407,10 +431,31 @@ static PyObject *py_vecdot(PyObject *self, PyObject *args, PyObject *kwargs) {
     ct_tensor *x = ctpy_tensor_arg(a, "vecdot", ctpy_tensor_or_null(b)), *out = NULL;
     ct_tensor *y = x ? ctpy_tensor_arg(b, "vecdot", x) : NULL;
     bool converted = y != NULL;
+    if (converted) { /* the contracted axis: the same size in both, not broadcast */
+        int n = ct_ndim(x) > ct_ndim(y) ? ct_ndim(x) : ct_ndim(y);
+        int at = axis < 0 ? axis + n : axis, ax = at - (n - ct_ndim(x)), ay = at - (n - ct_ndim(y));
+        int64_t sx = ax >= 0 && ax < ct_ndim(x) ? ct_shape(x)[ax] : -1;
+        int64_t sy = ay >= 0 && ay < ct_ndim(y) ? ct_shape(y)[ay] : -1;
+        if (at < 0 || at >= n || sx != sy) {
+            converted = false;
+            if (at < 0 || at >= n)
+                ctpy_raise_status(CT_ERR_SHAPE, "vecdot: axis %d is out of range for %d axes", axis,
+                                  n);
+            else
+                ctpy_raise_status(CT_ERR_SHAPE,
+                                  "vecdot: the contracted axis has size %lld in x1 and %lld in x2",
+                                  (long long)sx, (long long)sy);
+        }
+    }
     if (converted) /* the standard's sum(conj(x1) * x2): conj of a real x1 is x1 itself */
+        /* in the promoted dtype of x1 and x2, as the standard says: a sum of integers,
+         * accumulated wider, wraps back into it */
         CTPY_NOGIL(ct_tensor *cx = ct_conj(x); ct_tensor *product = cx ? ct_mul(cx, y) : NULL;
-                   out = product ? ct_sum(product, 1, &axis, false) : NULL; ct_release(cx);
-                   ct_release(product));
+                   ct_tensor *sum = product ? ct_sum(product, 1, &axis, false) : NULL;
+                   out = sum && ct_dtype_of(sum) != ct_dtype_of(product)
+                             ? ct_cast(sum, ct_dtype_of(product))
+                             : (sum ? ct_retain(sum) : NULL);
+                   ct_release(sum); ct_release(cx); ct_release(product));
     ct_release(x);
     ct_release(y);
     return converted ? ctpy_wrap(out) : NULL;
@@ -418,20 +463,32 @@ static PyObject *py_vecdot(PyObject *self, PyObject *args, PyObject *kwargs) {
 
 PyMethodDef ctpy_manip_functions[] = {
     {"reshape", KW py_reshape, KWARGS, "reshape(x, shape, *, copy=None)."},
-    {"permute_dims", py_permute_dims, METH_VARARGS, "permute_dims(x, axes): a view."},
+    {"permute_dims", KW py_permute_dims, KWARGS,
+     "permute_dims($module, x, /, axes)\n--\n\nA view with the axes in the given order."},
     {"expand_dims", KW py_expand_dims, KWARGS, "expand_dims(x, *, axis=0): a view."},
-    {"squeeze", KW py_squeeze, KWARGS, "squeeze(x, axis): remove size-1 axes (a view)."},
-    {"broadcast_to", py_broadcast_to, METH_VARARGS, "broadcast_to(x, shape): a view."},
-    {"broadcast_arrays", py_broadcast_arrays, METH_VARARGS, "broadcast_arrays(*arrays): views."},
-    {"concat", KW py_concat, KWARGS, "concat(arrays, *, axis=0); axis=None flattens first."},
+    {"squeeze", KW py_squeeze, KWARGS,
+     "squeeze($module, x, axis)\n--\n\nx without the given size-1 axes (a view)."},
+    {"broadcast_to", KW py_broadcast_to, KWARGS,
+     "broadcast_to($module, x, /, shape)\n--\n\nA view of x broadcast to shape."},
+    {"broadcast_arrays", py_broadcast_arrays, METH_VARARGS,
+     "broadcast_arrays($module, *arrays)\n--\n\nThe arrays broadcast against each other (views)."},
+    {"concat", KW py_concat, KWARGS,
+     "concat($module, arrays, *, axis=0)\n--\n\nThe arrays joined along axis; axis=None flattens "
+     "them first."},
     {"stack", KW py_stack, KWARGS, "stack(arrays, *, axis=0)."},
     {"flip", KW py_flip, KWARGS, "flip(x, *, axis=None): a view."},
-    {"moveaxis", py_moveaxis, METH_VARARGS, "moveaxis(x, source, destination): a view."},
-    {"roll", KW py_roll, KWARGS, "roll(x, shift, *, axis=None) (one axis or none)."},
+    {"moveaxis", py_moveaxis, METH_VARARGS,
+     "moveaxis($module, x, source, destination, /)\n--\n\nx with axes moved (a view)."},
+    {"roll", KW py_roll, KWARGS,
+     "roll($module, x, shift, *, axis=None)\n--\n\nx rolled along the axes, or flattened (none)."},
     {"unstack", KW py_unstack, KWARGS, "unstack(x, *, axis=0): a tuple of views."},
-    {"meshgrid", KW py_meshgrid, KWARGS, "meshgrid(*arrays, indexing='xy'): views."},
-    {"take", KW py_take, KWARGS, "take(x, indices, *, axis=None)."},
-    {"matrix_transpose", py_matrix_transpose, METH_O, "The last two axes swapped (a view)."},
-    {"vecdot", KW py_vecdot, KWARGS, "vecdot(x1, x2, *, axis=-1): sum(conj(x1) * x2, axis)."},
+    {"meshgrid", KW py_meshgrid, KWARGS,
+     "meshgrid($module, *arrays, indexing='xy')\n--\n\nCoordinate grids (views)."},
+    {"take", KW py_take, KWARGS,
+     "take($module, x, indices, *, axis=None)\n--\n\nThe elements of x at indices along axis."},
+    {"matrix_transpose", py_matrix_transpose, METH_O,
+     "matrix_transpose($module, x, /)\n--\n\nThe last two axes swapped (a view)."},
+    {"vecdot", KW py_vecdot, KWARGS,
+     "vecdot($module, x1, x2, *, axis=-1)\n--\n\nsum(conj(x1) * x2, axis)."},
     {0}, /* sentinel */
 };

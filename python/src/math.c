@@ -244,7 +244,7 @@ static PyObject *py_where(PyObject *self, PyObject *const *args, Py_ssize_t n) {
 }
 
 static PyObject *py_clip(PyObject *self, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"x", "min", "max", NULL};
+    static char *keywords[] = {"", "min", "max", NULL};
     PyObject *x, *lo = Py_None, *hi = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OO:clip", keywords, &x, &lo, &hi))
         return NULL;
@@ -412,14 +412,17 @@ PyMethodDef ctpy_math_functions[] = {
            "); also dim=, keepdim=."},
     CT_REDUCE_OPS(CTPY_REDUCE_DEF_)
 #undef CTPY_REDUCE_DEF_
-        {"where", KW py_where, METH_FASTCALL, "where(condition, x1, x2): x1 where true, else x2."},
-    {"clip", KW py_clip, KWARGS, "clip(x, min=None, max=None)."},
+        {"where", KW py_where, METH_FASTCALL,
+         "where($module, condition, x1, x2, /)\n--\n\nx1 where condition is true, else x2."},
+    {"clip", KW py_clip, KWARGS,
+     "clip($module, x, /, min=None, max=None)\n--\n\nx clamped to [min, max]."},
     {"var", KW py_var, KWARGS, "var(x, /, *, axis=None, correction=0, keepdims=False)."},
     {"std", KW py_std, KWARGS, "std(x, /, *, axis=None, correction=0, keepdims=False)."},
     {"argmax", KW py_argmax, KWARGS,
      "argmax(x, /, *, axis=None, keepdims=False): index of the first maximum (int64)."},
     {"argmin", KW py_argmin, KWARGS,
      "argmin(x, /, *, axis=None, keepdims=False): index of the first minimum (int64)."},
-    {"matmul", KW py_matmul, METH_FASTCALL, "matmul(x1, x2): numpy.matmul's rules."},
+    {"matmul", KW py_matmul, METH_FASTCALL,
+     "matmul($module, x1, x2, /)\n--\n\nThe matrix product, by numpy.matmul's rules."},
     {0}, /* sentinel */
 };

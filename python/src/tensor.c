@@ -290,7 +290,8 @@ static PyMethodDef tensor_methods[] = {
      "memory format (ctensor.channels_last: a 4-D array laid out as (N, H, W, C)); itself "
      "when nothing changes."},
     {"to_device", KW tensor_to_device, KWARGS,
-     "to_device(device): the array on device (itself when already there)."},
+     "to_device($self, device, stream=None)\n--\n\nThe array on device (itself when already "
+     "there)."},
     {"cpu", tensor_cpu, METH_NOARGS, "The array on the CPU (itself when already there)."},
     {"cuda", tensor_cuda, METH_VARARGS, "cuda(index=0): the array on cuda:index."},
     {"astype", KW tensor_astype, KWARGS, "astype(dtype, copy=True): the array converted to dtype."},

@@ -143,7 +143,7 @@ def test_bad_advanced_keys(device):
         (ct.asarray([0, 1], device=device), ct.asarray([0, 3], device=device)),
         (ct.asarray([0, 1], device=device), ct.asarray([0, 1, 2], device=device)),
         (ct.asarray([True, False, True], device=device),),
-        (ct.asarray(True, device=device),),
+        (ct.asarray(True, device=device), 0),  # a 0-d mask is valid only as the sole index
         (ct.asarray([0.5], device=device),),
         (ct.asarray([0, 1], device=device), 5),
     ]

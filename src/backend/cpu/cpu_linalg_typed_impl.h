@@ -9,6 +9,7 @@
 /* l: the matrix on entry (in place). */
 static lapack_int TYPED(cholesky)(lapack_int n, T *l) {
     lapack_int info = 0;
+    if (n == 0) return 0; /* LAPACK refuses the leading dimension 0 of an empty matrix */
     LAPACK(potrf)("L", &n, l, &n, &info);
     for (lapack_int j = 1; j < n; j++)
         for (lapack_int i = 0; i < j; i++) l[(size_t)j * n + i] = 0;
@@ -17,6 +18,7 @@ static lapack_int TYPED(cholesky)(lapack_int n, T *l) {
 
 /* at: the transpose of the matrix of the system (its row-major copy, read column-major). */
 static lapack_int TYPED(solve)(lapack_int n, lapack_int k, T *at, T *x) {
+    if (n == 0) return 0; /* an empty system: nothing to solve */
     lapack_int *pivots = malloc(((size_t)n + 1) * sizeof *pivots), info = 0;
     if (!pivots) return CT_LINALG_NO_MEMORY;
     LAPACK(getrf)(&n, &n, at, &n, pivots, &info);
@@ -28,6 +30,12 @@ static lapack_int TYPED(solve)(lapack_int n, lapack_int k, T *at, T *x) {
 /* sign: det / |det| (0 when singular); logabs: log |det| (-inf then); det itself. a may be
  * the matrix or its transpose: their determinants are one. */
 static lapack_int TYPED(det)(lapack_int n, T *a, T *sign, R *logabs, T *det) {
+    if (n == 0) { /* the empty product: det 1 */
+        if (sign) *sign = 1;
+        if (logabs) *logabs = 0;
+        if (det) *det = 1;
+        return 0;
+    }
     lapack_int *pivots = malloc(((size_t)n + 1) * sizeof *pivots), info = 0;
     if (!pivots) return CT_LINALG_NO_MEMORY;
     LAPACK(getrf)(&n, &n, a, &n, pivots, &info);
@@ -58,6 +66,7 @@ static lapack_int TYPED(det)(lapack_int n, T *a, T *sign, R *logabs, T *det) {
 
 /* a: the matrix, overwritten (with the eigenvectors when v). */
 static lapack_int TYPED(eigh)(lapack_int n, T *a, R *w, bool v) {
+    if (n == 0) return 0; /* no eigenvalues */
     const char *job = v ? "V" : "N";
     lapack_int info = 0, lwork = -1, liwork = -1, iwork_size = 0;
     T work_size = 0;
