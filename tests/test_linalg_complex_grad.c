@@ -239,6 +239,34 @@ DEVICE_TEST(test_linalg_complex_grad_svd_phase_refused) {
     CHECK(svd_phase_refused(device, 2));
 }
 
+/* Two backward passes through one svd, the graph retained: the joint node reads only the
+ * gradients of its own pass. The second pass, through S alone, adds d sum(s) = u vh. */
+DEVICE_TEST(test_linalg_complex_grad_svd_two_passes) {
+    ct_tensor *x = general(device, 1, 4, 3, 261);
+    ct_tensor *u = NULL, *s = NULL, *vh = NULL;
+    if (x) ct_linalg_svd(x, false, &u, &s, &vh);
+    ct_tensor *magnitudes = u ? ct_abs(u) : NULL;
+    ct_tensor *loss_u = magnitudes ? ct_sum(magnitudes, 0, NULL, false) : NULL;
+    ct_tensor *loss_s = s ? ct_sum(s, 0, NULL, false) : NULL;
+    bool first = loss_u && ct_backward_with(loss_u, NULL, true) == CT_OK;
+    ct_tensor *after_first = first ? ct_grad(x) : NULL;
+    bool second = loss_s && ct_backward_with(loss_s, NULL, true) == CT_OK;
+    ct_tensor *after_second = second ? ct_grad(x) : NULL;
+    ct_tensor *expected = vh ? ct_matmul(u, vh) : NULL;
+    ct_tensor *added = after_first && after_second ? ct_sub(after_second, after_first) : NULL;
+    ct_tensor *error = added && expected ? ct_sub(added, expected) : NULL;
+    ct_tensor *diff = error ? ct_abs(error) : NULL;
+    ct_tensor *worst = diff ? ct_max(diff, 0, NULL, false) : NULL;
+    double worst_value = 1;
+    if (worst) ct_item(worst, &worst_value);
+    ct_release(x), ct_release(u), ct_release(s), ct_release(vh), ct_release(magnitudes);
+    ct_release(loss_u), ct_release(loss_s), ct_release(after_first), ct_release(after_second);
+    ct_release(expected), ct_release(added), ct_release(error), ct_release(diff);
+    ct_release(worst);
+    CHECK(first && second);
+    CHECK(worst_value < 1e-12);
+}
+
 DEVICE_TEST(test_linalg_complex_grad_svd_qr) {
     int64_t shapes[3][2] = {{5, 3}, {3, 5}, {4, 4}};
     for (int c = 0; c < 3; c++) {
