@@ -23,16 +23,17 @@
 # GPT benchmark: bench/run_gpt_gpu.sh, GPT-2 124M at context 1024, batch 16 and 64 in bf16
 # beside PyTorch eager with F.scaled_dot_product_attention, tokens/s and MFU, bounded to
 # 240 s: `run(command="tools/gpu-check.sh --arch --gpt-only", carry=[".gpu-deps"],
-# kind="nvidia-h200", timeout_s=600)`), --linalg-fft-only (likewise, only issue 36's
-# fft and solve beside PyTorch's torch.fft and torch.linalg.solve on the same GPU: bench_fft.py
-# and bench_linalg.py with --device cuda:0 (bench/bench_device.py), one table of times, ratios
-# and errors against a float64 CPU reference, each script bounded to 180 s: `run(command=
-# "tools/gpu-check.sh --arch --linalg-fft-only", carry=[".gpu-deps"], timeout_s=600)`; CuPy is
-# not a peer: its wheel is over the carry limit). The issues' goals are an H200's (its 400,000 tokens/s
+# kind="nvidia-h200", timeout_s=600)`). The issues' goals are an H200's (its 400,000 tokens/s
 # and its bf16 peak in the MFU), so name that kind; run --gpt-only right after --resnet-only,
 # while the machine is warm, so that it reuses build-gpu (the build is incremental) and the
-# two fit the session's device time; --tests REGEX after either runs those test programs
-# first (e.g. --resnet-only --tests "test_nn_batch_norm|test_nn_norm": the CUDA batch norm);
+# two fit the session's device time; --linalg-fft-only (likewise, only issue 36's fft and
+# solve beside PyTorch's torch.fft and torch.linalg.solve on the same GPU: bench_fft.py and
+# bench_linalg.py with --device cuda:0 (bench/bench_device.py), one table of times, ratios and
+# errors against a float64 CPU reference, each script bounded to 180 s: `run(command=
+# "tools/gpu-check.sh --arch --linalg-fft-only", carry=[".gpu-deps"], timeout_s=600)`; CuPy
+# is not a peer: its wheel is over the carry limit); --tests REGEX after any of them runs those
+# test programs first (e.g. --resnet-only --tests "test_nn_batch_norm|test_nn_norm": the CUDA
+# batch norm);
 # --build-type TYPE (default Release),
 # --jobs N (N test programs at once: CTEST_PARALLEL_LEVEL), --arch (build for this machine's
 # GPUs only, CT_CUDA_ARCHITECTURES=<compute capability>-real from nvidia-smi; without it the
@@ -340,7 +341,7 @@ linalg_fft_on_gpu() {
              $quick; } > "$logs/linalg-fft-gpu.md" 2> "$logs/linalg-fft-gpu.err"; then
         note "fft and solve beside PyTorch: linalg-fft-gpu.md"
     else
-        fail "fft and solve beside PyTorch: a run failed or timed out; the end of linalg-fft-gpu.err:"
+        fail "fft and solve beside PyTorch: a run failed or timed out (linalg-fft-gpu.err):"
         tail -n 20 "$logs/linalg-fft-gpu.err" | tee -a "$summary"
     fi
     cat "$logs/linalg-fft-gpu.md"
