@@ -14,8 +14,15 @@
 Each timing is the median of ROUNDS rounds, the two libraries alternating. Prints a Markdown
 table (bench/run.sh appends it to bench/results/latest.md). Measure on a quiet machine.
 
+With --device DEV (e.g. cuda:0; bench_device.py gives the options), the same on that device
+beside PyTorch's torch.fft on the same GPU instead: 2^20 complex64, and a set of arbitrary
+lengths (one in ten a prime), each a batch of transforms along the last axis; each side timed to
+its device's synchronisation after a warm-up (so with the plans a steady program has cached),
+errors against NumPy's complex128 transform on the CPU, in bench_device's table.
+
 Usage: PYTHONPATH=build/python OMP_WAIT_POLICY=passive .venv/bin/python3 bench/bench_fft.py
        [--quick]   (--quick: 2^16 and 100 lengths, one round: a check that it runs)
+       [--device DEV [--peer-device DEV] [--no-header]]
 """
 import statistics
 import sys
@@ -23,6 +30,7 @@ import time
 
 import numpy as np
 
+import bench_device
 import ctensor as ct
 
 QUICK = "--quick" in sys.argv
@@ -68,7 +76,49 @@ def median_pair(ours, theirs):
     return statistics.median(a), statistics.median(b)
 
 
+def on_device(device, peer_device):
+    """ctensor's fft on device beside torch.fft on peer_device: bench_device's rows."""
+    sides = bench_device.Sides(device, peer_device)
+    torch = sides.torch
+    sides.header()
+    a = signal(BIG, 0)
+    x, t = sides.ours(a), sides.theirs(a)
+    ours_s, theirs_s = sides.time_pair(lambda: ct.fft.fft(x), lambda: torch.fft.fft(t))
+    reference = np.fft.fft(a.astype(np.complex128))
+    sides.row(f"fft complex64 2^{BIG.bit_length() - 1}", ours_s, theirs_s,
+              bench_device.rel_rms(sides.numpy_of_ours(ct.fft.fft(x)), reference),
+              bench_device.rel_rms(sides.numpy_of_theirs(torch.fft.fft(t)), reference))
+
+    count, batch = (6, 4) if QUICK else (24, 32)
+    inputs = [signal(n * batch, i).reshape(batch, n) for i, n in enumerate(lengths(count))]
+    ours_in = [sides.ours(v) for v in inputs]
+    theirs_in = [sides.theirs(v) for v in inputs]
+
+    def ct_all():
+        for v in ours_in:
+            ct.fft.fft(v)
+
+    def torch_all():
+        for v in theirs_in:
+            torch.fft.fft(v)
+
+    ours_s, theirs_s = sides.time_pair(ct_all, torch_all)
+    ours_err = theirs_err = 0.0
+    for v, xv, tv in zip(inputs, ours_in, theirs_in):
+        reference = np.fft.fft(v.astype(np.complex128), axis=-1)
+        ours_err = max(ours_err,
+                       bench_device.rel_rms(sides.numpy_of_ours(ct.fft.fft(xv)), reference))
+        theirs_err = max(theirs_err,
+                         bench_device.rel_rms(sides.numpy_of_theirs(torch.fft.fft(tv)), reference))
+    sides.row(f"fft complex64, {count} lengths in 1 .. 20000 (1 in 10 prime) x batch {batch}, "
+              f"worst error", ours_s, theirs_s, ours_err, theirs_err)
+
+
 def main():
+    run = bench_device.device_run()
+    if run:
+        on_device(*run)
+        return
     rows = []
     numpy_c64 = np.fft.fft(np.zeros(4, np.complex64)).dtype == np.complex64
 

@@ -9,7 +9,14 @@ either library loads, and NumPy's OpenBLAS is set to that count again before eac
 batches (ctensor sets the process's OpenBLAS, which NumPy may share, to one thread outside its
 own calls). Measure on a quiet machine.
 
+With --device DEV (e.g. cuda:0; bench_device.py gives the options), solve on that device
+beside PyTorch's torch.linalg.solve on the same GPU instead: 512, 2048 and 4096 square float32
+and float64 systems with one right-hand side, and a batch of small ones; each side timed to its
+device's synchronisation, errors against NumPy's float64 solution on the CPU, in
+bench_device's table.
+
 Usage: PYTHONPATH=build/python OMP_WAIT_POLICY=passive .venv/bin/python3 bench/bench_linalg.py
+       [--device DEV [--peer-device DEV] [--no-header] [--quick]]
 """
 import ctypes
 import os
@@ -24,6 +31,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", threads)
 
 import numpy as np  # noqa: E402  (after the thread counts are set)
 
+import bench_device  # noqa: E402
 import ctensor as ct  # noqa: E402
 
 ROUNDS = int(os.environ.get("ROUNDS", "5"))
@@ -83,7 +91,40 @@ def cases():
     ]
 
 
+def on_device(device, peer_device):
+    """ctensor's solve on device beside torch.linalg.solve on peer_device: bench_device's
+    rows (a: uniform in [-1, 1) plus n on the diagonal, well-conditioned)."""
+    sides = bench_device.Sides(device, peer_device)
+    torch = sides.torch
+    sides.header()
+    # (batch shape, n)
+    if "--quick" in sys.argv:
+        systems = [((), 64), ((), 128), ((), 256), ((16,), 8)]
+    else:
+        systems = [((), 512), ((), 2048), ((), 4096), ((1024,), 8)]
+    rng = np.random.default_rng(2)
+    for batch, n in systems:
+        a64 = rng.uniform(-1, 1, (*batch, n, n)) + n * np.eye(n)
+        b64 = rng.uniform(-1, 1, (*batch, n, 1))
+        reference = np.linalg.solve(a64, b64)
+        for dtype in (np.float32, np.float64):
+            a, b = a64.astype(dtype), b64.astype(dtype)
+            ca, cb, ta, tb = sides.ours(a), sides.ours(b), sides.theirs(a), sides.theirs(b)
+            ours_s, theirs_s = sides.time_pair(lambda: ct.linalg.solve(ca, cb),
+                                               lambda: torch.linalg.solve(ta, tb))
+            shape = " x ".join(str(d) for d in (*batch, n, n))
+            sides.row(f"solve {np.dtype(dtype).name} {shape}", ours_s, theirs_s,
+                      bench_device.rel_rms(sides.numpy_of_ours(ct.linalg.solve(ca, cb)),
+                                           reference),
+                      bench_device.rel_rms(sides.numpy_of_theirs(torch.linalg.solve(ta, tb)),
+                                           reference))
+
+
 def main():
+    run = bench_device.device_run()
+    if run:
+        on_device(*run)
+        return 0
     print(f"ct.linalg vs numpy.linalg, {N} x {N} float64, {threads} threads, "
           f"{ROUNDS} rounds; {platform.processor() or platform.machine()}")
     print("| function | ctensor ms | NumPy ms | ctensor / NumPy speed | target |")

@@ -3,7 +3,8 @@
  * solve, inv, det, slogdet (both results), cholesky, eigh, svd, svdvals, qr, pinv, the norms, trace
  * and matrix_power. Eigenvectors and singular vectors are defined up to a phase per column, so
  * their checks go through functions that do not depend on it (|v|, v diag(c) v^H, u vh); a
- * loss through eigh's eigenvectors that depends on it is refused by name. */
+ * loss through eigh's eigenvectors or svd's singular vectors that depends on it is refused by
+ * name. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,6 +205,66 @@ DEVICE_TEST(test_linalg_complex_grad_eigh_phase_refused) {
     ct_release(x), ct_release(v), ct_release(part), ct_release(loss), ct_release(grad);
     CHECK(loss && named);
     CHECK(!grad);
+}
+
+/* A loss through svd's singular vectors that depends on the phase the k-th columns of U and V
+ * share: which 0: Im U, 1: Re Vh (each alone), 2: U of one call times Vh of another (two
+ * factorizations: their phases do not cancel). The one node of U, S and Vh refuses it by
+ * name at backward, and x gets no gradient. */
+static bool svd_phase_refused(ct_device device, int which) {
+    ct_tensor *x = general(device, 1, 4, 3, 251);
+    ct_tensor *u = NULL, *s = NULL, *vh = NULL, *u2 = NULL, *s2 = NULL, *vh2 = NULL;
+    if (x) ct_linalg_svd(x, false, &u, &s, &vh);
+    if (x && which == 2) ct_linalg_svd(x, false, &u2, &s2, &vh2);
+    ct_tensor *product = u && vh2 ? ct_matmul(u, vh2) : NULL;
+    ct_tensor *value = which == 0   ? (u ? ct_imag(u) : NULL)
+                       : which == 1 ? (vh ? ct_real(vh) : NULL)
+                       : product    ? ct_real(product)
+                                    : NULL;
+    ct_tensor *loss = value ? ct_sum(value, 0, NULL, false) : NULL;
+    ct_status status = loss ? ct_backward(loss) : CT_OK;
+    bool named = status == CT_ERR_INVALID_ARG && strstr(ct_last_error(), "ct_linalg_svd") &&
+                 strstr(ct_last_error(), "phases");
+    ct_tensor *grad = x ? ct_grad(x) : NULL;
+    ct_clear_error();
+    ct_release(x), ct_release(u), ct_release(s), ct_release(vh), ct_release(u2);
+    ct_release(s2), ct_release(vh2), ct_release(product), ct_release(value), ct_release(loss);
+    ct_release(grad);
+    return loss && named && !grad;
+}
+
+DEVICE_TEST(test_linalg_complex_grad_svd_phase_refused) {
+    CHECK(svd_phase_refused(device, 0));
+    CHECK(svd_phase_refused(device, 1));
+    CHECK(svd_phase_refused(device, 2));
+}
+
+/* Two backward passes through one svd, the graph retained: the joint node reads only the
+ * gradients of its own pass. The second pass, through S alone, adds d sum(s) = u vh. */
+DEVICE_TEST(test_linalg_complex_grad_svd_two_passes) {
+    ct_tensor *x = general(device, 1, 4, 3, 261);
+    ct_tensor *u = NULL, *s = NULL, *vh = NULL;
+    if (x) ct_linalg_svd(x, false, &u, &s, &vh);
+    ct_tensor *magnitudes = u ? ct_abs(u) : NULL;
+    ct_tensor *loss_u = magnitudes ? ct_sum(magnitudes, 0, NULL, false) : NULL;
+    ct_tensor *loss_s = s ? ct_sum(s, 0, NULL, false) : NULL;
+    bool first = loss_u && ct_backward_with(loss_u, NULL, true) == CT_OK;
+    ct_tensor *after_first = first ? ct_grad(x) : NULL;
+    bool second = loss_s && ct_backward_with(loss_s, NULL, true) == CT_OK;
+    ct_tensor *after_second = second ? ct_grad(x) : NULL;
+    ct_tensor *expected = vh ? ct_matmul(u, vh) : NULL;
+    ct_tensor *added = after_first && after_second ? ct_sub(after_second, after_first) : NULL;
+    ct_tensor *error = added && expected ? ct_sub(added, expected) : NULL;
+    ct_tensor *diff = error ? ct_abs(error) : NULL;
+    ct_tensor *worst = diff ? ct_max(diff, 0, NULL, false) : NULL;
+    double worst_value = 1;
+    if (worst) ct_item(worst, &worst_value);
+    ct_release(x), ct_release(u), ct_release(s), ct_release(vh), ct_release(magnitudes);
+    ct_release(loss_u), ct_release(loss_s), ct_release(after_first), ct_release(after_second);
+    ct_release(expected), ct_release(added), ct_release(error), ct_release(diff);
+    ct_release(worst);
+    CHECK(first && second);
+    CHECK(worst_value < 1e-12);
 }
 
 DEVICE_TEST(test_linalg_complex_grad_svd_qr) {

@@ -26,8 +26,14 @@
 # kind="nvidia-h200", timeout_s=600)`). The issues' goals are an H200's (its 400,000 tokens/s
 # and its bf16 peak in the MFU), so name that kind; run --gpt-only right after --resnet-only,
 # while the machine is warm, so that it reuses build-gpu (the build is incremental) and the
-# two fit the session's device time; --tests REGEX after either runs those test programs
-# first (e.g. --resnet-only --tests "test_nn_batch_norm|test_nn_norm": the CUDA batch norm);
+# two fit the session's device time; --linalg-fft-only (likewise, only issue 36's fft and
+# solve beside PyTorch's torch.fft and torch.linalg.solve on the same GPU: bench_fft.py and
+# bench_linalg.py with --device cuda:0 (bench/bench_device.py), one table of times, ratios and
+# errors against a float64 CPU reference, each script bounded to 180 s: `run(command=
+# "tools/gpu-check.sh --arch --linalg-fft-only", carry=[".gpu-deps"], timeout_s=600)`; CuPy
+# is not a peer: its wheel is over the carry limit); --tests REGEX after any of them runs those
+# test programs first (e.g. --resnet-only --tests "test_nn_batch_norm|test_nn_norm": the CUDA
+# batch norm);
 # --build-type TYPE (default Release),
 # --jobs N (N test programs at once: CTEST_PARALLEL_LEVEL), --arch (build for this machine's
 # GPUs only, CT_CUDA_ARCHITECTURES=<compute capability>-real from nvidia-smi; without it the
@@ -44,7 +50,8 @@
 # gpu-bench.md (ctensor beside PyTorch), bench-run.txt, gpu-train.txt (`ctensor train` beside
 # PyTorch on the GPU: the CNN at batch 512, the MLP), resnet-gpu.txt (resnet18 and resnet20
 # at batch 512 in f32 and bf16 beside PyTorch, and their --profile tables), gpt-gpu.txt (GPT-2
-# 124M at batch 16 and 64 in bf16 beside PyTorch: tokens/s and MFU), two-ranks.json and two-ranks.err
+# 124M at batch 16 and 64 in bf16 beside PyTorch: tokens/s and MFU), linalg-fft-gpu.md and
+# linalg-fft-gpu.err (fft and solve beside PyTorch on the GPU), two-ranks.json and two-ranks.err
 # (`mpirun -np 2 ctensor train --device cuda` on one GPU), python-deps.txt. At the end, however
 # it ends, they are packed into gpu-check-logs.tar.gz, which goes with a copy of summary.txt to
 # $OUT when set (the device tool brings back 8 files at most), else beside the logs folder.
@@ -55,9 +62,11 @@ set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 deps="$root/.gpu-deps"
 quick="" bench=1 tests=all build_type=Release prepare=0 jobs="" arch=0 resnet_only=0 gpt_only=0
+linalg_fft_only=0
 usage() {
     echo "usage: tools/gpu-check.sh [--prepare | --quick | --no-bench | --tests REGEX |" \
-         "--no-tests | --resnet-only | --gpt-only | --build-type T | --jobs N | --arch]" >&2
+         "--no-tests | --resnet-only | --gpt-only | --linalg-fft-only | --build-type T |" \
+         "--jobs N | --arch]" >&2
     exit 2
 }
 while [ $# -gt 0 ]; do
@@ -68,6 +77,7 @@ while [ $# -gt 0 ]; do
         --no-tests) tests="" ;;
         --resnet-only) resnet_only=1 tests="" ;;
         --gpt-only) gpt_only=1 tests="" ;;
+        --linalg-fft-only) linalg_fft_only=1 tests="" ;;
         --build-type) [ $# -ge 2 ] || usage; build_type=$2; shift ;;
         --jobs)
             [ $# -ge 2 ] || usage
@@ -315,6 +325,28 @@ gpt_on_gpu() {
     grep -q "NOT met" "$logs/gpt-gpu.txt" && note "some GPT goals are not met (gpt-gpu.txt)"
 }
 
+# ---- fft and solve beside PyTorch (issue 36) ----
+# ctensor's fft (2^20 complex64; arbitrary lengths, primes among them, batched) and solve (512,
+# 2048, 4096 in f32 and f64; a batch of 8 x 8) on cuda:0 beside torch.fft and torch.linalg.solve
+# on the same GPU (CT_LINALG_FFT_PEER_DEVICE, default cuda:0: a dry run on the fake GPU gives
+# cpu), timed to each side's synchronisation, errors against NumPy in float64 on the CPU: one
+# table (bench/bench_device.py). Each script is bounded by timeout(1).
+linalg_fft_on_gpu() {
+    peer=${CT_LINALG_FFT_PEER_DEVICE:-cuda:0}
+    # shellcheck disable=SC2086 # quick is empty or one word
+    if { PYTHONPATH="$build/python" OMP_WAIT_POLICY=passive timeout 180 python3 \
+             "$root/bench/bench_fft.py" --device cuda:0 --peer-device "$peer" $quick &&
+         PYTHONPATH="$build/python" OMP_WAIT_POLICY=passive timeout 180 python3 \
+             "$root/bench/bench_linalg.py" --device cuda:0 --peer-device "$peer" --no-header \
+             $quick; } > "$logs/linalg-fft-gpu.md" 2> "$logs/linalg-fft-gpu.err"; then
+        note "fft and solve beside PyTorch: linalg-fft-gpu.md"
+    else
+        fail "fft and solve beside PyTorch: a run failed or timed out (linalg-fft-gpu.err):"
+        tail -n 20 "$logs/linalg-fft-gpu.err" | tee -a "$summary"
+    fi
+    cat "$logs/linalg-fft-gpu.md"
+}
+
 # ---- tests ----
 # The plugin's libraries (cuBLAS, cuDNN) must load, else every CUDA test is only skipped:
 # those the loader does not find are looked for beside the toolkit and in Python's nvidia
@@ -393,11 +425,12 @@ else
     fi
 fi
 
-# --resnet-only, --gpt-only: that benchmark alone (both: the two), once the plugin's libraries
-# are found.
-if [ "$resnet_only" = 1 ] || [ "$gpt_only" = 1 ]; then
+# --resnet-only, --gpt-only, --linalg-fft-only: that benchmark alone (several: each), once the
+# plugin's libraries are found.
+if [ "$resnet_only" = 1 ] || [ "$gpt_only" = 1 ] || [ "$linalg_fft_only" = 1 ]; then
     [ "$resnet_only" = 1 ] && resnet_on_gpu
     [ "$gpt_only" = 1 ] && gpt_on_gpu
+    [ "$linalg_fft_only" = 1 ] && linalg_fft_on_gpu
     if [ "$verdict" = 0 ]; then note "PASS (benchmark only)"; else note "FAILED (logs in gpu-check-logs.tar.gz)"; fi
     exit "$verdict"
 fi
@@ -478,6 +511,7 @@ if [ "$bench" = 1 ]; then
     cat "$logs/gpu-train.txt"
     resnet_on_gpu
     gpt_on_gpu
+    linalg_fft_on_gpu
 fi
 
 if [ "$verdict" = 0 ]; then note "PASS"; else note "FAILED (logs in gpu-check-logs.tar.gz)"; fi

@@ -28,11 +28,11 @@
  * Complex matrices take PyTorch's convention (the gradient of a real loss with respect to z
  * is dL/dRe z + i dL/dIm z). Complex eigenvectors and singular vectors are each defined up
  * to a phase e^{i phi} (shared by the k-th columns of U and V): a loss that depends on it
- * has no gradient. Through eigh's eigenvectors such a loss is refused at backward
- * (CT_ERR_INVALID_ARG, with PyTorch's lax tolerance); through svd's U and Vh it is not
- * detected (they are differentiated apart) and gets the gradient for the phases of U's and
- * V's columns moving by halves in opposite directions. A loss of U and Vh together that
- * does not depend on the phases (u vh, pinv) gets its gradient. */
+ * has no gradient, and is refused at backward (CT_ERR_INVALID_ARG naming the function, with
+ * PyTorch's lax tolerance). svd's U, S and Vh of one call are differentiated together, as
+ * PyTorch's, so a loss of U and Vh that does not depend on the phases (U Vh, U diag(S) Vh,
+ * pinv, |U|) gets its gradient; U of one call and Vh of another are two factorizations,
+ * whose phases do not cancel. */
 #ifndef CTENSOR_LINALG_H
 #define CTENSOR_LINALG_H
 

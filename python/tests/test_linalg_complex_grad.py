@@ -108,6 +108,25 @@ def test_eigh_phase_dependent_loss_is_refused(device):
         loss.backward()
 
 
+@pytest.mark.parametrize("loss", ["imag_u", "real_vh", "u_and_vh_of_two_calls"])
+def test_svd_phase_dependent_loss_is_refused(device, loss):
+    """U, S and Vh of one call share a node that sees their gradients together (as PyTorch's):
+    a loss that moves with the shared phase of U's and V's k-th columns is refused, and U and
+    Vh of two calls are two factorizations whose phases do not cancel."""
+    z = array(_general((4, 3), 20), device, requires_grad=True)
+    w = _weights((4, 3), 21, device)
+    if loss == "imag_u":
+        value = ct.sum(ct.imag(ct.linalg.svd(z, full_matrices=False).U))
+    elif loss == "real_vh":
+        value = ct.sum(ct.real(ct.linalg.svd(z, full_matrices=False).Vh))
+    else:
+        u = ct.linalg.svd(z, full_matrices=False).U
+        value = ct.sum(ct.real(u @ ct.linalg.svd(z, full_matrices=False).Vh * w))
+    with pytest.raises(ValueError, match="svd: the loss depends on the phases"):
+        value.backward()
+    assert z.grad is None
+
+
 @pytest.mark.parametrize("shape", [(4, 3), (3, 4)])
 def test_svd_pinv_qr(device, shape):
     a = _general(shape, 9)
@@ -119,7 +138,19 @@ def test_svd_pinv_qr(device, shape):
     check(lambda z: ct.sum(svd(z).S * ws), a, device)
     check(lambda z: ct.sum(ct.linalg.svdvals(z) * ws), a, device)
     check(lambda z: ct.sum(ct.abs(svd(z).U) * m), a, device)
-    check(lambda z: ct.sum(ct.real(svd(z).U @ svd(z).Vh * w)), a, device)  # u vh: phases cancel
+    mv = array(np.abs(_complex((k, shape[1]), 22)), device)
+    check(lambda z: ct.sum(ct.abs(svd(z).Vh) * mv), a, device)
+
+    def u_vh(z):  # the shared phases cancel
+        r = svd(z)
+        return ct.sum(ct.real(r.U @ r.Vh * w))
+
+    def u_s_vh(z):
+        r = svd(z)
+        return ct.sum(ct.imag((r.U * r.S[..., None, :]) @ r.Vh * w))
+
+    check(u_vh, a, device)
+    check(u_s_vh, a, device)
     check(lambda z: ct.sum(ct.abs(ct.linalg.pinv(z))), a, device)
     if shape[0] >= shape[1]:
         q_w, r_w = _weights(shape, 13, device), _weights((k, k), 14, device)
@@ -155,7 +186,7 @@ def test_complex64_gradients_follow_complex128(device, name):
         "eigh_magnitudes": lambda z, u: ct.sum(ct.abs(ct.linalg.eigh(z).eigenvectors)
                                                * ct.real(u)),
         "svdvals": lambda z, u: ct.sum(ct.linalg.svdvals(z) * ct.real(u[0])),
-        "u_vh": lambda z, u: ct.sum(ct.real(ct.linalg.svd(z).U @ ct.linalg.svd(z).Vh * u)),
+        "u_vh": lambda z, u: (lambda r: ct.sum(ct.real(r.U @ r.Vh * u)))(ct.linalg.svd(z)),
         "qr": lambda z, u: ct.sum(ct.real(ct.linalg.qr(z).Q * u) + ct.imag(ct.linalg.qr(z).R)),
         "pinv": lambda z, u: ct.sum(ct.real(ct.linalg.pinv(z) * u)),
         "nuc": lambda z, u: ct.linalg.matrix_norm(z, ord="nuc"),

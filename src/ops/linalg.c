@@ -219,12 +219,20 @@ ct_status ct_linalg_svd(const ct_tensor *x, bool full_matrices, ct_tensor **u, c
         if (u) *u = ru, *vh = rvh;
         return CT_OK;
     }
-    *s = ct__linalg_record_svd(alias(rs), 1, x, ru, rs, rvh);
-    if (u) {
-        if (full) { /* their backward says it has no rule for them */
+    if (ct__is_complex(x->dtype) && !full) { /* one node for the three (linalg_impl.h) */
+        ct_tensor *joint = ct__linalg_record_svd_joint(x, ru, rs, rvh);
+        *s = ct__linalg_record_svd_output(alias(rs), 1, joint);
+        if (u) {
+            *u = ct__linalg_record_svd_output(alias(ru), 0, joint);
+            *vh = ct__linalg_record_svd_output(alias(rvh), 2, joint);
+        }
+        ct_release(joint);
+    } else {
+        *s = ct__linalg_record_svd(alias(rs), 1, x, ru, rs, rvh);
+        if (u && full) { /* their backward says it has no rule for them */
             *u = ct__linalg_record_svd(alias(fu), 3, x, ru, rs, rvh);
             *vh = ct__linalg_record_svd(alias(fvh), 3, x, ru, rs, rvh);
-        } else {
+        } else if (u) {
             *u = ct__linalg_record_svd(alias(ru), 0, x, ru, rs, rvh);
             *vh = ct__linalg_record_svd(alias(rvh), 2, x, ru, rs, rvh);
         }

@@ -144,21 +144,28 @@ ct_tensor *ct__linalg_record_cholesky(ct_tensor *out, const ct_tensor *x, const 
     return ct__record(out, node);
 }
 
-/* 1 when the loss whose gradient of the complex eigenvectors v is gv does not depend on
- * their phases, given vhg = v^H gv (a column's phase e^{iφ} moves the loss by
- * Im(vhg_kk) dφ), 0 when it does, -1 on failure. A lax check, as PyTorch's
- * (linalg_eig_backward): a tolerance of 1e-2 relative to vhg's largest element; a NaN
- * passes (it propagates to the gradient). */
-static int phase_invariant(const ct_tensor *vhg) {
-    if (ct_numel(vhg) == 0) return 1;
-    ct_tensor *phases = ct_abs(ct_imag(ct_linalg_diagonal(vhg, 0)));
-    ct_tensor *worst = ct_max(phases, 0, NULL, false);
-    ct_tensor *scale = ct_max(ct_abs(vhg), 0, NULL, false);
-    double worst_value = 0, scale_value = 0;
-    if (!worst || !scale || ct_item(worst, &worst_value) != CT_OK ||
-        ct_item(scale, &scale_value) != CT_OK)
-        return -1;
-    return !(worst_value > 1e-2 * scale_value);
+/* The largest magnitude of t's elements in *value; false on failure. */
+static bool max_magnitude(const ct_tensor *t, double *value) {
+    ct_tensor *largest = ct_max(ct_abs(t), 0, NULL, false);
+    return largest && ct_item(largest, value) == CT_OK;
+}
+
+/* 1 when no element of the real `phases` (a loss's rates of change with the phases of
+ * complex vectors) exceeds 1e-2 times the largest magnitude in scales[0..n) (the vectors'
+ * products with their gradients; NULL entries skipped), 0 when one does, -1 on failure. A lax
+ * check, as PyTorch's (linalg_eig_backward, svd_backward); a NaN passes (it propagates to the
+ * gradient). */
+static int phases_negligible(const ct_tensor *phases, int n, const ct_tensor *const *scales) {
+    if (!phases) return -1;
+    if (ct_numel(phases) == 0) return 1;
+    double worst = 0, scale = 0;
+    if (!max_magnitude(phases, &worst)) return -1;
+    for (int i = 0; i < n; i++) {
+        double value = 0;
+        if (scales[i] && !max_magnitude(scales[i], &value)) return -1;
+        if (value > scale) scale = value;
+    }
+    return !(worst > 1e-2 * scale);
 }
 
 /* ---- eigh: x = v diag(w) v^H (w real); G = v (diag(gw) + F ∘ (v^H gv)) v^H,
@@ -174,7 +181,11 @@ static void eigh_rule(const ct__node *node, const ct_tensor *g, ct_tensor **grad
         return;
     }
     ct_tensor *vhg = ct_matmul(mH(v), g);
-    int invariant = vhg && ct__is_complex(v->dtype) ? phase_invariant(vhg) : 1;
+    /* a column's phase e^{iφ} moves the loss by Im(vhg_kk) dφ */
+    int invariant =
+        vhg && ct__is_complex(v->dtype)
+            ? phases_negligible(ct_imag(ct_linalg_diagonal(vhg, 0)), 1, (const ct_tensor *[]){vhg})
+            : 1;
     if (invariant == 0)
         ct__error(CT_ERR_INVALID_ARG,
                   "ct_linalg_eigh: the loss depends on the phases of the complex eigenvectors "
@@ -204,16 +215,17 @@ ct_tensor *ct__linalg_record_eigh(ct_tensor *out, int which, const ct_tensor *x,
 /* ---- svd, reduced: x = u diag(s) vh, v = vh^H, F_ij = 1 / (s_j^2 - s_i^2) off the diagonal
  * and 0 on it (Townsend, "Differentiating the Singular Value Decomposition", 2016):
  *   from gs: u diag(gs) vh
- *   from gu: u ((F ∘ Ju) diag(s) + I ∘ Ju diag(1/4s)) vh + (I - u u^H) gu diag(1/s) vh
- *   from gv: u (diag(s) (F ∘ Jv) - I ∘ Jv diag(1/4s)) vh + u diag(1/s) gv^H (I - v v^H)
- * with Ju = u^H gu - gu^H u and Jv = v^H gv - gv^H v (skew-Hermitian, so their diagonals
- * 2i Im(u^H gu)_kk and 2i Im(v^H gv)_kk are 0 for a real x).
- * The phase terms: a complex x's k-th columns of u and v are defined up to one shared
- * factor e^{iφ}; a loss that does not depend on it has Im(u^H gu)_kk = -Im(v^H gv)_kk = c_k
- * and the gradient u diag(i c / s) vh, which u's and vh's results (separate nodes, so no one
- * of them sees both gradients to check the loss's invariance, as PyTorch does) each give
- * half of. A loss that depends on the phases gets, without an error, the gradient for the
- * phases moving by halves in opposite directions in u and v (linalg.h). ---- */
+ *   from gu: u ((F ∘ Ju) diag(s) + I ∘ Ju diag(1/2s)) vh + (I - u u^H) gu diag(1/s) vh
+ *   from gv: u diag(s) (F ∘ Jv) vh + u diag(1/s) gv^H (I - v v^H)
+ * with Ju = u^H gu - gu^H u and Jv = v^H gv - gv^H v (skew-Hermitian; I ∘ Ju, the phase
+ * term, is diag(2i Im(u^H gu)_kk), 0 for a real x).
+ * A complex x's k-th columns of u and v are defined up to one shared factor e^{iφ}, which
+ * moves the loss by (Im(u^H gu)_kk + Im(v^H gv)_kk) dφ: a loss that depends on it has no
+ * gradient. U, S and Vh of a complex x are recorded on one node (a multi-output node: the
+ * node behind a hidden scalar, and each result's node hands it its gradient), whose rule sees
+ * the three gradients together, refuses such a loss as PyTorch does, and gives the phase
+ * term from gu alone (PyTorch's convention). A real x's results keep a node each (their
+ * gradients add in the engine). ---- */
 static ct_tensor *svd_gaps(const ct_tensor *s) {
     int64_t k = s->shape[s->ndim - 1];
     ct_device device = s->storage->device;
@@ -224,37 +236,42 @@ static ct_tensor *svd_gaps(const ct_tensor *s) {
     ct_tensor *one = ct__full_on(device, 0, NULL, 1.0, s->dtype);
     return ct_where(eye, zero, ct_div_rscalar(ct_where(eye, one, gaps), 1.0));
 }
-/* j's diagonal / (4 s) as a diagonal matrix: the phase term of a complex svd. */
-static ct_tensor *svd_phase(const ct_tensor *j, const ct_tensor *s) {
-    int64_t k = s->shape[s->ndim - 1];
-    ct_tensor *eye = ct_eye(k, k, s->dtype, s->storage->device);
-    return ct_mul(j, ct_mul(eye, as_column(ct_div_rscalar(s, 0.25))));
+/* The term of gs. */
+static ct_tensor *svd_term_s(const ct_tensor *u, const ct_tensor *vh, const ct_tensor *gs) {
+    return ct_matmul(ct_mul(u, as_row(gs)), vh);
 }
+/* The term of gu, given utg = u^H gu; phase: with the phase term. */
+static ct_tensor *svd_term_u(const ct_tensor *u, const ct_tensor *s, const ct_tensor *vh,
+                             const ct_tensor *gu, const ct_tensor *utg, bool phase) {
+    ct_tensor *ju = ct_sub(utg, mH(utg));
+    ct_tensor *middle = ct_mul(ct_mul(svd_gaps(s), ju), as_row(s));
+    if (phase) { /* I ∘ Ju diag(1/2s) */
+        int64_t k = s->shape[s->ndim - 1];
+        ct_tensor *eye = ct_eye(k, k, s->dtype, s->storage->device);
+        middle = ct_add(middle, ct_mul(ju, ct_mul(eye, as_column(ct_div_rscalar(s, 0.5)))));
+    }
+    ct_tensor *inner = ct_matmul(ct_matmul(u, middle), vh);
+    ct_tensor *rest = ct_matmul(ct_sub(gu, ct_matmul(u, utg)), ct_div(vh, as_column(s)));
+    return ct_add(inner, rest);
+}
+/* The term of vh's gradient gvh (gv = gvh^H), given vhgv = v^H gv. */
+static ct_tensor *svd_term_vh(const ct_tensor *u, const ct_tensor *s, const ct_tensor *vh,
+                              const ct_tensor *gvh, const ct_tensor *vhgv) {
+    ct_tensor *jv = ct_sub(vhgv, mH(vhgv));
+    ct_tensor *middle = ct_mul(as_column(s), ct_mul(svd_gaps(s), jv));
+    ct_tensor *inner = ct_matmul(ct_matmul(u, middle), vh);
+    ct_tensor *rest =
+        ct_matmul(ct_div(u, as_row(s)), ct_sub(gvh, ct_matmul(ct_matmul(gvh, mH(vh)), vh)));
+    return ct_add(inner, rest);
+}
+
+/* A real x's result ints[0] (0: U, 1: S, 2: Vh), and S of a complex x's full factorization. */
 static void svd_rule(const ct__node *node, const ct_tensor *g, ct_tensor **grad_in) {
     const ct_tensor *u = node->saved[0], *s = node->saved[1], *vh = node->saved[2];
     switch (node->ints[0]) {
-    case 1: grad_in[0] = ct_matmul(ct_mul(u, as_row(g)), vh); return;
-    case 0: {
-        ct_tensor *utg = ct_matmul(mH(u), g);
-        ct_tensor *ju = ct_sub(utg, mH(utg));
-        ct_tensor *middle = ct_mul(ct_mul(svd_gaps(s), ju), as_row(s));
-        if (ct__is_complex(u->dtype)) middle = ct_add(middle, svd_phase(ju, s));
-        ct_tensor *inner = ct_matmul(ct_matmul(u, middle), vh);
-        ct_tensor *rest = ct_matmul(ct_sub(g, ct_matmul(u, utg)), ct_div(vh, as_column(s)));
-        grad_in[0] = ct_add(inner, rest);
-        return;
-    }
-    default: {                                  /* g is the gradient of vh: gv = g^H */
-        ct_tensor *vhgv = ct_matmul(vh, mH(g)); /* v^H gv */
-        ct_tensor *jv = ct_sub(vhgv, mH(vhgv));
-        ct_tensor *middle = ct_mul(as_column(s), ct_mul(svd_gaps(s), jv));
-        if (ct__is_complex(u->dtype)) middle = ct_sub(middle, svd_phase(jv, s));
-        ct_tensor *inner = ct_matmul(ct_matmul(u, middle), vh);
-        ct_tensor *rest =
-            ct_matmul(ct_div(u, as_row(s)), ct_sub(g, ct_matmul(ct_matmul(g, mH(vh)), vh)));
-        grad_in[0] = ct_add(inner, rest);
-        return;
-    }
+    case 0: grad_in[0] = svd_term_u(u, s, vh, g, ct_matmul(mH(u), g), false); return;
+    case 1: grad_in[0] = svd_term_s(u, vh, g); return;
+    default: grad_in[0] = svd_term_vh(u, s, vh, g, ct_matmul(vh, mH(g))); return;
     }
 }
 static ct_status svd_backward(ct__node *node, const ct_tensor *g, ct_tensor **grad_in) {
@@ -271,6 +288,107 @@ ct_tensor *ct__linalg_record_svd(ct_tensor *out, int which, const ct_tensor *x, 
         ct__node_save(node, 0, u), ct__node_save(node, 1, s), ct__node_save(node, 2, vh);
         node->ints[0] = which;
     }
+    return ct__record(out, node);
+}
+
+/* The joint node's context: the gradients its results' nodes handed it (unscoped
+ * references), each with the pass (the node's visit mark) it belongs to, so that one left by
+ * a failed pass is never read by a later one. */
+typedef struct svd_gradients {
+    ct_tensor *grads[3]; /* U's, S's, Vh's */
+    uint64_t pass[3];
+} svd_gradients;
+
+static void svd_gradients_clear(svd_gradients *gradients) {
+    for (int k = 0; k < 3; k++) {
+        if (gradients->grads[k]) ct__tensor_drop(gradients->grads[k]);
+        gradients->grads[k] = NULL;
+    }
+}
+static void svd_gradients_free(void *context) {
+    svd_gradients_clear(context);
+    ct__free_mem(context);
+}
+
+static void svd_joint_rule(const ct__node *node, const ct_tensor *unused, ct_tensor **grad_in) {
+    (void)unused;
+    const ct_tensor *u = node->saved[0], *s = node->saved[1], *vh = node->saved[2];
+    const svd_gradients *gradients = node->context;
+    const ct_tensor *g[3];
+    for (int k = 0; k < 3; k++)
+        g[k] = gradients->pass[k] == node->visit ? gradients->grads[k] : NULL;
+    ct_tensor *utg = g[0] ? ct_matmul(mH(u), g[0]) : NULL;
+    ct_tensor *vhgv = g[2] ? ct_matmul(vh, mH(g[2])) : NULL;
+    if ((g[0] && !utg) || (g[2] && !vhgv)) return;
+    if (g[0] || g[2]) {
+        ct_tensor *phases = utg ? ct_imag(ct_linalg_diagonal(utg, 0)) : NULL;
+        if (vhgv) {
+            ct_tensor *of_v = ct_imag(ct_linalg_diagonal(vhgv, 0));
+            phases = phases ? ct_add(phases, of_v) : of_v;
+        }
+        int invariant = phases_negligible(phases, 2, (const ct_tensor *[]){utg, vhgv});
+        if (invariant == 0)
+            ct__error(CT_ERR_INVALID_ARG,
+                      "ct_linalg_svd: the loss depends on the phases of the complex singular "
+                      "vectors (the k-th columns of U and V are defined up to a shared factor "
+                      "e^{i phi}), so its gradient is ill-defined; make the loss invariant to "
+                      "them (use |U|, U Vh, or U diag(S) Vh)");
+        if (invariant != 1) return;
+    }
+    ct_tensor *sum = g[1] ? svd_term_s(u, vh, g[1]) : NULL;
+    if (g[0]) {
+        ct_tensor *term = svd_term_u(u, s, vh, g[0], utg, true);
+        sum = sum ? ct_add(sum, term) : term;
+    }
+    if (g[2]) {
+        ct_tensor *term = svd_term_vh(u, s, vh, g[2], vhgv);
+        sum = sum ? ct_add(sum, term) : term;
+    }
+    grad_in[0] = sum;
+}
+static ct_status svd_joint_backward(ct__node *node, const ct_tensor *g, ct_tensor **grad_in) {
+    ct_status status = run_rule(svd_joint_rule, node, g, grad_in, 1);
+    svd_gradients_clear(node->context);
+    return status;
+}
+ct_tensor *ct__linalg_record_svd_joint(const ct_tensor *x, const ct_tensor *u, const ct_tensor *s,
+                                       const ct_tensor *vh) {
+    ct_tensor *hidden = ct__full_on(x->storage->device, 0, NULL, 0.0, s->dtype);
+    ct__node *node = ct__node_new("ct_linalg_svd", svd_joint_backward, 1, &x);
+    svd_gradients *gradients = node ? ct__calloc(1, sizeof *gradients) : NULL;
+    if (node && !gradients) {
+        ct__node_release(node);
+        node = ct__fail(CT_ERR_OUT_OF_MEMORY, "ct_linalg_svd: out of host memory for its "
+                                              "autograd node");
+    }
+    if (node) {
+        ct__node_save(node, 0, u), ct__node_save(node, 1, s), ct__node_save(node, 2, vh);
+        node->context = gradients;
+        node->context_free = svd_gradients_free;
+    }
+    return ct__record(hidden, node);
+}
+
+/* A result's node: it hands its gradient to the joint node and passes on a zero to the hidden
+ * scalar, so that the joint node runs after every result's node that a gradient reaches. */
+static ct_status svd_output_backward(ct__node *node, const ct_tensor *g, ct_tensor **grad_in) {
+    const ct_tensor *hidden = node->inputs[0];
+    ct__node *joint = hidden->grad_fn;
+    svd_gradients *gradients = joint->context;
+    int k = (int)node->ints[0];
+    if (gradients->grads[k]) ct__tensor_drop(gradients->grads[k]);
+    gradients->grads[k] = ct_retain((ct_tensor *)g);
+    gradients->pass[k] = joint->visit;
+    grad_in[0] = ct__full_on(hidden->storage->device, 0, NULL, 0.0, hidden->dtype);
+    return grad_in[0] ? CT_OK : ct_last_status();
+}
+ct_tensor *ct__linalg_record_svd_output(ct_tensor *out, int which, const ct_tensor *joint) {
+    if (!joint) {
+        ct_release(out);
+        return NULL;
+    }
+    ct__node *node = ct__node_new("ct_linalg_svd", svd_output_backward, 1, &joint);
+    if (node) node->ints[0] = which;
     return ct__record(out, node);
 }
 

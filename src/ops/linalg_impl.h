@@ -48,10 +48,18 @@ ct_tensor *ct__linalg_record_cholesky(ct_tensor *out, const ct_tensor *x, const 
 /* eigh's result `which` (0: eigenvalues, 1: eigenvectors). */
 ct_tensor *ct__linalg_record_eigh(ct_tensor *out, int which, const ct_tensor *x, const ct_tensor *w,
                                   const ct_tensor *v);
-/* svd's result `which` (0: U, 1: S, 2: Vh) of a reduced factorization (u, s, vh); 3: a full
- * U or Vh of a non-square matrix, whose backward is CT_ERR_UNSUPPORTED. */
+/* svd's result `which` (0: U, 1: S, 2: Vh) of a reduced factorization (u, s, vh) of a real x,
+ * S of a complex x's full one; 3: a full U or Vh of a non-square matrix, whose backward is
+ * CT_ERR_UNSUPPORTED. */
 ct_tensor *ct__linalg_record_svd(ct_tensor *out, int which, const ct_tensor *x, const ct_tensor *u,
                                  const ct_tensor *s, const ct_tensor *vh);
+/* A complex x's reduced factorization (u, s, vh) on one node, whose rule sees the gradients
+ * of U, S and Vh together: returns a hidden scalar whose grad_fn is that node (NULL on
+ * failure), to which ct__linalg_record_svd_output attaches result `which` (0: U, 1: S, 2:
+ * Vh; joint NULL: out is released and NULL returned). */
+ct_tensor *ct__linalg_record_svd_joint(const ct_tensor *x, const ct_tensor *u, const ct_tensor *s,
+                                       const ct_tensor *vh);
+ct_tensor *ct__linalg_record_svd_output(ct_tensor *out, int which, const ct_tensor *joint);
 /* qr's result `which` (0: Q, 1: R) of a reduced factorization with m >= n. */
 ct_tensor *ct__linalg_record_qr(ct_tensor *out, int which, const ct_tensor *x, const ct_tensor *q,
                                 const ct_tensor *r);
