@@ -127,6 +127,10 @@ typedef struct ct__matmul_args {
     /* ct_are_deterministic_algorithms_enabled(): the same bits from run to run (on cuBLAS, one
      * workspace of its own per stream); the CPU's products are so always and ignore it */
     bool deterministic;
+    /* NULL, or n contiguous elements of dtype added to every row of every out[b] after the
+     * product (a linear layer's bias, right after each thread's GEMM). Only the CPU kernel takes
+     * one, for f32 and f64; the op gives every other backend and dtype NULL. */
+    const char *bias;
 } ct__matmul_args;
 
 /* Gather: iteration over the output's shape with operands out, index (i32 or i64), and

@@ -164,7 +164,18 @@ struct ct__index_add_args {
  * grad_q, grad_k and grad_v (each the shape of its operand, none NULL), recomputing the
  * probabilities from lse; its sums run in an order fixed by the shapes alone (no atomics),
  * so two runs give the same bits. Scratch, where a kernel needs it, is its own: linear in
- * tq and tk, never tq x tk. */
+ * tq and tk, never tq x tk.
+ * Layouts: row i of problem b = o * heads + h (heads >= 1) of q lies at element
+ * o * q_at.outer + h * q_at.head + i * q_at.row of q, and likewise for k, v and out with
+ * their own layouts; grad_q, grad_k and grad_v are laid out as q, k and v, grad_out as out.
+ * Contiguous operands (what attention_args of ops/attention.c gives) have heads 1,
+ * outer = rows * width, head 0 and row = width. Only the CPU kernels take other layouts
+ * (q, k and v read in place from one projection, out written in merged heads:
+ * ops/attention_qkv.c); the op gives every other backend contiguous operands. */
+typedef struct ct__att_layout {
+    int64_t outer, head, row;
+} ct__att_layout;
+
 struct ct__attention_args {
     ct_dtype dtype;
     int64_t batch, tq, tk, d, dv;
@@ -182,6 +193,8 @@ struct ct__attention_args {
     char *lse;
     const char *grad_out; /* backward only, and the gradients below (out and lse as read) */
     char *grad_q, *grad_k, *grad_v;
+    int64_t heads;
+    ct__att_layout q_at, k_at, v_at, out_at;
 };
 
 #endif

@@ -64,6 +64,14 @@ static ct_tensor *offset_causal_mask(int64_t start, int64_t t, ct_device device)
 static ct_tensor *attention(ct_module *m, const ct_tensor *x, const layer_cache *cache) {
     int64_t b = x->shape[0], t = x->shape[1], width = x->shape[2], heads = m->sizes[0];
     ct_tensor *qkv = ct_module_forward(m->children[CT__ATTN_C_ATTN], x);
+    double p = m->training ? m->p : 0.0;
+    double scale = 1.0 / sqrt((double)(width / heads));
+    ct_tensor *y = NULL;
+    if (!cache) { /* q, k and v read where the projection wrote them */
+        y = qkv ? ct__qkv_attention(qkv, heads, p, scale) : NULL;
+        y = y ? ct_module_forward(m->children[CT__ATTN_C_PROJ], y) : NULL;
+        return y ? ct_dropout(y, m->p, m->training) : NULL;
+    }
     ct_tensor *parts[3] = {NULL, NULL, NULL};
     int count = 0;
     if (!qkv || ct_split(qkv, width, 2, parts, 3, &count) != CT_OK) return NULL;
@@ -71,19 +79,14 @@ static ct_tensor *attention(ct_module *m, const ct_tensor *x, const layer_cache 
     ct_tensor *k = split_heads(parts[1], heads);
     ct_tensor *v = split_heads(parts[2], heads);
     if (!q || !k || !v) return NULL;
+    if (cache_append(cache, k, v, &k, &v) != CT_OK) return NULL;
+    /* From an empty cache the mask is the plain causal one; a single new token sees
+     * everything cached; otherwise the causal mask shifted by the cached length. */
+    bool causal = cache->start == 0;
     ct_tensor *mask = NULL;
-    bool causal = true;
-    if (cache) {
-        if (cache_append(cache, k, v, &k, &v) != CT_OK) return NULL;
-        /* From an empty cache the mask is the plain causal one; a single new token sees
-         * everything cached; otherwise the causal mask shifted by the cached length. */
-        causal = cache->start == 0;
-        if (!causal && t > 1) mask = offset_causal_mask(cache->start, t, ct_device_of(x));
-        if (!causal && t > 1 && !mask) return NULL;
-    }
-    double p = m->training ? m->p : 0.0;
-    double scale = 1.0 / sqrt((double)(width / heads));
-    ct_tensor *y = ct_scaled_dot_product_attention(q, k, v, mask, causal, p, scale);
+    if (!causal && t > 1) mask = offset_causal_mask(cache->start, t, ct_device_of(x));
+    if (!causal && t > 1 && !mask) return NULL;
+    y = ct_scaled_dot_product_attention(q, k, v, mask, causal, p, scale);
     y = ct_reshape(ct_transpose(y, 1, 2), 3, (int64_t[]){b, t, width});
     y = ct_module_forward(m->children[CT__ATTN_C_PROJ], y);
     return ct_dropout(y, m->p, m->training);

@@ -34,7 +34,12 @@ static ct__attention_args attention_args(const ct_tensor *q, const ct_tensor *k,
         .q = ct__data(q),
         .k = ct__data(k),
         .v = ct__data(v),
+        .heads = 1,
     };
+    a.q_at = (ct__att_layout){a.tq * a.d, 0, a.d};
+    a.k_at = (ct__att_layout){a.tk * a.d, 0, a.d};
+    a.v_at = (ct__att_layout){a.tk * a.dv, 0, a.dv};
+    a.out_at = (ct__att_layout){a.tq * a.dv, 0, a.dv};
     if (mask) {
         /* The mask's axes right-aligned against (lead..., tq, tk); a missing or size-1 axis
          * broadcasts (stride 0). */

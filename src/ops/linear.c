@@ -16,7 +16,8 @@ static ct_status linear_backward(ct__node *node, const ct_tensor *g, ct_tensor *
     if (ct_scope_begin() != CT_OK) return ct_last_status();
     ct_tensor *g_rows = as_rows(g);
     ct_status status = CT_OK;
-    if (node->inputs[0] && !(grad_in[0] = ct_matmul(g, w))) status = ct_last_status();
+    if (node->inputs[0] && !(grad_in[0] = ct_reshape(ct_matmul(g_rows, w), x->ndim, x->shape)))
+        status = ct_last_status();
     if (status == CT_OK && node->inputs[1] &&
         !(grad_in[1] = ct_matmul(ct_transpose(g_rows, 0, 1), as_rows(x))))
         status = ct_last_status();
@@ -29,13 +30,20 @@ static ct_status linear_backward(ct__node *node, const ct_tensor *g, ct_tensor *
     return status;
 }
 
+/* x's rows times W^T, plus the bias in the product's pass where the kernel can
+ * (ct__matmul_bias), reshaped back to x's leading axes: one product, not one per batch index. */
 static ct_tensor *forward(const ct_tensor *x, const ct_tensor *weight, const ct_tensor *bias) {
-    ct_tensor *wt = ct_transpose(weight, 0, 1);
-    ct_tensor *y = wt ? ct_matmul(x, wt) : NULL;
-    ct_release(wt);
-    if (!bias || !y) return y;
-    ct_tensor *out = ct_add(y, bias);
-    ct_release(y);
+    if (ct_scope_begin() != CT_OK) return NULL;
+    ct_tensor *rows = as_rows(x), *wt = ct_transpose(weight, 0, 1);
+    ct_tensor *y = !rows || !wt ? NULL
+                   : bias       ? ct__matmul_bias(rows, wt, bias)
+                                : ct_matmul(rows, wt);
+    int64_t shape[CT_MAX_DIMS];
+    for (int d = 0; d + 1 < x->ndim; d++) shape[d] = x->shape[d];
+    shape[x->ndim - 1] = weight->shape[0];
+    ct_tensor *out = y ? ct_reshape(y, x->ndim, shape) : NULL;
+    if (out && !ct_keep(out)) out = NULL;
+    ct_scope_end();
     return out;
 }
 

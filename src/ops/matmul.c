@@ -130,9 +130,10 @@ static void build_args(ct__matmul_args *x, const ct_tensor *a, const ct_tensor *
     x->deterministic = ct_are_deterministic_algorithms_enabled();
 }
 
-/* a @ b for operands of the result's dtype, with shapes already checked. */
-static ct_tensor *run(ct_device device, const ct_tensor *a, const ct_tensor *b, int batch_ndim,
-                      const int64_t *batch_shape) {
+/* a @ b (+ bias, NULL or a contiguous row the kernel takes) for operands of the result's
+ * dtype, with shapes already checked. */
+static ct_tensor *run(ct_device device, const ct_tensor *a, const ct_tensor *b,
+                      const ct_tensor *bias, int batch_ndim, const int64_t *batch_shape) {
     int64_t shape[CT_MAX_DIMS];
     int ndim = batch_ndim;
     for (int d = 0; d < batch_ndim; d++) shape[d] = batch_shape[d];
@@ -142,6 +143,7 @@ static ct_tensor *run(ct_device device, const ct_tensor *a, const ct_tensor *b, 
     if (!out || out->numel == 0) return out;
     ct__matmul_args x;
     build_args(&x, a, b, out, batch_ndim, batch_shape);
+    x.bias = bias ? ct__data(bias) : NULL;
     ct_status status;
     if (x.k == 0) {
         status = ct_fill(out, 0.0);
@@ -167,7 +169,7 @@ static ct_tensor *matmul(const ct_tensor *a, const ct_tensor *b) {
     ct_dtype dtype = ct_promote_types(a->dtype, b->dtype);
     ct_tensor *ca = ct_cast(a, dtype);
     ct_tensor *cb = ca ? ct_cast(b, dtype) : NULL;
-    ct_tensor *out = cb ? run(device, ca, cb, batch_ndim, batch_shape) : NULL;
+    ct_tensor *out = cb ? run(device, ca, cb, NULL, batch_ndim, batch_shape) : NULL;
     ct_release(ca);
     ct_release(cb);
     return ct__grad_needed(2, args) ? ct__record_matmul(out, a, b) : out;
@@ -179,4 +181,22 @@ ct_tensor *ct_matmul(const ct_tensor *a, const ct_tensor *b) {
     ct_tensor *out = matmul(a, b);
     ct__autocast_end(&ac);
     return out;
+}
+
+ct_tensor *ct__matmul_bias(const ct_tensor *a, const ct_tensor *b, const ct_tensor *bias) {
+    ct_device device = a->storage->device;
+    bool fused = device.type == CT_DEVICE_CPU && (a->dtype == CT_F32 || a->dtype == CT_F64) &&
+                 b->dtype == a->dtype && bias->dtype == a->dtype && a->ndim >= 1 && b->ndim == 2 &&
+                 bias->ndim == 1 && bias->shape[0] == b->shape[1] && bias->strides[0] == 1 &&
+                 b->shape[0] > 0;
+    int batch_ndim = 0;
+    int64_t batch_shape[CT_MAX_DIMS];
+    if (!fused) {
+        ct_tensor *y = ct_matmul(a, b);
+        ct_tensor *out = y ? ct_add(y, bias) : NULL;
+        ct_release(y);
+        return out;
+    }
+    if (check_shapes(a, b, &batch_ndim, batch_shape) != CT_OK) return NULL;
+    return run(device, a, b, bias, batch_ndim, batch_shape);
 }

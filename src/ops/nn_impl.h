@@ -52,4 +52,11 @@ ct_tensor *ct__add_layer_norm(const ct_tensor *x, const ct_tensor *residual, int
                               const ct_tensor *weight, const ct_tensor *bias, double eps,
                               ct_tensor **sum);
 
+/* Causal self-attention of a fused projection qkv (B, T, 3 * width), each row q | k | v and
+ * each of those `heads` heads of width / heads: the (B, T, width) result with the heads
+ * merged, as ct_scaled_dot_product_attention(q, k, v, NULL, true, dropout_p, scale) on the
+ * split heads, transposed back (the same dropout draws, values and gradients). One node; on
+ * the CPU no copy of q, k, v or the output (ops/attention_qkv.c). */
+ct_tensor *ct__qkv_attention(const ct_tensor *qkv, int64_t heads, double dropout_p, double scale);
+
 #endif

@@ -71,6 +71,12 @@ ct_tensor *ct__full_on(ct_device device, int ndim, const int64_t *shape, double 
 /* Copy src into dst elementwise (broadcasting src, converting dtypes, same device). */
 ct_status ct__copy_into(ct_tensor *dst, const ct_tensor *src, const char *op);
 
+/* a @ b + bias (bias 1-D, b's columns), recording no history (for ops that record their
+ * own node; arguments on one device, checked by the caller): on the CPU, for f32 and f64 with
+ * b a matrix and bias contiguous, each thread adds the bias to its slab of the product right
+ * after its GEMM, in place; otherwise ct_matmul, then ct_add. The same bits either way. */
+ct_tensor *ct__matmul_bias(const ct_tensor *a, const ct_tensor *b, const ct_tensor *bias);
+
 /* ReLU's backward in one pass: grad where x > 0, else 0 (same shapes, float). */
 ct_tensor *ct__relu_backward(const ct_tensor *grad, const ct_tensor *x);
 /* gelu_tanh's backward in one pass: grad * gelu_tanh'(x) (same shapes, float). */

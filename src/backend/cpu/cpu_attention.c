@@ -42,6 +42,11 @@ static int64_t att_mask_base(const ct__attention_args *a, int64_t b) {
     return at;
 }
 
+/* Element offset of problem b's row 0 in an operand laid out as l (norm_args_impl.h). */
+static inline int64_t att_at(const ct__attention_args *a, const ct__att_layout *l, int64_t b) {
+    return b / a->heads * l->outer + b % a->heads * l->head;
+}
+
 /* The mask's term at element `at`: a float mask's value, or 0 / -inf for a bool one. */
 static inline double att_mask_term(const ct__attention_args *a, int64_t at) {
     if (a->mask_dtype == CT_BOOL) return ((const uint8_t *)a->mask)[at] ? 0.0 : -INFINITY;
@@ -202,7 +207,9 @@ ct_status ct__cpu_attention_backward(int device, const ct__attention_args *args)
                 const size_t p = (size_t)((b * groups + g) * dq_each + at);
                 sum += f64 ? ((const double *)partial)[p] : ((const float *)partial)[p];
             }
-            ct__stf(args->grad_q, e, args->dtype, sum);
+            const int64_t to =
+                att_at(args, &args->q_at, b) + at / args->d * args->q_at.row + at % args->d;
+            ct__stf(args->grad_q, to, args->dtype, sum);
         }
     }
     free(bf16);

@@ -8,13 +8,20 @@
  * runs over rows of the block's CT_ATT_BR x CT_ATT_BC scores. Operands already in the compute
  * type are read in place; others are converted block by block into scratch. */
 
-/* Rows [r0, r0 + rows) of a problem's (.., n) array of dtype (its first row at global row
- * `first`): in place when dtype is the compute type, else converted into dst. */
-static const CT_ATT_T *CT_ATT_FN(rows)(CT_ATT_T *dst, const char *src, ct_dtype dtype,
-                                       int64_t first, int64_t r0, int64_t rows, int64_t n) {
-    if (dtype == CT_ATT_DTYPE) return (const CT_ATT_T *)src + (first + r0) * n;
-    for (int64_t e = 0; e < rows * n; e++)
-        dst[e] = (CT_ATT_T)ct__ldf(src, (first + r0) * n + e, dtype);
+/* Rows [r0, r0 + rows) of n elements of a problem's operand of dtype, whose row 0 is at
+ * element `base` and rows `stride` elements apart: in place when dtype is the compute type
+ * (*ld = stride), else converted into dst (*ld = n). */
+static const CT_ATT_T *CT_ATT_FN(rows)(CT_ATT_T *dst, const char *src, ct_dtype dtype, int64_t base,
+                                       int64_t stride, int64_t r0, int64_t rows, int64_t n,
+                                       int64_t *ld) {
+    if (dtype == CT_ATT_DTYPE) {
+        *ld = stride;
+        return (const CT_ATT_T *)src + base + r0 * stride;
+    }
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < n; c++)
+            dst[r * n + c] = (CT_ATT_T)ct__ldf(src, base + (r0 + r) * stride + c, dtype);
+    *ld = n;
     return dst;
 }
 
@@ -87,16 +94,20 @@ CT_CPU_CLONES static void CT_ATT_FN(forward_rows)(const ct__attention_args *a, i
     CT_ATT_T *kw = s + CT_ATT_BR * CT_ATT_BC, *vw = kw + CT_ATT_BC * d, *z = vw + CT_ATT_BC * dv;
     CT_ATT_T *m = z + CT_ATT_BC, *l = m + CT_ATT_BR;
     const int64_t mbase = att_mask_base(a, b);
-    const CT_ATT_T *q = CT_ATT_FN(rows)(qw, a->q, a->dtype, b * a->tq, i0, br, d);
+    const int64_t kbase = att_at(a, &a->k_at, b), vbase = att_at(a, &a->v_at, b);
+    int64_t ldq, ldk, ldv;
+    const CT_ATT_T *q =
+        CT_ATT_FN(rows)(qw, a->q, a->dtype, att_at(a, &a->q_at, b), a->q_at.row, i0, br, d, &ldq);
     for (int64_t e = 0; e < br * dv; e++) o[e] = 0;
     for (int64_t r = 0; r < br; r++) m[r] = -INFINITY, l[r] = 0;
     /* Causal: no row of the block sees a key past its last row. */
     const int64_t keys = a->causal && i0 + br < a->tk ? i0 + br : a->tk;
     for (int64_t j0 = 0; j0 < keys; j0 += CT_ATT_BC) {
         const int64_t n = keys - j0 < CT_ATT_BC ? keys - j0 : CT_ATT_BC;
-        const CT_ATT_T *k = CT_ATT_FN(rows)(kw, a->k, a->dtype, b * a->tk, j0, n, d);
-        const CT_ATT_T *v = CT_ATT_FN(rows)(vw, a->v, a->dtype, b * a->tk, j0, n, dv);
-        CT_ATT_FN(gemm)(false, true, br, n, d, q, d, k, d, 0.0, s, CT_ATT_BC, bf16);
+        const CT_ATT_T *k = CT_ATT_FN(rows)(kw, a->k, a->dtype, kbase, a->k_at.row, j0, n, d, &ldk);
+        const CT_ATT_T *v =
+            CT_ATT_FN(rows)(vw, a->v, a->dtype, vbase, a->v_at.row, j0, n, dv, &ldv);
+        CT_ATT_FN(gemm)(false, true, br, n, d, q, ldq, k, ldk, 0.0, s, CT_ATT_BC, bf16);
         for (int64_t r = 0; r < br; r++) {
             const int64_t i = i0 + r;
             CT_ATT_T *restrict sr = s + r * CT_ATT_BC, *restrict orow = o + r * dv;
@@ -122,14 +133,14 @@ CT_CPU_CLONES static void CT_ATT_FN(forward_rows)(const ct__attention_args *a, i
             }
             for (int64_t c = 0; c < dv; c++) orow[c] *= alpha;
         }
-        CT_ATT_FN(gemm)(false, false, br, dv, n, s, CT_ATT_BC, v, dv, 1.0, o, dv, bf16);
+        CT_ATT_FN(gemm)(false, false, br, dv, n, s, CT_ATT_BC, v, ldv, 1.0, o, dv, bf16);
     }
+    const int64_t obase = att_at(a, &a->out_at, b);
     for (int64_t r = 0; r < br; r++) {
-        const int64_t row = b * a->tq + i0 + r;
+        const int64_t row = b * a->tq + i0 + r, at = obase + (i0 + r) * a->out_at.row;
         const bool seen = l[r] > 0;
         const double inv = seen ? 1.0 / (double)l[r] : 0.0;
-        for (int64_t c = 0; c < dv; c++)
-            ct__stf(a->out, row * dv + c, a->dtype, o[r * dv + c] * inv);
+        for (int64_t c = 0; c < dv; c++) ct__stf(a->out, at + c, a->dtype, o[r * dv + c] * inv);
         ((double *)a->lse)[row] = seen ? (double)m[r] + log((double)l[r]) : -INFINITY;
     }
 }
@@ -155,12 +166,17 @@ CT_CPU_CLONES static void CT_ATT_FN(backward_keys)(const ct__attention_args *a, 
     CT_ATT_T *z = dvb + CT_ATT_BC * dv;
     const int64_t mbase = att_mask_base(a, b);
     const double *lse = (const double *)a->lse + b * tq;
-    const CT_ATT_T *q = CT_ATT_FN(rows)(qw, a->q, a->dtype, b * tq, 0, tq, d);
-    const CT_ATT_T *go = CT_ATT_FN(rows)(gw, a->grad_out, a->dtype, b * tq, 0, tq, dv);
+    const int64_t qbase = att_at(a, &a->q_at, b), obase = att_at(a, &a->out_at, b);
+    const int64_t kbase = att_at(a, &a->k_at, b), vbase = att_at(a, &a->v_at, b);
+    int64_t ldq, ldg, ldo, ldk, ldv;
+    const CT_ATT_T *q = CT_ATT_FN(rows)(qw, a->q, a->dtype, qbase, a->q_at.row, 0, tq, d, &ldq);
+    const CT_ATT_T *go =
+        CT_ATT_FN(rows)(gw, a->grad_out, a->dtype, obase, a->out_at.row, 0, tq, dv, &ldg);
     for (int64_t i = 0; i < tq; i++) {
-        const CT_ATT_T *o = CT_ATT_FN(rows)(orow, a->out, a->dtype, b * tq, i, 1, dv);
+        const CT_ATT_T *o =
+            CT_ATT_FN(rows)(orow, a->out, a->dtype, obase, a->out_at.row, i, 1, dv, &ldo);
         CT_ATT_T sum = 0;
-        for (int64_t c = 0; c < dv; c++) sum += go[i * dv + c] * o[c];
+        for (int64_t c = 0; c < dv; c++) sum += go[i * ldg + c] * o[c];
         dl[i] = sum;
     }
     for (int64_t e = 0; e < tq * d; e++) dq[e] = 0;
@@ -168,16 +184,18 @@ CT_CPU_CLONES static void CT_ATT_FN(backward_keys)(const ct__attention_args *a, 
     for (int64_t kb = kb0; kb < kb1; kb++) {
         const int64_t j0 = kb * CT_ATT_BC;
         const int64_t n = a->tk - j0 < CT_ATT_BC ? a->tk - j0 : CT_ATT_BC;
-        const CT_ATT_T *k = CT_ATT_FN(rows)(kw, a->k, a->dtype, b * a->tk, j0, n, d);
-        const CT_ATT_T *v = CT_ATT_FN(rows)(vw, a->v, a->dtype, b * a->tk, j0, n, dv);
+        const CT_ATT_T *k = CT_ATT_FN(rows)(kw, a->k, a->dtype, kbase, a->k_at.row, j0, n, d, &ldk);
+        const CT_ATT_T *v =
+            CT_ATT_FN(rows)(vw, a->v, a->dtype, vbase, a->v_at.row, j0, n, dv, &ldv);
         for (int64_t e = 0; e < n * d; e++) dk[e] = 0;
         for (int64_t e = 0; e < n * dv; e++) dvb[e] = 0;
         /* Causal: row i sees key j0 only from i = j0 on. */
         for (int64_t i0 = a->causal ? j0 : 0; i0 < tq; i0 += CT_ATT_BR) {
             const int64_t br = tq - i0 < CT_ATT_BR ? tq - i0 : CT_ATT_BR;
-            CT_ATT_FN(gemm)(false, true, br, n, d, q + i0 * d, d, k, d, 0.0, s, CT_ATT_BC, bf16);
             CT_ATT_FN(gemm)
-            (false, true, br, n, dv, go + i0 * dv, dv, v, dv, 0.0, dp, CT_ATT_BC, bf16);
+            (false, true, br, n, d, q + i0 * ldq, ldq, k, ldk, 0.0, s, CT_ATT_BC, bf16);
+            CT_ATT_FN(gemm)
+            (false, true, br, n, dv, go + i0 * ldg, ldg, v, ldv, 0.0, dp, CT_ATT_BC, bf16);
             for (int64_t r = 0; r < br; r++) {
                 const int64_t i = i0 + r;
                 CT_ATT_T *restrict sr = s + r * CT_ATT_BC, *restrict dpr = dp + r * CT_ATT_BC;
@@ -205,13 +223,17 @@ CT_CPU_CLONES static void CT_ATT_FN(backward_keys)(const ct__attention_args *a, 
                 }
             }
             CT_ATT_FN(gemm)
-            (true, false, n, dv, br, dp, CT_ATT_BC, go + i0 * dv, dv, 1.0, dvb, dv, bf16);
-            CT_ATT_FN(gemm)(false, false, br, d, n, s, CT_ATT_BC, k, d, 1.0, dq + i0 * d, d, bf16);
-            CT_ATT_FN(gemm)(true, false, n, d, br, s, CT_ATT_BC, q + i0 * d, d, 1.0, dk, d, bf16);
+            (true, false, n, dv, br, dp, CT_ATT_BC, go + i0 * ldg, ldg, 1.0, dvb, dv, bf16);
+            CT_ATT_FN(gemm)
+            (false, false, br, d, n, s, CT_ATT_BC, k, ldk, 1.0, dq + i0 * d, d, bf16);
+            CT_ATT_FN(gemm)
+            (true, false, n, d, br, s, CT_ATT_BC, q + i0 * ldq, ldq, 1.0, dk, d, bf16);
         }
-        for (int64_t e = 0; e < n * d; e++)
-            ct__stf(a->grad_k, (b * a->tk + j0) * d + e, a->dtype, dk[e]);
-        for (int64_t e = 0; e < n * dv; e++)
-            ct__stf(a->grad_v, (b * a->tk + j0) * dv + e, a->dtype, dvb[e]);
+        for (int64_t r = 0; r < n; r++)
+            for (int64_t c = 0; c < d; c++)
+                ct__stf(a->grad_k, kbase + (j0 + r) * a->k_at.row + c, a->dtype, dk[r * d + c]);
+        for (int64_t r = 0; r < n; r++)
+            for (int64_t c = 0; c < dv; c++)
+                ct__stf(a->grad_v, vbase + (j0 + r) * a->v_at.row + c, a->dtype, dvb[r * dv + c]);
     }
 }

@@ -127,8 +127,28 @@ void ct__cpu_blas_single_threaded(void) {
     if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
 }
 
-void ct__cpu_gemm(ct_dtype dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *a,
-                  int64_t lda, const void *b, int64_t ldb, double beta, void *c, int64_t ldc) {
+/* bias's elements c0.. added to rows [0, rows), columns [c0, c0 + cols) of c. */
+static void add_bias(ct_dtype dtype, int64_t rows, int64_t c0, int64_t cols, const char *bias,
+                     char *c, int64_t ldc) {
+    for (int64_t i = 0; i < rows; i++) {
+        if (dtype == CT_F64) {
+            double *restrict r = (double *)c + i * ldc + c0;
+            const double *restrict b = (const double *)bias + c0;
+            for (int64_t j = 0; j < cols; j++) r[j] += b[j];
+        } else {
+            float *restrict r = (float *)c + i * ldc + c0;
+            const float *restrict b = (const float *)bias + c0;
+            for (int64_t j = 0; j < cols; j++) r[j] += b[j];
+        }
+    }
+}
+
+/* c = op(a) op(b) + beta c, or with bias (then beta is 0) op(a) op(b) + bias's row: each
+ * thread adds the bias to its slab of c right after its GEMM wrote it, the product rounded
+ * first (the bits of the product, then the add). */
+static void gemm_slabs(ct_dtype dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                       const void *a, int64_t lda, const void *b, int64_t ldb, double beta,
+                       const char *bias, void *c, int64_t ldc) {
     bool nested = false;
 #ifdef _OPENMP
     nested = omp_in_parallel();
@@ -140,6 +160,7 @@ void ct__cpu_gemm(ct_dtype dtype, bool ta, bool tb, int64_t m, int64_t n, int64_
     while (threads > 1 && mnk / threads <= CT_GEMM_MIN_SLAB) threads--;
     if (threads < 2) {
         gemm_call(dtype, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
+        if (bias) add_bias(dtype, m, 0, n, bias, c, ldc);
         return;
     }
     int64_t size = dtype == CT_F64 ? 8 : 4;
@@ -159,10 +180,22 @@ void ct__cpu_gemm(ct_dtype dtype, bool ta, bool tb, int64_t m, int64_t n, int64_
             pa += (ta ? lo : lo * lda) * size;
             pc += lo * ldc * size;
             gemm_call(dtype, ta, tb, count, n, k, pa, lda, pb, ldb, beta, pc, ldc);
+            if (bias) add_bias(dtype, count, 0, n, bias, pc, ldc);
         } else { /* columns lo.. of op(b) and of c */
             pb += (tb ? lo * ldb : lo) * size;
-            pc += lo * size;
-            gemm_call(dtype, ta, tb, m, count, k, pa, lda, pb, ldb, beta, pc, ldc);
+            gemm_call(dtype, ta, tb, m, count, k, pa, lda, pb, ldb, beta, pc + lo * size, ldc);
+            if (bias) add_bias(dtype, m, lo, count, bias, pc, ldc);
         }
     }
+}
+
+void ct__cpu_gemm(ct_dtype dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *a,
+                  int64_t lda, const void *b, int64_t ldb, double beta, void *c, int64_t ldc) {
+    gemm_slabs(dtype, ta, tb, m, n, k, a, lda, b, ldb, beta, NULL, c, ldc);
+}
+
+void ct__cpu_gemm_bias(ct_dtype dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                       const void *a, int64_t lda, const void *b, int64_t ldb, const void *bias,
+                       void *c, int64_t ldc) {
+    gemm_slabs(dtype, ta, tb, m, n, k, a, lda, b, ldb, 0.0, bias, c, ldc);
 }

@@ -85,6 +85,12 @@ CT_KERNEL_SLOTS(CT_CPU_DECLARE_)
  * region that calls it must call ct__cpu_blas_single_threaded before it opens. */
 void ct__cpu_gemm(ct_dtype dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *a,
                   int64_t lda, const void *b, int64_t ldb, double beta, void *c, int64_t ldc);
+/* c = op(a) @ op(b) + bias (n elements of dtype, added to every row), as ct__cpu_gemm: each
+ * thread adds the bias to its slab of c right after its GEMM wrote it (the same bits as the
+ * product followed by the add). */
+void ct__cpu_gemm_bias(ct_dtype dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                       const void *a, int64_t lda, const void *b, int64_t ldb, const void *bias,
+                       void *c, int64_t ldc);
 /* c (f32, m x n, leading dimension ldc) = op(a) @ op(b) (+ c when accumulate), a and b bf16
  * (or, with f32_inputs, f32 holding bf16 values), on the bf16 units through oneDNN
  * (cpu_gemm_dnnl.c). False, c untouched, when the CPU or the build has none (or CT_BF16_GEMM

@@ -6,10 +6,12 @@
  * its other stride as the leading dimension; any other layout (broadcast rows, negative or doubly
  * strided views) is packed into a contiguous scratch matrix first. bf16 runs on the CPU's bf16
  * units where it has them (oneDNN, f32 accumulation); otherwise f16 and bf16 are converted to f32,
- * multiplied with sgemm and rounded back once. Integer dtypes are exact: products and sums wrap
- * modulo 2^bits in unsigned arithmetic, which is what a wrapping accumulator in the output dtype
- * gives; bool is logical (OR over k of a AND b), as numpy.matmul does for bool arrays. complex64
- * and complex128 go to cblas_cgemm and cblas_zgemm with the same layout rules. */
+ * multiplied with sgemm and rounded back once. An f32 or f64 product may carry a bias row
+ * (args->bias), which each thread adds to its slab of the result right after its GEMM.
+ * Integer dtypes are exact: products and sums wrap modulo 2^bits in unsigned arithmetic, which is
+ * what a wrapping accumulator in the output dtype gives; bool is logical (OR over k of a AND b), as
+ * numpy.matmul does for bool arrays. complex64 and complex128 go to cblas_cgemm and cblas_zgemm
+ * with the same layout rules. */
 #include <cblas.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -83,10 +85,15 @@ typedef struct {
     void *a_pack, *b_pack, *c_tmp; /* scratch, NULL where unused */
 } blas_plan;
 
+/* c = a @ b, plus x->bias's row where there is one (f32 and f64 only: the op's contract). */
 static void gemm(const blas_plan *p, const ct__matmul_args *x, const void *a, int64_t lda,
                  const void *b, int64_t ldb, void *c, int64_t ldc) {
-    ct__cpu_gemm(p->f64 ? CT_F64 : CT_F32, p->la.direct && p->la.transposed,
-                 p->lb.direct && p->lb.transposed, x->m, x->n, x->k, a, lda, b, ldb, 0.0, c, ldc);
+    ct_dtype dtype = p->f64 ? CT_F64 : CT_F32;
+    bool ta = p->la.direct && p->la.transposed, tb = p->lb.direct && p->lb.transposed;
+    if (x->bias)
+        ct__cpu_gemm_bias(dtype, ta, tb, x->m, x->n, x->k, a, lda, b, ldb, x->bias, c, ldc);
+    else
+        ct__cpu_gemm(dtype, ta, tb, x->m, x->n, x->k, a, lda, b, ldb, 0.0, c, ldc);
 }
 
 /* One batch index: pack what must be packed (skipping a repack of an operand broadcast
@@ -313,6 +320,8 @@ static ct_status complex_matmul(const ct__matmul_args *x) {
 /* k == 0 never arrives here: the op layer fills the zeros itself. */
 ct_status ct__cpu_matmul(int device, const ct__matmul_args *args) {
     (void)device;
+    if (args->bias && args->dtype != CT_F32 && args->dtype != CT_F64)
+        return ct__error(CT_ERR_UNSUPPORTED, "ct_matmul: a bias in the product is for f32 and f64");
     if (args->m == 0 || args->n == 0 || batch_count(args) == 0) return CT_OK;
     if (ct__is_complex(args->dtype)) return complex_matmul(args);
     if (ct__is_float(args->dtype)) return blas_matmul(args);
