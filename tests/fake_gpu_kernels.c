@@ -193,11 +193,11 @@ const ct__kernel_table *fake_gpu_kernels(const ct__plugin_host *the_host) {
     cpu = ct__cpu_backend()->kernels;
     CT_KERNEL_SLOTS(INSTALL)
     kernels.conv2d_native = conv2d_native;
+    /* conv2d_channels_last and batch_norm_channels_last are the CPU's answers, as the CUDA
+     * plugin takes channels-last (cuDNN's NHWC convolutions, its strided batch norm): the op
+     * layer's native channels-last path for devices is tested here (the convolutions where this
+     * build has oneDNN, which the CPU's NHWC kernels need; NCHW copies elsewhere). */
     /* The CUDA plugin pools f16 and bf16 in f32 (it has no pool2d_native): so does this GPU. */
     kernels.pool2d_native = NULL;
-    /* The CUDA plugin has no channels-last convolution or batch norm kernels: neither has this
-     * GPU, so the op layer's NCHW copies are tested here. */
-    kernels.conv2d_channels_last = NULL;
-    kernels.batch_norm_channels_last = NULL;
     return &kernels;
 }

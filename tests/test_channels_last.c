@@ -4,8 +4,10 @@
  * NCHW inputs, in float64 and float32: equal values, channels-last results, equal gradients
  * (whichever layout the output's gradient arrives in), finite-difference checks, and resnet20's
  * forward and gradients with channels-last activations against NCHW ones. On the CPU the
- * convolutions (f32, oneDNN) and batch norms run on the layout itself; the fake GPU, like the
- * CUDA plugin, has no channels-last kernels, so it runs the op layer's NCHW copies. */
+ * convolutions (f32, oneDNN) and batch norms run on the layout itself; so they do on the fake
+ * GPU (the CPU's kernels, as the CUDA plugin's cuDNN NHWC convolutions and strided batch
+ * norms), which tests the op layer's channels-last path for devices; f64 convolutions, which
+ * oneDNN does not take here, run the op layer's NCHW copies. */
 #include <stdlib.h>
 
 #include "ct_gradcheck.h"

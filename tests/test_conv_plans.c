@@ -48,7 +48,7 @@ TEST(test_conv_plan_found_under_its_own_geometry_only) {
     CHECK(!ct_cuda_conv_plan_find(&other, &found));
     ct_cuda_conv_plan_key(0, &a, true, &other);
     CHECK(!ct_cuda_conv_plan_find(&other, &found));
-    ct__conv2d_args changed[8] = {a, a, a, a, a, a, a, a};
+    ct__conv2d_args changed[9] = {a, a, a, a, a, a, a, a, a};
     changed[0].dtype = CT_F64;
     changed[1].batch = 1002;
     changed[2].padding[1] = 0;
@@ -57,7 +57,8 @@ TEST(test_conv_plan_found_under_its_own_geometry_only) {
     changed[5].kernel_w = 5;
     changed[6].allow_tf32 = true;    /* TF32 allowed: other math types qualify */
     changed[7].deterministic = true; /* deterministic algorithms only */
-    for (int i = 0; i < 8; i++) {
+    changed[8].channels_last = true; /* NHWC activations, a KRSC filter */
+    for (int i = 0; i < 9; i++) {
         ct_cuda_conv_plan_key(0, &changed[i], false, &other);
         CHECK(!ct_cuda_conv_plan_find(&other, &found));
     }

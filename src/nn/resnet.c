@@ -84,8 +84,9 @@ ct_module *ct_nn_basic_block(int64_t in_channels, int64_t channels, int64_t stri
 
 /* x in the layout the network's activations take: channels-last where the device convolves
  * channels-last natively (the CPU's oneDNN NHWC kernels, which need no reorder of the
- * activations), unless CT_CHANNELS_LAST=0 in the environment (read at each call, so that one
- * process can compare the two); else x as it is. The layers keep the layout they are given. */
+ * activations; cuDNN's NHWC kernels on CUDA), unless CT_CHANNELS_LAST=0 in the environment (read at
+ * each call, so that one process can compare the two); else x as it is. The layers keep the layout
+ * they are given. */
 static ct_tensor *stem_input(const ct_module *stem, const ct_tensor *x) {
     const char *env = getenv("CT_CHANNELS_LAST");
     bool wanted = !(env && strcmp(env, "0") == 0);

@@ -215,11 +215,18 @@ static void save_params(ct__node *node, const conv_params *p) {
     node->ints[6] = p->groups;
 }
 
-/* Whether the backend takes a (geometry and compute dtype set) channels-last. */
+/* Whether the backend takes a (geometry and compute dtype set) channels-last. A "no" may come
+ * with the reason as the thread's error (cuDNN without an NHWC plan): the last failure the
+ * caller knows of is put back. */
 static bool backend_channels_last(ct_device device, const ct__conv2d_args *a) {
     int physical;
     const ct__kernel_table *k = ct__kernels(device, &physical);
-    return k && k->conv2d_channels_last && k->conv2d_channels_last(physical, a);
+    if (!k || !k->conv2d_channels_last) return false;
+    ct__kept_error kept;
+    ct__error_keep(&kept);
+    bool yes = k->conv2d_channels_last(physical, a);
+    ct__error_put_back(&kept);
+    return yes;
 }
 
 /* A new tensor shaped and laid out like t, or NULL (no error) when want is false. */

@@ -478,6 +478,13 @@ ct_status bn_run(int device, const ct__batch_norm_args *args, bn_launch_fn launc
 
 } // namespace
 
+// The kernels index x, y, grad_out and grad_x through the strides, so channels-last arguments
+// (strides (inner * c, 1, c), BN_WIDE) run as they are, for every dtype the kernels take.
+extern "C" bool ct_cuda_batch_norm_channels_last(int device, const ct__batch_norm_args *args) {
+    (void)device, (void)args;
+    return true;
+}
+
 extern "C" ct_status ct_cuda_batch_norm(int device, const ct__batch_norm_args *args) {
     if (args->c == 0) return CT_OK;
     return bn_run(device, args, bn_forward_launch_pick(args->dtype, bn_lanes(args)));

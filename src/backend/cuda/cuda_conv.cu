@@ -1,7 +1,15 @@
 // CUDA 2-d convolution (ct__conv2d_args in backend/conv_args_impl.h) through cuDNN's
 // convolution API: cudnnConvolutionForward (then cudnnAddTensor for the bias), BackwardData
-// and BackwardFilter on NCHW tensors, with the groups set on the convolution descriptor; the
-// op layer sums the bias's gradient itself (cuDNN's BackwardBias refuses bf16). Algorithms
+// and BackwardFilter, with the groups set on the convolution descriptor; the op layer sums the
+// bias's gradient itself (cuDNN's BackwardBias refuses bf16), in either layout.
+// Layouts: NCHW activations with an NCHW (KCRS) filter, or, where args->channels_last (the
+// op layer asked ct_cuda_conv2d_channels_last), NHWC activations (CUDNN_TENSOR_NHWC
+// descriptors) with an NHWC (KRSC) filter, the pairing of cuDNN's NHWC tensor-core kernels
+// (cuDNN's Legacy API guide, "Tensor Core Operations: Data and Filter Formats"; an NHWC filter
+// wants 128-bit aligned pointers). ctensor's weights stay OIHW: a channels-last call copies the
+// weight into KRSC order in the front of its workspace (filter_scratch) before the forward and
+// backward-data products, and backward-filter writes the KRSC gradient there, copied back to
+// OIHW into grad_weight, all on the device's stream. Algorithms
 // come from the cudnnGet*Algorithm_v7 heuristics, asked once per geometry and settings and
 // remembered (cuda_conv_plans_impl.h): the first entry that succeeded, runs in a math type the
 // dtype allows and, with deterministic algorithms on, is CUDNN_DETERMINISTIC (PyTorch chooses
@@ -99,6 +107,12 @@ static bool fits_int(const ct__conv2d_args *a) {
 
 static bool low_precision(ct_dtype dtype) { return dtype == CT_F16 || dtype == CT_BF16; }
 
+// The bytes of an element of a convolution's dtype (f64, f32, f16 or bf16). The plugin does
+// not link the library, whose ct_dtype_size this mirrors.
+static size_t element_bytes(ct_dtype dtype) {
+    return dtype == CT_F64 ? 8 : low_precision(dtype) ? 2 : 4;
+}
+
 static const char *dtype_name(ct_dtype dtype) {
     return dtype == CT_F64 ? "f64" : dtype == CT_F16 ? "f16" : dtype == CT_BF16 ? "bf16" : "f32";
 }
@@ -125,22 +139,25 @@ static ct_status make_descs(int device, const ct__conv2d_args *a, conv_descs *d)
                                                : CUDNN_DATA_FLOAT;
     // The type products accumulate in: f64's own, f32 for the others.
     cudnnDataType_t compute = a->dtype == CT_F64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+    // cudnnSetTensor4dDescriptor and cudnnSetFilter4dDescriptor take the sizes in NCHW (KCRS)
+    // order whatever the format, which sets the strides: NHWC for x and y, KRSC for the filter.
+    cudnnTensorFormat_t format = a->channels_last ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
     CT_CUDNN_CHECK(device, cudnnCreateTensorDescriptor(&d->x));
     CT_CUDNN_CHECK(device,
-                   cudnnSetTensor4dDescriptor(d->x, CUDNN_TENSOR_NCHW, dt, (int)a->batch,
-                                              (int)a->in_channels, (int)a->in_h, (int)a->in_w));
+                   cudnnSetTensor4dDescriptor(d->x, format, dt, (int)a->batch, (int)a->in_channels,
+                                              (int)a->in_h, (int)a->in_w));
     CT_CUDNN_CHECK(device, cudnnCreateTensorDescriptor(&d->y));
     CT_CUDNN_CHECK(device,
-                   cudnnSetTensor4dDescriptor(d->y, CUDNN_TENSOR_NCHW, dt, (int)a->batch,
-                                              (int)a->out_channels, (int)a->out_h, (int)a->out_w));
+                   cudnnSetTensor4dDescriptor(d->y, format, dt, (int)a->batch, (int)a->out_channels,
+                                              (int)a->out_h, (int)a->out_w));
+    // (1, C, 1, 1): the same memory in either format, broadcast by cudnnAddTensor over y's.
     CT_CUDNN_CHECK(device, cudnnCreateTensorDescriptor(&d->bias));
     CT_CUDNN_CHECK(device, cudnnSetTensor4dDescriptor(d->bias, CUDNN_TENSOR_NCHW, dt, 1,
                                                       (int)a->out_channels, 1, 1));
     CT_CUDNN_CHECK(device, cudnnCreateFilterDescriptor(&d->w));
-    CT_CUDNN_CHECK(device,
-                   cudnnSetFilter4dDescriptor(d->w, dt, CUDNN_TENSOR_NCHW, (int)a->out_channels,
-                                              (int)(a->in_channels / a->groups), (int)a->kernel_h,
-                                              (int)a->kernel_w));
+    CT_CUDNN_CHECK(device, cudnnSetFilter4dDescriptor(d->w, dt, format, (int)a->out_channels,
+                                                      (int)(a->in_channels / a->groups),
+                                                      (int)a->kernel_h, (int)a->kernel_w));
     CT_CUDNN_CHECK(device, cudnnCreateConvolutionDescriptor(&d->conv));
     CT_CUDNN_CHECK(device, cudnnSetConvolution2dDescriptor(
                                d->conv, (int)a->padding[0], (int)a->padding[1], (int)a->stride[0],
@@ -281,11 +298,74 @@ static ct_status find_plan(int device, const ct__conv2d_args *a, bool backward, 
     return status;
 }
 
-// The workspace a call with these arguments needs under plan p.
+// The bytes at the front of a channels-last call's workspace that hold the KRSC copy of the
+// filter (or of its gradient), rounded up to 256 so that cuDNN's part after them keeps the
+// workspace's alignment; 0 for NCHW.
+static size_t filter_scratch(const ct__conv2d_args *a) {
+    if (!a->channels_last) return 0;
+    size_t bytes =
+        (size_t)(a->out_channels * (a->in_channels / a->groups) * a->kernel_h * a->kernel_w) *
+        element_bytes(a->dtype);
+    return (bytes + 255) / 256 * 256;
+}
+
+// The workspace a call with these arguments needs under plan p: the filter's scratch, then
+// cuDNN's.
 static size_t workspace_need(const ct__conv2d_args *a, bool backward, const ct_conv_plan *p) {
-    if (!backward) return p->bytes[0];
+    if (!backward) return filter_scratch(a) + p->bytes[0];
     size_t data = a->grad_x ? p->bytes[0] : 0, filter = a->grad_weight ? p->bytes[1] : 0;
-    return data > filter ? data : filter;
+    return filter_scratch(a) + (data > filter ? data : filter);
+}
+
+// Element (o, c, s) of a filter (out, cg, spatial) lies at (o * cg + c) * spatial + s in
+// ctensor's OIHW and at (o * spatial + s) * cg + c in cuDNN's KRSC. Each thread writes dst
+// elements (in dst's order) from src: to_krsc, OIHW to KRSC; else KRSC to OIHW. T is an
+// unsigned integer of the element's size: the copy moves bits.
+template <typename T>
+__global__ void permute_filter(const T *src, T *dst, int64_t out, int64_t cg, int64_t spatial,
+                               bool to_krsc) {
+    const int64_t n = out * cg * spatial;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        if (to_krsc) {
+            int64_t c = i % cg, s = i / cg % spatial, o = i / (cg * spatial);
+            dst[i] = src[(o * cg + c) * spatial + s];
+        } else {
+            int64_t s = i % spatial, c = i / spatial % cg, o = i / (spatial * cg);
+            dst[i] = src[(o * spatial + s) * cg + c];
+        }
+    }
+}
+
+// Queue the copy of a's filter from src to dst on the device's stream (the device current).
+static ct_status permute(int device, const ct__conv2d_args *a, const void *src, void *dst,
+                         bool to_krsc) {
+    cudaStream_t stream;
+    ct_status status = ct_cuda_stream_get(device, &stream);
+    if (status != CT_OK) return status;
+    const int64_t cg = a->in_channels / a->groups, spatial = a->kernel_h * a->kernel_w;
+    const int64_t n = a->out_channels * cg * spatial, threads = 256;
+    const int64_t blocks = (n + threads - 1) / threads < 4096 ? (n + threads - 1) / threads : 4096;
+    size_t size = element_bytes(a->dtype);
+    if (size == 2)
+        permute_filter<<<(unsigned)blocks, (unsigned)threads, 0, stream>>>(
+            (const uint16_t *)src, (uint16_t *)dst, a->out_channels, cg, spatial, to_krsc);
+    else if (size == 4)
+        permute_filter<<<(unsigned)blocks, (unsigned)threads, 0, stream>>>(
+            (const uint32_t *)src, (uint32_t *)dst, a->out_channels, cg, spatial, to_krsc);
+    else
+        permute_filter<<<(unsigned)blocks, (unsigned)threads, 0, stream>>>(
+            (const uint64_t *)src, (uint64_t *)dst, a->out_channels, cg, spatial, to_krsc);
+    CT_CUDA_CHECK(device, cudaGetLastError());
+    return CT_OK;
+}
+
+// cuDNN's part of a call's workspace: after the filter's scratch.
+static void *cudnn_workspace(const ct__conv2d_args *a) {
+    return a->workspace ? a->workspace + filter_scratch(a) : nullptr;
+}
+static size_t cudnn_workspace_size(const ct__conv2d_args *a) {
+    return a->workspace_size - filter_scratch(a);
 }
 
 // Everything a launch needs: handle, descriptors and a plan that fits the given workspace.
@@ -350,6 +430,22 @@ extern "C" bool ct_cuda_conv2d_native(int device, const ct__conv2d_args *args) {
            find_plan(device, args, true, &p) == CT_OK;
 }
 
+// Whether args (geometry and dtype set) convolves with NHWC activations: f32, or f16 and bf16
+// where the device takes them, and cuDNN has plans for forward and backward with NHWC
+// descriptors (asked now, remembered). f64 goes as NCHW copies. A failed plan sets its error,
+// which the op layer sets aside (it goes on with NCHW copies).
+extern "C" bool ct_cuda_conv2d_channels_last(int device, const ct__conv2d_args *args) {
+    if (args->dtype == CT_F64 || !fits_int(args) ||
+        (low_precision(args->dtype) && !dtype_supported(device, args->dtype)))
+        return false;
+    ct__conv2d_args nhwc = *args;
+    nhwc.channels_last = true;
+    std::unique_lock<std::mutex> held;
+    ct_conv_plan p;
+    return lock_device(device, &held) == CT_OK && find_plan(device, &nhwc, false, &p) == CT_OK &&
+           find_plan(device, &nhwc, true, &p) == CT_OK;
+}
+
 extern "C" ct_status ct_cuda_conv2d_forward(int device, const ct__conv2d_args *args) {
     std::unique_lock<std::mutex> held;
     ct_status status = lock_device(device, &held);
@@ -361,11 +457,17 @@ extern "C" ct_status ct_cuda_conv2d_forward(int device, const ct__conv2d_args *a
     if (status != CT_OK) return status;
     const conv_descs &d = *kept_d;
     scaling s = scaling_for(args->dtype);
+    const void *w = args->weight;
+    if (args->channels_last) {
+        if ((status = permute(device, args, args->weight, args->workspace, true)) != CT_OK)
+            return status;
+        w = args->workspace;
+    }
     CT_CUDNN_CHECK(device, cudnnSetConvolutionMathType(d.conv, (cudnnMathType_t)p.math[0]));
-    CT_CUDNN_CHECK(device,
-                   cudnnConvolutionForward(h, s.one, d.x, args->x, d.w, args->weight, d.conv,
-                                           (cudnnConvolutionFwdAlgo_t)p.algo[0], args->workspace,
-                                           args->workspace_size, s.zero, d.y, args->y));
+    CT_CUDNN_CHECK(
+        device, cudnnConvolutionForward(h, s.one, d.x, args->x, d.w, w, d.conv,
+                                        (cudnnConvolutionFwdAlgo_t)p.algo[0], cudnn_workspace(args),
+                                        cudnn_workspace_size(args), s.zero, d.y, args->y));
     if (args->bias)
         CT_CUDNN_CHECK(device, cudnnAddTensor(h, s.one, d.bias, args->bias, s.one, d.y, args->y));
     return CT_OK;
@@ -382,19 +484,31 @@ extern "C" ct_status ct_cuda_conv2d_backward(int device, const ct__conv2d_args *
     if (status != CT_OK) return status;
     const conv_descs &d = *kept_d;
     scaling s = scaling_for(args->dtype);
+    // Channels-last: the scratch holds the KRSC filter for backward data, then (queued after
+    // it on the same stream) the KRSC gradient backward filter writes.
+    void *scratch = args->workspace;
     if (args->grad_x) {
+        const void *w = args->weight;
+        if (args->channels_last) {
+            if ((status = permute(device, args, args->weight, scratch, true)) != CT_OK)
+                return status;
+            w = scratch;
+        }
         CT_CUDNN_CHECK(device, cudnnSetConvolutionMathType(d.conv, (cudnnMathType_t)p.math[0]));
         CT_CUDNN_CHECK(device, cudnnConvolutionBackwardData(
-                                   h, s.one, d.w, args->weight, d.y, args->y, d.conv,
-                                   (cudnnConvolutionBwdDataAlgo_t)p.algo[0], args->workspace,
-                                   args->workspace_size, s.zero, d.x, args->grad_x));
+                                   h, s.one, d.w, w, d.y, args->y, d.conv,
+                                   (cudnnConvolutionBwdDataAlgo_t)p.algo[0], cudnn_workspace(args),
+                                   cudnn_workspace_size(args), s.zero, d.x, args->grad_x));
     }
     if (args->grad_weight) {
+        void *dw = args->channels_last ? scratch : args->grad_weight;
         CT_CUDNN_CHECK(device, cudnnSetConvolutionMathType(d.conv, (cudnnMathType_t)p.math[1]));
-        CT_CUDNN_CHECK(device, cudnnConvolutionBackwardFilter(
-                                   h, s.one, d.x, args->x, d.y, args->y, d.conv,
-                                   (cudnnConvolutionBwdFilterAlgo_t)p.algo[1], args->workspace,
-                                   args->workspace_size, s.zero, d.w, args->grad_weight));
+        CT_CUDNN_CHECK(device,
+                       cudnnConvolutionBackwardFilter(h, s.one, d.x, args->x, d.y, args->y, d.conv,
+                                                      (cudnnConvolutionBwdFilterAlgo_t)p.algo[1],
+                                                      cudnn_workspace(args),
+                                                      cudnn_workspace_size(args), s.zero, d.w, dw));
+        if (args->channels_last) return permute(device, args, scratch, args->grad_weight, false);
     }
     return CT_OK;
 }

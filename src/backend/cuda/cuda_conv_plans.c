@@ -22,6 +22,7 @@ void ct_cuda_conv_plan_key(int device, const ct__conv2d_args *args, bool backwar
                               .backward = backward,
                               .allow_tf32 = args->allow_tf32,
                               .deterministic = args->deterministic,
+                              .channels_last = args->channels_last,
                               .batch = args->batch,
                               .in_channels = args->in_channels,
                               .in_h = args->in_h,

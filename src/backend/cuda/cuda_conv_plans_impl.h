@@ -24,10 +24,11 @@ extern "C" {
 #define CT_CUDA_CONV_PLANS 64
 
 /* Everything that decides a plan: the device (its architecture), the dtype, the direction,
- * the numeric settings (TF32 allowed, deterministic algorithms only) and the convolution's
- * sizes and settings. All int64_t, so there is no padding to compare. */
+ * the numeric settings (TF32 allowed, deterministic algorithms only), the activations' layout
+ * (channels-last or NCHW) and the convolution's sizes and settings. All int64_t, so there is
+ * no padding to compare. */
 typedef struct ct_conv_plan_key {
-    int64_t device, dtype, backward, allow_tf32, deterministic;
+    int64_t device, dtype, backward, allow_tf32, deterministic, channels_last;
     int64_t batch, in_channels, in_h, in_w, out_channels, kernel_h, kernel_w, out_h, out_w;
     int64_t stride[2], padding[2], dilation[2], groups;
 } ct_conv_plan_key;
