@@ -314,6 +314,26 @@ static Py_ssize_t tensor_length(PyObject *self) {
     return (Py_ssize_t)ct_shape(t)[0];
 }
 
+/* iter(x): the subarrays x[0], x[1], ... along the first axis, as NumPy's arrays iterate (views,
+ * all made when the iteration starts); a 0-d array is not iterable. */
+PyObject *ctpy_tensor_iter(PyObject *self) {
+    ct_tensor *t = ctpy_tensor_of(self);
+    if (ct_ndim(t) == 0) return PyErr_Format(PyExc_TypeError, "iteration over a 0-d array");
+    Py_ssize_t n = (Py_ssize_t)ct_shape(t)[0];
+    PyObject *items = PyTuple_New(n);
+    if (!items) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *index = PyLong_FromSsize_t(i);
+        PyObject *item = index ? tensor_getitem(self, index) : NULL;
+        Py_XDECREF(index);
+        if (!item) return Py_DECREF(items), NULL;
+        PyTuple_SET_ITEM(items, i, item);
+    }
+    PyObject *iterator = PyObject_GetIter(items);
+    Py_DECREF(items);
+    return iterator;
+}
+
 PyMappingMethods ctpy_tensor_mapping = {
     .mp_length = tensor_length,
     .mp_subscript = tensor_getitem,
