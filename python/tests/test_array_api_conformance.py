@@ -186,3 +186,16 @@ def test_boolean_mask_with_an_empty_axis(device):
     assert x.tolist() == [[1.0, 2.0, 3.0]]
     with pytest.raises(IndexError):
         x[ct.zeros((2,), dtype=ct.bool, device=device)]
+
+
+def test_full_takes_a_0d_array_as_fill_value(device):
+    """As array-api-strict's full: a 0-d array's value fills, in its dtype unless one is asked
+    for; full_like keeps x's dtype; an array of another rank is refused."""
+    x = ct.full((3,), ct.asarray(2, dtype=ct.int16, device=device), device=device)
+    assert x.dtype == ct.int16 and x.tolist() == [2, 2, 2]
+    y = ct.full((2,), ct.asarray(1.5, device=device), dtype=ct.float64, device=device)
+    assert y.dtype == ct.float64 and y.tolist() == [1.5, 1.5]
+    z = ct.full_like(ct.zeros((2,), dtype=ct.int32, device=device), ct.asarray(7, device=device))
+    assert z.dtype == ct.int32 and z.tolist() == [7, 7]
+    with pytest.raises(TypeError, match="0-d array"):
+        ct.full((2,), ct.asarray([1.0], device=device), device=device)
