@@ -199,3 +199,18 @@ def test_full_takes_a_0d_array_as_fill_value(device):
     assert z.dtype == ct.int32 and z.tolist() == [7, 7]
     with pytest.raises(TypeError, match="0-d array"):
         ct.full((2,), ct.asarray([1.0], device=device), device=device)
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128", "bool"])
+def test_repeat_with_an_array_of_counts_takes_any_dtype(device, dtype):
+    """The standard's repeat: x may have any dtype; repeats is an int or a 1-D integer array
+    (one count per element along the axis, or one for all); a non-integer repeats is refused."""
+    values = [1 + 2j, 3 - 1j] if dtype != "bool" else [True, False]
+    x = ct.asarray(values, dtype=getattr(ct, dtype), device=device)
+    counts = ct.asarray([2, 1], dtype=ct.uint8, device=device)
+    assert ct.repeat(x, counts).tolist() == np.repeat(values, [2, 1]).tolist()
+    assert ct.repeat(x, ct.asarray([3], device=device)).tolist() == np.repeat(values, 3).tolist()
+    empty = ct.asarray([], dtype=x.dtype, device=device)
+    assert ct.repeat(empty, ct.asarray([], dtype=ct.uint8, device=device)).shape == (0,)
+    with pytest.raises(ct.DTypeError, match="integer dtype"):
+        ct.repeat(x, ct.asarray([1.0, 2.0], device=device))
