@@ -292,9 +292,11 @@ static int tensor_setitem(PyObject *self, PyObject *key, PyObject *value) {
         if (s == -1.0 && PyErr_Occurred()) return ct_release(view), -1;
         CTPY_NOGIL(status = ct_fill(view, s));
     } else {
-        /* Python numbers (and lists of them) convert into the array's dtype, so that one
-         * the dtype cannot hold is refused (ctpy_check_scalar's rules) */
-        bool python = ctpy_is_scalar(value) || PyList_Check(value) || PyTuple_Check(value);
+        /* Python numbers, complex ones included (and lists of them), convert into the array's
+         * dtype, so that one the dtype cannot hold is refused (ctpy_check_scalar's rules) and
+         * none passes through a narrower default dtype */
+        bool python = ctpy_is_scalar(value) || PyComplex_Check(value) || PyList_Check(value) ||
+                      PyTuple_Check(value);
         ct_dtype dtype = python ? ct_dtype_of(view) : (ct_dtype)-1;
         ct_tensor *src = ctpy_as_tensor(value, dtype, ct_device_of(view));
         if (!src) return ct_release(view), -1;

@@ -214,3 +214,15 @@ def test_repeat_with_an_array_of_counts_takes_any_dtype(device, dtype):
     assert ct.repeat(empty, ct.asarray([], dtype=ct.uint8, device=device)).shape == (0,)
     with pytest.raises(ct.DTypeError, match="integer dtype"):
         ct.repeat(x, ct.asarray([1.0, 2.0], device=device))
+
+
+def test_setitem_of_a_python_complex_keeps_complex128_precision(device):
+    """x[key] = value: a Python complex converts straight into x's dtype (the standard's
+    __setitem__ casts value to x's dtype), not through complex64 first."""
+    x = ct.zeros((2,), dtype=ct.complex128, device=device)
+    x[0] = complex(1.0, 16777217.0)  # 2**24 + 1: exact in float64, not in float32
+    x[1:] = 16777217 + 0.5j
+    assert x.tolist() == [complex(1.0, 16777217.0), complex(16777217.0, 0.5)]
+    y = ct.zeros((1,), device=device)
+    with pytest.raises(ct.DTypeError, match="imaginary part"):
+        y[0] = 1j
