@@ -118,6 +118,19 @@ static bool parse_fill(PyObject *args, PyObject *kwargs, enum fill_kind kind, co
                                              &a->requires_grad);
 }
 
+/* A 0-d array as fill_value stands for its value, as in array-api-strict's full: a->value
+ * becomes that Python number (a new reference, *held, which the caller releases) and, when
+ * no dtype was asked for, a->dtype the array's. Other values are left alone (*held NULL). */
+static int fill_value_of_array(fill_args *a, PyObject **held) {
+    *held = NULL;
+    if (!a->value || !ctpy_is_tensor(a->value) || ct_ndim(ctpy_tensor_of(a->value)) != 0) return 0;
+    if ((int)a->dtype < 0) a->dtype = ct_dtype_of(ctpy_tensor_of(a->value));
+    *held = PyObject_CallMethod(a->value, "item", NULL);
+    if (!*held) return -1;
+    a->value = *held;
+    return 0;
+}
+
 static PyObject *make(PyObject *args, PyObject *kwargs, enum fill_kind kind, const char *name) {
     fill_args a;
     /* PyTorch's zeros(4, 3) beside the standard's zeros((4, 3)): sizes as separate ints. */
@@ -128,14 +141,21 @@ static PyObject *make(PyObject *args, PyObject *kwargs, enum fill_kind kind, con
     if (!ok) return NULL;
     int64_t shape[CT_MAX_DIMS];
     int ndim;
-    if (ctpy_parse_shape(a.first, "shape", shape, &ndim) < 0) return NULL;
+    PyObject *held;
+    if (ctpy_parse_shape(a.first, "shape", shape, &ndim) < 0 || fill_value_of_array(&a, &held) < 0)
+        return NULL;
     if (a.value) {
-        if (!ctpy_is_scalar(a.value) && !PyComplex_Check(a.value))
-            return PyErr_Format(PyExc_TypeError, "full: fill_value must be a Python number");
+        if (!ctpy_is_scalar(a.value) && !PyComplex_Check(a.value)) {
+            Py_XDECREF(held);
+            return PyErr_Format(PyExc_TypeError,
+                                "full: fill_value must be a Python number or a 0-d array");
+        }
         if ((int)a.dtype < 0) a.dtype = value_dtype(a.value);
     }
     if ((int)a.dtype < 0) a.dtype = CTPY_DEFAULT_FLOAT;
-    return filled(ndim, shape, kind, a.value, a.dtype, a.device, a.requires_grad);
+    PyObject *out = filled(ndim, shape, kind, a.value, a.dtype, a.device, a.requires_grad);
+    Py_XDECREF(held);
+    return out;
 }
 
 static PyObject *py_zeros(PyObject *s, PyObject *a, PyObject *k) {
@@ -160,8 +180,10 @@ static PyObject *make_like(PyObject *args, PyObject *kwargs, enum fill_kind kind
     if (!t) return NULL;
     if ((int)a.dtype < 0) a.dtype = ct_dtype_of(t);
     if (a.device.type == CT_DEVICE_DEFAULT) a.device = ct_device_of(t);
-    PyObject *out =
-        filled(ct_ndim(t), ct_shape(t), kind, a.value, a.dtype, a.device, a.requires_grad);
+    PyObject *held, *out = NULL;
+    if (fill_value_of_array(&a, &held) == 0)
+        out = filled(ct_ndim(t), ct_shape(t), kind, a.value, a.dtype, a.device, a.requires_grad);
+    Py_XDECREF(held);
     ct_release(t);
     return out;
 }

@@ -162,6 +162,7 @@ extern PyMethodDef ctpy_fft_functions[];      /* fft.c: the private entries of c
 int ctpy_sorting_init(PyObject *module);
 extern PyNumberMethods ctpy_tensor_number;   /* operators.c */
 extern PyMappingMethods ctpy_tensor_mapping; /* indexing.c */
+PyObject *ctpy_tensor_iter(PyObject *self);  /* indexing.c */
 extern PyBufferProcs ctpy_tensor_buffer;     /* interop.c */
 extern PyMethodDef ctpy_interop_methods[];   /* interop.c: Tensor methods */
 /* The buffer protocol's format of dtype (ctensor/dtype.h's buffer column); NULL: none

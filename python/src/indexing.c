@@ -292,9 +292,11 @@ static int tensor_setitem(PyObject *self, PyObject *key, PyObject *value) {
         if (s == -1.0 && PyErr_Occurred()) return ct_release(view), -1;
         CTPY_NOGIL(status = ct_fill(view, s));
     } else {
-        /* Python numbers (and lists of them) convert into the array's dtype, so that one
-         * the dtype cannot hold is refused (ctpy_check_scalar's rules) */
-        bool python = ctpy_is_scalar(value) || PyList_Check(value) || PyTuple_Check(value);
+        /* Python numbers, complex ones included (and lists of them), convert into the array's
+         * dtype, so that one the dtype cannot hold is refused (ctpy_check_scalar's rules) and
+         * none passes through a narrower default dtype */
+        bool python = ctpy_is_scalar(value) || PyComplex_Check(value) || PyList_Check(value) ||
+                      PyTuple_Check(value);
         ct_dtype dtype = python ? ct_dtype_of(view) : (ct_dtype)-1;
         ct_tensor *src = ctpy_as_tensor(value, dtype, ct_device_of(view));
         if (!src) return ct_release(view), -1;
@@ -312,6 +314,26 @@ static Py_ssize_t tensor_length(PyObject *self) {
         return -1;
     }
     return (Py_ssize_t)ct_shape(t)[0];
+}
+
+/* iter(x): the subarrays x[0], x[1], ... along the first axis, as NumPy's arrays iterate (views,
+ * all made when the iteration starts); a 0-d array is not iterable. */
+PyObject *ctpy_tensor_iter(PyObject *self) {
+    ct_tensor *t = ctpy_tensor_of(self);
+    if (ct_ndim(t) == 0) return PyErr_Format(PyExc_TypeError, "iteration over a 0-d array");
+    Py_ssize_t n = (Py_ssize_t)ct_shape(t)[0];
+    PyObject *items = PyTuple_New(n);
+    if (!items) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *index = PyLong_FromSsize_t(i);
+        PyObject *item = index ? tensor_getitem(self, index) : NULL;
+        Py_XDECREF(index);
+        if (!item) return Py_DECREF(items), NULL;
+        PyTuple_SET_ITEM(items, i, item);
+    }
+    PyObject *iterator = PyObject_GetIter(items);
+    Py_DECREF(items);
+    return iterator;
 }
 
 PyMappingMethods ctpy_tensor_mapping = {

@@ -325,6 +325,7 @@ PyTypeObject ctpy_tensor_type = {
     .tp_methods = tensor_methods,
     .tp_as_number = &ctpy_tensor_number,
     .tp_as_mapping = &ctpy_tensor_mapping,
+    .tp_iter = ctpy_tensor_iter,
     .tp_as_buffer = &ctpy_tensor_buffer,
     .tp_richcompare = ctpy_tensor_richcompare,
 };

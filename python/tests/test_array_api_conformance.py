@@ -186,3 +186,43 @@ def test_boolean_mask_with_an_empty_axis(device):
     assert x.tolist() == [[1.0, 2.0, 3.0]]
     with pytest.raises(IndexError):
         x[ct.zeros((2,), dtype=ct.bool, device=device)]
+
+
+def test_full_takes_a_0d_array_as_fill_value(device):
+    """As array-api-strict's full: a 0-d array's value fills, in its dtype unless one is asked
+    for; full_like keeps x's dtype; an array of another rank is refused."""
+    x = ct.full((3,), ct.asarray(2, dtype=ct.int16, device=device), device=device)
+    assert x.dtype == ct.int16 and x.tolist() == [2, 2, 2]
+    y = ct.full((2,), ct.asarray(1.5, device=device), dtype=ct.float64, device=device)
+    assert y.dtype == ct.float64 and y.tolist() == [1.5, 1.5]
+    z = ct.full_like(ct.zeros((2,), dtype=ct.int32, device=device), ct.asarray(7, device=device))
+    assert z.dtype == ct.int32 and z.tolist() == [7, 7]
+    with pytest.raises(TypeError, match="0-d array"):
+        ct.full((2,), ct.asarray([1.0], device=device), device=device)
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128", "bool"])
+def test_repeat_with_an_array_of_counts_takes_any_dtype(device, dtype):
+    """The standard's repeat: x may have any dtype; repeats is an int or a 1-D integer array
+    (one count per element along the axis, or one for all); a non-integer repeats is refused."""
+    values = [1 + 2j, 3 - 1j] if dtype != "bool" else [True, False]
+    x = ct.asarray(values, dtype=getattr(ct, dtype), device=device)
+    counts = ct.asarray([2, 1], dtype=ct.uint8, device=device)
+    assert ct.repeat(x, counts).tolist() == np.repeat(values, [2, 1]).tolist()
+    assert ct.repeat(x, ct.asarray([3], device=device)).tolist() == np.repeat(values, 3).tolist()
+    empty = ct.asarray([], dtype=x.dtype, device=device)
+    assert ct.repeat(empty, ct.asarray([], dtype=ct.uint8, device=device)).shape == (0,)
+    with pytest.raises(ct.DTypeError, match="integer dtype"):
+        ct.repeat(x, ct.asarray([1.0, 2.0], device=device))
+
+
+def test_setitem_of_a_python_complex_keeps_complex128_precision(device):
+    """x[key] = value: a Python complex converts straight into x's dtype (the standard's
+    __setitem__ casts value to x's dtype), not through complex64 first."""
+    x = ct.zeros((2,), dtype=ct.complex128, device=device)
+    x[0] = complex(1.0, 16777217.0)  # 2**24 + 1: exact in float64, not in float32
+    x[1:] = 16777217 + 0.5j
+    assert x.tolist() == [complex(1.0, 16777217.0), complex(16777217.0, 0.5)]
+    y = ct.zeros((1,), device=device)
+    with pytest.raises(ct.DTypeError, match="complex"):
+        y[0] = 1j

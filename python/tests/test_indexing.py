@@ -69,3 +69,18 @@ def test_bad_indices(device):
         x[..., ...]
     with pytest.raises(ValueError):
         x[::0]
+
+
+def test_iteration_walks_the_first_axis_as_numpy(device):
+    """iter(x) gives x[0], x[1], ... (views); a 0-d array is not iterable, as in NumPy."""
+    a = np.arange(6.0).reshape(3, 2)
+    x = ct.asarray(a, device=device)
+    rows = list(x)
+    assert len(rows) == 3 and all(r.shape == (2,) for r in rows)
+    assert [to_numpy(r).tolist() for r in rows] == a.tolist()
+    rows[1][0] = 9.0  # a view: writes reach x
+    assert float(x[1, 0]) == 9.0
+    assert [float(v) for v in x[0]] == [0.0, 1.0]
+    assert list(ct.zeros((0, 2), device=device)) == []
+    with pytest.raises(TypeError, match="0-d"):
+        iter(ct.asarray(1.0, device=device))

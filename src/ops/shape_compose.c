@@ -126,8 +126,8 @@ ct_tensor *ct_repeat_each(const ct_tensor *x, const ct_tensor *repeats, int axis
     const ct_tensor *args[2] = {x, repeats};
     ct_device device;
     int a = 0;
-    if (!ct__check_args(op, 2, args, &device)) return NULL;
-    if (ct_dtype_is_floating(repeats->dtype) || repeats->dtype == CT_BOOL)
+    if (!ct__check_args_complex(op, 2, args, &device)) return NULL; /* x of any dtype */
+    if (!ct_dtype_is_integer(repeats->dtype))
         return ct__fail(CT_ERR_DTYPE, "%s: repeats has dtype %s; it must be an integer dtype", op,
                         ct_dtype_name(repeats->dtype));
     bool flat = axis == CT_AXIS_NONE;

@@ -278,6 +278,7 @@ static ct_status run_typed(int device, cudaStream_t stream, cusolverDnHandle_t h
     size_t area = (size_t)m * n;
     switch (g->op) {
     case CT_LINALG_CHOLESKY: {
+        if (n == 0) return CT_OK; // cuSOLVER refuses the leading dimension 0 of an empty matrix
         CT_CUSOLVER_CHECK(device, potrf_size(o0, h, CUBLAS_FILL_MODE_LOWER, n, o0, n, &lwork));
         TRY(work.get((size_t)lwork * sizeof(T)));
         for (int64_t b = 0; b < count; b++)
@@ -289,6 +290,13 @@ static ct_status run_typed(int device, cudaStream_t stream, cusolverDnHandle_t h
     }
     case CT_LINALG_SOLVE:
     case CT_LINALG_DET: {
+        if (n == 0) { // an empty system: nothing to solve; det is the empty product, 1
+            if (g->op == CT_LINALG_SOLVE) return CT_OK;
+            det_kernel<T, R>
+                <<<blocks_for(count), THREADS, 0, stream>>>(a, NULL, info, count, 0, o0, r1, o2);
+            CT_CUDA_CHECK(device, cudaGetLastError());
+            return CT_OK;
+        }
         CT_CUSOLVER_CHECK(device, getrf_size(a, h, n, n, a, n, &lwork));
         TRY(work.get((size_t)lwork * sizeof(T)));
         TRY(extra.get((size_t)count * n * sizeof(int)));
@@ -315,7 +323,8 @@ static ct_status run_typed(int device, cudaStream_t stream, cusolverDnHandle_t h
         return CT_OK;
     }
     case CT_LINALG_EIGH: {
-        T *x = a; // out1 itself when the vectors are asked for
+        if (n == 0) return CT_OK; // no eigenvalues
+        T *x = a;                 // out1 itself when the vectors are asked for
         cusolverEigMode_t job = o1 ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
         CT_CUSOLVER_CHECK(device,
                           syevd_size(x, h, job, CUBLAS_FILL_MODE_LOWER, n, x, n, r0, &lwork));
