@@ -63,6 +63,40 @@ def to_numpy(x):
     return x.cpu().numpy()
 
 
+def device_array(a, device, requires_grad=False):
+    """A NumPy array (complex too) as a ctensor array on `device`, optionally a leaf."""
+    if np.iscomplexobj(a):
+        x = ct.asarray(ct.from_dlpack(np.ascontiguousarray(a)), device=device, copy=True)
+    else:
+        x = ct.asarray(a, device=device)
+    if requires_grad:
+        x.requires_grad_()
+    return x
+
+
+def numeric_complex_grad(loss, a, eps=1e-6):
+    """dL/dRe a + i dL/dIm a by central differences (L: a NumPy array to a float)."""
+    grad = np.zeros(a.shape, dtype=a.dtype)
+    for idx in np.ndindex(a.shape):
+        for step in (1, 1j) if np.iscomplexobj(a) else (1,):
+            plus, minus = a.copy(), a.copy()
+            plus[idx] += eps * step
+            minus[idx] -= eps * step
+            grad[idx] += step * (loss(plus) - loss(minus)) / (2 * eps)
+    return grad
+
+
+def check_complex_grad(fn, a, device, atol):
+    """fn: ctensor array -> real ctensor scalar, differentiated at `a` and compared with its
+    central differences (PyTorch's convention for complex leaves); gives the gradient."""
+    z = device_array(a, device, requires_grad=True)
+    fn(z).backward()
+    assert z.grad.dtype == z.dtype
+    expected = numeric_complex_grad(lambda v: float(to_numpy(fn(device_array(v, device)))), a)
+    np.testing.assert_allclose(to_numpy(z.grad), expected, rtol=1e-5, atol=atol)
+    return to_numpy(z.grad)
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     stats = terminalreporter.stats
     passed = len(stats.get("passed", []))

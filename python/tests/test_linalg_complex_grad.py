@@ -8,41 +8,14 @@ import numpy as np
 import pytest
 
 import ctensor as ct
-from conftest import to_numpy
+from conftest import check_complex_grad, device_array, to_numpy
 
-EPS = 1e-6
-
-
-def array(a, device, requires_grad=False):
-    if np.iscomplexobj(a):
-        x = ct.asarray(ct.from_dlpack(np.ascontiguousarray(a)), device=device, copy=True)
-    else:
-        x = ct.asarray(a, device=device)
-    if requires_grad:
-        x.requires_grad_()
-    return x
-
-
-def numeric_grad(loss, a):
-    """dL/dRe a + i dL/dIm a by central differences (L: a NumPy array to a float)."""
-    grad = np.zeros(a.shape, dtype=a.dtype)
-    for idx in np.ndindex(a.shape):
-        for step in (1, 1j) if np.iscomplexobj(a) else (1,):
-            plus, minus = a.copy(), a.copy()
-            plus[idx] += EPS * step
-            minus[idx] -= EPS * step
-            grad[idx] += step * (loss(plus) - loss(minus)) / (2 * EPS)
-    return grad
+array = device_array
 
 
 def check(fn, a, device):
     """fn: ctensor array -> real ctensor scalar, differentiated and differenced."""
-    z = array(a, device, requires_grad=True)
-    fn(z).backward()
-    assert z.grad.dtype == z.dtype
-    expected = numeric_grad(lambda v: float(to_numpy(fn(array(v, device)))), a)
-    np.testing.assert_allclose(to_numpy(z.grad), expected, rtol=1e-5, atol=1e-6)
-    return to_numpy(z.grad)
+    return check_complex_grad(fn, a, device, atol=1e-6)
 
 
 def _complex(shape, seed):
