@@ -81,21 +81,10 @@ CT_CPU_INLINE void normalise(const ct__batch_norm_args *a, int64_t ch, double sc
 }
 
 CT_CPU_INLINE void forward_channel(const ct__batch_norm_args *a, int64_t ch, ct_dtype dtype) {
-    double mean, invstd;
-    if (a->training) {
-        moments m = channel_moments(a, ch, dtype);
-        mean = m.mean;
-        invstd = 1.0 / sqrt(m.m2 / m.count + a->eps);
-        update_running(a, ch, mean, m.m2);
-    } else {
-        mean = ct__ldf(a->running_mean, ch * a->running_mean_stride, a->running_mean_dtype);
-        double var = ct__ldf(a->running_var, ch * a->running_var_stride, a->running_var_dtype);
-        invstd = 1.0 / sqrt(var + a->eps);
-    }
-    ((double *)a->mean)[ch] = mean;
-    ((double *)a->invstd)[ch] = invstd;
-    double scale = invstd * param_or(a->weight, ch, dtype, 1.0);
-    normalise(a, ch, scale, param_or(a->bias, ch, dtype, 0.0) - mean * scale, dtype);
+    moments m = a->training ? channel_moments(a, ch, dtype) : (moments){0.0, 0.0, 0.0};
+    double scale, shift;
+    channel_affine(a, ch, m, dtype, &scale, &shift);
+    normalise(a, ch, scale, shift, dtype);
 }
 
 /* The sums of g and g * (x - mean) over elements [base, base + s), g as grad_at's; relu is a

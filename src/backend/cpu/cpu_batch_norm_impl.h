@@ -49,6 +49,27 @@ static inline void update_running(const ct__batch_norm_args *a, int64_t ch, doub
     }
 }
 
+/* Channel ch's mean and invstd, from the batch's moments m in training (the running
+ * statistics updated) or from the running statistics in evaluation (m unused), stored in
+ * a->mean and a->invstd; gives the affine form y = x * scale + shift. */
+static inline void channel_affine(const ct__batch_norm_args *a, int64_t ch, moments m,
+                                  ct_dtype dtype, double *scale, double *shift) {
+    double mean, invstd;
+    if (a->training) {
+        mean = m.mean;
+        invstd = 1.0 / sqrt(m.m2 / m.count + a->eps);
+        update_running(a, ch, mean, m.m2);
+    } else {
+        mean = ct__ldf(a->running_mean, ch * a->running_mean_stride, a->running_mean_dtype);
+        double var = ct__ldf(a->running_var, ch * a->running_var_stride, a->running_var_dtype);
+        invstd = 1.0 / sqrt(var + a->eps);
+    }
+    ((double *)a->mean)[ch] = mean;
+    ((double *)a->invstd)[ch] = invstd;
+    *scale = invstd * param_or(a->weight, ch, dtype, 1.0);
+    *shift = param_or(a->bias, ch, dtype, 0.0) - mean * *scale;
+}
+
 /* Element i of y = relu(v): v rounded to dtype, then clamped at 0 as ct_relu clamps (NaN
  * stays NaN), so that the result is ct_relu's of the rounded batch norm. f32 and f64 clamp
  * in their own type (a select the compiler vectorises); f16 and bf16 clamp v first, which

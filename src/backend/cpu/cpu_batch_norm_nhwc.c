@@ -267,25 +267,14 @@ static int64_t chunk_row_count(const blocking *b, int64_t k) {
  * with its scale and shift. */
 static void channel_stats(const ct__batch_norm_args *a, const blocking *b, const double *parts,
                           int64_t ch, double *scale, double *shift) {
-    double mean, invstd;
+    moments acc = {0.0, 0.0, 0.0};
     if (a->training) {
-        moments acc = {0.0, 0.0, 0.0};
         for (int64_t k = 0; k < b->chunks; k++) {
             const double *part = parts + k * 5 * a->c;
             merge(&acc, (double)chunk_row_count(b, k), part[3 * a->c + ch], part[4 * a->c + ch]);
         }
-        mean = acc.mean;
-        invstd = 1.0 / sqrt(acc.m2 / acc.count + a->eps);
-        update_running(a, ch, mean, acc.m2);
-    } else {
-        mean = ct__ldf(a->running_mean, ch * a->running_mean_stride, a->running_mean_dtype);
-        double var = ct__ldf(a->running_var, ch * a->running_var_stride, a->running_var_dtype);
-        invstd = 1.0 / sqrt(var + a->eps);
     }
-    ((double *)a->mean)[ch] = mean;
-    ((double *)a->invstd)[ch] = invstd;
-    scale[ch] = invstd * param_or(a->weight, ch, a->dtype, 1.0);
-    shift[ch] = param_or(a->bias, ch, a->dtype, 0.0) - mean * scale[ch];
+    channel_affine(a, ch, acc, a->dtype, &scale[ch], &shift[ch]);
 }
 
 /* Scratch of n doubles, or NULL with the error set. */
