@@ -142,3 +142,17 @@ bool ref_close(double actual, double expected, ct_dtype dtype) {
     double tol = ref_tolerance(dtype);
     return fabs(actual - expected) <= tol * (1.0 + fabs(expected));
 }
+
+double ref_max_diff(const ct_tensor *a, const ct_tensor *b, double *scale) {
+    if (scale) *scale = 0.0;
+    if (!a || !b || ct_numel(a) != ct_numel(b)) return INFINITY;
+    double *x = ref_read(a), *y = ref_read(b), worst = x && y ? 0.0 : INFINITY;
+    for (int64_t i = 0; x && y && i < ct_numel(a); i++) {
+        double d = fabs(x[i] - y[i]);
+        if (!(d <= worst)) worst = d; /* NaN too */
+        if (scale) *scale = fmax(*scale, fabs(y[i]));
+    }
+    free(x);
+    free(y);
+    return worst;
+}

@@ -19,6 +19,9 @@ ct_tensor *ref_tensor_strided(const double *values, int ndim, const int64_t *sha
 /* The elements of t in C order as doubles (malloc'd; free()); NULL on failure. */
 double *
 ref_read(const ct_tensor *t); /* complex: real parts, NaN where the imaginary part is not 0 */
+/* The largest |a - b| over the elements (C order; NaN where one differs by NaN), INFINITY
+ * when they cannot be read or differ in size; with scale, the largest |b| into *scale. */
+double ref_max_diff(const ct_tensor *a, const ct_tensor *b, double *scale);
 /* n deterministic values uniform in [lo, hi) from seed (splitmix64; test-only). */
 void ref_random(double *out, int64_t n, uint64_t seed, double lo, double hi);
 /* Round a float64 value to what dtype can hold (the reference's inputs must be

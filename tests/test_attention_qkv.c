@@ -67,17 +67,6 @@ static ct_tensor *random_qkv(const qkv_case *c, uint64_t seed, ct_dtype dtype, c
     return t;
 }
 
-static double max_diff(const ct_tensor *a, const ct_tensor *b) {
-    double *x = ref_read(a), *y = ref_read(b), worst = x && y ? 0.0 : INFINITY;
-    for (int64_t i = 0; x && y && i < ct_numel(a); i++) {
-        double d = fabs(x[i] - y[i]);
-        worst = d > worst || isnan(d) ? d : worst;
-    }
-    free(x);
-    free(y);
-    return worst;
-}
-
 DEVICE_TEST(test_attention_qkv_matches_float64_reference) {
     const ct_dtype dtypes[2] = {CT_F32, CT_F64};
     for (int n = 0; n < (int)(sizeof cases / sizeof cases[0]); n++)
@@ -157,7 +146,7 @@ static void same_as_composite(ct_device device, ct_dtype dtype, double tolerance
             ct_tensor *y[2], *g[2];
             double p = drop ? 0.3 : 0.0;
             for (int k = 0; k < 2; k++) CHECK(run(k == 1, qkv, c->h, p, u, &y[k], &g[k]));
-            double dy = max_diff(y[0], y[1]), dg = max_diff(g[0], g[1]);
+            double dy = ref_max_diff(y[0], y[1], NULL), dg = ref_max_diff(g[0], g[1], NULL);
             if (dy > tolerance || dg > tolerance)
                 ct_test_fail(__FILE__, __LINE__, "case %d %s dropout %g: output %g, gradient %g", n,
                              ct_dtype_name(dtype), p, dy, dg);

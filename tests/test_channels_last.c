@@ -17,18 +17,6 @@ static ct_tensor *cl(const ct_tensor *t) {
     return ct_contiguous_format(t, CT_FORMAT_CHANNELS_LAST);
 }
 
-/* The largest |a - b| over the elements (in logical order), or INFINITY on failure. */
-static double max_diff(const ct_tensor *a, const ct_tensor *b) {
-    if (!a || !b || ct_numel(a) != ct_numel(b)) return INFINITY;
-    double *x = ref_read(a), *y = ref_read(b), worst = x && y ? 0.0 : INFINITY;
-    for (int64_t i = 0; x && y && i < ct_numel(a); i++) {
-        double d = fabs(x[i] - y[i]);
-        if (!(d <= worst)) worst = d; /* NaN too */
-    }
-    free(x), free(y);
-    return worst;
-}
-
 static double tolerance(ct_dtype dtype) { return dtype == CT_F64 ? 1e-10 : 2e-4; }
 
 /* A leaf of shape with values uniform in [lo, hi) from seed, in dtype on device; channels-last
@@ -61,11 +49,11 @@ TEST(test_channels_last_format_queries) {
     CHECK(!ct_is_contiguous_format(c, CT_FORMAT_CONTIGUOUS) && !ct_is_contiguous(c));
     CHECK(ct_is_contiguous_format(x4, CT_FORMAT_CONTIGUOUS));
     CHECK(!ct_is_contiguous_format(x4, CT_FORMAT_CHANNELS_LAST));
-    CHECK(max_diff(c, x4) == 0.0);
+    CHECK(ref_max_diff(c, x4, NULL) == 0.0);
     ct_tensor *again = cl(c); /* already channels-last: itself */
     CHECK(again && ct_shares_storage(again, c) && ct_strides(again)[1] == 1);
     ct_tensor *back = ct_contiguous_format(c, CT_FORMAT_CONTIGUOUS);
-    CHECK(back && ct_is_contiguous(back) && max_diff(back, x4) == 0.0);
+    CHECK(back && ct_is_contiguous(back) && ref_max_diff(back, x4, NULL) == 0.0);
     /* One channel: both formats describe the memory; the conversion restrides. */
     ct_tensor *one = ct_zeros(4, (int64_t[]){2, 1, 3, 3}, CT_F32, CT_CPU);
     CHECK(ct_is_contiguous_format(one, CT_FORMAT_CHANNELS_LAST));
@@ -95,7 +83,7 @@ static void check_op(ct_device device, ct_dtype dtype, const int64_t *shape, op_
     ct_tensor *yn = f(xn, context), *yc = f(xc, context);
     CHECK_NOT_NULL(yn);
     CHECK_NOT_NULL(yc);
-    double diff = max_diff(yn, yc);
+    double diff = ref_max_diff(yn, yc, NULL);
     if (!(diff <= tolerance(dtype)))
         ct_test_fail(__FILE__, __LINE__, "%s: outputs differ by %g", what, diff);
     if (expect_cl && !ct_is_contiguous_format(yc, CT_FORMAT_CHANNELS_LAST))
@@ -106,7 +94,7 @@ static void check_op(ct_device device, ct_dtype dtype, const int64_t *shape, op_
     CHECK_OK(ct_backward_with(yn, u, false));
     CHECK_OK(ct_backward_with(yc, uc, false));
     ct_tensor *gn = ct_grad(xn), *gc = ct_grad(xc);
-    diff = max_diff(gn, gc);
+    diff = ref_max_diff(gn, gc, NULL);
     if (!(diff <= 10 * tolerance(dtype)))
         ct_test_fail(__FILE__, __LINE__, "%s: input gradients differ by %g", what, diff);
     ct_release(xn), ct_release(xc), ct_release(yn), ct_release(yc), ct_release(u);
@@ -178,9 +166,10 @@ DEVICE_TEST(test_channels_last_batch_norm_matches_nchw) {
                 ct_tensor *xn = leaf(device, dtypes[d], 4, shapes[s], 11, false);
                 ct_tensor *xc = leaf(device, dtypes[d], 4, shapes[s], 11, true);
                 ct_tensor *yn = bn_op(xn, &k[0]), *yc = bn_op(xc, &k[1]);
-                CHECK(max_diff(yn, yc) <= tolerance(dtypes[d]));
+                CHECK(ref_max_diff(yn, yc, NULL) <= tolerance(dtypes[d]));
                 CHECK(ct_is_contiguous_format(yc, CT_FORMAT_CHANNELS_LAST));
-                CHECK(max_diff(k[0].rm, k[1].rm) <= 1e-6 && max_diff(k[0].rv, k[1].rv) <= 1e-6);
+                CHECK(ref_max_diff(k[0].rm, k[1].rm, NULL) <= 1e-6 &&
+                      ref_max_diff(k[0].rv, k[1].rv, NULL) <= 1e-6);
                 ct_release(xn), ct_release(xc), ct_release(yn), ct_release(yc);
                 check_op(device, dtypes[d], shapes[s], bn_op, &k[0], true, mode & 1, "batch norm");
                 for (int i = 0; i < 2; i++) {
@@ -197,7 +186,7 @@ DEVICE_TEST(test_channels_last_batch_norm_is_reproducible) {
     ct_tensor *x = leaf(device, CT_F32, 4, shape, 5, true);
     ct_tensor *a = ct_batch_norm_relu(x, NULL, NULL, NULL, NULL, true, 0.1, 1e-5);
     ct_tensor *b = ct_batch_norm_relu(x, NULL, NULL, NULL, NULL, true, 0.1, 1e-5);
-    CHECK(max_diff(a, b) == 0.0);
+    CHECK(ref_max_diff(a, b, NULL) == 0.0);
     ct_release(x), ct_release(a), ct_release(b);
 }
 
@@ -234,11 +223,11 @@ DEVICE_TEST(test_channels_last_elementwise_and_pooling) {
               *b = leaf(device, CT_F32, 4, shape, 2, false);
     ct_tensor *an = ct_contiguous(a), *s = ct_add(a, b), *sn = ct_add(an, b);
     CHECK(ct_is_contiguous_format(s, CT_FORMAT_CHANNELS_LAST)); /* the first operand's */
-    CHECK(max_diff(s, sn) == 0.0);
+    CHECK(ref_max_diff(s, sn, NULL) == 0.0);
     ct_tensor *bias = ct_ones(3, (int64_t[]){6, 1, 1}, CT_F32, device);
     ct_tensor *broadcast = ct_add(a, bias), *broadcast_n = ct_add(an, bias);
     CHECK(ct_is_contiguous_format(broadcast, CT_FORMAT_CHANNELS_LAST));
-    CHECK(max_diff(broadcast, broadcast_n) == 0.0);
+    CHECK(ref_max_diff(broadcast, broadcast_n, NULL) == 0.0);
     ct_release(a), ct_release(b), ct_release(an), ct_release(s), ct_release(sn);
     ct_release(bias), ct_release(broadcast), ct_release(broadcast_n);
 }
@@ -287,12 +276,12 @@ DEVICE_TEST(test_channels_last_resnet20_matches_nchw) {
         for (int i = 0; i < n; i++) ct_zero_grad(params[i]);
     }
     unsetenv("CT_CHANNELS_LAST");
-    CHECK(max_diff(logits[0], logits[1]) <= 1e-4);
+    CHECK(ref_max_diff(logits[0], logits[1], NULL) <= 1e-4);
     double scale = 0.0;
     double *g = ref_read(grads[0]);
     for (int64_t i = 0; g && i < ct_numel(grads[0]); i++) scale = fmax(scale, fabs(g[i]));
     free(g);
-    CHECK(max_diff(grads[0], grads[1]) <= 1e-3 * (1.0 + scale));
+    CHECK(ref_max_diff(grads[0], grads[1], NULL) <= 1e-3 * (1.0 + scale));
     for (int i = 0; i < 2; i++) ct_release(logits[i]), ct_release(grads[i]);
     ct_release(x);
     ct_module_free(m);
@@ -313,7 +302,8 @@ DEVICE_TEST(test_channels_last_under_autocast) {
     CHECK(ct_dtype_of(y) == CT_BF16 && ct_is_contiguous_format(y, CT_FORMAT_CHANNELS_LAST));
     CHECK(ct_is_contiguous_format(z, CT_FORMAT_CHANNELS_LAST));
     ct_tensor *back = ct_cast(y, CT_F32);
-    CHECK(back && ct_is_contiguous_format(back, CT_FORMAT_CHANNELS_LAST) && max_diff(back, y) == 0);
+    CHECK(back && ct_is_contiguous_format(back, CT_FORMAT_CHANNELS_LAST) &&
+          ref_max_diff(back, y, NULL) == 0);
     ct_release(x), ct_release(w), ct_release(y), ct_release(rm), ct_release(rv), ct_release(z);
     ct_release(back);
 }

@@ -9,21 +9,6 @@
 #include "ct_ref.h"
 #include "ct_test.h"
 
-/* The largest |a - b| over the elements (logical order), and the largest |b| into *scale;
- * INFINITY on failure. */
-static double max_diff(const ct_tensor *a, const ct_tensor *b, double *scale) {
-    *scale = 0.0;
-    if (!a || !b || ct_numel(a) != ct_numel(b)) return INFINITY;
-    double *x = ref_read(a), *y = ref_read(b), worst = x && y ? 0.0 : INFINITY;
-    for (int64_t i = 0; x && y && i < ct_numel(a); i++) {
-        double d = fabs(x[i] - y[i]);
-        if (!(d <= worst)) worst = d; /* NaN too */
-        *scale = fmax(*scale, fabs(y[i]));
-    }
-    free(x), free(y);
-    return worst;
-}
-
 /* Values uniform in [-1, 1) from seed, as dtype (bf16 rounds them) on device; `channels_last`
  * lays a 4-d one out channels-last. */
 static ct_tensor *leaf(ct_device device, ct_dtype dtype, int ndim, const int64_t *shape,
@@ -89,7 +74,7 @@ static void check_geometry(ct_device device, ct_dtype dtype, const conv_geometry
     const ct_tensor *got[4] = {y[0], grads[0][0], grads[0][1], grads[0][2]};
     const ct_tensor *want[4] = {y[1], grads[1][0], grads[1][1], grads[1][2]};
     for (int i = 0; i < 4; i++) {
-        double scale, diff = max_diff(got[i], want[i], &scale);
+        double scale, diff = ref_max_diff(got[i], want[i], &scale);
         if (!(diff <= rel * (1.0 + scale)))
             ct_test_fail(__FILE__, __LINE__,
                          "%s %s: the %s differs from the CPU's by %g (scale %g)", g->name,
