@@ -1,9 +1,9 @@
 /* Tensor indexing and assignment: ints, slices, `...`, None and tuples of them give views
  * (ct_slice, ct_squeeze, ct_unsqueeze); x[key] = value writes through the view (ct_fill for
  * a scalar, ct_copy otherwise). Integer arrays (Tensors or lists) and boolean masks
- * (through ct_nonzero) make the key advanced, as in NumPy: the ints among them count as
- * index arrays too, and advanced_index.c gathers (a copy) or writes the elements they
- * pick. An index out of range is an IndexError. */
+ * (through ct_nonzero; a Python bool is a 0-d one) make the key advanced, as in NumPy: the
+ * ints among them count as index arrays too, and advanced_index.c gathers (a copy) or writes
+ * the elements they pick. An index out of range is an IndexError. */
 #include "ctpy_impl.h"
 
 /* One step of a key, applied to cur at axis *axis; returns the new view (a new reference) or
@@ -34,12 +34,26 @@ static ct_tensor *apply_slice(ct_tensor *cur, int axis, PyObject *item) {
     return out;
 }
 
-/* The key's items as a new tuple, lists of indices made Tensors on device. */
+/* A Python bool in a key is a 0-d boolean mask, as in NumPy and PyTorch (not the integer 1
+ * or 0 that bool subclasses): a new 0-d CT_BOOL tensor on device, or NULL with an exception. */
+static PyObject *bool_mask(PyObject *item, ct_device device) {
+    ct_tensor *t = ctpy_as_tensor(item, CT_BOOL, device);
+    return t ? ctpy_wrap(t) : NULL;
+}
+
+/* The key's items as a new tuple, lists of indices made Tensors on device, Python bools 0-d
+ * masks. */
 static PyObject *key_items(PyObject *key, ct_device device) {
     Py_ssize_t n = PyTuple_Check(key) ? PyTuple_GET_SIZE(key) : 1;
     PyObject *items = PyTuple_New(n);
     for (Py_ssize_t k = 0; items && k < n; k++) {
         PyObject *item = PyTuple_Check(key) ? PyTuple_GET_ITEM(key, k) : key;
+        if (PyBool_Check(item)) {
+            PyObject *mask = bool_mask(item, device);
+            if (!mask) return Py_DECREF(items), NULL;
+            PyTuple_SET_ITEM(items, k, mask);
+            continue;
+        }
         if (!PyList_Check(item)) {
             PyTuple_SET_ITEM(items, k, Py_NewRef(item));
             continue;
@@ -236,10 +250,15 @@ static ct_tensor *index_tensor(ct_tensor *t, PyObject *key, ctpy_advanced *adv) 
  * when key is such a key, 0 when it is not, -1 with an exception set. */
 static int lift_0d_mask(PyObject *self, PyObject *key, PyObject **lifted, PyObject **mask1) {
     if (PyTuple_Check(key) && PyTuple_GET_SIZE(key) == 1) key = PyTuple_GET_ITEM(key, 0);
+    PyObject *python_mask =
+        PyBool_Check(key) ? bool_mask(key, ct_device_of(ctpy_tensor_of(self))) : NULL;
+    if (PyBool_Check(key) && !python_mask) return -1;
+    if (python_mask) key = python_mask;
     if (!is_mask(key) || ct_ndim(ctpy_tensor_of(key)) != 0) return 0;
     const int64_t one = 1;
     *lifted = ctpy_wrap(ct_unsqueeze(ctpy_tensor_of(self), 0));
     *mask1 = *lifted ? ctpy_wrap(ct_reshape(ctpy_tensor_of(key), 1, &one)) : NULL;
+    Py_XDECREF(python_mask);
     if (*mask1) return 1;
     Py_XDECREF(*lifted);
     return -1;

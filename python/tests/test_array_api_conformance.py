@@ -75,6 +75,28 @@ def test_sole_0d_boolean_index(device):
         x[ct.asarray(True, device=device), 0]
 
 
+def test_python_bool_index_is_a_0d_mask(device):
+    """x[True] and x[False] are x[None] and its empty selection, as in NumPy and PyTorch, not
+    x[1] and x[0] (a bool is an int in Python); among other items a Python bool is refused as a
+    0-d mask is, never taken as an integer."""
+    a = np.array([[1.0, 2.0], [3.0, 4.0]])
+    x = ct.asarray(a, device=device)
+    for key in (True, False, (True,), (False,)):
+        got = x[key]
+        assert got.shape == a[key].shape
+        np.testing.assert_array_equal(np.asarray(got.to("cpu")), a[key])
+    assert ct.asarray(5, device=device)[True].tolist() == [5]
+    x[False] = 7.0
+    assert x.tolist() == [[1.0, 2.0], [3.0, 4.0]]
+    x[True] = 7.0
+    assert x.tolist() == [[7.0, 7.0], [7.0, 7.0]]
+    with pytest.raises(IndexError, match="sole index"):
+        x[0, True]
+    with pytest.raises(IndexError, match="sole index"):
+        x[True, 0] = 1.0
+    assert x.tolist() == [[7.0, 7.0], [7.0, 7.0]]
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64", "complex128"])
 def test_linalg_of_empty_matrices(device, dtype):
     """A stack of 0 x 0 matrices: empty factors and inverses, det 1 (the empty product)."""
