@@ -10,6 +10,8 @@
  *     trip backward(forward(x)) = n x;
  *   - real to complex and complex to real against the complex transform;
  *   - strided, batched and in-place layouts bit for bit against contiguous single transforms;
+ *   - f32 bit for bit the f64 transform of the widened input, rounded once (the engine
+ *     computes in double);
  *   - one thread against two (the split forced), bit for bit; the plan cache's bound, and
  *     plans made and used by several threads at once. */
 #include <stdint.h>
@@ -113,7 +115,7 @@ static ct__fft_layout contiguous(int64_t n, int64_t batch) {
 
 /* The bound for a transform of length n: log2(2 M) for Bluestein's plans. */
 static double bound(int64_t n, double eps, bool f64, int sign) {
-    ct__fft_plan *plan = ct__fft_plan_get(n, f64, CT_FFT_C2C, sign);
+    ct__fft_plan *plan = ct__fft_plan_get(n, CT_FFT_C2C, sign);
     int64_t length = plan && plan->blue_m ? plan->blue_m : n;
     ct__fft_plan_release(plan);
     return FFT_ERROR_BOUND * eps * log2(2.0 * (double)length);
@@ -203,12 +205,12 @@ TEST(fft_plans_cover_mixed_radix_and_bluestein) {
     const int64_t mixed[] = {7, 11, 13, 49, 2 * 3 * 5 * 7 * 11 * 13};
     const int64_t bluestein[] = {257, 1009, 2 * 131, 65537};
     for (size_t i = 0; i < sizeof mixed / sizeof mixed[0]; i++) {
-        ct__fft_plan *plan = ct__fft_plan_get(mixed[i], true, CT_FFT_C2C, -1);
+        ct__fft_plan *plan = ct__fft_plan_get(mixed[i], CT_FFT_C2C, -1);
         CHECK(plan && plan->blue_m == 0 && plan->stages > 0);
         ct__fft_plan_release(plan);
     }
     for (size_t i = 0; i < sizeof bluestein / sizeof bluestein[0]; i++) {
-        ct__fft_plan *plan = ct__fft_plan_get(bluestein[i], false, CT_FFT_C2C, 1);
+        ct__fft_plan *plan = ct__fft_plan_get(bluestein[i], CT_FFT_C2C, 1);
         CHECK(plan && plan->blue_m >= 2 * bluestein[i] - 1);
         ct__fft_plan_release(plan);
     }
@@ -390,6 +392,34 @@ TEST(fft_plan_cache_bounded_and_shared_by_threads) {
     }
     CHECK(bad == 0);
     CHECK(ct__fft_cached_plans() <= CT_FFT_PLAN_CACHE_SIZE);
+}
+
+/* A float transform is the double transform of its widened input, scaled in double and
+ * rounded once: bit for bit, all three kinds, scale 1 and 1/n, mixed radix and Bluestein. */
+TEST(fft_float_is_the_double_transform_rounded_once) {
+    const int64_t lengths[] = {1, 2, 3, 7, 16, 60, 101, 257, 1000, 1024, 4099};
+    for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; i++) {
+        int64_t n = lengths[i], h = n / 2 + 1;
+        double *x = random_pairs(n), *y = malloc((size_t)n * 2 * sizeof *y);
+        float *x32 = to_f32(x, 2 * n), *y32 = malloc((size_t)n * 2 * sizeof *y32);
+        CHECK(x && y && x32 && y32);
+        for (int kind = 0; kind < 3; kind++)
+            for (int scaled = 0; scaled < 2; scaled++) {
+                ct__fft_layout l = contiguous(n, 1);
+                l.scale = scaled ? 1.0 / (double)n : 1.0;
+                if (kind == 0) CHECK_OK(ct__fft_c2c(true, 1, &l, x, y));
+                if (kind == 0) CHECK_OK(ct__fft_c2c(false, 1, &l, x32, y32));
+                if (kind == 1) CHECK_OK(ct__fft_r2c(true, &l, x, y));
+                if (kind == 1) CHECK_OK(ct__fft_r2c(false, &l, x32, y32));
+                if (kind == 2) CHECK_OK(ct__fft_c2r(true, &l, x, y));
+                if (kind == 2) CHECK_OK(ct__fft_c2r(false, &l, x32, y32));
+                int64_t scalars = kind == 0 ? 2 * n : kind == 1 ? 2 * h : n;
+                for (int64_t k = 0; k < scalars; k++)
+                    CHECK_MSG(y32[k] == (float)y[k], "n %lld kind %d scale %d scalar %lld",
+                              (long long)n, kind, scaled, (long long)k);
+            }
+        free(x), free(y), free(x32), free(y32);
+    }
 }
 
 /* scale multiplies the results: by 0.25 (exact), bit for bit against the unscaled results

@@ -14,7 +14,9 @@
  *   - The n-dimensional transforms take naxes axes: axes (NULL: the last naxes axes) with
  *     lengths s (NULL: the input's); naxes < 0 transforms every axis (axes and s then NULL).
  *     An axis may be negative (counting from the end); a repeated axis is CT_ERR_INVALID_ARG.
- *   - dtypes: complex64 results are computed in float32, complex128 in float64. fft, ifft,
+ *   - dtypes: complex64 in, complex64 out, complex128 in, complex128 out. On the CPU both are
+ *     computed in float64 (a complex64 result is the float64 transform of the input rounded
+ *     once, as NumPy 2 gives); cuFFT computes complex64 in float32. fft, ifft,
  *     fftn, ifftn, irfft, irfftn and hfft take complex input; real input is taken as complex
  *     (float64 as complex128, other reals as complex64). rfft, rfftn and ihfft take real input
  *     (float64 in float64, other reals in float32); complex input is CT_ERR_DTYPE.

@@ -1,6 +1,6 @@
 /* The CPU FFT engine's batched entries (cpu_fft.h): a cached plan, then the batch's
- * transforms split over the library's OpenMP team (as many threads as the work pays for,
- * ct__cpu_threads_for), each thread with its own work buffer. Each transform is computed the
+ * transforms, in double, split over the library's OpenMP team (as many threads as the work pays
+ * for, ct__cpu_threads_for), each thread with its own work buffer. Each transform is computed the
  * same way whatever the thread count, so the results do not depend on it. */
 #include <math.h>
 #include <stdlib.h>
@@ -23,56 +23,69 @@ typedef struct fft_job {
     const ct__fft_layout *layout;
     const char *in;
     char *out;
-    size_t in_size, out_size; /* bytes of one input and one output element */
+    bool f32; /* float data, widened to double for the transform */
 } fft_job;
 
-/* Transform b of the batch; work holds n + plan->scratch pairs. The output goes straight to
- * its place when that is contiguous and apart from the input, else through work. */
-static void run_one(const fft_job *job, int64_t b, char *work) {
+/* Elements of one transform's input and output, and the scalars in each element. */
+static int64_t input_count(const ct__fft_plan *p) {
+    return p->kind == CT_FFT_C2R ? p->n / 2 + 1 : p->n;
+}
+static int64_t output_count(const ct__fft_plan *p) {
+    return p->kind == CT_FFT_R2C ? p->n / 2 + 1 : p->n;
+}
+static int input_scalars(const ct__fft_plan *p) { return p->kind == CT_FFT_R2C ? 1 : 2; }
+static int output_scalars(const ct__fft_plan *p) { return p->kind == CT_FFT_C2R ? 1 : 2; }
+
+static void exec(const ct__fft_plan *plan, const double *in, int64_t stride, double *out,
+                 double *scratch) {
+    if (plan->kind == CT_FFT_C2C)
+        ct__fft_exec_c2c(plan, in, stride, out, scratch);
+    else if (plan->kind == CT_FFT_R2C)
+        ct__fft_exec_r2c(plan, in, stride, out, scratch);
+    else
+        ct__fft_exec_c2r(plan, in, stride, out, scratch);
+}
+
+/* Double pairs of work one transform needs: its result (n pairs) and the plan's scratch, and
+ * for float data the widened input too. */
+static int64_t work_pairs(const ct__fft_plan *plan, bool f32) {
+    return plan->n + plan->scratch + (f32 ? plan->n : 0);
+}
+
+/* Transform b of the batch, in double. Float input is widened into work first and the result
+ * rounded once when stored, so a float transform's error is that of the rounding alone.
+ * Double output goes straight to its place when that is contiguous and apart from the input,
+ * else through work. */
+static void run_one(const fft_job *job, int64_t b, double *work) {
     const ct__fft_plan *plan = job->plan;
     const ct__fft_layout *l = job->layout;
-    bool f64 = plan->f64;
-    size_t pair = f64 ? 2 * sizeof(double) : 2 * sizeof(float);
-    const char *in = job->in + b * l->in_dist * (int64_t)job->in_size;
-    char *out = job->out + b * l->out_dist * (int64_t)job->out_size;
-    int64_t count = plan->kind == CT_FFT_C2R   ? l->n
-                    : plan->kind == CT_FFT_R2C ? l->n / 2 + 1
-                                               : l->n;
+    size_t real = job->f32 ? sizeof(float) : sizeof(double);
+    int in_k = input_scalars(plan), out_k = output_scalars(plan);
+    const char *in = job->in + b * l->in_dist * in_k * (int64_t)real;
+    char *out = job->out + b * l->out_dist * out_k * (int64_t)real;
+    int64_t count = output_count(plan), scalars = count * out_k;
+    double *dest = work, *scratch = work + 2 * l->n;
+    if (job->f32) {
+        double *wide = scratch + 2 * plan->scratch;
+        const float *x = (const float *)in;
+        for (int64_t i = 0; i < input_count(plan); i++)
+            for (int c = 0; c < in_k; c++) wide[i * in_k + c] = x[i * l->in_stride * in_k + c];
+        exec(plan, wide, 1, dest, scratch);
+        float *y = (float *)out;
+        for (int64_t i = 0; i < count; i++)
+            for (int c = 0; c < out_k; c++)
+                y[i * l->out_stride * out_k + c] = (float)(dest[i * out_k + c] * l->scale);
+        return;
+    }
     bool direct = l->out_stride == 1 && job->in != job->out;
-    char *dest = direct ? out : work, *scratch = work + (size_t)l->n * pair;
-    if (plan->kind == CT_FFT_C2C) {
-        if (f64)
-            ct__fft_exec_c2c_f64(plan, (const double *)in, l->in_stride, (double *)dest,
-                                 (double *)scratch);
-        else
-            ct__fft_exec_c2c_f32(plan, (const float *)in, l->in_stride, (float *)dest,
-                                 (float *)scratch);
-    } else if (plan->kind == CT_FFT_R2C) {
-        if (f64)
-            ct__fft_exec_r2c_f64(plan, (const double *)in, l->in_stride, (double *)dest,
-                                 (double *)scratch);
-        else
-            ct__fft_exec_r2c_f32(plan, (const float *)in, l->in_stride, (float *)dest,
-                                 (float *)scratch);
-    } else {
-        if (f64)
-            ct__fft_exec_c2r_f64(plan, (const double *)in, l->in_stride, (double *)dest,
-                                 (double *)scratch);
-        else
-            ct__fft_exec_c2r_f32(plan, (const float *)in, l->in_stride, (float *)dest,
-                                 (float *)scratch);
-    }
-    if (l->scale != 1.0) {
-        int64_t scalars = count * (plan->kind == CT_FFT_C2R ? 1 : 2);
-        if (f64)
-            for (int64_t i = 0; i < scalars; i++) ((double *)dest)[i] *= l->scale;
-        else
-            for (int64_t i = 0; i < scalars; i++) ((float *)dest)[i] *= (float)l->scale;
-    }
+    if (direct) dest = (double *)out;
+    exec(plan, (const double *)in, l->in_stride, dest, scratch);
+    if (l->scale != 1.0)
+        for (int64_t i = 0; i < scalars; i++) dest[i] *= l->scale;
     if (!direct)
         for (int64_t i = 0; i < count; i++)
-            memcpy(out + i * l->out_stride * (int64_t)job->out_size, work + i * job->out_size,
-                   job->out_size);
+            memcpy(out + i * l->out_stride * out_k * (int64_t)real, dest + i * out_k,
+                   (size_t)out_k * real);
 }
 
 static ct_status run(bool f64, ct__fft_kind kind, int sign, const ct__fft_layout *layout,
@@ -81,18 +94,12 @@ static ct_status run(bool f64, ct__fft_kind kind, int sign, const ct__fft_layout
         (layout->batch > 0 && (!in || !out)))
         return ct__error(CT_ERR_INVALID_ARG, "%s: bad length, batch, sign or buffer", name);
     if (layout->batch == 0) return CT_OK;
-    ct__fft_plan *plan = ct__fft_plan_get(layout->n, f64, kind, sign);
+    ct__fft_plan *plan = ct__fft_plan_get(layout->n, kind, sign);
     if (!plan)
         return ct__error(CT_ERR_OUT_OF_MEMORY, "%s: no memory for a plan of length %lld", name,
                          (long long)layout->n);
-    size_t real = f64 ? sizeof(double) : sizeof(float);
-    fft_job job = {plan,
-                   layout,
-                   in,
-                   out,
-                   kind == CT_FFT_R2C ? real : 2 * real,
-                   kind == CT_FFT_C2R ? real : 2 * real};
-    size_t work_bytes = (size_t)(layout->n + plan->scratch) * 2 * real;
+    fft_job job = {plan, layout, in, out, !f64};
+    size_t work_bytes = (size_t)work_pairs(plan, !f64) * 2 * sizeof(double);
     double levels = log2((double)layout->n) + 1.0;
     int64_t threads = ct__cpu_threads_for((double)layout->batch * (double)layout->n * levels *
                                           CT_FFT_NS_PER_POINT_LEVEL);
@@ -102,7 +109,7 @@ static ct_status run(bool f64, ct__fft_kind kind, int sign, const ct__fft_layout
 #pragma omp parallel num_threads((int)threads) if (threads > 1)
 #endif
     {
-        char *work = malloc(work_bytes);
+        double *work = malloc(work_bytes);
         if (!work) {
 #ifdef _OPENMP
 #pragma omp atomic write

@@ -1,6 +1,8 @@
-/* ctensor's CPU FFT engine: discrete Fourier transforms of any length, f32 computed in f32
- * and f64 in f64, on interleaved (re, im) arrays with strides, in batches over the library's
- * OpenMP team.
+/* ctensor's CPU FFT engine: discrete Fourier transforms of any length on interleaved
+ * (re, im) arrays of float or double with strides, in batches over the library's OpenMP
+ * team. Both precisions compute in double: float data are widened and the results rounded
+ * once, so that a float transform's error is about that of rounding the exact result, as
+ * NumPy 2's numpy.fft gives for complex64.
  *
  * The transforms are unnormalised: forward X[k] = sum_j x[j] e^{-2 pi i jk/n}, backward
  * x[j] = sum_k X[k] e^{+2 pi i jk/n}, so backward(forward(x)) = n x. A length whose prime
@@ -12,8 +14,8 @@
  * imaginary parts of input 0 and, for even n, of input n/2 (the Hermitian spectrum's are 0).
  * An even length runs as a complex transform of n/2 points; an odd one as one of n points.
  *
- * Plans (factors, twiddles, Bluestein's chirp and filter) are cached per (length, precision,
- * kind): a bounded cache shared by all threads (cpu_fft_plan.c). */
+ * Plans (factors, twiddles, Bluestein's chirp and filter) are cached per (length, kind,
+ * sign): a bounded cache shared by all threads (cpu_fft_plan.c). */
 #ifndef CT_CPU_FFT_H
 #define CT_CPU_FFT_H
 
@@ -35,8 +37,9 @@ typedef struct ct__fft_layout {
 } ct__fft_layout;
 
 /* Complex to complex, forward (sign -1) or backward (sign +1); in, out: float or double
- * pairs as f64 says. CT_ERR_INVALID_ARG for n < 1, a negative batch or another sign;
- * CT_ERR_OUT_OF_MEMORY when a plan or the work buffers cannot be allocated. */
+ * pairs as f64 says (the data's precision; the transform is computed in double). CT_ERR_INVALID_ARG
+ * for n < 1, a negative batch or another sign; CT_ERR_OUT_OF_MEMORY when a plan or the work buffers
+ * cannot be allocated. */
 ct_status ct__fft_c2c(bool f64, int sign, const ct__fft_layout *layout, const void *in, void *out);
 /* Real to complex, forward: n reals in, n/2 + 1 complex out. Errors as ct__fft_c2c. */
 ct_status ct__fft_r2c(bool f64, const ct__fft_layout *layout, const void *in, void *out);

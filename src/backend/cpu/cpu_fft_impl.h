@@ -9,8 +9,9 @@
  * with a forward mixed-radix plan of length M. A real plan holds a complex plan (n/2 points
  * for even n, n for odd n) and, for even n, the twiddles e^{sign 2 pi i k / n}, k < n/2.
  *
- * Tables hold float or double (re, im) pairs, the plan's precision, computed in long double
- * from the exact rational angle and rounded once (cpu_fft_plan.c, roots). */
+ * Plans compute in double whatever the data's precision (cpu_fft.c widens float data).
+ * Tables hold double (re, im) pairs, computed in long double from the exact rational angle
+ * and rounded once (cpu_fft_plan.c, roots). */
 #ifndef CT_CPU_FFT_IMPL_H
 #define CT_CPU_FFT_IMPL_H
 
@@ -34,7 +35,6 @@ typedef struct ct__fft_stage {
 typedef struct ct__fft_plan ct__fft_plan;
 struct ct__fft_plan {
     int64_t n;
-    bool f64;
     int sign; /* -1 forward, +1 backward; R2C is forward, C2R backward */
     ct__fft_kind kind;
     /* C2C, mixed radix (blue_m == 0): stages; n == 1 has none. */
@@ -55,27 +55,21 @@ struct ct__fft_plan {
     uint64_t used;
 };
 
-/* The cached plan for (n, f64, kind) with a reference the caller gives back with
+/* The cached plan for (n, kind, sign) with a reference the caller gives back with
  * ct__fft_plan_release; NULL when it cannot be allocated. */
-ct__fft_plan *ct__fft_plan_get(int64_t n, bool f64, ct__fft_kind kind, int sign);
+ct__fft_plan *ct__fft_plan_get(int64_t n, ct__fft_kind kind, int sign);
 void ct__fft_plan_release(ct__fft_plan *plan);
 
-/* One transform, by the plan's precision (cpu_fft_exec.c). out is contiguous and does not
- * overlap in; scratch holds plan->scratch pairs.
+/* One transform (cpu_fft_exec.c). out is contiguous and does not overlap in; scratch holds
+ * plan->scratch pairs.
  *   c2c: n complex at in, in + stride, ...  ->  n complex at out
  *   r2c: n reals at stride                  ->  n/2 + 1 complex at out
  *   c2r: n/2 + 1 complex at stride          ->  n reals at out */
-void ct__fft_exec_c2c_f32(const ct__fft_plan *plan, const float *in, int64_t stride, float *out,
-                          float *scratch);
-void ct__fft_exec_c2c_f64(const ct__fft_plan *plan, const double *in, int64_t stride, double *out,
-                          double *scratch);
-void ct__fft_exec_r2c_f32(const ct__fft_plan *plan, const float *in, int64_t stride, float *out,
-                          float *scratch);
-void ct__fft_exec_r2c_f64(const ct__fft_plan *plan, const double *in, int64_t stride, double *out,
-                          double *scratch);
-void ct__fft_exec_c2r_f32(const ct__fft_plan *plan, const float *in, int64_t stride, float *out,
-                          float *scratch);
-void ct__fft_exec_c2r_f64(const ct__fft_plan *plan, const double *in, int64_t stride, double *out,
-                          double *scratch);
+void ct__fft_exec_c2c(const ct__fft_plan *plan, const double *in, int64_t stride, double *out,
+                      double *scratch);
+void ct__fft_exec_r2c(const ct__fft_plan *plan, const double *in, int64_t stride, double *out,
+                      double *scratch);
+void ct__fft_exec_c2r(const ct__fft_plan *plan, const double *in, int64_t stride, double *out,
+                      double *scratch);
 
 #endif

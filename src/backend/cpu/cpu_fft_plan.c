@@ -69,18 +69,11 @@ static void root_at(const roots *r, int64_t k, double *re, double *im) {
     *im = (double)(a[0] * b[1] + a[1] * b[0]);
 }
 
-static void *new_table(bool f64, int64_t pairs) {
-    return malloc((size_t)pairs * 2 * (f64 ? sizeof(double) : sizeof(float)));
-}
+static double *new_table(int64_t pairs) { return malloc((size_t)pairs * 2 * sizeof(double)); }
 
-static void put(bool f64, void *table, int64_t i, double re, double im) {
-    if (f64) {
-        ((double *)table)[2 * i] = re;
-        ((double *)table)[2 * i + 1] = im;
-    } else {
-        ((float *)table)[2 * i] = (float)re;
-        ((float *)table)[2 * i + 1] = (float)im;
-    }
+static void put(double *table, int64_t i, double re, double im) {
+    table[2 * i] = re;
+    table[2 * i + 1] = im;
 }
 
 static void plan_free(ct__fft_plan *plan) {
@@ -133,14 +126,14 @@ static int64_t smooth_at_least(int64_t x) {
     return best;
 }
 
-static ct__fft_plan *new_plan(int64_t n, bool f64, int sign, ct__fft_kind kind) {
+static ct__fft_plan *new_plan(int64_t n, int sign, ct__fft_kind kind) {
     ct__fft_plan *plan = calloc(1, sizeof *plan);
-    if (plan) *plan = (ct__fft_plan){.n = n, .f64 = f64, .sign = sign, .kind = kind};
+    if (plan) *plan = (ct__fft_plan){.n = n, .sign = sign, .kind = kind};
     return plan;
 }
 
-static ct__fft_plan *build_mixed(int64_t n, bool f64, int sign, const int *factors, int count) {
-    ct__fft_plan *plan = new_plan(n, f64, sign, CT_FFT_C2C);
+static ct__fft_plan *build_mixed(int64_t n, int sign, const int *factors, int count) {
+    ct__fft_plan *plan = new_plan(n, sign, CT_FFT_C2C);
     roots w = {0};
     if (!plan || !roots_init(&w, n)) {
         roots_free(&w);
@@ -152,8 +145,8 @@ static ct__fft_plan *build_mixed(int64_t n, bool f64, int sign, const int *facto
         int p = factors[i];
         m /= p;
         ct__fft_stage *g = &plan->stage[plan->stages++];
-        *g = (ct__fft_stage){.p = p, .m = m, .tw = new_table(f64, (p - 1) * m)};
-        if (p > 5) g->roots = new_table(f64, p);
+        *g = (ct__fft_stage){.p = p, .m = m, .tw = new_table((p - 1) * m)};
+        if (p > 5) g->roots = new_table(p);
         if (!g->tw || (p > 5 && !g->roots)) {
             roots_free(&w);
             plan_free(plan);
@@ -164,12 +157,12 @@ static ct__fft_plan *build_mixed(int64_t n, bool f64, int sign, const int *facto
             for (int r = 1; r < p; r++) {
                 double re, im;
                 root_at(&w, sign * r * k * step, &re, &im);
-                put(f64, g->tw, k * (p - 1) + r - 1, re, im);
+                put(g->tw, k * (p - 1) + r - 1, re, im);
             }
         for (int q = 0; p > 5 && q < p; q++) {
             double re, im;
             root_at(&w, sign * q * (n / p), &re, &im);
-            put(f64, g->roots, q, re, im);
+            put(g->roots, q, re, im);
         }
     }
     roots_free(&w);
@@ -178,17 +171,17 @@ static ct__fft_plan *build_mixed(int64_t n, bool f64, int sign, const int *facto
 
 /* Bluestein's tables: the chirp c_j = e^{sign pi i j^2 / n} (j^2 kept modulo 2n in integers)
  * and the filter FFT_M(b) / M, b_d = conj c_|d| at d modulo M for |d| < n, else 0. */
-static ct__fft_plan *build_bluestein(int64_t n, bool f64, int sign) {
+static ct__fft_plan *build_bluestein(int64_t n, int sign) {
     int64_t big = smooth_at_least(2 * n - 1);
     int factors[CT_FFT_MAX_STAGES];
     int count = factorize(big, factors);
-    ct__fft_plan *plan = new_plan(n, f64, sign, CT_FFT_C2C);
+    ct__fft_plan *plan = new_plan(n, sign, CT_FFT_C2C);
     if (!plan) return NULL;
     plan->blue_m = big;
-    plan->inner = build_mixed(big, f64, -1, factors, count);
-    plan->chirp = new_table(f64, n);
-    plan->filter = new_table(f64, big);
-    void *b = new_table(f64, big);
+    plan->inner = build_mixed(big, -1, factors, count);
+    plan->chirp = new_table(n);
+    plan->filter = new_table(big);
+    double *b = new_table(big);
     roots w = {0};
     if (!roots_init(&w, 2 * n) || !plan->inner || !plan->chirp || !plan->filter || !b) {
         roots_free(&w);
@@ -196,28 +189,25 @@ static ct__fft_plan *build_bluestein(int64_t n, bool f64, int sign) {
         plan_free(plan);
         return NULL;
     }
-    for (int64_t d = 0; d < big; d++) put(f64, b, d, 0, 0);
+    for (int64_t d = 0; d < big; d++) put(b, d, 0, 0);
     int64_t square = 0; /* j^2 modulo 2n */
     for (int64_t j = 0; j < n; j++) {
         double re, im;
         root_at(&w, sign * square, &re, &im);
-        put(f64, plan->chirp, j, re, im);
-        put(f64, b, j, re / (double)big, -im / (double)big);
-        if (j) put(f64, b, big - j, re / (double)big, -im / (double)big);
+        put(plan->chirp, j, re, im);
+        put(b, j, re / (double)big, -im / (double)big);
+        if (j) put(b, big - j, re / (double)big, -im / (double)big);
         square += 2 * j + 1;
         if (square >= 2 * n) square -= 2 * n;
     }
-    if (f64)
-        ct__fft_exec_c2c_f64(plan->inner, b, 1, plan->filter, NULL);
-    else
-        ct__fft_exec_c2c_f32(plan->inner, b, 1, plan->filter, NULL);
+    ct__fft_exec_c2c(plan->inner, b, 1, plan->filter, NULL);
     free(b);
     roots_free(&w);
     plan->scratch = 2 * big + plan->inner->scratch;
     return plan;
 }
 
-static ct__fft_plan *build_c2c(int64_t n, bool f64, int sign) {
+static ct__fft_plan *build_c2c(int64_t n, int sign) {
     int factors[CT_FFT_MAX_STAGES];
     int count = factorize(n, factors);
     bool too_large = false;
@@ -227,18 +217,17 @@ static ct__fft_plan *build_c2c(int64_t n, bool f64, int sign) {
         int big_factors[CT_FFT_MAX_STAGES];
         int big_count = factorize(big, big_factors);
         double bluestein = 2 * mixed_cost(big, big_factors, big_count) + 3.0 * big + 2.0 * n;
-        if (too_large || bluestein < mixed_cost(n, factors, count))
-            return build_bluestein(n, f64, sign);
+        if (too_large || bluestein < mixed_cost(n, factors, count)) return build_bluestein(n, sign);
     }
-    return build_mixed(n, f64, sign, factors, count);
+    return build_mixed(n, sign, factors, count);
 }
 
-static ct__fft_plan *build_real(int64_t n, bool f64, ct__fft_kind kind) {
+static ct__fft_plan *build_real(int64_t n, ct__fft_kind kind) {
     int sign = kind == CT_FFT_R2C ? -1 : 1;
-    ct__fft_plan *plan = new_plan(n, f64, sign, kind);
+    ct__fft_plan *plan = new_plan(n, sign, kind);
     if (!plan) return NULL;
     int64_t h = n / 2;
-    plan->sub = build_c2c(n % 2 ? n : h, f64, sign);
+    plan->sub = build_c2c(n % 2 ? n : h, sign);
     if (!plan->sub) {
         plan_free(plan);
         return NULL;
@@ -247,7 +236,7 @@ static ct__fft_plan *build_real(int64_t n, bool f64, ct__fft_kind kind) {
         plan->scratch = 2 * n + plan->sub->scratch;
         return plan;
     }
-    plan->rtw = new_table(f64, h);
+    plan->rtw = new_table(h);
     roots w = {0};
     if (!roots_init(&w, n) || !plan->rtw) {
         roots_free(&w);
@@ -257,7 +246,7 @@ static ct__fft_plan *build_real(int64_t n, bool f64, ct__fft_kind kind) {
     for (int64_t k = 0; k < h; k++) {
         double re, im;
         root_at(&w, sign * k, &re, &im);
-        put(f64, plan->rtw, k, re, im);
+        put(plan->rtw, k, re, im);
     }
     roots_free(&w);
     plan->scratch = h + plan->sub->scratch;
@@ -272,10 +261,10 @@ static int cache_count;
 static uint64_t cache_clock;
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static ct__fft_plan *find_locked(int64_t n, bool f64, ct__fft_kind kind, int sign) {
+static ct__fft_plan *find_locked(int64_t n, ct__fft_kind kind, int sign) {
     for (int i = 0; i < cache_count; i++) {
         ct__fft_plan *p = cache[i];
-        if (p->n == n && p->f64 == f64 && p->kind == kind && p->sign == sign) {
+        if (p->n == n && p->kind == kind && p->sign == sign) {
             p->refs++;
             p->used = ++cache_clock;
             return p;
@@ -284,17 +273,17 @@ static ct__fft_plan *find_locked(int64_t n, bool f64, ct__fft_kind kind, int sig
     return NULL;
 }
 
-ct__fft_plan *ct__fft_plan_get(int64_t n, bool f64, ct__fft_kind kind, int sign) {
+ct__fft_plan *ct__fft_plan_get(int64_t n, ct__fft_kind kind, int sign) {
     if (kind != CT_FFT_C2C) sign = kind == CT_FFT_R2C ? -1 : 1;
     pthread_mutex_lock(&cache_lock);
-    ct__fft_plan *found = find_locked(n, f64, kind, sign);
+    ct__fft_plan *found = find_locked(n, kind, sign);
     pthread_mutex_unlock(&cache_lock);
     if (found) return found;
-    ct__fft_plan *made = kind == CT_FFT_C2C ? build_c2c(n, f64, sign) : build_real(n, f64, kind);
+    ct__fft_plan *made = kind == CT_FFT_C2C ? build_c2c(n, sign) : build_real(n, kind);
     if (!made) return NULL;
     ct__fft_plan *evicted = NULL;
     pthread_mutex_lock(&cache_lock);
-    found = find_locked(n, f64, kind, sign); /* another thread's, made meanwhile */
+    found = find_locked(n, kind, sign); /* another thread's, made meanwhile */
     if (!found) {
         made->refs = 2;
         made->used = ++cache_clock;
