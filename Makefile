@@ -31,7 +31,7 @@ demo: deps
 bench: deps
 	@$(MAKE) --no-print-directory build
 	@bench/run.sh $(BUILD)
-	@PYTHONPATH=$(BUILD)/python OMP_WAIT_POLICY=passive .venv/bin/python3 bench/bench_linalg.py
+	@PYTHONPATH=$(BUILD)/python OMP_WAIT_POLICY=passive $${BENCH_NUMPY_PYTHON:-.venv/bin/python3} bench/bench_linalg.py
 
 # One training step of the small CNN and the MLP, ctensor against PyTorch (CPU).
 bench-step: deps

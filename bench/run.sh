@@ -7,6 +7,9 @@
 #
 # Usage: bench/run.sh [BUILD_DIR] [--quick]     (`make bench` runs it on ./build)
 # BENCH_THREADS (default 2) sets OMP_NUM_THREADS and OPENBLAS_NUM_THREADS for both sides.
+# BENCH_NUMPY_PYTHON (default .venv/bin/python3) runs bench_fft.py: an interpreter of the
+# Python the module was built for, whose NumPy is the FFT's peer (Debian's NumPy 1.24 returns
+# complex128 for complex64 input, so the FFT's accuracy can be judged only against NumPy 2).
 # Measure on a quiet machine: other work on the cores skews every figure.
 set -eu
 
@@ -109,7 +112,7 @@ cat "$here/results/latest.md"
 
 # The FFT against numpy.fft (issue 36), with the Python module of this build.
 echo "running bench/bench_fft.py" >&2
-PYTHONPATH="$build/python" OMP_WAIT_POLICY=passive "$here/../.venv/bin/python3" \
-    "$here/bench_fft.py" "$@" > "$work/fft.md"
+PYTHONPATH="$build/python" OMP_WAIT_POLICY=passive \
+    "${BENCH_NUMPY_PYTHON:-$here/../.venv/bin/python3}" "$here/bench_fft.py" "$@" > "$work/fft.md"
 { echo; cat "$work/fft.md"; } >> "$here/results/latest.md"
 cat "$work/fft.md"
