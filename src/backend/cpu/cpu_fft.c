@@ -3,6 +3,7 @@
  * for, ct__cpu_threads_for), each thread with its own work buffer. Each transform is computed the
  * same way whatever the thread count, so the results do not depend on it. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,69 +24,58 @@ typedef struct fft_job {
     const ct__fft_layout *layout;
     const char *in;
     char *out;
-    bool f32; /* float data, widened to double for the transform */
+    bool f32; /* float data: read widened, the results rounded once when stored */
 } fft_job;
 
-/* Elements of one transform's input and output, and the scalars in each element. */
-static int64_t input_count(const ct__fft_plan *p) {
-    return p->kind == CT_FFT_C2R ? p->n / 2 + 1 : p->n;
-}
-static int64_t output_count(const ct__fft_plan *p) {
-    return p->kind == CT_FFT_R2C ? p->n / 2 + 1 : p->n;
-}
-static int input_scalars(const ct__fft_plan *p) { return p->kind == CT_FFT_R2C ? 1 : 2; }
-static int output_scalars(const ct__fft_plan *p) { return p->kind == CT_FFT_C2R ? 1 : 2; }
-
-static void exec(const ct__fft_plan *plan, const double *in, int64_t stride, double *out,
-                 double *scratch) {
+static void exec(const ct__fft_plan *plan, ct__fft_input in, double *out, double *scratch) {
     if (plan->kind == CT_FFT_C2C)
-        ct__fft_exec_c2c(plan, in, stride, out, scratch);
+        ct__fft_exec_c2c(plan, in, out, scratch);
     else if (plan->kind == CT_FFT_R2C)
-        ct__fft_exec_r2c(plan, in, stride, out, scratch);
+        ct__fft_exec_r2c(plan, in, out, scratch);
     else
-        ct__fft_exec_c2r(plan, in, stride, out, scratch);
+        ct__fft_exec_c2r(plan, in, out, scratch);
 }
 
-/* Double pairs of work one transform needs: its result (n pairs) and the plan's scratch, and
- * for float data the widened input too. */
-static int64_t work_pairs(const ct__fft_plan *plan, bool f32) {
-    return plan->n + plan->scratch + (f32 ? plan->n : 0);
-}
-
-/* Transform b of the batch, in double. Float input is widened into work first and the result
- * rounded once when stored, so a float transform's error is that of the rounding alone.
- * Double output goes straight to its place when that is contiguous and apart from the input,
- * else through work. */
+/* Transform b of the batch, in double; work holds n + plan->scratch pairs. Double output
+ * goes straight to its place when that is contiguous and apart from the input, else through
+ * work; float output always through work, rounded once as it is stored. */
 static void run_one(const fft_job *job, int64_t b, double *work) {
     const ct__fft_plan *plan = job->plan;
     const ct__fft_layout *l = job->layout;
-    size_t real = job->f32 ? sizeof(float) : sizeof(double);
-    int in_k = input_scalars(plan), out_k = output_scalars(plan);
-    const char *in = job->in + b * l->in_dist * in_k * (int64_t)real;
-    char *out = job->out + b * l->out_dist * out_k * (int64_t)real;
-    int64_t count = output_count(plan), scalars = count * out_k;
-    double *dest = work, *scratch = work + 2 * l->n;
+    int64_t real = job->f32 ? (int64_t)sizeof(float) : (int64_t)sizeof(double);
+    int in_k = plan->kind == CT_FFT_R2C ? 1 : 2, out_k = plan->kind == CT_FFT_C2R ? 1 : 2;
+    int64_t count = plan->kind == CT_FFT_R2C ? l->n / 2 + 1 : l->n, scalars = count * out_k;
+    ct__fft_input in = {job->in + b * l->in_dist * in_k * real, l->in_stride, job->f32};
+    char *out = job->out + b * l->out_dist * out_k * real;
+    bool direct = !job->f32 && l->out_stride == 1 && job->in != job->out;
+    double *dest = direct ? (double *)out : work, *scratch = work + 2 * l->n;
+    exec(plan, in, dest, scratch);
     if (job->f32) {
-        double *wide = scratch + 2 * plan->scratch;
-        const float *x = (const float *)in;
-        for (int64_t i = 0; i < input_count(plan); i++)
-            for (int c = 0; c < in_k; c++) wide[i * in_k + c] = x[i * l->in_stride * in_k + c];
-        exec(plan, wide, 1, dest, scratch);
         float *y = (float *)out;
         for (int64_t i = 0; i < count; i++)
             for (int c = 0; c < out_k; c++)
                 y[i * l->out_stride * out_k + c] = (float)(dest[i * out_k + c] * l->scale);
         return;
     }
-    bool direct = l->out_stride == 1 && job->in != job->out;
-    if (direct) dest = (double *)out;
-    exec(plan, (const double *)in, l->in_stride, dest, scratch);
     if (l->scale != 1.0)
         for (int64_t i = 0; i < scalars; i++) dest[i] *= l->scale;
     if (!direct)
         for (int64_t i = 0; i < count; i++)
-            memcpy(out + i * l->out_stride * out_k * (int64_t)real, dest + i * out_k,
-                   (size_t)out_k * real);
+            memcpy(out + i * l->out_stride * out_k * real, dest + i * out_k,
+                   (size_t)(out_k * real));
+}
+
+/* A thread's work buffer: the plan's spare when no other thread holds it (a buffer fresh from
+ * malloc costs a page fault per 4 KiB at each call for large lengths), else a new one. */
+static double *take_work(ct__fft_plan *plan, size_t bytes) {
+    double *work = atomic_exchange(&plan->spare, NULL);
+    return work ? work : malloc(bytes);
+}
+
+/* Back to the plan as its spare, unless it has one again. */
+static void give_work(ct__fft_plan *plan, double *work) {
+    double *none = NULL;
+    if (work && !atomic_compare_exchange_strong(&plan->spare, &none, work)) free(work);
 }
 
 static ct_status run(bool f64, ct__fft_kind kind, int sign, const ct__fft_layout *layout,
@@ -99,7 +89,7 @@ static ct_status run(bool f64, ct__fft_kind kind, int sign, const ct__fft_layout
         return ct__error(CT_ERR_OUT_OF_MEMORY, "%s: no memory for a plan of length %lld", name,
                          (long long)layout->n);
     fft_job job = {plan, layout, in, out, !f64};
-    size_t work_bytes = (size_t)work_pairs(plan, !f64) * 2 * sizeof(double);
+    size_t work_bytes = (size_t)(layout->n + plan->scratch) * 2 * sizeof(double);
     double levels = log2((double)layout->n) + 1.0;
     int64_t threads = ct__cpu_threads_for((double)layout->batch * (double)layout->n * levels *
                                           CT_FFT_NS_PER_POINT_LEVEL);
@@ -109,7 +99,7 @@ static ct_status run(bool f64, ct__fft_kind kind, int sign, const ct__fft_layout
 #pragma omp parallel num_threads((int)threads) if (threads > 1)
 #endif
     {
-        double *work = malloc(work_bytes);
+        double *work = take_work(plan, work_bytes);
         if (!work) {
 #ifdef _OPENMP
 #pragma omp atomic write
@@ -121,7 +111,7 @@ static ct_status run(bool f64, ct__fft_kind kind, int sign, const ct__fft_layout
 #endif
         for (int64_t b = 0; b < layout->batch; b++)
             if (work) run_one(&job, b, work);
-        free(work);
+        give_work(plan, work);
     }
     ct__fft_plan_release(plan);
     if (failed)

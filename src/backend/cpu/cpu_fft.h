@@ -15,7 +15,9 @@
  * An even length runs as a complex transform of n/2 points; an odd one as one of n points.
  *
  * Plans (factors, twiddles, Bluestein's chirp and filter) are cached per (length, kind,
- * sign): a bounded cache shared by all threads (cpu_fft_plan.c). */
+ * sign): a bounded cache shared by all threads (cpu_fft_plan.c). A plan keeps one work buffer
+ * (n + scratch double pairs) between calls, as cuFFT's plans keep their work area, and frees
+ * it when the cache lets the plan go. */
 #ifndef CT_CPU_FFT_H
 #define CT_CPU_FFT_H
 

@@ -18,6 +18,22 @@ static inline cpx conjugate(cpx a) { return (cpx){a.re, -a.im}; }
 /* sign * i * a, sign = +-1: multiplications by +-1 are exact. */
 static inline cpx rot(cpx a, double sign) { return (cpx){-sign * a.im, sign * a.re}; }
 
+/* Element i of an input: a (re, im) pair, or a real, widened from float where it is one. */
+static inline cpx load_pair(ct__fft_input in, int64_t i) {
+    if (in.f32) {
+        const float *p = (const float *)in.base + 2 * i * in.stride;
+        return (cpx){p[0], p[1]};
+    }
+    const double *p = (const double *)in.base + 2 * i * in.stride;
+    return (cpx){p[0], p[1]};
+}
+static inline double load_real(ct__fft_input in, int64_t i) {
+    return in.f32 ? ((const float *)in.base)[i * in.stride]
+                  : ((const double *)in.base)[i * in.stride];
+}
+
+static ct__fft_input doubles(const void *base) { return (ct__fft_input){base, 1, false}; }
+
 /* Radix 2: out[k], out[k + m] <- t0 + t1, t0 - t1 with t1 twiddled (none at k = 0). */
 static void radix2(cpx *out, int64_t m, const cpx *tw) {
     for (int64_t k = 0; k < m; k++) {
@@ -123,16 +139,18 @@ static void radix_generic(cpx *out, int p, int64_t m, const cpx *tw, const cpx *
     }
 }
 
-/* Stage st of a mixed-radix plan: the transform of in[0], in[stride], ... (its stage-st
- * length) into out[0 .. p m). */
-static void mixed(const ct__fft_plan *plan, int st, cpx *out, const cpx *in, int64_t stride) {
+/* Stage st of a mixed-radix plan: the transform of the input's elements first,
+ * first + step, ... (its stage-st length) into out[0 .. p m). */
+static void mixed(const ct__fft_plan *plan, int st, cpx *out, ct__fft_input in, int64_t first,
+                  int64_t step) {
     const ct__fft_stage *g = &plan->stage[st];
     int p = g->p;
     int64_t m = g->m;
     if (m == 1)
-        for (int r = 0; r < p; r++) out[r] = in[r * stride];
+        for (int r = 0; r < p; r++) out[r] = load_pair(in, first + r * step);
     else
-        for (int r = 0; r < p; r++) mixed(plan, st + 1, out + r * m, in + r * stride, stride * p);
+        for (int r = 0; r < p; r++)
+            mixed(plan, st + 1, out + r * m, in, first + r * step, step * p);
     const cpx *tw = g->tw;
     double sign = (double)plan->sign;
     switch (p) {
@@ -146,53 +164,50 @@ static void mixed(const ct__fft_plan *plan, int st, cpx *out, const cpx *in, int
 
 /* Bluestein: a_j = x_j c_j (zero past n), A = FFT_M(a), C = FFT_M(conjugate(A filter)), then
  * X_k = c_k conjugate(C_k) (the filter carries the 1/M of the inverse transform). */
-static void bluestein(const ct__fft_plan *plan, const cpx *in, int64_t stride, cpx *out,
-                      cpx *scratch) {
+static void bluestein(const ct__fft_plan *plan, ct__fft_input in, cpx *out, cpx *scratch) {
     int64_t n = plan->n, big = plan->blue_m;
     const cpx *chirp = plan->chirp, *filter = plan->filter;
     cpx *a = scratch, *spectrum = scratch + big, *rest = scratch + 2 * big;
-    for (int64_t j = 0; j < n; j++) a[j] = mul(in[j * stride], chirp[j]);
+    for (int64_t j = 0; j < n; j++) a[j] = mul(load_pair(in, j), chirp[j]);
     for (int64_t j = n; j < big; j++) a[j] = (cpx){0, 0};
-    ct__fft_exec_c2c(plan->inner, (const double *)a, 1, (double *)spectrum, (double *)rest);
+    ct__fft_exec_c2c(plan->inner, doubles(a), (double *)spectrum, (double *)rest);
     for (int64_t k = 0; k < big; k++) a[k] = conjugate(mul(spectrum[k], filter[k]));
-    ct__fft_exec_c2c(plan->inner, (const double *)a, 1, (double *)spectrum, (double *)rest);
+    ct__fft_exec_c2c(plan->inner, doubles(a), (double *)spectrum, (double *)rest);
     for (int64_t k = 0; k < n; k++) out[k] = mul(chirp[k], conjugate(spectrum[k]));
 }
 
-void ct__fft_exec_c2c(const ct__fft_plan *plan, const double *in, int64_t stride, double *out,
-                      double *scratch) {
-    const cpx *x = (const cpx *)in;
+void ct__fft_exec_c2c(const ct__fft_plan *plan, ct__fft_input in, double *out, double *scratch) {
     cpx *y = (cpx *)out;
     if (plan->blue_m)
-        bluestein(plan, x, stride, y, (cpx *)scratch);
+        bluestein(plan, in, y, (cpx *)scratch);
     else if (plan->stages)
-        mixed(plan, 0, y, x, stride);
+        mixed(plan, 0, y, in, 0, 1);
     else
-        y[0] = x[0];
+        y[0] = load_pair(in, 0);
 }
 
 /* Even n = 2h: z_j = x_2j + i x_2j+1, Z = FFT_h(z); with E_k = (Z_k + conj Z_{h-k}) / 2 and
  * O_k = -i (Z_k - conj Z_{h-k}) / 2, X_k = E_k + w^k O_k and X_{h-k} = conj E_k +
- * w^{h-k} conj O_k (w = e^{-2 pi i / n}); X_0 and X_h from Z_0 alone. */
-void ct__fft_exec_r2c(const ct__fft_plan *plan, const double *in, int64_t stride, double *out,
-                      double *scratch) {
+ * w^{h-k} conj O_k (w = e^{-2 pi i / n}); X_0 and X_h from Z_0 alone. Contiguous reals are
+ * z's pairs as they lie. */
+void ct__fft_exec_r2c(const ct__fft_plan *plan, ct__fft_input in, double *out, double *scratch) {
     int64_t n = plan->n;
     cpx *y = (cpx *)out, *work = (cpx *)scratch;
     if (n % 2) {
-        for (int64_t j = 0; j < n; j++) work[j] = (cpx){in[j * stride], 0};
-        ct__fft_exec_c2c(plan->sub, (double *)work, 1, (double *)(work + n),
-                         (double *)(work + 2 * n));
+        for (int64_t j = 0; j < n; j++) work[j] = (cpx){load_real(in, j), 0};
+        ct__fft_exec_c2c(plan->sub, doubles(work), (double *)(work + n), (double *)(work + 2 * n));
         for (int64_t k = 0; k <= n / 2; k++) y[k] = work[n + k];
         return;
     }
     int64_t h = n / 2;
-    const cpx *z = (const cpx *)in, *w = plan->rtw;
-    if (stride != 1) {
+    const cpx *w = plan->rtw;
+    ct__fft_input z = in;
+    if (in.stride != 1) {
         for (int64_t j = 0; j < h; j++)
-            work[j] = (cpx){in[2 * j * stride], in[(2 * j + 1) * stride]};
-        z = work;
+            work[j] = (cpx){load_real(in, 2 * j), load_real(in, 2 * j + 1)};
+        z = doubles(work);
     }
-    ct__fft_exec_c2c(plan->sub, (const double *)z, 1, out, (double *)(work + h));
+    ct__fft_exec_c2c(plan->sub, z, out, (double *)(work + h));
     const double half = 0.5;
     cpx z0 = y[0];
     y[0] = (cpx){z0.re + z0.im, 0};
@@ -209,30 +224,27 @@ void ct__fft_exec_r2c(const ct__fft_plan *plan, const double *in, int64_t stride
 
 /* Even n = 2h: Z'_k = (X_k + conj X_{h-k}) + i (X_k - conj X_{h-k}) v^k (v = e^{2 pi i / n},
  * twice z's transform), z = IFFT_h(Z') unnormalised gives n times the even and odd samples. */
-void ct__fft_exec_c2r(const ct__fft_plan *plan, const double *in, int64_t stride, double *out,
-                      double *scratch) {
+void ct__fft_exec_c2r(const ct__fft_plan *plan, ct__fft_input in, double *out, double *scratch) {
     int64_t n = plan->n;
-    const cpx *x = (const cpx *)in;
     cpx *work = (cpx *)scratch;
     if (n % 2) {
-        work[0] = (cpx){x[0].re, 0};
+        work[0] = (cpx){load_pair(in, 0).re, 0};
         for (int64_t k = 1; k <= n / 2; k++) {
-            work[k] = x[k * stride];
-            work[n - k] = conjugate(x[k * stride]);
+            work[k] = load_pair(in, k);
+            work[n - k] = conjugate(work[k]);
         }
-        ct__fft_exec_c2c(plan->sub, (double *)work, 1, (double *)(work + n),
-                         (double *)(work + 2 * n));
+        ct__fft_exec_c2c(plan->sub, doubles(work), (double *)(work + n), (double *)(work + 2 * n));
         for (int64_t j = 0; j < n; j++) out[j] = work[n + j].re;
         return;
     }
     int64_t h = n / 2;
     const cpx *v = plan->rtw;
-    double x0 = x[0].re, xh = x[h * stride].re;
+    double x0 = load_pair(in, 0).re, xh = load_pair(in, h).re;
     work[0] = (cpx){x0 + xh, x0 - xh};
     for (int64_t k = 1; k < h; k++) {
-        cpx xk = x[k * stride], xj = conjugate(x[(h - k) * stride]);
+        cpx xk = load_pair(in, k), xj = conjugate(load_pair(in, h - k));
         cpx d = mul(sub(xk, xj), v[k]);
         work[k] = add(add(xk, xj), rot(d, 1));
     }
-    ct__fft_exec_c2c(plan->sub, (const double *)work, 1, out, (double *)(work + h));
+    ct__fft_exec_c2c(plan->sub, doubles(work), out, (double *)(work + h));
 }

@@ -15,6 +15,7 @@
 #ifndef CT_CPU_FFT_IMPL_H
 #define CT_CPU_FFT_IMPL_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -50,6 +51,9 @@ struct ct__fft_plan {
     void *rtw;
     /* Complex pairs of scratch one execution needs. */
     int64_t scratch;
+    /* A work buffer of n + scratch pairs kept between executions (cpu_fft.c), as cuFFT's
+     * plans keep their work area; NULL while a thread holds it, or before the first. */
+    _Atomic(double *) spare;
     /* The cache's bookkeeping (cpu_fft_plan.c): users holding it, its last use. */
     int refs;
     uint64_t used;
@@ -60,16 +64,21 @@ struct ct__fft_plan {
 ct__fft_plan *ct__fft_plan_get(int64_t n, ct__fft_kind kind, int sign);
 void ct__fft_plan_release(ct__fft_plan *plan);
 
-/* One transform (cpu_fft_exec.c). out is contiguous and does not overlap in; scratch holds
- * plan->scratch pairs.
- *   c2c: n complex at in, in + stride, ...  ->  n complex at out
- *   r2c: n reals at stride                  ->  n/2 + 1 complex at out
- *   c2r: n/2 + 1 complex at stride          ->  n reals at out */
-void ct__fft_exec_c2c(const ct__fft_plan *plan, const double *in, int64_t stride, double *out,
-                      double *scratch);
-void ct__fft_exec_r2c(const ct__fft_plan *plan, const double *in, int64_t stride, double *out,
-                      double *scratch);
-void ct__fft_exec_c2r(const ct__fft_plan *plan, const double *in, int64_t stride, double *out,
-                      double *scratch);
+/* A transform's input: element i (a (re, im) pair; a real for r2c) at base + i * stride
+ * elements, float (widened as it is read) or double. */
+typedef struct ct__fft_input {
+    const void *base;
+    int64_t stride;
+    bool f32;
+} ct__fft_input;
+
+/* One transform (cpu_fft_exec.c), computed in double. out is contiguous and does not
+ * overlap the input; scratch holds plan->scratch pairs.
+ *   c2c: n complex   ->  n complex at out
+ *   r2c: n reals     ->  n/2 + 1 complex at out
+ *   c2r: n/2 + 1 complex  ->  n reals at out */
+void ct__fft_exec_c2c(const ct__fft_plan *plan, ct__fft_input in, double *out, double *scratch);
+void ct__fft_exec_r2c(const ct__fft_plan *plan, ct__fft_input in, double *out, double *scratch);
+void ct__fft_exec_c2r(const ct__fft_plan *plan, ct__fft_input in, double *out, double *scratch);
 
 #endif

@@ -87,6 +87,7 @@ static void plan_free(ct__fft_plan *plan) {
     plan_free(plan->inner);
     plan_free(plan->sub);
     free(plan->rtw);
+    free(atomic_load(&plan->spare));
     free(plan);
 }
 
@@ -200,7 +201,7 @@ static ct__fft_plan *build_bluestein(int64_t n, int sign) {
         square += 2 * j + 1;
         if (square >= 2 * n) square -= 2 * n;
     }
-    ct__fft_exec_c2c(plan->inner, b, 1, plan->filter, NULL);
+    ct__fft_exec_c2c(plan->inner, (ct__fft_input){b, 1, false}, plan->filter, NULL);
     free(b);
     roots_free(&w);
     plan->scratch = 2 * big + plan->inner->scratch;
