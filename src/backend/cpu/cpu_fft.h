@@ -7,7 +7,7 @@
  * The transforms are unnormalised: forward X[k] = sum_j x[j] e^{-2 pi i jk/n}, backward
  * x[j] = sum_k X[k] e^{+2 pi i jk/n}, so backward(forward(x)) = n x. A length whose prime
  * factors are small runs in mixed radix (butterflies of radix 2, 3, 4 and 5, a generic one
- * for other odd primes, cpu_fft_typed_impl.h); one with a large prime factor by Bluestein's
+ * for other odd primes, cpu_fft_exec.c); one with a large prime factor by Bluestein's
  * chirp-z algorithm, a cyclic convolution through a mixed-radix transform of a 5-smooth length
  * at least 2n - 1. Real input (r2c, forward) gives the n/2 + 1 first outputs, the others being
  * their conjugates; real output (c2r, backward) reads n/2 + 1 inputs and ignores the
