@@ -4,7 +4,8 @@
  * and matrix_power. Eigenvectors and singular vectors are defined up to a phase per column, so
  * their checks go through functions that do not depend on it (|v|, v diag(c) v^H, u vh); a
  * loss through eigh's eigenvectors or svd's singular vectors that depends on it is refused by
- * name. */
+ * name. svd's full factorizations (full_matrices) are checked through U's first K columns and
+ * Vh's first K rows, whose gradients are the reduced factorization's. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,22 +113,30 @@ static ct_tensor *f_eigh_vectors(ct_tensor *const *in, void *c) {
     ct_release(w);
     return v;
 }
-/* which 0: |u|, 1: s, 2: |vh|, 3: u vh (the shared phases cancel), 4: u diag(s) vh. */
+/* which 0: |u|, 1: s, 2: |vh|, 3: u vh (the shared phases cancel), 4: u diag(s) vh; of a full
+ * factorization, u and vh are U's first K columns and Vh's first K rows. */
+typedef struct svd_loss {
+    int which;
+    bool full;
+} svd_loss;
 static ct_tensor *f_svd(ct_tensor *const *in, void *c) {
-    ct_tensor *u = NULL, *s = NULL, *vh = NULL, *out = NULL;
-    if (ct_linalg_svd(in[0], false, &u, &s, &vh) != CT_OK) return NULL;
-    switch (*(int *)c) {
-    case 0: out = ct_abs(u); break;
+    const svd_loss *loss = c;
+    ct_tensor *fu = NULL, *s = NULL, *fvh = NULL, *out = NULL;
+    if (ct_linalg_svd(in[0], loss->full, &fu, &s, &fvh) != CT_OK) return NULL;
+    int64_t k = ct_shape(s)[ct_ndim(s) - 1];
+    ct_tensor *u = ct_slice(fu, -1, 0, k, 1), *vh = ct_slice(fvh, -2, 0, k, 1);
+    switch (loss->which) {
+    case 0: out = u ? ct_abs(u) : NULL; break;
     case 1: out = s, s = NULL; break;
-    case 2: out = ct_abs(vh); break;
-    case 3: out = ct_matmul(u, vh); break;
+    case 2: out = vh ? ct_abs(vh) : NULL; break;
+    case 3: out = u && vh ? ct_matmul(u, vh) : NULL; break;
     default: {
-        ct_tensor *row = ct_unsqueeze(s, -2), *scaled = row ? ct_mul(u, row) : NULL;
-        out = scaled ? ct_matmul(scaled, vh) : NULL;
+        ct_tensor *row = ct_unsqueeze(s, -2), *scaled = row && u ? ct_mul(u, row) : NULL;
+        out = scaled && vh ? ct_matmul(scaled, vh) : NULL;
         ct_release(row), ct_release(scaled);
     }
     }
-    ct_release(u), ct_release(s), ct_release(vh);
+    ct_release(fu), ct_release(s), ct_release(fvh), ct_release(u), ct_release(vh);
     return out;
 }
 static ct_tensor *f_svdvals(ct_tensor *const *in, void *c) { return ct_linalg_svdvals(in[0]); }
@@ -210,12 +219,13 @@ DEVICE_TEST(test_linalg_complex_grad_eigh_phase_refused) {
 /* A loss through svd's singular vectors that depends on the phase the k-th columns of U and V
  * share: which 0: Im U, 1: Re Vh (each alone), 2: U of one call times Vh of another (two
  * factorizations: their phases do not cancel). The one node of U, S and Vh refuses it by
- * name at backward, and x gets no gradient. */
-static bool svd_phase_refused(ct_device device, int which) {
-    ct_tensor *x = general(device, 1, 4, 3, 251);
+ * name at backward, and x gets no gradient. full: of an m x n x's full factorization (which
+ * 0 or 1), whose U's first K columns or Vh's first K rows carry the phases. */
+static bool svd_phase_refused(ct_device device, int which, bool full, int64_t m, int64_t n) {
+    ct_tensor *x = general(device, 1, m, n, 251);
     ct_tensor *u = NULL, *s = NULL, *vh = NULL, *u2 = NULL, *s2 = NULL, *vh2 = NULL;
-    if (x) ct_linalg_svd(x, false, &u, &s, &vh);
-    if (x && which == 2) ct_linalg_svd(x, false, &u2, &s2, &vh2);
+    if (x) ct_linalg_svd(x, full, &u, &s, &vh);
+    if (x && which == 2) ct_linalg_svd(x, full, &u2, &s2, &vh2);
     ct_tensor *product = u && vh2 ? ct_matmul(u, vh2) : NULL;
     ct_tensor *value = which == 0   ? (u ? ct_imag(u) : NULL)
                        : which == 1 ? (vh ? ct_real(vh) : NULL)
@@ -234,9 +244,11 @@ static bool svd_phase_refused(ct_device device, int which) {
 }
 
 DEVICE_TEST(test_linalg_complex_grad_svd_phase_refused) {
-    CHECK(svd_phase_refused(device, 0));
-    CHECK(svd_phase_refused(device, 1));
-    CHECK(svd_phase_refused(device, 2));
+    CHECK(svd_phase_refused(device, 0, false, 4, 3));
+    CHECK(svd_phase_refused(device, 1, false, 4, 3));
+    CHECK(svd_phase_refused(device, 2, false, 4, 3));
+    CHECK(svd_phase_refused(device, 0, true, 4, 3));
+    CHECK(svd_phase_refused(device, 1, true, 3, 4));
 }
 
 /* Two backward passes through one svd, the graph retained: the joint node reads only the
@@ -271,8 +283,11 @@ DEVICE_TEST(test_linalg_complex_grad_svd_qr) {
     int64_t shapes[3][2] = {{5, 3}, {3, 5}, {4, 4}};
     for (int c = 0; c < 3; c++) {
         ct_tensor *x = general(device, 2, shapes[c][0], shapes[c][1], 231 + (uint64_t)c);
-        bool ok[5];
-        for (int which = 0; which < 5; which++) ok[which] = gradcheck(f_svd, 1, &x, &which);
+        bool ok[5], full_ok[5];
+        for (int which = 0; which < 5; which++) {
+            ok[which] = gradcheck(f_svd, 1, &x, &(svd_loss){which, false});
+            full_ok[which] = gradcheck(f_svd, 1, &x, &(svd_loss){which, true});
+        }
         bool values = gradcheck(f_svdvals, 1, &x, NULL);
         bool pinv = gradcheck(f_pinv, 1, &x, NULL);
         int q = 0, r = 1;
@@ -285,6 +300,7 @@ DEVICE_TEST(test_linalg_complex_grad_svd_qr) {
         CHECK(ok[2]);
         CHECK(ok[3]);
         CHECK(ok[4]);
+        CHECK(full_ok[0] && full_ok[1] && full_ok[2] && full_ok[3] && full_ok[4]);
         CHECK(values);
         CHECK(pinv);
         CHECK(qr_q);

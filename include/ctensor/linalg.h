@@ -19,12 +19,14 @@
  *
  * Gradients (autograd.h) flow through solve, inv, det, slogdet (logabsdet, and the sign of a
  * complex matrix), cholesky, eigh (both results; distinct eigenvalues), eigvalsh, svd
- * (singular values; U and Vh of reduced factorizations with distinct nonzero singular
- * values), svdvals, qr (M >= N, reduced), pinv, the norms, matrix_power, trace, diagonal,
- * cross and outer; a backward through a result outside those (svd's full U or Vh of a
- * non-square matrix, qr's results otherwise) is CT_ERR_UNSUPPORTED naming the function. A
- * function that reads one triangle (cholesky, eigh, eigvalsh: the lower, and of a complex
- * matrix not the imaginary parts of its diagonal) gives the gradient of that triangle.
+ * (singular values; U and Vh with distinct nonzero singular values: of a full factorization
+ * of a non-square matrix, as PyTorch's, only the first K columns of U and rows of Vh are
+ * differentiated, the others being arbitrary bases of the complements, whose gradients are
+ * ignored), svdvals, qr (M >= N, reduced), pinv, the norms, matrix_power, trace, diagonal,
+ * cross and outer; a backward through a result outside those (qr's results otherwise) is
+ * CT_ERR_UNSUPPORTED naming the function. A function that reads one triangle (cholesky,
+ * eigh, eigvalsh: the lower, and of a complex matrix not the imaginary parts of its
+ * diagonal) gives the gradient of that triangle.
  * Complex matrices take PyTorch's convention (the gradient of a real loss with respect to z
  * is dL/dRe z + i dL/dIm z). Complex eigenvectors and singular vectors are each defined up
  * to a phase e^{i phi} (shared by the k-th columns of U and V): a loss that depends on it

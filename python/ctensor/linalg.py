@@ -151,6 +151,9 @@ def solve(x1, x2, /):
 
 
 def svd(x, /, *, full_matrices=True):
+    """x = U diag(S) Vh. Gradients, as PyTorch's: of a full factorization of a non-square x,
+    only U[..., :, :K] and Vh[..., :K, :] (K = min(M, N)) are differentiated; the other columns
+    and rows are arbitrary bases of the complements, whose gradients are ignored."""
     return SVDResult(*_C._linalg_svd(x, bool(full_matrices)))
 
 

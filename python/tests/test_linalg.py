@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import ctensor as ct
-from conftest import to_numpy
+from conftest import check_complex_grad, to_numpy
 
 DTYPES = [(ct.float32, np.float32, 2e-4), (ct.float64, np.float64, 1e-10)]
 
@@ -262,3 +262,32 @@ def test_gradients(device):
     z = ct.asarray(s, device=device).requires_grad_()
     ct.sum(ct.linalg.eigvalsh(z)).backward()  # d(trace)/dA over the lower triangle read
     np.testing.assert_allclose(to_numpy(z.grad), np.eye(4), atol=1e-9)
+
+
+@pytest.mark.parametrize("shape", [(2, 5, 3), (2, 3, 5)])
+def test_svd_full_matrices_gradients(device, shape):
+    """Of a full factorization (full_matrices=True, as PyTorch's), U's first K columns and Vh's
+    first K rows are differentiated as the reduced factorization's; the others are arbitrary
+    bases of the complements, whose gradients are ignored (0)."""
+    a = _rng(40).uniform(-1, 1, shape)
+    b, m, n = shape
+    k = min(m, n)
+    rng = _rng(41)
+    wu, ws, wv, wr = (ct.asarray(rng.uniform(-1, 1, s), device=device)
+                      for s in [(b, m, k), (b, k), (b, k, n), shape])
+
+    def loss(x, full=True):
+        r = ct.linalg.svd(x, full_matrices=full)
+        u, vh = r.U[..., :, :k], r.Vh[..., :k, :]
+        # each column's sign drops out
+        return (ct.sum(ct.abs(u) * wu) + ct.sum(r.S * ws) + ct.sum(ct.abs(vh) * wv)
+                + ct.sum((u * r.S[..., None, :]) @ vh * wr))
+
+    full = check_complex_grad(loss, a, device, atol=1e-6)
+    x = ct.asarray(a, device=device).requires_grad_()
+    loss(x, full=False).backward()
+    np.testing.assert_allclose(full, to_numpy(x.grad), rtol=0, atol=1e-12)
+    x = ct.asarray(a, device=device).requires_grad_()
+    r = ct.linalg.svd(x, full_matrices=True)
+    (ct.sum(r.U[..., :, k:]) + ct.sum(r.Vh[..., k:, :])).backward()
+    assert np.all(to_numpy(x.grad) == 0)

@@ -81,7 +81,7 @@ def test_eigh_phase_dependent_loss_is_refused(device):
         loss.backward()
 
 
-@pytest.mark.parametrize("loss", ["imag_u", "real_vh", "u_and_vh_of_two_calls"])
+@pytest.mark.parametrize("loss", ["imag_u", "real_vh", "u_and_vh_of_two_calls", "imag_full_u"])
 def test_svd_phase_dependent_loss_is_refused(device, loss):
     """U, S and Vh of one call share a node that sees their gradients together (as PyTorch's):
     a loss that moves with the shared phase of U's and V's k-th columns is refused, and U and
@@ -92,6 +92,8 @@ def test_svd_phase_dependent_loss_is_refused(device, loss):
         value = ct.sum(ct.imag(ct.linalg.svd(z, full_matrices=False).U))
     elif loss == "real_vh":
         value = ct.sum(ct.real(ct.linalg.svd(z, full_matrices=False).Vh))
+    elif loss == "imag_full_u":  # its first K columns carry the phases
+        value = ct.sum(ct.imag(ct.linalg.svd(z, full_matrices=True).U))
     else:
         u = ct.linalg.svd(z, full_matrices=False).U
         value = ct.sum(ct.real(u @ ct.linalg.svd(z, full_matrices=False).Vh * w))
@@ -129,6 +131,39 @@ def test_svd_pinv_qr(device, shape):
         q_w, r_w = _weights(shape, 13, device), _weights((k, k), 14, device)
         check(lambda z: ct.sum(ct.real(ct.linalg.qr(z).Q * q_w)), a, device)
         check(lambda z: ct.sum(ct.imag(ct.linalg.qr(z).R * r_w)), a, device)
+
+
+@pytest.mark.parametrize("shape", [(2, 4, 3), (2, 3, 4)])
+def test_svd_full_matrices(device, shape):
+    """Of a full factorization (full_matrices=True, as PyTorch's), U's first K columns and Vh's
+    first K rows are differentiated as the reduced factorization's; the others are arbitrary
+    bases of the complements, whose gradients are ignored (0), phases included."""
+    a = _general(shape, 30)
+    b, m, n = shape
+    k = min(m, n)
+    ws = array(np.random.default_rng(31).uniform(-1, 1, (b, k)), device)
+    mu = array(np.abs(_complex((b, m, k), 32)), device)
+    mv = array(np.abs(_complex((b, k, n), 33)), device)
+    w = _weights(shape, 34, device)
+
+    def parts(z, full):
+        r = ct.linalg.svd(z, full_matrices=full)
+        return r.U[..., :, :k], r.S, r.Vh[..., :k, :]
+
+    def invariant(z, full=True):  # each column's phase drops out
+        u, s, vh = parts(z, full)
+        return (ct.sum(ct.abs(u) * mu) + ct.sum(s * ws) + ct.sum(ct.abs(vh) * mv)
+                + ct.sum(ct.real(u @ vh * w)) + ct.sum(ct.imag((u * s[..., None, :]) @ vh * w)))
+
+    full = check(invariant, a, device)
+    z = array(a, device, requires_grad=True)
+    invariant(z, full=False).backward()
+    np.testing.assert_allclose(full, to_numpy(z.grad), rtol=0, atol=1e-12)
+    z = array(a, device, requires_grad=True)
+    r = ct.linalg.svd(z, full_matrices=True)
+    extra_u, extra_vh = r.U[..., :, k:], r.Vh[..., k:, :]
+    (ct.sum(ct.imag(extra_u)) + ct.sum(ct.real(extra_vh))).backward()
+    assert np.all(to_numpy(z.grad) == 0)
 
 
 def test_norms_trace(device):

@@ -197,44 +197,43 @@ ct_status ct_linalg_svd(const ct_tensor *x, bool full_matrices, ct_tensor **u, c
         return status;
     }
     /* Square matrices' full factors are the reduced ones. */
-    bool full = full_matrices && x->shape[x->ndim - 2] != x->shape[x->ndim - 1];
+    int64_t m = x->shape[x->ndim - 2], n = x->shape[x->ndim - 1], k = m < n ? m : n;
+    bool full = full_matrices && u && m != n;
     bool grad = ct__grad_needed(1, &x);
-    ct_tensor *ru = NULL, *rs = NULL, *rvh = NULL;
-    /* The gradients need U and V of the reduced factorization; full factors asked for come
-     * from a second call, without gradient (linalg.h). */
-    status = ct__linalg_svd_raw("ct_linalg_svd", x, full && !grad, u || grad ? &ru : NULL, &rs,
-                                u || grad ? &rvh : NULL);
-    ct_tensor *fu = NULL, *fs = NULL, *fvh = NULL;
-    if (status == CT_OK && grad && full && u)
-        status = ct__linalg_svd_raw("ct_linalg_svd", x, true, &fu, &fs, &fvh);
-    ct_release(fs);
+    ct_tensor *fu = NULL, *rs = NULL, *fvh = NULL;
+    status = ct__linalg_svd_raw("ct_linalg_svd", x, full, u || grad ? &fu : NULL, &rs,
+                                u || grad ? &fvh : NULL);
     if (status != CT_OK) {
-        ct_release(ru), ct_release(rs), ct_release(rvh), ct_release(fu), ct_release(fvh);
+        ct_release(fu), ct_release(rs), ct_release(fvh);
         *s = NULL;
         if (u) *u = *vh = NULL;
         return status;
     }
     if (!grad) {
         *s = rs;
-        if (u) *u = ru, *vh = rvh;
+        if (u) *u = fu, *vh = fvh;
         return CT_OK;
     }
-    if (ct__is_complex(x->dtype) && !full) { /* one node for the three (linalg_impl.h) */
+    /* The gradients are the reduced factorization's: the first K columns of a full U and
+     * rows of a full Vh (a gradient of the others is ignored, linalg.h). */
+    ct_tensor *ru = full ? ct_slice(fu, -1, 0, k, 1) : ct_retain(fu);
+    ct_tensor *rvh = full ? ct_slice(fvh, -2, 0, k, 1) : ct_retain(fvh);
+    if (!ru || !rvh) {
+        *s = NULL;
+        if (u) *u = *vh = NULL;
+    } else if (ct__is_complex(x->dtype)) { /* one node for the three (linalg_impl.h) */
         ct_tensor *joint = ct__linalg_record_svd_joint(x, ru, rs, rvh);
         *s = ct__linalg_record_svd_output(alias(rs), 1, joint);
         if (u) {
-            *u = ct__linalg_record_svd_output(alias(ru), 0, joint);
-            *vh = ct__linalg_record_svd_output(alias(rvh), 2, joint);
+            *u = ct__linalg_record_svd_output(alias(fu), 0, joint);
+            *vh = ct__linalg_record_svd_output(alias(fvh), 2, joint);
         }
         ct_release(joint);
     } else {
         *s = ct__linalg_record_svd(alias(rs), 1, x, ru, rs, rvh);
-        if (u && full) { /* their backward says it has no rule for them */
-            *u = ct__linalg_record_svd(alias(fu), 3, x, ru, rs, rvh);
-            *vh = ct__linalg_record_svd(alias(fvh), 3, x, ru, rs, rvh);
-        } else if (u) {
-            *u = ct__linalg_record_svd(alias(ru), 0, x, ru, rs, rvh);
-            *vh = ct__linalg_record_svd(alias(rvh), 2, x, ru, rs, rvh);
+        if (u) {
+            *u = ct__linalg_record_svd(alias(fu), 0, x, ru, rs, rvh);
+            *vh = ct__linalg_record_svd(alias(fvh), 2, x, ru, rs, rvh);
         }
     }
     ct_release(ru), ct_release(rs), ct_release(rvh), ct_release(fu), ct_release(fvh);

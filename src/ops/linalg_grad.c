@@ -225,7 +225,8 @@ ct_tensor *ct__linalg_record_eigh(ct_tensor *out, int which, const ct_tensor *x,
  * node behind a hidden scalar, and each result's node hands it its gradient), whose rule sees
  * the three gradients together, refuses such a loss as PyTorch does, and gives the phase
  * term from gu alone (PyTorch's convention). A real x's results keep a node each (their
- * gradients add in the engine). ---- */
+ * gradients add in the engine). The full U and Vh of a non-square x take the rule of their
+ * reduced parts (u and vh saved are those), with their gradients narrowed to them. ---- */
 static ct_tensor *svd_gaps(const ct_tensor *s) {
     int64_t k = s->shape[s->ndim - 1];
     ct_device device = s->storage->device;
@@ -265,20 +266,33 @@ static ct_tensor *svd_term_vh(const ct_tensor *u, const ct_tensor *s, const ct_t
     return ct_add(inner, rest);
 }
 
-/* A real x's result ints[0] (0: U, 1: S, 2: Vh), and S of a complex x's full factorization. */
+/* The gradient g of U or Vh narrowed to the reduced factor's shape: a full U's (..., M, M) to
+ * its first K columns, a full Vh's (..., N, N) to its first K rows, as PyTorch's: the others
+ * are arbitrary bases of the complements, and a gradient of them is ignored. A reduced
+ * factor's g as it is. */
+static const ct_tensor *reduced_gradient(const ct_tensor *g, const ct_tensor *factor) {
+    int r = factor->ndim - 2;
+    if (g->shape[r] != factor->shape[r]) return ct_slice(g, -2, 0, factor->shape[r], 1);
+    if (g->shape[r + 1] != factor->shape[r + 1]) return ct_slice(g, -1, 0, factor->shape[r + 1], 1);
+    return g;
+}
+
+/* A real x's result ints[0] (0: U, 1: S, 2: Vh). */
 static void svd_rule(const ct__node *node, const ct_tensor *g, ct_tensor **grad_in) {
     const ct_tensor *u = node->saved[0], *s = node->saved[1], *vh = node->saved[2];
     switch (node->ints[0]) {
-    case 0: grad_in[0] = svd_term_u(u, s, vh, g, ct_matmul(mH(u), g), false); return;
+    case 0:
+        if (!(g = reduced_gradient(g, u))) return;
+        grad_in[0] = svd_term_u(u, s, vh, g, ct_matmul(mH(u), g), false);
+        return;
     case 1: grad_in[0] = svd_term_s(u, vh, g); return;
-    default: grad_in[0] = svd_term_vh(u, s, vh, g, ct_matmul(vh, mH(g))); return;
+    default:
+        if (!(g = reduced_gradient(g, vh))) return;
+        grad_in[0] = svd_term_vh(u, s, vh, g, ct_matmul(vh, mH(g)));
+        return;
     }
 }
 static ct_status svd_backward(ct__node *node, const ct_tensor *g, ct_tensor **grad_in) {
-    if (node->ints[0] == 3)
-        return ct__error(CT_ERR_UNSUPPORTED, "ct_linalg_svd: no gradient through U and Vh of "
-                                             "full_matrices for non-square matrices (ask for "
-                                             "the reduced ones)");
     return run_rule(svd_rule, node, g, grad_in, 1);
 }
 ct_tensor *ct__linalg_record_svd(ct_tensor *out, int which, const ct_tensor *x, const ct_tensor *u,
@@ -317,6 +331,8 @@ static void svd_joint_rule(const ct__node *node, const ct_tensor *unused, ct_ten
     const ct_tensor *g[3];
     for (int k = 0; k < 3; k++)
         g[k] = gradients->pass[k] == node->visit ? gradients->grads[k] : NULL;
+    if (g[0] && !(g[0] = reduced_gradient(g[0], u))) return;
+    if (g[2] && !(g[2] = reduced_gradient(g[2], vh))) return;
     ct_tensor *utg = g[0] ? ct_matmul(mH(u), g[0]) : NULL;
     ct_tensor *vhgv = g[2] ? ct_matmul(vh, mH(g[2])) : NULL;
     if ((g[0] && !utg) || (g[2] && !vhgv)) return;

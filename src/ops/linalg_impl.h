@@ -48,15 +48,14 @@ ct_tensor *ct__linalg_record_cholesky(ct_tensor *out, const ct_tensor *x, const 
 /* eigh's result `which` (0: eigenvalues, 1: eigenvectors). */
 ct_tensor *ct__linalg_record_eigh(ct_tensor *out, int which, const ct_tensor *x, const ct_tensor *w,
                                   const ct_tensor *v);
-/* svd's result `which` (0: U, 1: S, 2: Vh) of a reduced factorization (u, s, vh) of a real x,
- * S of a complex x's full one; 3: a full U or Vh of a non-square matrix, whose backward is
- * CT_ERR_UNSUPPORTED. */
+/* svd's result `which` (0: U, 1: S, 2: Vh) of a real x, whose reduced factorization is (u, s,
+ * vh): out may be a full U or Vh, whose gradient is narrowed to u's columns or vh's rows. */
 ct_tensor *ct__linalg_record_svd(ct_tensor *out, int which, const ct_tensor *x, const ct_tensor *u,
                                  const ct_tensor *s, const ct_tensor *vh);
 /* A complex x's reduced factorization (u, s, vh) on one node, whose rule sees the gradients
- * of U, S and Vh together: returns a hidden scalar whose grad_fn is that node (NULL on
- * failure), to which ct__linalg_record_svd_output attaches result `which` (0: U, 1: S, 2:
- * Vh; joint NULL: out is released and NULL returned). */
+ * of U, S and Vh together (a full U's or Vh's narrowed to u's columns or vh's rows): returns a
+ * hidden scalar whose grad_fn is that node (NULL on failure), to which ct__linalg_record_svd_output
+ * attaches result `which` (0: U, 1: S, 2: Vh; joint NULL: out is released and NULL returned). */
 ct_tensor *ct__linalg_record_svd_joint(const ct_tensor *x, const ct_tensor *u, const ct_tensor *s,
                                        const ct_tensor *vh);
 ct_tensor *ct__linalg_record_svd_output(ct_tensor *out, int which, const ct_tensor *joint);
