@@ -18,6 +18,9 @@
 
 /* Channels per block: a block's running maxima, indices and sums stay in registers or L1. */
 #define CT_NHWC_BLOCK 64
+/* The blocks' loops, inlined into each vector clone of the rows that call them (a call would
+ * run the baseline's narrow vectors). */
+#define CT_NHWC_INLINE static inline __attribute__((always_inline))
 
 /* The outputs along an axis whose windows may hold input index i: [first, last], a superset
  * of the exact set (the loops test each window), empty when first > last. */

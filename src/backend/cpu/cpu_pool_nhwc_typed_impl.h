@@ -9,8 +9,8 @@
  * element is computed by one iteration of its row alone, in the NCHW kernel's order. */
 
 /* cb cells of src as CT_NHWC_T: src itself, or widened exactly into tmp (bf16). */
-static inline const CT_NHWC_T *CT_NHWC_FN(cells)(const CT_NHWC_S *restrict src,
-                                                 CT_NHWC_T *restrict tmp, int64_t cb) {
+CT_NHWC_INLINE const CT_NHWC_T *CT_NHWC_FN(cells)(const CT_NHWC_S *restrict src,
+                                                  CT_NHWC_T *restrict tmp, int64_t cb) {
 #if CT_NHWC_BF16
     for (int64_t c = 0; c < cb; c++) {
         uint32_t bits = (uint32_t)src[c] << 16;
@@ -45,8 +45,8 @@ static inline void CT_NHWC_FN(put)(CT_NHWC_S *dst, const CT_NHWC_T *values, int6
 
 /* Max pooling of channels [c0, c0 + cb) of output pixel o (flat over batch, out_h, out_w) of
  * image x, window hw x ww: the first maximum (or first NaN) in row-major order and its index. */
-static inline void CT_NHWC_FN(max_block)(const ct__pool2d_args *a, const CT_NHWC_S *x, int64_t o,
-                                         pool_window hw, pool_window ww, int64_t c0, int64_t cb) {
+CT_NHWC_INLINE void CT_NHWC_FN(max_block)(const ct__pool2d_args *a, const CT_NHWC_S *x, int64_t o,
+                                          pool_window hw, pool_window ww, int64_t c0, int64_t cb) {
     int64_t C = a->channels;
     CT_NHWC_T best[CT_NHWC_BLOCK], tmp[CT_NHWC_BLOCK], out[CT_NHWC_BLOCK];
     int32_t at[CT_NHWC_BLOCK];
@@ -71,8 +71,8 @@ static inline void CT_NHWC_FN(max_block)(const ct__pool2d_args *a, const CT_NHWC
 
 /* The average kinds, as max_block: the window's sum in double, in row-major order, divided
  * by the window's count and rounded once, as the NCHW kernel does. */
-static inline void CT_NHWC_FN(avg_block)(const ct__pool2d_args *a, const CT_NHWC_S *x, int64_t o,
-                                         pool_window hw, pool_window ww, int64_t c0, int64_t cb) {
+CT_NHWC_INLINE void CT_NHWC_FN(avg_block)(const ct__pool2d_args *a, const CT_NHWC_S *x, int64_t o,
+                                          pool_window hw, pool_window ww, int64_t c0, int64_t cb) {
     int64_t C = a->channels;
     double sum[CT_NHWC_BLOCK];
     CT_NHWC_T tmp[CT_NHWC_BLOCK], out[CT_NHWC_BLOCK];
