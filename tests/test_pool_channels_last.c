@@ -278,33 +278,39 @@ DEVICE_TEST(test_pool_channels_last_gradcheck) {
     }
 }
 
-/* A channels-last max pool and average pool, forward and backward (the gradient arriving
- * channels-last): two pooling kernels each, and no copy or cast kernel. The input's .grad is
- * set (channels-last zeros) beforehand, so the backward adds to it: a first gradient would be
+/* A channels-last max pool, average pool and global average pool, forward and backward (the
+ * gradient arriving channels-last): two pooling kernels each, and no copy or cast kernel. The
+ * input's .grad is set beforehand, so the backward adds to it: a first gradient would be
  * cloned to the leaf's own contiguous tensor, a copy that is not the pooling's. */
+static ct_tensor *stem_pool(const ct_tensor *x, int k) {
+    ct_pool2d_options opt = {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}};
+    return k == 0   ? ct_max_pool2d(x, &opt)
+           : k == 1 ? ct_avg_pool2d(x, &opt)
+                    : ct_adaptive_avg_pool2d(x, 1, 1);
+}
+
 DEVICE_TEST(test_pool_channels_last_runs_without_copies) {
+    static const char *names[3] = {"max pool", "avg pool", "global avg pool"};
     int64_t shape[4] = {2, 16, 12, 10};
     ct_tensor *x0 = ct_randn(4, shape, CT_F32, device);
     ct_tensor *x = x0 ? cl(x0) : NULL;
     CHECK_NOT_NULL(x);
     if (!x) return;
     ct_set_requires_grad(x, true);
-    ct_pool2d_options opt = {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}};
-    for (int k = 0; k < 2; k++) {
-        ct_tensor *y = k ? ct_avg_pool2d(x, &opt) : ct_max_pool2d(x, &opt);
+    for (int k = 0; k < 3; k++) {
+        ct_tensor *y = stem_pool(x, k);
         ct_tensor *u0 = y ? ct_ones(4, ct_shape(y), CT_F32, device) : NULL;
         ct_tensor *u = u0 ? cl(u0) : NULL;
         CHECK(u != NULL);
         ct_tensor *z = ct_zeros(4, shape, CT_F32, device);
-        ct_tensor *zc = z ? cl(z) : NULL;
-        CHECK(zc && ct_set_grad(x, zc) == CT_OK);
-        ct_release(y), ct_release(z), ct_release(zc);
-        y = NULL;
+        CHECK(z && ct_set_grad(x, z) == CT_OK);
+        ct_release(y), ct_release(z);
         CHECK_OK(ct_profile_begin());
-        y = k ? ct_avg_pool2d(x, &opt) : ct_max_pool2d(x, &opt);
+        y = stem_pool(x, k);
         ct_status status = y ? ct_backward_with(y, u, false) : ct_last_status();
         CHECK_OK(ct_profile_end());
         CHECK_OK(status);
+        CHECK(y && ct_is_contiguous_format(y, CT_FORMAT_CHANNELS_LAST));
         ct_profile_stats stats;
         ct_profile_report(&stats);
         int64_t pool = 0, copy = 0;
@@ -314,7 +320,7 @@ DEVICE_TEST(test_pool_channels_last_runs_without_copies) {
         }
         if (pool != 2 || copy != 0)
             ct_test_fail(__FILE__, __LINE__, "%s: %lld pooling and %lld copy kernels (2 and 0)",
-                         k ? "avg pool" : "max pool", (long long)pool, (long long)copy);
+                         names[k], (long long)pool, (long long)copy);
         ct_release(y), ct_release(u0), ct_release(u);
     }
     ct_release(x0), ct_release(x);

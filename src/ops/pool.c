@@ -119,9 +119,12 @@ static bool native_channels_last(ct_device device, const ct_tensor *x, const ct_
     return k && k->pool2d_channels_last && k->pool2d_channels_last(physical, &query);
 }
 
-/* t (compute dtype) as the kernels take it: dense in a's layout. */
+/* t (compute dtype) as the kernels take it: dense in a's layout (t itself where its memory is
+ * already that layout's, as a gradient of (N, C, 1, 1) in either format is). */
 static ct_tensor *kernel_operand(const ct_tensor *t, const ct__pool2d_args *a) {
-    return a->channels_last ? ct_contiguous_format(t, CT_FORMAT_CHANNELS_LAST) : ct_contiguous(t);
+    if (!a->channels_last) return ct_contiguous(t);
+    if (ct_is_contiguous_format(t, CT_FORMAT_CHANNELS_LAST)) return ct__new_ref(t);
+    return ct_contiguous_format(t, CT_FORMAT_CHANNELS_LAST);
 }
 
 /* A new tensor of shape for the kernels to write, in a's layout. */
@@ -134,10 +137,12 @@ static ct_tensor *kernel_result(ct_device device, ct_dtype dtype, const ct_tenso
 }
 
 /* *t (made contiguous) replaced by its channels-last copy when `like` is channels-last, as
- * PyTorch's pooling keeps a channels-last input's layout (nothing to do where the kernels
- * pooled it channels-last). */
+ * PyTorch's pooling keeps a channels-last input's layout: nothing to do where the kernels
+ * pooled it channels-last, or where *t's memory is already channels-last's (C = 1, or
+ * 1 x 1 planes: the global average pool's output). */
 static ct_status keep_layout(const ct_tensor *like, ct_tensor **t) {
-    if (!*t || !ct__is_channels_last(like)) return CT_OK;
+    if (!*t || !ct__is_channels_last(like) || ct_is_contiguous_format(*t, CT_FORMAT_CHANNELS_LAST))
+        return CT_OK;
     ct_tensor *copy = ct_contiguous_format(*t, CT_FORMAT_CHANNELS_LAST);
     if (!copy) return ct_last_status();
     ct_release(*t);
