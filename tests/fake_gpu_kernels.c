@@ -196,7 +196,9 @@ const ct__kernel_table *fake_gpu_kernels(const ct__plugin_host *the_host) {
     /* conv2d_channels_last and batch_norm_channels_last are the CPU's answers, as the CUDA
      * plugin takes channels-last (cuDNN's NHWC convolutions, its strided batch norm): the op
      * layer's native channels-last path for devices is tested here (the convolutions where this
-     * build has oneDNN, which the CPU's NHWC kernels need; NCHW copies elsewhere). */
+     * build has oneDNN, which the CPU's NHWC kernels need; NCHW copies elsewhere). So is
+     * pool2d_channels_last, which the CUDA plugin has not (it pools NCHW copies): the fake GPU
+     * covers the op layer's native pooling path for devices. */
     /* The CUDA plugin pools f16 and bf16 in f32 (it has no pool2d_native): so does this GPU. */
     kernels.pool2d_native = NULL;
     return &kernels;

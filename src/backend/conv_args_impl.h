@@ -3,7 +3,7 @@
  * backends. Every tensor arrives contiguous in NCHW layout and of `dtype`, which is CT_F32 or
  * CT_F64: the op layer makes views contiguous and computes f16/bf16 in f32, except a
  * convolution the backend's conv2d_native accepts, which arrives in f16 or bf16, and the
- * activations of a convolution with channels_last, which arrive in NHWC memory. */
+ * activations of a convolution or pooling with channels_last, which arrive in NHWC memory. */
 #ifndef CT_CONV_ARGS_IMPL_H
 #define CT_CONV_ARGS_IMPL_H
 
@@ -54,14 +54,19 @@ typedef enum ct__pool_kind {
  * maximum as in PyTorch (the first NaN); indices may be NULL in forward when no backward will
  * follow). Backward reads y as the gradient of the output (and indices, for max) and writes
  * the whole of x as the gradient of the input. kernel, stride and padding are unused by the
- * adaptive kind. */
+ * adaptive kind.
+ *
+ * channels_last (only where the backend's pool2d_channels_last said yes): x, y, indices and
+ * both gradients are channels-last, the (batch, channels, h, w) tensors in NHWC memory, planes
+ * = batch * channels; the indices' values stay in-plane flat indices ih * in_w + iw. */
 typedef struct ct__pool2d_args {
     ct__pool_kind kind;
     ct_dtype dtype;
-    int64_t planes, in_h, in_w, out_h, out_w;
+    int64_t planes, channels, in_h, in_w, out_h, out_w;
     int64_t kernel[2], stride[2], padding[2];
     char *x, *y;
     int32_t *indices; /* a plane has fewer than 2^31 cells: ct_max_pool2d checks */
+    bool channels_last;
 } ct__pool2d_args;
 
 #endif

@@ -158,6 +158,12 @@
      * op layer need not copy the operands to f32 and back. NULL means never. Never fails. */      \
     X(pool2d_native, OPTIONAL, QUERY, bool, (int device, const struct ct__pool2d_args *args),      \
       (device, args))                                                                              \
+    /* Whether pool2d_forward and pool2d_backward take args (geometry, kind and dtype set,         \
+     * pointers not) with channels_last: x, y, indices and the gradients in NHWC memory, both      \
+     * directions (a yes for f16 or bf16 holds for f32 too: a backward may sum in f32). NULL       \
+     * means never (the op layer then hands NCHW copies). Never fails. */                          \
+    X(pool2d_channels_last, OPTIONAL, QUERY, bool,                                                 \
+      (int device, const struct ct__pool2d_args *args), (device, args))                            \
     /* Sorting and scanning: ct__sort_args (backend_impl.h). */                                    \
     X(argsort, REQUIRED, QUEUED, ct_status, (int device, const ct__sort_args *args),               \
       (device, args))                                                                              \

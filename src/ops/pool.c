@@ -5,13 +5,25 @@
  * backend's pool2d_native says it gives the f32 results without the copies: bf16 on the
  * CPU, between the convolutions of an autocast CNN). Max pooling records the
  * in-plane index of each window's first maximum, which its backward routes the gradient
- * to; the average kinds recompute their windows in backward. */
+ * to; the average kinds recompute their windows in backward.
+ *
+ * Memory format: a channels-last input (ct__is_channels_last) gives a channels-last output, as
+ * in PyTorch. Where the backend's pool2d_channels_last says yes, the kernels read and write
+ * that layout (input, output, indices and both gradients); elsewhere they pool NCHW copies
+ * and the results are copied back to channels-last. */
 #include "autograd/tape_impl.h"
 #include "backend/conv_args_impl.h"
 #include "ops/op_impl.h"
 
-/* Node ints: kind, then kernel, stride, padding (two each). */
-enum { P_KIND, P_KERNEL, P_STRIDE = P_KERNEL + 2, P_PADDING = P_STRIDE + 2 };
+/* Node ints: kind, then kernel, stride, padding (two each), then whether the kernels ran
+ * channels-last (the saved indices' layout). */
+enum {
+    P_KIND,
+    P_KERNEL,
+    P_STRIDE = P_KERNEL + 2,
+    P_PADDING = P_STRIDE + 2,
+    P_CHANNELS_LAST = P_PADDING + 2
+};
 
 static const char *pool_name(ct__pool_kind kind) {
     return kind == CT_POOL_MAX   ? "ct_max_pool2d"
@@ -74,7 +86,7 @@ static ct_status window_geometry(const char *op, const ct_pool2d_options *o, ct_
 }
 
 static void plane_geometry(const ct_tensor *x, ct__pool_kind kind, ct__pool2d_args *a) {
-    *a = (ct__pool2d_args){.kind = kind, .planes = 1};
+    *a = (ct__pool2d_args){.kind = kind, .planes = 1, .channels = x->shape[x->ndim - 3]};
     for (int d = 0; d < x->ndim - 2; d++) a->planes *= x->shape[d];
     a->in_h = x->shape[x->ndim - 2];
     a->in_w = x->shape[x->ndim - 1];
@@ -97,10 +109,40 @@ static ct_status run_kernel(ct_device device, const ct__pool2d_args *a, bool bac
     return backward ? k->pool2d_backward(physical, a) : k->pool2d_forward(physical, a);
 }
 
+/* Whether the backend pools a (geometry, kind and compute dtype set) of x channels-last. */
+static bool native_channels_last(ct_device device, const ct_tensor *x, const ct__pool2d_args *a) {
+    if (!ct__is_channels_last(x)) return false;
+    int physical;
+    const ct__kernel_table *k = ct__kernels(device, &physical);
+    ct__pool2d_args query = *a;
+    query.channels_last = true;
+    return k && k->pool2d_channels_last && k->pool2d_channels_last(physical, &query);
+}
+
+/* t (compute dtype) as the kernels take it: dense in a's layout (t itself where its memory is
+ * already that layout's, as a gradient of (N, C, 1, 1) in either format is). */
+static ct_tensor *kernel_operand(const ct_tensor *t, const ct__pool2d_args *a) {
+    if (!a->channels_last) return ct_contiguous(t);
+    if (ct_is_contiguous_format(t, CT_FORMAT_CHANNELS_LAST)) return ct__new_ref(t);
+    return ct_contiguous_format(t, CT_FORMAT_CHANNELS_LAST);
+}
+
+/* A new tensor of shape for the kernels to write, in a's layout. */
+static ct_tensor *kernel_result(ct_device device, ct_dtype dtype, const ct_tensor *x,
+                                const int64_t *shape, const ct__pool2d_args *a) {
+    int64_t strides[4];
+    if (!a->channels_last) return ct__tensor_new(device, dtype, x->ndim, shape);
+    ct__channels_last_strides(shape, strides);
+    return ct__tensor_new_strided(device, dtype, 4, shape, strides);
+}
+
 /* *t (made contiguous) replaced by its channels-last copy when `like` is channels-last, as
- * PyTorch's pooling keeps a channels-last input's layout (the kernels pool NCHW copies). */
+ * PyTorch's pooling keeps a channels-last input's layout: nothing to do where the kernels
+ * pooled it channels-last, or where *t's memory is already channels-last's (C = 1, or
+ * 1 x 1 planes: the global average pool's output). */
 static ct_status keep_layout(const ct_tensor *like, ct_tensor **t) {
-    if (!*t || !ct__is_channels_last(like)) return CT_OK;
+    if (!*t || !ct__is_channels_last(like) || ct_is_contiguous_format(*t, CT_FORMAT_CHANNELS_LAST))
+        return CT_OK;
     ct_tensor *copy = ct_contiguous_format(*t, CT_FORMAT_CHANNELS_LAST);
     if (!copy) return ct_last_status();
     ct_release(*t);
@@ -119,14 +161,15 @@ static ct_status pool_backward(ct__node *node, const ct_tensor *grad_out, ct_ten
     }
     a.out_h = grad_out->shape[grad_out->ndim - 2];
     a.out_w = grad_out->shape[grad_out->ndim - 1];
+    a.channels_last = node->ints[P_CHANNELS_LAST] != 0;
     ct_device device = x->storage->device;
     ct_dtype compute = compute_dtype(device, &a, x->dtype);
     /* A gradient wider than a native input's dtype is summed in f32, not rounded first. */
     if (compute != CT_F64 && compute != grad_out->dtype) compute = CT_F32;
     ct_tensor *cast = ct_cast(grad_out, compute);
-    ct_tensor *g = cast ? ct_contiguous(cast) : NULL;
+    ct_tensor *g = cast ? kernel_operand(cast, &a) : NULL;
     ct_release(cast);
-    ct_tensor *gx = g ? ct__tensor_new(device, compute, x->ndim, x->shape) : NULL;
+    ct_tensor *gx = g ? kernel_result(device, compute, x, x->shape, &a) : NULL;
     ct_status status = gx ? CT_OK : ct_last_status();
     if (gx && a.planes * a.out_h * a.out_w == 0) {
         status = ct_fill(gx, 0.0);
@@ -156,16 +199,16 @@ static ct_tensor *pool(ct_device device, const ct_tensor *x, ct__pool2d_args *a)
     for (int d = 0; d < x->ndim - 2; d++) shape[d] = x->shape[d];
     shape[x->ndim - 2] = a->out_h;
     shape[x->ndim - 1] = a->out_w;
+    a->dtype = compute;
+    a->channels_last = native_channels_last(device, x, a);
     ct_no_grad_push();
     ct_tensor *cast = ct_cast(x, compute);
-    ct_tensor *cx = cast ? ct_contiguous(cast) : NULL;
-    ct_tensor *y = cx ? ct__tensor_new(device, compute, x->ndim, shape) : NULL;
-    ct_tensor *idx = y && record && a->kind == CT_POOL_MAX
-                         ? ct__tensor_new(device, CT_I32, x->ndim, shape)
-                         : NULL;
+    ct_tensor *cx = cast ? kernel_operand(cast, a) : NULL;
+    ct_tensor *y = cx ? kernel_result(device, compute, x, shape, a) : NULL;
+    ct_tensor *idx =
+        y && record && a->kind == CT_POOL_MAX ? kernel_result(device, CT_I32, x, shape, a) : NULL;
     bool ok = y && (idx || !record || a->kind != CT_POOL_MAX);
     if (ok && y->numel) {
-        a->dtype = compute;
         a->x = ct__data(cx);
         a->y = ct__data(y);
         a->indices = idx ? (int32_t *)ct__data(idx) : NULL;
@@ -190,6 +233,7 @@ static ct_tensor *pool(ct_device device, const ct_tensor *x, ct__pool2d_args *a)
                 node->ints[P_STRIDE + i] = a->stride[i];
                 node->ints[P_PADDING + i] = a->padding[i];
             }
+            node->ints[P_CHANNELS_LAST] = a->channels_last;
         }
         out = ct__record(out, node);
     }

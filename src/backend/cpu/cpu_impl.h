@@ -78,7 +78,9 @@ int ct__cpu_threads(void);
 CT_KERNEL_SLOTS(CT_CPU_DECLARE_)
 #undef CT_CPU_DECLARE_
 #define CT_CPU_OPTIONAL_SLOTS(X)                                                                   \
-    X(conv2d_native) X(conv2d_channels_last) X(pool2d_native) X(batch_norm_channels_last) X(linalg)
+    X(conv2d_native)                                                                               \
+    X(conv2d_channels_last)                                                                        \
+    X(pool2d_native) X(pool2d_channels_last) X(batch_norm_channels_last) X(linalg)
 
 /* c = op(a) @ op(b) + beta * c for f32 or f64, row-major, leading dimensions in elements
  * (cpu_gemm.c): OpenBLAS on ctensor's OpenMP threads, never on OpenBLAS's own. A parallel
@@ -117,6 +119,9 @@ const char *ct__cpu_f32_gemm_library(void);
 /* The vector row 2x2 max pooling runs here ("AVX-512", "AVX2" or "scalar"; cpu_pool.c), for
  * ct_cpu_kernels. */
 const char *ct__cpu_max_pool_row(void);
+/* Pooling forward or backward of channels-last args (args->channels_last; cpu_pool_nhwc.c),
+ * for cpu_pool.c's kernels. */
+ct_status ct__cpu_pool2d_nhwc(const struct ct__pool2d_args *args, bool backward);
 /* Whether f32 convolutions with this many input channels per group go to oneDNN where it made
  * their primitives (else im2col + GEMM): by the CPU and the shape, or CT_F32_CONV. */
 bool ct__cpu_conv2d_f32_on_onednn(int64_t in_channels_per_group);

@@ -1,5 +1,6 @@
 /* CPU 2-d pooling (ct__pool2d_args in backend/conv_args_impl.h): max, average and adaptive
- * average, forward and backward, one plane (image, channel) per OpenMP work item.
+ * average, forward and backward, one plane (image, channel) per OpenMP work item; channels-last
+ * operands go to cpu_pool_nhwc.c.
  *
  * bf16 planes are pooled as they are (ct__cpu_pool2d_native), with the f32 path's results to
  * the bit: max pooling's 2x2 forward (with AVX-512) and its backward where windows do not
@@ -13,41 +14,14 @@
 
 #include "backend/conv_args_impl.h"
 #include "backend/cpu/cpu_impl.h"
+#include "backend/cpu/cpu_pool_window_impl.h"
 #include "backend/cpu/cpu_simd_impl.h"
 #include "core/error_impl.h"
-
-/* The input rows (axis 0) or columns (axis 1) of output index i: [start, end) clipped to
- * the input, and the count the average divides by along this axis. */
-typedef struct {
-    int64_t start, end, divisor;
-} pool_window;
-
-static pool_window pool_window_of(const ct__pool2d_args *a, int axis, int64_t i) {
-    int64_t n = axis ? a->in_w : a->in_h, o = axis ? a->out_w : a->out_h;
-    pool_window win;
-    if (a->kind == CT_POOL_ADAPTIVE_AVG) {
-        win.start = i * n / o;
-        win.end = ((i + 1) * n + o - 1) / o;
-        win.divisor = win.end - win.start;
-        return win;
-    }
-    /* count_include_pad: the full kernel counts, padded cells included. */
-    win.start = i * a->stride[axis] - a->padding[axis];
-    win.end = win.start + a->kernel[axis];
-    win.divisor = a->kernel[axis];
-    if (win.start < 0) win.start = 0;
-    if (win.end > n) win.end = n;
-    return win;
-}
 
 static bool pool_is_plain_2x2(const ct__pool2d_args *a) {
     return a->kernel[0] == 2 && a->kernel[1] == 2 && a->stride[0] == 2 && a->stride[1] == 2 &&
            a->padding[0] == 0 && a->padding[1] == 0;
 }
-
-/* Whether v takes the place of the running maximum best: when larger, or a NaN where no
- * NaN holds the place yet (so the first NaN wins). */
-#define CT_POOL_TAKES(v, best) (!((v) <= (best)) & ((best) == (best)))
 
 #define CT_POOL_T float
 #define CT_POOL_U uint32_t
@@ -221,10 +195,12 @@ bool ct__cpu_pool2d_native(int device, const ct__pool2d_args *args) {
 
 ct_status ct__cpu_pool2d_forward(int device, const ct__pool2d_args *args) {
     (void)device;
+    if (args->channels_last) return ct__cpu_pool2d_nhwc(args, false);
     return run_planes(args, false);
 }
 
 ct_status ct__cpu_pool2d_backward(int device, const ct__pool2d_args *args) {
     (void)device;
+    if (args->channels_last) return ct__cpu_pool2d_nhwc(args, true);
     return run_planes(args, true);
 }

@@ -81,7 +81,8 @@ ct_status ct_cuda_complex_binary(int device, cudaStream_t stream, const ct__ew_a
 CT_KERNEL_SLOTS(CT_CUDA_DECLARE_)
 #undef CT_CUDA_DECLARE_
 #define CT_CUDA_OPTIONAL_SLOTS(X)                                                                  \
-    X(conv2d_native) X(conv2d_channels_last) X(batch_norm_channels_last) X(linalg)
+    X(conv2d_native)                                                                               \
+    X(conv2d_channels_last) X(pool2d_channels_last) X(batch_norm_channels_last) X(linalg)
 
 #ifdef __cplusplus
 }

@@ -3,7 +3,9 @@
 // windows and rules (cpu_pool.c): the first maximum wins, a NaN beats every number and the
 // first NaN wins, averages sum in double. Forward runs one thread per output. Backward runs
 // one thread per input element and gathers from the outputs whose window holds it, so it
-// needs no atomics and sums in a fixed order.
+// needs no atomics and sums in a fixed order. Channels-last operands (a.channels_last: NHWC
+// memory) take the same kernels: each thread's element is the one at its place in memory, so
+// neighbouring threads read neighbouring channels.
 #include <stdint.h>
 
 #include "backend/conv_args_impl.h"
@@ -53,21 +55,45 @@ __device__ void candidates(const ct__pool2d_args &a, int axis, int64_t i, int64_
     if (*lo > *hi) *lo = *hi;
 }
 
+// Element e, in memory order, of a tensor of h x w planes in a's layout: its row and column,
+// its plane's image (NHWC) or plane (NCHW) and channel (NHWC), and the step between the cells
+// of a plane.
+struct place {
+    int64_t row, col, plane, channel, step;
+};
+
+__device__ place place_of(const ct__pool2d_args &a, int64_t e, int64_t h, int64_t w) {
+    place p;
+    p.channel = a.channels_last ? e % a.channels : 0;
+    p.step = a.channels_last ? a.channels : 1;
+    int64_t pixel = a.channels_last ? e / a.channels : e;
+    p.col = pixel % w;
+    p.row = pixel / w % h;
+    p.plane = pixel / (w * h);
+    return p;
+}
+
+// The offset of cell (0, 0) of p's plane in a tensor of h x w planes in a's layout.
+__device__ int64_t plane_at(const ct__pool2d_args &a, place p, int64_t h, int64_t w) {
+    return a.channels_last ? p.plane * h * w * a.channels + p.channel : p.plane * h * w;
+}
+
 template <typename T>
 __global__ void __launch_bounds__(POOL_THREADS) forward_kernel(ct__pool2d_args a, int64_t total) {
     const T *x = (const T *)a.x;
     T *y = (T *)a.y;
     int64_t step = (int64_t)gridDim.x * blockDim.x;
     for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += step) {
-        int64_t ow = e % a.out_w, oh = e / a.out_w % a.out_h, p = e / (a.out_w * a.out_h);
-        window hw = window_of(a, 0, oh), ww = window_of(a, 1, ow);
-        const T *plane = x + p * a.in_h * a.in_w;
+        place at_e = place_of(a, e, a.out_h, a.out_w);
+        window hw = window_of(a, 0, at_e.row), ww = window_of(a, 1, at_e.col);
+        const T *plane = x + plane_at(a, at_e, a.in_h, a.in_w);
+        int64_t cell = at_e.step;
         if (a.kind == CT_POOL_MAX) {
             T best = -(T)INFINITY;
             int64_t at = hw.start * a.in_w + ww.start;
             for (int64_t ih = hw.start; ih < hw.end; ih++)
                 for (int64_t iw = ww.start; iw < ww.end; iw++) {
-                    T v = plane[ih * a.in_w + iw];
+                    T v = plane[(ih * a.in_w + iw) * cell];
                     if (!(v <= best) && best == best) best = v, at = ih * a.in_w + iw;
                 }
             y[e] = best;
@@ -75,7 +101,8 @@ __global__ void __launch_bounds__(POOL_THREADS) forward_kernel(ct__pool2d_args a
         } else {
             double sum = 0;
             for (int64_t ih = hw.start; ih < hw.end; ih++)
-                for (int64_t iw = ww.start; iw < ww.end; iw++) sum += plane[ih * a.in_w + iw];
+                for (int64_t iw = ww.start; iw < ww.end; iw++)
+                    sum += plane[(ih * a.in_w + iw) * cell];
             y[e] = (T)(sum / (double)(hw.divisor * ww.divisor));
         }
     }
@@ -87,8 +114,9 @@ __global__ void __launch_bounds__(POOL_THREADS) backward_kernel(ct__pool2d_args 
     const T *dy = (const T *)a.y;
     int64_t step = (int64_t)gridDim.x * blockDim.x;
     for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += step) {
-        int64_t iw = e % a.in_w, ih = e / a.in_w % a.in_h, p = e / (a.in_w * a.in_h);
-        int64_t h0, h1, w0, w1, base = p * a.out_h * a.out_w;
+        place at_e = place_of(a, e, a.in_h, a.in_w);
+        int64_t iw = at_e.col, ih = at_e.row;
+        int64_t h0, h1, w0, w1, base = plane_at(a, at_e, a.out_h, a.out_w);
         candidates(a, 0, ih, &h0, &h1);
         candidates(a, 1, iw, &w0, &w1);
         // Sum in T, as the CPU's backward accumulates into its T output.
@@ -99,7 +127,7 @@ __global__ void __launch_bounds__(POOL_THREADS) backward_kernel(ct__pool2d_args 
             for (int64_t ow = w0; ow < w1; ow++) {
                 window ww = window_of(a, 1, ow);
                 if (iw < ww.start || iw >= ww.end) continue;
-                int64_t o = base + oh * a.out_w + ow;
+                int64_t o = base + (oh * a.out_w + ow) * at_e.step;
                 if (a.kind == CT_POOL_MAX) {
                     if (a.indices[o] == ih * a.in_w + iw) sum += dy[o];
                 } else {
@@ -137,6 +165,13 @@ static ct_status launch(int device, const ct__pool2d_args *args, bool backward) 
 }
 
 } // namespace
+
+// Both layouts, in every dtype the plugin pools (f32 and f64; f16 and bf16 arrive in f32).
+extern "C" bool ct_cuda_pool2d_channels_last(int device, const ct__pool2d_args *args) {
+    (void)device;
+    (void)args;
+    return true;
+}
 
 extern "C" ct_status ct_cuda_pool2d_forward(int device, const ct__pool2d_args *args) {
     return launch(device, args, false);
