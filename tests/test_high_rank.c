@@ -494,6 +494,23 @@ HIGH_RANK_TEST(test_high_rank_17_refused) {
     CHECK_ERROR(CT_ERR_SHAPE, "..16");
 }
 
+/* A message names all 16 strides, each at its longest (the axes of size 1 may have any). */
+TEST(test_high_rank_message_names_every_stride) {
+    static float data[4];
+    int64_t shape[16], strides[16];
+    for (int d = 0; d < 14; d++) shape[d] = 1, strides[d] = INT64_MIN;
+    shape[14] = shape[15] = 2, strides[14] = 1, strides[15] = 2; /* transposed */
+    ct_tensor *x = ct_from_external(data, 16, shape, strides, CT_F32, CT_CPU, NULL, NULL);
+    CHECK_NOT_NULL(x);
+    bool refused = ct_view(x, 1, (int64_t[]){4}) == NULL;
+    ct_release(x);
+    const char *m = ct_last_error(), *at = m;
+    int found = 0;
+    while ((at = strstr(at, "-9223372036854775808")) != NULL) found++, at++;
+    CHECK(refused && found == 14 && strstr(m, "-9223372036854775808, 1, 2)"));
+    CHECK_ERROR(CT_ERR_SHAPE, "cannot be a view");
+}
+
 /* ---- autograd ---- */
 
 #define EPS 1e-6
