@@ -151,6 +151,36 @@ def test_concat_stack(device):
         ct.stack([x, x])
 
 
+def test_more_ops_past_the_eighth_axis(device):
+    a = _values(SHAPES[16], 75)
+    x = _reversed_view(a, device)
+    z = a + 1j * np.flip(a)
+    m = _values((2, 1, 2) + (1,) * 10 + (2, 3, 3), 76) + 3 * np.eye(3)
+    cases = [
+        (ct.argmax(x, axis=12), np.argmax(a, axis=12)),
+        (ct.sort(x, axis=9), np.sort(a, axis=9)),
+        (ct.argsort(x, axis=11, stable=True), np.argsort(a, axis=11, kind="stable")),
+        (ct.cumulative_sum(x, axis=10), np.cumsum(a, axis=10)),
+        (ct.var(x, axis=(8, 12), correction=1), np.var(a, axis=(8, 12), ddof=1)),
+        (ct.flip(x, axis=(9, 14)), np.flip(a, axis=(9, 14))),
+        (ct.roll(x, 1, axis=14), np.roll(a, 1, axis=14)),
+        (ct.fft.fftn(x, axes=(8, 12)), np.fft.fftn(a, axes=(8, 12))),
+        (ct.sum(ct.asarray(z, device=device), axis=(9, 14)), z.sum(axis=(9, 14))),
+        (ct.linalg.solve(ct.asarray(m, device=device), ct.asarray(m, device=device)),
+         np.linalg.solve(m, m)),
+        (ct.linalg.det(ct.asarray(m, device=device)), np.linalg.det(m)),
+        (ct.vecdot(x, x, axis=9), np.sum(a * a, axis=9)),
+        (ct.nonzero(x > 0)[15], np.nonzero(a > 0)[15]),
+        (ct.meshgrid(*[ct.arange(2.0, device=device)] * 16)[15],
+         np.meshgrid(*[np.arange(2.0)] * 16)[15]),
+        (ct.take_along_axis(x, ct.argsort(x, axis=13), axis=13),
+         np.take_along_axis(a, np.argsort(a, axis=13), axis=13)),
+        (ct.squeeze(x, axis=(4, 7, 10, 13, 15)), np.squeeze(a, axis=(4, 7, 10, 13, 15))),
+    ]
+    for got, expected in cases:
+        _close(got, expected)
+
+
 def test_gradients(device):
     # sum over axes past the eighth of a broadcast product
     xa = _values((2, 1, 1, 2, 1, 1, 1, 1, 1, 2, 1, 1, 1, 1, 2, 1), 80)
