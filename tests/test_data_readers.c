@@ -120,7 +120,7 @@ TEST(test_data_idx_hostile_files) {
     hostile_case cases[9] = {
         {.name = "bad magic", .needle = "not an IDX file"},
         {.name = "bad type", .needle = "unknown IDX type byte 0x0a"},
-        {.name = "nine dimensions", .needle = "9 dimensions"},
+        {.name = "17 dimensions", .needle = "17 dimensions; ctensor supports at most 16"},
         {.name = "2^40 elements", .needle = "needs 1099511627776 bytes"},
         {.name = "shape overflow", .needle = "overflows"},
         {.name = "i16 shape overflow", .needle = "overflows"},
@@ -129,7 +129,8 @@ TEST(test_data_idx_hostile_files) {
         {.name = "no elements, sizes past 2^59", .needle = "multiply past 2^59"}};
     buf_bytes(&cases[0].file, "\x01\x00\x08\x01\x00\x00\x00\x01\x07", 9);
     idx_header(&cases[1].file, 0x0A, 1, (uint32_t[]){1});
-    idx_header(&cases[2].file, 0x08, 9, (uint32_t[]){1, 1, 1, 1, 1, 1, 1, 1, 1});
+    idx_header(&cases[2].file, 0x08, 17,
+               (uint32_t[]){1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1});
     idx_header(&cases[3].file, 0x08, 2, (uint32_t[]){1u << 20, 1u << 20});
     uint32_t max8[8] = {~0u, ~0u, ~0u, ~0u, ~0u, ~0u, ~0u, ~0u};
     idx_header(&cases[4].file, 0x0E, 8, max8);
@@ -344,7 +345,8 @@ static const struct {
     {"{'descr': '<f4', 'fortran_order': False, 'shape': (-2,)}", "non-negative integer"},
     {"{'descr': '<f4', 'fortran_order': False, 'shape': (2 3)}", "expected ',' or ')'"},
     {"{'descr': '<f4' 'fortran_order': False, 'shape': (2,)}", "expected ',' or '}'"},
-    {"{'descr': '<f4', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1,1,1)}", "more than 8"},
+    {"{'descr': '<f4', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1)}",
+     "more than 16 dimensions (ctensor supports at most 16)"},
     {"{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,)}", "too large"},
     {"{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 4294967296)}",
      "overflows"},

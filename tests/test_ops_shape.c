@@ -197,8 +197,9 @@ DEVICE_TEST(test_ops_shape_reshape_errors) {
     CHECK_ERROR(CT_ERR_SHAPE, "ct_reshape: shape (5, 5) holds 25 elements but the tensor has 24");
     CHECK(ct_reshape(x, 2, (int64_t[]){-2, -12}) == NULL);
     CHECK_ERROR(CT_ERR_SHAPE, "size -2 of axis 0 is negative");
-    CHECK(ct_reshape(x, 9, (int64_t[]){1, 1, 1, 1, 1, 1, 1, 1, 24}) == NULL);
-    CHECK_ERROR(CT_ERR_SHAPE, "rank 9 is outside 0..8");
+    CHECK(ct_reshape(x, 17, (int64_t[]){1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 24}) ==
+          NULL);
+    CHECK_ERROR(CT_ERR_SHAPE, "rank 17 is outside 0..16");
     CHECK(ct_view(x, 2, NULL) == NULL);
     CHECK_ERROR(CT_ERR_INVALID_ARG, "ct_view: shape is NULL");
     ct_tensor *t = ct_transpose(x, 0, 1);
@@ -298,10 +299,10 @@ DEVICE_TEST(test_ops_shape_squeeze_unsqueeze) {
     CHECK(ct_squeeze(s, 0) == NULL);
     CHECK_ERROR(CT_ERR_INVALID_ARG, "ct_squeeze: axis 0 is out of range for a tensor of rank 0 "
                                     "(it has no axes)");
-    int64_t max_rank[8] = {1, 1, 1, 1, 1, 1, 1, 1};
-    ct_tensor *big = ct_reshape(s, 8, max_rank);
+    int64_t max_rank[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    ct_tensor *big = ct_reshape(s, 16, max_rank);
     CHECK(ct_unsqueeze(big, 0) == NULL);
-    CHECK_ERROR(CT_ERR_SHAPE, "maximum rank 8");
+    CHECK_ERROR(CT_ERR_SHAPE, "maximum rank 16");
     ct_release(big);
     ct_release(s0);
     ct_release(s1);
@@ -437,7 +438,7 @@ DEVICE_TEST(test_ops_shape_expand_errors) {
     CHECK(ct_expand(x, 2, (int64_t[]){3, -5}) == NULL);
     CHECK_ERROR(CT_ERR_SHAPE, "size -5 for axis 1");
     CHECK(ct_expand(x, 1, (int64_t[]){3}) == NULL);
-    CHECK_ERROR(CT_ERR_SHAPE, "rank 1 is outside 2..8");
+    CHECK_ERROR(CT_ERR_SHAPE, "rank 1 is outside 2..16");
     CHECK(ct_expand(x, 2, NULL) == NULL);
     CHECK_ERROR(CT_ERR_INVALID_ARG, "ct_expand: shape is NULL");
     ct_release(x);

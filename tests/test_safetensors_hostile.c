@@ -43,8 +43,9 @@ static const hostile_case cases[] = {
      0, "more elements than fit in 64 bits"},
     {"{\"a\":{\"dtype\":\"F64\",\"shape\":[4611686018427387904],\"data_offsets\":[0,0]}}", 0,
      "larger than 2^64 bytes"},
-    {"{\"a\":{\"dtype\":\"F32\",\"shape\":[1,1,1,1,1,1,1,1,1],\"data_offsets\":[0,4]}}", 4,
-     "shape has more than 8 entries"},
+    {"{\"a\":{\"dtype\":\"F32\",\"shape\":[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1],"
+     "\"data_offsets\":[0,4]}}",
+     4, "shape has more than 16 entries (ctensor supports at most that many dimensions)"},
     {"{\"a\":{\"dtype\":\"F32\",\"shape\":[9223372036854775808],\"data_offsets\":[0,4]}}", 4,
      "above 2^63 - 1"},
     {"{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0]}}", 4, "has 1 data_offsets"},

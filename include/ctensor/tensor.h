@@ -26,7 +26,9 @@
 extern "C" {
 #endif
 
-#define CT_MAX_DIMS 8
+/* The most axes a tensor may have. Kernels of every backend take this many; a larger rank is
+ * CT_ERR_SHAPE, naming the limit. */
+#define CT_MAX_DIMS 16
 
 typedef struct ct_tensor ct_tensor;
 

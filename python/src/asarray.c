@@ -180,8 +180,10 @@ static int leaf_kind(PyObject *o) {
 static int walk_shape(PyObject *o, nest *n) {
     while (PyList_Check(o) || PyTuple_Check(o)) {
         if (n->ndim == CT_MAX_DIMS) {
-            PyErr_Format(PyExc_ValueError, "asarray: a nested sequence deeper than %d",
-                         CT_MAX_DIMS);
+            ctpy_raise_status(CT_ERR_SHAPE,
+                              "asarray: a nested sequence deeper than %d (ctensor has at most %d "
+                              "axes)",
+                              CT_MAX_DIMS, CT_MAX_DIMS);
             return -1;
         }
         Py_ssize_t size = PySequence_Fast_GET_SIZE(o);
@@ -413,8 +415,8 @@ static ct_tensor *from_buffer(PyObject *o, ct_dtype dtype, ct_device device) {
     int64_t shape[CT_MAX_DIMS], strides[CT_MAX_DIMS];
     bool ok = view->ndim <= CT_MAX_DIMS;
     if (!ok)
-        PyErr_Format(PyExc_ValueError, "a buffer of %d dimensions (ctensor has at most %d)",
-                     view->ndim, CT_MAX_DIMS);
+        ctpy_raise_status(CT_ERR_SHAPE, "a buffer of %d dimensions (ctensor has at most %d)",
+                          view->ndim, CT_MAX_DIMS);
     ok = ok && dtype_of_format(view->format, view->itemsize, &own) == 0;
     for (int d = 0; ok && d < view->ndim; d++) {
         shape[d] = view->shape[d];

@@ -41,7 +41,7 @@ static PyObject *tensor_view(PyObject *self, PyObject *const *args, Py_ssize_t n
     if (out) return ctpy_wrap(out);
     if (ct_last_status() != CT_ERR_SHAPE) return ctpy_raise();
     ct_clear_error(); /* the C message names ct_view: this one is in Python's words */
-    char text[160];
+    char text[CT_MAX_DIMS * 22 + 4]; /* every size at its longest, "(", ")" and a NUL */
     shape_text(t, text, sizeof text);
     int64_t known = 1; /* the element count of the sizes other than -1 */
     int infer = 0;

@@ -34,7 +34,9 @@ typedef ct_status (*ct__backward_fn)(ct__node *node, const ct_tensor *grad_out,
                                      ct_tensor **grad_in);
 
 #define CT_NODE_MAX_SAVED 6
-#define CT_NODE_MAX_PARAMS 16
+/* The most parameters of each kind: a reduction keeps its op and a flag for each of up to
+ * CT_MAX_DIMS axes. */
+#define CT_NODE_MAX_PARAMS (CT_MAX_DIMS + 1)
 
 struct ct__node {
     atomic_int refcount;

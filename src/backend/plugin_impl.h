@@ -16,7 +16,8 @@
 extern "C" {
 #endif
 
-#define CT_PLUGIN_ABI_VERSION 2
+/* 3: CT_MAX_DIMS 16 (the kernel argument structs' axis arrays doubled). */
+#define CT_PLUGIN_ABI_VERSION 3
 
 typedef struct ct__plugin_host {
     /* Record a failure on the calling thread (ct_last_status / ct_last_error). */

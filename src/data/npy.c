@@ -120,7 +120,11 @@ static ct_status parse_shape(npy_parser *p) {
     p->ndim = 0;
     bool comma = false;
     while (!accept(p, ')')) {
-        if (p->ndim == CT_MAX_DIMS) return parse_error(p, "more than 8 dimensions");
+        if (p->ndim == CT_MAX_DIMS)
+            return ct__data_format_error(p->f, p->base + p->pos,
+                                         "bad NPY header: more than %d dimensions (ctensor "
+                                         "supports at most %d)",
+                                         CT_MAX_DIMS, CT_MAX_DIMS);
         if (p->ndim > 0 && !comma) return parse_error(p, "expected ',' or ')' in the shape");
         if (parse_int(p, &p->shape[p->ndim]) != CT_OK) return ct_last_status();
         p->ndim++;

@@ -228,9 +228,10 @@ static ct_status parse_uint(parser *p, const char *what, uint64_t *out) {
     return CT_OK;
 }
 
-/* An array of at most max integers. */
+/* An array of at most max integers; `why` (a clause after the count) says where max comes
+ * from, in the message for a longer one. */
 static ct_status parse_uint_array(parser *p, const char *what, uint64_t *values, int max,
-                                  int *count) {
+                                  const char *why, int *count) {
     if (expect(p, '[', what) != CT_OK) return ct_last_status();
     *count = 0;
     if (peek(p) == ']') {
@@ -240,7 +241,8 @@ static ct_status parse_uint_array(parser *p, const char *what, uint64_t *values,
     char context[32];
     snprintf(context, sizeof context, "in %s", what);
     for (bool done = false; !done;) {
-        if (*count == max) return fail_at(p, p->pos, "%s has more than %d entries", what, max);
+        if (*count == max)
+            return fail_at(p, p->pos, "%s has more than %d entries%s", what, max, why);
         if (parse_uint(p, what, &values[(*count)++]) != CT_OK) return ct_last_status();
         if (next_item(p, ']', context, &done) != CT_OK) return ct_last_status();
     }
@@ -269,7 +271,9 @@ static ct_status parse_dtype(parser *p, ct__st_entry *e) {
 static ct_status parse_shape(parser *p, ct__st_entry *e) {
     uint64_t dims[CT_MAX_DIMS];
     size_t at = p->pos;
-    if (parse_uint_array(p, "shape", dims, CT_MAX_DIMS, &e->ndim) != CT_OK) return ct_last_status();
+    if (parse_uint_array(p, "shape", dims, CT_MAX_DIMS,
+                         " (ctensor supports at most that many dimensions)", &e->ndim) != CT_OK)
+        return ct_last_status();
     for (int i = 0; i < e->ndim; i++) {
         if (dims[i] > (uint64_t)INT64_MAX)
             return fail_at(p, at, "tensor \"%.64s\" has dimension %d of size %llu, above 2^63 - 1",
@@ -283,7 +287,8 @@ static ct_status parse_offsets(parser *p, ct__st_entry *e) {
     uint64_t offsets[2];
     int count;
     size_t at = p->pos;
-    if (parse_uint_array(p, "data_offsets", offsets, 2, &count) != CT_OK) return ct_last_status();
+    if (parse_uint_array(p, "data_offsets", offsets, 2, "", &count) != CT_OK)
+        return ct_last_status();
     if (count != 2)
         return fail_at(p, at, "tensor \"%.64s\" has %d data_offsets; expected [begin, end]",
                        e->name, count);

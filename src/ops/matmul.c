@@ -53,7 +53,7 @@ static matrix_view as_matrices(const ct_tensor *t, bool is_b) {
 
 /* CT_ERR_SHAPE with a message naming both shapes, then detail. */
 static ct_status shape_error(const ct_tensor *a, const ct_tensor *b, const char *detail) {
-    char sa[160], sb[160];
+    char sa[CT__SHAPE_TEXT_SIZE], sb[CT__SHAPE_TEXT_SIZE];
     shape_str(sa, sizeof sa, a);
     shape_str(sb, sizeof sb, b);
     return ct__error(CT_ERR_SHAPE, OP ": %s @ %s: %s", sa, sb, detail);

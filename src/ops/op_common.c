@@ -81,7 +81,7 @@ ct_status ct__broadcast_shapes(const char *op, int n, const ct_tensor *const *ar
                 shape[od] = size;
                 continue;
             }
-            char sa[160], sb[160];
+            char sa[CT__SHAPE_TEXT_SIZE], sb[CT__SHAPE_TEXT_SIZE];
             format_shape(sa, sizeof sa, t->ndim, t->shape);
             format_shape(sb, sizeof sb, args[0]->ndim, args[0]->shape);
             return ct__error(CT_ERR_SHAPE,

@@ -39,6 +39,10 @@ ct_tensor *ct__complex_from_parts(const ct_tensor *re, const ct_tensor *im, ct_d
 ct_tensor *ct__complex_reduce(const char *name, ct__reduce_op op, const ct_tensor *x,
                               const bool *reduced, bool keepdim);
 
+/* Room for a shape's (or strides') text in a message, "(s0, s1, ...)" with every one of
+ * CT_MAX_DIMS numbers at its longest ("-9223372036854775808"), and ",)" and a NUL. */
+#define CT__SHAPE_TEXT_SIZE (CT_MAX_DIMS * 22 + 4)
+
 /* The NumPy broadcast of n shapes; CT_ERR_SHAPE naming both sides when they clash. */
 ct_status ct__broadcast_shapes(const char *op, int n, const ct_tensor *const *args, int *ndim,
                                int64_t *shape);

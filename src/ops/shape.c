@@ -50,7 +50,7 @@ static ct_status infer_shape(const char *op, const ct_tensor *x, int ndim, const
             return ct__error(CT_ERR_SHAPE, "%s: the shape's element count overflows", op);
         }
     }
-    char want[200];
+    char want[CT__SHAPE_TEXT_SIZE];
     shape_text(want, sizeof want, ndim, shape);
     if (inferred >= 0) {
         if (known == 0 || x->numel % known != 0)
@@ -115,7 +115,7 @@ static ct_tensor *reshaped(const char *op, const ct_tensor *x, int ndim, const i
     if (view_strides(x, ndim, shape, strides))
         return ct__tensor_view(x, x->dtype, ndim, shape, strides, x->offset);
     if (!allow_copy) {
-        char from[200], to[200], st[200];
+        char from[CT__SHAPE_TEXT_SIZE], to[CT__SHAPE_TEXT_SIZE], st[CT__SHAPE_TEXT_SIZE];
         shape_text(from, sizeof from, x->ndim, x->shape);
         shape_text(st, sizeof st, x->ndim, x->strides);
         shape_text(to, sizeof to, ndim, shape);

@@ -195,7 +195,10 @@ static ct_tensor *tensordot(const ct_tensor *a, const ct_tensor *b, int n, const
     if (n < 0 || n > a->ndim || n > b->ndim || (n && (!axes_a || !axes_b)))
         return ct__fail(CT_ERR_INVALID_ARG, "%s: %d axis pairs for operands of rank %d and %d", op,
                         n, a->ndim, b->ndim);
-    int64_t shape[2 * CT_MAX_DIMS];
+    if (a->ndim + b->ndim - 2 * n > CT_MAX_DIMS)
+        return ct__fail(CT_ERR_SHAPE, "%s: the result would have rank %d (at most %d)", op,
+                        a->ndim + b->ndim - 2 * n, CT_MAX_DIMS);
+    int64_t shape[CT_MAX_DIMS];
     int fa = 0, fb = 0, na[CT_MAX_DIMS], nb[CT_MAX_DIMS];
     ct_tensor *ma = as_matrix(op, a, n, axes_a, false, shape, &fa, na);
     ct_tensor *mb = ma ? as_matrix(op, b, n, axes_b, true, shape + fa, &fb, nb) : NULL;
@@ -209,12 +212,7 @@ static ct_tensor *tensordot(const ct_tensor *a, const ct_tensor *b, int n, const
             mb = NULL;
         }
     ct_tensor *product = mb ? ct_matmul(ma, mb) : NULL;
-    ct_tensor *out = NULL;
-    if (product && fa + fb > CT_MAX_DIMS)
-        ct__error(CT_ERR_SHAPE, "%s: the result would have rank %d (at most %d)", op, fa + fb,
-                  CT_MAX_DIMS);
-    else if (product)
-        out = ct_reshape(product, fa + fb, shape);
+    ct_tensor *out = product ? ct_reshape(product, fa + fb, shape) : NULL;
     ct_release(ma);
     ct_release(mb);
     ct_release(product);

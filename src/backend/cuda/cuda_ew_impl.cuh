@@ -28,7 +28,10 @@
 
 #include "backend/cuda/cuda_impl.h"
 #include "backend/cuda/cuda_load_impl.cuh"
+#include "backend/cuda/cuda_param_impl.cuh"
 #include "core/dtype_impl.h"
+
+CT_CUDA_BY_VALUE_FITS(ct__ew_args);
 
 #define CT_EW_DEV static __device__ __forceinline__
 

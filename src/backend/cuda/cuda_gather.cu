@@ -12,6 +12,7 @@
 
 #include "backend/cuda/cuda_impl.h"
 #include "backend/cuda/cuda_load_impl.cuh"
+#include "backend/cuda/cuda_param_impl.cuh"
 
 namespace {
 
@@ -32,6 +33,7 @@ struct gather_geom {
     bool index_i32;
     int64_t axis_size, axis_stride; // axis stride in bytes
 };
+CT_CUDA_BY_VALUE_FITS(gather_geom);
 
 // Byte offsets of linear position i (C order) in the three operands.
 static __host__ __device__ void gather_offsets(const gather_geom &g, int64_t i, int64_t off[3]) {

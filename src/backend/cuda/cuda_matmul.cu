@@ -27,6 +27,7 @@
 #include "backend/cuda/cuda_impl.h"
 #include "backend/gemm_layout_impl.h"
 #include "backend/cuda/cuda_load_impl.cuh"
+#include "backend/cuda/cuda_param_impl.cuh"
 
 namespace {
 
@@ -174,6 +175,7 @@ struct pack_geom {
     int64_t rows, cols, rs, cs, total;
     int elem_size;
 };
+CT_CUDA_BY_VALUE_FITS(pack_geom);
 
 __global__ void __launch_bounds__(PACK_THREADS) pack_kernel(pack_geom g) {
     int64_t step = (int64_t)gridDim.x * blockDim.x;
@@ -202,6 +204,7 @@ struct pointer_geom {
     char *out;
     int64_t count, elem_size;
 };
+CT_CUDA_BY_VALUE_FITS(pointer_geom);
 
 __global__ void __launch_bounds__(PACK_THREADS) pointers_kernel(pointer_geom g, void **ptrs) {
     int64_t step = (int64_t)gridDim.x * blockDim.x;
@@ -226,6 +229,7 @@ struct int_geom {
     int64_t m, n, k, a_rs, a_cs, b_rs, b_cs, out_rs, batches, elem_size;
     ct_dtype dtype;
 };
+CT_CUDA_BY_VALUE_FITS(int_geom);
 
 __global__ void __launch_bounds__(ITILE *ITILE) int_matmul_kernel(int_geom g) {
     __shared__ uint64_t ta[ITILE][ITILE], tb[ITILE][ITILE];

@@ -13,7 +13,12 @@
 
 #include "backend/cuda/cuda_load_impl.cuh"
 #include "backend/cuda/cuda_impl.h"
+#include "backend/cuda/cuda_param_impl.cuh"
 #include "backend/norm_args_impl.h"
+
+// The kernel arguments that carry a CT_MAX_DIMS-axis geometry.
+CT_CUDA_BY_VALUE_FITS(ct__index_add_args);
+CT_CUDA_BY_VALUE_FITS(ct__attention_args);
 
 #define NN_DEV static __device__ __forceinline__
 

@@ -28,6 +28,7 @@
 
 #include "backend/cuda/cuda_impl.h"
 #include "backend/cuda/cuda_load_impl.cuh"
+#include "backend/cuda/cuda_param_impl.cuh"
 
 namespace {
 
@@ -91,6 +92,7 @@ struct reduce_geom {
     bool fused; // var/std with one chunk per output: both passes in one kernel
     double correction;
 };
+CT_CUDA_BY_VALUE_FITS(reduce_geom);
 
 // ---- accumulators ----
 
