@@ -46,6 +46,7 @@ static const struct {
     {"softmax", "softmax", F32},
     {"log_softmax", "log_softmax", F32},
     {"cumsum", "cumulative_sum", F32},
+    {"cumprod", "cumulative_prod", F32},
     {"sum", "sum", F32},
     {"atan2", "atan2", PROMOTE},
     {"tensordot", "tensordot", PROMOTE},
