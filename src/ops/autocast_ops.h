@@ -18,7 +18,7 @@
     X(layer_norm, LAYER_NORM, F32)                                                                 \
     X(mse_loss, MSE_LOSS, F32)                                                                     \
     X(cross_entropy, CROSS_ENTROPY, F32)                                                           \
-    /* cumsum and cumprod; called with an explicit dtype they run in that dtype, as PyTorch's */    \
+    /* cumsum and cumprod; called with an explicit dtype they run in that dtype, as PyTorch's */   \
     X(cumulative_sum, CUMULATIVE_SUM, F32)                                                         \
     X(cumulative_prod, CUMULATIVE_PROD, F32)                                                       \
     /* ctensor's additions to the f32 list: sums (as sum), and batch norm's statistics */          \

@@ -19,8 +19,9 @@ static ct_tensor *edge_of(const char *op, const char *what, const ct_tensor *x, 
         return out;
     }
     if (e->ndim != x->ndim)
-        return ct__fail(CT_ERR_SHAPE, "%s: %s has rank %d and x rank %d; give a 0-d %s or one of x's rank",
-                        op, what, e->ndim, x->ndim, what);
+        return ct__fail(CT_ERR_SHAPE,
+                        "%s: %s has rank %d and x rank %d; give a 0-d %s or one of x's rank", op,
+                        what, e->ndim, x->ndim, what);
     for (int d = 0; d < x->ndim; d++)
         if (d != axis && e->shape[d] != x->shape[d])
             return ct__fail(CT_ERR_SHAPE,

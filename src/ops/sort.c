@@ -238,8 +238,7 @@ static ct_tensor *cumprod_gradient(const ct_tensor *x, const ct_tensor *y, const
     ct_tensor *y1 = ct_cumulative_prod(ct_where(first, one, x), axis, g->dtype, false);
     ct_tensor *b = reverse_cumsum(times_conj(g, y1), axis);
     ct_tensor *grad = ct_where(before, a, ct_where(first, b, zero));
-    return grad && ct__is_complex(grad->dtype) && !ct__is_complex(x->dtype) ? ct_real(grad)
-                                                                           : grad;
+    return grad && ct__is_complex(grad->dtype) && !ct__is_complex(x->dtype) ? ct_real(grad) : grad;
 }
 
 static ct_status cumprod_backward(ct__node *node, const ct_tensor *g, ct_tensor **grad_in) {
@@ -292,12 +291,11 @@ static ct_tensor *cumulative_prod(const ct_tensor *x, int axis, ct_dtype dtype,
     ct_dtype out_dtype = cumprod_dtype(x->dtype, dtype);
     if (ct__is_complex(x->dtype) && !ct__is_complex(out_dtype))
         return ct__fail(CT_ERR_DTYPE,
-                        "%s: x is %s and the dtype asked, %s, is real; ask for a complex dtype",
-                        op, ct_dtype_name(x->dtype), ct_dtype_name(out_dtype));
+                        "%s: x is %s and the dtype asked, %s, is real; ask for a complex dtype", op,
+                        ct_dtype_name(x->dtype), ct_dtype_name(out_dtype));
     if (x->ndim == 0)
         return ct__fail(CT_ERR_SHAPE,
-                        "%s: x is 0-d; it needs an axis to multiply along (reshape it to 1-D)",
-                        op);
+                        "%s: x is 0-d; it needs an axis to multiply along (reshape it to 1-D)", op);
     if (ct__normalize_axis(op, axis, x->ndim, &a) != CT_OK) return NULL;
     ct_tensor *rows = rows_of(x, a, perm), *out = NULL;
     if (rows) {

@@ -146,7 +146,8 @@ static void cumprod_row(const ct__sort_args *a, int64_t r) {
     if (ct__is_complex(a->out_dtype) || ct__is_complex(a->dtype)) {
         ct__z acc = ct__z_make(1.0, 0.0);
         for (int64_t i = 0; i < a->n; i++) {
-            acc = ct__z_mul(acc, ct__load_c128(in + (size_t)(i * a->in_stride) * in_size, a->dtype));
+            acc =
+                ct__z_mul(acc, ct__load_c128(in + (size_t)(i * a->in_stride) * in_size, a->dtype));
             ct__store_c128(out + (size_t)i * out_size, a->out_dtype, acc);
         }
         return;
