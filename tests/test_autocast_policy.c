@@ -197,6 +197,8 @@ DEVICE_TEST(test_autocast_policy_of_the_other_ops) {
     /* F32, unless called with an explicit dtype */
     CHECK(ct_dtype_of(ct_cumulative_sum(h, 0, CT_CUMSUM_DEFAULT_DTYPE, false)) == CT_F32);
     CHECK(ct_dtype_of(ct_cumulative_sum(h, 0, CT_BF16, false)) == CT_BF16);
+    CHECK(ct_dtype_of(ct_cumulative_prod(h, 0, CT_CUMSUM_DEFAULT_DTYPE, false)) == CT_F32);
+    CHECK(ct_dtype_of(ct_cumulative_prod(h, 0, CT_BF16, false)) == CT_BF16);
     /* PROMOTE: the widest input */
     CHECK(ct_dtype_of(ct_scatter_add(h, 0, index, f4)) == CT_F32);
     CHECK(ct_dtype_of(ct_scatter_add(h, 0, index, ct_slice(h, 0, 0, 4, 1))) == CT_BF16);
