@@ -314,6 +314,10 @@ DEVICE_TEST(test_diff_orders_prepend_append) {
         ct_tensor *empty = ct_diff(x, 1, 9, NULL, NULL);
         CHECK(empty && ct_shape(empty)[0] == 3 && ct_shape(empty)[1] == 0);
         ct_release(empty);
+        empty = ct_diff(x, 0, INT64_MAX, pre, NULL); /* stops once the axis is empty */
+        CHECK(empty && ct_shape(empty)[0] == 0 && ct_shape(empty)[1] == 4);
+        CHECK(ct_dtype_of(empty) == CT_F64);
+        ct_release(empty);
         ct_release(pre);
         ct_release(post);
         ct_release(x);

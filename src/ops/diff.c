@@ -73,7 +73,8 @@ ct_tensor *ct_diff(const ct_tensor *x, int axis, int64_t n, const ct_tensor *pre
                         (long long)n);
     if (n == 0) return ct__new_ref(x);
     ct_tensor *t = joined(op, x, a, prepend, append);
-    for (int64_t k = 0; t && k < n; k++) {
+    /* once the axis is empty, further differences leave it so (and keep the dtype) */
+    for (int64_t k = 0; t && k < n && (k == 0 || t->shape[a] > 0); k++) {
         ct_tensor *next = difference(t, a);
         ct_release(t);
         t = next;

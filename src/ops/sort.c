@@ -205,8 +205,11 @@ ct_tensor *ct_cumulative_sum(const ct_tensor *x, int axis, ct_dtype dtype, bool 
     return out;
 }
 
-/* t's running sum along axis from the end (sum of t[j] over j >= i), in t's dtype. */
+/* t's running sum along axis from the end (sum of t[j] over j >= i), in t's dtype. The
+ * helpers of the backward rule run in its scope (which releases what they make) and pass a
+ * NULL on, as the ops do. */
 static ct_tensor *reverse_cumsum(const ct_tensor *t, int axis) {
+    if (!t) return NULL;
     ct_tensor *rev = ct_slice(t, axis, INT64_MAX, INT64_MIN, -1);
     ct_tensor *sums = ct_cumulative_sum(rev, axis, t->dtype, false);
     return ct_slice(sums, axis, INT64_MAX, INT64_MIN, -1);
@@ -214,6 +217,7 @@ static ct_tensor *reverse_cumsum(const ct_tensor *t, int axis) {
 
 /* g * conj(t) (g * t for real operands). */
 static ct_tensor *times_conj(const ct_tensor *g, const ct_tensor *t) {
+    if (!g || !t) return NULL;
     return ct_mul(g, ct__is_complex(t->dtype) ? ct_conj(t) : t);
 }
 
