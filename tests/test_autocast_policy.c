@@ -46,6 +46,7 @@ static const struct {
     {"softmax", "softmax", F32},
     {"log_softmax", "log_softmax", F32},
     {"cumsum", "cumulative_sum", F32},
+    {"cumprod", "cumulative_prod", F32},
     {"sum", "sum", F32},
     {"atan2", "atan2", PROMOTE},
     {"tensordot", "tensordot", PROMOTE},
@@ -196,6 +197,8 @@ DEVICE_TEST(test_autocast_policy_of_the_other_ops) {
     /* F32, unless called with an explicit dtype */
     CHECK(ct_dtype_of(ct_cumulative_sum(h, 0, CT_CUMSUM_DEFAULT_DTYPE, false)) == CT_F32);
     CHECK(ct_dtype_of(ct_cumulative_sum(h, 0, CT_BF16, false)) == CT_BF16);
+    CHECK(ct_dtype_of(ct_cumulative_prod(h, 0, CT_CUMSUM_DEFAULT_DTYPE, false)) == CT_F32);
+    CHECK(ct_dtype_of(ct_cumulative_prod(h, 0, CT_BF16, false)) == CT_BF16);
     /* PROMOTE: the widest input */
     CHECK(ct_dtype_of(ct_scatter_add(h, 0, index, f4)) == CT_F32);
     CHECK(ct_dtype_of(ct_scatter_add(h, 0, index, ct_slice(h, 0, 0, 4, 1))) == CT_BF16);

@@ -52,7 +52,7 @@ typedef enum ct_profile_kind {
     CT_PROFILE_COPY,        /* copies and casts on a device */
     CT_PROFILE_TRANSFER,    /* copies between host and device, or between devices */
     CT_PROFILE_INDEX,       /* gather, index_add (embeddings, indexing) */
-    CT_PROFILE_SORT,        /* argsort, cumsum */
+    CT_PROFILE_SORT,        /* argsort, cumsum, cumprod */
     CT_PROFILE_KINDS
 } ct_profile_kind;
 

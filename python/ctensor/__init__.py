@@ -71,7 +71,7 @@ from ctensor import fft  # noqa: E402,F401  (the standard's fft extension, pytho
 from ctensor import tensor_methods  # noqa: E402,F401  (installs the Tensor methods)
 from ctensor.tensor_methods import return_types  # noqa: E402,F401
 from ctensor.torch_functions import (  # noqa: E402,F401
-    allclose, as_tensor, bmm, cat, chunk, clamp, concatenate, cumsum, double, flatten, float,
-    from_numpy, gather, get_default_dtype, half, index_select, int, is_floating_point, is_tensor,
-    isclose, log_softmax, long, masked_fill, max, min, mm, norm, numel, permute, randint,
-    randperm, short, softmax, split, tensor, topk, transpose, unsqueeze)
+    allclose, as_tensor, bmm, cat, chunk, clamp, concatenate, cumprod, cumsum, double, flatten,
+    float, from_numpy, gather, get_default_dtype, half, index_select, int, is_floating_point,
+    is_tensor, isclose, log_softmax, long, masked_fill, max, min, mm, norm, numel, permute,
+    randint, randperm, short, softmax, split, tensor, topk, transpose, unsqueeze)

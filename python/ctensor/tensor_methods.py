@@ -140,6 +140,14 @@ def cumsum(self, dim, dtype=None):
     return _C.cumulative_sum(self, axis=dim, dtype=dtype)
 
 
+def cumprod(self, dim, dtype=None):
+    return _C.cumulative_prod(self, axis=dim, dtype=dtype)
+
+
+def diff(self, n=1, dim=-1, prepend=None, append=None):
+    return _C.diff(self, n, axis=dim, prepend=prepend, append=append)
+
+
 def nonzero(self, as_tuple=False):
     """The indices of the non-zero elements: an (N, ndim) int64 array, or with as_tuple=True
     one index array per dimension (the array API's ct.nonzero)."""
@@ -336,7 +344,8 @@ def _idiv(a, b):
 def _methods():
     methods = {
         "max": max, "min": min, "std": std, "var": var, "norm": norm, "squeeze": squeeze,
-        "sort": sort, "argsort": argsort, "topk": topk, "cumsum": cumsum, "nonzero": nonzero,
+        "sort": sort, "argsort": argsort, "topk": topk, "cumsum": cumsum, "cumprod": cumprod,
+        "diff": diff, "nonzero": nonzero,
         "expand": expand, "expand_as": lambda self, other: _C.broadcast_to(self, other.shape),
         "repeat": repeat, "split": split, "chunk": chunk, "gather": gather,
         "index_select": index_select, "scatter_": scatter_, "scatter": scatter, "where": where,

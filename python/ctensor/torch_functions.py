@@ -1,12 +1,12 @@
 """PyTorch's everyday module functions, beside the array API's namespace.
 
 ct.tensor, ct.from_numpy, ct.cat, ct.randint, ct.randperm, ct.allclose, ct.isclose, ct.numel,
-ct.clamp, ct.topk, ct.flatten, ct.unsqueeze, ct.transpose, ct.permute, ct.cumsum, ct.gather,
-ct.index_select, ct.split, ct.chunk, ct.softmax, ct.log_softmax, ct.is_tensor, ...; the dtype
-aliases ct.float (float32), ct.double, ct.half, ct.long (int64), ct.int (int32), ct.short; and
-ct.max / ct.min, which are the standard's reductions unless called in PyTorch's words (a dim,
-given by keyword or as the second argument, gives (values, indices); a second array gives the
-elementwise maximum). The namespace's functions take dim= and keepdim= themselves (C).
+ct.clamp, ct.topk, ct.flatten, ct.unsqueeze, ct.transpose, ct.permute, ct.cumsum, ct.cumprod,
+ct.gather, ct.index_select, ct.split, ct.chunk, ct.softmax, ct.log_softmax, ct.is_tensor, ...;
+the dtype aliases ct.float (float32), ct.double, ct.half, ct.long (int64), ct.int (int32),
+ct.short; and ct.max / ct.min, which are the standard's reductions unless called in PyTorch's
+words (a dim, given by keyword or as the second argument, gives (values, indices); a second
+array gives the elementwise maximum). The namespace's functions take dim= and keepdim= themselves (C).
 """
 import builtins
 
@@ -151,6 +151,10 @@ def permute(x, dims):
 
 def cumsum(x, dim, dtype=None):
     return _C.cumulative_sum(x, axis=dim, dtype=dtype)
+
+
+def cumprod(x, dim, dtype=None):
+    return _C.cumulative_prod(x, axis=dim, dtype=dtype)
 
 
 def gather(x, dim, index):

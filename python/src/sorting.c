@@ -1,9 +1,11 @@
 /* Sorting, searching, sets and the composed manipulation functions of the array API over
- * the C library's (ctensor/sorting.h): sort, argsort, cumulative_sum, nonzero,
- * searchsorted, unique_all, unique_counts, unique_inverse, unique_values, tril, triu,
- * tile, repeat, tensordot; and the cheap ones composed of C ops: take_along_axis (ct_gather),
- * count_nonzero, positive, logical_xor. The unique_* results are named tuples (struct sequences)
- * with the standard's field names. */
+ * the C library's (ctensor/sorting.h): sort, argsort, cumulative_sum, cumulative_prod,
+ * nonzero, searchsorted, isin, unique_all, unique_counts, unique_inverse, unique_values, tril,
+ * triu, tile, repeat, tensordot, diff; and the cheap ones composed of C ops: take_along_axis
+ * (ct_gather), count_nonzero, positive, logical_xor. The unique_* results are named tuples (struct
+ * sequences) with the standard's field names. */
+#include <math.h>
+
 #include "ctpy_impl.h"
 
 typedef ct_tensor *(*sort_fn)(const ct_tensor *, int, bool);
@@ -32,27 +34,111 @@ static PyObject *py_argsort(PyObject *self, PyObject *args, PyObject *kwargs) {
     return sorted(args, kwargs, "argsort", "O|O&pp:argsort", ct_argsort);
 }
 
-static PyObject *py_cumulative_sum(PyObject *self, PyObject *args, PyObject *kwargs) {
+typedef ct_tensor *(*scan_fn)(const ct_tensor *, int, ct_dtype, bool);
+
+/* cumulative_sum and cumulative_prod: (x, *, axis=None, dtype=None, include_initial=False). */
+static PyObject *scanned(PyObject *args, PyObject *kwargs, const char *name, const char *format,
+                         scan_fn fn) {
     static char *keywords[] = {"x", "axis", "dtype", "include_initial", NULL};
     PyObject *x, *axis_obj = Py_None;
     int dtype = -1, initial = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$OO&p:cumulative_sum", keywords, &x,
-                                     &axis_obj, ctpy_opt_dtype, &dtype, &initial))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, format, keywords, &x, &axis_obj, ctpy_opt_dtype,
+                                     &dtype, &initial))
         return NULL;
     int axis = 0;
-    if (axis_obj != Py_None && ctpy_axis_value(axis_obj, "cumulative_sum: axis", &axis) < 0)
-        return NULL;
-    ct_tensor *t = ctpy_tensor_arg(x, "cumulative_sum", NULL), *out;
+    char what[48];
+    snprintf(what, sizeof what, "%s: axis", name);
+    if (axis_obj != Py_None && ctpy_axis_value(axis_obj, what, &axis) < 0) return NULL;
+    ct_tensor *t = ctpy_tensor_arg(x, name, NULL), *out;
     if (!t) return NULL;
     if (axis_obj == Py_None && ct_ndim(t) != 1) {
-        ctpy_raise_status(CT_ERR_SHAPE, "cumulative_sum: x has %d axes; give axis= unless x is 1-D",
+        ctpy_raise_status(CT_ERR_SHAPE, "%s: x has %d axes; give axis= unless x is 1-D", name,
                           ct_ndim(t));
         ct_release(t);
         return NULL;
     }
-    CTPY_NOGIL(out = ct_cumulative_sum(t, axis, (ct_dtype)dtype, initial));
+    CTPY_NOGIL(out = fn(t, axis, (ct_dtype)dtype, initial));
     ct_release(t);
     return ctpy_wrap(out);
+}
+
+static PyObject *py_cumulative_sum(PyObject *self, PyObject *args, PyObject *kwargs) {
+    return scanned(args, kwargs, "cumulative_sum", "O|$OO&p:cumulative_sum", ct_cumulative_sum);
+}
+
+static PyObject *py_cumulative_prod(PyObject *self, PyObject *args, PyObject *kwargs) {
+    return scanned(args, kwargs, "cumulative_prod", "O|$OO&p:cumulative_prod", ct_cumulative_prod);
+}
+
+/* o beside the tensor t: a Python bool, int or float as a 0-d tensor on t's device, of t's
+ * dtype where that holds its value (weak, as torch takes a scalar beside a tensor), else
+ * float64 (a fraction beside integers) or int64 (an integer out of t's range, or beside
+ * bool); any other o as ctpy_tensor_arg converts it. */
+static ct_tensor *beside(PyObject *o, const ct_tensor *t, const char *fn) {
+    if (!ctpy_is_scalar(o)) return ctpy_tensor_arg(o, fn, t);
+    double s = PyFloat_AsDouble(o);
+    if (s == -1.0 && PyErr_Occurred()) return NULL;
+    ct_dtype dtype = ct_dtype_of(t);
+    if (ct_dtype_is_integer(dtype)) {
+        double bits = (double)(8 * ct_dtype_size(dtype));
+        double lo = ct_dtype_is_unsigned(dtype) ? 0.0 : -ldexp(1.0, (int)bits - 1);
+        double hi = ct_dtype_is_unsigned(dtype) ? ldexp(1.0, (int)bits) : -lo;
+        if (s != floor(s))
+            dtype = CT_F64;
+        else if (s < lo || s >= hi)
+            dtype = CT_I64;
+    } else if (dtype == CT_BOOL && !PyBool_Check(o)) {
+        dtype = s == floor(s) ? CT_I64 : CT_F64;
+    }
+    ct_tensor *out = ct_full(0, NULL, s, dtype, ct_device_of(t));
+    if (!out) ctpy_raise();
+    return out;
+}
+
+/* diff(x, /, *, axis=-1, n=1, prepend=None, append=None), n also second (torch.diff's
+ * order): prepend and append may be Python scalars (typed beside x) or arrays. */
+static PyObject *py_diff(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"x", "n", "axis", "prepend", "append", NULL};
+    PyObject *x, *pre = Py_None, *post = Py_None;
+    int axis = -1;
+    long long n = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|L$O&OO:diff", keywords, &x, &n, ctpy_axis_arg,
+                                     &axis, &pre, &post))
+        return NULL;
+    ct_tensor *t = ctpy_tensor_arg(x, "diff", NULL), *out = NULL;
+    ct_tensor *p = t && pre != Py_None ? beside(pre, t, "diff") : NULL;
+    ct_tensor *q = t && post != Py_None ? beside(post, t, "diff") : NULL;
+    bool converted = t && (pre == Py_None || p) && (post == Py_None || q);
+    if (converted) CTPY_NOGIL(out = ct_diff(t, axis, (int64_t)n, p, q));
+    ct_release(t);
+    ct_release(p);
+    ct_release(q);
+    return converted ? ctpy_wrap(out) : NULL;
+}
+
+/* isin(elements, test_elements, *, assume_unique=False, invert=False): either side may be a
+ * Python scalar (typed beside the other side, as torch.isin takes it). */
+static PyObject *py_isin(PyObject *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"elements", "test_elements", "assume_unique", "invert", NULL};
+    PyObject *a, *b;
+    int unique = 0, invert = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$pp:isin", keywords, &a, &b, &unique,
+                                     &invert))
+        return NULL;
+    bool scalar_first = ctpy_is_scalar(a) && !ctpy_is_scalar(b);
+    ct_tensor *x = NULL, *y = NULL, *out = NULL;
+    if (scalar_first) {
+        y = ctpy_tensor_arg(b, "isin", NULL);
+        x = y ? beside(a, y, "isin") : NULL;
+    } else {
+        x = ctpy_tensor_arg(a, "isin", ctpy_tensor_or_null(b));
+        y = x ? beside(b, x, "isin") : NULL;
+    }
+    bool converted = x && y;
+    if (converted) CTPY_NOGIL(out = ct_isin(x, y, unique, invert));
+    ct_release(x);
+    ct_release(y);
+    return converted ? ctpy_wrap(out) : NULL;
 }
 
 /* A tuple of n wrapped tensors (consumed), or NULL when one is missing. */
@@ -352,6 +438,11 @@ PyMethodDef ctpy_sorting_functions[] = {
     {"argsort", KW py_argsort, KWARGS, "argsort(x, *, axis=-1, descending=False, stable=True)."},
     {"cumulative_sum", KW py_cumulative_sum, KWARGS,
      "cumulative_sum(x, *, axis=None, dtype=None, include_initial=False)."},
+    {"cumulative_prod", KW py_cumulative_prod, KWARGS,
+     "cumulative_prod(x, *, axis=None, dtype=None, include_initial=False)."},
+    {"diff", KW py_diff, KWARGS, "diff(x, n=1, *, axis=-1, prepend=None, append=None)."},
+    {"isin", KW py_isin, KWARGS,
+     "isin(elements, test_elements, *, assume_unique=False, invert=False)."},
     {"nonzero", py_nonzero, METH_O, "nonzero(x): a tuple of index arrays, one per axis."},
     {"searchsorted", KW py_searchsorted, KWARGS,
      "searchsorted(x1, x2, *, side='left', sorter=None)."},

@@ -74,7 +74,8 @@ static PyObject *py_install_tensor_methods(PyObject *self, PyObject *methods) {
  * correction depends on the spelling). */
 static const char *const wrapped_names[] = {
     "expand_dims",     "squeeze",       "flip",   "roll",    "unstack",        "take",   "sort",
-    "take_along_axis", "count_nonzero", "repeat", "argsort", "cumulative_sum", "concat", "stack"};
+    "take_along_axis", "count_nonzero", "repeat", "argsort", "cumulative_sum", "concat", "stack",
+    "cumulative_prod", "diff"};
 enum { WRAPPED = sizeof wrapped_names / sizeof wrapped_names[0] };
 static PyMethodDef wrapped_defs[WRAPPED];
 

@@ -149,7 +149,9 @@ typedef struct ct__gather_args {
  * in their original order), stable, NaN after every number (descending: before), -0.0 equal
  * to 0.0. cumsum writes the running sums of each row into `out` (out_dtype, rows
  * `out_row` elements apart, unit stride), summed in float64 for float dtypes and in int64
- * (wrapping) for the others. */
+ * (wrapping) for the others. cumprod writes the running products likewise, multiplied in
+ * float64 for float dtypes, in int64 (wrapping) for integers and bool, and in complex128 when
+ * dtype or out_dtype is complex (the others then read as complex with imaginary part 0). */
 typedef struct ct__sort_args {
     int64_t rows, n;
     ct_dtype dtype;

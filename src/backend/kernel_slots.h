@@ -169,6 +169,8 @@
       (device, args))                                                                              \
     X(cumsum, REQUIRED, QUEUED, ct_status, (int device, const ct__sort_args *args),                \
       (device, args))                                                                              \
+    X(cumprod, REQUIRED, QUEUED, ct_status, (int device, const ct__sort_args *args),               \
+      (device, args))                                                                              \
     /* The factorization of ct__linalg_args (backend/linalg_args_impl.h) on every matrix of the    \
      * stack; *first_bad = the index of the first matrix the factorization failed on (its op       \
      * says what fails), or -1. */                                                                 \

@@ -33,7 +33,8 @@ static ct_profile_kind slot_kind(ct__kernel_slot slot) {
     case CT_SLOT_gather:
     case CT_SLOT_index_add: return CT_PROFILE_INDEX;
     case CT_SLOT_argsort:
-    case CT_SLOT_cumsum: return CT_PROFILE_SORT;
+    case CT_SLOT_cumsum:
+    case CT_SLOT_cumprod: return CT_PROFILE_SORT;
     default: return CT_PROFILE_ELEMENTWISE;
     }
 }

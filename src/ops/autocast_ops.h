@@ -11,15 +11,16 @@
     X(linear, LINEAR, LOWER)                                                                       \
     X(conv2d, CONV2D, LOWER)                                                                       \
     X(scaled_dot_product_attention, SCALED_DOT_PRODUCT_ATTENTION, LOWER)                           \
-    /* PyTorch's fp32: softmax, log_softmax, layer_norm, cumsum on CUDA; mse_loss on both;         \
-     * cross_entropy_loss on the CPU (on CUDA its parts, log_softmax and nll_loss) */              \
+    /* PyTorch's fp32: softmax, log_softmax, layer_norm, cumsum, cumprod on CUDA; mse_loss on      \
+     * both; cross_entropy_loss on the CPU (on CUDA its parts, log_softmax and nll_loss) */        \
     X(softmax, SOFTMAX, F32)                                                                       \
     X(log_softmax, LOG_SOFTMAX, F32)                                                               \
     X(layer_norm, LAYER_NORM, F32)                                                                 \
     X(mse_loss, MSE_LOSS, F32)                                                                     \
     X(cross_entropy, CROSS_ENTROPY, F32)                                                           \
-    /* cumsum; called with an explicit dtype it runs in that dtype, as PyTorch's */                \
+    /* cumsum and cumprod; called with an explicit dtype they run in that dtype, as PyTorch's */   \
     X(cumulative_sum, CUMULATIVE_SUM, F32)                                                         \
+    X(cumulative_prod, CUMULATIVE_PROD, F32)                                                       \
     /* ctensor's additions to the f32 list: sums (as sum), and batch norm's statistics */          \
     X(var, VAR, F32)                                                                               \
     X(std, STD, F32)                                                                               \

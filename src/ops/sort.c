@@ -1,9 +1,11 @@
-/* Sorting and scanning along one axis: ct_argsort and ct_cumulative_sum through the
- * backend's argsort and cumsum kernels, ct_sort as a gather by ct_argsort's order (so its
- * gradient is the gather's), and the backward rule of ct_cumulative_sum (the reversed
- * running sum of the gradient). The kernels see rows: the op axis is moved last and the
- * input made contiguous first. A complex tensor's running sums are those of its parts; sorting
- * refuses complex tensors (they have no order, as the array API standard says). */
+/* Sorting and scanning along one axis: ct_argsort, ct_cumulative_sum and ct_cumulative_prod
+ * through the backend's argsort, cumsum and cumprod kernels, ct_sort as a gather by
+ * ct_argsort's order (so its gradient is the gather's), and the backward rules of the scans
+ * (the reversed running sum of the gradient; for products, PyTorch's rule, exact with zeros
+ * in x). The kernels see rows: the op axis is moved last and the input made contiguous
+ * first. A complex tensor's running sums are those of its parts, its running products the
+ * kernel's in complex128; sorting refuses complex tensors (they have no order, as the array
+ * API standard says). */
 #include <string.h>
 
 #include "ops/autocast_impl.h"
@@ -37,17 +39,24 @@ static ct_tensor *unrows(ct_tensor *t, int ndim, const int *perm) {
 
 typedef ct_status (*sort_kernel)(int device, const ct__sort_args *args);
 
-/* Run kernel on rows (contiguous, op axis last) with the output fields of args set. */
+/* The row kernels of the backend's table. */
+typedef enum row_kernel { ROW_ARGSORT, ROW_CUMSUM, ROW_CUMPROD } row_kernel;
+
+/* Run the kernel `which` on rows (contiguous, op axis last) with the output fields of args
+ * set. */
 static ct_status run_rows(const char *op, ct_device device, const ct_tensor *rows,
-                          ct__sort_args *args, bool cumsum) {
+                          ct__sort_args *args, row_kernel which) {
+    static const char *const names[] = {"argsort", "cumsum", "cumprod"};
     int physical;
     const ct__kernel_table *k = ct__kernels(device, &physical);
     if (!k) return ct_last_status();
-    sort_kernel kernel = cumsum ? k->cumsum : k->argsort;
+    sort_kernel kernel = which == ROW_CUMSUM    ? k->cumsum
+                         : which == ROW_CUMPROD ? k->cumprod
+                                                : k->argsort;
     if (!kernel) {
         char name[32];
         return ct__error(CT_ERR_UNSUPPORTED, "%s: %s has no %s kernel", op,
-                         ct_device_str(device, name, sizeof name), cumsum ? "cumsum" : "argsort");
+                         ct_device_str(device, name, sizeof name), names[which]);
     }
     args->n = rows->ndim ? rows->shape[rows->ndim - 1] : 1;
     args->rows = args->n ? rows->numel / args->n : 0;
@@ -72,7 +81,7 @@ ct_tensor *ct_argsort(const ct_tensor *x, int axis, bool descending) {
         ct__sort_args args = {0};
         args.indices = (int64_t *)ct__data(out);
         args.descending = descending;
-        if (run_rows(op, device, rows, &args, false) != CT_OK) {
+        if (run_rows(op, device, rows, &args, ROW_ARGSORT) != CT_OK) {
             ct_release(out);
             out = NULL;
         }
@@ -170,7 +179,7 @@ static ct_tensor *cumulative_sum(const ct_tensor *x, int axis, ct_dtype dtype,
         args.out_dtype = out_dtype;
         args.out_row = out->shape[x->ndim - 1];
         args.out = ct__data(out) + (include_initial ? ct__dtype_size(out_dtype) : 0);
-        if (run_rows(op, device, rows, &args, true) != CT_OK) {
+        if (run_rows(op, device, rows, &args, ROW_CUMSUM) != CT_OK) {
             ct_release(out);
             out = NULL;
         }
@@ -192,6 +201,138 @@ ct_tensor *ct_cumulative_sum(const ct_tensor *x, int axis, ct_dtype dtype, bool 
     ct__autocast ac;
     if (!ct__autocast_begin(&ac, CT__AC_CUMULATIVE_SUM, 1, (const ct_tensor **[]){&x})) return NULL;
     ct_tensor *out = cumulative_sum(x, axis, dtype, include_initial);
+    ct__autocast_end(&ac);
+    return out;
+}
+
+/* t's running sum along axis from the end (sum of t[j] over j >= i), in t's dtype. The
+ * helpers of the backward rule run in its scope (which releases what they make) and pass a
+ * NULL on, as the ops do. */
+static ct_tensor *reverse_cumsum(const ct_tensor *t, int axis) {
+    if (!t) return NULL;
+    ct_tensor *rev = ct_slice(t, axis, INT64_MAX, INT64_MIN, -1);
+    ct_tensor *sums = ct_cumulative_sum(rev, axis, t->dtype, false);
+    return ct_slice(sums, axis, INT64_MAX, INT64_MIN, -1);
+}
+
+/* g * conj(t) (g * t for real operands). */
+static ct_tensor *times_conj(const ct_tensor *g, const ct_tensor *t) {
+    if (!g || !t) return NULL;
+    return ct_mul(g, ct__is_complex(t->dtype) ? ct_conj(t) : t);
+}
+
+/* The gradient of y = cumprod(x) along axis, as PyTorch's cumprod_backward: with
+ * R(v) = the reversed running sum of g * conj(v), the element k of a row is
+ *   R(y)_k / conj(x_k)             before the row's first zero (x_k != 0 there),
+ *   R(cumprod(x, x_z set to 1))_z  at the first zero z (every term's factor but x_z),
+ *   0                              after it (each term has the factor x_z = 0).
+ * Computed for every row at once, without reading anything back. */
+static ct_tensor *cumprod_gradient(const ct_tensor *x, const ct_tensor *y, const ct_tensor *g,
+                                   int axis) {
+    ct_device device = ct_device_of(g);
+    ct_tensor *one = ct__full_on(device, 0, NULL, 1.0, x->dtype);
+    ct_tensor *zero = ct__full_on(device, 0, NULL, 0.0, g->dtype);
+    ct_tensor *is_zero = ct_eq_scalar(x, 0.0);
+    ct_tensor *zeros_so_far = ct_cumulative_sum(is_zero, axis, CT_I64, false);
+    ct_tensor *before = ct_eq_scalar(zeros_so_far, 0.0);
+    ct_tensor *first = ct_logical_and(is_zero, ct_eq_scalar(zeros_so_far, 1.0));
+    ct_tensor *safe_x = ct_where(before, x, one);
+    ct_tensor *a = ct_div(reverse_cumsum(times_conj(g, y), axis),
+                          ct__is_complex(x->dtype) ? ct_conj(safe_x) : safe_x);
+    ct_tensor *y1 = ct_cumulative_prod(ct_where(first, one, x), axis, g->dtype, false);
+    ct_tensor *b = reverse_cumsum(times_conj(g, y1), axis);
+    ct_tensor *grad = ct_where(before, a, ct_where(first, b, zero));
+    return grad && ct__is_complex(grad->dtype) && !ct__is_complex(x->dtype) ? ct_real(grad) : grad;
+}
+
+static ct_status cumprod_backward(ct__node *node, const ct_tensor *g, ct_tensor **grad_in) {
+    int axis = (int)node->ints[0];
+    if (ct_scope_begin() != CT_OK) return ct_last_status();
+    const ct_tensor *y = node->saved[1];
+    if (node->ints[1]) { /* the initial 1 depends on nothing */
+        g = ct_slice(g, axis, 1, INT64_MAX, 1);
+        y = ct_slice(y, axis, 1, INT64_MAX, 1);
+    }
+    ct_tensor *grad = g && y ? cumprod_gradient(node->saved[0], y, g, axis) : NULL;
+    grad_in[0] = grad ? ct_keep(grad) : NULL;
+    ct_status status = grad_in[0] ? CT_OK : ct_last_status();
+    ct_scope_end();
+    return status;
+}
+
+/* The running product's dtype: the standard's default (as the running sum's; a complex x
+ * keeps its dtype), or the one asked. */
+static ct_dtype cumprod_dtype(ct_dtype x, ct_dtype asked) {
+    if (asked == CT_CUMSUM_DEFAULT_DTYPE && ct__is_complex(x)) return x;
+    return cumsum_dtype(x, asked);
+}
+
+/* Save x and the detached result in node for cumprod_backward; false (node released) when
+ * the result cannot be detached. */
+static bool save_cumprod(ct__node *node, const ct_tensor *x, const ct_tensor *out, int axis,
+                         bool include_initial) {
+    ct_tensor *y = ct_detach(out);
+    if (!y) {
+        ct__node_release(node);
+        return false;
+    }
+    node->ints[0] = axis;
+    node->ints[1] = include_initial;
+    ct__node_save(node, 0, x);
+    ct__node_save(node, 1, y);
+    ct_release(y);
+    return true;
+}
+
+static ct_tensor *cumulative_prod(const ct_tensor *x, int axis, ct_dtype dtype,
+                                  bool include_initial) {
+    const char *op = "ct_cumulative_prod";
+    ct_device device;
+    int a = 0, perm[CT_MAX_DIMS];
+    if (!ct__check_args_complex(op, 1, &x, &device)) return NULL;
+    if (dtype != CT_CUMSUM_DEFAULT_DTYPE && ((int)dtype < 0 || (int)dtype >= CT_DTYPE_COUNT))
+        return ct__fail(CT_ERR_DTYPE, "%s: dtype %d is not a ct_dtype", op, (int)dtype);
+    ct_dtype out_dtype = cumprod_dtype(x->dtype, dtype);
+    if (ct__is_complex(x->dtype) && !ct__is_complex(out_dtype))
+        return ct__fail(CT_ERR_DTYPE,
+                        "%s: x is %s and the dtype asked, %s, is real; ask for a complex dtype", op,
+                        ct_dtype_name(x->dtype), ct_dtype_name(out_dtype));
+    if (x->ndim == 0)
+        return ct__fail(CT_ERR_SHAPE,
+                        "%s: x is 0-d; it needs an axis to multiply along (reshape it to 1-D)", op);
+    if (ct__normalize_axis(op, axis, x->ndim, &a) != CT_OK) return NULL;
+    ct_tensor *rows = rows_of(x, a, perm), *out = NULL;
+    if (rows) {
+        int64_t shape[CT_MAX_DIMS];
+        memcpy(shape, rows->shape, sizeof shape);
+        shape[x->ndim - 1] += include_initial;
+        out = ct__full_on(device, x->ndim, shape, 1.0, out_dtype);
+    }
+    if (out) {
+        ct__sort_args args = {0};
+        args.out_dtype = out_dtype;
+        args.out_row = out->shape[x->ndim - 1];
+        args.out = ct__data(out) + (include_initial ? ct__dtype_size(out_dtype) : 0);
+        if (run_rows(op, device, rows, &args, ROW_CUMPROD) != CT_OK) {
+            ct_release(out);
+            out = NULL;
+        }
+    }
+    ct_release(rows);
+    out = unrows(out, x->ndim, perm);
+    if (!out || !ct__grad_dtype(out_dtype) || !ct__grad_needed(1, &x)) return out;
+    ct__node *node = ct__node_new(op, cumprod_backward, 1, &x);
+    if (node && !save_cumprod(node, x, out, a, include_initial)) node = NULL;
+    return ct__record(out, node);
+}
+
+/* An explicit dtype makes the op ineligible for autocast, as in PyTorch. */
+ct_tensor *ct_cumulative_prod(const ct_tensor *x, int axis, ct_dtype dtype, bool include_initial) {
+    if (dtype != CT_CUMSUM_DEFAULT_DTYPE) return cumulative_prod(x, axis, dtype, include_initial);
+    ct__autocast ac;
+    if (!ct__autocast_begin(&ac, CT__AC_CUMULATIVE_PROD, 1, (const ct_tensor **[]){&x}))
+        return NULL;
+    ct_tensor *out = cumulative_prod(x, axis, dtype, include_initial);
     ct__autocast_end(&ac);
     return out;
 }

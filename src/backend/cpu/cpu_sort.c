@@ -1,13 +1,15 @@
 /* CPU sorting and scanning kernels (contract in backend_impl.h, ct__sort_args): a stable
  * merge sort of each row's positions by its keys (read once as float64 or int64, exact for
- * every dtype; uint64 biased so that signed order is its order), and the running sum of each row.
- * Rows are split over the threads when there are enough of them. */
+ * every dtype; uint64 biased so that signed order is its order), and the running sum and the
+ * running product of each row (in order, element by element: the same result whatever the
+ * thread count). Rows are split over the threads when there are enough of them. */
 #include <math.h>
 #include <stdatomic.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
+#include "backend/complex_impl.h"
 #include "backend/cpu/cpu_impl.h"
 #include "core/dtype_impl.h"
 #include "core/error_impl.h"
@@ -133,5 +135,43 @@ ct_status ct__cpu_cumsum(int device, const ct__sort_args *args) {
     (void)threads; /* read by OpenMP's clauses only */
 #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
     for (int64_t r = 0; r < args->rows; r++) cumsum_row(args, r);
+    return CT_OK;
+}
+
+/* The running product of row r. */
+static void cumprod_row(const ct__sort_args *a, int64_t r) {
+    size_t in_size = ct__dtype_size(a->dtype), out_size = ct__dtype_size(a->out_dtype);
+    const char *in = a->in + (size_t)(r * a->in_row) * in_size;
+    char *out = a->out + (size_t)(r * a->out_row) * out_size;
+    if (ct__is_complex(a->out_dtype) || ct__is_complex(a->dtype)) {
+        ct__z acc = ct__z_make(1.0, 0.0);
+        for (int64_t i = 0; i < a->n; i++) {
+            acc =
+                ct__z_mul(acc, ct__load_c128(in + (size_t)(i * a->in_stride) * in_size, a->dtype));
+            ct__store_c128(out + (size_t)i * out_size, a->out_dtype, acc);
+        }
+        return;
+    }
+    if (ct__is_float(a->out_dtype) || ct__is_float(a->dtype)) {
+        double acc = 1.0;
+        for (int64_t i = 0; i < a->n; i++) {
+            acc *= ct__load_f64(in + (size_t)(i * a->in_stride) * in_size, a->dtype);
+            ct__store_f64(out + (size_t)i * out_size, a->out_dtype, acc);
+        }
+        return;
+    }
+    uint64_t acc = 1; /* unsigned: wraps as the int64 result is defined to */
+    for (int64_t i = 0; i < a->n; i++) {
+        acc *= (uint64_t)ct__load_i64(in + (size_t)(i * a->in_stride) * in_size, a->dtype);
+        ct__store_i64(out + (size_t)i * out_size, a->out_dtype, (int64_t)acc);
+    }
+}
+
+ct_status ct__cpu_cumprod(int device, const ct__sort_args *args) {
+    (void)device;
+    int threads = args->rows > 1 ? ct__cpu_threads_for_elements(args->rows * args->n) : 1;
+    (void)threads; /* read by OpenMP's clauses only */
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+    for (int64_t r = 0; r < args->rows; r++) cumprod_row(args, r);
     return CT_OK;
 }

@@ -4,6 +4,9 @@
 // carried). Radix sort is stable, ascending and descending alike. Before it, a pass copies
 // the keys with every float NaN made the one positive quiet NaN and -0.0 made 0.0, so that
 // NaN sorts after every number (before, descending) and -0.0 equals 0.0, as on the CPU.
+// The running product is the running sum's kernel with CUB's block scan taking a multiply
+// (float64, uint64 wrapping as int64 does, or complex128); a float product is the CPU's up
+// to rounding, as the scan multiplies in a tree.
 // Rows arrive contiguous (the op layer moves the axis last).
 #include <limits.h>
 #include <stdint.h>
@@ -12,6 +15,7 @@
 
 #include <cub/cub.cuh>
 
+#include "backend/complex_impl.h"
 #include "backend/cuda/cuda_impl.h"
 #include "backend/cuda/cuda_load_impl.cuh"
 
@@ -178,6 +182,56 @@ template <typename Acc> __global__ void cumsum_kernel(ct__sort_args a) {
     }
 }
 
+// How the product kernel loads, multiplies and stores in its accumulator type.
+template <typename Acc> struct product;
+template <> struct product<double> {
+    __device__ static double one() { return 1.0; }
+    __device__ static double load(const char *p, ct_dtype d) { return ct__load_f64(p, d); }
+    __device__ static void store(char *p, ct_dtype d, double v) { ct__store_f64(p, d, v); }
+    __device__ double operator()(double a, double b) const { return a * b; }
+};
+template <> struct product<unsigned long long> {
+    __device__ static unsigned long long one() { return 1ull; }
+    __device__ static unsigned long long load(const char *p, ct_dtype d) {
+        return (unsigned long long)ct__load_i64(p, d);
+    }
+    __device__ static void store(char *p, ct_dtype d, unsigned long long v) {
+        ct__store_i64(p, d, (int64_t)v);
+    }
+    __device__ unsigned long long operator()(unsigned long long a, unsigned long long b) const {
+        return a * b;
+    }
+};
+template <> struct product<ct__z> {
+    __device__ static ct__z one() { return ct__z_make(1.0, 0.0); }
+    __device__ static ct__z load(const char *p, ct_dtype d) { return ct__load_c128(p, d); }
+    __device__ static void store(char *p, ct_dtype d, ct__z v) { ct__store_c128(p, d, v); }
+    __device__ ct__z operator()(ct__z a, ct__z b) const { return ct__z_mul(a, b); }
+};
+
+// The running product of row blockIdx.x (grid-strided over rows), in Acc, tile by tile: each
+// tile's inclusive scan, times the product of the tiles before it.
+template <typename Acc> __global__ void cumprod_kernel(ct__sort_args a) {
+    typedef cub::BlockScan<Acc, SORT_THREADS> scan;
+    __shared__ typename scan::TempStorage storage;
+    product<Acc> mul;
+    int64_t in_size = ct_cuda_dtype_size(a.dtype), out_size = ct_cuda_dtype_size(a.out_dtype);
+    for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
+        const char *in = a.in + r * a.in_row * in_size;
+        char *out = a.out + r * a.out_row * out_size;
+        Acc carry = product<Acc>::one();
+        for (int64_t base = 0; base < a.n; base += SORT_THREADS) {
+            int64_t i = base + threadIdx.x;
+            Acc v = product<Acc>::one(), running, total;
+            if (i < a.n) v = product<Acc>::load(in + i * a.in_stride * in_size, a.dtype);
+            scan(storage).InclusiveScan(v, running, mul, total);
+            __syncthreads();
+            if (i < a.n) product<Acc>::store(out + i * out_size, a.out_dtype, mul(carry, running));
+            carry = mul(carry, total);
+        }
+    }
+}
+
 } // namespace
 
 extern "C" ct_status ct_cuda_argsort(int device, const ct__sort_args *args) {
@@ -210,6 +264,20 @@ extern "C" ct_status ct_cuda_cumsum(int device, const ct__sort_args *args) {
         cumsum_kernel<double><<<grid, SORT_THREADS, 0, stream>>>(*args);
     else
         cumsum_kernel<long long><<<grid, SORT_THREADS, 0, stream>>>(*args);
+    CT_CUDA_CHECK(device, cudaGetLastError());
+    return CT_OK;
+}
+
+extern "C" ct_status ct_cuda_cumprod(int device, const ct__sort_args *args) {
+    cudaStream_t stream = ct_cuda_stream(device);
+    if (!stream) return CT_ERR_BACKEND;
+    unsigned grid = (unsigned)(args->rows < SORT_MAX_BLOCKS ? args->rows : SORT_MAX_BLOCKS);
+    if (ct__is_complex(args->dtype) || ct__is_complex(args->out_dtype))
+        cumprod_kernel<ct__z><<<grid, SORT_THREADS, 0, stream>>>(*args);
+    else if (ct__is_float(args->dtype) || ct__is_float(args->out_dtype))
+        cumprod_kernel<double><<<grid, SORT_THREADS, 0, stream>>>(*args);
+    else
+        cumprod_kernel<unsigned long long><<<grid, SORT_THREADS, 0, stream>>>(*args);
     CT_CUDA_CHECK(device, cudaGetLastError());
     return CT_OK;
 }
