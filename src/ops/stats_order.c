@@ -224,9 +224,7 @@ static ct_tensor *quantile(const char *op, const ct_tensor *x, const ct_tensor *
         return ct__fail(CT_ERR_SHAPE, "%s: q has %d axes; give a 0-d or 1-D q", op, q->ndim);
     if ((int)how < CT_QUANTILE_LINEAR || (int)how > CT_QUANTILE_NEAREST)
         return ct__fail(CT_ERR_INVALID_ARG,
-                        "%s: interpolation %d is not a ct_quantile_"
-                        "interpolation",
-                        op, (int)how);
+                        "%s: interpolation %d is not a ct_quantile_interpolation", op, (int)how);
     bool all = axis == CT_AXIS_NONE || x->ndim == 0;
     int a = 0;
     if (axis != CT_AXIS_NONE && ct__normalize_axis(op, axis, x->ndim ? x->ndim : 1, &a) != CT_OK)
@@ -239,8 +237,14 @@ static ct_tensor *quantile(const char *op, const ct_tensor *x, const ct_tensor *
     if (ndim > CT_MAX_DIMS)
         return ct__fail(CT_ERR_SHAPE, "%s: the result would have %d axes (at most %d)", op, ndim,
                         CT_MAX_DIMS);
+    if (!all && x->ndim + 1 > CT_MAX_DIMS)
+        return ct__fail(CT_ERR_SHAPE, "%s: x has %d axes; at most %d can take quantiles along one",
+                        op, x->ndim, CT_MAX_DIMS - 1);
     if (!q_in_range(op, q)) return NULL;
     if (ct_numel(x) == 0) return ct__full_on(device, ndim, shape, NAN, x->dtype);
+    /* a 0-d CPU q joins x's device (it is reshaped below, and only 0-d operands join) */
+    ct_tensor *q_here = ct__operand_on(q, device, op);
+    if (!q_here) return NULL;
 
     /* rows (B..., n), sorted, and seen as (Q, B..., n) beside q as (Q, 1, ..., 1) */
     ct_dtype rank_dtype = x->dtype == CT_F64 ? CT_F64 : CT_F32;
@@ -248,11 +252,6 @@ static ct_tensor *quantile(const char *op, const ct_tensor *x, const ct_tensor *
     ct_tensor *t[8] = {NULL}, *out = NULL;
     t[0] = rows_last(x, a, all);
     t[1] = t[0] ? ct_sort(t[0], -1, false) : NULL;
-    if (t[1] && t[1]->ndim + 1 > CT_MAX_DIMS) {
-        release_all(2, t);
-        return ct__fail(CT_ERR_SHAPE, "%s: x has %d axes; at most %d can take quantiles", op,
-                        x->ndim, CT_MAX_DIMS - 1);
-    }
     if (t[1]) {
         int r = t[1]->ndim;
         int64_t one_more[CT_MAX_DIMS];
@@ -263,13 +262,14 @@ static ct_tensor *quantile(const char *op, const ct_tensor *x, const ct_tensor *
             one_more[d + 1] = wide[d + 1] = t[1]->shape[d], qshape[d + 1] = 1;
         t[2] = ct_reshape(t[1], r + 1, one_more);
         t[3] = t[2] ? ct_expand(t[2], r + 1, wide) : NULL;
-        t[4] = ct_cast(q, rank_dtype);
+        t[4] = ct_cast(q_here, rank_dtype);
         t[5] = t[4] ? ct_reshape(t[4], r + 1, qshape) : NULL;
         t[6] = t[5] ? quantile_ranks(t[1], t[5], ignore_nan, how, rank_dtype, device) : NULL;
         t[7] = t[6] && t[3] ? read_ranks(t[3], t[6], how) : NULL;
         out = t[7] ? ct_reshape(t[7], ndim, shape) : NULL;
     }
     release_all(8, t);
+    ct_release(q_here);
     return out;
 }
 
