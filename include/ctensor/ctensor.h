@@ -11,6 +11,7 @@
 #include "ctensor/op_list.h"
 #include "ctensor/ops.h"
 #include "ctensor/sorting.h"
+#include "ctensor/stats.h"
 #include "ctensor/fft.h"
 #include "ctensor/transfer.h"
 #include "ctensor/profile.h"

@@ -73,5 +73,5 @@ from ctensor.tensor_methods import return_types  # noqa: E402,F401
 from ctensor.torch_functions import (  # noqa: E402,F401
     allclose, as_tensor, bmm, cat, chunk, clamp, concatenate, cumprod, cumsum, double, flatten,
     float, from_numpy, gather, get_default_dtype, half, index_select, int, is_floating_point,
-    is_tensor, isclose, log_softmax, long, masked_fill, max, min, mm, norm, numel, permute,
-    randint, randperm, short, softmax, split, tensor, topk, transpose, unsqueeze)
+    is_tensor, isclose, log_softmax, long, masked_fill, max, median, min, mm, nanmedian, norm,
+    numel, permute, randint, randperm, short, softmax, split, tensor, topk, transpose, unsqueeze)

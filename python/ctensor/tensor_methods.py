@@ -23,6 +23,8 @@ return_types = types.SimpleNamespace(
     min=collections.namedtuple("min", ["values", "indices"]),
     sort=collections.namedtuple("sort", ["values", "indices"]),
     topk=collections.namedtuple("topk", ["values", "indices"]),
+    median=collections.namedtuple("median", ["values", "indices"]),
+    nanmedian=collections.namedtuple("nanmedian", ["values", "indices"]),
 )
 
 def _axis(dim, ndim, name):
@@ -134,6 +136,37 @@ def topk(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002 (PyTorch's n
     key[dim] = slice(0, k)
     indices = order[tuple(key)]
     return return_types.topk(_C.take_along_axis(self, indices, axis=dim), indices)
+
+
+def _median(name, self, dim, keepdim, kwargs):
+    dim = _dim_arg(dim, kwargs, name)
+    keepdim = _keepdim(keepdim, kwargs)
+    if kwargs:
+        raise TypeError(f"{name}: unexpected arguments {sorted(kwargs)}")
+    out = _C._median(self, dim, keepdim, name == "nanmedian")
+    return out if dim is None else getattr(return_types, name)(*out)
+
+
+def median(self, dim=None, keepdim=False, **kwargs):
+    """The median of all elements (of an even count the lower of the two middle ones, not
+    NumPy's mean of them; NaN if there is a NaN), or along dim (values, indices): a row
+    holding a NaN gives NaN and the index of its first NaN."""
+    return _median("median", self, dim, keepdim, kwargs)
+
+
+def nanmedian(self, dim=None, keepdim=False, **kwargs):
+    """median ignoring NaN (NaN only for a row of NaNs)."""
+    return _median("nanmedian", self, dim, keepdim, kwargs)
+
+
+def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
+    self[...] = _C.nan_to_num(self, nan, posinf, neginf)
+    return self
+
+
+def lerp_(self, end, weight):
+    self[...] = _C.lerp(self, end, weight)
+    return self
 
 
 def cumsum(self, dim, dtype=None):
@@ -345,7 +378,8 @@ def _methods():
     methods = {
         "max": max, "min": min, "std": std, "var": var, "norm": norm, "squeeze": squeeze,
         "sort": sort, "argsort": argsort, "topk": topk, "cumsum": cumsum, "cumprod": cumprod,
-        "diff": diff, "nonzero": nonzero,
+        "diff": diff, "nonzero": nonzero, "median": median, "nanmedian": nanmedian,
+        "nan_to_num_": nan_to_num_, "lerp_": lerp_,
         "expand": expand, "expand_as": lambda self, other: _C.broadcast_to(self, other.shape),
         "repeat": repeat, "split": split, "chunk": chunk, "gather": gather,
         "index_select": index_select, "scatter_": scatter_, "scatter": scatter, "where": where,
@@ -376,7 +410,8 @@ def _methods():
                  "ceil", "round", "trunc", "sign", "square", "log1p", "expm1", "log2", "log10",
                  "reciprocal", "isnan", "isinf", "isfinite", "logical_not", "pow", "eq", "ne",
                  "lt", "le", "gt", "ge", "add", "sub", "mul", "div", "maximum", "minimum",
-                 "logical_and", "logical_or", "remainder", "floor_divide", "atan2"):
+                 "logical_and", "logical_or", "remainder", "floor_divide", "atan2", "nansum",
+                 "nanmean", "nan_to_num", "lerp", "quantile", "nanquantile"):
         fn = getattr(_C, name, None)
         if fn is not None:
             methods[name] = fn

@@ -1,12 +1,13 @@
 """PyTorch's everyday module functions, beside the array API's namespace.
 
 ct.tensor, ct.from_numpy, ct.cat, ct.randint, ct.randperm, ct.allclose, ct.isclose, ct.numel,
-ct.clamp, ct.topk, ct.flatten, ct.unsqueeze, ct.transpose, ct.permute, ct.cumsum, ct.cumprod,
-ct.gather, ct.index_select, ct.split, ct.chunk, ct.softmax, ct.log_softmax, ct.is_tensor, ...;
-the dtype aliases ct.float (float32), ct.double, ct.half, ct.long (int64), ct.int (int32),
-ct.short; and ct.max / ct.min, which are the standard's reductions unless called in PyTorch's
-words (a dim, given by keyword or as the second argument, gives (values, indices); a second
-array gives the elementwise maximum). The namespace's functions take dim= and keepdim= themselves (C).
+ct.clamp, ct.topk, ct.median, ct.nanmedian, ct.flatten, ct.unsqueeze, ct.transpose, ct.permute,
+ct.cumsum, ct.cumprod, ct.gather, ct.index_select, ct.split, ct.chunk, ct.softmax, ct.log_softmax,
+ct.is_tensor, ...; the dtype aliases ct.float (float32), ct.double, ct.half, ct.long (int64),
+ct.int (int32), ct.short; and ct.max / ct.min, which are the standard's reductions unless called
+in PyTorch's words (a dim, given by keyword or as the second argument, gives (values, indices); a
+second array gives the elementwise maximum). The namespace's functions take dim= and keepdim=
+themselves (C).
 """
 import builtins
 
@@ -131,6 +132,14 @@ def clamp(x, min=None, max=None):  # noqa: A002
 
 def topk(x, k, dim=-1, largest=True, sorted=True):  # noqa: A002
     return _m.topk(x, k, dim, largest, sorted)
+
+
+def median(x, dim=None, keepdim=False, **kwargs):
+    return _m.median(x, dim, keepdim, **kwargs)
+
+
+def nanmedian(x, dim=None, keepdim=False, **kwargs):
+    return _m.nanmedian(x, dim, keepdim, **kwargs)
 
 
 def flatten(x, start_dim=0, end_dim=-1):

@@ -160,6 +160,8 @@ extern PyMethodDef ctpy_settings_functions[]; /* settings.c */
 extern PyMethodDef ctpy_linalg_functions[];   /* linalg.c: ct.linalg's private calls */
 extern PyMethodDef ctpy_fft_functions[];      /* fft.c: the private entries of ctensor.fft */
 int ctpy_sorting_init(PyObject *module);
+/* stats_ops.c: median, quantile, nansum, nanmean, nan_to_num, lerp */
+extern PyMethodDef ctpy_stats_ops_functions[];
 extern PyNumberMethods ctpy_tensor_number;   /* operators.c */
 extern PyMappingMethods ctpy_tensor_mapping; /* indexing.c */
 PyObject *ctpy_tensor_iter(PyObject *self);  /* indexing.c */

@@ -78,6 +78,7 @@ PyMODINIT_FUNC PyInit__ctensor(void) {
     for (size_t i = 0; ok && i < sizeof tables / sizeof tables[0]; i++)
         ok = add_functions(m, tables[i]) == 0;
     ok = ok && add_functions(m, ctpy_torch_style_functions) == 0 && ctpy_torch_style_init(m) == 0;
+    ok = ok && add_functions(m, ctpy_stats_ops_functions) == 0;
     ok = ok && ctpy_autograd_init(m) == 0;
     ok = ok && ctpy_nn_init(m) == 0;
     ok = ok && ctpy_optim_init(m) == 0;
