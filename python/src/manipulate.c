@@ -1,7 +1,7 @@
 /* Manipulation functions of the array API over the C library's shape ops: reshape,
  * permute_dims, expand_dims, squeeze, broadcast_to, broadcast_arrays, concat, stack, flip,
- * moveaxis, roll, unstack, meshgrid, take, matrix_transpose and vecdot; views where the C
- * op makes views. */
+ * moveaxis, roll, unstack, meshgrid, take, matrix_transpose, vecdot and einsum; views where
+ * the C op makes views. */
 #include "ctpy_impl.h"
 
 static PyObject *py_reshape(PyObject *self, PyObject *args, PyObject *kwargs) {
@@ -461,6 +461,40 @@ static PyObject *py_vecdot(PyObject *self, PyObject *args, PyObject *kwargs) {
     return converted ? ctpy_wrap(out) : NULL;
 }
 
+/* The operands of einsum(equation, *operands): PyTorch's one list or tuple of Tensors, or
+ * the arrays themselves (NumPy's). */
+static bool tensor_sequence(PyObject *o) {
+    if (!PyList_Check(o) && !PyTuple_Check(o)) return false;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!ctpy_is_tensor(PySequence_Fast_GET_ITEM(o, i))) return false;
+    return n > 0;
+}
+
+static PyObject *py_einsum(PyObject *self, PyObject *args) {
+    Py_ssize_t nargs = PyTuple_GET_SIZE(args);
+    const char *equation = nargs ? PyUnicode_AsUTF8(PyTuple_GET_ITEM(args, 0)) : NULL;
+    if (!equation) {
+        if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_TypeError, "einsum: the first argument is the equation (a str)");
+        }
+        return NULL;
+    }
+    PyObject *rest = PyTuple_GetSlice(args, 1, nargs);
+    if (!rest) return NULL;
+    PyObject *list =
+        nargs == 2 && tensor_sequence(PyTuple_GET_ITEM(rest, 0)) ? PyTuple_GET_ITEM(rest, 0) : rest;
+    ct_tensor *ts[CTPY_MAX_ARRAYS], *out = NULL;
+    int n;
+    int listed = tensor_list(list, ts, CTPY_MAX_ARRAYS, &n, "einsum");
+    Py_DECREF(rest);
+    if (listed < 0) return NULL;
+    CTPY_NOGIL(out = ct_einsum(equation, n, (const ct_tensor *const *)ts));
+    release_all(n, ts);
+    return ctpy_wrap(out);
+}
+
 PyMethodDef ctpy_manip_functions[] = {
     {"reshape", KW py_reshape, KWARGS, "reshape(x, shape, *, copy=None)."},
     {"permute_dims", KW py_permute_dims, KWARGS,
@@ -490,5 +524,9 @@ PyMethodDef ctpy_manip_functions[] = {
      "matrix_transpose($module, x, /)\n--\n\nThe last two axes swapped (a view)."},
     {"vecdot", KW py_vecdot, KWARGS,
      "vecdot($module, x1, x2, *, axis=-1)\n--\n\nsum(conj(x1) * x2, axis)."},
+    {"einsum", py_einsum, METH_VARARGS,
+     "einsum($module, equation, /, *operands)\n--\n\nEinstein summation, as numpy.einsum and "
+     "torch.einsum "
+     "(operands also as one list of Tensors)."},
     {0}, /* sentinel */
 };
