@@ -256,6 +256,28 @@ DEVICE_TEST(einsum_promotes_dtypes) {
     CHECK(got[7] == CMPLX(3, 6));
 }
 
+/* bool operands give NumPy's logical einsum: or over the contracted letters of and. */
+DEVICE_TEST(einsum_bool_is_logical) {
+    const double av[6] = {1, 0, 0, 0, 1, 0}, bv[6] = {0, 1, 1, 0, 0, 0};
+    ct_tensor *a = ref_tensor(av, 2, (int64_t[]){2, 3}, CT_BOOL, device);
+    ct_tensor *b = ref_tensor(bv, 2, (int64_t[]){3, 2}, CT_BOOL, device);
+    ct_tensor *ab = ct_einsum("ij,jk->ik", 2, (const ct_tensor *[]){a, b});
+    ct_tensor *both = ct_einsum("ij,ij->ij", 2, (const ct_tensor *[]){a, a});
+    ct_tensor *any = ct_einsum("ij->", 1, (const ct_tensor *[]){a});
+    ct_release(a);
+    ct_release(b);
+    bool dtypes = ab && both && any && ct_dtype_of(ab) == CT_BOOL && ct_dtype_of(both) == CT_BOOL &&
+                  ct_dtype_of(any) == CT_BOOL;
+    const double want_ab[4] = {0, 1, 1, 0}, want_any[1] = {1};
+    if (dtypes) {
+        CHECK_TENSOR(ab, want_ab);
+        CHECK_TENSOR(both, av);
+        CHECK_TENSOR(any, want_any);
+    }
+    ct_release(ab), ct_release(both), ct_release(any);
+    CHECK(dtypes);
+}
+
 /* ---- gradients ---- */
 
 static ct_tensor *apply(ct_tensor *const *in, void *equation) {

@@ -1,5 +1,5 @@
 """ct.einsum against numpy.einsum on every device: NumPy's call form and PyTorch's (one list
-of Tensors), float32, float64, complex and integer operands, gradients against central
+of Tensors), float32, float64, complex, integer and bool operands, gradients against central
 differences, and the errors."""
 
 import numpy as np
@@ -45,14 +45,16 @@ def _values(shapes, seed, dtype):
             a = a + 1j * rng.uniform(-1, 1, shape)
         if np.issubdtype(dtype, np.integer):
             a = np.round(a * 4)
+        if dtype == np.bool_:
+            a = a > 0
         out.append(a.astype(dtype))
     return out
 
 
 @pytest.mark.parametrize("eq,shapes", EQUATIONS, ids=[e for e, _ in EQUATIONS])
 @pytest.mark.parametrize("dtype,tol", [(np.float64, 1e-12), (np.float32, 1e-5),
-                                       (np.complex128, 1e-12), (np.int32, 0)],
-                         ids=["float64", "float32", "complex128", "int32"])
+                                       (np.complex128, 1e-12), (np.int32, 0), (np.bool_, 0)],
+                         ids=["float64", "float32", "complex128", "int32", "bool"])
 def test_matches_numpy(device, eq, shapes, dtype, tol):
     arrays = _values(shapes, 3, dtype)
     xs = [device_array(a, device) for a in arrays]

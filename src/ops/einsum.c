@@ -3,8 +3,9 @@
  * per axis (the letters, then the ellipsis' axes right-aligned as broadcasting aligns them);
  * each operand takes its diagonals (a letter repeated in it) and sums out the letters no
  * other operand and not the output has; then the operands are contracted left to right,
- * two at a time, by one batched matmul each; the result sums what the output lacks and is
- * permuted into the output's order. */
+ * two at a time, by one batched matmul each (a broadcasting multiplication where nothing is
+ * contracted); the result sums what the output lacks and is permuted into the output's
+ * order. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -320,12 +321,11 @@ static void broadcast_shared(operand *a, operand *b) {
 
 enum { BATCH = 1, FREE_A, FREE_B, CONTRACTED };
 
-/* a (the operands up to k - 1, contracted) times operand b = k: the labels both have and
- * the output or a later operand has are the batch, those both have and nothing later the
- * contracted ones; the rest stay free. The result (batch, a's free, b's free) into a. */
-static bool contract(const plan *p, int k, operand *a, operand *b) {
+/* Each label's role in a times operand b = k: the labels both have and the output or a
+ * later operand has are the batch, those both have and nothing later has are contracted,
+ * the others free. A free label nothing later has is summed out of its operand first. */
+static void assign_roles(const plan *p, int k, operand *a, operand *b, int *role) {
     bool drop_a[LABELS] = {false}, drop_b[LABELS] = {false};
-    int role[LABELS] = {0};
     for (int i = 0; i < a->ndim; i++) role[a->labels[i]] = FREE_A;
     for (int j = 0; j < b->ndim; j++) {
         int l = b->labels[j];
@@ -337,6 +337,42 @@ static bool contract(const plan *p, int k, operand *a, operand *b) {
     }
     sum_out(a, drop_a);
     sum_out(b, drop_b);
+}
+
+/* a times b with nothing contracted: a as (batch, a's free, 1 per b's free), b as (batch,
+ * 1 per a's free, b's free), multiplied as ct_mul broadcasts. */
+static void multiply(operand *a, operand *b, int rank, const int *labels, const int64_t *shape,
+                     int nbatch, int nfree_a) {
+    int64_t shape_a[CT_MAX_DIMS], shape_b[CT_MAX_DIMS];
+    int order_b[CT_MAX_DIMS], m = 0;
+    for (int i = 0; i < rank; i++) {
+        bool of_a = i < nbatch + nfree_a, of_b = i < nbatch || !of_a;
+        shape_a[i] = of_a ? shape[i] : 1;
+        shape_b[i] = of_b ? shape[i] : 1;
+        if (of_b) order_b[m++] = labels[i];
+    }
+    permute_to(a, nbatch + nfree_a, labels);
+    permute_to(b, m, order_b);
+    replace(a, ct_reshape(a->t, rank, shape_a));
+    replace(b, ct_reshape(b->t, rank, shape_b));
+    replace(a, ct_mul(a->t, b->t));
+}
+
+/* a times b contracted over ga[2] (= gb[1]) by one batched matmul, reshaped to shape. */
+static void matmul_batched(operand *a, operand *b, const int na[3], int ga[3][CT_MAX_DIMS],
+                           const int nb[3], int gb[3][CT_MAX_DIMS], int rank,
+                           const int64_t *shape) {
+    as_batched_matrix(a, na, ga);
+    as_batched_matrix(b, nb, gb);
+    replace(a, ct_matmul(a->t, b->t));
+    replace(a, ct_reshape(a->t, rank, shape));
+}
+
+/* a (the operands up to k - 1, contracted) times operand b = k, as assign_roles says: the
+ * result, (batch, a's free, b's free), into a. */
+static bool contract(const plan *p, int k, operand *a, operand *b) {
+    int role[LABELS] = {0};
+    assign_roles(p, k, a, b, role);
     if (!a->t || !b->t) return false;
     broadcast_shared(a, b);
     if (!a->t || !b->t) return false;
@@ -366,10 +402,10 @@ static bool contract(const plan *p, int k, operand *a, operand *b) {
         labels[m] = gb[2][i];
         shape[m++] = b->t->shape[axis_of(b, gb[2][i])];
     }
-    as_batched_matrix(a, na, ga);
-    as_batched_matrix(b, nb, gb);
-    replace(a, ct_matmul(a->t, b->t));
-    replace(a, ct_reshape(a->t, rank, shape));
+    if (na[2])
+        matmul_batched(a, b, na, ga, nb, gb, rank, shape);
+    else
+        multiply(a, b, rank, labels, shape, na[0], na[1]);
     memcpy(a->labels, labels, sizeof labels);
     a->ndim = rank;
     return a->t != NULL;
