@@ -1,5 +1,5 @@
-"""ct.einsum against numpy.einsum on every device: NumPy's call form and PyTorch's (one list
-of Tensors), float32, float64, complex, integer and bool operands, gradients against central
+"""ct.einsum against numpy.einsum on every device: NumPy's call forms (operands, sublists)
+and PyTorch's (one list of Tensors), float32, float64, complex, integer and bool operands, gradients against central
 differences, and the errors."""
 
 import numpy as np
@@ -142,11 +142,23 @@ def test_errors(device, eq, shapes, error, words):
     assert eq in str(info.value)
 
 
-def test_equation_must_be_a_string():
-    with pytest.raises(TypeError, match="einsum: the first argument is the equation"):
-        ct.einsum(ct.zeros((2,)), ct.zeros((2,)))
-    with pytest.raises(TypeError, match="einsum: the first argument is the equation"):
+def test_sublist_form(device):
+    a, b = _values([(2, 3), (3, 4)], 4, np.float64)
+    x, y = device_array(a, device), device_array(b, device)
+    for args in ([0, 1], [1, 2], [0, 2]), ([0, 1], [1, 2]), ([30, 27], [27, 51], [51, 30]):
+        got = ct.einsum(x, args[0], y, *args[1:])
+        np.testing.assert_allclose(to_numpy(got), np.einsum(a, args[0], b, *args[1:]), rtol=1e-12)
+    np.testing.assert_allclose(to_numpy(ct.einsum(x, [..., 1], [...])),
+                               np.einsum(a, [..., 1], [...]))
+
+
+def test_bad_calls():
+    with pytest.raises(TypeError, match="einsum: needs an equation"):
         ct.einsum()
+    x = ct.zeros((2,))
+    for sublist in ([52], [-1], ["a"], x):
+        with pytest.raises(ValueError, match="einsum: a sublist holds ints in"):
+            ct.einsum(x, sublist)
 
 
 def test_device_mismatch(gpu):
