@@ -108,18 +108,20 @@ CT_API ct_tensor *ct_linalg_matrix_transpose(const ct_tensor *x);
  * repeated in one term takes that operand's diagonal ("ii->i"; "ii" is the trace); a letter
  * the output lacks is summed over; sizes of one letter must match or be 1 (broadcast). With
  * no "->" the output is "..." then the letters that occur once, in ASCII order (upper case
- * first). An explicit output without "..." sums the ellipsis' axes (as PyTorch does).
+ * first). An explicit output without "..." sums the ellipsis' axes (as PyTorch does). An
+ * equation that changes nothing ("ij->ij") gives the operand itself (a new reference), one
+ * that only permutes axes ("ij->ji") a view.
  *
- * Operands are contracted left to right, two at a time, by one batched ct_matmul each (a
- * letter only one operand has is summed out of it first), so every dtype and device
- * ct_matmul takes works, the dtypes promoted as it promotes them (sums of integers and bools
- * as NumPy's: bool results are logical), and gradients flow through the ops it is made of.
+ * Operands are contracted left to right, two at a time, by one batched ct_matmul each (one
+ * broadcasting ct_mul where nothing is contracted; a letter only one operand has is summed
+ * out of it first), so every dtype and device ct_matmul takes works, the dtypes promoted as
+ * it promotes them (sums of integers and bools as NumPy's: bool results are logical), and
+ * gradients flow through the ops it is made of.
  * Errors name the equation and the operand: a character other than those, a letter repeated
  * in the output or absent from every operand, a term or output of more than CT_MAX_DIMS
  * axes, a count of terms other than n: CT_ERR_INVALID_ARG; a term naming more or fewer axes
  * than its operand has, sizes that do not match, an intermediate product of more than
- * CT_MAX_DIMS axes: CT_ERR_SHAPE;
- * operands on two devices: CT_ERR_DEVICE_MISMATCH. */
+ * CT_MAX_DIMS axes: CT_ERR_SHAPE; operands on two devices: CT_ERR_DEVICE_MISMATCH. */
 CT_API ct_tensor *ct_einsum(const char *equation, int n, const ct_tensor *const *operands);
 
 #ifdef __cplusplus
