@@ -2,7 +2,8 @@
  * matrices (..., M, N), for float32, float64, complex64 and complex128 on every device whose
  * backend has the linalg kernels (the CPU through LAPACK; a device without them says
  * CT_ERR_UNSUPPORTED naming the op). matmul, matrix_transpose and the products are ct_matmul
- * and ct_transpose (ops.h); ct_tensordot (sorting.h) takes complex tensors too.
+ * and ct_transpose (ops.h); ct_tensordot (sorting.h) takes complex tensors too. ct_einsum,
+ * at the end, is the products' general form, for every dtype ct_matmul takes.
  *
  * Complex: symmetric reads Hermitian, orthogonal unitary and ^T the conjugate transpose ^H;
  * eigenvalues, singular values, log|det| and every norm are real (float32 for complex64,
@@ -97,6 +98,31 @@ CT_API ct_tensor *ct_linalg_cross(const ct_tensor *x1, const ct_tensor *x2, int 
 CT_API ct_tensor *ct_linalg_outer(const ct_tensor *x1, const ct_tensor *x2);
 /* The last two axes swapped (a view). */
 CT_API ct_tensor *ct_linalg_matrix_transpose(const ct_tensor *x);
+
+/* ---- Einstein summation (numpy.einsum, torch.einsum) ----
+ *
+ * The n operands' product summed as equation says: one term of subscripts per operand,
+ * separated by commas, then optionally "->" and the output's. Subscripts are the letters a-z
+ * and A-Z (spaces are ignored) and at most one "..." per term, which stands for the axes no
+ * letter names, broadcast over the operands as NumPy broadcasts (right-aligned). A letter
+ * repeated in one term takes that operand's diagonal ("ii->i"; "ii" is the trace); a letter
+ * the output lacks is summed over; sizes of one letter must match or be 1 (broadcast). With
+ * no "->" the output is "..." then the letters that occur once, in ASCII order (upper case
+ * first). An explicit output without "..." sums the ellipsis' axes (as PyTorch does). An
+ * equation that changes nothing ("ij->ij") gives the operand itself (a new reference), one
+ * that only permutes axes ("ij->ji") a view.
+ *
+ * Operands are contracted left to right, two at a time, by one batched ct_matmul each (one
+ * broadcasting ct_mul where nothing is contracted; a letter only one operand has is summed
+ * out of it first), so every dtype and device ct_matmul takes works, the dtypes promoted as
+ * it promotes them (sums of integers and bools as NumPy's: bool results are logical), and
+ * gradients flow through the ops it is made of.
+ * Errors name the equation and the operand: a character other than those, a letter repeated
+ * in the output or absent from every operand, a term or output of more than CT_MAX_DIMS
+ * axes, a count of terms other than n: CT_ERR_INVALID_ARG; a term naming more or fewer axes
+ * than its operand has, sizes that do not match, an intermediate product of more than
+ * CT_MAX_DIMS axes: CT_ERR_SHAPE; operands on two devices: CT_ERR_DEVICE_MISMATCH. */
+CT_API ct_tensor *ct_einsum(const char *equation, int n, const ct_tensor *const *operands);
 
 #ifdef __cplusplus
 }

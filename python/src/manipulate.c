@@ -1,7 +1,7 @@
 /* Manipulation functions of the array API over the C library's shape ops: reshape,
  * permute_dims, expand_dims, squeeze, broadcast_to, broadcast_arrays, concat, stack, flip,
- * moveaxis, roll, unstack, meshgrid, take, matrix_transpose and vecdot; views where the C
- * op makes views. */
+ * moveaxis, roll, unstack, meshgrid, take, matrix_transpose, vecdot and einsum; views where
+ * the C op makes views. */
 #include "ctpy_impl.h"
 
 static PyObject *py_reshape(PyObject *self, PyObject *args, PyObject *kwargs) {
@@ -461,6 +461,93 @@ static PyObject *py_vecdot(PyObject *self, PyObject *args, PyObject *kwargs) {
     return converted ? ctpy_wrap(out) : NULL;
 }
 
+/* The operands of einsum(equation, *operands): PyTorch's one list or tuple of Tensors, or
+ * the arrays themselves (NumPy's). */
+static bool tensor_sequence(PyObject *o) {
+    if (!PyList_Check(o) && !PyTuple_Check(o)) return false;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!ctpy_is_tensor(PySequence_Fast_GET_ITEM(o, i))) return false;
+    return n > 0;
+}
+
+/* ct_einsum(equation) of the arrays of the sequence `arrays`. */
+static PyObject *einsum_of(const char *equation, PyObject *arrays) {
+    ct_tensor *ts[CTPY_MAX_ARRAYS], *out = NULL;
+    int n;
+    if (tensor_list(arrays, ts, CTPY_MAX_ARRAYS, &n, "einsum") < 0) return NULL;
+    CTPY_NOGIL(out = ct_einsum(equation, n, (const ct_tensor *const *)ts));
+    release_all(n, ts);
+    return ctpy_wrap(out);
+}
+
+/* Append NumPy's sublist `o` (ints in [0, 52): 0-25 are 'A'-'Z', 26-51 'a'-'z'; Ellipsis is
+ * "...") to the equation at *end (room for 3 characters per item). -1 with an exception. */
+static int append_sublist(PyObject *o, char **end) {
+    PyObject *seq = ctpy_snapshot(o, CT_MAX_DIMS + 1, "einsum: a sublist");
+    if (!seq) return -1;
+    int status = 0;
+    for (Py_ssize_t i = 0; status == 0 && i < PyTuple_GET_SIZE(seq); i++) {
+        PyObject *item = PyTuple_GET_ITEM(seq, i);
+        long v = item == Py_Ellipsis || !PyLong_Check(item) ? -1 : PyLong_AsLong(item);
+        if (item == Py_Ellipsis) {
+            memcpy(*end, "...", 3), *end += 3;
+        } else if (v >= 0 && v < 52) {
+            *(*end)++ = (char)(v < 26 ? 'A' + v : 'a' + (v - 26));
+        } else {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_ValueError,
+                            "einsum: a sublist holds ints in [0, 52) and Ellipsis only");
+            status = -1;
+        }
+    }
+    Py_DECREF(seq);
+    return status;
+}
+
+/* NumPy's sublist form: einsum(x0, sublist0, x1, sublist1, ..., [sublist_out]). */
+static PyObject *einsum_sublists(PyObject *args) {
+    Py_ssize_t nargs = PyTuple_GET_SIZE(args), n = nargs / 2;
+    size_t room = (size_t)(n + 1) * (3 * (CT_MAX_DIMS + 1) + 2) + 1;
+    char *equation = PyMem_Malloc(room), *end = equation;
+    PyObject *arrays = equation ? PyTuple_New(n) : NULL, *out = NULL;
+    int status = arrays ? 0 : -1;
+    for (Py_ssize_t k = 0; status == 0 && k < n; k++) {
+        PyTuple_SET_ITEM(arrays, k, Py_NewRef(PyTuple_GET_ITEM(args, 2 * k)));
+        if (k) *end++ = ',';
+        status = append_sublist(PyTuple_GET_ITEM(args, 2 * k + 1), &end);
+    }
+    if (status == 0 && nargs % 2) {
+        memcpy(end, "->", 2), end += 2;
+        status = append_sublist(PyTuple_GET_ITEM(args, nargs - 1), &end);
+    }
+    if (status == 0) {
+        *end = '\0';
+        out = einsum_of(equation, arrays);
+    }
+    Py_XDECREF(arrays);
+    PyMem_Free(equation);
+    if (!equation) PyErr_NoMemory();
+    return out;
+}
+
+static PyObject *py_einsum(PyObject *self, PyObject *args) {
+    Py_ssize_t nargs = PyTuple_GET_SIZE(args);
+    if (nargs == 0) {
+        PyErr_SetString(PyExc_TypeError, "einsum: needs an equation (a str) and the operands");
+        return NULL;
+    }
+    if (!PyUnicode_Check(PyTuple_GET_ITEM(args, 0))) return einsum_sublists(args);
+    const char *equation = PyUnicode_AsUTF8(PyTuple_GET_ITEM(args, 0));
+    PyObject *rest = equation ? PyTuple_GetSlice(args, 1, nargs) : NULL;
+    if (!rest) return NULL;
+    PyObject *arrays =
+        nargs == 2 && tensor_sequence(PyTuple_GET_ITEM(rest, 0)) ? PyTuple_GET_ITEM(rest, 0) : rest;
+    PyObject *out = einsum_of(equation, arrays);
+    Py_DECREF(rest);
+    return out;
+}
+
 PyMethodDef ctpy_manip_functions[] = {
     {"reshape", KW py_reshape, KWARGS, "reshape(x, shape, *, copy=None)."},
     {"permute_dims", KW py_permute_dims, KWARGS,
@@ -490,5 +577,9 @@ PyMethodDef ctpy_manip_functions[] = {
      "matrix_transpose($module, x, /)\n--\n\nThe last two axes swapped (a view)."},
     {"vecdot", KW py_vecdot, KWARGS,
      "vecdot($module, x1, x2, *, axis=-1)\n--\n\nsum(conj(x1) * x2, axis)."},
+    {"einsum", py_einsum, METH_VARARGS,
+     "einsum($module, equation, /, *operands)\n--\n\nEinstein summation, as numpy.einsum and "
+     "torch.einsum "
+     "(operands also as one list of Tensors)."},
     {0}, /* sentinel */
 };
