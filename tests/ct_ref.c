@@ -156,3 +156,19 @@ double ref_max_diff(const ct_tensor *a, const ct_tensor *b, double *scale) {
     free(y);
     return worst;
 }
+
+void ref_pool_window(bool adaptive, int64_t k, int64_t s, int64_t p, int64_t n, int64_t o,
+                     int64_t i, int64_t *start, int64_t *end, int64_t *div) {
+    if (adaptive) {
+        *start = (int64_t)floor((double)(i * n) / (double)o);
+        *end = (int64_t)ceil((double)((i + 1) * n) / (double)o);
+        *div = *end - *start;
+        return;
+    }
+    if (s == 0) s = k;
+    *start = i * s - p;
+    *end = *start + k;
+    *div = k;
+    if (*start < 0) *start = 0;
+    if (*end > n) *end = n;
+}

@@ -22,6 +22,11 @@ ref_read(const ct_tensor *t); /* complex: real parts, NaN where the imaginary pa
 /* The largest |a - b| over the elements (C order; NaN where one differs by NaN), INFINITY
  * when they cannot be read or differ in size; with scale, the largest |b| into *scale. */
 double ref_max_diff(const ct_tensor *a, const ct_tensor *b, double *scale);
+/* Pooling's window [start, end) of output i along an axis of size n with o outputs, and its
+ * divisor: adaptive (PyTorch's floor/ceil bounds) or kernel k, stride s (0: k) and padding p
+ * (the divisor counts the padding, as the library's average pool does). */
+void ref_pool_window(bool adaptive, int64_t k, int64_t s, int64_t p, int64_t n, int64_t o,
+                     int64_t i, int64_t *start, int64_t *end, int64_t *div);
 /* n deterministic values uniform in [lo, hi) from seed (splitmix64; test-only). */
 void ref_random(double *out, int64_t n, uint64_t seed, double lo, double hi);
 /* Round a float64 value to what dtype can hold (the reference's inputs must be

@@ -334,7 +334,7 @@ DEVICE_TEST(einsum_gradients_complex) {
  * needle (and the equation). */
 static bool fails(const char *eq, int n, const int *ndim, const int64_t (*shape)[CT_MAX_DIMS],
                   ct_status status, const char *needle, ct_device device) {
-    ct_tensor *t[9] = {NULL};
+    ct_tensor *t[CT_MAX_DIMS + 1] = {NULL};
     for (int k = 0; k < n; k++) t[k] = ct_zeros(ndim[k], shape[k], CT_F32, device);
     ct_tensor *out = ct_einsum(eq, n, (const ct_tensor *const *)t);
     bool ok = !out && ct_last_status() == status && strstr(ct_last_error(), needle) &&
@@ -350,9 +350,8 @@ static bool fails(const char *eq, int n, const int *ndim, const int64_t (*shape)
 }
 
 DEVICE_TEST(einsum_errors) {
-    const int two[2] = {2, 2}, one[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+    const int two[2] = {2, 2};
     const int64_t m23[2][CT_MAX_DIMS] = {{2, 3}, {3, 4}}, bad[2][CT_MAX_DIMS] = {{2, 3}, {4, 5}};
-    const int64_t vec[9][CT_MAX_DIMS] = {{2}, {2}, {2}, {2}, {2}, {2}, {2}, {2}, {2}};
     CHECK(fails("ij,j%->ik", 2, two, m23, CT_ERR_INVALID_ARG, "'%' (0x25) at position 4", device));
     CHECK(fails("ij,jk->ii", 2, two, m23, CT_ERR_INVALID_ARG, "'i' is repeated in the output",
                 device));
@@ -373,15 +372,36 @@ DEVICE_TEST(einsum_errors) {
     CHECK(fails("ij,jk->i->k", 2, two, m23, CT_ERR_INVALID_ARG, "'-' (0x2d)", device));
     CHECK(fails("ii->i", 1, two, m23, CT_ERR_SHAPE,
                 "operand 0 repeats subscript 'i' on axes of sizes 2 and 3", device));
-    CHECK(fails("abcdefghi,jk->k", 2, two, m23, CT_ERR_INVALID_ARG,
-                "operand 0 names more than 8 axes", device));
-    CHECK(fails("a,b,c,d,e,f,g,h,i->abcdefghi", 9, one, vec, CT_ERR_INVALID_ARG,
-                "the output names more than 8 axes", device));
-    const int five[4] = {5, 5, 5, 5};
-    const int64_t ones5[4][CT_MAX_DIMS] = {
-        {1, 1, 1, 1, 1}, {1, 1, 1, 1, 1}, {1, 1, 1, 1, 1}, {1, 1, 1, 1, 1}};
-    CHECK(fails("abcde,fghij,abcde,fghij->", 4, five, ones5, CT_ERR_SHAPE,
-                "the product of operands 0 to 1 would have rank 10", device));
+    /* One axis more than CT_MAX_DIMS, in an operand's term and in the output's. */
+    enum { OVER = CT_MAX_DIMS + 1 };
+    char term[OVER + 1], eq[4 * OVER + 8], needle[64];
+    int one[OVER];
+    int64_t vec[OVER][CT_MAX_DIMS] = {{0}};
+    for (int k = 0; k < OVER; k++) term[k] = (char)('a' + k), one[k] = 1, vec[k][0] = 2;
+    term[OVER] = '\0';
+    snprintf(eq, sizeof eq, "%s,AB->B", term);
+    snprintf(needle, sizeof needle, "operand 0 names more than %d axes", CT_MAX_DIMS);
+    CHECK(fails(eq, 2, two, m23, CT_ERR_INVALID_ARG, needle, device));
+    size_t len = 0;
+    for (int k = 0; k < OVER; k++)
+        len += (size_t)snprintf(eq + len, sizeof eq - len, "%s%c", k ? "," : "", term[k]);
+    snprintf(eq + len, sizeof eq - len, "->%s", term);
+    snprintf(needle, sizeof needle, "the output names more than %d axes", CT_MAX_DIMS);
+    CHECK(fails(eq, OVER, one, (const int64_t(*)[CT_MAX_DIMS])vec, CT_ERR_INVALID_ARG, needle,
+                device));
+    /* Two operands of CT_MAX_DIMS / 2 + 1 axes each, none shared, contracted later: their
+     * product would pass CT_MAX_DIMS. */
+    enum { HALF = CT_MAX_DIMS / 2 + 1 };
+    char first[HALF + 1], second[HALF + 1];
+    for (int k = 0; k < HALF; k++) first[k] = (char)('a' + k), second[k] = (char)('a' + HALF + k);
+    first[HALF] = second[HALF] = '\0';
+    snprintf(eq, sizeof eq, "%s,%s,%s,%s->", first, second, first, second);
+    const int halves[4] = {HALF, HALF, HALF, HALF};
+    int64_t ones[4][CT_MAX_DIMS];
+    for (int k = 0; k < 4; k++)
+        for (int d = 0; d < CT_MAX_DIMS; d++) ones[k][d] = 1;
+    snprintf(needle, sizeof needle, "the product of operands 0 to 1 would have rank %d", 2 * HALF);
+    CHECK(fails(eq, 4, halves, (const int64_t(*)[CT_MAX_DIMS])ones, CT_ERR_SHAPE, needle, device));
 
     ct_tensor *a = ct_zeros(2, (int64_t[]){2, 3}, CT_F32, device);
     CHECK(!ct_einsum("ij,jk->ik", 2, (const ct_tensor *[]){a, NULL}));

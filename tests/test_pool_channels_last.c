@@ -38,18 +38,8 @@ static ct_tensor *run(const pool_case *c, const ct_tensor *x) {
 /* Window [start, end) of output i along an axis of size n (o outputs), and its divisor. */
 static void window(const pool_case *c, int axis, int64_t n, int64_t o, int64_t i, int64_t *start,
                    int64_t *end, int64_t *div) {
-    if (c->k == ADAPTIVE) {
-        *start = (int64_t)floor((double)(i * n) / (double)o);
-        *end = (int64_t)ceil((double)((i + 1) * n) / (double)o);
-        *div = *end - *start;
-        return;
-    }
-    int64_t k = c->opt.kernel[axis], s = c->opt.stride[axis] ? c->opt.stride[axis] : k;
-    *start = i * s - c->opt.padding[axis];
-    *end = *start + k;
-    *div = k;
-    if (*start < 0) *start = 0;
-    if (*end > n) *end = n;
+    ref_pool_window(c->k == ADAPTIVE, c->opt.kernel[axis], c->opt.stride[axis],
+                    c->opt.padding[axis], n, o, i, start, end, div);
 }
 
 static int64_t out_size(const pool_case *c, int axis) {

@@ -118,6 +118,32 @@ static ct_dtype cumsum_dtype(ct_dtype x, ct_dtype asked) {
     return ct__is_float(x) ? x : ct__is_unsigned(x) ? CT_U64 : CT_I64;
 }
 
+/* The scan `which` (ROW_CUMSUM, ROW_CUMPROD) of x along axis a into a new tensor of out_dtype,
+ * each row led by the scan's identity when include_initial; NULL with the error set. */
+static ct_tensor *scan(const char *op, ct_device device, const ct_tensor *x, int a,
+                       ct_dtype out_dtype, bool include_initial, row_kernel which) {
+    int perm[CT_MAX_DIMS];
+    ct_tensor *rows = rows_of(x, a, perm), *out = NULL;
+    if (rows) {
+        int64_t shape[CT_MAX_DIMS];
+        memcpy(shape, rows->shape, sizeof shape);
+        shape[x->ndim - 1] += include_initial;
+        out = ct__full_on(device, x->ndim, shape, which == ROW_CUMPROD ? 1.0 : 0.0, out_dtype);
+    }
+    if (out) {
+        ct__sort_args args = {0};
+        args.out_dtype = out_dtype;
+        args.out_row = out->shape[x->ndim - 1];
+        args.out = ct__data(out) + (include_initial ? ct__dtype_size(out_dtype) : 0);
+        if (run_rows(op, device, rows, &args, which) != CT_OK) {
+            ct_release(out);
+            out = NULL;
+        }
+    }
+    ct_release(rows);
+    return unrows(out, x->ndim, perm);
+}
+
 static ct_tensor *cumulative_sum(const ct_tensor *x, int axis, ct_dtype dtype,
                                  bool include_initial);
 
@@ -147,7 +173,7 @@ static ct_tensor *cumulative_sum(const ct_tensor *x, int axis, ct_dtype dtype,
                                  bool include_initial) {
     const char *op = "ct_cumulative_sum";
     ct_device device;
-    int a = 0, perm[CT_MAX_DIMS];
+    int a = 0;
     if (!ct__check_args_complex(op, 1, &x, &device)) return NULL;
     if (dtype != CT_CUMSUM_DEFAULT_DTYPE && ((int)dtype < 0 || (int)dtype >= CT_DTYPE_COUNT))
         return ct__fail(CT_ERR_DTYPE, "%s: dtype %d is not a ct_dtype", op, (int)dtype);
@@ -167,25 +193,7 @@ static ct_tensor *cumulative_sum(const ct_tensor *x, int axis, ct_dtype dtype,
                         op);
     if (ct__normalize_axis(op, axis, x->ndim, &a) != CT_OK) return NULL;
     ct_dtype out_dtype = cumsum_dtype(x->dtype, dtype);
-    ct_tensor *rows = rows_of(x, a, perm), *out = NULL;
-    if (rows) {
-        int64_t shape[CT_MAX_DIMS];
-        memcpy(shape, rows->shape, sizeof shape);
-        shape[x->ndim - 1] += include_initial;
-        out = ct__full_on(device, x->ndim, shape, 0.0, out_dtype);
-    }
-    if (out) {
-        ct__sort_args args = {0};
-        args.out_dtype = out_dtype;
-        args.out_row = out->shape[x->ndim - 1];
-        args.out = ct__data(out) + (include_initial ? ct__dtype_size(out_dtype) : 0);
-        if (run_rows(op, device, rows, &args, ROW_CUMSUM) != CT_OK) {
-            ct_release(out);
-            out = NULL;
-        }
-    }
-    ct_release(rows);
-    out = unrows(out, x->ndim, perm);
+    ct_tensor *out = scan(op, device, x, a, out_dtype, include_initial, ROW_CUMSUM);
     if (!out || !ct__is_float(out_dtype) || !ct__grad_needed(1, &x)) return out;
     ct__node *node = ct__node_new(op, cumsum_backward, 1, &x);
     if (node) {
@@ -288,7 +296,7 @@ static ct_tensor *cumulative_prod(const ct_tensor *x, int axis, ct_dtype dtype,
                                   bool include_initial) {
     const char *op = "ct_cumulative_prod";
     ct_device device;
-    int a = 0, perm[CT_MAX_DIMS];
+    int a = 0;
     if (!ct__check_args_complex(op, 1, &x, &device)) return NULL;
     if (dtype != CT_CUMSUM_DEFAULT_DTYPE && ((int)dtype < 0 || (int)dtype >= CT_DTYPE_COUNT))
         return ct__fail(CT_ERR_DTYPE, "%s: dtype %d is not a ct_dtype", op, (int)dtype);
@@ -301,25 +309,7 @@ static ct_tensor *cumulative_prod(const ct_tensor *x, int axis, ct_dtype dtype,
         return ct__fail(CT_ERR_SHAPE,
                         "%s: x is 0-d; it needs an axis to multiply along (reshape it to 1-D)", op);
     if (ct__normalize_axis(op, axis, x->ndim, &a) != CT_OK) return NULL;
-    ct_tensor *rows = rows_of(x, a, perm), *out = NULL;
-    if (rows) {
-        int64_t shape[CT_MAX_DIMS];
-        memcpy(shape, rows->shape, sizeof shape);
-        shape[x->ndim - 1] += include_initial;
-        out = ct__full_on(device, x->ndim, shape, 1.0, out_dtype);
-    }
-    if (out) {
-        ct__sort_args args = {0};
-        args.out_dtype = out_dtype;
-        args.out_row = out->shape[x->ndim - 1];
-        args.out = ct__data(out) + (include_initial ? ct__dtype_size(out_dtype) : 0);
-        if (run_rows(op, device, rows, &args, ROW_CUMPROD) != CT_OK) {
-            ct_release(out);
-            out = NULL;
-        }
-    }
-    ct_release(rows);
-    out = unrows(out, x->ndim, perm);
+    ct_tensor *out = scan(op, device, x, a, out_dtype, include_initial, ROW_CUMPROD);
     if (!out || !ct__grad_dtype(out_dtype) || !ct__grad_needed(1, &x)) return out;
     ct__node *node = ct__node_new(op, cumprod_backward, 1, &x);
     if (node && !save_cumprod(node, x, out, a, include_initial)) node = NULL;

@@ -129,12 +129,17 @@ static void cumsum_row(const ct__sort_args *a, int64_t r) {
     }
 }
 
-ct_status ct__cpu_cumsum(int device, const ct__sort_args *args) {
-    (void)device;
+/* Each row by row(), the rows split over the team (a row's result does not depend on it). */
+static void scan_rows(const ct__sort_args *args, void (*row)(const ct__sort_args *, int64_t)) {
     int threads = args->rows > 1 ? ct__cpu_threads_for_elements(args->rows * args->n) : 1;
     (void)threads; /* read by OpenMP's clauses only */
 #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
-    for (int64_t r = 0; r < args->rows; r++) cumsum_row(args, r);
+    for (int64_t r = 0; r < args->rows; r++) row(args, r);
+}
+
+ct_status ct__cpu_cumsum(int device, const ct__sort_args *args) {
+    (void)device;
+    scan_rows(args, cumsum_row);
     return CT_OK;
 }
 
@@ -169,9 +174,6 @@ static void cumprod_row(const ct__sort_args *a, int64_t r) {
 
 ct_status ct__cpu_cumprod(int device, const ct__sort_args *args) {
     (void)device;
-    int threads = args->rows > 1 ? ct__cpu_threads_for_elements(args->rows * args->n) : 1;
-    (void)threads; /* read by OpenMP's clauses only */
-#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
-    for (int64_t r = 0; r < args->rows; r++) cumprod_row(args, r);
+    scan_rows(args, cumprod_row);
     return CT_OK;
 }
