@@ -172,3 +172,47 @@ void ref_pool_window(bool adaptive, int64_t k, int64_t s, int64_t p, int64_t n, 
     if (*start < 0) *start = 0;
     if (*end > n) *end = n;
 }
+
+void ref_scan(const double *x, int ndim, const int64_t *shape, int axis, bool initial, bool product,
+              ct_dtype out, double *expected) {
+    int64_t at[CT_MAX_DIMS], oshape[CT_MAX_DIMS];
+    for (int d = 0; d < ndim; d++) oshape[d] = shape[d] + (d == axis && initial);
+    for (int64_t i = 0; i < ref_numel(ndim, oshape); i++) {
+        ref_unravel(i, ndim, oshape, at);
+        int64_t upto = at[axis] + (initial ? 0 : 1);
+        double acc = product ? 1.0 : 0.0;
+        for (int64_t k = 0; k < upto; k++) {
+            at[axis] = k;
+            double v = x[ref_ravel(ndim, shape, at)];
+            acc = product ? acc * v : acc + v;
+        }
+        expected[i] = ref_round(acc, out);
+    }
+}
+
+void ref_check_scan(ref_scan_op op, bool product, const double *values, ct_dtype dtype, int case_,
+                    ct_device device) {
+    static const int64_t shape[3] = {3, 4, 5};
+    double expected[4 * 4 * 5];
+    ct_dtype want = ct_dtype_is_floating(dtype)   ? dtype
+                    : ct_dtype_is_unsigned(dtype) ? CT_U64
+                                                  : CT_I64;
+    for (int axis = 0; axis < 3; axis++) {
+        for (int initial = 0; initial < 2; initial++) {
+            bool odd = (axis + initial + case_) % 2;
+            ct_tensor *x = (odd ? ref_tensor_strided : ref_tensor)(values, 3, shape, dtype, device);
+            ref_scan(values, 3, shape, axis, initial, product, want, expected);
+            ct_tensor *y = op(x, axis - (odd ? 3 : 0), CT_CUMSUM_DEFAULT_DTYPE, initial);
+            CHECK_TENSOR(y, expected);
+            CHECK(ct_dtype_of(y) == want && ct_size(y, axis) == shape[axis] + initial);
+            ct_release(y);
+            ref_scan(values, 3, shape, axis, initial, product, CT_F64, expected);
+            y = op(x, axis, CT_F64, initial);
+            CHECK_TENSOR(y, expected);
+            CHECK(ct_dtype_of(y) == CT_F64);
+            ct_release(y);
+            ct_release(x);
+            if (ct_test_failed()) return;
+        }
+    }
+}

@@ -41,6 +41,20 @@ void ref_unravel(int64_t i, int ndim, const int64_t *shape, int64_t *index);
 int64_t ref_ravel(int ndim, const int64_t *shape, const int64_t *index);
 
 /* Every element of t is close to expected[i] for t's dtype (NaN matches NaN). */
+/* The running sum (product: the running product) of x (C order, shape) along axis, led by
+ * the identity when initial, each rounded to out: ct_cumulative_sum's and
+ * ct_cumulative_prod's reference. expected holds the result's elements. */
+void ref_scan(const double *x, int ndim, const int64_t *shape, int axis, bool initial, bool product,
+              ct_dtype out, double *expected);
+/* The scans' shared check: values (3 x 4 x 5, representable in dtype; case picks a
+ * contiguous or a strided tensor and a negative axis, by parity) through op along every axis,
+ * with and without include_initial, in the default dtype (integers widened to int64 or
+ * uint64) and in CT_F64, against ref_scan; a mismatch fails the running test. */
+typedef ct_tensor *(*ref_scan_op)(const ct_tensor *x, int axis, ct_dtype dtype,
+                                  bool include_initial);
+void ref_check_scan(ref_scan_op op, bool product, const double *values, ct_dtype dtype, int case_,
+                    ct_device device);
+
 #define CHECK_TENSOR(t, expected)                                                                  \
     do {                                                                                           \
         const ct_tensor *check_t_ = (t);                                                           \

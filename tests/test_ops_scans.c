@@ -12,22 +12,6 @@
 
 /* ---- cumulative_prod ---- */
 
-static void reference_cumprod(const double *x, int ndim, const int64_t *shape, int axis,
-                              bool initial, ct_dtype out, double *expected) {
-    int64_t at[8], oshape[8];
-    for (int d = 0; d < ndim; d++) oshape[d] = shape[d] + (d == axis && initial);
-    for (int64_t i = 0; i < ref_numel(ndim, oshape); i++) {
-        ref_unravel(i, ndim, oshape, at);
-        int64_t upto = at[axis] + (initial ? 0 : 1);
-        double acc = 1.0;
-        for (int64_t k = 0; k < upto; k++) {
-            at[axis] = k;
-            acc *= x[ref_ravel(ndim, shape, at)];
-        }
-        expected[i] = ref_round(acc, out);
-    }
-}
-
 /* n small values for dtype: integers in [-3, 3] (bool 0/1, unsigned 0..3), floats with
  * halves, zeros among them. */
 static void small_values(double *v, int64_t n, ct_dtype dtype, uint64_t seed) {
@@ -42,34 +26,12 @@ static void small_values(double *v, int64_t n, ct_dtype dtype, uint64_t seed) {
 }
 
 DEVICE_TEST(test_cumulative_prod_every_dtype_axis_and_initial) {
-    static const int64_t shape[3] = {3, 4, 5};
-    double x_values[60], expected[128];
+    double x_values[60];
     for (int t = 0; t < CT_TEST_DTYPE_COUNT; t++) {
         ct_dtype dtype = ct_test_dtypes[t];
         small_values(x_values, 60, dtype, (uint64_t)t);
-        ct_dtype want = ct_dtype_is_floating(dtype)   ? dtype
-                        : ct_dtype_is_unsigned(dtype) ? CT_U64
-                                                      : CT_I64;
-        for (int axis = 0; axis < 3; axis++) {
-            for (int initial = 0; initial < 2; initial++) {
-                bool odd = (axis + initial + t) % 2;
-                ct_tensor *x =
-                    (odd ? ref_tensor_strided : ref_tensor)(x_values, 3, shape, dtype, device);
-                reference_cumprod(x_values, 3, shape, axis, initial, want, expected);
-                ct_tensor *y =
-                    ct_cumulative_prod(x, axis - (odd ? 3 : 0), CT_CUMSUM_DEFAULT_DTYPE, initial);
-                CHECK_TENSOR(y, expected);
-                CHECK(ct_dtype_of(y) == want && ct_size(y, axis) == shape[axis] + initial);
-                ct_release(y);
-                reference_cumprod(x_values, 3, shape, axis, initial, CT_F64, expected);
-                y = ct_cumulative_prod(x, axis, CT_F64, initial);
-                CHECK_TENSOR(y, expected);
-                CHECK(ct_dtype_of(y) == CT_F64);
-                ct_release(y);
-                ct_release(x);
-                if (ct_test_failed()) return;
-            }
-        }
+        ref_check_scan(ct_cumulative_prod, true, x_values, dtype, t, device);
+        if (ct_test_failed()) return;
     }
 }
 
@@ -110,7 +72,7 @@ DEVICE_TEST(test_cumulative_prod_wraps_long_rows_and_empty) {
     double f[2 * N], fe[2 * N];
     ref_random(f, 2 * N, 11, 0.99, 1.01);
     ct_tensor *xf = ref_tensor(f, 2, (int64_t[]){2, N}, CT_F64, device);
-    reference_cumprod(f, 2, (int64_t[]){2, N}, 1, false, CT_F64, fe);
+    ref_scan(f, 2, (int64_t[]){2, N}, 1, false, true, CT_F64, fe);
     ct_tensor *yf = ct_cumulative_prod(xf, -1, CT_CUMSUM_DEFAULT_DTYPE, false);
     CHECK_TENSOR(yf, fe);
     ct_release(yf);
