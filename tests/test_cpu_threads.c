@@ -8,7 +8,8 @@
  * the order of its sum depends on the thread count (differences within 1e-6 of the largest
  * gradient here). So are matmul and the MLP step where the BLAS's own bits depend on the
  * slab's shape (blas_slab_bitwise), which the test then says. Each comparison forces the split
- * (a region cost of 0) on two threads against one thread. */
+ * (a region cost of 0) on two threads against one thread. A lone large eigh takes another
+ * algorithm on two threads than on one: both are checked for accuracy, and against each other. */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include <ctensor/optim.h>
 
 #include "backend/cpu/cpu_impl.h"
+#include "ct_ref.h"
 #include "ct_test.h"
 
 /* The bytes of a CPU f32 tensor, in a new buffer (NULL on failure). */
@@ -250,4 +252,106 @@ TEST(test_cpu_threads_conv_weight_grad_close) {
     CHECK(close_on_one_and_two_threads(conv_weight_grad, &p, 64 * 32 * 9, 1e-6));
     ct_release(p.a);
     ct_release(p.b);
+}
+
+/* A Hermitian n x n matrix as complex128 pairs, row-major, parts uniform in [-1, 1) (the
+ * imaginary parts 0 when real), times scale. */
+static double *hermitian_pairs(int64_t n, bool real, double scale) {
+    double *parts = malloc(sizeof(double) * (size_t)(2 * n * n));
+    double *a = malloc(sizeof(double) * (size_t)(2 * n * n));
+    ref_random(parts, 2 * n * n, 71, -1, 1);
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j <= i; j++) {
+            double re = parts[2 * (i * n + j)] * scale;
+            double im = real || i == j ? 0 : parts[2 * (i * n + j) + 1] * scale;
+            a[2 * (i * n + j)] = a[2 * (j * n + i)] = re;
+            a[2 * (i * n + j) + 1] = im, a[2 * (j * n + i) + 1] = -im;
+        }
+    free(parts);
+    return a;
+}
+
+typedef struct eigh_errors {
+    bool ok;
+    double residual;      /* max |A v_j - w_j v_j| over max |a_ij| */
+    double orthogonality; /* max |V^H V - I| */
+} eigh_errors;
+
+/* eigh of a (hermitian_pairs) as dtype on `threads` OpenMP threads, its errors measured in
+ * double here; w: the eigenvalues (n). */
+static eigh_errors eigh_on_threads(const double *a, int64_t n, ct_dtype dtype, int threads,
+                                   double *w) {
+    eigh_errors e = {false, INFINITY, INFINITY};
+    int before = omp_get_max_threads();
+    omp_set_num_threads(threads);
+    ct_tensor *pairs = ct_from_data(a, 2, (int64_t[]){n, n}, CT_C128, CT_CPU), *x = NULL;
+    if (pairs && ct_dtype_is_complex(dtype))
+        x = ct_cast(pairs, dtype);
+    else if (pairs) {
+        ct_tensor *re = ct_real(pairs);
+        x = re ? ct_cast(re, dtype) : NULL;
+        ct_release(re);
+    }
+    ct_tensor *values = NULL, *vectors = NULL;
+    ct_status status = x ? ct_linalg_eigh(x, &values, &vectors) : CT_ERR_INVALID_ARG;
+    omp_set_num_threads(before);
+    ct_tensor *w64 = status == CT_OK ? ct_cast(values, CT_F64) : NULL;
+    ct_tensor *v128 = status == CT_OK ? ct_cast(vectors, CT_C128) : NULL;
+    double *v = malloc(sizeof(double) * (size_t)(2 * n * n)), largest = 0;
+    e.ok = w64 && v128 && ct_copy_to_host(w64, w, sizeof(double) * (size_t)n) == CT_OK &&
+           ct_copy_to_host(v128, v, sizeof(double) * (size_t)(2 * n * n)) == CT_OK;
+    for (int64_t i = 0; i < 2 * n * n; i++) largest = fmax(largest, fabs(a[i]));
+    e.residual = e.orthogonality = e.ok ? 0 : INFINITY;
+    for (int64_t i = 0; e.ok && i < n; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double re = -w[j] * v[2 * (i * n + j)], im = -w[j] * v[2 * (i * n + j) + 1];
+            double gram_re = i == j ? -1 : 0, gram_im = 0; /* (V^H V)_ij - I_ij */
+            for (int64_t k = 0; k < n; k++) {
+                double ar = a[2 * (i * n + k)], ai = a[2 * (i * n + k) + 1];
+                double vr = v[2 * (k * n + j)], vi = v[2 * (k * n + j) + 1];
+                double ur = v[2 * (k * n + i)], ui = -v[2 * (k * n + i) + 1];
+                re += ar * vr - ai * vi, im += ar * vi + ai * vr;
+                gram_re += ur * vr - ui * vi, gram_im += ur * vi + ui * vr;
+            }
+            e.residual = fmax(e.residual, hypot(re, im) / largest);
+            e.orthogonality = fmax(e.orthogonality, hypot(gram_re, gram_im));
+        }
+    ct_release(pairs), ct_release(x), ct_release(values), ct_release(vectors);
+    ct_release(w64), ct_release(v128);
+    free(v);
+    return e;
+}
+
+/* A lone large matrix's eigh with vectors takes its own path on two threads (eigh_split in
+ * cpu_linalg_typed_impl.h: Q formed beside stedc, then a GEMM over the threads), and syevd on
+ * one: both are eigendecompositions to the precision's accuracy, with the same eigenvalues.
+ * n = 201 (over the 192 of that path) splits the columns unevenly. A matrix syevd would scale
+ * (elements near 1e200) goes to syevd on two threads as well. */
+TEST(test_cpu_threads_eigh_alone) {
+    const int64_t n = 201;
+    static const ct_dtype dtypes[] = {CT_F64, CT_F32, CT_C128, CT_C64};
+    double *w1 = malloc(sizeof(double) * (size_t)n), *w2 = malloc(sizeof(double) * (size_t)n);
+    for (int d = 0; d < 4; d++) {
+        ct_dtype dtype = dtypes[d];
+        bool real = !ct_dtype_is_complex(dtype), f64 = dtype == CT_F64 || dtype == CT_C128;
+        double tolerance = f64 ? 1e-12 : 1e-4, scale = d == 0 ? 1e200 : 1;
+        for (int scaled = 0; scaled < (d == 0 ? 2 : 1); scaled++) {
+            double *a = hermitian_pairs(n, real, scaled ? scale : 1);
+            eigh_errors one = eigh_on_threads(a, n, dtype, 1, w1);
+            eigh_errors two = eigh_on_threads(a, n, dtype, 2, w2);
+            double spread = 0, largest = 0;
+            for (int64_t i = 0; i < 2 * n * n; i++) largest = fmax(largest, fabs(a[i]));
+            for (int64_t i = 0; i < n; i++) spread = fmax(spread, fabs(w1[i] - w2[i]) / largest);
+            printf("    %s%s: residual %.3g / %.3g, orthogonality %.3g / %.3g, eigenvalues %.3g "
+                   "apart (1 / 2 threads)\n",
+                   ct_dtype_name(dtype), scaled ? " x 1e200" : "", one.residual, two.residual,
+                   one.orthogonality, two.orthogonality, spread);
+            CHECK(one.ok && two.ok);
+            CHECK(one.residual < tolerance && two.residual < tolerance);
+            CHECK(one.orthogonality < tolerance && two.orthogonality < tolerance);
+            CHECK(spread < tolerance);
+            free(a);
+        }
+    }
+    free(w1), free(w2);
 }

@@ -2,13 +2,17 @@
  * matrix of the stack (cpu_linalg_typed_impl.h). A stack of several matrices is split over
  * ctensor's OpenMP threads, each matrix on one thread with OpenBLAS single-threaded inside
  * (as the GEMM: cpu_gemm.c); a single large matrix of SVD, CHOLESKY or QR is given to
- * OpenBLAS's own threads, as many as ctensor runs, for that call. SOLVE, DET and EIGH run
- * every matrix on one thread: OpenBLAS's threads made them slower, not faster, than one
- * thread (bench/bench_linalg.py, against NumPy's single-threaded calls). Complex matrices are C's
- * _Complex types, laid out as ct_complex64 and ct_complex128 are (lapack.h's lapack_complex_float
- * and _double). */
+ * OpenBLAS's own threads, as many as ctensor runs, for that call. SOLVE and DET run every
+ * matrix on one thread: OpenBLAS's threads made them slower, not faster, than one thread
+ * (bench/bench_linalg.py, against NumPy's single-threaded calls). A single large EIGH with
+ * vectors spreads its stages over ctensor's threads itself (eigh_split). Complex matrices
+ * are C's _Complex types, laid out as ct_complex64 and ct_complex128 are (lapack.h's
+ * lapack_complex_float and _double). */
+#include <float.h>
 #include <lapack.h>
 #include <math.h>
+#include <stdalign.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,12 +36,47 @@ static bool threaded_op(ct__linalg_op op) {
     return op == CT_LINALG_SVD || op == CT_LINALG_CHOLESKY || op == CT_LINALG_QR;
 }
 
+/* A work block kept for the next call up to this size: larger ones go back to the system. */
+#define CT_LINALG_SPARE_MAX ((size_t)64 << 20)
+
+/* A block of LAPACK work (eigh_split's arrays), its capacity in a header. */
+typedef struct work_block {
+    size_t capacity;
+    alignas(64) unsigned char data[];
+} work_block;
+
+/* The block the last call gave back. Page faults on a fresh block of several MiB cost a
+ * tenth of a 512 x 512 eigh (1540 faults a call, about 3 ms); the spare makes them once. */
+static _Atomic(work_block *) spare_block;
+
+/* bytes of work: the spare when it is large enough and no other thread holds it, else a new
+ * block; NULL when out of memory. */
+static work_block *take_work(size_t bytes) {
+    work_block *block = atomic_exchange(&spare_block, NULL);
+    if (block && block->capacity >= bytes) return block;
+    free(block);
+    block = malloc(sizeof *block + bytes);
+    if (block) block->capacity = bytes;
+    return block;
+}
+
+/* Back as the spare, unless it is too large or there is one again. */
+static void give_work(work_block *block) {
+    work_block *none = NULL;
+    if (block && (block->capacity > CT_LINALG_SPARE_MAX ||
+                  !atomic_compare_exchange_strong(&spare_block, &none, block)))
+        free(block);
+}
+
 #define T double
 #define R double
 #define COMPLEX 0
 #define ABS(x) fabs(x)
 #define LAPACK(name) LAPACK_d##name
 #define ORGQR LAPACK_dorgqr
+#define GEMM_NN(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)                                      \
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta,   \
+                c, ldc)
 #define TYPED(name) name##_f64
 #include "backend/cpu/cpu_linalg_typed_impl.h"
 #undef T
@@ -46,6 +85,7 @@ static bool threaded_op(ct__linalg_op op) {
 #undef ABS
 #undef LAPACK
 #undef ORGQR
+#undef GEMM_NN
 #undef TYPED
 #define T float
 #define R float
@@ -53,6 +93,9 @@ static bool threaded_op(ct__linalg_op op) {
 #define ABS(x) fabsf(x)
 #define LAPACK(name) LAPACK_s##name
 #define ORGQR LAPACK_sorgqr
+#define GEMM_NN(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)                                      \
+    cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta,   \
+                c, ldc)
 #define TYPED(name) name##_f32
 #include "backend/cpu/cpu_linalg_typed_impl.h"
 #undef T
@@ -61,6 +104,7 @@ static bool threaded_op(ct__linalg_op op) {
 #undef ABS
 #undef LAPACK
 #undef ORGQR
+#undef GEMM_NN
 #undef TYPED
 #define T double _Complex
 #define R double
@@ -68,6 +112,9 @@ static bool threaded_op(ct__linalg_op op) {
 #define ABS(x) cabs(x)
 #define LAPACK(name) LAPACK_z##name
 #define ORGQR LAPACK_zungqr
+#define GEMM_NN(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)                                      \
+    cblas_zgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, m, n, k, &alpha, a, lda, b, ldb, &beta, \
+                c, ldc)
 #define TYPED(name) name##_c128
 #include "backend/cpu/cpu_linalg_typed_impl.h"
 #undef T
@@ -76,6 +123,7 @@ static bool threaded_op(ct__linalg_op op) {
 #undef ABS
 #undef LAPACK
 #undef ORGQR
+#undef GEMM_NN
 #undef TYPED
 #define T float _Complex
 #define R float
@@ -83,6 +131,9 @@ static bool threaded_op(ct__linalg_op op) {
 #define ABS(x) cabsf(x)
 #define LAPACK(name) LAPACK_c##name
 #define ORGQR LAPACK_cungqr
+#define GEMM_NN(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)                                      \
+    cblas_cgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, m, n, k, &alpha, a, lda, b, ldb, &beta, \
+                c, ldc)
 #define TYPED(name) name##_c64
 #include "backend/cpu/cpu_linalg_typed_impl.h"
 #undef T
@@ -91,6 +142,7 @@ static bool threaded_op(ct__linalg_op op) {
 #undef ABS
 #undef LAPACK
 #undef ORGQR
+#undef GEMM_NN
 #undef TYPED
 
 /* The elements of each matrix of a stack of rows x cols. */
@@ -99,7 +151,7 @@ static size_t area(int64_t rows, int64_t cols) { return (size_t)rows * (size_t)c
 /* Matrix i of args: LAPACK's info for it (T the element type, R its parts' real type: that of
  * the eigenvalues, the singular values and log|det|). */
 #define RUN_TYPED(T, R, suffix)                                                                    \
-    static lapack_int run_##suffix(const ct__linalg_args *g, int64_t i) {                          \
+    static lapack_int run_##suffix(const ct__linalg_args *g, int64_t i, int threads) {             \
         lapack_int m = (lapack_int)g->m, n = (lapack_int)g->n, k = (lapack_int)g->k;               \
         lapack_int small = m < n ? m : n;                                                          \
         T *a = (T *)g->a + area(g->m, g->n) * (size_t)i;                                           \
@@ -110,7 +162,10 @@ static size_t area(int64_t rows, int64_t cols) { return (size_t)rows * (size_t)c
         case CT_LINALG_SOLVE: return solve_##suffix(n, k, a, o0 + area(n, k) * (size_t)i);         \
         case CT_LINALG_DET:                                                                        \
             return det_##suffix(n, a, o0 ? o0 + i : NULL, r1 ? r1 + i : NULL, o2 ? o2 + i : NULL); \
-        case CT_LINALG_EIGH: return eigh_##suffix(n, a, r0 + (size_t)n * (size_t)i, o1 != NULL);   \
+        case CT_LINALG_EIGH:                                                                       \
+            if (o1 && threads > 1)                                                                 \
+                return eigh_split_##suffix(n, a, r0 + (size_t)n * (size_t)i, threads);             \
+            return eigh_##suffix(n, a, r0 + (size_t)n * (size_t)i, o1 != NULL);                    \
         case CT_LINALG_SVD: {                                                                      \
             lapack_int ucols = g->full ? m : small, vrows = g->full ? n : small;                   \
             return svd_##suffix(m, n, g->full, a, r0 + (size_t)small * (size_t)i,                  \
@@ -130,12 +185,13 @@ RUN_TYPED(float, float, f32)
 RUN_TYPED(double _Complex, double, c128)
 RUN_TYPED(float _Complex, float, c64)
 
-static lapack_int run_one(const ct__linalg_args *args, int64_t i) {
+/* threads: how many OpenMP threads the matrix may use itself (more than 1 only when alone). */
+static lapack_int run_one(const ct__linalg_args *args, int64_t i, int threads) {
     switch (args->dtype) {
-    case CT_F64: return run_f64(args, i);
-    case CT_C128: return run_c128(args, i);
-    case CT_C64: return run_c64(args, i);
-    default: return run_f32(args, i);
+    case CT_F64: return run_f64(args, i, threads);
+    case CT_C128: return run_c128(args, i, threads);
+    case CT_C64: return run_c64(args, i, threads);
+    default: return run_f32(args, i, threads);
     }
 }
 
@@ -150,16 +206,20 @@ ct_status ct__cpu_linalg(int device, const ct__linalg_args *args, int64_t *first
     lapack_int failure = 0; /* the first info < 0 (an argument LAPACK refused, or no memory) */
     int64_t order = args->m > args->n ? args->m : args->n;
     int threads = args->count < ct__cpu_threads() ? (int)args->count : ct__cpu_threads();
+    bool alone_and_large = args->count == 1 && order >= CT_LINALG_THREADED_ORDER;
     ct__cpu_blas_single_threaded();
-    if (args->count == 1 && threaded_op(args->op) && order >= CT_LINALG_THREADED_ORDER &&
-        ct__cpu_threads() > 1)
+    if (alone_and_large && threaded_op(args->op) && ct__cpu_threads() > 1)
         openblas_set_num_threads(ct__cpu_threads());
     if (threads < 1) threads = 1;
+    /* A lone matrix's region is inactive (if), so EIGH's own region inside it gets threads. */
+    int own_threads = alone_and_large ? ct__cpu_threads() : 1;
 #ifdef _OPENMP
-#pragma omp parallel for num_threads(threads) schedule(dynamic) reduction(min : bad, failure)
+#pragma omp parallel for if (threads > 1) num_threads(threads) schedule(dynamic)                   \
+    reduction(min                                                                                  \
+              : bad, failure)
 #endif
     for (int64_t i = 0; i < args->count; i++) {
-        lapack_int info = run_one(args, i);
+        lapack_int info = run_one(args, i, own_threads);
         if (info > 0 && i < bad) bad = i;
         if (info < 0 && info < failure) failure = info;
     }

@@ -1,8 +1,10 @@
 /* One dtype's LAPACK calls for one matrix each (cpu_linalg.c includes this once per dtype,
  * with T the element type, R the real type of its parts, COMPLEX 1 for a complex T, ABS(x)
- * the magnitude of a T as an R, LAPACK(name) the routine of T's prefix (s, d, c, z) and
- * TYPED(name) the function's name). A complex T takes the Hermitian and unitary routines:
- * heevd for syevd, ungqr for orgqr, and gesdd and heevd with their real work arrays.
+ * the magnitude of a T as an R, LAPACK(name) the routine of T's prefix (s, d, c, z),
+ * GEMM_NN(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) CBLAS's column-major GEMM of T with
+ * alpha and beta Ts, and TYPED(name) the function's name). A complex T takes the Hermitian and
+ * unitary routines: heevd for syevd, ungqr for orgqr, and gesdd and heevd with their real work
+ * arrays.
  * Each returns LAPACK's info: 0, > 0 when the matrix is bad (its op's contract in
  * backend/linalg_args_impl.h), or CT_LINALG_NO_MEMORY. Matrices are column-major. */
 
@@ -98,6 +100,112 @@ static lapack_int TYPED(eigh)(lapack_int n, T *a, R *w, bool v) {
     free(iwork);
     return info;
 }
+
+/* The largest |a_ij| of the lower triangle of a (what syevd's scaling looks at). */
+static R TYPED(lower_max_abs)(lapack_int n, const T *a) {
+    R largest = 0;
+    for (lapack_int j = 0; j < n; j++)
+        for (lapack_int i = j; i < n; i++) {
+            R magnitude = ABS(a[(size_t)j * n + i]);
+            if (!(magnitude <= largest)) largest = magnitude; /* a NaN sticks */
+        }
+    return largest;
+}
+
+/* eigh with vectors on `threads` (>= 2) threads, in syevd's stages (LAPACK's dsyevd.f,
+ * zheevd.f): the reduction to tridiagonal form T = Q^H A Q (sytrd, hetrd); then, at once, T's
+ * eigenvectors Z by divide and conquer (stedc) on one thread and Q itself (orgtr, ungtr) on
+ * another; then the eigenvectors Q Z, a GEMM split by columns over every thread. syevd applies
+ * the reflectors to Z instead (ormtr), which must wait for Z: forming Q beside stedc hides
+ * most of that cost. OpenBLAS stays single-threaded in each call: its own threads made the
+ * reduction and stedc slower in ctensor's process (docs/PERFORMANCE.md). A matrix that syevd
+ * would scale first (its largest element outside [sqrt(smallest / eps), its inverse]) or that
+ * holds a NaN goes to syevd itself, so those cases stay syevd's. */
+#if COMPLEX
+#define TRIDIAGONAL LAPACK(hetrd)
+#define FORM_Q LAPACK(ungtr)
+#define STEDC_WORK(work, lwork) work, lwork, rwork, &lrwork, iwork, &liwork, &info
+#else
+#define TRIDIAGONAL LAPACK(sytrd)
+#define FORM_Q LAPACK(orgtr)
+#define STEDC_WORK(work, lwork) work, lwork, iwork, &liwork, &info
+#endif
+static lapack_int TYPED(eigh_split)(lapack_int n, T *a, R *w, int threads) {
+    const R eps = sizeof(R) == sizeof(double) ? (R)DBL_EPSILON : (R)FLT_EPSILON;
+    const R smallest = sizeof(R) == sizeof(double) ? (R)DBL_MIN : (R)FLT_MIN;
+    R largest = TYPED(lower_max_abs)(n, a), rmin = (R)sqrt((double)(smallest / eps));
+    if (!(largest <= 1 / rmin) || (largest > 0 && largest < rmin))
+        return TYPED(eigh)(n, a, w, true);
+    lapack_int info = 0, q_info = 0, lwork = -1, liwork = -1, iwork_size = 0;
+    lapack_int *iwork = &iwork_size;
+    T reduce_size = 0, stedc_size = 0, q_size = 0;
+#if COMPLEX
+    lapack_int lrwork = -1;
+    R rwork_size = 0, *rwork = &rwork_size;
+#endif
+    TRIDIAGONAL("L", &n, a, &n, w, w, a, &reduce_size, &lwork, &info);
+    if (info == 0) LAPACK(stedc)("I", &n, w, w, a, &n, STEDC_WORK(&stedc_size, &lwork));
+    if (info == 0) FORM_Q("L", &n, a, &n, a, &q_size, &lwork, &info);
+    if (info != 0) return info;
+    lapack_int q_lwork = (lapack_int)ABS(q_size) + 1;
+    lwork = (lapack_int)ABS(reduce_size) + 1;
+    if (lwork < (lapack_int)ABS(stedc_size) + 1) lwork = (lapack_int)ABS(stedc_size) + 1;
+    liwork = iwork_size + 1;
+    /* One block: the T arrays, then the R ones, then the integers (each starts aligned). */
+    size_t area = (size_t)n * (size_t)n,
+           ts = 2 * area + (size_t)n + (size_t)lwork + (size_t)q_lwork;
+    size_t rs = (size_t)n;
+#if COMPLEX
+    lrwork = (lapack_int)rwork_size + 1;
+    rs += (size_t)lrwork;
+#endif
+    work_block *block = take_work(ts * sizeof(T) + rs * sizeof(R) + (size_t)liwork * sizeof *iwork);
+    if (!block) return CT_LINALG_NO_MEMORY;
+    T *q = (T *)block->data, *z = q + area, *tau = z + area, *work = tau + n;
+    R *off_diagonal = (R *)(work + lwork + q_lwork);
+#if COMPLEX
+    rwork = off_diagonal + n;
+#endif
+    iwork = (lapack_int *)(off_diagonal + rs);
+    if (info == 0) TRIDIAGONAL("L", &n, a, &n, w, off_diagonal, tau, work, &lwork, &info);
+    if (info == 0) {
+#ifdef _OPENMP
+#pragma omp parallel sections num_threads(2)
+#endif
+        {
+#ifdef _OPENMP
+#pragma omp section
+#endif
+            LAPACK(stedc)("I", &n, w, off_diagonal, z, &n, STEDC_WORK(work, &lwork));
+#ifdef _OPENMP
+#pragma omp section
+#endif
+            {
+                memcpy(q, a, area * sizeof(T));
+                FORM_Q("L", &n, q, &n, tau, work + lwork, &q_lwork, &q_info);
+            }
+        }
+        if (info == 0) info = q_info;
+    }
+    if (info == 0) {
+        lapack_int each = (n + threads - 1) / threads;
+        const T one = 1, zero = 0;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static)
+#endif
+        for (int t = 0; t < threads; t++) {
+            lapack_int first = (lapack_int)t * each, cols = n - first < each ? n - first : each;
+            if (cols > 0)
+                GEMM_NN(n, cols, n, one, q, n, z + (size_t)first * n, n, zero,
+                        a + (size_t)first * n, n);
+        }
+    }
+    give_work(block);
+    return info;
+}
+#undef TRIDIAGONAL
+#undef FORM_Q
+#undef STEDC_WORK
 
 /* The identity in a rows x cols column-major matrix. */
 static void TYPED(identity)(lapack_int rows, lapack_int cols, T *x) {
