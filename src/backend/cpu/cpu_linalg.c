@@ -1,13 +1,13 @@
 /* The linalg slot on the CPU: LAPACK from OpenBLAS (declared by lapack.h), one call per
- * matrix of the stack (cpu_linalg_typed_impl.h). A stack of several matrices is split over
- * ctensor's OpenMP threads, each matrix on one thread with OpenBLAS single-threaded inside
- * (as the GEMM: cpu_gemm.c); a single large matrix of SVD, CHOLESKY or QR is given to
- * OpenBLAS's own threads, as many as ctensor runs, for that call. SOLVE and DET run every
- * matrix on one thread: OpenBLAS's threads made them slower, not faster, than one thread
- * (bench/bench_linalg.py, against NumPy's single-threaded calls). A single large EIGH with
- * vectors spreads its stages over ctensor's threads itself (eigh_split). Complex matrices
- * are C's _Complex types, laid out as ct_complex64 and ct_complex128 are (lapack.h's
- * lapack_complex_float and _double). */
+ * matrix of the stack (cpu_linalg_typed_impl.h), with OpenBLAS single-threaded inside, as
+ * everywhere in ctensor (cpu_gemm.c). A stack of several matrices is split over ctensor's
+ * OpenMP threads, a matrix to a thread; a single large EIGH with vectors spreads its own
+ * stages over them (eigh_split). OpenBLAS's own threads, which SVD, CHOLESKY and QR of a
+ * single large matrix once took, made them slower in ctensor's process, not faster: at
+ * 512 x 512 f64, svd 96 against 73 ms, qr 23.6 against 17.2, cholesky 3.9 against 3.3
+ * (docs/PERFORMANCE.md), and their pool, once started, spins after each call on the cores
+ * ctensor's next parallel regions need. Complex matrices are C's _Complex types, laid out as
+ * ct_complex64 and ct_complex128 are (lapack.h's lapack_complex_float and _double). */
 #include <float.h>
 #include <lapack.h>
 #include <math.h>
@@ -28,13 +28,8 @@
 
 #define CT_LINALG_NO_MEMORY ((lapack_int)-100000)
 
-/* A matrix below this order runs on one OpenBLAS thread even alone. */
+/* A matrix alone in its stack from this order takes ctensor's threads itself (EIGH). */
 #define CT_LINALG_THREADED_ORDER 192
-
-/* Whether op gives a single large matrix to OpenBLAS's threads. */
-static bool threaded_op(ct__linalg_op op) {
-    return op == CT_LINALG_SVD || op == CT_LINALG_CHOLESKY || op == CT_LINALG_QR;
-}
 
 /* A work block kept for the next call up to this size: larger ones go back to the system. */
 #define CT_LINALG_SPARE_MAX ((size_t)64 << 20)
@@ -208,8 +203,6 @@ ct_status ct__cpu_linalg(int device, const ct__linalg_args *args, int64_t *first
     int threads = args->count < ct__cpu_threads() ? (int)args->count : ct__cpu_threads();
     bool alone_and_large = args->count == 1 && order >= CT_LINALG_THREADED_ORDER;
     ct__cpu_blas_single_threaded();
-    if (alone_and_large && threaded_op(args->op) && ct__cpu_threads() > 1)
-        openblas_set_num_threads(ct__cpu_threads());
     if (threads < 1) threads = 1;
     /* A lone matrix's region is inactive (if), so EIGH's own region inside it gets threads. */
     int own_threads = alone_and_large ? ct__cpu_threads() : 1;
@@ -223,7 +216,6 @@ ct_status ct__cpu_linalg(int device, const ct__linalg_args *args, int64_t *first
         if (info > 0 && i < bad) bad = i;
         if (info < 0 && info < failure) failure = info;
     }
-    ct__cpu_blas_single_threaded();
     if (failure == CT_LINALG_NO_MEMORY)
         return ct__error(CT_ERR_OUT_OF_MEMORY, "linalg: out of host memory for LAPACK's work");
     if (failure < 0)
