@@ -8,8 +8,9 @@
  * the order of its sum depends on the thread count (differences within 1e-6 of the largest
  * gradient here). So are matmul and the MLP step where the BLAS's own bits depend on the
  * slab's shape (blas_slab_bitwise), which the test then says. Each comparison forces the split
- * (a region cost of 0) on two threads against one thread. A lone large eigh takes another
- * algorithm on two threads than on one: both are checked for accuracy, and against each other. */
+ * (a region cost of 0) on two threads against one thread. A lone large eigh or svd takes
+ * other stages on two threads than on one: both are checked for accuracy, and against each
+ * other. */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -254,104 +255,203 @@ TEST(test_cpu_threads_conv_weight_grad_close) {
     ct_release(p.b);
 }
 
-/* A Hermitian n x n matrix as complex128 pairs, row-major, parts uniform in [-1, 1) (the
- * imaginary parts 0 when real), times scale. */
-static double *hermitian_pairs(int64_t n, bool real, double scale) {
-    double *parts = malloc(sizeof(double) * (size_t)(2 * n * n));
-    double *a = malloc(sizeof(double) * (size_t)(2 * n * n));
-    ref_random(parts, 2 * n * n, 71, -1, 1);
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t j = 0; j <= i; j++) {
-            double re = parts[2 * (i * n + j)] * scale;
-            double im = real || i == j ? 0 : parts[2 * (i * n + j) + 1] * scale;
-            a[2 * (i * n + j)] = a[2 * (j * n + i)] = re;
-            a[2 * (i * n + j) + 1] = im, a[2 * (j * n + i) + 1] = -im;
+/* An m x n matrix as complex128 pairs, row-major, parts uniform in [-1, 1) times scale (the
+ * imaginary parts 0 when real); Hermitian (m = n) when hermitian. */
+static double *matrix_pairs(int64_t m, int64_t n, bool real, bool hermitian, double scale) {
+    double *a = malloc(sizeof(double) * (size_t)(2 * m * n));
+    ref_random(a, 2 * m * n, 71, -scale, scale);
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            if (real || (hermitian && i == j)) a[2 * (i * n + j) + 1] = 0;
+            if (hermitian && j < i) /* the transpose of the upper triangle, conjugated */
+                a[2 * (i * n + j)] = a[2 * (j * n + i)],
+                               a[2 * (i * n + j) + 1] = -a[2 * (j * n + i) + 1];
         }
-    free(parts);
     return a;
 }
 
-typedef struct eigh_errors {
-    bool ok;
-    double residual;      /* max |A v_j - w_j v_j| over max |a_ij| */
-    double orthogonality; /* max |V^H V - I| */
-} eigh_errors;
+/* The matrix of matrix_pairs as a CPU tensor of dtype. */
+static ct_tensor *matrix_as(const double *a, int64_t m, int64_t n, ct_dtype dtype) {
+    ct_tensor *pairs = ct_from_data(a, 2, (int64_t[]){m, n}, CT_C128, CT_CPU), *x = NULL;
+    ct_tensor *parts = pairs && !ct_dtype_is_complex(dtype) ? ct_real(pairs) : ct_retain(pairs);
+    if (parts) x = ct_cast(parts, dtype);
+    ct_release(pairs), ct_release(parts);
+    return x;
+}
 
-/* eigh of a (hermitian_pairs) as dtype on `threads` OpenMP threads, its errors measured in
- * double here; w: the eigenvalues (n). */
-static eigh_errors eigh_on_threads(const double *a, int64_t n, ct_dtype dtype, int threads,
-                                   double *w) {
-    eigh_errors e = {false, INFINITY, INFINITY};
+/* t's elements as complex128 pairs (NULL when t is NULL or cannot be read). */
+static double *pairs_of(const ct_tensor *t) {
+    ct_tensor *wide = t ? ct_cast(t, CT_C128) : NULL;
+    size_t bytes = wide ? (size_t)ct_numel(wide) * 2 * sizeof(double) : 0;
+    double *out = wide ? malloc(bytes + 1) : NULL;
+    if (out && ct_copy_to_host(wide, out, bytes) != CT_OK) free(out), out = NULL;
+    ct_release(wide);
+    return out;
+}
+
+/* The largest |element| of an m x n matrix of pairs. */
+static double largest_of(const double *a, int64_t m, int64_t n) {
+    double largest = 0;
+    for (int64_t i = 0; i < m * n; i++) largest = fmax(largest, hypot(a[2 * i], a[2 * i + 1]));
+    return largest;
+}
+
+/* max |X^H X - I| for the rows x cols pairs X (orthonormal columns), or max |X X^H - I| when
+ * of_rows (orthonormal rows). */
+static double unitary_deviation(const double *x, int64_t rows, int64_t cols, bool of_rows) {
+    int64_t count = of_rows ? rows : cols, length = of_rows ? cols : rows;
+    double worst = 0;
+    for (int64_t i = 0; i < count; i++)
+        for (int64_t j = 0; j < count; j++) {
+            double re = i == j ? -1 : 0, im = 0;
+            for (int64_t k = 0; k < length; k++) {
+                int64_t p = of_rows ? j * cols + k : k * cols + i; /* conjugated side */
+                int64_t q = of_rows ? i * cols + k : k * cols + j;
+                double ur = x[2 * p], ui = -x[2 * p + 1], vr = x[2 * q], vi = x[2 * q + 1];
+                re += ur * vr - ui * vi, im += ur * vi + ui * vr;
+            }
+            worst = fmax(worst, hypot(re, im));
+        }
+    return worst;
+}
+
+typedef struct factor_errors {
+    bool ok;
+    double residual;  /* eigh: max |A v_j - w_j v_j|; svd: max |U S V^H - A|; over max |a_ij| */
+    double unitarity; /* the largest deviation of the vectors from orthonormal */
+} factor_errors;
+
+/* eigh of a (n x n pairs, Hermitian) as dtype on `threads` OpenMP threads, its errors
+ * measured in double here; w: the eigenvalues (n). */
+static factor_errors eigh_on_threads(const double *a, int64_t n, ct_dtype dtype, int threads,
+                                     double *w) {
+    factor_errors e = {false, INFINITY, INFINITY};
     int before = omp_get_max_threads();
     omp_set_num_threads(threads);
-    ct_tensor *pairs = ct_from_data(a, 2, (int64_t[]){n, n}, CT_C128, CT_CPU), *x = NULL;
-    if (pairs && ct_dtype_is_complex(dtype))
-        x = ct_cast(pairs, dtype);
-    else if (pairs) {
-        ct_tensor *re = ct_real(pairs);
-        x = re ? ct_cast(re, dtype) : NULL;
-        ct_release(re);
-    }
-    ct_tensor *values = NULL, *vectors = NULL;
+    ct_tensor *x = matrix_as(a, n, n, dtype), *values = NULL, *vectors = NULL;
     ct_status status = x ? ct_linalg_eigh(x, &values, &vectors) : CT_ERR_INVALID_ARG;
     omp_set_num_threads(before);
-    ct_tensor *w64 = status == CT_OK ? ct_cast(values, CT_F64) : NULL;
-    ct_tensor *v128 = status == CT_OK ? ct_cast(vectors, CT_C128) : NULL;
-    double *v = malloc(sizeof(double) * (size_t)(2 * n * n)), largest = 0;
-    e.ok = w64 && v128 && ct_copy_to_host(w64, w, sizeof(double) * (size_t)n) == CT_OK &&
-           ct_copy_to_host(v128, v, sizeof(double) * (size_t)(2 * n * n)) == CT_OK;
-    for (int64_t i = 0; i < 2 * n * n; i++) largest = fmax(largest, fabs(a[i]));
-    e.residual = e.orthogonality = e.ok ? 0 : INFINITY;
+    double *wv = status == CT_OK ? pairs_of(values) : NULL;
+    double *v = status == CT_OK ? pairs_of(vectors) : NULL, largest = largest_of(a, n, n);
+    e.ok = wv && v;
+    for (int64_t j = 0; e.ok && j < n; j++) w[j] = wv[2 * j];
+    if (e.ok) e.residual = 0, e.unitarity = unitary_deviation(v, n, n, false);
     for (int64_t i = 0; e.ok && i < n; i++)
         for (int64_t j = 0; j < n; j++) {
             double re = -w[j] * v[2 * (i * n + j)], im = -w[j] * v[2 * (i * n + j) + 1];
-            double gram_re = i == j ? -1 : 0, gram_im = 0; /* (V^H V)_ij - I_ij */
             for (int64_t k = 0; k < n; k++) {
                 double ar = a[2 * (i * n + k)], ai = a[2 * (i * n + k) + 1];
                 double vr = v[2 * (k * n + j)], vi = v[2 * (k * n + j) + 1];
-                double ur = v[2 * (k * n + i)], ui = -v[2 * (k * n + i) + 1];
                 re += ar * vr - ai * vi, im += ar * vi + ai * vr;
-                gram_re += ur * vr - ui * vi, gram_im += ur * vi + ui * vr;
             }
             e.residual = fmax(e.residual, hypot(re, im) / largest);
-            e.orthogonality = fmax(e.orthogonality, hypot(gram_re, gram_im));
         }
-    ct_release(pairs), ct_release(x), ct_release(values), ct_release(vectors);
-    ct_release(w64), ct_release(v128);
-    free(v);
+    ct_release(x), ct_release(values), ct_release(vectors);
+    free(wv), free(v);
     return e;
+}
+
+/* svd of a (m x n pairs) as dtype on `threads` OpenMP threads, as eigh_on_threads; s: the
+ * singular values (min(m, n)). */
+static factor_errors svd_on_threads(const double *a, int64_t m, int64_t n, bool full,
+                                    ct_dtype dtype, int threads, double *s) {
+    factor_errors e = {false, INFINITY, INFINITY};
+    int64_t k = m < n ? m : n, ucols = full ? m : k, vrows = full ? n : k;
+    int before = omp_get_max_threads();
+    omp_set_num_threads(threads);
+    ct_tensor *x = matrix_as(a, m, n, dtype), *ut = NULL, *st = NULL, *vht = NULL;
+    ct_status status = x ? ct_linalg_svd(x, full, &ut, &st, &vht) : CT_ERR_INVALID_ARG;
+    omp_set_num_threads(before);
+    double *u = status == CT_OK ? pairs_of(ut) : NULL, *sv = status == CT_OK ? pairs_of(st) : NULL;
+    double *vh = status == CT_OK ? pairs_of(vht) : NULL, largest = largest_of(a, m, n);
+    e.ok = u && sv && vh;
+    for (int64_t j = 0; e.ok && j < k; j++) s[j] = sv[2 * j];
+    if (e.ok) {
+        e.residual = 0;
+        e.unitarity =
+            fmax(unitary_deviation(u, m, ucols, false), unitary_deviation(vh, vrows, n, true));
+    }
+    for (int64_t i = 0; e.ok && i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double re = -a[2 * (i * n + j)], im = -a[2 * (i * n + j) + 1];
+            for (int64_t p = 0; p < k; p++) {
+                double ur = u[2 * (i * ucols + p)] * s[p], ui = u[2 * (i * ucols + p) + 1] * s[p];
+                double vr = vh[2 * (p * n + j)], vi = vh[2 * (p * n + j) + 1];
+                re += ur * vr - ui * vi, im += ur * vi + ui * vr;
+            }
+            e.residual = fmax(e.residual, hypot(re, im) / largest);
+        }
+    ct_release(x), ct_release(ut), ct_release(st), ct_release(vht);
+    free(u), free(sv), free(vh);
+    return e;
+}
+
+static const ct_dtype linalg_dtypes[] = {CT_F64, CT_F32, CT_C128, CT_C64};
+
+/* Both factorizations to the precision's accuracy, and the same values (within it). */
+static void check_one_and_two(const char *what, ct_dtype dtype, factor_errors one,
+                              factor_errors two, const double *values1, const double *values2,
+                              int64_t count, double largest) {
+    double tolerance = dtype == CT_F64 || dtype == CT_C128 ? 1e-12 : 1e-4, apart = 0;
+    for (int64_t i = 0; i < count; i++)
+        apart = fmax(apart, fabs(values1[i] - values2[i]) / largest);
+    printf("    %s %s: residual %.3g / %.3g, unitarity %.3g / %.3g, values %.3g apart (1 / 2 "
+           "threads)\n",
+           what, ct_dtype_name(dtype), one.residual, two.residual, one.unitarity, two.unitarity,
+           apart);
+    CHECK(one.ok && two.ok);
+    CHECK(one.residual < tolerance && two.residual < tolerance);
+    CHECK(one.unitarity < tolerance && two.unitarity < tolerance);
+    CHECK(apart < tolerance);
 }
 
 /* A lone large matrix's eigh with vectors takes its own path on two threads (eigh_split in
  * cpu_linalg_typed_impl.h: Q formed beside stedc, then a GEMM over the threads), and syevd on
  * one: both are eigendecompositions to the precision's accuracy, with the same eigenvalues.
- * n = 201 (over the 192 of that path) splits the columns unevenly. A matrix syevd would scale
+ * n = 201 (over the 192 of that path) splits the columns unevenly. A matrix syevd might scale
  * (elements near 1e200) goes to syevd on two threads as well. */
 TEST(test_cpu_threads_eigh_alone) {
     const int64_t n = 201;
-    static const ct_dtype dtypes[] = {CT_F64, CT_F32, CT_C128, CT_C64};
-    double *w1 = malloc(sizeof(double) * (size_t)n), *w2 = malloc(sizeof(double) * (size_t)n);
+    double w1[201], w2[201];
     for (int d = 0; d < 4; d++) {
-        ct_dtype dtype = dtypes[d];
-        bool real = !ct_dtype_is_complex(dtype), f64 = dtype == CT_F64 || dtype == CT_C128;
-        double tolerance = f64 ? 1e-12 : 1e-4, scale = d == 0 ? 1e200 : 1;
+        ct_dtype dtype = linalg_dtypes[d];
         for (int scaled = 0; scaled < (d == 0 ? 2 : 1); scaled++) {
-            double *a = hermitian_pairs(n, real, scaled ? scale : 1);
-            eigh_errors one = eigh_on_threads(a, n, dtype, 1, w1);
-            eigh_errors two = eigh_on_threads(a, n, dtype, 2, w2);
-            double spread = 0, largest = 0;
-            for (int64_t i = 0; i < 2 * n * n; i++) largest = fmax(largest, fabs(a[i]));
-            for (int64_t i = 0; i < n; i++) spread = fmax(spread, fabs(w1[i] - w2[i]) / largest);
-            printf("    %s%s: residual %.3g / %.3g, orthogonality %.3g / %.3g, eigenvalues %.3g "
-                   "apart (1 / 2 threads)\n",
-                   ct_dtype_name(dtype), scaled ? " x 1e200" : "", one.residual, two.residual,
-                   one.orthogonality, two.orthogonality, spread);
-            CHECK(one.ok && two.ok);
-            CHECK(one.residual < tolerance && two.residual < tolerance);
-            CHECK(one.orthogonality < tolerance && two.orthogonality < tolerance);
-            CHECK(spread < tolerance);
+            double *a = matrix_pairs(n, n, !ct_dtype_is_complex(dtype), true, scaled ? 1e200 : 1);
+            factor_errors one = eigh_on_threads(a, n, dtype, 1, w1);
+            factor_errors two = eigh_on_threads(a, n, dtype, 2, w2);
+            check_one_and_two(scaled ? "eigh x 1e200" : "eigh", dtype, one, two, w1, w2, n,
+                              largest_of(a, n, n));
             free(a);
         }
     }
-    free(w1), free(w2);
+}
+
+/* The same for svd with vectors (svd_split: Q and P^H formed beside bdsdc, then GEMMs), whose
+ * path takes m >= n below 11/6 n: 201 x 201 reduced and 260 x 201 full; 201 x 260 and 400 x 201
+ * go to gesdd on two threads too, as does a matrix gesdd might scale. */
+TEST(test_cpu_threads_svd_alone) {
+    static const struct {
+        int64_t m, n;
+        bool full;
+        double scale;
+    } shapes[] = {{201, 201, false, 1},
+                  {260, 201, true, 1},
+                  {201, 260, false, 1},
+                  {400, 201, false, 1},
+                  {201, 201, true, 1e200}};
+    double s1[201], s2[201];
+    char what[64];
+    for (int d = 0; d < 4; d++)
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+            ct_dtype dtype = linalg_dtypes[d];
+            int64_t m = shapes[i].m, n = shapes[i].n, k = m < n ? m : n;
+            if (shapes[i].scale != 1 && dtype != CT_F64) continue; /* f64 alone holds 1e200 */
+            double *a = matrix_pairs(m, n, !ct_dtype_is_complex(dtype), false, shapes[i].scale);
+            factor_errors one = svd_on_threads(a, m, n, shapes[i].full, dtype, 1, s1);
+            factor_errors two = svd_on_threads(a, m, n, shapes[i].full, dtype, 2, s2);
+            snprintf(what, sizeof what, "svd %lldx%lld%s%s", (long long)m, (long long)n,
+                     shapes[i].full ? " full" : "", shapes[i].scale != 1 ? " x 1e200" : "");
+            check_one_and_two(what, dtype, one, two, s1, s2, k, largest_of(a, m, n));
+            free(a);
+        }
 }

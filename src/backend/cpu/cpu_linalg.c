@@ -68,6 +68,7 @@ static void give_work(work_block *block) {
 #define COMPLEX 0
 #define ABS(x) fabs(x)
 #define LAPACK(name) LAPACK_d##name
+#define REAL_LAPACK(name) LAPACK_d##name
 #define ORGQR LAPACK_dorgqr
 #define GEMM_NN(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)                                      \
     cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta,   \
@@ -79,6 +80,7 @@ static void give_work(work_block *block) {
 #undef COMPLEX
 #undef ABS
 #undef LAPACK
+#undef REAL_LAPACK
 #undef ORGQR
 #undef GEMM_NN
 #undef TYPED
@@ -87,6 +89,7 @@ static void give_work(work_block *block) {
 #define COMPLEX 0
 #define ABS(x) fabsf(x)
 #define LAPACK(name) LAPACK_s##name
+#define REAL_LAPACK(name) LAPACK_s##name
 #define ORGQR LAPACK_sorgqr
 #define GEMM_NN(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)                                      \
     cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta,   \
@@ -98,6 +101,7 @@ static void give_work(work_block *block) {
 #undef COMPLEX
 #undef ABS
 #undef LAPACK
+#undef REAL_LAPACK
 #undef ORGQR
 #undef GEMM_NN
 #undef TYPED
@@ -106,6 +110,7 @@ static void give_work(work_block *block) {
 #define COMPLEX 1
 #define ABS(x) cabs(x)
 #define LAPACK(name) LAPACK_z##name
+#define REAL_LAPACK(name) LAPACK_d##name
 #define ORGQR LAPACK_zungqr
 #define GEMM_NN(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)                                      \
     cblas_zgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, m, n, k, &alpha, a, lda, b, ldb, &beta, \
@@ -117,6 +122,7 @@ static void give_work(work_block *block) {
 #undef COMPLEX
 #undef ABS
 #undef LAPACK
+#undef REAL_LAPACK
 #undef ORGQR
 #undef GEMM_NN
 #undef TYPED
@@ -125,6 +131,7 @@ static void give_work(work_block *block) {
 #define COMPLEX 1
 #define ABS(x) cabsf(x)
 #define LAPACK(name) LAPACK_c##name
+#define REAL_LAPACK(name) LAPACK_s##name
 #define ORGQR LAPACK_cungqr
 #define GEMM_NN(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)                                      \
     cblas_cgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, m, n, k, &alpha, a, lda, b, ldb, &beta, \
@@ -136,6 +143,7 @@ static void give_work(work_block *block) {
 #undef COMPLEX
 #undef ABS
 #undef LAPACK
+#undef REAL_LAPACK
 #undef ORGQR
 #undef GEMM_NN
 #undef TYPED
@@ -163,6 +171,10 @@ static size_t area(int64_t rows, int64_t cols) { return (size_t)rows * (size_t)c
             return eigh_##suffix(n, a, r0 + (size_t)n * (size_t)i, o1 != NULL);                    \
         case CT_LINALG_SVD: {                                                                      \
             lapack_int ucols = g->full ? m : small, vrows = g->full ? n : small;                   \
+            if (o1 && threads > 1)                                                                 \
+                return svd_split_##suffix(m, n, g->full, a, r0 + (size_t)small * (size_t)i,        \
+                                          o1 + area(m, ucols) * (size_t)i,                         \
+                                          o2 + area(vrows, n) * (size_t)i, threads);               \
             return svd_##suffix(m, n, g->full, a, r0 + (size_t)small * (size_t)i,                  \
                                 o1 ? o1 + area(m, ucols) * (size_t)i : NULL,                       \
                                 o2 ? o2 + area(vrows, n) * (size_t)i : NULL);                      \

@@ -1,12 +1,12 @@
 /* One dtype's LAPACK calls for one matrix each (cpu_linalg.c includes this once per dtype,
  * with T the element type, R the real type of its parts, COMPLEX 1 for a complex T, ABS(x)
  * the magnitude of a T as an R, LAPACK(name) the routine of T's prefix (s, d, c, z),
- * GEMM_NN(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) CBLAS's column-major GEMM of T with
- * alpha and beta Ts, and TYPED(name) the function's name). A complex T takes the Hermitian and
- * unitary routines: heevd for syevd, ungqr for orgqr, and gesdd and heevd with their real work
- * arrays.
- * Each returns LAPACK's info: 0, > 0 when the matrix is bad (its op's contract in
- * backend/linalg_args_impl.h), or CT_LINALG_NO_MEMORY. Matrices are column-major. */
+ * REAL_LAPACK(name) that of R's (s, d), GEMM_NN(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+ * CBLAS's column-major GEMM of T with alpha and beta Ts, and TYPED(name) the function's name). A
+ * complex T takes the Hermitian and unitary routines: heevd for syevd, ungqr for orgqr, and gesdd
+ * and heevd with their real work arrays. Each returns LAPACK's info: 0, > 0 when the matrix is bad
+ * (its op's contract in backend/linalg_args_impl.h), or CT_LINALG_NO_MEMORY. Matrices are
+ * column-major. */
 
 /* l: the matrix on entry (in place). */
 static lapack_int TYPED(cholesky)(lapack_int n, T *l) {
@@ -101,15 +101,23 @@ static lapack_int TYPED(eigh)(lapack_int n, T *a, R *w, bool v) {
     return info;
 }
 
-/* The largest |a_ij| of the lower triangle of a (what syevd's scaling looks at). */
-static R TYPED(lower_max_abs)(lapack_int n, const T *a) {
+/* The largest |a_ij| of a rows x cols matrix, or of its lower triangle; NaN when one is. */
+static R TYPED(max_abs)(lapack_int rows, lapack_int cols, const T *a, bool lower) {
     R largest = 0;
-    for (lapack_int j = 0; j < n; j++)
-        for (lapack_int i = j; i < n; i++) {
-            R magnitude = ABS(a[(size_t)j * n + i]);
+    for (lapack_int j = 0; j < cols; j++)
+        for (lapack_int i = lower ? j : 0; i < rows; i++) {
+            R magnitude = ABS(a[(size_t)j * rows + i]);
             if (!(magnitude <= largest)) largest = magnitude; /* a NaN sticks */
         }
     return largest;
+}
+
+/* Whether LAPACK's drivers (syevd, gesdd) leave a matrix of this largest |element| unscaled:
+ * 0, or within [sqrt(smallest) / eps, its inverse] (gesdd's range, inside syevd's). Not NaN. */
+static bool TYPED(unscaled)(R largest) {
+    const double eps = sizeof(R) == sizeof(double) ? DBL_EPSILON : FLT_EPSILON;
+    const double low = sqrt(sizeof(R) == sizeof(double) ? DBL_MIN : FLT_MIN) / eps;
+    return largest == 0 || (largest >= low && largest <= 1 / low);
 }
 
 /* eigh with vectors on `threads` (>= 2) threads, in syevd's stages (LAPACK's dsyevd.f,
@@ -119,8 +127,7 @@ static R TYPED(lower_max_abs)(lapack_int n, const T *a) {
  * the reflectors to Z instead (ormtr), which must wait for Z: forming Q beside stedc hides
  * most of that cost. OpenBLAS stays single-threaded in each call: its own threads made the
  * reduction and stedc slower in ctensor's process (docs/PERFORMANCE.md). A matrix that syevd
- * would scale first (its largest element outside [sqrt(smallest / eps), its inverse]) or that
- * holds a NaN goes to syevd itself, so those cases stay syevd's. */
+ * might scale first, or that holds a NaN, goes to syevd itself, so those cases stay syevd's. */
 #if COMPLEX
 #define TRIDIAGONAL LAPACK(hetrd)
 #define FORM_Q LAPACK(ungtr)
@@ -131,11 +138,7 @@ static R TYPED(lower_max_abs)(lapack_int n, const T *a) {
 #define STEDC_WORK(work, lwork) work, lwork, iwork, &liwork, &info
 #endif
 static lapack_int TYPED(eigh_split)(lapack_int n, T *a, R *w, int threads) {
-    const R eps = sizeof(R) == sizeof(double) ? (R)DBL_EPSILON : (R)FLT_EPSILON;
-    const R smallest = sizeof(R) == sizeof(double) ? (R)DBL_MIN : (R)FLT_MIN;
-    R largest = TYPED(lower_max_abs)(n, a), rmin = (R)sqrt((double)(smallest / eps));
-    if (!(largest <= 1 / rmin) || (largest > 0 && largest < rmin))
-        return TYPED(eigh)(n, a, w, true);
+    if (!TYPED(unscaled)(TYPED(max_abs)(n, n, a, true))) return TYPED(eigh)(n, a, w, true);
     lapack_int info = 0, q_info = 0, lwork = -1, liwork = -1, iwork_size = 0;
     lapack_int *iwork = &iwork_size;
     T reduce_size = 0, stedc_size = 0, q_size = 0;
@@ -255,6 +258,100 @@ static lapack_int TYPED(svd)(lapack_int m, lapack_int n, bool full, T *a, R *s, 
     /* gesdd refuses a matrix holding a NaN as its argument 4: no values, as no convergence. */
     return info == -4 ? 1 : info;
 }
+
+/* svd with vectors of an m x n matrix, m >= n but less than gesdd's 11/6 n (above which
+ * gesdd factors QR first), on `threads` (>= 2) threads, in gesdd's stages (dgesdd.f, zgesdd.f):
+ * the reduction to bidiagonal form A = Q B P^H (gebrd); then, at once, B = Ub S Vb^T by divide
+ * and conquer (the real bdsdc) on one thread and Q and P^H themselves (orgbr, ungbr) on
+ * another; then U = Q Ub and V^H = Vb^T P^H, GEMMs split by columns over every thread, where
+ * gesdd applies the reflectors after bdsdc (ormbr). With full, U's last m - n columns are Q's.
+ * Any other shape, a matrix gesdd might scale first, or one holding a NaN goes to gesdd. */
+#if COMPLEX
+#define FORM_QP LAPACK(ungbr)
+#else
+#define FORM_QP LAPACK(orgbr)
+#endif
+static lapack_int TYPED(svd_split)(lapack_int m, lapack_int n, bool full, T *a, R *s, T *u, T *vt,
+                                   int threads) {
+    if (m < n || m >= (lapack_int)((double)n * 11.0 / 6.0) ||
+        !TYPED(unscaled)(TYPED(max_abs)(m, n, a, false)))
+        return TYPED(svd)(m, n, full, a, s, u, vt);
+    lapack_int qcols = full ? m : n, info = 0, q_info = 0, lwork = -1;
+    T reduce_size = 0, q_size = 0, p_size = 0;
+    LAPACK(gebrd)(&m, &n, a, &m, s, s, a, a, &reduce_size, &lwork, &info);
+    if (info == 0) FORM_QP("Q", &m, &qcols, &n, a, &m, a, &q_size, &lwork, &info);
+    if (info == 0) FORM_QP("P", &n, &n, &m, a, &n, a, &p_size, &lwork, &info);
+    if (info != 0) return info;
+    lwork = (lapack_int)ABS(reduce_size) + 1;
+    if (lwork < (lapack_int)ABS(q_size) + 1) lwork = (lapack_int)ABS(q_size) + 1;
+    if (lwork < (lapack_int)ABS(p_size) + 1) lwork = (lapack_int)ABS(p_size) + 1;
+    /* One block: the T arrays, then the R ones, then the integers (each starts aligned). */
+    size_t area = (size_t)n * (size_t)n, q_area = (size_t)m * (size_t)qcols;
+    size_t ts = q_area + area + 2 * (size_t)n + (size_t)lwork + (COMPLEX ? 2 * area : 0);
+    size_t rs = 2 * (size_t)n + 2 * area + (3 * area + 4 * (size_t)n); /* bdsdc's work last */
+    work_block *block =
+        take_work(ts * sizeof(T) + rs * sizeof(R) + 8 * (size_t)n * sizeof(lapack_int));
+    if (!block) return CT_LINALG_NO_MEMORY;
+    T *q = (T *)block->data, *p = q + q_area, *tauq = p + area, *taup = tauq + n;
+    T *work = taup + n;
+#if COMPLEX
+    T *ub_t = work + lwork, *vbt_t = ub_t + area; /* Ub and Vb^T made complex for the GEMMs */
+    R *e = (R *)(vbt_t + area);
+#else
+    R *e = work + lwork;
+#endif
+    R *ub = e + n, *vbt = ub + area, *bdsdc_work = vbt + area, unused_q = 0;
+    lapack_int *iwork = (lapack_int *)(bdsdc_work + 3 * area + 4 * (size_t)n), unused_iq = 0;
+    LAPACK(gebrd)(&m, &n, a, &m, s, e, tauq, taup, work, &lwork, &info);
+    if (info == 0) {
+#ifdef _OPENMP
+#pragma omp parallel sections num_threads(2)
+#endif
+        {
+#ifdef _OPENMP
+#pragma omp section
+#endif
+            REAL_LAPACK(bdsdc)
+            ("U", "I", &n, s, e, ub, &n, vbt, &n, &unused_q, &unused_iq, bdsdc_work, iwork, &info);
+#ifdef _OPENMP
+#pragma omp section
+#endif
+            {
+                memcpy(q, a, (size_t)m * (size_t)n * sizeof(T));
+                FORM_QP("Q", &m, &qcols, &n, q, &m, tauq, work, &lwork, &q_info);
+                for (lapack_int j = 0; j < n; j++)
+                    memcpy(p + (size_t)j * n, a + (size_t)j * m, (size_t)n * sizeof(T));
+                if (q_info == 0) FORM_QP("P", &n, &n, &m, p, &n, taup, work, &lwork, &q_info);
+            }
+        }
+        if (info == 0) info = q_info;
+    }
+    if (info == 0) {
+#if COMPLEX
+        for (size_t i = 0; i < area; i++) ub_t[i] = ub[i], vbt_t[i] = vbt[i];
+#else
+        T *ub_t = ub, *vbt_t = vbt; /* real already */
+#endif
+        lapack_int each = (n + threads - 1) / threads;
+        const T one = 1, zero = 0;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static)
+#endif
+        for (int t = 0; t < threads; t++) {
+            lapack_int first = (lapack_int)t * each, cols = n - first < each ? n - first : each;
+            if (cols <= 0) continue;
+            GEMM_NN(m, cols, n, one, q, m, ub_t + (size_t)first * n, n, zero, u + (size_t)first * m,
+                    m);
+            GEMM_NN(n, cols, n, one, vbt_t, n, p + (size_t)first * n, n, zero,
+                    vt + (size_t)first * n, n);
+        }
+        if (full) /* U's last m - n columns: Q's */
+            memcpy(u + (size_t)m * n, q + (size_t)m * n, (size_t)m * (size_t)(m - n) * sizeof(T));
+    }
+    give_work(block);
+    return info;
+}
+#undef FORM_QP
 
 static lapack_int TYPED(qr)(lapack_int m, lapack_int n, bool full, T *a, T *q, T *r) {
     lapack_int k = m < n ? m : n, qcols = full ? m : k, rrows = full ? m : k, info = 0;
