@@ -1,10 +1,10 @@
 /* The linalg slot on the CPU: LAPACK from OpenBLAS (declared by lapack.h), one call per
  * matrix of the stack (cpu_linalg_typed_impl.h), with OpenBLAS single-threaded inside, as
  * everywhere in ctensor (cpu_gemm.c). A stack of several matrices is split over ctensor's
- * OpenMP threads, a matrix to a thread; a single large EIGH with vectors spreads its own
- * stages over them (eigh_split). OpenBLAS's own threads, which SVD, CHOLESKY and QR of a
- * single large matrix once took, made them slower in ctensor's process, not faster: at
- * 512 x 512 f64, svd 96 against 73 ms, qr 23.6 against 17.2, cholesky 3.9 against 3.3
+ * OpenMP threads, a matrix to a thread; a single large EIGH or SVD with vectors spreads its
+ * own stages over them (eigh_split, svd_split). OpenBLAS's own threads, which SVD, CHOLESKY and QR
+ * of a single large matrix once took, made them slower in ctensor's process, not faster: at 512 x
+ * 512 f64, svd 96 against 73 ms, qr 23.6 against 17.2, cholesky 3.9 against 3.3
  * (docs/PERFORMANCE.md), and their pool, once started, spins after each call on the cores
  * ctensor's next parallel regions need. Complex matrices are C's _Complex types, laid out as
  * ct_complex64 and ct_complex128 are (lapack.h's lapack_complex_float and _double). */
@@ -28,7 +28,7 @@
 
 #define CT_LINALG_NO_MEMORY ((lapack_int)-100000)
 
-/* A matrix alone in its stack from this order takes ctensor's threads itself (EIGH). */
+/* A matrix alone in its stack from this order takes ctensor's threads itself (EIGH, SVD). */
 #define CT_LINALG_THREADED_ORDER 192
 
 /* A work block kept for the next call up to this size: larger ones go back to the system. */
