@@ -120,6 +120,23 @@ static bool TYPED(unscaled)(R largest) {
     return largest == 0 || (largest >= low && largest <= 1 / low);
 }
 
+/* c (m x n) = a (m x k) b (k x n), all column-major with leading dimensions m, m and k, the
+ * columns of b and c split over `threads` threads (OpenBLAS single-threaded in each). */
+static void TYPED(gemm_over_threads)(lapack_int m, lapack_int n, lapack_int k, const T *a,
+                                     const T *b, T *c, int threads) {
+    lapack_int each = (n + threads - 1) / threads;
+    const T one = 1, zero = 0;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads) schedule(static)
+#endif
+    for (int t = 0; t < threads; t++) {
+        lapack_int first = (lapack_int)t * each, cols = n - first < each ? n - first : each;
+        if (cols > 0)
+            GEMM_NN(m, cols, k, one, a, m, b + (size_t)first * k, k, zero, c + (size_t)first * m,
+                    m);
+    }
+}
+
 /* eigh with vectors on `threads` (>= 2) threads, in syevd's stages (LAPACK's dsyevd.f,
  * zheevd.f): the reduction to tridiagonal form T = Q^H A Q (sytrd, hetrd); then, at once, T's
  * eigenvectors Z by divide and conquer (stedc) on one thread and Q itself (orgtr, ungtr) on
@@ -190,19 +207,7 @@ static lapack_int TYPED(eigh_split)(lapack_int n, T *a, R *w, int threads) {
         }
         if (info == 0) info = q_info;
     }
-    if (info == 0) {
-        lapack_int each = (n + threads - 1) / threads;
-        const T one = 1, zero = 0;
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(threads) schedule(static)
-#endif
-        for (int t = 0; t < threads; t++) {
-            lapack_int first = (lapack_int)t * each, cols = n - first < each ? n - first : each;
-            if (cols > 0)
-                GEMM_NN(n, cols, n, one, q, n, z + (size_t)first * n, n, zero,
-                        a + (size_t)first * n, n);
-        }
-    }
+    if (info == 0) TYPED(gemm_over_threads)(n, n, n, q, z, a, threads);
     give_work(block);
     return info;
 }
@@ -332,19 +337,8 @@ static lapack_int TYPED(svd_split)(lapack_int m, lapack_int n, bool full, T *a, 
 #else
         T *ub_t = ub, *vbt_t = vbt; /* real already */
 #endif
-        lapack_int each = (n + threads - 1) / threads;
-        const T one = 1, zero = 0;
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(threads) schedule(static)
-#endif
-        for (int t = 0; t < threads; t++) {
-            lapack_int first = (lapack_int)t * each, cols = n - first < each ? n - first : each;
-            if (cols <= 0) continue;
-            GEMM_NN(m, cols, n, one, q, m, ub_t + (size_t)first * n, n, zero, u + (size_t)first * m,
-                    m);
-            GEMM_NN(n, cols, n, one, vbt_t, n, p + (size_t)first * n, n, zero,
-                    vt + (size_t)first * n, n);
-        }
+        TYPED(gemm_over_threads)(m, n, n, q, ub_t, u, threads);
+        TYPED(gemm_over_threads)(n, n, n, vbt_t, p, vt, threads);
         if (full) /* U's last m - n columns: Q's */
             memcpy(u + (size_t)m * n, q + (size_t)m * n, (size_t)m * (size_t)(m - n) * sizeof(T));
     }
