@@ -8,7 +8,11 @@
  * GPU (the CPU's kernels, as the CUDA plugin's cuDNN NHWC convolutions and strided batch
  * norms), which tests the op layer's channels-last path for devices; f64 convolutions, which
  * oneDNN does not take here, run the op layer's NCHW copies. */
+#include <math.h>
 #include <stdlib.h>
+
+#include <ctensor/autocast.h>
+#include <ctensor/optim.h>
 
 #include "ct_gradcheck.h"
 #include "ct_ref.h"
@@ -239,6 +243,60 @@ static ct_tensor *conv_bn_relu(ct_tensor *const *in, void *context) {
     ct_tensor *z = y ? ct_batch_norm_relu(y, NULL, NULL, in[2], NULL, true, 0.1, 1e-5) : NULL;
     ct_release(x), ct_release(y);
     return z;
+}
+
+/* The loss of a leaf-gradient case: sum(relu(x) * u), or sum(x), whose gradient arrives as
+ * a broadcast view of a scalar (a view the leaf cannot keep). */
+static ct_tensor *leaf_loss(ct_tensor *x, const ct_tensor *u) {
+    if (!u) return ct_sum(x, 0, NULL, false);
+    ct_tensor *r = ct_relu(x), *ru = r ? ct_mul(r, u) : NULL;
+    ct_tensor *loss = ru ? ct_sum(ru, 0, NULL, false) : NULL;
+    ct_release(r), ct_release(ru);
+    return loss;
+}
+
+/* A leaf's gradient is laid out as the leaf is (PyTorch's gradient layout contract):
+ * channels-last for a channels-last leaf, contiguous for an NCHW one, whichever layout the
+ * gradient arrives in (NCHW, channels-last, a broadcast view), with equal values; a second
+ * backward accumulates in the same layout; the grad scaler's unscale and clipping work on it
+ * in place. */
+DEVICE_TEST(test_channels_last_leaf_gradient_layout) {
+    static const ct_dtype dtypes[] = {CT_F32, CT_F64};
+    const int64_t shape[4] = {2, 3, 4, 5};
+    for (int d = 0; d < 2; d++)
+        for (int arrives = 0; arrives < 3; arrives++) { /* u NCHW, u channels-last, no u */
+            ct_tensor *xn = leaf(device, dtypes[d], 4, shape, 7, false);
+            ct_tensor *xc = leaf(device, dtypes[d], 4, shape, 7, true);
+            ct_tensor *u = arrives < 2 ? leaf(device, dtypes[d], 4, shape, 8, arrives == 1) : NULL;
+            for (int pass = 0; pass < 2; pass++) {
+                ct_tensor *ln = leaf_loss(xn, u), *lc = leaf_loss(xc, u);
+                CHECK_OK(ct_backward(ln));
+                CHECK_OK(ct_backward(lc));
+                ct_release(ln), ct_release(lc);
+                ct_tensor *gn = ct_grad(xn), *gc = ct_grad(xc);
+                CHECK(gn && ct_is_contiguous(gn));
+                CHECK(gc && ct_is_contiguous_format(gc, CT_FORMAT_CHANNELS_LAST) &&
+                      !ct_is_contiguous(gc));
+                CHECK(gn && gc && ref_max_diff(gn, gc, NULL) == 0.0);
+                ct_release(gn), ct_release(gc);
+            }
+            /* The scaler's unscale and clipping take the channels-last gradient in place. */
+            ct_grad_scaler_params p = ct_grad_scaler_params_default();
+            ct_grad_scaler *sn = ct_grad_scaler_new(1, &xn, NULL, &p);
+            ct_grad_scaler *sc = ct_grad_scaler_new(1, &xc, NULL, &p);
+            CHECK_OK(ct_grad_scaler_unscale(sn));
+            CHECK_OK(ct_grad_scaler_unscale(sc));
+            double norm_n = 0, norm_c = 0;
+            CHECK_OK(ct_clip_grad_norm(1, &xn, 1e-6, 2.0, &norm_n));
+            CHECK_OK(ct_clip_grad_norm(1, &xc, 1e-6, 2.0, &norm_c));
+            ct_tensor *gn = ct_grad(xn), *gc = ct_grad(xc);
+            CHECK(norm_n > 0 && fabs(norm_n - norm_c) <= tolerance(dtypes[d]) * norm_n);
+            CHECK(gc && ct_is_contiguous_format(gc, CT_FORMAT_CHANNELS_LAST));
+            CHECK(gn && gc && ref_max_diff(gn, gc, NULL) <= tolerance(dtypes[d]) * 1e-6);
+            ct_release(gn), ct_release(gc);
+            ct_grad_scaler_free(sn), ct_grad_scaler_free(sc);
+            ct_release(xn), ct_release(xc), ct_release(u);
+        }
 }
 
 DEVICE_TEST(test_channels_last_gradcheck) {

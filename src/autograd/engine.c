@@ -134,14 +134,31 @@ static ct_status accumulate(ct_tensor **slot, ct_tensor *g) {
     return CT_OK;
 }
 
-/* A leaf's .grad is its own contiguous tensor, so that in-place updates of one gradient
- * (clipping) never reach another tensor. */
+/* A copy of g, dense in memory: channels-last when channels_last, else contiguous. */
+static ct_tensor *layout_copy(const ct_tensor *g, bool channels_last) {
+    if (!channels_last) return ct_clone(g);
+    int64_t strides[4];
+    ct__channels_last_strides(g->shape, strides);
+    ct_tensor *out = ct__tensor_new_strided(g->storage->device, g->dtype, 4, g->shape, strides);
+    if (out && ct__copy_into(out, g, "ct_backward") != CT_OK) {
+        ct_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* A leaf's .grad is its own tensor, so that in-place updates of one gradient (clipping)
+ * never reach another tensor, dense in the leaf's layout (PyTorch's gradient layout
+ * contract): channels-last for a channels-last leaf, so that a channels-last network's
+ * gradients need no copy into NCHW and the optimizer walks parameter and gradient in one
+ * order; else contiguous. */
 static ct_status accumulate_leaf(ct_tensor *leaf, ct_tensor *g) {
     ct_tensor *value = g;
-    bool owned =
-        atomic_load(&g->refcount) == 1 && atomic_load(&g->storage->refcount) == 1 && g->contiguous;
+    bool channels_last = ct__is_channels_last(leaf);
+    bool dense = channels_last ? ct__is_channels_last(g) : g->contiguous;
+    bool owned = atomic_load(&g->refcount) == 1 && atomic_load(&g->storage->refcount) == 1 && dense;
     if (leaf->grad || !owned) {
-        value = leaf->grad ? ct_add(leaf->grad, g) : ct_clone(g);
+        value = leaf->grad ? ct_add(leaf->grad, g) : layout_copy(g, channels_last);
         ct_release(g);
         if (!value) return ct_last_status();
     }

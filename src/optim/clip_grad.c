@@ -22,7 +22,8 @@ typedef struct clip_item {
     bool visited;         /* taken by a device's list in the current pass */
 } clip_item;
 
-/* A contiguous tensor as the kernels' list entry: a complex one as its parts. */
+/* A dense tensor (contiguous or channels-last) as the kernels' list entry: a complex one as
+ * its parts. */
 static ct__list_tensor list_entry(const ct_tensor *t) {
     int64_t parts = ct__is_complex(t->dtype) ? 2 : 1;
     return (ct__list_tensor){ct__data(t), parts * t->numel, ct__complex_part(t->dtype)};
@@ -39,7 +40,7 @@ static ct_status gather_grads(int n, ct_tensor *const *params, double p, clip_it
                                 "are floating or complex",
                              i, ct_dtype_name(g->dtype));
         items[i].grad = g;
-        items[i].flat = g->contiguous ? g : ct_clone(g);
+        items[i].flat = ct__is_dense(g) ? g : ct_clone(g);
         if (!items[i].flat) return ct_last_status();
         if (ct__is_complex(g->dtype) && p != 2.0) {
             items[i].magnitude = ct_abs(items[i].flat);
@@ -99,8 +100,8 @@ static ct_status check_args(int n, ct_tensor *const *params, double max_norm, do
     return CT_OK;
 }
 
-/* The norm, then the scaling when it is over max_norm; the non-contiguous gradients get
- * their scaled copies back. */
+/* The norm, then the scaling when it is over max_norm; the gradients with gaps get their
+ * scaled copies back. */
 static ct_status clip(int n, clip_item *items, ct__list_tensor *entries, double max_norm, double p,
                       double *total) {
     double acc = 0.0;

@@ -156,9 +156,9 @@ static ct_status check_grads(const ct_grad_scaler *s) {
         if (!ct__is_float(g->dtype) && !ct__is_complex(g->dtype))
             return ct__error(CT_ERR_DTYPE, OP "_unscale: the gradient of parameter %d is %s", i,
                              ct_dtype_name(g->dtype));
-        if (!g->contiguous)
+        if (!ct__is_dense(g)) /* contiguous or channels-last: a flat run of elements */
             return ct__error(CT_ERR_INVALID_ARG,
-                             OP "_unscale: the gradient of parameter %d is not contiguous; "
+                             OP "_unscale: the gradient of parameter %d is a view with gaps; "
                                 "the scaler unscales gradients in place",
                              i);
     }
