@@ -31,8 +31,10 @@
 /* A matrix alone in its stack from this order takes ctensor's threads itself (EIGH, SVD). */
 #define CT_LINALG_THREADED_ORDER 192
 
-/* A work block kept for the next call up to this size: larger ones go back to the system. */
-#define CT_LINALG_SPARE_MAX ((size_t)64 << 20)
+/* A work block kept for the next call up to this size (a 512 x 512 complex128 svd's 27 MB
+ * fits): larger ones go back to the system, whose page faults then cost a few percent of
+ * their factorization's O(n^3) time, where they cost a tenth at 512. */
+#define CT_LINALG_SPARE_MAX ((size_t)32 << 20)
 
 /* A block of LAPACK work (eigh_split's arrays), its capacity in a header. */
 typedef struct work_block {
