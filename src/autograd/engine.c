@@ -149,9 +149,8 @@ static ct_tensor *layout_copy(const ct_tensor *g, bool channels_last) {
 
 /* A leaf's .grad is its own tensor, so that in-place updates of one gradient (clipping)
  * never reach another tensor, dense in the leaf's layout (PyTorch's gradient layout
- * contract): channels-last for a channels-last leaf, so that a channels-last network's
- * gradients need no copy into NCHW and the optimizer walks parameter and gradient in one
- * order; else contiguous. */
+ * contract): channels-last for a channels-last leaf, whose gradient then arrives from a
+ * channels-last network without a copy into NCHW; else contiguous. */
 static ct_status accumulate_leaf(ct_tensor *leaf, ct_tensor *g) {
     ct_tensor *value = g;
     bool channels_last = ct__is_channels_last(leaf);

@@ -36,7 +36,7 @@
  * their factorization's O(n^3) time, where they cost a tenth at 512. */
 #define CT_LINALG_SPARE_MAX ((size_t)32 << 20)
 
-/* A block of LAPACK work (eigh_split's arrays), its capacity in a header. */
+/* A block of LAPACK work (eigh_split's and svd_split's arrays), its capacity in a header. */
 typedef struct work_block {
     size_t capacity;
     alignas(64) unsigned char data[];

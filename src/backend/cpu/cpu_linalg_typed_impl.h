@@ -187,7 +187,7 @@ static lapack_int TYPED(eigh_split)(lapack_int n, T *a, R *w, int threads) {
     rwork = off_diagonal + n;
 #endif
     iwork = (lapack_int *)(off_diagonal + rs);
-    if (info == 0) TRIDIAGONAL("L", &n, a, &n, w, off_diagonal, tau, work, &lwork, &info);
+    TRIDIAGONAL("L", &n, a, &n, w, off_diagonal, tau, work, &lwork, &info);
     if (info == 0) {
 #ifdef _OPENMP
 #pragma omp parallel sections num_threads(2)
