@@ -709,22 +709,44 @@ def _constant_(t, val):
     return _fill_from(t, _ctensor.full(tuple(t.shape), float(val)))
 
 
-def _gain(nonlinearity, a):
-    if nonlinearity == "relu":
-        return math.sqrt(2.0)
-    if nonlinearity == "leaky_relu":
-        return math.sqrt(2.0 / (1 + a * a))
-    if nonlinearity in ("linear", "sigmoid", "conv2d"):
+_LINEAR_GAIN = ("linear", "identity", "sigmoid", "conv1d", "conv2d", "conv3d",
+                "conv_transpose1d", "conv_transpose2d", "conv_transpose3d")
+
+
+def _gain(nonlinearity, param=None):
+    """torch.nn.init.calculate_gain: the recommended gain for a nonlinearity; param is
+    leaky_relu's negative slope (0.01 when None)."""
+    if nonlinearity in _LINEAR_GAIN:
         return 1.0
     if nonlinearity == "tanh":
         return 5.0 / 3
+    if nonlinearity == "relu":
+        return math.sqrt(2.0)
+    if nonlinearity == "selu":
+        return 3.0 / 4
+    if nonlinearity == "leaky_relu":
+        if param is None:
+            param = 0.01
+        elif isinstance(param, bool) or not isinstance(param, (int, float)):
+            raise ValueError(f"negative_slope {param!r} is not a valid number")
+        return math.sqrt(2.0 / (1 + param * param))
     raise ValueError(f"unknown nonlinearity {nonlinearity!r}")
 
 
-def _kaiming_uniform_(t, a=0, mode="fan_in", nonlinearity="leaky_relu"):
+def _fan(t, mode):
+    if mode not in ("fan_in", "fan_out"):
+        raise ValueError(f"mode {mode!r} is not 'fan_in' or 'fan_out'")
     fan_in, fan_out = _fans(t)
-    bound = _gain(nonlinearity, a) * math.sqrt(3.0 / (fan_in if mode == "fan_in" else fan_out))
+    return fan_in if mode == "fan_in" else fan_out
+
+
+def _kaiming_uniform_(t, a=0, mode="fan_in", nonlinearity="leaky_relu"):
+    bound = _gain(nonlinearity, a) * math.sqrt(3.0 / _fan(t, mode))
     return _uniform_(t, -bound, bound)
+
+
+def _kaiming_normal_(t, a=0, mode="fan_in", nonlinearity="leaky_relu"):
+    return _normal_(t, 0.0, _gain(nonlinearity, a) / math.sqrt(_fan(t, mode)))
 
 
 def _xavier_uniform_(t, gain=1.0):
@@ -733,12 +755,96 @@ def _xavier_uniform_(t, gain=1.0):
     return _uniform_(t, -bound, bound)
 
 
+def _xavier_normal_(t, gain=1.0):
+    fan_in, fan_out = _fans(t)
+    return _normal_(t, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)))
+
+
+def _erfinv(y):
+    """erfinv of a float64 tensor with elements in (-1, 1): M. Giles' single-precision
+    approximation ("Approximating the erfinv function", 2010), then two Newton steps on erf,
+    which take it to float64's precision."""
+    w = -_ctensor.log((1.0 - y) * (1.0 + y))
+    central, tail = w - 2.5, _ctensor.sqrt(w) - 3.0
+    p_central, p_tail = 2.81022636e-08, -0.000200214257
+    for c_central, c_tail in ((3.43273939e-07, 0.000100950558), (-3.5233877e-06, 0.00134934322),
+                              (-4.39150654e-06, -0.00367342844), (0.00021858087, 0.00573950773),
+                              (-0.00125372503, -0.0076224613), (-0.00417768164, 0.00943887047),
+                              (0.246640727, 1.00167406), (1.50140941, 2.83297682)):
+        p_central, p_tail = p_central * central + c_central, p_tail * tail + c_tail
+    x = _ctensor.where(w < 5.0, p_central, p_tail) * y
+    for _ in range(2):
+        x = x - (_ctensor.erf(x) - y) / (2 / math.sqrt(math.pi) * _ctensor.exp(-x * x))
+    return x
+
+
+def _trunc_normal_(t, mean=0.0, std=1.0, a=-2.0, b=2.0):
+    """Normal(mean, std) truncated to [a, b], by the inverse of the normal CDF (as PyTorch):
+    u uniform between the CDF at a and at b, then mean + std * sqrt(2) erfinv(2u - 1)."""
+    if not a < b:
+        raise ValueError(f"a ({a}) must be less than b ({b})")
+    low, high = (math.erf((v - mean) / (std * math.sqrt(2))) for v in (a, b))
+    u = _ctensor.rand(*t.shape, dtype=_ctensor.float64) * (high - low) + low
+    u = _ctensor.clip(u, -1.0 + 2.0 ** -52, 1.0 - 2.0 ** -52)
+    values = _ctensor.clip(_erfinv(u) * (std * math.sqrt(2.0)) + mean, a, b)
+    return _fill_from(t, values)
+
+
+def _orthogonal_(t, gain=1.0):
+    """A (semi-)orthogonal matrix from the QR factorization of a normal one, the signs of R's
+    diagonal put on Q's columns (as PyTorch); tensors of more than 2 dimensions as
+    (shape[0], the rest)."""
+    if t.ndim < 2:
+        raise ValueError("orthogonal_ needs a tensor of 2 or more dimensions")
+    rows = t.shape[0]
+    cols = math.prod(t.shape) // rows if rows else 0
+    if rows == 0 or cols == 0:
+        return t
+    flat = _ctensor.randn(max(rows, cols), min(rows, cols), dtype=_ctensor.float64)
+    q, r = _ct.linalg.qr(flat)
+    q = q * _ctensor.sign(_ct.linalg.diagonal(r))
+    if rows < cols:
+        q = _ct.linalg.matrix_transpose(q)
+    return _fill_from(t, (q * gain).reshape(tuple(t.shape)))
+
+
+def _eye_(t):
+    if t.ndim != 2:
+        raise ValueError("eye_ needs a 2-dimensional tensor")
+    return _fill_from(t, _ctensor.eye(t.shape[0], t.shape[1]))
+
+
+def _dirac_(t, groups=1):
+    """The identity of a convolution: each of the groups' out-channels passes its in-channel
+    through the kernel's centre (3, 4 or 5 dimensions)."""
+    if t.ndim not in (3, 4, 5):
+        raise ValueError("dirac_ needs a tensor of 3, 4 or 5 dimensions")
+    shape = tuple(t.shape)
+    if shape[0] % groups:
+        raise ValueError(f"the out-channels ({shape[0]}) are not divisible by groups ({groups})")
+    per_group = shape[0] // groups
+    values = [0.0] * math.prod(shape)
+    centre = tuple(d // 2 for d in shape[2:])
+    for g in range(groups):
+        for c in range(min(per_group, shape[1])):
+            index = (g * per_group + c, c) + centre
+            flat = 0
+            for i, d in zip(index, shape):
+                flat = flat * d + i
+            values[flat] = 1.0
+    return _fill_from(t, _ctensor.asarray(values, dtype=_ctensor.float64).reshape(shape))
+
+
 init = types.ModuleType(__name__ + ".init", "ct.nn.init: torch.nn.init's in-place initialisers")
 init.uniform_, init.normal_, init.constant_ = _uniform_, _normal_, _constant_
 init.zeros_ = lambda t: _constant_(t, 0.0)
 init.ones_ = lambda t: _constant_(t, 1.0)
-init.kaiming_uniform_, init.xavier_uniform_ = _kaiming_uniform_, _xavier_uniform_
-init.calculate_gain = lambda nonlinearity, param=None: _gain(nonlinearity, param or 0.01)
+init.kaiming_uniform_, init.kaiming_normal_ = _kaiming_uniform_, _kaiming_normal_
+init.xavier_uniform_, init.xavier_normal_ = _xavier_uniform_, _xavier_normal_
+init.trunc_normal_, init.orthogonal_ = _trunc_normal_, _orthogonal_
+init.eye_, init.dirac_ = _eye_, _dirac_
+init.calculate_gain = _gain
+init._calculate_fan_in_and_fan_out = _fans
 sys.modules[init.__name__] = init
 
 # ---- nn.MultiheadAttention ----
